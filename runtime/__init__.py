@@ -1,0 +1,40 @@
+"""dy2static's runtime: `import runtime as rt` gives a NumPy-like array namespace.
+
+Eager Tensors run ops now; inside a trace the same calls record a Program that
+the Executor compiles and runs on NumPy (CPU) or CuPy (GPU).
+"""
+from . import dtypes
+from .dtypes import (bool, complex64, complex128, finfo, float16, float32, float64, iinfo, int8, int16, int32,  # noqa: A004
+                     int64, uint8, uint16, uint32, uint64)
+from .tensor import Parameter, Tensor, tensor, asarray
+from .ir import Block, Operator, Program, Variable
+from .ops import *  # noqa: F401,F403  (the array namespace)
+from .ops import FUNCTIONS as _FUNCTIONS, print_, assert_
+from .ops.registry import REGISTRY, OpDef, defop, get_op, register
+from .control_flow import Undefined, cond, while_loop
+from .tracing import InputSpec, trace
+from .executor import Executor, Plan
+from .backends import get_backend, gpu_available, DeviceUnavailableError
+from .errors import ControlFlowError, FeedError, ProgramRunError, SymbolicBoolError
+from .serialization import ProgramFormatError
+from . import nn  # noqa: E402
+import numpy as _np
+
+_seed_state = {"rng": _np.random.default_rng(0)}
+
+
+def seed(n):
+    """Seed dy2static's random generator (layer initialization, dropout)."""
+    _seed_state["rng"] = _np.random.default_rng(n)
+
+
+def default_rng():
+    return _seed_state["rng"]
+
+
+__all__ = sorted(_FUNCTIONS) + [
+    "tensor", "asarray", "Tensor", "Parameter", "Program", "Block", "Operator", "Variable", "cond", "while_loop",
+    "InputSpec", "trace", "Executor", "Plan", "get_backend", "gpu_available", "seed", "print_", "assert_",
+    "Undefined", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+    "float32", "float64", "complex64", "complex128", "finfo", "iinfo", "nn",
+]

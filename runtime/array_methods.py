@@ -1,0 +1,104 @@
+"""Operators and NumPy-style methods shared by eager Tensors and traced Variables.
+
+Every method forwards to the array namespace, so an op's semantics live only in
+the op registry; `_ns` is bound by `runtime.ops` once all ops are defined.
+"""
+_ns = None
+
+
+def bind_namespace(namespace):
+    global _ns
+    _ns = namespace
+
+
+class ArrayMethods:
+    __slots__ = ()
+
+    # arithmetic -----------------------------------------------------------
+    def __add__(self, other): return _ns.add(self, other)
+    def __radd__(self, other): return _ns.add(other, self)
+    def __sub__(self, other): return _ns.subtract(self, other)
+    def __rsub__(self, other): return _ns.subtract(other, self)
+    def __mul__(self, other): return _ns.multiply(self, other)
+    def __rmul__(self, other): return _ns.multiply(other, self)
+    def __truediv__(self, other): return _ns.divide(self, other)
+    def __rtruediv__(self, other): return _ns.divide(other, self)
+    def __floordiv__(self, other): return _ns.floor_divide(self, other)
+    def __rfloordiv__(self, other): return _ns.floor_divide(other, self)
+    def __mod__(self, other): return _ns.remainder(self, other)
+    def __rmod__(self, other): return _ns.remainder(other, self)
+    def __pow__(self, other): return _ns.pow(self, other)
+    def __rpow__(self, other): return _ns.pow(other, self)
+    def __matmul__(self, other): return _ns.matmul(self, other)
+    def __rmatmul__(self, other): return _ns.matmul(other, self)
+    def __neg__(self): return _ns.negative(self)
+    def __pos__(self): return self
+    def __abs__(self): return _ns.abs(self)
+    def __invert__(self): return _ns.bitwise_invert(self)
+    def __and__(self, other): return _ns.bitwise_and(self, other)
+    def __rand__(self, other): return _ns.bitwise_and(other, self)
+    def __or__(self, other): return _ns.bitwise_or(self, other)
+    def __ror__(self, other): return _ns.bitwise_or(other, self)
+    def __xor__(self, other): return _ns.bitwise_xor(self, other)
+    def __rxor__(self, other): return _ns.bitwise_xor(other, self)
+
+    # comparisons ----------------------------------------------------------
+    def __eq__(self, other): return _ns.equal(self, other)
+    def __ne__(self, other): return _ns.not_equal(self, other)
+    def __lt__(self, other): return _ns.less(self, other)
+    def __le__(self, other): return _ns.less_equal(self, other)
+    def __gt__(self, other): return _ns.greater(self, other)
+    def __ge__(self, other): return _ns.greater_equal(self, other)
+
+    # indexing -------------------------------------------------------------
+    def __getitem__(self, index): return _ns.getitem(self, index)
+
+    # methods --------------------------------------------------------------
+    def sum(self, axis=None, keepdims=False): return _ns.sum(self, axis=axis, keepdims=keepdims)
+    def mean(self, axis=None, keepdims=False): return _ns.mean(self, axis=axis, keepdims=keepdims)
+    def max(self, axis=None, keepdims=False): return _ns.max(self, axis=axis, keepdims=keepdims)
+    def min(self, axis=None, keepdims=False): return _ns.min(self, axis=axis, keepdims=keepdims)
+    def prod(self, axis=None, keepdims=False): return _ns.prod(self, axis=axis, keepdims=keepdims)
+    def std(self, axis=None, keepdims=False): return _ns.std(self, axis=axis, keepdims=keepdims)
+    def var(self, axis=None, keepdims=False): return _ns.var(self, axis=axis, keepdims=keepdims)
+    def any(self, axis=None, keepdims=False): return _ns.any(self, axis=axis, keepdims=keepdims)
+    def all(self, axis=None, keepdims=False): return _ns.all(self, axis=axis, keepdims=keepdims)
+    def argmax(self, axis=None, keepdims=False): return _ns.argmax(self, axis=axis, keepdims=keepdims)
+    def argmin(self, axis=None, keepdims=False): return _ns.argmin(self, axis=axis, keepdims=keepdims)
+    def cumsum(self, axis=None): return _ns.cumsum(self, axis=axis)
+    def abs(self): return _ns.abs(self)
+    def exp(self): return _ns.exp(self)
+    def log(self): return _ns.log(self)
+    def sqrt(self): return _ns.sqrt(self)
+    def tanh(self): return _ns.tanh(self)
+    def clip(self, min=None, max=None): return _ns.clip(self, min, max)
+    def astype(self, dtype): return _ns.astype(self, dtype)
+    def flatten(self): return _ns.reshape(self, (-1,))
+    def squeeze(self, axis=None): return _ns.squeeze(self, axis)
+    def unsqueeze(self, axis): return _ns.expand_dims(self, axis)
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return _ns.permute_dims(self, axes or None)
+
+    def reshape(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return _ns.reshape(self, shape)
+
+    @property
+    def T(self): return _ns.permute_dims(self, None)
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            n = n * d
+        return n
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy ufuncs applied to us map onto the op of the same name."""
+        return _ns.dispatch_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return _ns.dispatch_array_function(func, types, args, kwargs)

@@ -1,0 +1,413 @@
+"""rt.cond and rt.while_loop: Python control flow on concrete values, graph ops on symbolic ones.
+
+On concrete predicates they *are* Python `if`/`while` (so the transpiler's
+converted code stays exact on Python values). On a Variable predicate they trace
+each body into a sub-block and record one `cond`/`while` op. Values that cross
+the boundary are checked: same structure, same dtype (Python numbers are weak
+and adopt the other side's dtype), shapes relaxed to -1 where they differ.
+"""
+from . import pytree, tracing
+from .dtypes import result_type, scalar_dtype
+from .errors import ControlFlowError
+from .ir import LITERAL_TYPES, Variable
+from .tensor import Tensor
+
+
+class Undefined:
+    """The value of a name on a path that never assigned it.
+
+    Harmless while nobody reads it; converted code checks reads and raises
+    UnboundLocalError naming the variable.
+    """
+
+    __slots__ = ("name", "origin")
+
+    def __init__(self, name, origin=None):
+        self.name = name
+        self.origin = origin
+
+    def __repr__(self):
+        return f"Undefined({self.name!r})"
+
+
+# --- helpers ------------------------------------------------------------------------
+
+def _truth(pred):
+    return bool(pred)
+
+
+def _is_number(value):
+    return isinstance(value, LITERAL_TYPES)
+
+
+def _describe(value):
+    if isinstance(value, Variable):
+        return f"a tensor ({value.type_str()})"
+    if isinstance(value, Tensor):
+        return f"a tensor ({value.dtype.name}{list(value.shape)})"
+    if isinstance(value, Undefined):
+        return "undefined"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _leaf_names(treedef, names):
+    """A readable name for every leaf: the variable's name plus its path inside it."""
+    paths = pytree.leaf_paths(treedef)
+    if not names or treedef.kind not in ("tuple", "list") or len(treedef.children) != len(names):
+        return [f"output{p}" if p else "output" for p in paths]
+    out = []
+    for name, child in zip(names, treedef.children):
+        out.extend(name + p for p in pytree.leaf_paths(child))
+    return out
+
+
+def _weak_constant(value):
+    """A Python number as a weakly typed scalar Variable of the current block."""
+    from .ops import full
+    var = full((), value, scalar_dtype(value))
+    var.weak = True
+    return var
+
+
+def as_variable(value):
+    """Any tensor-like leaf as a Variable of the current block."""
+    if isinstance(value, Variable):
+        return value
+    if isinstance(value, Tensor):
+        return tracing.lift_tensor(value)
+    if _is_number(value):
+        return _weak_constant(value)
+    raise TypeError(f"not a tensor value: {_describe(value)}")
+
+
+def as_predicate(pred):
+    """A symbolic truth value: bool, and of size one."""
+    if any(d not in (1, -1) for d in pred.static_shape):
+        raise ValueError(
+            f"the truth value of a tensor with shape {pred.static_shape} is ambiguous: "
+            "reduce it first with .any() or .all()")
+    if pred.dtype.kind != "b":
+        from .ops import not_equal
+        pred = not_equal(pred, 0)
+    return pred
+
+
+def _merge_shapes(a, b, name):
+    if len(a) != len(b):
+        raise ControlFlowError(f"'{name}' changes rank: shapes {_fmt(a)} and {_fmt(b)}")
+    return tuple(x if x == y else -1 for x, y in zip(a, b))
+
+
+def _fmt(shape):
+    return "[" + ", ".join("?" if d == -1 else str(d) for d in shape) + "]"
+
+
+def _cast(var, dtype):
+    from .ops import astype
+    return astype(var, dtype)
+
+
+def captured_inputs(blocks, exclude=()):
+    """Variables the given sub-blocks (and their nested blocks) read from enclosing blocks."""
+    inner = set()
+    program = blocks[0].program
+    for b in program.blocks:
+        if any(sb.is_ancestor_of(b) for sb in blocks):
+            inner.add(b.idx)
+    seen, out = set(exclude), []
+
+    def visit(v):
+        if isinstance(v, Variable) and v.block.idx not in inner and id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+
+    for b in program.blocks:
+        if b.idx in inner:
+            for op in b.ops:
+                for v in op.inputs:
+                    visit(v)
+            for v in b.results:
+                visit(v)
+    return out
+
+
+# --- cond ---------------------------------------------------------------------------
+
+def cond(pred, true_fn, false_fn, *operands, names=None):
+    """`true_fn(*operands) if pred else false_fn(*operands)`; a `cond` op when pred is symbolic."""
+    if not isinstance(pred, Variable):
+        return true_fn(*operands) if _truth(pred) else false_fn(*operands)
+    block = tracing.current_block()
+    program = block.program
+    pred = as_predicate(pred)
+    tb = program.new_block(block)
+    with tracing.block_guard(tb):
+        t_out = true_fn(*operands)
+    fb = program.new_block(block)
+    with tracing.block_guard(fb):
+        f_out = false_fn(*operands)
+    t_leaves, t_def = pytree.flatten(t_out)
+    f_leaves, f_def = pytree.flatten(f_out)
+    if t_def != f_def:
+        raise ControlFlowError(_structure_message("the branches of an if/cond", t_out, f_out, names,
+                                                  "true branch", "false branch"))
+    leaf_names = _leaf_names(t_def, names)
+    out_leaves, t_res, f_res, outs = [], [], [], []
+    for name, a, b in zip(leaf_names, t_leaves, f_leaves):
+        if isinstance(a, Undefined) or isinstance(b, Undefined):
+            out_leaves.append(a if isinstance(a, Undefined) else b)
+            continue
+        if not _tensorish(a) and not _tensorish(b) and _same_python_value(a, b):
+            out_leaves.append(a)
+            continue
+        if not (_tensorish(a) or _is_number(a)) or not (_tensorish(b) or _is_number(b)):
+            raise ControlFlowError(
+                f"'{name}' differs between the branches: {_describe(a)} in the true branch, "
+                f"{_describe(b)} in the false branch (only tensors and numbers can differ)")
+        with tracing.block_guard(tb):
+            va = as_variable(a)
+        with tracing.block_guard(fb):
+            vb = as_variable(b)
+        va, vb = _unify_dtypes(va, vb, tb, fb, name, "true branch", "false branch")
+        if va.kind != vb.kind:
+            raise ControlFlowError(f"'{name}' is a tensor array in one branch and a tensor in the other")
+        shape = _merge_shapes(va.static_shape, vb.static_shape, name)
+        out = block.create_var(_hint(name, "cond"), shape, va.dtype, weak=va.weak and vb.weak, kind=va.kind)
+        t_res.append(va)
+        f_res.append(vb)
+        outs.append(out)
+        out_leaves.append(out)
+    tb.results, fb.results = t_res, f_res
+    block.append_op("cond", [pred] + captured_inputs([tb, fb], exclude=(id(pred),)), outs,
+                    {"true_block": tb.idx, "false_block": fb.idx}, origin=tracing.user_origin())
+    return pytree.unflatten(t_def, out_leaves)
+
+
+def _tensorish(value):
+    return isinstance(value, (Variable, Tensor))
+
+
+def _same_python_value(a, b):
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _hint(name, default):
+    base = name.split("[")[0] if name and not name.startswith("output") else default
+    return base or default
+
+
+def _unify_dtypes(va, vb, block_a, block_b, name, side_a, side_b):
+    if va.dtype == vb.dtype:
+        return va, vb
+    if va.weak or vb.weak:
+        common = result_type((va.dtype, va.weak), (vb.dtype, vb.weak))
+        if va.dtype != common:
+            with tracing.block_guard(block_a):
+                va = _cast(va, common)
+        if vb.dtype != common:
+            with tracing.block_guard(block_b):
+                vb = _cast(vb, common)
+        return va, vb
+    raise ControlFlowError(
+        f"'{name}' has dtype {va.dtype.name} in the {side_a} and {vb.dtype.name} in the {side_b}; "
+        f"cast one side with .astype()")
+
+
+def _structure_message(what, a, b, names, side_a, side_b):
+    if names and isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b) == len(names):
+        for name, x, y in zip(names, a, b):
+            if pytree.flatten(x)[1] != pytree.flatten(y)[1]:
+                return (f"'{name}' has a different structure in {what}: {_shape_of_tree(x)} in the {side_a}, "
+                        f"{_shape_of_tree(y)} in the {side_b}")
+    return f"{what} produce different structures: {_shape_of_tree(a)} vs {_shape_of_tree(b)}"
+
+
+def _shape_of_tree(value):
+    leaves, treedef = pytree.flatten(value)
+    if treedef.kind == "leaf":
+        return _describe(value)
+    return f"{type(value).__name__} {treedef}"
+
+
+# --- while_loop -----------------------------------------------------------------------
+
+def while_loop(cond_fn, body_fn, loop_vars, names=None):
+    """`while cond_fn(*v): v = body_fn(*v)`; a `while` op once the condition is symbolic.
+
+    loop_vars is a tuple/list (of pytrees); body_fn returns the same structure.
+    A condition that is a Python value at first and turns symbolic later (a
+    counter made a tensor by the body) continues as a `while` op from there.
+    """
+    state = tuple(loop_vars)
+    while True:
+        pred = _probe(cond_fn, state)
+        if isinstance(pred, Variable):
+            state = _build_while(cond_fn, body_fn, state, names)
+            break
+        if not _truth(pred):
+            break
+        state = tuple(body_fn(*state))
+    return type(loop_vars)(state) if isinstance(loop_vars, list) else state
+
+
+def _probe(cond_fn, state):
+    """Evaluate the condition; if symbolic, forget the ops it recorded (the loop records its own)."""
+    block = tracing.current_block()
+    if block is None:
+        return cond_fn(*state)
+    program = block.program
+    n_ops, n_blocks, var_names = len(block.ops), len(program.blocks), set(block.vars)
+    pred = cond_fn(*state)
+    if isinstance(pred, Variable):
+        del block.ops[n_ops:]
+        for name in set(block.vars) - var_names:
+            del block.vars[name]
+        program.drop_blocks_from(n_blocks)
+    return pred
+
+
+_MAX_RETRACES = 8
+
+
+def _build_while(cond_fn, body_fn, init, names):
+    block = tracing.current_block()
+    program = block.program
+    leaves, treedef = pytree.flatten(init)
+    leaf_names = _leaf_names(treedef, names)
+    carry = [_carry(leaf) for leaf in leaves]
+    guard_flag = None   # set when a name is first created inside the loop body
+    for _ in range(_MAX_RETRACES):
+        first = len(program.blocks)
+        cb = program.new_block(block)
+        c_params = _params(cb, carry, leaf_names)
+        with tracing.block_guard(cb):
+            pred = cond_fn(*pytree.unflatten(treedef, _inputs(carry, c_params)))
+            pred = as_predicate(as_variable(pred))
+        cb.results = [pred]
+        bb = program.new_block(block)
+        b_params = _params(bb, carry, leaf_names)
+        with tracing.block_guard(bb):
+            out = body_fn(*pytree.unflatten(treedef, _inputs(carry, b_params)))
+        out_leaves, out_def = pytree.flatten(tuple(out))
+        if out_def != treedef:
+            raise ControlFlowError(_structure_message("a loop iteration", init, tuple(out), names,
+                                                      "loop's initial state", "state after the body"))
+        changed, results = False, []
+        for i, (name, state, new) in enumerate(zip(leaf_names, carry, out_leaves)):
+            kind, value = state
+            if kind == "static":
+                if not _same_python_value(value, new):
+                    if _is_number(value) and (_tensorish(new) or _is_number(new)):
+                        carry[i] = ("var", _weak_constant_in(block, value))
+                        changed = True
+                        continue
+                    raise ControlFlowError(
+                        f"loop variable '{name}' changes inside a tensor-dependent loop from "
+                        f"{_describe(value)} to {_describe(new)}; only tensors and numbers can change")
+                continue
+            if kind == "undefined":
+                if isinstance(new, Undefined):
+                    continue
+                with tracing.block_guard(bb):
+                    nv = as_variable(new)
+                carry[i] = ("var", _placeholder_in(block, nv))
+                if guard_flag is None:
+                    guard_flag = name
+                changed = True
+                continue
+            if isinstance(new, Undefined):
+                raise ControlFlowError(f"loop variable '{name}' is deleted inside the loop body")
+            with tracing.block_guard(bb):
+                nv = as_variable(new)
+            if nv.kind != value.kind:
+                raise ControlFlowError(f"loop variable '{name}' turns from a tensor array into a tensor")
+            if nv.dtype != value.dtype:
+                if value.weak:
+                    common = result_type((value.dtype, True), (nv.dtype, nv.weak))
+                    with tracing.block_guard(block):
+                        carry[i] = ("var", _cast(value, common))
+                    changed = True
+                    continue
+                if nv.weak:
+                    with tracing.block_guard(bb):
+                        nv = _cast(nv, value.dtype)
+                else:
+                    raise ControlFlowError(
+                        f"loop variable '{name}' has dtype {value.dtype.name} before the loop and "
+                        f"{nv.dtype.name} after an iteration; cast it with .astype() so both agree")
+            param_shape = b_params[i].static_shape
+            merged = _merge_shapes(param_shape, nv.static_shape, name)
+            if merged != param_shape:
+                carry[i] = ("var", value, merged)
+                changed = True
+                continue
+            results.append(nv)
+        if changed:
+            program.drop_blocks_from(first)
+            continue
+        return _finish_while(block, cb, bb, carry, c_params, b_params, results, treedef, leaf_names, guard_flag)
+    raise ControlFlowError("loop variables did not settle to fixed shapes/dtypes after "
+                           f"{_MAX_RETRACES} traces of the loop body")
+
+
+def _carry(leaf):
+    if isinstance(leaf, Undefined):
+        return ("undefined", leaf)
+    if isinstance(leaf, Variable):
+        return ("var", leaf)
+    if isinstance(leaf, Tensor):
+        return ("var", tracing.lift_tensor(leaf))
+    return ("static", leaf)
+
+
+def _weak_constant_in(block, value):
+    with tracing.block_guard(block):
+        return _weak_constant(value)
+
+
+def _placeholder_in(block, like):
+    """An initial value for a name first created in the loop body (never read if the loop runs)."""
+    from .ops import zeros, array_new
+    with tracing.block_guard(block):
+        if like.kind == "array":
+            return array_new(like.static_shape, like.dtype)
+        var = zeros(tuple(0 if d == -1 else d for d in like.static_shape), like.dtype)
+    return var
+
+
+def _params(block, carry, leaf_names):
+    params = []
+    for state, name in zip(carry, leaf_names):
+        if state[0] != "var":
+            params.append(None)
+            continue
+        var = state[1]
+        shape = state[2] if len(state) > 2 else var.static_shape
+        params.append(block.create_var(_hint(name, "loop"), shape, var.dtype, weak=var.weak, kind=var.kind))
+    return params
+
+
+def _inputs(carry, params):
+    return [p if p is not None else state[1] for state, p in zip(carry, params)]
+
+
+def _finish_while(block, cb, bb, carry, c_params, b_params, results, treedef, leaf_names, guard_flag):
+    inits = [state[1] for state in carry if state[0] == "var"]
+    cb.params = [p for p in c_params if p is not None]
+    bb.params = [p for p in b_params if p is not None]
+    bb.results = results
+    outs = [block.create_var(_hint(name, "loop"), p.static_shape, p.dtype, weak=p.weak, kind=p.kind)
+            for name, p in zip(leaf_names, b_params) if p is not None]
+    captured = captured_inputs([cb, bb], exclude={id(p) for p in cb.params + bb.params})
+    block.append_op("while", inits + captured, outs, {"cond_block": cb.idx, "body_block": bb.idx},
+                    origin=tracing.user_origin())
+    it = iter(outs)
+    leaves = [next(it) if state[0] == "var" else state[1] for state in carry]
+    return pytree.unflatten(treedef, leaves)

@@ -1,0 +1,66 @@
+"""Dtypes are NumPy's: one vocabulary for NumPy, CuPy, the IR and the JSON form.
+
+Python scalars are *weakly typed* (NumPy 2 / NEP 50, JAX): `x * 2.0` keeps
+float32. A traced Variable that came from a Python number carries `weak=True`
+and promotes the same way, through `result_type` below.
+"""
+import numpy as np
+
+bool = np.bool_  # noqa: A001  (array-API name, shadows the builtin on purpose)
+int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
+uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
+float16, float32, float64 = np.float16, np.float32, np.float64
+complex64, complex128 = np.complex64, np.complex128
+finfo, iinfo = np.finfo, np.iinfo
+
+DEFAULT_FLOAT = np.dtype(np.float32)
+DEFAULT_INT = np.dtype(np.int64)
+
+_WEAK_EXAMPLE = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
+
+
+def as_dtype(dtype):
+    """Normalize anything dtype-like ('float32', np.float32, rt.float32) to np.dtype."""
+    if isinstance(dtype, np.dtype):
+        return dtype
+    try:
+        return np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"not a dtype: {dtype!r}") from e
+
+
+def scalar_dtype(value):
+    """The dtype a Python scalar takes when it must stand alone (float32 default for floats)."""
+    if isinstance(value, (bool, np.bool_)):
+        return np.dtype(np.bool_)
+    if isinstance(value, int):
+        return DEFAULT_INT
+    if isinstance(value, float):
+        return DEFAULT_FLOAT
+    if isinstance(value, complex):
+        return np.dtype(np.complex64)
+    return np.asarray(value).dtype
+
+
+def weak_example(dtype):
+    """A Python scalar of dtype's kind: what NumPy treats as a weak operand."""
+    return _WEAK_EXAMPLE[as_dtype(dtype).kind]
+
+
+def result_type(*operands):
+    """NumPy-2 promotion over (dtype, weak) pairs and Python scalars."""
+    args = []
+    for op in operands:
+        if isinstance(op, tuple):
+            dtype, weak = op
+            args.append(weak_example(dtype) if weak else dtype)
+        else:
+            args.append(op)
+    if all(not isinstance(a, np.dtype) for a in args):
+        # only weak operands: promote among Python kinds, then take our defaults
+        kinds = [type(a) for a in args]
+        for py, dt in ((complex, np.complex64), (float, DEFAULT_FLOAT), (int, DEFAULT_INT)):
+            if py in kinds:
+                return np.dtype(dt)
+        return np.dtype(np.bool_)
+    return np.result_type(*args)

@@ -1,0 +1,244 @@
+"""The static graph: Program → Blocks → Operators over Variables.
+
+A Program is what tracing produces, passes rewrite, the executor compiles and
+serialization writes. Variable names are unique across the whole Program, so a
+sub-block reads its enclosing blocks' values by name (lexical scoping) and the
+executor can inline every block into one Python function.
+
+Operator inputs are Variables or Python scalar literals (`multiply(x, 2.0)`):
+literals keep the IR readable and keep Python scalars weakly typed.
+"""
+import re
+from itertools import count
+
+import numpy as np
+
+from .array_methods import ArrayMethods
+
+_IDENT = re.compile(r"[^0-9a-zA-Z_]")
+LITERAL_TYPES = (bool, int, float, complex)
+
+
+class Variable(ArrayMethods):
+    """A symbolic value: name, static shape (-1 = unknown), dtype.
+
+    kind "dense" is an ordinary array; kind "array" is a tensor array (a growing
+    list of arrays of one element shape/dtype, what `append` in a loop builds).
+    `weak` marks values that came from Python numbers (they promote like them).
+    """
+
+    __array_priority__ = 1000
+
+    def __init__(self, name, shape, dtype, block, persistable=False, weak=False, kind="dense"):
+        self.name = name
+        self.static_shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.block = block
+        self.persistable = persistable
+        self.weak = weak
+        self.kind = kind
+
+    @property
+    def ndim(self):
+        return len(self.static_shape)
+
+    @property
+    def shape(self):
+        """Static dims as ints; unknown dims as scalar int Variables while tracing."""
+        if -1 not in self.static_shape:
+            return self.static_shape
+        from . import tracing
+        if tracing.current_block() is None:
+            return self.static_shape
+        from .ops import dim
+        return tuple(d if d != -1 else dim(self, i) for i, d in enumerate(self.static_shape))
+
+    def type_str(self):
+        dims = ", ".join("?" if d == -1 else str(d) for d in self.static_shape)
+        text = f"{self.dtype.name}[{dims}]"
+        if self.kind == "array":
+            text = f"array<{text}>"
+        if self.weak:
+            text += " weak"
+        if self.persistable:
+            text += " persistable"
+        return text
+
+    def __repr__(self):
+        return f"Variable({self.name}: {self.type_str()})"
+
+    def __hash__(self):
+        return id(self)
+
+    def __bool__(self):
+        from .errors import SymbolicBoolError
+        raise SymbolicBoolError(self)
+
+    def __len__(self):
+        if self.static_shape and self.static_shape[0] != -1:
+            return self.static_shape[0]
+        raise TypeError(
+            f"len() of Variable '{self.name}' with unknown first dim: use rt.shape(x)[0] "
+            "(inside @to_static, len(x) is converted for you)")
+
+    def __iter__(self):
+        raise TypeError(
+            f"cannot iterate Variable '{self.name}' in plain Python; inside @to_static a `for` "
+            "over it becomes a while op, or use rt.while_loop")
+
+    def __index__(self):
+        raise TypeError(f"Variable '{self.name}' has no concrete value while tracing; it cannot be used as a Python int")
+
+
+class Operator:
+    """One op: `outputs = type(inputs, **attrs)`; cond/while name sub-blocks in attrs."""
+
+    __slots__ = ("type", "inputs", "outputs", "attrs", "origin", "block")
+
+    def __init__(self, type, inputs, outputs, attrs=None, origin=None, block=None):
+        self.type = type
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.attrs = dict(attrs or {})
+        self.origin = origin          # "file.py:line" of the user's code that made the op
+        self.block = block
+
+    def input_vars(self):
+        return [v for v in self.inputs if isinstance(v, Variable)]
+
+    def sub_blocks(self):
+        return [self.block.program.blocks[self.attrs[k]] for k in _SUB_BLOCK_ATTRS.get(self.type, ())]
+
+    def __repr__(self):
+        return f"Operator({self.type}: {format_op(self).strip()})"
+
+
+_SUB_BLOCK_ATTRS = {"cond": ("true_block", "false_block"), "while": ("cond_block", "body_block")}
+
+
+def sub_block_attrs(op_type):
+    return _SUB_BLOCK_ATTRS.get(op_type, ())
+
+
+class Block:
+    """Ops in order; `params` are bound on entry (loop state), `results` returned on exit."""
+
+    def __init__(self, program, idx, parent_idx=-1):
+        self.program = program
+        self.idx = idx
+        self.parent_idx = parent_idx
+        self.vars = {}
+        self.ops = []
+        self.params = []
+        self.results = []
+
+    @property
+    def parent(self):
+        return None if self.parent_idx < 0 else self.program.blocks[self.parent_idx]
+
+    def create_var(self, hint="t", shape=(), dtype="float32", **kw):
+        var = Variable(self.program.unique_name(hint), shape, dtype, self, **kw)
+        self.vars[var.name] = var
+        return var
+
+    def append_op(self, type, inputs, outputs, attrs=None, origin=None):
+        op = Operator(type, inputs, outputs, attrs, origin, self)
+        self.ops.append(op)
+        self.program.version += 1
+        return op
+
+    def is_ancestor_of(self, other):
+        block = other
+        while block is not None:
+            if block is self:
+                return True
+            block = block.parent
+        return False
+
+
+class Program:
+    """A traced function: blocks, its inputs (feeds and parameters) and outputs."""
+
+    def __init__(self, name="main"):
+        self.name = name
+        self.blocks = [Block(self, 0)]
+        self.inputs = []          # Variables fed on each run, in call order; persistables too
+        self.outputs = []         # Variables returned, flat
+        self.output_tree = None   # pytree.TreeDef rebuilding the function's return value
+        self.output_consts = {}   # leaf index -> Python constant returned as is
+        self.parameters = {}      # persistable name -> Tensor whose value is fed by default
+        self.version = 0          # bumped on every mutation: invalidates compiled plans
+        self._names = {}
+        self._used = set()
+        self._plans = {}
+        self._captured = {}       # id(eager Tensor) -> its persistable Variable, while tracing
+
+    @property
+    def global_block(self):
+        return self.blocks[0]
+
+    def new_block(self, parent):
+        block = Block(self, len(self.blocks), parent.idx)
+        self.blocks.append(block)
+        return block
+
+    def drop_blocks_from(self, idx):
+        """Forget blocks idx.. (a discarded trace attempt); their names stay reserved."""
+        del self.blocks[idx:]
+        self.version += 1
+
+    def unique_name(self, hint):
+        base = _IDENT.sub("_", str(hint)) or "t"
+        if base[0].isdigit():
+            base = "_" + base
+        if base not in self._used:
+            self._used.add(base)
+            return base
+        n = self._names.get(base, 1)
+        while f"{base}_{n}" in self._used:
+            n += 1
+        self._names[base] = n + 1
+        name = f"{base}_{n}"
+        self._used.add(name)
+        return name
+
+    def ops(self):
+        """Every Operator of every block, nested sub-blocks included."""
+        for block in self.blocks:
+            yield from block.ops
+
+    def all_vars(self):
+        for block in self.blocks:
+            yield from block.vars.values()
+
+    def find_var(self, name):
+        for block in self.blocks:
+            if name in block.vars:
+                return block.vars[name]
+        raise KeyError(name)
+
+    def __str__(self):
+        from .printer import format_program
+        return format_program(self)
+
+    def __eq__(self, other):
+        if not isinstance(other, Program):
+            return NotImplemented
+        from .serialization import program_to_dict
+        return program_to_dict(self) == program_to_dict(other)
+
+    __hash__ = object.__hash__
+
+    def to_json(self, **kw):
+        from .serialization import program_to_json
+        return program_to_json(self, **kw)
+
+    @staticmethod
+    def from_json(text, source="<string>"):
+        from .serialization import program_from_json
+        return program_from_json(text, source)
+
+
+def format_op(op):
+    from .printer import format_op as _format
+    return _format(op)

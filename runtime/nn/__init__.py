@@ -1,0 +1,1 @@
+"""Neural-network layers (PyTorch/Paddle style) over the runtime's ops."""

@@ -1,0 +1,78 @@
+"""The array namespace's functions, all backed by the op registry."""
+import numpy as np
+
+from .. import array_methods
+from .registry import REGISTRY, OpDef, defop, get_op, register
+from .dispatch import apply
+from . import creation, elementwise, reduction, linalg, manipulation, indexing, tensor_array, control
+from .creation import arange, eye, full, full_like, linspace, ones, ones_like, zeros, zeros_like
+from .elementwise import astype, clip, where
+from .reduction import argmax, argmin, cumsum
+from .linalg import matmul
+from .manipulation import (broadcast_to, concat, dim, expand_dims, flip, permute_dims, reshape, shape,
+                           squeeze, stack)
+from .indexing import getitem, setitem
+from .tensor_array import array_append, array_concat, array_length, array_new, array_read, array_stack
+from .control import assert_, print_
+
+globals().update(elementwise.UNARY_FUNCTIONS)
+globals().update(elementwise.BINARY_FUNCTIONS)
+globals().update(reduction.REDUCTION_FUNCTIONS)
+
+FUNCTIONS = {
+    **elementwise.UNARY_FUNCTIONS, **elementwise.BINARY_FUNCTIONS, **reduction.REDUCTION_FUNCTIONS,
+    **{f.__name__: f for f in (
+        arange, eye, full, full_like, linspace, ones, ones_like, zeros, zeros_like, astype, clip, where,
+        argmax, argmin, cumsum, matmul, broadcast_to, concat, dim, expand_dims, flip, permute_dims, reshape,
+        shape, squeeze, stack, getitem, setitem)},
+}
+
+# NumPy names that differ from the array-API names we use
+_NUMPY_ALIASES = {
+    "absolute": "abs", "power": "pow", "true_divide": "divide", "mod": "remainder", "arcsin": "asin",
+    "arccos": "acos", "arctan": "atan", "arctan2": "atan2", "arcsinh": "asinh", "arccosh": "acosh",
+    "arctanh": "atanh", "rint": "round", "invert": "bitwise_invert", "left_shift": "bitwise_left_shift",
+    "right_shift": "bitwise_right_shift", "concatenate": "concat", "transpose": "permute_dims",
+    "amax": "max", "amin": "min",
+}
+
+
+def runtime_name(numpy_name):
+    name = _NUMPY_ALIASES.get(numpy_name, numpy_name)
+    return name if name in FUNCTIONS else None
+
+
+def dispatch_ufunc(ufunc, method, inputs, kwargs):
+    """`np.tanh(x)` on a Tensor/Variable runs our op of that name."""
+    name = runtime_name(ufunc.__name__)
+    if method != "__call__" or kwargs or name is None:
+        return NotImplemented if name is None else _numpy_error(f"numpy.{ufunc.__name__}.{method}", name)
+    return FUNCTIONS[name](*inputs)
+
+
+def dispatch_array_function(func, types, args, kwargs):
+    """Other NumPy functions: our op of that name on Variables; on eager Tensors, NumPy itself."""
+    from ..ir import Variable
+    name = runtime_name(func.__name__)
+    symbolic = any(issubclass(t, Variable) for t in types)
+    if symbolic:
+        if name is None:
+            return _numpy_error(f"numpy.{func.__name__}", None)
+        return FUNCTIONS[name](*args, **kwargs)
+    if name is not None:
+        try:
+            return FUNCTIONS[name](*args, **kwargs)
+        except TypeError:
+            pass
+    from ..tensor import Tensor
+    unwrapped = [a.numpy() if isinstance(a, Tensor) else a for a in args]
+    return func(*unwrapped, **kwargs)
+
+
+def _numpy_error(what, name):
+    hint = f"use rt.{name}" if name else "use the runtime (`import runtime as rt`) function of the same job"
+    raise TypeError(f"{what} cannot run on a traced Variable (it has no value while tracing): {hint}")
+
+
+array_methods.bind_namespace(__import__(__name__, fromlist=["FUNCTIONS"]))
+del np

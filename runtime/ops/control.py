@@ -1,0 +1,63 @@
+"""Ops that act when the Program runs: print, assert; and the control-flow op types.
+
+`cond` and `while` have no kernel: the executor lowers them to Python `if` and
+`while` around their inlined sub-blocks. They are registered so every op type a
+Program may hold is known to the registry (serialization checks against it).
+"""
+import sys
+
+import numpy as np
+
+from ..ir import Variable
+from ..tensor import Tensor
+from .dispatch import apply
+from .registry import OpDef, register
+
+
+def _host(value):
+    return value if isinstance(value, list) else np.asarray(value.get() if hasattr(value, "get") else value)
+
+
+def _print_kernel(xp, *values, template):
+    print(template.format(*(_host(v) for v in values)), file=sys.stdout)
+
+
+def _no_output(*inputs, **attrs):
+    return []
+
+
+_print = register(OpDef("print", _print_kernel, _no_output, num_outputs=0, pure=False))
+
+
+def print_(*values, sep=" "):
+    """Print when the Program runs (eagerly: now). Non-tensor values become part of the text."""
+    parts, tensors = [], []
+    for v in values:
+        if isinstance(v, (Variable, Tensor)):
+            parts.append("{}")
+            tensors.append(v)
+        else:
+            parts.append(str(v).replace("{", "{{").replace("}", "}}"))
+    return apply(_print, tuple(tensors), {"template": sep.join(parts)})
+
+
+def _assert_kernel(xp, cond, message="", origin=None):
+    if not bool(xp.all(cond)):
+        where = f" (at {origin})" if origin else ""
+        raise AssertionError(f"{message}{where}" if message else f"assertion failed{where}")
+
+
+_assert = register(OpDef("assert", _assert_kernel, _no_output, num_outputs=0, pure=False))
+
+
+def assert_(cond, message="", origin=None):
+    """Check cond when the Program runs: AssertionError with the message and the user's line."""
+    return apply(_assert, (cond,), {"message": str(message), "origin": origin})
+
+
+def _lowered_by_executor(xp, *args, **attrs):
+    raise RuntimeError("control-flow ops are lowered by the executor, not called")
+
+
+register(OpDef("cond", _lowered_by_executor, None, num_outputs=-1))
+register(OpDef("while", _lowered_by_executor, None, num_outputs=-1))

@@ -1,0 +1,120 @@
+"""Array creation. Shapes may hold scalar Variables (a dynamic batch dim)."""
+import numpy as np
+
+from ..dtypes import DEFAULT_FLOAT, DEFAULT_INT, as_dtype, scalar_dtype
+from ..ir import Variable
+from .dispatch import apply
+from .registry import defop
+from .rules import Spec, dtype_of, shape_of
+
+
+def _dims(shape):
+    """A shape argument as op inputs: ints stay literals, Variables stay symbolic."""
+    if isinstance(shape, (int, np.integer)) or isinstance(shape, Variable) or hasattr(shape, "backend"):
+        shape = (shape,)
+    return tuple(int(d) if isinstance(d, (int, np.integer)) else d for d in shape)
+
+
+def _static(dims):
+    return tuple(d if isinstance(d, int) else -1 for d in dims)
+
+
+def _concrete(dims):
+    return tuple(int(d) for d in dims)
+
+
+@defop("constant", infer=lambda value, dtype, shape: Spec(tuple(shape), as_dtype(dtype)))
+def _constant(xp, value, dtype, shape):
+    return xp.asarray(value, dtype=dtype).reshape(shape)
+
+
+@defop("zeros", infer=lambda *dims, dtype: Spec(_static(dims), as_dtype(dtype)))
+def _zeros(xp, *dims, dtype):
+    return xp.zeros(_concrete(dims), dtype=dtype)
+
+
+@defop("ones", infer=lambda *dims, dtype: Spec(_static(dims), as_dtype(dtype)))
+def _ones(xp, *dims, dtype):
+    return xp.ones(_concrete(dims), dtype=dtype)
+
+
+@defop("full", infer=lambda value, *dims, dtype: Spec(_static(dims), as_dtype(dtype)))
+def _full(xp, value, *dims, dtype):
+    return xp.full(_concrete(dims), value, dtype=dtype)
+
+
+def _arange_infer(start, stop, step, dtype):
+    if all(isinstance(v, (int, float)) for v in (start, stop, step)):
+        n = max(0, int(np.ceil((stop - start) / step)))
+        return Spec((n,), as_dtype(dtype))
+    return Spec((-1,), as_dtype(dtype))
+
+
+@defop("arange", infer=_arange_infer)
+def _arange(xp, start, stop, step, dtype):
+    return xp.arange(start, stop, step, dtype=dtype)
+
+
+@defop("linspace", infer=lambda start, stop, num, dtype, endpoint: Spec((num,), as_dtype(dtype)))
+def _linspace(xp, start, stop, num, dtype, endpoint):
+    return xp.linspace(start, stop, num, dtype=dtype, endpoint=endpoint)
+
+
+@defop("eye", infer=lambda n, m, k, dtype: Spec((n, m), as_dtype(dtype)))
+def _eye(xp, n, m, k, dtype):
+    return xp.eye(n, m, k, dtype=dtype)
+
+
+@defop("full_like", infer=lambda x, value, dtype: Spec(shape_of(x), as_dtype(dtype)))
+def _full_like(xp, x, value, dtype):
+    return xp.full(xp.shape(x), value, dtype=dtype)
+
+
+# --- public functions ------------------------------------------------------------
+
+def _float_or(dtype, default=DEFAULT_FLOAT):
+    return as_dtype(default if dtype is None else dtype).name
+
+
+def zeros(shape, dtype=None, device=None):
+    return apply(_zeros, _dims(shape), {"dtype": _float_or(dtype)}, device)
+
+
+def ones(shape, dtype=None, device=None):
+    return apply(_ones, _dims(shape), {"dtype": _float_or(dtype)}, device)
+
+
+def full(shape, fill_value, dtype=None, device=None):
+    dtype = as_dtype(dtype) if dtype is not None else scalar_dtype(fill_value) if not isinstance(
+        fill_value, Variable) else fill_value.dtype
+    return apply(_full, (fill_value,) + _dims(shape), {"dtype": dtype.name}, device)
+
+
+def arange(start, stop=None, step=1, dtype=None, device=None):
+    if stop is None:
+        start, stop = 0, start
+    if dtype is None:
+        floats = any(isinstance(v, float) or getattr(v, "dtype", np.dtype(int)).kind == "f" for v in (start, stop, step))
+        dtype = DEFAULT_FLOAT if floats else DEFAULT_INT
+    return apply(_arange, (start, stop, step), {"dtype": as_dtype(dtype).name}, device)
+
+
+def linspace(start, stop, num, dtype=None, endpoint=True, device=None):
+    return apply(_linspace, (start, stop, int(num)), {"dtype": _float_or(dtype), "endpoint": bool(endpoint)}, device)
+
+
+def eye(n_rows, n_cols=None, k=0, dtype=None, device=None):
+    return apply(_eye, (int(n_rows), int(n_cols if n_cols is not None else n_rows), int(k)),
+                 {"dtype": _float_or(dtype)}, device)
+
+
+def full_like(x, fill_value, dtype=None, device=None):
+    return apply(_full_like, (x, fill_value), {"dtype": as_dtype(dtype if dtype is not None else dtype_of(x)).name}, device)
+
+
+def zeros_like(x, dtype=None, device=None):
+    return full_like(x, 0, dtype, device)
+
+
+def ones_like(x, dtype=None, device=None):
+    return full_like(x, 1, dtype, device)

@@ -1,0 +1,102 @@
+"""apply(): the one road every op call takes — run the kernel now, or record it.
+
+Outside tracing, inputs are unwrapped and the kernel runs on their backend
+(the eager hot path: keep it thin). While a block is being recorded, the call
+appends an Operator whose outputs are new Variables shaped by the op's rule.
+"""
+import numpy as np
+
+from .. import tracing
+from ..backends import get_backend
+from ..ir import LITERAL_TYPES, Variable
+from ..tensor import Tensor
+from .registry import get_op
+from .rules import Spec, promote_operand
+from ..dtypes import result_type
+
+_CPU = get_backend("cpu")
+_blocks = tracing._blocks
+
+
+def apply(opdef, inputs, attrs, device=None):
+    if _blocks:
+        return record(opdef, inputs, attrs)
+    return run_eager(opdef, inputs, attrs, device)
+
+
+def run_eager(opdef, inputs, attrs, device=None):
+    backend = None if device is None else get_backend(device)
+    args = []
+    for x in inputs:
+        if isinstance(x, Tensor):
+            if backend is None:
+                backend = x.backend
+            elif x.backend is not backend:
+                raise ValueError(
+                    f"{opdef.name}: inputs are on different devices ({backend.name} and {x.backend.name}); "
+                    "move one with .to(device)")
+            args.append(x.data)
+        elif isinstance(x, Variable):
+            raise TypeError(f"{opdef.name}: Variable '{x.name}' used outside the trace that made it")
+        else:
+            args.append(x)
+    if backend is None:
+        backend = _CPU
+    elif backend is not _CPU:
+        args = [backend.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+    out = opdef.kernel(backend.xp, *args, **attrs)
+    if out is None:
+        return None
+    if type(out) is tuple:
+        return tuple(Tensor(o, backend) for o in out)
+    if type(out) is list:
+        return [Tensor(o, backend) for o in out]
+    return Tensor(out, backend)
+
+
+def record(opdef, inputs, attrs):
+    block = _blocks[-1]
+    ins = [as_input(x, block, opdef.name) for x in inputs]
+    if opdef.promote:
+        ins = cast_weak_operands(ins)
+    specs = opdef.infer(*ins, **attrs)
+    single = isinstance(specs, Spec)
+    outs = [block.create_var(opdef.name, s.shape, s.dtype, weak=s.weak, kind=s.kind)
+            for s in ([specs] if single else specs)]
+    block.append_op(opdef.name, ins, outs, attrs, origin=tracing.user_origin())
+    if single:
+        return outs[0]
+    return tuple(outs) if outs else None
+
+
+def as_input(x, block, op_name):
+    """An op input while recording: a Variable of an enclosing block, or a literal."""
+    if isinstance(x, Variable):
+        if x.block.program is not block.program or not x.block.is_ancestor_of(block):
+            raise ValueError(
+                f"{op_name}: Variable '{x.name}' belongs to another trace or to a branch/loop body "
+                "that has ended; return it from that body to use it here")
+        return x
+    if isinstance(x, Tensor):
+        return tracing.lift_tensor(x)
+    if x is None or isinstance(x, LITERAL_TYPES):
+        return x
+    if isinstance(x, (np.ndarray, np.generic)):
+        return constant(x)
+    raise TypeError(f"{op_name}: cannot use a value of type {type(x).__name__} as an input")
+
+
+def constant(value):
+    """Record a NumPy constant as a `constant` op (its value is part of the Program)."""
+    arr = np.asarray(value)
+    return apply(get_op("constant"), (), {"value": arr.tolist(), "dtype": arr.dtype.name, "shape": list(arr.shape)})
+
+
+def cast_weak_operands(ins):
+    """Weak Variables (Python numbers turned symbolic) take the strong operands' dtype, as in JAX."""
+    if not any(isinstance(x, Variable) and x.weak for x in ins):
+        return ins
+    common = result_type(*map(promote_operand, ins))
+    astype = get_op("astype")
+    return [apply(astype, (x,), {"dtype": common.name}) if isinstance(x, Variable) and x.weak and x.dtype != common
+            else x for x in ins]

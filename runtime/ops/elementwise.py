@@ -1,0 +1,111 @@
+"""Elementwise ops: one NumPy ufunc each, so NumPy's own dtype rules apply.
+
+The tables below are the whole definition: array-API name -> NumPy/CuPy ufunc
+name. Each entry becomes a registered op and a public function.
+"""
+from .dispatch import apply
+from .registry import OpDef, register
+import numpy as np
+
+from ..dtypes import as_dtype, result_type
+from .rules import Spec, broadcast_shapes, elementwise, is_weak, promote_operand, shape_of
+
+UNARY = {
+    "negative": "negative", "positive": "positive", "abs": "absolute", "sign": "sign",
+    "exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "log2": "log2", "log10": "log10",
+    "sqrt": "sqrt", "square": "square", "reciprocal": "reciprocal",
+    "sin": "sin", "cos": "cos", "tan": "tan", "asin": "arcsin", "acos": "arccos", "atan": "arctan",
+    "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh",
+    "floor": "floor", "ceil": "ceil", "trunc": "trunc", "round": "rint",
+    "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
+    "logical_not": "logical_not", "bitwise_invert": "invert",
+}
+
+BINARY = {
+    "add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+    "floor_divide": "floor_divide", "remainder": "remainder", "pow": "power",
+    "maximum": "maximum", "minimum": "minimum", "atan2": "arctan2", "hypot": "hypot",
+    "equal": "equal", "not_equal": "not_equal", "less": "less", "less_equal": "less_equal",
+    "greater": "greater", "greater_equal": "greater_equal",
+    "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor",
+    "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
+    "bitwise_left_shift": "left_shift", "bitwise_right_shift": "right_shift",
+}
+
+
+def _unary_kernel(ufunc_name):
+    def kernel(xp, x):
+        return getattr(xp, ufunc_name)(x)
+    kernel.__name__ = ufunc_name
+    return kernel
+
+
+def _binary_kernel(ufunc_name):
+    def kernel(xp, x, y):
+        return getattr(xp, ufunc_name)(x, y)
+    kernel.__name__ = ufunc_name
+    return kernel
+
+
+def _define(table, make_kernel, arity):
+    public = {}
+    for name, ufunc_name in table.items():
+        template = f"xp.{ufunc_name}(" + ", ".join(f"{{{i}}}" for i in range(arity)) + ")"
+        opdef = register(OpDef(name, make_kernel(ufunc_name), elementwise(ufunc_name),
+                               elementwise=True, promote=arity > 1, template=template))
+        opdef.ufunc = ufunc_name
+
+        def fn(*args, _op=opdef):
+            return apply(_op, args, {})
+        fn.__name__ = fn.__qualname__ = name
+        fn.__doc__ = f"Elementwise `{ufunc_name}` (NumPy semantics)."
+        public[name] = fn
+    return public
+
+
+UNARY_FUNCTIONS = _define(UNARY, _unary_kernel, 1)
+BINARY_FUNCTIONS = _define(BINARY, _binary_kernel, 2)
+
+
+def _where_infer(condition, x, y):
+    shape = broadcast_shapes(shape_of(condition), shape_of(x), shape_of(y))
+    return Spec(shape, result_type(promote_operand(x), promote_operand(y)), is_weak(x) and is_weak(y))
+
+
+_where = register(OpDef("where", lambda xp, c, x, y: xp.where(c, x, y), _where_infer, elementwise=True))
+
+
+def where(condition, x, y):
+    """Pick from x where condition holds, else y (NumPy broadcasting and promotion)."""
+    return apply(_where, (condition, x, y), {})
+
+
+def _clip_infer(x, lo, hi):
+    shape = broadcast_shapes(shape_of(x), shape_of(lo), shape_of(hi))
+    return Spec(shape, result_type(*(promote_operand(v) for v in (x, lo, hi) if v is not None)), is_weak(x))
+
+
+_clip = register(OpDef("clip", lambda xp, x, lo, hi: xp.clip(x, lo, hi), _clip_infer, elementwise=True))
+
+
+def clip(x, min=None, max=None):
+    return apply(_clip, (x, min, max), {})
+
+
+def _astype_kernel(xp, x, dtype):
+    return xp.asarray(x).astype(dtype, copy=False)
+
+
+_astype = register(OpDef("astype", _astype_kernel, lambda x, dtype: Spec(shape_of(x), as_dtype(dtype)),
+                         elementwise=True))
+
+
+def astype(x, dtype):
+    """Cast to dtype (a copy only when the dtype changes)."""
+    dtype = as_dtype(dtype)
+    if getattr(x, "dtype", None) == dtype and not getattr(x, "weak", False):
+        return x
+    return apply(_astype, (x,), {"dtype": dtype.name})
+
+
+del np

@@ -1,0 +1,164 @@
+"""x[index] and the functional update x[index] = v.
+
+An index is encoded as a JSON-able template: ints, ["slice", a, b, c], None
+(new axis), "..." , and {"$": k} for a value that is op input k (a Variable
+bound, an integer-array gather, a boolean mask). The kernel rebuilds the
+Python index from the template, so the IR stays plain data.
+"""
+import numpy as np
+
+from ..ir import Variable
+from ..tensor import Tensor
+from .dispatch import apply
+from .registry import OpDef, register
+from .rules import Spec, broadcast_shapes, dtype_of, is_weak, shape_of
+
+
+def encode_index(index):
+    """(template, dynamic inputs) for a Python index."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    inputs = []
+
+    def ref(value):
+        inputs.append(value)
+        return {"$": len(inputs)}
+
+    def enc(item):
+        if item is None:
+            return None
+        if item is Ellipsis:
+            return "..."
+        if isinstance(item, slice):
+            return ["slice"] + [enc_scalar(v) for v in (item.start, item.stop, item.step)]
+        if isinstance(item, (bool, np.bool_)):
+            return ref(np.asarray(item))
+        if isinstance(item, (int, np.integer)):
+            return int(item)
+        if isinstance(item, (Variable, Tensor)):
+            return ref(item)
+        if isinstance(item, (list, np.ndarray)):
+            return ref(np.asarray(item))
+        raise TypeError(f"unsupported index {item!r} ({type(item).__name__})")
+
+    def enc_scalar(v):
+        if v is None or isinstance(v, (int, np.integer)):
+            return None if v is None else int(v)
+        if isinstance(v, (Variable, Tensor)):
+            return ref(v)
+        raise TypeError(f"slice bounds must be integers, got {v!r}")
+
+    return [enc(item) for item in index], inputs
+
+
+def decode_index(template, inputs):
+    def dec(item):
+        if isinstance(item, dict):
+            return inputs[item["$"] - 1]
+        if item == "...":
+            return Ellipsis
+        if isinstance(item, (list, tuple)) and item and item[0] == "slice":
+            return slice(*(_scalar(dec(v)) if v is not None else None for v in item[1:]))
+        return item
+    return tuple(dec(item) for item in template)
+
+
+def _scalar(v):
+    return v if isinstance(v, int) else int(v)
+
+
+# --- shape inference ---------------------------------------------------------------
+
+def _slice_len(dim, start, stop, step):
+    if dim == -1 or any(isinstance(v, dict) for v in (start, stop, step)):
+        return -1
+    return len(range(*slice(start, stop, step).indices(dim)))
+
+
+def _getitem_infer(x, *inputs, index):
+    shape = list(shape_of(x))
+    consumed = sum(1 for it in index if it is not None and it != "..." and not _is_mask(it, inputs))
+    consumed += sum(len(shape_of(inputs[it["$"] - 1])) for it in index if _is_mask(it, inputs))
+    if consumed > len(shape):
+        raise IndexError(f"too many indices for an array of rank {len(shape)}")
+    n_ellipsis = sum(1 for it in index if it == "...")
+    if n_ellipsis > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    template = list(index) + ([] if n_ellipsis else ["..."])
+    out, axis, adv_shapes, adv_pos = [], 0, [], None
+    for item in template:
+        if item is None:
+            out.append(1)
+        elif item == "...":
+            fill = len(shape) - consumed
+            out.extend(shape[axis:axis + fill])
+            axis += fill
+        elif isinstance(item, int):
+            dim = shape[axis]
+            if dim != -1 and not -dim <= item < dim:
+                raise IndexError(f"index {item} is out of bounds for axis {axis} with size {dim}")
+            axis += 1
+        elif isinstance(item, list):
+            out.append(_slice_len(shape[axis], *item[1:]))
+            axis += 1
+        else:  # an array input: integer gather, boolean mask, or a scalar Variable
+            value = inputs[item["$"] - 1]
+            vshape, vdtype = shape_of(value), dtype_of(value)
+            if vdtype.kind == "b":
+                adv_shapes.append((-1,))
+                axis += len(vshape)
+            elif vdtype.kind in "iu":
+                adv_shapes.append(tuple(vshape))
+                axis += 1
+            else:
+                raise IndexError(f"arrays used as indices must be of integer or boolean type, not {vdtype}")
+            if adv_pos is None:
+                adv_pos = len(out)
+            elif adv_pos != "front" and adv_pos != len(out):
+                adv_pos = "front"
+            out.append(None)
+    if adv_shapes:
+        adv = broadcast_shapes(*adv_shapes)
+        out = [d for d in out if d is not None]
+        pos = 0 if adv_pos == "front" else adv_pos
+        out = out[:pos] + list(adv) + out[pos:]
+    return Spec(tuple(out), dtype_of(x), is_weak(x))
+
+
+def _is_mask(item, inputs):
+    return isinstance(item, dict) and dtype_of(inputs[item["$"] - 1]).kind == "b"
+
+
+def _getitem_kernel(xp, x, *inputs, index):
+    return x[decode_index(index, inputs)]
+
+
+_getitem = register(OpDef("getitem", _getitem_kernel, _getitem_infer))
+
+
+def getitem(x, index):
+    if isinstance(x, Variable) and x.kind == "array":
+        from .tensor_array import array_read
+        return array_read(x, index)
+    template, inputs = encode_index(index)
+    return apply(_getitem, (x, *inputs), {"index": template})
+
+
+def _setitem_infer(x, value, *inputs, index):
+    _getitem_infer(x, *inputs, index=index)
+    return Spec(shape_of(x), dtype_of(x), is_weak(x))
+
+
+def _setitem_kernel(xp, x, value, *inputs, index):
+    out = xp.array(x, copy=True)
+    out[decode_index(index, inputs)] = value
+    return out
+
+
+_setitem = register(OpDef("setitem", _setitem_kernel, _setitem_infer))
+
+
+def setitem(x, index, value):
+    """Functional `x[index] = value`: a new array, x itself unchanged."""
+    template, inputs = encode_index(index)
+    return apply(_setitem, (x, value, *inputs), {"index": template})

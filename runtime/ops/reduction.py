@@ -1,0 +1,87 @@
+"""Reductions over axes, with NumPy's result dtypes (asked of NumPy itself)."""
+import numpy as np
+
+from .dispatch import apply
+from .registry import OpDef, register
+from .rules import Spec, norm_axes, reduction, shape_of
+
+
+def _numpy_result(fn):
+    """dtype rule: what NumPy's reduction returns for a one-element array of that dtype."""
+    cache = {}
+
+    def rule(dtype):
+        if dtype not in cache:
+            cache[dtype] = getattr(np, fn)(np.ones((1,), dtype)).dtype
+        return cache[dtype]
+    return rule
+
+
+REDUCTIONS = ("sum", "mean", "prod", "max", "min", "any", "all", "std", "var")
+
+_OPS = {}
+for _name in REDUCTIONS:
+    def _kernel(xp, x, axis=None, keepdims=False, _fn=_name):
+        return getattr(xp, _fn)(x, axis=axis, keepdims=keepdims)
+    _OPS[_name] = register(OpDef(_name, _kernel, reduction(_numpy_result(_name))))
+
+
+def _axis_attr(axis):
+    if axis is None:
+        return None
+    if isinstance(axis, (list, tuple)):
+        return tuple(int(a) for a in axis)
+    return int(axis)
+
+
+def _make(name):
+    def fn(x, axis=None, keepdims=False):
+        return apply(_OPS[name], (x,), {"axis": _axis_attr(axis), "keepdims": bool(keepdims)})
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"`{name}` over `axis` (None = all), NumPy semantics."
+    return fn
+
+
+REDUCTION_FUNCTIONS = {name: _make(name) for name in REDUCTIONS}
+
+
+def _arg_infer(x, axis=None, keepdims=False):
+    spec = reduction()(x, axis, keepdims)
+    return Spec(spec.shape if axis is not None or keepdims else (), np.dtype(np.int64))
+
+
+def _argmax_kernel(xp, x, axis=None, keepdims=False):
+    return xp.argmax(x, axis=axis, keepdims=keepdims)
+
+
+def _argmin_kernel(xp, x, axis=None, keepdims=False):
+    return xp.argmin(x, axis=axis, keepdims=keepdims)
+
+
+_argmax = register(OpDef("argmax", _argmax_kernel, _arg_infer))
+_argmin = register(OpDef("argmin", _argmin_kernel, _arg_infer))
+
+
+def argmax(x, axis=None, keepdims=False):
+    return apply(_argmax, (x,), {"axis": None if axis is None else int(axis), "keepdims": bool(keepdims)})
+
+
+def argmin(x, axis=None, keepdims=False):
+    return apply(_argmin, (x,), {"axis": None if axis is None else int(axis), "keepdims": bool(keepdims)})
+
+
+def _cumsum_infer(x, axis=None):
+    shape = shape_of(x)
+    if axis is None:
+        n = -1 if -1 in shape else int(np.prod(shape))
+        shape = (n,)
+    else:
+        norm_axes(axis, len(shape))
+    return Spec(tuple(shape), np.cumsum(np.ones((1,), x.dtype)).dtype)
+
+
+_cumsum = register(OpDef("cumsum", lambda xp, x, axis=None: xp.cumsum(x, axis=axis), _cumsum_infer))
+
+
+def cumsum(x, axis=None):
+    return apply(_cumsum, (x,), {"axis": None if axis is None else int(axis)})

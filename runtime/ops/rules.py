@@ -1,0 +1,116 @@
+"""Shape and dtype inference rules, shared by families of ops.
+
+Shapes use -1 for a dim unknown until run time. Dtypes come from NumPy's own
+promotion (`result_type`, ufunc type resolution) so traced dtypes match what
+the kernels produce.
+"""
+from typing import NamedTuple
+
+import numpy as np
+
+from ..dtypes import as_dtype, result_type, scalar_dtype
+from ..ir import Variable
+
+
+class Spec(NamedTuple):
+    shape: tuple
+    dtype: np.dtype
+    weak: bool = False
+    kind: str = "dense"
+
+
+def shape_of(x):
+    return x.static_shape if isinstance(x, Variable) else np.shape(x)
+
+
+def dtype_of(x):
+    return x.dtype if isinstance(x, Variable) else scalar_dtype(x)
+
+
+def is_weak(x):
+    return x.weak if isinstance(x, Variable) else isinstance(x, (bool, int, float, complex))
+
+
+def promote_operand(x):
+    """What NumPy's promotion should see for x: a dtype, or a Python scalar when weak."""
+    if isinstance(x, Variable):
+        return (x.dtype, x.weak)
+    return x
+
+
+def broadcast_shapes(*shapes):
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for axis in range(-ndim, 0):
+        dims = [s[axis] for s in shapes if len(s) >= -axis]
+        known = {d for d in dims if d not in (1, -1)}
+        if len(known) > 1:
+            raise ValueError(f"shapes {' and '.join(_fmt(s) for s in shapes)} cannot be broadcast together")
+        if known:
+            out.append(known.pop())
+        elif -1 in dims:
+            out.append(-1)
+        else:
+            out.append(1)
+    return tuple(out)
+
+
+def _fmt(shape):
+    return "(" + ", ".join("?" if d == -1 else str(d) for d in shape) + ")"
+
+
+def norm_axes(axis, ndim, what="axis"):
+    """axis (None, int or tuple) -> sorted tuple of non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = []
+    for a in axes:
+        if not -ndim <= a < max(ndim, 1):
+            raise ValueError(f"{what} {a} is out of bounds for an array of rank {ndim}")
+        out.append(a % ndim if ndim else 0)
+    return tuple(sorted(out))
+
+
+def elementwise(ufunc_name):
+    """Rule for ops that are a NumPy ufunc: broadcast shapes, ufunc's own dtype resolution."""
+    ufunc = getattr(np, ufunc_name)
+
+    def infer(*inputs):
+        shape = broadcast_shapes(*(shape_of(x) for x in inputs))
+        dtype = _resolve(ufunc, inputs)
+        return Spec(shape, dtype, dtype.kind != "b" and all(is_weak(x) for x in inputs))
+    return infer
+
+
+def _resolve(ufunc, inputs):
+    common = result_type(*map(promote_operand, inputs))
+    try:
+        return np.dtype(ufunc.resolve_dtypes(tuple(common for _ in inputs) + (None,) * ufunc.nout)[-1])
+    except TypeError as e:
+        raise TypeError(f"{ufunc.__name__} does not support dtype {common}") from e
+
+
+def same_as(index=0):
+    def infer(*inputs, **attrs):
+        x = inputs[index]
+        return Spec(shape_of(x), dtype_of(x), is_weak(x))
+    return infer
+
+
+def reduction(dtype_rule=None):
+    """Rule for reductions with axis/keepdims; dtype_rule(dtype) gives the result dtype."""
+    def infer(x, axis=None, keepdims=False):
+        shape = shape_of(x)
+        axes = norm_axes(axis, len(shape))
+        if keepdims:
+            out = tuple(1 if i in axes else d for i, d in enumerate(shape))
+        else:
+            out = tuple(d for i, d in enumerate(shape) if i not in axes)
+        dtype = dtype_of(x) if dtype_rule is None else np.dtype(dtype_rule(dtype_of(x)))
+        return Spec(out, dtype)
+    return infer
+
+
+def fixed(shape, dtype):
+    return Spec(tuple(shape), as_dtype(dtype))

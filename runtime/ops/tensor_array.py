@@ -1,0 +1,107 @@
+"""Tensor arrays: the IR form of a Python list that grows inside a loop.
+
+At run time a tensor array is a Python list of backend arrays. Appends mutate
+it in place, exactly like the user's `list.append`; each run of a Program
+starts from a fresh list made by `array_new`/`array_from_list`.
+"""
+import numpy as np
+
+from ..dtypes import as_dtype
+from .dispatch import apply
+from .registry import OpDef, register
+from .rules import Spec, dtype_of, norm_axes, shape_of
+
+
+def _array_spec(shape, dtype):
+    return Spec(tuple(shape), as_dtype(dtype), False, "array")
+
+
+def _merge(a, b):
+    if len(a) != len(b):
+        raise ValueError(f"tensor array elements must have one rank, got shapes {a} and {b}")
+    return tuple(x if x == y else -1 for x, y in zip(a, b))
+
+
+_new = register(OpDef("array_new", lambda xp, shape, dtype: [],
+                      lambda shape, dtype: _array_spec(shape, dtype), pure=True))
+_from_list = register(OpDef(
+    "array_from_list", lambda xp, *xs: list(xs),
+    lambda *xs: _array_spec(_merge_all([shape_of(x) for x in xs]), dtype_of(xs[0]))))
+
+
+def _merge_all(shapes):
+    out = shapes[0]
+    for s in shapes[1:]:
+        out = _merge(out, s)
+    return out
+
+
+def _append_kernel(xp, arr, x):
+    arr.append(x)
+    return arr
+
+
+_append = register(OpDef(
+    "array_append", _append_kernel,
+    lambda arr, x: _array_spec(_merge(arr.static_shape, shape_of(x)), arr.dtype), pure=False))
+_length = register(OpDef("array_length", lambda xp, arr: np.int64(len(arr)),
+                         lambda arr: Spec((), np.dtype(np.int64))))
+_read = register(OpDef("array_read", lambda xp, arr, i: arr[int(i)],
+                       lambda arr, i: Spec(arr.static_shape, arr.dtype)))
+
+
+def _stack_infer(arr, axis=0):
+    (axis,) = norm_axes(axis, len(arr.static_shape) + 1)
+    return Spec(arr.static_shape[:axis] + (-1,) + arr.static_shape[axis:], arr.dtype)
+
+
+def _concat_infer(arr, axis=0):
+    shape = list(arr.static_shape)
+    (axis,) = norm_axes(axis, len(shape))
+    shape[axis] = -1
+    return Spec(tuple(shape), arr.dtype)
+
+
+def _stack_kernel(xp, arr, axis=0):
+    if not arr:
+        raise ValueError("stack of an empty tensor array (the loop appended nothing)")
+    return xp.stack(arr, axis=axis)
+
+
+def _concat_kernel(xp, arr, axis=0):
+    if not arr:
+        raise ValueError("concat of an empty tensor array (the loop appended nothing)")
+    return xp.concatenate(arr, axis=axis)
+
+
+_stack = register(OpDef("array_stack", _stack_kernel, _stack_infer))
+_concat = register(OpDef("array_concat", _concat_kernel, _concat_infer))
+
+
+def array_new(element_shape, dtype):
+    return apply(_new, (), {"shape": list(element_shape), "dtype": as_dtype(dtype).name})
+
+
+def array_from_list(values):
+    return apply(_from_list, tuple(values), {})
+
+
+def array_append(arr, value):
+    """Append in place and return the array (the Variable after the append)."""
+    return apply(_append, (arr, value), {})
+
+
+def array_length(arr):
+    return apply(_length, (arr,), {})
+
+
+def array_read(arr, index):
+    return apply(_read, (arr, index), {})
+
+
+def array_stack(arr, axis=0):
+    return apply(_stack, (arr,), {"axis": int(axis)})
+
+
+def array_concat(arr, axis=0):
+    return apply(_concat, (arr,), {"axis": int(axis)})

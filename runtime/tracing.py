@@ -1,0 +1,159 @@
+"""Recording mode: while a block is current, ops on Variables append to it.
+
+`trace(fn, specs)` is the entry point: it makes a Program with one input
+Variable per spec, calls `fn` on them and records what it does. Eager Tensors
+that traced code touches (layer weights, globals) become persistable inputs of
+the Program, fed by reference on each run, never constants baked into it.
+"""
+import os
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import pytree
+from .dtypes import as_dtype
+from .ir import Program, Variable
+
+_blocks = []                       # the stack of blocks being recorded into
+_RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
+_SKIP_DIRS = (_RUNTIME_DIR, os.path.join(os.path.dirname(_RUNTIME_DIR), "transpiler"))
+_name_hints = {}                   # id(tensor) -> preferred Program name (layer parameters)
+
+
+def current_block():
+    return _blocks[-1] if _blocks else None
+
+
+@contextmanager
+def block_guard(block):
+    _blocks.append(block)
+    try:
+        yield block
+    finally:
+        _blocks.pop()
+
+
+@contextmanager
+def parameter_names(named_tensors):
+    """Give captured tensors readable Program names (e.g. a layer's "fc1.weight")."""
+    added = [id(t) for _, t in named_tensors if id(t) not in _name_hints]
+    for name, t in named_tensors:
+        _name_hints.setdefault(id(t), name)
+    try:
+        yield
+    finally:
+        for key in added:
+            _name_hints.pop(key, None)
+
+
+def user_origin():
+    """"file:line" of the innermost frame outside runtime/ and transpiler/ (the user's code)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_SKIP_DIRS):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """Shape (None or -1 = dynamic dim), dtype and name of one traced input."""
+
+    shape: tuple
+    dtype: object = "float32"
+    name: str = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(-1 if d is None else int(d) for d in self.shape))
+        object.__setattr__(self, "dtype", as_dtype(self.dtype))
+
+    @classmethod
+    def from_value(cls, value, name=None):
+        return cls(tuple(value.shape), value.dtype, name)
+
+    def __repr__(self):
+        dims = ", ".join("None" if d == -1 else str(d) for d in self.shape)
+        name = f", name={self.name!r}" if self.name else ""
+        return f"InputSpec([{dims}], {self.dtype.name!r}{name})"
+
+
+def lift_tensor(tensor):
+    """The persistable input Variable standing for an eager Tensor during this trace."""
+    program = current_block().program
+    captured = program._captured
+    var = captured.get(id(tensor))
+    if var is None:
+        hint = _name_hints.get(id(tensor), "const")
+        var = program.global_block.create_var(hint, tensor.shape, tensor.dtype, persistable=True)
+        captured[id(tensor)] = var
+        program.parameters[var.name] = tensor
+        program.inputs.append(var)
+    return var
+
+
+def trace(fn, specs, name=None, args_tree=None):
+    """Record `fn(*inputs)` into a new Program; returns (program, input_vars, outputs).
+
+    `specs` are InputSpecs (or anything with .shape/.dtype) for the tensor
+    arguments, in order. The returned Program's outputs are the flat Variables
+    of what `fn` returned; `program.output_tree` rebuilds the nest.
+    """
+    program = Program(name or getattr(fn, "__name__", "main"))
+    block = program.global_block
+    inputs = []
+    for i, spec in enumerate(specs):
+        spec = spec if isinstance(spec, InputSpec) else InputSpec.from_value(spec)
+        var = block.create_var(spec.name or f"x{i}", spec.shape, spec.dtype)
+        inputs.append(var)
+    program.inputs = list(inputs)
+    with block_guard(block):
+        result = fn(*inputs)
+        finish_outputs(program, result)
+    return program, inputs, result
+
+
+def finish_outputs(program, result):
+    """Record what the traced function returned as the Program's outputs."""
+    leaves, treedef = pytree.flatten(result)
+    outputs, consts = [], {}
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, Variable):
+            outputs.append(leaf)
+        elif _is_tensor(leaf):
+            outputs.append(lift_tensor(leaf))
+        else:
+            consts[i] = leaf
+    program.outputs = outputs
+    program.output_tree = treedef
+    program.output_consts = consts
+
+
+def _is_tensor(value):
+    from .tensor import Tensor
+    return isinstance(value, Tensor)
+
+
+def is_symbolic(value):
+    return isinstance(value, Variable)
+
+
+def any_symbolic(values):
+    return any(isinstance(v, Variable) for v in values)
+
+
+def rebuild_outputs(program, values):
+    """Inverse of finish_outputs: the nest the traced function returned, from run results."""
+    if not program.output_consts:
+        return pytree.unflatten(program.output_tree, values)
+    leaves, it = [], iter(values)
+    for i in range(program.output_tree.num_leaves):
+        leaves.append(program.output_consts[i] if i in program.output_consts else next(it))
+    return pytree.unflatten(program.output_tree, leaves)
+
+
+def np_dtype(value):
+    return np.asarray(value).dtype

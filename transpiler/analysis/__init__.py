@@ -1,0 +1,24 @@
+"""Static analysis of one function: activity, liveness and definedness.
+
+`analyze(fn)` runs the passes in order and leaves their results on the tree
+as annotations (see `Anno`); transformers read them and never re-derive them.
+It covers the function's own scope only: a nested def or lambda is analysed
+when it is converted itself. Run it again after a transformation: it recomputes
+everything and overwrites the earlier annotations.
+"""
+from . import cfg, definedness, liveness
+from .activity import Activity, activity_of, annotate_activity
+from .annos import Anno, copyanno, delanno, getanno, hasanno, setanno
+
+__all__ = ['analyze', 'Anno', 'getanno', 'setanno', 'hasanno', 'delanno', 'copyanno',
+           'Activity', 'activity_of']
+
+
+def analyze(fn_node):
+    """Annotate `fn_node` (a gast FunctionDef) and every statement of its scope."""
+    scope = annotate_activity(fn_node)
+    graph = cfg.build(fn_node.body, declared=scope.globals | scope.nonlocals)
+    local_names = scope.params | scope.modified
+    liveness.annotate(graph, local_names)
+    definedness.annotate(graph, scope.params, local_names)
+    return fn_node

@@ -1,0 +1,61 @@
+"""Annotations: facts the analyses attach to gast nodes, keyed by an enum.
+
+Transformers read these facts instead of re-deriving them, so the keys are an
+enum (as in AutoGraph's pyct `anno`): what a node may carry is listed in one
+place, and every reader and writer of a fact can be found with grep.
+
+The values live in one dict attribute on the node rather than in `_fields`, so
+gast/astor printers and `gast.dump` never see them; a node built by a
+transformer simply carries none until `analyze` runs again.
+"""
+import enum
+
+_ATTR = '_dy2static_anno'
+_RAISE = object()
+
+
+class Anno(enum.Enum):
+    """What `analyze` records. Name sets hold local names only."""
+
+    LIVE_IN = 'names live just before the statement'
+    LIVE_OUT = 'names live just after the statement (after the whole compound statement)'
+    DEFINED_IN = 'names bound on every path that reaches the statement'
+    BODY_ACTIVITY = 'Activity of node.body'
+    ORELSE_ACTIVITY = 'Activity of node.orelse'
+    TEST_ACTIVITY = 'Activity of an if/while test, or of a for loop iter and target'
+    SCOPE = 'Activity of a whole function body, with its parameters'
+
+
+def getanno(node, key, default=_RAISE):
+    """The value stored under `key`; `default` if given, else KeyError."""
+    annotations = getattr(node, _ATTR, {})
+    if key in annotations:
+        return annotations[key]
+    if default is _RAISE:
+        raise KeyError(f'{type(node).__name__} at line {getattr(node, "lineno", "?")} '
+                       f'has no annotation {key}')
+    return default
+
+
+def setanno(node, key, value):
+    """Store `value` under `key`, replacing any earlier value."""
+    annotations = getattr(node, _ATTR, None)
+    if annotations is None:
+        annotations = {}
+        setattr(node, _ATTR, annotations)
+    annotations[key] = value
+
+
+def hasanno(node, key):
+    return key in getattr(node, _ATTR, {})
+
+
+def delanno(node, key):
+    """Forget `key` on `node`; no error when it was never set."""
+    getattr(node, _ATTR, {}).pop(key, None)
+
+
+def copyanno(source, target, key):
+    """Copy one annotation, so a replacement node keeps what its original knew."""
+    if hasanno(source, key):
+        setanno(target, key, getanno(source, key))
