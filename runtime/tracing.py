@@ -120,7 +120,10 @@ def finish_outputs(program, result):
     """Record what the traced function returned as the Program's outputs."""
     leaves, treedef = pytree.flatten(result)
     outputs, consts = [], {}
+    from .control_flow import Undefined
     for i, leaf in enumerate(leaves):
+        if isinstance(leaf, Undefined):
+            raise leaf.error()
         if isinstance(leaf, Variable):
             outputs.append(leaf)
         elif _is_tensor(leaf):

@@ -10,6 +10,7 @@ from .. import tracing
 from ..backends import get_backend
 from ..ir import LITERAL_TYPES, Variable
 from ..tensor import Tensor
+from ..control_flow import Undefined
 from .registry import get_op
 from .rules import Spec, promote_operand
 from ..dtypes import result_type
@@ -83,6 +84,8 @@ def as_input(x, block, op_name):
         return x
     if isinstance(x, (np.ndarray, np.generic)):
         return constant(x)
+    if isinstance(x, Undefined):
+        raise x.error()
     raise TypeError(f"{op_name}: cannot use a value of type {type(x).__name__} as an input")
 
 

@@ -30,6 +30,9 @@ _EMPTY = frozenset()
 
 @dataclasses.dataclass(frozen=True)
 class Activity:
+    """Names a block loads (`read`) and binds or unbinds (`modified`), and the
+    function's `global`/`nonlocal` declarations; `params` only on SCOPE."""
+
     read: frozenset
     modified: frozenset
     globals: frozenset = _EMPTY
@@ -61,6 +64,7 @@ class _Collector(gast.NodeVisitor):
         elif isinstance(node.ctx, gast.Del):
             self.modified.add(node.id)
             self.deleted.add(node.id)
+        # Param: bound by the call, not the body; callers add `param_names`.
 
     def visit_AugAssign(self, node):
         if isinstance(node.target, gast.Name):

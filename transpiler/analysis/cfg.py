@@ -61,6 +61,9 @@ def link(preds, node):
             node.pred.append(pred)
 
 
+# Frames route jumps: `jump` offers one to the innermost enclosing loop, try or
+# finally first; `catch` links it (or records it) and says whether it stops there.
+
 class _Loop:
     def __init__(self, head):
         self.head, self.breaks = head, []
@@ -177,36 +180,39 @@ class _Builder:
         return exits
 
     def _Try(self, stmt, entry):
-        nodes, first = self.graph.nodes, len(self.graph.nodes)
+        first, final = len(self.graph.nodes), _Finally()
         if stmt.finalbody:
-            final = _Finally()
             self.frames.append(final)
-        handlers = [self.node(h, [h.type, h.name]) for h in stmt.handlers]
-        if handlers:
-            self.frames.append(_Handlers(handlers))
-        body_first = len(nodes)
-        exits = self.block(stmt.body, [entry])
-        for handler in handlers:
-            link([entry] + nodes[body_first:], handler)
-        if handlers:
-            self.frames.pop()
-        exits = self.block(stmt.orelse, exits)
-        for handler, start in zip(stmt.handlers, handlers):
-            ends = self.block(handler.body, [start])
-            if handler.name is not None and ends:  # Python deletes `e` of `except E as e`
-                cleanup = self.graph.add(handler, unbound=frozenset({handler.name.id}) - self.declared)
-                link(ends, cleanup)
-                ends = [cleanup]
-            exits += ends
+        exits = self._try_except(stmt, entry)
         if not stmt.finalbody:
             return exits
         self.frames.pop()
-        raisers = [entry] + nodes[first:]
+        raisers = [entry] + self.graph.nodes[first:]
         exits = self.block(stmt.finalbody, exits)
         abrupt = self.block(stmt.finalbody, [self.node(None, preds=raisers)])
         for kind in sorted(final.kinds | {'raise'}):
             for node in abrupt:
                 self.jump(kind, node)
+        return exits
+
+    def _try_except(self, stmt, entry):
+        """Body, else and handlers; every step of the body may raise into every handler."""
+        handlers = [self.node(h, [h.type, h.name]) for h in stmt.handlers]
+        self.frames.append(_Handlers(handlers))
+        body_first = len(self.graph.nodes)
+        exits = self.block(stmt.body, [entry])
+        self.frames.pop()
+        for handler in handlers:
+            link([entry] + self.graph.nodes[body_first:], handler)
+        exits = self.block(stmt.orelse, exits)
+        for clause, start in zip(stmt.handlers, handlers):
+            ends = self.block(clause.body, [start])
+            if clause.name is not None and ends:  # Python deletes `e` of `except E as e`
+                unbound = frozenset({clause.name.id}) - self.declared
+                cleanup = self.graph.add(clause, unbound=unbound)
+                link(ends, cleanup)
+                ends = [cleanup]
+            exits += ends
         return exits
 
 

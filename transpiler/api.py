@@ -1,0 +1,345 @@
+"""The user-facing jit API: to_static, StaticFunction, not_to_static, to_source.
+
+A StaticFunction converts its function once (lazily), traces the converted
+code once per input signature into a Program, compiles it, and afterwards runs
+only the compiled plan. The cache key is documented in `signature_key`.
+"""
+import builtins
+import functools
+import inspect
+import types
+import warnings
+import weakref
+
+import numpy as np
+
+import runtime as rt
+from runtime import pytree, tracing
+from runtime.errors import SymbolicBoolError
+from runtime.executor import Executor, check_feed, wrap_output
+from runtime.passes import run_passes
+
+from . import emit
+from .errors import ConversionError, relocate, warn_fallback
+from .naming import Namer
+from .parsing import parse_function
+from .transforms import convert_node
+from .transforms.calls import is_library_module
+
+_code_cache = {}                              # original code object -> (converted code, source text)
+_function_cache = weakref.WeakKeyDictionary()  # original function -> converted function
+NOT_TO_STATIC = "__dy2static_not_to_static__"
+
+
+# --- converting functions ----------------------------------------------------------------
+
+def convert_function(fn):
+    """The converted twin of a plain Python function (cached per function and per code object)."""
+    cached = _function_cache.get(fn)
+    if cached is not None:
+        return cached
+    entry = _code_cache.get(fn.__code__)
+    if entry is None:
+        parsed = parse_function(fn)
+        namer = Namer(parsed.node)
+        node = convert_node(parsed.node, parsed.filename, namer, _resolver(fn))
+        source = emit.to_source(node)
+        code = emit.compile_code(node, parsed.filename, fn.__code__.co_freevars)
+        entry = _code_cache[fn.__code__] = (code, source)
+    converted = emit.instantiate(entry[0], fn)
+    converted.__dy2static_source__ = entry[1]
+    _function_cache[fn] = converted
+    return converted
+
+
+def _resolver(fn):
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+
+    def resolve(name):
+        if name in cells:
+            try:
+                return True, cells[name].cell_contents
+            except ValueError:
+                return False, None
+        if name in fn.__globals__:
+            return True, fn.__globals__[name]
+        if hasattr(builtins, name):
+            return True, getattr(builtins, name)
+        return False, None
+    return resolve
+
+
+def _is_user_function(fn):
+    if getattr(fn, NOT_TO_STATIC, False) or fn.__code__ in emit.CONVERTED_CODES:
+        return False
+    if is_library_module(getattr(fn, "__module__", None)):
+        return False
+    filename = fn.__code__.co_filename
+    return not (filename.startswith("<") or "site-packages" in filename or "dist-packages" in filename)
+
+
+def converted_callable(obj):
+    """What converted code calls in place of obj: its converted form when obj is user code."""
+    if isinstance(obj, StaticFunction):
+        return obj.traceable()
+    if isinstance(obj, types.FunctionType):
+        return convert_function(obj) if _is_user_function(obj) else obj
+    if isinstance(obj, types.MethodType):
+        func = converted_callable(obj.__func__)
+        return obj if func is obj.__func__ else types.MethodType(func, obj.__self__)
+    if isinstance(obj, rt.nn.Layer):
+        forward = obj.forward
+        return converted_callable(forward)
+    call = getattr(type(obj), "__call__", None)
+    if isinstance(call, types.FunctionType) and not isinstance(obj, type) and _is_user_function(call):
+        return types.MethodType(convert_function(call), obj)
+    return obj
+
+
+def not_to_static(fn):
+    """Leave fn as Python when converted code calls it (it still runs while tracing)."""
+    setattr(fn, NOT_TO_STATIC, True)
+    return fn
+
+
+def to_source(fn):
+    """The converted source of a function, method or StaticFunction."""
+    if isinstance(fn, StaticFunction):
+        return fn.code
+    fn = getattr(fn, "__func__", fn)
+    return convert_function(fn).__dy2static_source__
+
+
+# --- static functions ----------------------------------------------------------------------
+
+class _Traced:
+    __slots__ = ("program", "plan", "param_tensors", "n_inputs")
+
+    def __init__(self, program, plan, n_inputs):
+        self.program = program
+        self.plan = plan
+        self.n_inputs = n_inputs
+        self.param_tensors = [program.parameters[v.name] for v in program.inputs[n_inputs:]]
+
+
+class StaticFunction:
+    """A function (or method) run as a static Program, traced per input signature."""
+
+    def __init__(self, fn, input_spec=None, full_graph=True, passes=None, instance=None):
+        self._fn = fn
+        self._instance = instance
+        self._input_spec = None if input_spec is None else [_as_spec(s) for s in input_spec]
+        self._full_graph = full_graph
+        self._passes = passes
+        self._cache = {}
+        self._fallback = None
+        self._bound = weakref.WeakKeyDictionary()
+        functools.update_wrapper(self, fn)
+
+    # descriptor: each instance gets its own StaticFunction and cache
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        bound = self._bound.get(instance)
+        if bound is None:
+            bound = StaticFunction(self._fn, self._input_spec, self._full_graph, self._passes, instance)
+            self._bound[instance] = bound
+        return bound
+
+    @property
+    def code(self):
+        """The converted Python source."""
+        return convert_function(self._fn).__dy2static_source__
+
+    @property
+    def cache_size(self):
+        return len(self._cache)
+
+    def rollback(self):
+        """The original Python function (bound to the instance for methods)."""
+        return self._fn if self._instance is None else types.MethodType(self._fn, self._instance)
+
+    def traceable(self):
+        """The converted function, bound: what another static function calls to inline this one."""
+        fn = convert_function(self._fn)
+        return fn if self._instance is None else types.MethodType(fn, self._instance)
+
+    def __repr__(self):
+        return f"<StaticFunction {self._fn.__qualname__}>"
+
+    # --- calling ---------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if tracing.current_block() is not None:
+            return self.traceable()(*args, **kwargs)
+        if self._fallback is not None:
+            return self.rollback()(*args, **kwargs)
+        leaves, treedef = pytree.flatten((args, kwargs))
+        key, positions = self._signature(leaves, treedef)
+        traced = self._cache.get(key)
+        if traced is None:
+            try:
+                traced = self._trace(key, leaves, treedef, positions)
+            except ConversionError as e:
+                if self._full_graph:
+                    raise
+                self._fallback = e
+                warn_fallback(self._fn, e)
+                return self.rollback()(*args, **kwargs)
+        plan = traced.plan
+        arrays = [_array(leaves[i], plan.backend) for i in positions]
+        arrays += [t.data for t in traced.param_tensors]
+        outs = plan(*arrays)
+        backend = plan.backend
+        return tracing.rebuild_outputs(traced.program, [wrap_output(o, backend) for o in outs])
+
+    def get_program(self, *args, optimized=False, **kwargs):
+        """The Program for these arguments (Tensors, arrays or InputSpecs), as traced or after passes."""
+        leaves, treedef = pytree.flatten((args, kwargs))
+        key, positions = self._signature(leaves, treedef)
+        traced = self._cache.get(key) or self._trace(key, leaves, treedef, positions)
+        return run_passes(traced.program, self._passes) if optimized else traced.program
+
+    def _signature(self, leaves, treedef):
+        """The cache key: tensor shapes/dtypes/devices (InputSpec None dims stay dynamic),
+        other arguments by value, the argument structure, and a layer's train/eval mode."""
+        parts, positions = [], []
+        specs = self._input_spec
+        for i, leaf in enumerate(leaves):
+            if _is_tensor_like(leaf):
+                n = len(positions)
+                spec = specs[n] if specs is not None and n < len(specs) else None
+                positions.append(i)
+                if spec is not None:
+                    _check_against_spec(leaf, spec, self._arg_name(n))
+                    parts.append(("T", spec.shape, spec.dtype.str, _device(leaf)))
+                else:
+                    parts.append(("T", tuple(leaf.shape), np.dtype(leaf.dtype).str, _device(leaf)))
+            else:
+                parts.append(("V", _hashable(leaf)))
+        training = getattr(self._instance, "training", None)
+        return (treedef, tuple(parts), training), positions
+
+    def _arg_name(self, n):
+        names = self._param_names()
+        return names[n] if n < len(names) else f"argument {n}"
+
+    def _param_names(self):
+        params = list(inspect.signature(self._fn).parameters)
+        return params[1:] if self._instance is not None else params
+
+    def _trace(self, key, leaves, treedef, positions):
+        fn = self.traceable()
+        specs = []
+        names = self._param_names()
+        for n, i in enumerate(positions):
+            leaf = leaves[i]
+            base = self._input_spec[n] if self._input_spec is not None and n < len(self._input_spec) else None
+            shape = base.shape if base is not None else tuple(leaf.shape)
+            name = (base.name if base is not None and base.name else None) or (names[n] if n < len(names) else f"x{n}")
+            specs.append(rt.InputSpec(shape, leaf.dtype, name))
+
+        def body(*variables):
+            filled = list(leaves)
+            for i, var in zip(positions, variables):
+                filled[i] = var
+            args, kwargs = pytree.unflatten(treedef, filled)
+            return fn(*args, **kwargs)
+
+        named = list(self._instance.named_parameters()) if isinstance(self._instance, rt.nn.Layer) else []
+        try:
+            with tracing.parameter_names(named):
+                program, _, _ = rt.trace(body, specs, name=self._fn.__name__)
+        except SymbolicBoolError as e:
+            raise _symbolic_bool_conversion_error(e) from None
+        except ConversionError:
+            raise
+        except Exception as e:
+            located = relocate(e, emit.CONVERTED_CODES)
+            if located is None:
+                raise
+            located.original = e
+            raise located from None
+        device = _device(leaves[positions[0]]) if positions else "cpu"
+        plan = Executor(device, self._passes).compile(program)
+        traced = _Traced(program, plan, len(positions))
+        self._cache[key] = traced
+        if len(self._cache) in (16, 64):
+            warnings.warn(f"{self._fn.__qualname__} has been traced for {len(self._cache)} input signatures; "
+                          "pass input_spec with None dims to stop retracing on shape changes", UserWarning,
+                          stacklevel=3)
+        return traced
+
+
+def _symbolic_bool_conversion_error(error):
+    frames = emit_frames(error)
+    filename, lineno = frames[-1][:2] if frames else (None, None)
+    return ConversionError(
+        "a tensor-dependent condition is used where it cannot become a graph op (inside try/with, "
+        "in a function marked @not_to_static, or in code that is not converted)", filename, lineno,
+        "move the tensor-dependent if/while out of the try/with block, or use rt.where / rt.cond")
+
+
+def emit_frames(error):
+    from .errors import user_frames
+    return user_frames(error.__traceback__, emit.CONVERTED_CODES)
+
+
+def _as_spec(spec):
+    if isinstance(spec, rt.InputSpec):
+        return spec
+    if isinstance(spec, (rt.Tensor, np.ndarray)):
+        return rt.InputSpec.from_value(spec)
+    raise TypeError(f"input_spec entries must be InputSpec, Tensor or ndarray, got {type(spec).__name__}")
+
+
+def _is_tensor_like(value):
+    return isinstance(value, (rt.Tensor, np.ndarray, rt.InputSpec))
+
+
+def _device(value):
+    return value.backend.name if isinstance(value, rt.Tensor) else "cpu"
+
+
+def _array(value, backend):
+    if isinstance(value, rt.Tensor) and value.backend is backend:
+        return value.data
+    if isinstance(value, rt.InputSpec):
+        raise TypeError("an InputSpec describes an input; call the function with a tensor")
+    return backend.asarray(value.data if isinstance(value, rt.Tensor) else value)
+
+
+def _hashable(value):
+    try:
+        hash(value)
+    except TypeError:
+        return ("id", id(value))
+    if isinstance(value, (bool, int, float, complex, str, bytes, type(None))):
+        return (type(value), value)
+    return ("id", id(value))
+
+
+def _check_against_spec(value, spec, name):
+    shape, dtype = tuple(value.shape), np.dtype(value.dtype)
+    expected = ", ".join("None" if d == -1 else str(d) for d in spec.shape)
+    if len(shape) != len(spec.shape) or any(e != -1 and e != a for e, a in zip(spec.shape, shape)):
+        raise ValueError(f"argument '{name}': expected shape [{expected}] (input_spec), got {list(shape)}")
+    if dtype != spec.dtype:
+        raise TypeError(f"argument '{name}': expected dtype {spec.dtype.name} (input_spec), got {dtype.name}; "
+                        f"cast it with .astype('{spec.dtype.name}')")
+
+
+def to_static(fn=None, *, input_spec=None, full_graph=True, passes=None):
+    """Convert fn (a function or method) into a StaticFunction; usable bare or with arguments."""
+    def wrap(f):
+        if isinstance(f, StaticFunction):
+            return f
+        if isinstance(f, types.MethodType):
+            static = StaticFunction(f.__func__, input_spec, full_graph, passes)
+            return static.__get__(f.__self__, type(f.__self__))
+        if not isinstance(f, types.FunctionType):
+            raise TypeError(f"to_static expects a function or method, got {type(f).__name__}")
+        return StaticFunction(f, input_spec, full_graph, passes)
+    return wrap if fn is None else wrap(fn)
+
+
+del check_feed

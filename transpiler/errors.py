@@ -1,0 +1,74 @@
+"""Errors that point at the user's own code, and the mapping of run-time errors back to it.
+
+Converted code is compiled with the user's file name and original line numbers,
+so every traceback frame of converted code already names the user's line; we
+put that line into the exception *message* as well, so it survives logging
+and test runners that show only `str(e)`.
+"""
+import linecache
+import warnings
+
+
+class ConversionError(Exception):
+    """A function cannot be converted: unsupported syntax, or tensor control flow where it cannot go."""
+
+    def __init__(self, message, filename=None, lineno=None, hint=None):
+        self.filename, self.lineno, self.hint = filename, lineno, hint
+        self.reason = message
+        super().__init__(format_located(message, filename, lineno, hint))
+
+
+class ConversionWarning(UserWarning):
+    """Conversion failed and `full_graph=False` fell back to running the function eagerly."""
+
+
+def source_line(filename, lineno):
+    return linecache.getline(filename, lineno).strip() if filename and lineno else ""
+
+
+def format_located(message, filename, lineno, hint=None):
+    if not filename:
+        return message + (f"\n  hint: {hint}" if hint else "")
+    text = f"{message}\n  File \"{filename}\", line {lineno}"
+    line = source_line(filename, lineno)
+    if line:
+        text += f"\n    {line}"
+    if hint:
+        text += f"\n  hint: {hint}"
+    return text
+
+
+def user_frames(tb, converted_codes):
+    """(filename, lineno, name) of traceback frames that run converted (= the user's) code."""
+    out = []
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code in converted_codes:
+            out.append((code.co_filename, tb.tb_lineno, code.co_name))
+        tb = tb.tb_next
+    return out
+
+
+def relocate(error, converted_codes):
+    """The same error, its message naming the user's innermost line; None if it has no user frame."""
+    if getattr(error, "_dy2static_located", False) or isinstance(error, ConversionError):
+        return None
+    frames = user_frames(error.__traceback__, converted_codes)
+    if not frames:
+        return None
+    filename, lineno, name = frames[-1]
+    line = source_line(filename, lineno)
+    where = f"\n  File \"{filename}\", line {lineno}, in {name}" + (f"\n    {line}" if line else "")
+    message = (str(error.args[0]) if len(error.args) == 1 else str(error)) + where
+    try:
+        new = type(error)(message)
+    except Exception:
+        return None
+    new._dy2static_located = True
+    new.filename, new.lineno = filename, lineno
+    return new
+
+
+def warn_fallback(fn, error):
+    warnings.warn(f"could not convert {getattr(fn, '__qualname__', fn)!s} to a static graph; running it "
+                  f"eagerly (full_graph=False): {error}", ConversionWarning, stacklevel=3)

@@ -1,0 +1,329 @@
+"""The functions converted code calls: Python semantics on Python values, graph ops on tensors.
+
+Each operator reads like the Python it stands for: the Python path first
+(exactly what the original statement did), the graph path second (when a
+condition or iterable is a symbolic Variable). Converted code refers to this
+module as `_jst`.
+"""
+import builtins
+import math
+
+import runtime as rt
+from runtime import tracing
+from runtime.control_flow import Undefined
+from runtime.errors import ControlFlowError
+from runtime.ir import Variable
+
+
+def _symbolic(value):
+    return isinstance(value, Variable)
+
+
+def _tuple(result, n):
+    """A branch/body function's return value as a tuple of its n outputs."""
+    if n == 0:
+        return ()
+    return (result,) if n == 1 else tuple(result)
+
+
+def _untuple(values, n):
+    if n == 0:
+        return None
+    return values[0] if n == 1 else tuple(values)
+
+
+def undefined(name):
+    """The placeholder for a name that has no value yet (see runtime.control_flow.Undefined)."""
+    return Undefined(name, tracing.user_origin())
+
+
+# --- if / ternary ----------------------------------------------------------------------
+
+def convert_ifelse(pred, true_fn, false_fn, args, names):
+    if not _symbolic(pred):
+        return true_fn(*args) if pred else false_fn(*args)
+    n = len(names)
+    outs = rt.cond(pred, lambda: _tuple(true_fn(*_copy_lists(args)), n),
+                   lambda: _tuple(false_fn(*_copy_lists(args)), n), names=names)
+    return _untuple(outs, n)
+
+
+def convert_ifexp(pred, true_thunk, false_thunk):
+    if not _symbolic(pred):
+        return true_thunk() if pred else false_thunk()
+    return rt.cond(pred, true_thunk, false_thunk)
+
+
+def _copy_lists(args):
+    """Each traced branch appends to its own copy of a Python list (only one branch runs later)."""
+    return tuple(list(a) if type(a) is list else a for a in args)
+
+
+# --- and / or / not ---------------------------------------------------------------------
+
+def convert_logical_and(value, *thunks):
+    for i, thunk in enumerate(thunks):
+        if _symbolic(value):
+            return _graph_logical(value, thunks[i:], is_and=True)
+        if not value:
+            return value
+        value = thunk()
+    return value
+
+
+def convert_logical_or(value, *thunks):
+    for i, thunk in enumerate(thunks):
+        if _symbolic(value):
+            return _graph_logical(value, thunks[i:], is_and=False)
+        if value:
+            return value
+        value = thunk()
+    return value
+
+
+def _graph_logical(value, thunks, is_and):
+    """`value and rest...` with a tensor `value`: a cond op, so `rest` runs only when needed."""
+    chain = convert_logical_and if is_and else convert_logical_or
+    decided = {}
+
+    def rest():
+        result = chain(thunks[0](), *thunks[1:])
+        if _dtype(result) != _dtype(value):
+            decided["bool"] = True
+            return _as_bool(result)
+        return result
+
+    def same():
+        return _as_bool(value) if decided.get("bool") else value
+
+    return rt.cond(value, rest, same) if is_and else rt.cond(value, same, rest)
+
+
+def _dtype(value):
+    if isinstance(value, (Variable, rt.Tensor)):
+        return value.dtype
+    return type(value)
+
+
+def _as_bool(value):
+    if isinstance(value, (Variable, rt.Tensor)):
+        return value if value.dtype == rt.bool else rt.not_equal(value, 0)
+    return builtins.bool(value)
+
+
+def convert_logical_not(value):
+    if not _symbolic(value):
+        return not value
+    return rt.logical_not(value) if value.dtype == rt.bool else rt.equal(value, 0)
+
+
+# --- loops ------------------------------------------------------------------------------
+
+def convert_while(cond_fn, body_fn, args, names):
+    n = len(names)
+    outs = rt.while_loop(cond_fn, lambda *state: _tuple(body_fn(*state), n), tuple(args), names=names)
+    return _untuple(outs, n)
+
+
+def convert_for(iterable, body_fn, args, names, extra_test=None):
+    n = len(names)
+    if isinstance(iterable, SymbolicIterable) or _symbolic(iterable):
+        return _graph_for(_as_symbolic_iterable(iterable), body_fn, tuple(args), names, extra_test)
+    state = tuple(args)
+    for item in iterable:
+        if extra_test is not None:
+            go_on = extra_test(*state)
+            if not _symbolic(go_on) and not go_on:
+                break
+        state = _tuple(body_fn(item, *state), n)
+    return _untuple(state, n)
+
+
+def _graph_for(it, body_fn, state, names, extra_test):
+    """`for` over a tensor or a tensor-bounded range: a while op over an index."""
+    n = len(names)
+    length = it.length()
+
+    def cond(i, *s):
+        if extra_test is None:
+            return i < length
+        return convert_logical_and(i < length, lambda: extra_test(*s))
+
+    def body(i, *s):
+        return (i + 1,) + _tuple(body_fn(it.item(i), *s), n)
+
+    outs = rt.while_loop(cond, body, (0,) + state, names=("<for index>",) + tuple(names))
+    return _untuple(outs[1:], n)
+
+
+class SymbolicIterable:
+    """Something a `for` can walk by index in a while op: a length and an item per index."""
+
+    def length(self):
+        raise NotImplementedError
+
+    def item(self, i):
+        raise NotImplementedError
+
+
+class _TensorRows(SymbolicIterable):
+    def __init__(self, x):
+        self.x = x
+
+    def length(self):
+        return convert_len(self.x)
+
+    def item(self, i):
+        return self.x[i]
+
+
+class SymbolicRange(SymbolicIterable):
+    def __init__(self, start, stop, step):
+        self.start, self.stop, self.step = start, stop, step
+
+    def length(self):
+        if isinstance(self.step, int):
+            if self.step == 0:
+                raise ValueError("range() arg 3 must not be zero")
+            pad = self.step - 1 if self.step > 0 else self.step + 1
+            return rt.maximum((self.stop - self.start + pad) // self.step, 0)
+        span = self.stop - self.start
+        return rt.maximum(rt.where(self.step > 0, span + self.step - 1, span + self.step + 1) // self.step, 0)
+
+    def item(self, i):
+        return self.start + i * self.step
+
+
+class _Enumerate(SymbolicIterable):
+    def __init__(self, inner, start):
+        self.inner, self.start = inner, start
+
+    def length(self):
+        return self.inner.length()
+
+    def item(self, i):
+        return (i + self.start, self.inner.item(i))
+
+
+class _Zip(SymbolicIterable):
+    def __init__(self, parts):
+        self.parts = parts
+
+    def length(self):
+        lengths = [p.length() for p in self.parts]
+        out = lengths[0]
+        for other in lengths[1:]:
+            out = rt.minimum(out, other) if _symbolic(out) or _symbolic(other) else builtins.min(out, other)
+        return out
+
+    def item(self, i):
+        return tuple(p.item(i) for p in self.parts)
+
+
+class _Sequence(SymbolicIterable):
+    """A Python list/tuple walked by a symbolic index (inside a zip with a tensor)."""
+
+    def __init__(self, seq):
+        self.seq = seq
+
+    def length(self):
+        return len(self.seq)
+
+    def item(self, i):
+        return rt.stack(list(self.seq))[i]
+
+
+def _as_symbolic_iterable(value):
+    if isinstance(value, SymbolicIterable):
+        return value
+    if _symbolic(value):
+        if value.kind == "array":
+            return _ArrayItems(value)
+        if value.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return _TensorRows(value)
+    if isinstance(value, (list, tuple)):
+        return _Sequence(value)
+    raise TypeError(f"cannot iterate over {type(value).__name__} inside a tensor-dependent loop")
+
+
+class _ArrayItems(SymbolicIterable):
+    def __init__(self, arr):
+        self.arr = arr
+
+    def length(self):
+        return rt.array_length(self.arr)
+
+    def item(self, i):
+        return rt.array_read(self.arr, i)
+
+
+def convert_range(*args):
+    if not any(_symbolic(a) for a in args):
+        return builtins.range(*args)
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
+    return SymbolicRange(start, stop, step)
+
+
+def convert_enumerate(iterable, start=0):
+    if isinstance(iterable, SymbolicIterable) or _symbolic(iterable):
+        return _Enumerate(_as_symbolic_iterable(iterable), start)
+    return builtins.enumerate(iterable, start)
+
+
+def convert_zip(*iterables, **kwargs):
+    if any(isinstance(it, SymbolicIterable) or _symbolic(it) for it in iterables):
+        return _Zip([_as_symbolic_iterable(it) for it in iterables])
+    return builtins.zip(*iterables, **kwargs)
+
+
+# --- builtins and statements ------------------------------------------------------------
+
+def convert_len(value):
+    if _symbolic(value):
+        if value.kind == "array":
+            return rt.array_length(value)
+        if value.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        first = value.static_shape[0]
+        return first if first != -1 else rt.dim(value, 0)
+    return builtins.len(value)
+
+
+def convert_print(*args, sep=" ", end="\n", file=None, flush=False):
+    if any(_symbolic(a) for a in args):
+        return rt.print_(*args, sep=sep)
+    return builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
+
+
+def convert_assert(test, message_thunk):
+    if _symbolic(test):
+        rt.assert_(test, message=str(message_thunk()), origin=tracing.user_origin())
+        return
+    if not test:
+        message = message_thunk()
+        raise AssertionError(message) if message != "" else AssertionError()
+
+
+def convert_append(container, value):
+    if _symbolic(container) and container.kind == "array":
+        return rt.array_append(container, value)
+    container.append(value)
+    return container
+
+
+def convert_setitem(container, index, value):
+    if _symbolic(container):
+        return rt.setitem(container, index, value)
+    container[index] = value
+    return container
+
+
+def convert_call(fn):
+    """The converted form of fn when it is user code; fn itself otherwise."""
+    from .api import converted_callable
+    return converted_callable(fn)
+
+
+__all__ = [name for name in dict(globals()) if name.startswith("convert_")] + ["undefined"]
+del math, ControlFlowError

@@ -1,0 +1,82 @@
+"""Getting a function's source and parsing it into a gast tree with the user's line numbers."""
+import inspect
+import textwrap
+
+import gast
+
+from .errors import ConversionError
+
+
+class ParsedFunction:
+    """A function's gast FunctionDef (or Lambda), with where it came from."""
+
+    def __init__(self, node, filename, source):
+        self.node = node
+        self.filename = filename
+        self.source = source
+
+
+def parse_function(fn):
+    """Parse `fn`'s source; line numbers in the tree are the lines of its file."""
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        filename = inspect.getsourcefile(fn) or inspect.getfile(fn)
+    except (OSError, TypeError) as e:
+        raise ConversionError(f"cannot get the source of {_name(fn)} ({e}); dy2static converts functions "
+                              "defined in files", getattr(fn.__code__, "co_filename", None),
+                              getattr(fn.__code__, "co_firstlineno", None)) from None
+    source = textwrap.dedent("".join(lines))
+    if fn.__name__ == "<lambda>":
+        return _parse_lambda(fn, source, filename, first)
+    try:
+        module = gast.parse(source)
+    except SyntaxError as e:
+        raise ConversionError(f"syntax error in {_name(fn)}: {e.msg}", filename,
+                              (e.lineno or 1) + first - 1) from None
+    node = module.body[0]
+    if isinstance(node, (gast.AsyncFunctionDef,)):
+        raise ConversionError(f"async function {_name(fn)} cannot be converted", filename, first,
+                              "convert a plain `def` function")
+    if not isinstance(node, gast.FunctionDef):
+        raise ConversionError(f"{_name(fn)} is not a function definition", filename, first)
+    _shift_lines(module, first - 1)
+    node.decorator_list = []
+    return ParsedFunction(node, filename, source)
+
+
+def _parse_lambda(fn, source, filename, first):
+    """The one lambda on fn's source lines with fn's parameter names, as a FunctionDef."""
+    try:
+        module = gast.parse(source)
+    except SyntaxError:
+        try:
+            module = gast.parse("(" + source.strip().rstrip(",") + ")")
+        except SyntaxError:
+            raise ConversionError("cannot parse the source of this lambda", filename, first) from None
+    code = fn.__code__
+    params = list(code.co_varnames[:code.co_argcount])
+    found = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)
+             and [a.id for a in n.args.args] == params]
+    if len(found) != 1:
+        raise ConversionError("cannot tell which lambda on this line to convert "
+                              f"({len(found)} candidates)", filename, first,
+                              "give the lambda its own line or make it a def")
+    _shift_lines(module, first - 1)
+    lam = found[0]
+    node = gast.FunctionDef(name="__lambda", args=lam.args, body=[gast.Return(value=lam.body)],
+                            decorator_list=[], returns=None, type_comment=None, type_params=[])
+    gast.copy_location(node, lam)
+    node.body[0] = gast.copy_location(node.body[0], lam)
+    return ParsedFunction(node, filename, source)
+
+
+def _shift_lines(tree, offset):
+    for node in gast.walk(tree):
+        if hasattr(node, "lineno") and node.lineno is not None:
+            node.lineno += offset
+            if getattr(node, "end_lineno", None) is not None:
+                node.end_lineno += offset
+
+
+def _name(fn):
+    return f"'{getattr(fn, '__qualname__', getattr(fn, '__name__', fn))}'"

@@ -1,0 +1,56 @@
+"""The conversion pipeline: one transform per construct, in this fixed order.
+
+1. Fence           reject unsupported syntax (yield, async, rebinding globals in bodies)
+2. Returns         early returns → one return at the end (flags only inside loops)
+3. Jumps           break/continue → flags and guards; loop `else` → `if not __break_n`
+4. InPlaceUpdates  xs.append(v) / x[i] = v → rebinding, so analysis sees the write
+   -- analysis: activity, liveness, definedness (annotations on the lowered tree) --
+5. ControlFlow     if/while/for → branch/body functions + convert_ifelse/while/for
+6. Expressions     and/or/not, chained comparisons, ternaries → thunk-taking operators
+7. Calls           user calls → convert_call; len/print/range/enumerate/zip/assert overloads
+
+Nested user functions are converted first, each through the whole pipeline.
+"""
+import gast
+
+from ..analysis import analyze
+from .base import DONE, Context
+from .calls import Calls
+from .control_flow import ControlFlow
+from .expressions import Expressions
+from .fence import Fence
+from .jumps import Jumps
+from .lists import InPlaceUpdates
+from .returns import Returns
+
+BEFORE_ANALYSIS = (Fence, Returns, Jumps, InPlaceUpdates)
+AFTER_ANALYSIS = (ControlFlow, Expressions, Calls)
+
+
+def convert_node(fn_node, filename, namer, resolve):
+    """Run the pipeline over fn_node and every user function nested in it (innermost first)."""
+    for nested in _nested_functions(fn_node):
+        convert_node(nested, filename, namer, resolve)
+    ctx = Context(fn_node, filename, namer, resolve)
+    for transform in BEFORE_ANALYSIS:
+        transform(ctx).transform(fn_node)
+    analyze(fn_node)
+    for transform in AFTER_ANALYSIS:
+        transform(ctx).transform(fn_node)
+    setattr(fn_node, DONE, True)
+    return fn_node
+
+
+def _nested_functions(fn_node):
+    """User functions defined directly in fn_node's scope (not inside another nested def)."""
+    out, stack = [], list(fn_node.body)
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, gast.FunctionDef):
+            if not getattr(node, DONE, False):
+                out.append(node)
+            continue
+        if isinstance(node, (gast.Lambda, gast.ClassDef)):
+            continue
+        stack.extend(gast.iter_child_nodes(node))
+    return out

@@ -1,0 +1,78 @@
+"""What every transform shares: the conversion context and a base transformer."""
+import gast
+
+from ..errors import ConversionError
+
+JST = "_jst"   # the name converted code uses for transpiler.operators
+
+
+class Context:
+    """One function's conversion: its file, namer, and what names resolve to at conversion time."""
+
+    def __init__(self, fn_node, filename, namer, resolve):
+        self.fn_node = fn_node
+        self.filename = filename
+        self.namer = namer
+        self.resolve = resolve     # name -> (found, value) from the function's globals/closure/builtins
+
+    def error(self, node, message, hint=None):
+        return ConversionError(message, self.filename, getattr(node, "lineno", None), hint)
+
+
+DONE = "_dy2s_converted"   # set on a user's nested def once it has been converted on its own
+
+
+class Transformer(gast.NodeTransformer):
+    """Base: holds the context; skips nested user functions (already converted on their own)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def visit_FunctionDef(self, node):
+        if getattr(node, DONE, False):
+            return node
+        return self.generic_visit(node)
+
+    def transform(self, fn_node):
+        fn_node.body = self.visit_block(fn_node.body)
+        return fn_node
+
+    def visit_block(self, stmts):
+        out = []
+        for stmt in stmts:
+            new = self.visit(stmt)
+            if new is None:
+                continue
+            out.extend(new if isinstance(new, list) else [new])
+        return out
+
+
+def is_jst_call(node):
+    """A call to one of our operators (`_jst.x(...)`), which transforms leave alone."""
+    return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
+            and isinstance(node.func.value, gast.Name) and node.func.value.id == JST)
+
+
+def jst(attr):
+    return gast.Attribute(value=gast.Name(id=JST, ctx=gast.Load(), annotation=None, type_comment=None),
+                          attr=attr, ctx=gast.Load())
+
+
+def store(id_):
+    return gast.Name(id=id_, ctx=gast.Store(), annotation=None, type_comment=None)
+
+
+def load(id_):
+    return gast.Name(id=id_, ctx=gast.Load(), annotation=None, type_comment=None)
+
+
+def const(value):
+    return gast.Constant(value=value, kind=None)
+
+
+def located(node, origin):
+    """Give `node` and its descendants without a location the location of `origin`."""
+    for child in gast.walk(node):
+        if "lineno" in child._attributes and getattr(child, "lineno", None) is None:
+            gast.copy_location(child, origin)
+    return node

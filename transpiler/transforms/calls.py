@@ -1,0 +1,118 @@
+"""Calls: user functions are converted when called; builtins get tensor-aware versions.
+
+    h = self.fc1(x)        →  h = _jst.convert_call(self.fc1)(x)
+    n = len(x)             →  n = _jst.convert_len(x)
+    for i in range(n):     →  for i in _jst.convert_range(n):
+    print('h', h)          →  _jst.convert_print('h', h)
+    assert h.sum() > 0, m  →  _jst.convert_assert(h.sum() > 0, lambda: m)
+    y = rt.tanh(x)         →  y = rt.tanh(x)        (library: left alone)
+    s = x.sum()            →  s = x.sum()           (array method: left alone)
+
+What a name refers to is looked up at conversion time in the function's
+globals, closure and builtins: calls into modules (runtime, numpy, math, ...)
+and into builtins stay plain, so the converted code reads like the original.
+`super()` becomes `super(__class__, self)`: converted code is compiled outside
+the class body, where the zero-argument form has no cell to read.
+"""
+import builtins
+import sys
+
+import gast
+
+from .base import Transformer, is_jst_call, jst, load, located
+
+BUILTIN_OVERLOADS = {"len": "convert_len", "print": "convert_print", "range": "convert_range",
+                     "enumerate": "convert_enumerate", "zip": "convert_zip", "isinstance": None}
+
+# tensor methods called on local names (x.sum()) are not wrapped: they are ours, never user code
+ARRAY_METHODS = frozenset("""
+sum mean max min prod std var any all argmax argmin cumsum abs exp log sqrt tanh clip astype flatten squeeze
+unsqueeze transpose reshape numpy item tolist append extend pop insert keys values items get copy update
+index count split join format startswith endswith replace strip lower upper setdefault to cpu gpu
+""".split())
+
+_LIBRARY_ROOTS = {"runtime", "transpiler", "numpy", "cupy", "math", "builtins", "functools", "itertools",
+                  "operator", "collections", "typing", "random", "time", "os", "sys", "warnings", "re"}
+
+
+def is_library_object(value):
+    """True for modules, builtins, and functions/classes defined in library packages."""
+    if isinstance(value, type(sys)):
+        return True
+    module = getattr(value, "__module__", None) or ""
+    root = module.split(".")[0]
+    if root in _LIBRARY_ROOTS or root in sys.stdlib_module_names:
+        return True
+    if isinstance(value, type) and not hasattr(value, "forward") and not _user_defined(value):
+        return True
+    return False
+
+
+def _user_defined(cls):
+    return getattr(sys.modules.get(cls.__module__), "__file__", "") and not is_library_module(cls.__module__)
+
+
+def is_library_module(name):
+    root = (name or "").split(".")[0]
+    if root in _LIBRARY_ROOTS or root in sys.stdlib_module_names:
+        return True
+    file = getattr(sys.modules.get(root), "__file__", "") or ""
+    return "site-packages" in file or "dist-packages" in file
+
+
+def _root_name(node):
+    while isinstance(node, gast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, gast.Name) else None
+
+
+class Calls(Transformer):
+    def transform(self, fn_node):
+        self.locals = {a.id for a in gast.walk(fn_node.args) if isinstance(a, gast.Name)}
+        self.locals |= {n.id for n in gast.walk(fn_node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+        self.first_param = fn_node.args.args[0].id if fn_node.args.args else None
+        return super().transform(fn_node)
+
+    def visit_Assert(self, node):
+        self.generic_visit(node)
+        msg = node.msg if node.msg is not None else gast.Constant(value="", kind=None)
+        thunk = gast.Lambda(args=_no_args(), body=msg)
+        call = gast.Call(func=jst("convert_assert"), args=[node.test, thunk], keywords=[])
+        return located(gast.Expr(value=call), node)
+
+    def visit_Call(self, node):
+        if is_jst_call(node):
+            self.generic_visit(node)
+            return node
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, gast.Name):
+            if func.id == "super" and not node.args and self.first_param:
+                node.args = [load("__class__"), load(self.first_param)]
+                return node
+            if func.id not in self.locals:
+                found, value = self.ctx.resolve(func.id)
+                if found and value is getattr(builtins, func.id, None):
+                    overload = BUILTIN_OVERLOADS.get(func.id)
+                    if overload:
+                        node.func = located(jst(overload), func)
+                    return node
+                if found and is_library_object(value):
+                    return node
+        elif isinstance(func, gast.Attribute):
+            root = _root_name(func)
+            if root is not None and root not in self.locals:
+                found, value = self.ctx.resolve(root)
+                if found and is_library_object(value):
+                    return node
+            if (func.attr in ARRAY_METHODS and isinstance(func.value, gast.Name)
+                    and func.value.id in self.locals and func.value.id != "self"):
+                return node
+        wrapped = gast.Call(func=jst("convert_call"), args=[func], keywords=[])
+        node.func = located(wrapped, func)
+        return node
+
+
+def _no_args():
+    return gast.arguments(args=[], posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                          defaults=[])

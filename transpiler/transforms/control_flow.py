@@ -1,0 +1,151 @@
+"""`if`, `while` and `for` → functions and one runtime operator call each.
+
+    if x.mean() > 0:                  def __true_fn_0(y):
+        y = x * 2                         y = x * 2
+    else:                     →           return y
+        y = x - 1                     def __false_fn_0(y):
+                                          y = x - 1
+                                          return y
+                                      y = _jst.convert_ifelse(x.mean() > 0, __true_fn_0, __false_fn_0, (y,), ('y',))
+
+Which names flow in and out comes from the analysis annotations, computed once
+on the tree after jumps were lowered:
+- outputs of an `if` = names either branch binds that are live after it;
+- loop variables = names the body binds that are live at the loop's entry or
+  after it (a name used only inside the body stays local to the body);
+- a branch/body function takes as parameters the outputs plus the names it
+  binds and reads, passed in by value (so `y = y + 1` works in a nested def);
+- a parameter with no value yet (and not read before the statement) starts as
+  `_jst.undefined('y')`: harmless until read, an UnboundLocalError when read.
+Inner statements are converted first; the operators decide at run time
+whether the condition is a Python value (plain Python control flow) or a
+tensor (a `cond`/`while` op).
+"""
+import gast
+
+from ..analysis import Anno, getanno
+from .base import Transformer, const, jst, load, located, store
+from .jumps import BREAK_FLAG
+from .lists import index_expr  # noqa: F401  (re-exported for symmetry)
+
+
+def _names_tuple(names):
+    return gast.Tuple(elts=[load(n) for n in names], ctx=gast.Load())
+
+
+def _str_tuple(names):
+    return gast.Tuple(elts=[const(n) for n in names], ctx=gast.Load())
+
+
+def _params(names):
+    return gast.arguments(args=[gast.Name(id=n, ctx=gast.Param(), annotation=None, type_comment=None)
+                                for n in names],
+                          posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+
+
+def _return(names):
+    if not names:
+        return []
+    value = load(names[0]) if len(names) == 1 else _names_tuple(names)
+    return [gast.Return(value=value)]
+
+
+def _def(name, params, body, origin):
+    fn = gast.FunctionDef(name=name, args=_params(params), body=body or [gast.Pass()], decorator_list=[],
+                          returns=None, type_comment=None, type_params=[])
+    return located(fn, origin)
+
+
+def _bind(names, call, origin):
+    """`a, b = call` / `a = call` / `call` for zero names."""
+    if not names:
+        return located(gast.Expr(value=call), origin)
+    target = store(names[0]) if len(names) == 1 else gast.Tuple(elts=[store(n) for n in names], ctx=gast.Store())
+    return located(gast.Assign(targets=[target], value=call, type_comment=None), origin)
+
+
+def _call(op, args):
+    return gast.Call(func=jst(op), args=args, keywords=[])
+
+
+class ControlFlow(Transformer):
+    def visit_If(self, node):
+        node.body = self.visit_block(node.body)
+        node.orelse = self.visit_block(node.orelse)
+        body_act = getanno(node, Anno.BODY_ACTIVITY)
+        else_act = getanno(node, Anno.ORELSE_ACTIVITY)
+        live_in = getanno(node, Anno.LIVE_IN)
+        live_out = getanno(node, Anno.LIVE_OUT)
+        modified = body_act.modified | else_act.modified
+        outputs = sorted(modified & live_out)
+        params = sorted(modified & (live_in | set(outputs)))
+        namer = self.ctx.namer
+        true_name, false_name = namer.new("true_fn"), namer.new("false_fn")
+        stmts = self._undefined_inits(node, params, live_in)
+        stmts.append(_def(true_name, params, node.body + _return(outputs), node))
+        stmts.append(_def(false_name, params, node.orelse + _return(outputs), node))
+        call = _call("convert_ifelse", [node.test, load(true_name), load(false_name), _names_tuple(params),
+                                        _str_tuple(outputs)])
+        stmts.append(_bind(outputs, located(call, node), node))
+        return stmts
+
+    def visit_While(self, node):
+        node.body = self.visit_block(node.body)
+        body_act = getanno(node, Anno.BODY_ACTIVITY)
+        live_in, live_out = getanno(node, Anno.LIVE_IN), getanno(node, Anno.LIVE_OUT)
+        loop_vars = sorted(body_act.modified & (live_in | live_out))
+        namer = self.ctx.namer
+        cond_name, body_name = namer.new("while_cond"), namer.new("while_body")
+        stmts = self._undefined_inits(node, loop_vars, live_in)
+        stmts.append(_def(cond_name, loop_vars, [located(gast.Return(value=node.test), node.test)], node))
+        stmts.append(_def(body_name, loop_vars, node.body + _return(loop_vars), node))
+        call = _call("convert_while", [load(cond_name), load(body_name), _names_tuple(loop_vars),
+                                       _str_tuple(loop_vars)])
+        stmts.append(_bind(loop_vars, located(call, node), node))
+        return stmts
+
+    def visit_For(self, node):
+        node.body = self.visit_block(node.body)
+        body_act = getanno(node, Anno.BODY_ACTIVITY)
+        target_act = getanno(node, Anno.TEST_ACTIVITY)
+        live_in, live_out = getanno(node, Anno.LIVE_IN), getanno(node, Anno.LIVE_OUT)
+        targets = target_act.modified
+        break_flag = getattr(node, BREAK_FLAG, None)
+        loop_vars = set((body_act.modified | targets) & (live_in | live_out))
+        if break_flag:
+            loop_vars.add(break_flag)
+        loop_vars = sorted(loop_vars)
+        namer = self.ctx.namer
+        body_name = namer.new("for_body")
+        if isinstance(node.target, gast.Name) and node.target.id not in loop_vars:
+            item, body = node.target.id, node.body
+        else:
+            item = namer.new("item")
+            unpack = gast.Assign(targets=[node.target], value=load(item), type_comment=None)
+            body = [located(unpack, node)] + node.body
+        stmts = self._undefined_inits(node, loop_vars, live_in)
+        stmts.append(_def(body_name, [item] + loop_vars, body + _return(loop_vars), node))
+        args = [node.iter, load(body_name), _names_tuple(loop_vars), _str_tuple(loop_vars)]
+        if break_flag:
+            test_name = namer.new("for_test")
+            test = gast.UnaryOp(op=gast.Not(), operand=load(break_flag))
+            stmts.append(_def(test_name, loop_vars, [located(gast.Return(value=test), node)], node))
+            args.append(load(test_name))
+        stmts.append(_bind(loop_vars, located(_call("convert_for", args), node), node))
+        return stmts
+
+    def _undefined_inits(self, node, names, live_in):
+        """`y = _jst.undefined('y')` for parameters that may have no value yet and are not read before."""
+        defined = getanno(node, Anno.DEFINED_IN)
+        out = []
+        for name in names:
+            if name not in defined and name not in live_in:
+                call = _call("undefined", [const(name)])
+                out.append(located(gast.Assign(targets=[store(name)], value=call, type_comment=None), node))
+        return out
+
+    def visit_Try(self, node):
+        """Left as Python: a graph cannot catch at run time what Python catches while tracing."""
+        return node
+
+    visit_With = visit_Try

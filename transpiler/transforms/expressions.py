@@ -1,0 +1,59 @@
+"""Expressions whose meaning depends on whether a value is a tensor.
+
+    a and b        →  _jst.convert_logical_and(a, lambda: b)
+    a or b         →  _jst.convert_logical_or(a, lambda: b)
+    not a          →  _jst.convert_logical_not(a)
+    a < b < c      →  _jst.convert_logical_and(a < b, lambda: b < c)
+    a if c else b  →  _jst.convert_ifexp(c, lambda: a, lambda: b)
+
+Right operands and branches are thunks, so short-circuiting holds for Python
+and tensor operands alike (a tensor left operand gives a `cond` op). Applies
+inside lambdas too (an expression has no scope of its own to respect).
+"""
+import gast
+
+from .base import Transformer, is_jst_call, jst, located
+
+
+def _thunk(expr):
+    args = gast.arguments(args=[], posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                          defaults=[])
+    return located(gast.Lambda(args=args, body=expr), expr)
+
+
+def _call(op, args, origin):
+    return located(gast.Call(func=jst(op), args=args, keywords=[]), origin)
+
+
+class Expressions(Transformer):
+    def visit_BoolOp(self, node):
+        self.generic_visit(node)
+        op = "convert_logical_and" if isinstance(node.op, gast.And) else "convert_logical_or"
+        first, *rest = node.values
+        return _call(op, [first] + [_thunk(v) for v in rest], node)
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, gast.Not):
+            return _call("convert_logical_not", [node.operand], node)
+        return node
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        if len(node.ops) == 1:
+            return node
+        pairs, left = [], node.left
+        for op, right in zip(node.ops, node.comparators):
+            pairs.append(located(gast.Compare(left=left, ops=[op], comparators=[right]), node))
+            left = right
+        first, *rest = pairs
+        return _call("convert_logical_and", [first] + [_thunk(p) for p in rest], node)
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        return _call("convert_ifexp", [node.test, _thunk(node.body), _thunk(node.orelse)], node)
+
+    def visit_Call(self, node):
+        if is_jst_call(node) and node.func.attr == "undefined":
+            return node
+        return self.generic_visit(node)

@@ -1,0 +1,104 @@
+"""`break` and `continue` → flag variables, so loop bodies are plain blocks.
+
+    while x.sum() > 1:                     __break_0 = False
+        if x.max() > 9:                    while not __break_0 and x.sum() > 1:
+            break                  →           if x.max() > 9:
+        x = x / 2                                  __break_0 = True
+                                               if not __break_0:
+                                                   x = x / 2
+
+`continue` sets a flag reset at the top of each iteration; the statements after
+it run under `if not __continue_0:`. A `for` loop keeps its break flag as an
+extra exit test (the loop transform reads it). `while/else` and `for/else`
+become `if not __break_0: <else>` after the loop.
+"""
+import gast
+
+from .base import Transformer, const, load, located, store
+
+BREAK_FLAG = "_dy2s_break_flag"
+
+
+def _has(node, kind):
+    """Does `node` contain `kind` (Break/Continue) belonging to the current loop?"""
+    stack = list(gast.iter_child_nodes(node))
+    while stack:
+        n = stack.pop()
+        if isinstance(n, kind):
+            return True
+        if isinstance(n, (gast.While, gast.For, gast.FunctionDef, gast.Lambda, gast.ClassDef)):
+            continue
+        stack.extend(gast.iter_child_nodes(n))
+    return False
+
+
+def _block_has(stmts, kind):
+    return any(isinstance(s, kind) or _has(s, kind) for s in stmts)
+
+
+def _not(name):
+    return gast.UnaryOp(op=gast.Not(), operand=load(name))
+
+
+def _assign(name, value, origin):
+    return located(gast.Assign(targets=[store(name)], value=const(value), type_comment=None), origin)
+
+
+class _Lowering:
+    """Replace each `kind` statement by `flag = True` and guard what follows it."""
+
+    def __init__(self, kind, flag):
+        self.kind, self.flag = kind, flag
+
+    def lower(self, stmts):
+        out = []
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, self.kind):
+                out.append(_assign(self.flag, True, stmt))
+                return out
+            if not _has(stmt, self.kind):
+                out.append(stmt)
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(stmt, field, None)
+                if block:
+                    setattr(stmt, field, self.lower(block))
+            for handler in getattr(stmt, "handlers", []) or []:
+                handler.body = self.lower(handler.body)
+            out.append(stmt)
+            rest = stmts[i + 1:]
+            if rest:
+                guard = gast.If(test=_not(self.flag), body=self.lower(rest), orelse=[])
+                out.append(located(guard, rest[0]))
+            return out
+        return out
+
+
+class Jumps(Transformer):
+    def visit_While(self, node):
+        return self._loop(node)
+
+    def visit_For(self, node):
+        return self._loop(node)
+
+    def _loop(self, node):
+        node.body = self.visit_block(node.body)      # inner loops first
+        node.orelse = self.visit_block(node.orelse)
+        before, after = [], []
+        if _block_has(node.body, gast.Continue):
+            flag = self.ctx.namer.new("continue")
+            node.body = [_assign(flag, False, node)] + _Lowering(gast.Continue, flag).lower(node.body)
+        if _block_has(node.body, gast.Break):
+            flag = self.ctx.namer.new("break")
+            node.body = _Lowering(gast.Break, flag).lower(node.body)
+            before.append(_assign(flag, False, node))
+            if isinstance(node, gast.While):
+                node.test = located(gast.BoolOp(op=gast.And(), values=[_not(flag), node.test]), node.test)
+            else:
+                setattr(node, BREAK_FLAG, flag)
+            if node.orelse:
+                after.append(located(gast.If(test=_not(flag), body=node.orelse, orelse=[]), node.orelse[0]))
+                node.orelse = []
+        elif node.orelse:
+            after, node.orelse = node.orelse, []
+        return before + [node] + after

@@ -1,0 +1,158 @@
+"""Early `return` → one return at the end, so every branch and loop body is a plain block.
+
+    def f(x):                         def f(x):
+        if x.sum() > 0:                   __return_value = None
+            return x          →           if x.sum() > 0:
+        y = -x                                __return_value = x
+        return y                          else:
+                                              y = -x
+                                              __return_value = y
+                                          return __return_value
+
+Statements after an `if` one of whose branches always returns move into the
+other branch (as AutoGraph does), which removes most guards. A return inside a
+loop sets `__return_flag` and breaks (the break transform takes it from there);
+code after such a loop runs under `if not __return_flag:`.
+"""
+import gast
+
+from .base import Transformer, const, load, located, store
+
+
+def _contains_return(node):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, gast.Return):
+            return True
+        if isinstance(n, (gast.FunctionDef, gast.Lambda, gast.ClassDef)) and n is not node:
+            continue
+        stack.extend(gast.iter_child_nodes(n))
+    return False
+
+
+def _always_returns(stmts):
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, (gast.Return, gast.Raise)):
+        return True
+    if isinstance(last, gast.If):
+        return _always_returns(last.body) and _always_returns(last.orelse)
+    return False
+
+
+class Returns(Transformer):
+    def transform(self, fn_node):
+        body = fn_node.body
+        if not any(_contains_return(s) for s in body[:-1]) and not any(
+                _contains_return(s) for s in body[-1:] if not isinstance(s, gast.Return)):
+            return fn_node
+        self.value = self.ctx.namer.fixed("__return_value")
+        self.flag = self.ctx.namer.fixed("__return_flag")
+        self.flag_used = False
+        body = self.lower(self.normalize(body), in_loop=False)
+        prologue = [gast.Assign(targets=[store(self.value)], value=const(None), type_comment=None)]
+        if self.flag_used:
+            prologue.append(gast.Assign(targets=[store(self.flag)], value=const(False), type_comment=None))
+        for stmt in prologue:
+            gast.copy_location(stmt, fn_node)
+        ret = gast.copy_location(gast.Return(value=load(self.value)), body[-1] if body else fn_node)
+        fn_node.body = prologue + body + [ret]
+        return fn_node
+
+    def normalize(self, stmts):
+        """Move what follows an if-with-one-returning-branch into the other branch."""
+        out = []
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, gast.If):
+                stmt.body = self.normalize(stmt.body)
+                stmt.orelse = self.normalize(stmt.orelse)
+                rest = stmts[i + 1:]
+                if rest and _always_returns(stmt.body) and not _always_returns(stmt.orelse):
+                    stmt.orelse = self.normalize(stmt.orelse + rest)
+                    return out + [stmt]
+                if rest and _always_returns(stmt.orelse) and not _always_returns(stmt.body):
+                    stmt.body = self.normalize(stmt.body + rest)
+                    return out + [stmt]
+                if rest and _always_returns(stmt.body) and _always_returns(stmt.orelse):
+                    return out + [stmt]
+            elif isinstance(stmt, (gast.While, gast.For)):
+                stmt.body = self.normalize(stmt.body)
+            out.append(stmt)
+            if isinstance(stmt, gast.Return):
+                return out
+        return out
+
+    def lower(self, stmts, in_loop):
+        out = []
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, gast.Return):
+                out.extend(self.lowered_return(stmt, in_loop))
+                return out
+            if not _contains_return(stmt):
+                out.append(stmt)
+                continue
+            if isinstance(stmt, gast.If):
+                stmt.body = self.lower(stmt.body, in_loop)
+                stmt.orelse = self.lower(stmt.orelse, in_loop)
+                if _always_returns_lowered(stmt, self):
+                    out.append(stmt)
+                    return out
+            elif isinstance(stmt, (gast.While, gast.For)):
+                stmt.body = self.lower(stmt.body, in_loop=True)
+                stmt.orelse = self.lower(stmt.orelse, in_loop)
+            else:   # try / with / match: lower every statement list inside
+                for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                    block = getattr(stmt, field, None)
+                    if isinstance(block, list) and block and isinstance(block[0], gast.stmt):
+                        setattr(stmt, field, self.lower(block, in_loop))
+                    elif isinstance(block, list):
+                        for handler in block:
+                            handler.body = self.lower(handler.body, in_loop)
+            out.append(stmt)
+            rest = stmts[i + 1:]
+            if not rest:
+                return out
+            self.flag_used = True
+            if in_loop:
+                guard = gast.If(test=load(self.flag), body=[gast.Break()], orelse=[])
+                out.append(_locate(guard, stmt))
+                out.extend(self.lower(rest, in_loop))
+            else:
+                guard = gast.If(test=gast.UnaryOp(op=gast.Not(), operand=load(self.flag)),
+                                body=self.lower(rest, in_loop), orelse=[])
+                out.append(_locate(guard, stmt))
+            return out
+        return out
+
+    def lowered_return(self, node, in_loop):
+        value = node.value if node.value is not None else const(None)
+        stmts = [gast.Assign(targets=[store(self.value)], value=value, type_comment=None)]
+        if in_loop:
+            self.flag_used = True
+            stmts += [gast.Assign(targets=[store(self.flag)], value=const(True), type_comment=None), gast.Break()]
+        for stmt in stmts:
+            _locate(stmt, node)
+        setattr(stmts[0], "_dy2s_return", True)
+        return stmts
+
+
+def _always_returns_lowered(if_node, tr):
+    """After lowering: does every path through this if assign the return value (and not fall through)?"""
+    def ends(stmts):
+        if not stmts:
+            return False
+        last = stmts[-1]
+        if getattr(last, "_dy2s_return", False) or isinstance(last, gast.Raise):
+            return True
+        if isinstance(last, gast.Break) and len(stmts) >= 3 and getattr(stmts[-3], "_dy2s_return", False):
+            return True
+        if isinstance(last, gast.If):
+            return ends(last.body) and ends(last.orelse)
+        return False
+    return ends(if_node.body) and ends(if_node.orelse)
+
+
+def _locate(node, origin):
+    return located(node, origin)
