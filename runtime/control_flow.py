@@ -22,11 +22,12 @@ class Undefined:
     left undefined, and (through the frame) the line that read it.
     """
 
-    __slots__ = ("name", "origin")
+    __slots__ = ("name", "origin", "fill")
 
-    def __init__(self, name, origin=None):
+    def __init__(self, name, origin=None, fill=False):
         self.name = name
         self.origin = origin
+        self.fill = fill     # may be replaced by a zeros placeholder (values whose reads are guarded)
 
     def __repr__(self):
         return f"Undefined({self.name!r})"
@@ -178,6 +179,11 @@ def cond(pred, true_fn, false_fn, *operands, names=None):
     fb = program.new_block(block)
     with tracing.block_guard(fb):
         f_out = false_fn(*operands)
+    t_out = _fill(t_out, f_out, tb)
+    f_out = _fill(f_out, t_out, fb)
+    if isinstance(t_out, tuple) and isinstance(f_out, tuple) and len(t_out) == len(f_out):
+        pairs = [_unify_lists(a, b, tb, fb) for a, b in zip(t_out, f_out)]
+        t_out, f_out = tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
     t_leaves, t_def = pytree.flatten(t_out)
     f_leaves, f_def = pytree.flatten(f_out)
     if t_def != f_def:
@@ -213,6 +219,41 @@ def cond(pred, true_fn, false_fn, *operands, names=None):
     block.append_op("cond", [pred] + captured_inputs([tb, fb], exclude=(id(pred),)), outs,
                     {"true_block": tb.idx, "false_block": fb.idx}, origin=tracing.user_origin())
     return pytree.unflatten(t_def, out_leaves)
+
+
+def _fill(value, like, block, fill_only=True):
+    """Replace fillable Undefined parts of value by zeros shaped like the other side's values."""
+    if isinstance(value, Undefined):
+        if (value.fill or not fill_only) and not isinstance(like, Undefined):
+            with tracing.block_guard(block):
+                return _placeholder_tree(like)
+        return value
+    if isinstance(value, (tuple, list)) and isinstance(like, (tuple, list)) and len(value) == len(like):
+        items = [_fill(v, w, block, fill_only) for v, w in zip(value, like)]
+        return type(value)(items) if not hasattr(value, "_fields") else type(value)(*items)
+    return value
+
+
+def _placeholder_tree(like):
+    """Zeros with like's structure, dtypes and static shapes (unknown dims as 0): never read."""
+    from .ops import array_new, zeros
+    leaves, treedef = pytree.flatten(like)
+    out = []
+    for leaf in leaves:
+        if isinstance(leaf, Variable):
+            if leaf.kind == "array":
+                out.append(array_new(leaf.static_shape, leaf.dtype))
+            else:
+                var = zeros(tuple(0 if d == -1 else d for d in leaf.static_shape), leaf.dtype)
+                var.weak = leaf.weak
+                out.append(var)
+        elif isinstance(leaf, Tensor):
+            out.append(zeros(leaf.shape, leaf.dtype))
+        elif _is_number(leaf):
+            out.append(type(leaf)(0))
+        else:
+            out.append(leaf)
+    return pytree.unflatten(treedef, out)
 
 
 def _tensorish(value):
@@ -327,6 +368,14 @@ def _build_while(cond_fn, body_fn, init, names):
         b_params = _params(bb, carry, leaf_names)
         with tracing.block_guard(bb):
             out = body_fn(*pytree.unflatten(treedef, _inputs(carry, b_params)))
+        filled = _fill(init, tuple(out), block, fill_only=False)
+        if _has_changed(filled, init):
+            program.drop_blocks_from(first)
+            return _build_while(cond_fn, body_fn, filled, names)
+        grown = _grow_lists(init, tuple(out), block)
+        if grown is not None:
+            program.drop_blocks_from(first)
+            return _build_while(cond_fn, body_fn, grown, names)
         out_leaves, out_def = pytree.flatten(tuple(out))
         if out_def != treedef:
             raise ControlFlowError(_structure_message("a loop iteration", init, tuple(out), names,
@@ -387,6 +436,49 @@ def _build_while(cond_fn, body_fn, init, names):
         return _finish_while(block, cb, bb, carry, c_params, b_params, results, treedef, leaf_names, guard_flag)
     raise ControlFlowError("loop variables did not settle to fixed shapes/dtypes after "
                            f"{_MAX_RETRACES} traces of the loop body")
+
+
+def _is_tensor_list(value):
+    return type(value) is list and all(_tensorish(v) or _is_number(v) for v in value)
+
+
+def _to_array(items, like, block):
+    """A Python list of tensors as a tensor array Variable of `block` (element spec from like)."""
+    from .ops import array_from_list, array_new
+    with tracing.block_guard(block):
+        if items:
+            return array_from_list([as_variable(v) for v in items])
+        if isinstance(like, Variable):
+            return array_new(like.static_shape, like.dtype)
+        return array_new(tuple(like.shape), like.dtype)
+
+
+def _unify_lists(a, b, block_a, block_b):
+    """Lists of different lengths in two branches become tensor arrays (append under a tensor if)."""
+    if not (_is_tensor_list(a) and _is_tensor_list(b)) or len(a) == len(b):
+        return a, b
+    like = (a or b)[-1]
+    return _to_array(a, like, block_a), _to_array(b, like, block_b)
+
+
+def _grow_lists(init, out, block):
+    """Loop state where a Python list grew in the body: the same state with those lists as tensor arrays."""
+    if not (isinstance(out, tuple) and len(out) == len(init)):
+        return None
+    changed, new = False, list(init)
+    for i, (before, after) in enumerate(zip(init, out)):
+        if _is_tensor_list(before) and isinstance(after, Variable) and after.kind == "array":
+            new[i] = _to_array(before, after, block)
+            changed = True
+        elif _is_tensor_list(before) and _is_tensor_list(after) and len(after) != len(before) and after:
+            new[i] = _to_array(before, after[-1], block)
+            changed = True
+    return tuple(new) if changed else None
+
+
+def _has_changed(new, old):
+    a, b = pytree.flatten(new)[0], pytree.flatten(old)[0]
+    return len(a) != len(b) or any(x is not y for x, y in zip(a, b))
 
 
 def _carry(leaf):

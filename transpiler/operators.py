@@ -10,7 +10,7 @@ import math
 
 import runtime as rt
 from runtime import tracing
-from runtime.control_flow import Undefined
+from runtime.control_flow import Undefined, as_variable
 from runtime.errors import ControlFlowError
 from runtime.ir import Variable
 
@@ -35,6 +35,11 @@ def _untuple(values, n):
 def undefined(name):
     """The placeholder for a name that has no value yet (see runtime.control_flow.Undefined)."""
     return Undefined(name, tracing.user_origin())
+
+
+def return_placeholder():
+    """The return value before any `return` ran: filled with zeros where a graph needs a value."""
+    return Undefined("return value", tracing.user_origin(), fill=True)
 
 
 # --- if / ternary ----------------------------------------------------------------------
@@ -152,7 +157,8 @@ def _graph_for(it, body_fn, state, names, extra_test):
     def body(i, *s):
         return (i + 1,) + _tuple(body_fn(it.item(i), *s), n)
 
-    outs = rt.while_loop(cond, body, (0,) + state, names=("<for index>",) + tuple(names))
+    index = as_variable(0)      # a symbolic index: iterating a tensor is a while op even for a static length
+    outs = rt.while_loop(cond, body, (index,) + state, names=("<for index>",) + tuple(names))
     return _untuple(outs[1:], n)
 
 
@@ -325,5 +331,5 @@ def convert_call(fn):
     return converted_callable(fn)
 
 
-__all__ = [name for name in dict(globals()) if name.startswith("convert_")] + ["undefined"]
+__all__ = [name for name in dict(globals()) if name.startswith("convert_")] + ["undefined", "return_placeholder"]
 del math, ControlFlowError

@@ -5,6 +5,7 @@ from .. import array_methods
 from .registry import REGISTRY, OpDef, defop, get_op, register
 from .dispatch import apply
 from . import creation, elementwise, reduction, linalg, manipulation, indexing, tensor_array, control
+from . import nn_ops  # noqa: F401  (registers the ops behind runtime.nn.functional)
 from .creation import arange, eye, full, full_like, linspace, ones, ones_like, zeros, zeros_like
 from .elementwise import astype, clip, where
 from .reduction import argmax, argmin, cumsum
@@ -12,7 +13,7 @@ from .linalg import matmul
 from .manipulation import (broadcast_to, concat, dim, expand_dims, flip, permute_dims, reshape, shape,
                            squeeze, stack)
 from .indexing import getitem, setitem
-from .tensor_array import array_append, array_concat, array_length, array_new, array_read, array_stack
+from .tensor_array import array_append, array_from_list, array_concat, array_length, array_new, array_read, array_stack
 from .control import assert_, print_
 
 globals().update(elementwise.UNARY_FUNCTIONS)

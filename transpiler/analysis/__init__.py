@@ -21,4 +21,5 @@ def analyze(fn_node):
     local_names = scope.params | scope.modified
     liveness.annotate(graph, local_names)
     definedness.annotate(graph, scope.params, local_names)
+    definedness.annotate_maybe(graph, scope.params)
     return fn_node

@@ -20,6 +20,7 @@ class Anno(enum.Enum):
     LIVE_IN = 'names live just before the statement'
     LIVE_OUT = 'names live just after the statement (after the whole compound statement)'
     DEFINED_IN = 'names bound on every path that reaches the statement'
+    MAYBE_DEFINED_IN = 'names bound on at least one path that reaches the statement'
     BODY_ACTIVITY = 'Activity of node.body'
     ORELSE_ACTIVITY = 'Activity of node.orelse'
     TEST_ACTIVITY = 'Activity of an if/while test, or of a for loop iter and target'

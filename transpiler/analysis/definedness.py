@@ -36,3 +36,23 @@ def annotate(graph, params, local_names):
     before, _ = solve(graph, params, local_names)
     for stmt, spans in graph.spans.items():
         setanno(stmt, Anno.DEFINED_IN, _intersection([before[first] for first, _ in spans]))
+
+
+def _union(values):
+    return frozenset.union(*values) if values else frozenset()
+
+
+def solve_maybe(graph, params):
+    """(before, after) dicts node -> names bound on SOME path to that point."""
+    def transfer(node, defined_before):
+        return (defined_before | node.bound) - node.unbound
+
+    return cfg.solve(graph, forward=True, transfer=transfer, meet=_union,
+                     boundary=frozenset(params), top=frozenset())
+
+
+def annotate_maybe(graph, params):
+    """Write MAYBE_DEFINED_IN on every statement (union over copies)."""
+    before, _ = solve_maybe(graph, params)
+    for stmt, spans in graph.spans.items():
+        setanno(stmt, Anno.MAYBE_DEFINED_IN, _union([before[first] for first, _ in spans]))

@@ -135,11 +135,16 @@ class ControlFlow(Transformer):
         return stmts
 
     def _undefined_inits(self, node, names, live_in):
-        """`y = _jst.undefined('y')` for parameters that may have no value yet and are not read before."""
+        """`y = _jst.undefined('y')` for parameters with no value yet on some path.
+
+        Safe where the old value is never read (not live in), and needed where no
+        path has bound the name yet; a name bound on some paths and read keeps its value.
+        """
         defined = getanno(node, Anno.DEFINED_IN)
+        maybe = getanno(node, Anno.MAYBE_DEFINED_IN)
         out = []
         for name in names:
-            if name not in defined and name not in live_in:
+            if name not in defined and (name not in live_in or name not in maybe):
                 call = _call("undefined", [const(name)])
                 out.append(located(gast.Assign(targets=[store(name)], value=call, type_comment=None), node))
         return out

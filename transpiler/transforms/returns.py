@@ -16,16 +16,17 @@ code after such a loop runs under `if not __return_flag:`.
 """
 import gast
 
-from .base import Transformer, const, load, located, store
+from .base import Transformer, const, jst, load, located, store
 
 
 def _contains_return(node):
+    """Does node hold a `return` of the function being converted (not of a nested def)?"""
     stack = [node]
     while stack:
         n = stack.pop()
         if isinstance(n, gast.Return):
             return True
-        if isinstance(n, (gast.FunctionDef, gast.Lambda, gast.ClassDef)) and n is not node:
+        if isinstance(n, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
             continue
         stack.extend(gast.iter_child_nodes(n))
     return False
@@ -51,8 +52,11 @@ class Returns(Transformer):
         self.value = self.ctx.namer.fixed("__return_value")
         self.flag = self.ctx.namer.fixed("__return_flag")
         self.flag_used = False
+        if not _always_returns(body):
+            body = body + [located(gast.Return(value=None), body[-1])]
         body = self.lower(self.normalize(body), in_loop=False)
-        prologue = [gast.Assign(targets=[store(self.value)], value=const(None), type_comment=None)]
+        placeholder = gast.Call(func=jst("return_placeholder"), args=[], keywords=[])
+        prologue = [gast.Assign(targets=[store(self.value)], value=placeholder, type_comment=None)]
         if self.flag_used:
             prologue.append(gast.Assign(targets=[store(self.flag)], value=const(False), type_comment=None))
         for stmt in prologue:
