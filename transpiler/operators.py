@@ -297,7 +297,8 @@ def convert_len(value):
 
 
 def convert_print(*args, sep=" ", end="\n", file=None, flush=False):
-    if any(_symbolic(a) for a in args):
+    """While tracing, every print becomes a print op: it prints on each run, on the path taken."""
+    if tracing.current_block() is not None and file is None:
         return rt.print_(*args, sep=sep)
     return builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
 

@@ -1,4 +1,9 @@
-"""The array namespace's functions, all backed by the op registry."""
+"""The array namespace's functions, all backed by the op registry.
+
+Note: this module defines `sum`, `any`, `all`, `max`, `min`, `abs`, `round`: use `builtins.` for Python's.
+"""
+import builtins
+
 import numpy as np
 
 from .. import array_methods
@@ -55,7 +60,7 @@ def dispatch_array_function(func, types, args, kwargs):
     """Other NumPy functions: our op of that name on Variables; on eager Tensors, NumPy itself."""
     from ..ir import Variable
     name = runtime_name(func.__name__)
-    symbolic = any(issubclass(t, Variable) for t in types)
+    symbolic = builtins.any(issubclass(t, Variable) for t in types)
     if symbolic:
         if name is None:
             return _numpy_error(f"numpy.{func.__name__}", None)

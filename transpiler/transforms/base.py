@@ -71,8 +71,15 @@ def const(value):
 
 
 def located(node, origin):
-    """Give `node` and its descendants without a location the location of `origin`."""
+    """Give `node` and its descendants without a location the first line of `origin`.
+
+    One line, not origin's whole span: CPython (3.12+) places a method call at
+    its attribute's *end* line, which for a copied multi-line span would be the
+    last line of the user's `if`, not its first.
+    """
+    line, col = getattr(origin, "lineno", None), getattr(origin, "col_offset", 0) or 0
     for child in gast.walk(node):
         if "lineno" in child._attributes and getattr(child, "lineno", None) is None:
-            gast.copy_location(child, origin)
+            child.lineno, child.col_offset = line, col
+            child.end_lineno, child.end_col_offset = line, col
     return node

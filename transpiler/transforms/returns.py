@@ -60,8 +60,8 @@ class Returns(Transformer):
         if self.flag_used:
             prologue.append(gast.Assign(targets=[store(self.flag)], value=const(False), type_comment=None))
         for stmt in prologue:
-            gast.copy_location(stmt, fn_node)
-        ret = gast.copy_location(gast.Return(value=load(self.value)), body[-1] if body else fn_node)
+            located(stmt, fn_node.body[0] if fn_node.body else fn_node)
+        ret = located(gast.Return(value=load(self.value)), body[-1] if body else fn_node)
         fn_node.body = prologue + body + [ret]
         return fn_node
 
