@@ -4,6 +4,8 @@ Python scalars are *weakly typed* (NumPy 2 / NEP 50, JAX): `x * 2.0` keeps
 float32. A traced Variable that came from a Python number carries `weak=True`
 and promotes the same way, through `result_type` below.
 """
+import builtins
+
 import numpy as np
 
 bool = np.bool_  # noqa: A001  (array-API name, shadows the builtin on purpose)
@@ -31,7 +33,7 @@ def as_dtype(dtype):
 
 def scalar_dtype(value):
     """The dtype a Python scalar takes when it must stand alone (float32 default for floats)."""
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (builtins.bool, np.bool_)):
         return np.dtype(np.bool_)
     if isinstance(value, int):
         return DEFAULT_INT

@@ -136,11 +136,15 @@ def convert_for(iterable, body_fn, args, names, extra_test=None):
         return _graph_for(_as_symbolic_iterable(iterable), body_fn, tuple(args), names, extra_test)
     state = tuple(args)
     for item in iterable:
-        if extra_test is not None:
-            go_on = extra_test(*state)
-            if not _symbolic(go_on) and not go_on:
-                break
-        state = _tuple(body_fn(item, *state), n)
+        go_on = True if extra_test is None else extra_test(*state)
+        if _symbolic(go_on):
+            # a tensor-dependent `break` in an unrolled loop: later iterations run under a cond
+            state = _tuple(convert_ifelse(go_on, lambda *s, _item=item: body_fn(_item, *s),
+                                          lambda *s: _untuple(s, n), state, names), n)
+        elif not go_on:
+            break
+        else:
+            state = _tuple(body_fn(item, *state), n)
     return _untuple(state, n)
 
 

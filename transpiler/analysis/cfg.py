@@ -25,6 +25,7 @@ import gast
 from .activity import TRY_STMTS, effects_of
 
 _EMPTY = frozenset()
+EXTRA_TEST_READS = "_dy2s_extra_test_reads"   # names a `for` loop's hidden exit test reads (set by transforms)
 
 
 class Node:
@@ -160,7 +161,10 @@ class _Builder:
 
     def _For(self, stmt, entry):
         iterable = self.node(stmt, [stmt.iter], [entry])
-        head = self.node(None, preds=[iterable])  # next(): the target is not bound yet
+        # next(): the target is not bound yet; a lowered `break` adds an exit test reading its flag
+        extra = [gast.Name(id=n, ctx=gast.Load(), annotation=None, type_comment=None)
+                 for n in getattr(stmt, EXTRA_TEST_READS, ())]
+        head = self.node(None, extra, preds=[iterable])
         target = self.node(stmt, [stmt.target], [head])
         return self._loop(head, target, stmt)
 

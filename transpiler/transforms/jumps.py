@@ -14,6 +14,7 @@ become `if not __break_0: <else>` after the loop.
 """
 import gast
 
+from ..analysis.cfg import EXTRA_TEST_READS
 from .base import Transformer, const, load, located, store
 
 BREAK_FLAG = "_dy2s_break_flag"
@@ -96,6 +97,7 @@ class Jumps(Transformer):
                 node.test = located(gast.BoolOp(op=gast.And(), values=[_not(flag), node.test]), node.test)
             else:
                 setattr(node, BREAK_FLAG, flag)
+                setattr(node, EXTRA_TEST_READS, (flag,))
             if node.orelse:
                 after.append(located(gast.If(test=_not(flag), body=node.orelse, orelse=[]), node.orelse[0]))
                 node.orelse = []

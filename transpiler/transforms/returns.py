@@ -14,6 +14,8 @@ other branch (as AutoGraph does), which removes most guards. A return inside a
 loop sets `__return_flag` and breaks (the break transform takes it from there);
 code after such a loop runs under `if not __return_flag:`.
 """
+import copy
+
 import gast
 
 from .base import Transformer, const, jst, load, located, store
@@ -54,7 +56,12 @@ class Returns(Transformer):
         self.flag_used = False
         if not _always_returns(body):
             body = body + [located(gast.Return(value=None), body[-1])]
-        body = self.lower(self.normalize(body), in_loop=False)
+        normalized = self.normalize(body)
+        self.flag_every_return = False
+        body = self.lower(copy.deepcopy(normalized), in_loop=False)
+        if self.flag_used:     # some code runs under `if not __return_flag`: every return must set it
+            self.flag_every_return = True
+            body = self.lower(normalized, in_loop=False)
         placeholder = gast.Call(func=jst("return_placeholder"), args=[], keywords=[])
         prologue = [gast.Assign(targets=[store(self.value)], value=placeholder, type_comment=None)]
         if self.flag_used:
@@ -116,7 +123,8 @@ class Returns(Transformer):
                             handler.body = self.lower(handler.body, in_loop)
             out.append(stmt)
             rest = stmts[i + 1:]
-            if not rest:
+            leaves_loop = in_loop and isinstance(stmt, (gast.While, gast.For))
+            if not rest and not leaves_loop:
                 return out
             self.flag_used = True
             if in_loop:
@@ -133,9 +141,11 @@ class Returns(Transformer):
     def lowered_return(self, node, in_loop):
         value = node.value if node.value is not None else const(None)
         stmts = [gast.Assign(targets=[store(self.value)], value=value, type_comment=None)]
-        if in_loop:
+        if in_loop or self.flag_every_return:
             self.flag_used = True
-            stmts += [gast.Assign(targets=[store(self.flag)], value=const(True), type_comment=None), gast.Break()]
+            stmts.append(gast.Assign(targets=[store(self.flag)], value=const(True), type_comment=None))
+        if in_loop:
+            stmts.append(gast.Break())
         for stmt in stmts:
             _locate(stmt, node)
         setattr(stmts[0], "_dy2s_return", True)
@@ -150,7 +160,7 @@ def _always_returns_lowered(if_node, tr):
         last = stmts[-1]
         if getattr(last, "_dy2s_return", False) or isinstance(last, gast.Raise):
             return True
-        if isinstance(last, gast.Break) and len(stmts) >= 3 and getattr(stmts[-3], "_dy2s_return", False):
+        if isinstance(last, (gast.Break, gast.Assign)) and any(getattr(s, "_dy2s_return", False) for s in stmts[-3:]):
             return True
         if isinstance(last, gast.If):
             return ends(last.body) and ends(last.orelse)
