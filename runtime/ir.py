@@ -15,7 +15,7 @@ import numpy as np
 
 from .array_methods import ArrayMethods
 
-_IDENT = re.compile(r"[^0-9a-zA-Z_]")
+_IDENT = re.compile(r"[^0-9a-zA-Z_.]")   # dots kept: parameter names like "fc1.weight"
 LITERAL_TYPES = (bool, int, float, complex)
 
 

@@ -332,7 +332,10 @@ def to_static(fn=None, *, input_spec=None, full_graph=True, passes=None):
     """Convert fn (a function or method) into a StaticFunction; usable bare or with arguments."""
     def wrap(f):
         if isinstance(f, StaticFunction):
-            return f
+            if input_spec is None and passes is None and full_graph:
+                return f
+            return StaticFunction(f._fn, input_spec if input_spec is not None else f._input_spec, full_graph,
+                                  passes if passes is not None else f._passes, f._instance)
         if isinstance(f, types.MethodType):
             static = StaticFunction(f.__func__, input_spec, full_graph, passes)
             return static.__get__(f.__self__, type(f.__self__))
