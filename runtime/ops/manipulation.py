@@ -11,8 +11,14 @@ from .rules import Spec, broadcast_shapes, dtype_of, is_weak, norm_axes, promote
 # --- reshape ---------------------------------------------------------------------
 
 def _reshape_infer(x, *shape):
-    src = shape_of(x)
-    dims = [d if isinstance(d, int) else -2 for d in shape]     # -2: symbolic, unknown now
+    src = list(shape_of(x))
+    # a symbolic dim that is x's own unknown dim (x.reshape(x.shape[0], -1)) cancels out
+    for d in shape:
+        source = getattr(d, "dim_of", None)
+        if source is not None and source[0] is x and src[source[1]] == -1:
+            src[source[1]] = 1
+    cancelled = [getattr(d, "dim_of", (None,))[0] is x for d in shape]
+    dims = [d if isinstance(d, int) else (1 if c else -2) for d, c in zip(shape, cancelled)]  # -2: unknown now
     if dims.count(-1) > 1:
         raise ValueError(f"reshape: at most one -1 in the new shape, got {tuple(shape)}")
     if -1 in dims:
@@ -24,7 +30,7 @@ def _reshape_infer(x, *shape):
             dims[dims.index(-1)] = total // known
     if -1 not in src and -2 not in dims and -1 not in dims and int(np.prod(src)) != int(np.prod(dims)):
         raise ValueError(f"reshape: cannot reshape array of shape {tuple(src)} into {tuple(shape)}")
-    return Spec(tuple(-1 if d < 0 else d for d in dims), dtype_of(x), is_weak(x))
+    return Spec(tuple(-1 if d < 0 or c else d for d, c in zip(dims, cancelled)), dtype_of(x), is_weak(x))
 
 
 def _reshape_kernel(xp, x, *shape):
@@ -106,12 +112,12 @@ def _concat_infer(*xs, axis=0):
     shapes = [shape_of(x) for x in xs]
     if not shapes:
         raise ValueError("concat: needs at least one array")
+    if axis is None:  # flattens every array first: ranks may differ
+        total = -1 if any(-1 in s for s in shapes) else sum(int(np.prod(s)) for s in shapes)
+        return Spec((total,), _join_dtype(xs))
     ndim = len(shapes[0])
     if any(len(s) != ndim for s in shapes):
         raise ValueError(f"concat: all arrays need the same rank, got shapes {shapes}")
-    if axis is None:
-        total = -1 if any(-1 in s for s in shapes) else sum(int(np.prod(s)) for s in shapes)
-        return Spec((total,), _join_dtype(xs))
     (axis,) = norm_axes(axis, ndim)
     out = []
     for i in range(ndim):
@@ -208,7 +214,10 @@ _dim = register(OpDef("dim", _dim_kernel, _dim_infer))
 
 def dim(x, axis):
     """Size of one dim as a scalar int (symbolic while tracing when unknown)."""
-    return apply(_dim, (x,), {"axis": int(axis)})
+    out = apply(_dim, (x,), {"axis": int(axis)})
+    if isinstance(out, Variable):
+        out.dim_of = (x, int(axis) % max(len(x.static_shape), 1))   # lets reshape cancel it against x
+    return out
 
 
 def shape(x):
