@@ -226,7 +226,7 @@ def _fill(value, like, block, fill_only=True):
     if isinstance(value, Undefined):
         if (value.fill or not fill_only) and not isinstance(like, Undefined):
             with tracing.block_guard(block):
-                return _placeholder_tree(like)
+                return _placeholder_tree(like, None if value.fill else value)
         return value
     if isinstance(value, (tuple, list)) and isinstance(like, (tuple, list)) and len(value) == len(like):
         items = [_fill(v, w, block, fill_only) for v, w in zip(value, like)]
@@ -234,15 +234,23 @@ def _fill(value, like, block, fill_only=True):
     return value
 
 
-def _placeholder_tree(like):
-    """Zeros with like's structure, dtypes and static shapes (unknown dims as 0): never read."""
-    from .ops import array_new, zeros
+def _placeholder_tree(like, undefined=None):
+    """A value with like's structure, dtypes and static shapes for a path that has none.
+
+    For a fillable Undefined (a return value, read only under its flag): zeros. For
+    a user's name first bound inside a loop: an `undefined` op, whose run-time value
+    raises UnboundLocalError naming the variable if it is ever used (the loop ran
+    zero times and the code read it anyway).
+    """
+    from .ops import array_new, undefined_value, zeros
     leaves, treedef = pytree.flatten(like)
     out = []
     for leaf in leaves:
         if isinstance(leaf, Variable):
             if leaf.kind == "array":
                 out.append(array_new(leaf.static_shape, leaf.dtype))
+            elif undefined is not None:
+                out.append(undefined_value(undefined.name, leaf.static_shape, leaf.dtype, undefined.origin))
             else:
                 var = zeros(tuple(0 if d == -1 else d for d in leaf.static_shape), leaf.dtype)
                 var.weak = leaf.weak

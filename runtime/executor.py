@@ -16,6 +16,7 @@ from .backends import get_backend
 from .errors import FeedError, ProgramRunError
 from .ir import Variable, sub_block_attrs
 from .ops.registry import get_op
+from .ops.control import UndefinedValue
 from .tensor import Tensor
 from . import passes as _passes
 
@@ -47,6 +48,8 @@ class Plan:
 
 
 def wrap_output(value, backend):
+    if type(value) is UndefinedValue:
+        raise value.error()
     if isinstance(value, list):
         return [Tensor(v, backend) for v in value]
     return Tensor(value, backend)
@@ -116,20 +119,52 @@ def check_feed(var, value, backend):
 
 # --- code generation ------------------------------------------------------------------
 
-class _Codegen:
-    def __init__(self, program, backend):
+class Codegen:
+    """Program -> the source of one Python function, every block inlined.
+
+    Used by the executor (the plan) and by `runtime.export` (a standalone
+    module). The two differ only in how the function reaches kernels and
+    constants: here they are bound in the exec namespace; the exporter
+    overrides `kernel` and `constant` to write them into the module.
+    """
+
+    def __init__(self, program, xp=None):
         self.program = program
         self.lines = []
         self.line_ops = {}
-        self.namespace = {"xp": backend.xp}
+        self.namespace = {"xp": xp}
         self.names = {}
         self.used = set(_RESERVED)
+
+    # --- how the function reaches kernels and constants (hooks) ---------------------
+    def kernel(self, op_type, opdef):
+        """The name the function calls op_type's kernel by."""
+        name = f"k_{op_type}"
+        self.namespace.setdefault(name, opdef.kernel)
+        return name
+
+    def constant(self, value):
+        """The name the function reads a value that has no literal form by."""
+        const = f"c_{len(self.namespace)}"
+        self.namespace[const] = value
+        return const
+
+    # --- emission ----------------------------------------------------------------
+    def function(self, fn_name):
+        """Emit `def fn_name(<program.inputs>): ... return (<program.outputs>,)`."""
+        params = ", ".join(self.name(v) for v in self.program.inputs)
+        self.emit(0, f"def {fn_name}({params}):")
+        self.block(self.program.global_block, 1)
+        outs = ", ".join(self.value(v) for v in self.program.outputs)
+        self.emit(1, f"return ({outs}{',' if len(self.program.outputs) == 1 else ''})")
 
     def name(self, var):
         name = self.names.get(id(var))
         if name is None:
             name = var.name
-            if not name.isidentifier() or keyword.iskeyword(name) or name in self.used or name.startswith("k_"):
+            # k_* and c_* name kernels and constants; a variable must not shadow them
+            if (not name.isidentifier() or keyword.iskeyword(name) or name in self.used
+                    or name.startswith(("k_", "c_"))):
                 base = "v_" + "".join(c if c.isalnum() else "_" for c in name)
                 name, n = base, 1
                 while name in self.used:
@@ -143,9 +178,7 @@ class _Codegen:
             return self.name(x)
         if x is None or isinstance(x, (bool, int)) or (isinstance(x, float) and math.isfinite(x)):
             return repr(x)
-        const = f"c_{len(self.namespace)}"
-        self.namespace[const] = x
-        return const
+        return self.constant(x)
 
     def emit(self, indent, text, op=None):
         self.lines.append("    " * indent + text)
@@ -153,7 +186,6 @@ class _Codegen:
             self.line_ops[len(self.lines)] = op
 
     def block(self, block, indent):
-        start = len(self.lines)
         for op in block.ops:
             if op.type == "cond":
                 self.cond(op, indent)
@@ -161,6 +193,11 @@ class _Codegen:
                 self.while_(op, indent)
             else:
                 self.op(op, indent)
+
+    def branch(self, block, indent, outputs):
+        start = len(self.lines)
+        self.block(block, indent)
+        self.assign(outputs, block.results, indent)
         if len(self.lines) == start:
             self.emit(indent, "pass")
 
@@ -176,28 +213,25 @@ class _Codegen:
         if opdef.template is not None and not op.attrs:
             call = opdef.template.format(*args)
         else:
-            kernel = f"k_{op.type}"
-            self.namespace.setdefault(kernel, opdef.kernel)
+            for key in op.attrs:
+                if not isinstance(key, str) or not key.isidentifier() or keyword.iskeyword(key):
+                    raise ValueError(f"op '{op.type}' has an attr named {key!r}, which is not an identifier")
             kwargs = [f"{k}={self.attr(v)}" for k, v in op.attrs.items()]
-            call = f"{kernel}(xp{''.join(', ' + a for a in args + kwargs)})"
+            call = f"{self.kernel(op.type, opdef)}(xp{''.join(', ' + a for a in args + kwargs)})"
         outs = ", ".join(self.name(o) for o in op.outputs)
         self.emit(indent, f"{outs} = {call}" if outs else call, op)
 
     def attr(self, value):
         if _is_literal(value):
             return repr(value)
-        const = f"c_{len(self.namespace)}"
-        self.namespace[const] = value
-        return const
+        return self.constant(value)
 
     def cond(self, op, indent):
         tb, fb = (self.program.blocks[op.attrs[k]] for k in sub_block_attrs("cond"))
         self.emit(indent, f"if {self.value(op.inputs[0])}:", op)
-        self.block(tb, indent + 1)
-        self.assign(op.outputs, tb.results, indent + 1)
+        self.branch(tb, indent + 1, op.outputs)
         self.emit(indent, "else:")
-        self.block(fb, indent + 1)
-        self.assign(op.outputs, fb.results, indent + 1)
+        self.branch(fb, indent + 1, op.outputs)
 
     def while_(self, op, indent):
         cb, bb = (self.program.blocks[op.attrs[k]] for k in sub_block_attrs("while"))
@@ -226,12 +260,8 @@ def _is_literal(value):
 
 
 def generate_source(program, backend):
-    gen = _Codegen(program, backend)
-    params = ", ".join(gen.name(v) for v in program.inputs)
-    gen.emit(0, f"def plan({params}):")
-    gen.block(program.global_block, 1)
-    outs = ", ".join(gen.value(v) for v in program.outputs)
-    gen.emit(1, f"return ({outs}{',' if len(program.outputs) == 1 else ''})")
+    gen = Codegen(program, backend.xp)
+    gen.function("plan")
     return "\n".join(gen.lines) + "\n", gen.line_ops, gen.namespace
 
 

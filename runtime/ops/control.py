@@ -12,6 +12,7 @@ from ..ir import Variable
 from ..tensor import Tensor
 from .dispatch import apply
 from .registry import OpDef, register
+from .rules import Spec
 
 
 def _host(value):
@@ -53,6 +54,51 @@ _assert = register(OpDef("assert", _assert_kernel, _no_output, num_outputs=0, pu
 def assert_(cond, message="", origin=None):
     """Check cond when the Program runs: AssertionError with the message and the user's line."""
     return apply(_assert, (cond,), {"message": str(message), "origin": origin})
+
+
+class UndefinedValue:
+    """The run-time value of a name that a loop which ran zero times never bound.
+
+    Passing it along (loop state, branch results) is fine; computing with it
+    raises UnboundLocalError naming the variable, as Python would at the read.
+    """
+
+    __array_priority__ = 10 ** 6
+
+    def __init__(self, name, origin):
+        self.name, self.origin = name, origin
+
+    def error(self):
+        where = f" (assigned only inside the loop at {self.origin})" if self.origin else ""
+        return UnboundLocalError(f"local variable '{self.name}' is referenced before assignment: the loop "
+                                 f"that assigns it ran zero times{where}")
+
+    def _raise(self, *args, **kwargs):
+        raise self.error()
+
+    __array__ = __array_ufunc__ = __array_function__ = __bool__ = __float__ = __int__ = __index__ = _raise
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _raise
+    __matmul__ = __rmatmul__ = __neg__ = __getitem__ = __len__ = __iter__ = _raise
+    __lt__ = __le__ = __gt__ = __ge__ = _raise
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise self.error()
+
+
+def _undefined_kernel(xp, name, shape, dtype, origin=None):
+    return UndefinedValue(name, origin)
+
+
+_undefined = register(OpDef("undefined", _undefined_kernel,
+                            lambda name, shape, dtype, origin=None: Spec(tuple(shape), np.dtype(dtype))))
+
+
+def undefined_value(name, shape, dtype, origin=None):
+    """A placeholder Variable for a name first bound in a loop body (see UndefinedValue)."""
+    return apply(_undefined, (), {"name": name, "shape": list(shape), "dtype": np.dtype(dtype).name,
+                                  "origin": origin})
 
 
 def _lowered_by_executor(xp, *args, **attrs):

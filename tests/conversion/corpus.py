@@ -10,18 +10,18 @@ import runtime as xp
 CASES = []
 
 
-def case(*shapes, ops=(), no_ops=(), dtype="float32", ints=False, scalars=(), positive=False):
+def case(*shapes, ops=(), no_ops=(), dtype="float32", ints=False, scalars=(), positive=False, tag=""):
     """Register fn with input shapes, the op types its Program must hold and must not hold."""
     def wrap(fn):
         CASES.append(dict(fn=fn, shapes=shapes, ops=set(ops), no_ops=set(no_ops), dtype=dtype, ints=ints,
-                          scalars=scalars, positive=positive))
+                          scalars=scalars, positive=positive, tag=tag))
         return fn
     return wrap
 
 
 # --- if / elif / else ---------------------------------------------------------------------
 
-@case((4, 3), ops={"cond"})
+@case((4, 3), ops={"cond"}, tag="ifelse")
 def if_else_tensor(x):
     if x.mean() > 0:
         y = x * 2
@@ -30,7 +30,7 @@ def if_else_tensor(x):
     return y
 
 
-@case((4, 3), ops={"cond"})
+@case((4, 3), ops={"cond"}, tag="ifelse")
 def if_without_else(x):
     y = x + 1
     if x.sum() > 0:
@@ -38,7 +38,7 @@ def if_without_else(x):
     return y
 
 
-@case((5,), ops={"cond"})
+@case((5,), ops={"cond"}, tag="ifelse")
 def elif_chain(x):
     s = x.sum()
     if s > 1:
@@ -52,7 +52,7 @@ def elif_chain(x):
     return y
 
 
-@case((3, 3), ops={"cond"})
+@case((3, 3), ops={"cond"}, tag="ifelse")
 def nested_if(x):
     if x.max() > 0:
         if x.min() < 0:
@@ -65,7 +65,7 @@ def nested_if(x):
     return z
 
 
-@case((4,), no_ops={"cond", "while"}, scalars=(True,))
+@case((4,), no_ops={"cond", "while"}, scalars=(True,), tag="ifelse")
 def if_python_flag(x, flag):
     if flag:
         x = x + 1
@@ -74,12 +74,12 @@ def if_python_flag(x, flag):
     return x
 
 
-@case((4,), ops={"cond"})
+@case((4,), ops={"cond"}, tag="expressions")
 def ternary(x):
     return x * 2 if x.sum() > 0 else x / 2
 
 
-@case((4,), ops={"cond"})
+@case((4,), ops={"cond"}, tag="expressions")
 def and_or_not(x):
     if x.sum() > 0 and x.max() < 5 or not x.min() > -5:
         y = x + 10
@@ -88,14 +88,14 @@ def and_or_not(x):
     return y
 
 
-@case((4,), ops={"cond"})
+@case((4,), ops={"cond"}, tag="expressions")
 def chained_compare(x):
     if -1 < x.mean() < 1:
         return x * 0
     return x
 
 
-@case((4,), ops={"cond"})
+@case((4,), ops={"cond"}, tag="expressions")
 def mixed_python_tensor_and(x):
     n = 3
     if n > 2 and x.sum() > 0:
@@ -103,7 +103,7 @@ def mixed_python_tensor_and(x):
     return x - n
 
 
-@case((4,), ops={"cond"})
+@case((4,), ops={"cond"}, tag="ifelse")
 def tuple_outputs(x):
     if x.sum() > 0:
         a, b = x + 1, x * 2
@@ -112,7 +112,7 @@ def tuple_outputs(x):
     return a, b
 
 
-@case((4,), ops={"cond"})
+@case((4,), ops={"cond"}, tag="ifelse")
 def branch_python_number(x):
     if x.sum() > 0:
         k = 2
@@ -123,7 +123,7 @@ def branch_python_number(x):
 
 # --- while ------------------------------------------------------------------------------
 
-@case((2, 3), ops={"while"}, positive=True)
+@case((2, 3), ops={"while"}, positive=True, tag="loops")
 def while_tensor(x):
     h = x
     i = 0
@@ -133,7 +133,7 @@ def while_tensor(x):
     return h, i
 
 
-@case((2, 3), ops={"while"})
+@case((2, 3), ops={"while"}, tag="loops")
 def while_counter_times_tensor(x):
     i = 0
     acc = x * 0
@@ -143,7 +143,7 @@ def while_counter_times_tensor(x):
     return acc
 
 
-@case((3,), no_ops={"while"})
+@case((3,), no_ops={"while"}, tag="loops")
 def while_python(x):
     i = 0
     while i < 3:
@@ -152,7 +152,7 @@ def while_python(x):
     return x
 
 
-@case((3,), ops={"while", "cond"}, positive=True)
+@case((3,), ops={"while", "cond"}, positive=True, tag="loops")
 def while_with_if(x):
     s = x.sum() * 0
     while s < 20:
@@ -163,7 +163,7 @@ def while_with_if(x):
     return s
 
 
-@case((3,), ops={"while"}, positive=True)
+@case((3,), ops={"while"}, positive=True, tag="jumps")
 def while_break(x):
     i = 0
     while i < 100:
@@ -174,7 +174,7 @@ def while_break(x):
     return x, i
 
 
-@case((3,), ops={"cond"}, no_ops={"while"}, positive=True)
+@case((3,), ops={"cond"}, no_ops={"while"}, positive=True, tag="jumps")
 def while_continue(x):
     i = 0
     total = x * 0
@@ -186,7 +186,7 @@ def while_continue(x):
     return total
 
 
-@case((3,), ops={"while"}, positive=True)
+@case((3,), ops={"while"}, positive=True, tag="jumps")
 def while_else(x):
     i = 0
     while x.sum() < 30:
@@ -199,7 +199,7 @@ def while_else(x):
     return x
 
 
-@case((3,), ops={"while"}, positive=True)
+@case((3,), ops={"while"}, positive=True, tag="loops")
 def nested_while(x):
     i = 0
     total = x.sum() * 0
@@ -212,7 +212,7 @@ def nested_while(x):
     return total, i
 
 
-@case((3,), ops={"while"}, positive=True)
+@case((3,), ops={"while"}, positive=True, tag="returns")
 def return_in_while(x):
     while x.sum() < 1000:
         x = x * 2
@@ -221,7 +221,7 @@ def return_in_while(x):
     return x
 
 
-@case((4,), ops={"cond"})
+@case((4,), ops={"cond"}, tag="returns")
 def early_return_if(x):
     if x.sum() > 0:
         return x * 10
@@ -229,7 +229,7 @@ def early_return_if(x):
     return y
 
 
-@case((4,), ops={"cond"})
+@case((4,), ops={"cond"}, tag="returns")
 def several_returns(x):
     s = x.sum()
     if s > 2:
@@ -241,7 +241,7 @@ def several_returns(x):
     return x - 2
 
 
-@case((3,), ops={"while"}, positive=True)
+@case((3,), ops={"while"}, positive=True, tag="loops")
 def var_created_in_loop(x):
     i = 0
     while x.sum() < 10:
@@ -253,14 +253,14 @@ def var_created_in_loop(x):
 
 # --- for ----------------------------------------------------------------------------------
 
-@case((3,), no_ops={"while"})
+@case((3,), no_ops={"while"}, tag="loops")
 def for_python_range(x):
     for i in range(4):
         x = x + i
     return x
 
 
-@case((5, 3), ops={"while"})
+@case((5, 3), ops={"while"}, tag="loops")
 def for_over_tensor_rows(x):
     total = x[0] * 0
     for row in x:
@@ -268,7 +268,7 @@ def for_over_tensor_rows(x):
     return total
 
 
-@case((4, 2), ops={"while"})
+@case((4, 2), ops={"while"}, tag="loops")
 def for_enumerate_tensor(x):
     acc = x[0] * 0
     for i, row in enumerate(x):
@@ -276,7 +276,7 @@ def for_enumerate_tensor(x):
     return acc
 
 
-@case((4, 2), (4, 2), ops={"while"})
+@case((4, 2), (4, 2), ops={"while"}, tag="loops")
 def for_zip_tensors(x, y):
     acc = x[0] * 0
     for a, b in zip(x, y):
@@ -284,14 +284,14 @@ def for_zip_tensors(x, y):
     return acc
 
 
-@case((3,), no_ops={"while"})
+@case((3,), no_ops={"while"}, tag="loops")
 def for_python_list(x):
     for k in [1.0, 2.0, 3.0]:
         x = x * k
     return x
 
 
-@case((3,), no_ops={"while"})
+@case((3,), no_ops={"while"}, tag="loops")
 def for_python_dict(x):
     weights = {"a": 1.0, "b": 2.0}
     for key in weights:
@@ -301,7 +301,7 @@ def for_python_dict(x):
     return x
 
 
-@case((6,), no_ops={"while"})
+@case((6,), no_ops={"while"}, tag="loops")
 def for_range_of_len(x):
     total = x[0] * 0
     for i in range(len(x)):
@@ -309,7 +309,7 @@ def for_range_of_len(x):
     return total
 
 
-@case((4,), ops={"while"})
+@case((4,), ops={"while"}, tag="jumps")
 def for_break(x):
     total = x[0] * 0
     for v in x:
@@ -319,7 +319,7 @@ def for_break(x):
     return total
 
 
-@case((4,), ops={"while"})
+@case((4,), ops={"while"}, tag="jumps")
 def for_continue(x):
     total = x[0] * 0
     for v in x:
@@ -329,7 +329,7 @@ def for_continue(x):
     return total
 
 
-@case((4,), ops={"while"})
+@case((4,), ops={"while"}, tag="jumps")
 def for_else(x):
     found = x[0] * 0
     for v in x:
@@ -341,7 +341,7 @@ def for_else(x):
     return found
 
 
-@case((3,), ops={"cond"})
+@case((3,), ops={"cond"}, tag="jumps")
 def for_python_range_tensor_break(x):
     for i in range(5):
         if x.sum() > 10:
@@ -352,7 +352,7 @@ def for_python_range_tensor_break(x):
 
 # --- lists, subscripts, builtins ---------------------------------------------------------
 
-@case((5, 2), ops={"while"})
+@case((5, 2), ops={"while"}, tag="lists")
 def append_in_tensor_loop(x):
     outs = []
     for row in x:
@@ -360,7 +360,7 @@ def append_in_tensor_loop(x):
     return xp.stack(outs)
 
 
-@case((3,), no_ops={"while"})
+@case((3,), no_ops={"while"}, tag="lists")
 def append_python_loop(x):
     outs = []
     for i in range(3):
@@ -368,7 +368,7 @@ def append_python_loop(x):
     return xp.stack(outs)
 
 
-@case((4, 3), no_ops={"cond", "while"})
+@case((4, 3), no_ops={"cond", "while"}, tag="lists")
 def subscript_assign(x):
     x[0] = x[1] * 2
     x[:, 1] = 0
@@ -376,14 +376,14 @@ def subscript_assign(x):
     return x
 
 
-@case((4, 3), no_ops={"cond", "while"})
+@case((4, 3), no_ops={"cond", "while"}, tag="calls")
 def len_and_shape(x):
     n = len(x)
     rows, cols = x.shape
     return x * n + rows * cols
 
 
-@case((6, 4))
+@case((6, 4), tag="lists")
 def aug_assign_and_unpacking(x):
     a, (b, c) = x[0], (x[1], x[2])
     a += b
@@ -393,7 +393,7 @@ def aug_assign_and_unpacking(x):
     return a
 
 
-@case((3,))
+@case((3,), tag="calls")
 def nested_function_and_closure(x):
     scale = 3.0
 
@@ -404,7 +404,7 @@ def nested_function_and_closure(x):
     return helper(x) + helper(-x)
 
 
-@case((3,))
+@case((3,), tag="calls")
 def lambda_call(x):
     g = lambda v: v * 2 if v.sum() > 0 else v * 3  # noqa: E731
     return g(x)
@@ -416,19 +416,19 @@ def _user_helper(v, k=2):
     return v
 
 
-@case((3,), ops={"while"})
+@case((3,), ops={"while"}, tag="calls")
 def calls_user_function(x):
     return _user_helper(x, k=3) + _user_helper(x)
 
 
-@case((3,))
+@case((3,), tag="calls")
 def default_and_kwargs(x, scale=2.0, *args, **kwargs):
     if x.sum() > 0:
         return x * scale
     return x
 
 
-@case((4,), ops={"cond"})
+@case((4,), ops={"cond"}, tag="returns")
 def return_none_or_tuple(x):
     if x.sum() > 0:
         out = (x, x + 1)
@@ -437,7 +437,7 @@ def return_none_or_tuple(x):
     return out
 
 
-@case((3, 4), no_ops={"while", "cond"})
+@case((3, 4), no_ops={"while", "cond"}, tag="calls")
 def numpy_constant_at_trace_time(x):
     w = np.ones((4,), np.float32) * 2
     return x * w

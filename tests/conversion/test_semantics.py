@@ -141,3 +141,17 @@ def test_subscript_assignment_is_functional_in_graph():
     out, alias = to_static(f)(x)
     np.testing.assert_allclose(out.numpy(), [100.0, 1.0, 1.0])
     np.testing.assert_allclose(x.numpy(), np.ones(3))   # the caller's tensor is never mutated by a Program
+
+
+def test_name_first_bound_in_loop_checked_at_run_time():
+    def f(x):
+        while x.sum() < 10:
+            last = x
+            x = x * 2
+        return last + 1
+    static = to_static(f)
+    np.testing.assert_allclose(static(rt.tensor(np.ones(2, np.float32))).numpy(), [5.0, 5.0])
+    import pytest
+    with pytest.raises(UnboundLocalError, match="'last'.*ran zero times"):
+        static(rt.tensor(np.full(2, 20.0, np.float32)))
+    assert static.cache_size == 1

@@ -1,8 +1,7 @@
-"""Every corpus function: converted result == the same code run with NumPy."""
+"""Run a corpus case both ways: the same code with NumPy (oracle) and converted with runtime."""
 import types
 
 import numpy as np
-import pytest
 
 import runtime as rt
 from transpiler import to_static
@@ -10,7 +9,17 @@ from transpiler import to_static
 from .corpus import CASES
 
 
-def _inputs(case, seed):
+def cases(tag):
+    selected = [c for c in CASES if c["tag"] == tag]
+    assert selected, f"no corpus cases tagged {tag!r}"
+    return selected
+
+
+def ids(selected):
+    return [c["fn"].__name__ for c in selected]
+
+
+def inputs(case, seed):
     rng = np.random.default_rng(seed)
     arrays = []
     for shape in case["shapes"]:
@@ -21,38 +30,34 @@ def _inputs(case, seed):
     return arrays
 
 
-def _numpy_twin(fn):
+def numpy_twin(fn):
     """The same code object with `xp` bound to NumPy instead of runtime."""
     g = dict(fn.__globals__)
     g["xp"] = np
     return types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
-def _oracle(case, arrays):
-    py = _numpy_twin(case["fn"])
-    return py(*[a.copy() for a in arrays], *case["scalars"])
-
-
-def _compare(got, want):
+def compare(got, want):
     if isinstance(want, (tuple, list)):
         assert isinstance(got, (tuple, list)) and len(got) == len(want)
         for g, w in zip(got, want):
-            _compare(g, w)
+            compare(g, w)
         return
     got = got.numpy() if isinstance(got, rt.Tensor) else np.asarray(got)
     np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["fn"].__name__ for c in CASES])
-def test_converted_matches_numpy(case):
+def check_case(case):
+    """Converted == oracle on three inputs, one trace, and the expected graph ops (or none)."""
     static = to_static(case["fn"])
+    oracle = numpy_twin(case["fn"])
     for seed in (0, 1, 2):
-        arrays = _inputs(case, seed)
-        want = _oracle(case, arrays)
+        arrays = inputs(case, seed)
+        want = oracle(*[a.copy() for a in arrays], *case["scalars"])
         got = static(*[rt.tensor(a) for a in arrays], *case["scalars"])
-        _compare(got, want)
+        compare(got, want)
     assert static.cache_size == 1, "same signature must not retrace"
-    program = static.get_program(*[rt.tensor(a) for a in _inputs(case, 0)], *case["scalars"])
+    program = static.get_program(*[rt.tensor(a) for a in inputs(case, 0)], *case["scalars"])
     types_ = {op.type for op in program.ops()}
     assert case["ops"] <= types_, f"expected ops {case['ops']} in {sorted(types_)}"
     assert not (case["no_ops"] & types_), f"unexpected ops {case['no_ops'] & types_}"
