@@ -358,12 +358,18 @@ _MAX_RETRACES = 8
 
 
 def _build_while(cond_fn, body_fn, init, names):
+    """Trace cond and body over the loop state until its shapes/dtypes settle; record a while op.
+
+    Each trace may teach something about the state that forces a retrace: a name
+    first bound in the body (gets a placeholder), a list that grew (becomes a
+    tensor array), a Python number that changed (becomes a weak Variable), a
+    weak value promoted by the body, or a dim that changed (relaxed to -1).
+    """
     block = tracing.current_block()
     program = block.program
     leaves, treedef = pytree.flatten(init)
     leaf_names = _leaf_names(treedef, names)
     carry = [_carry(leaf) for leaf in leaves]
-    guard_flag = None   # set when a name is first created inside the loop body
     for _ in range(_MAX_RETRACES):
         first = len(program.blocks)
         cb = program.new_block(block)
@@ -375,75 +381,64 @@ def _build_while(cond_fn, body_fn, init, names):
         bb = program.new_block(block)
         b_params = _params(bb, carry, leaf_names)
         with tracing.block_guard(bb):
-            out = body_fn(*pytree.unflatten(treedef, _inputs(carry, b_params)))
-        filled = _fill(init, tuple(out), block, fill_only=False)
-        if _has_changed(filled, init):
+            out = tuple(body_fn(*pytree.unflatten(treedef, _inputs(carry, b_params))))
+        restructured = _fill(init, out, block, fill_only=False)
+        if not _has_changed(restructured, init):
+            restructured = _grow_lists(init, out, block)
+        if restructured is not None:
             program.drop_blocks_from(first)
-            return _build_while(cond_fn, body_fn, filled, names)
-        grown = _grow_lists(init, tuple(out), block)
-        if grown is not None:
-            program.drop_blocks_from(first)
-            return _build_while(cond_fn, body_fn, grown, names)
-        out_leaves, out_def = pytree.flatten(tuple(out))
+            return _build_while(cond_fn, body_fn, restructured, names)
+        out_leaves, out_def = pytree.flatten(out)
         if out_def != treedef:
-            raise ControlFlowError(_structure_message("a loop iteration", init, tuple(out), names,
+            raise ControlFlowError(_structure_message("a loop iteration", init, out, names,
                                                       "loop's initial state", "state after the body"))
-        changed, results = False, []
-        for i, (name, state, new) in enumerate(zip(leaf_names, carry, out_leaves)):
-            kind, value = state
-            if kind == "static":
-                if not _same_python_value(value, new):
-                    if _is_number(value) and (_tensorish(new) or _is_number(new)):
-                        carry[i] = ("var", _weak_constant_in(block, value))
-                        changed = True
-                        continue
-                    raise ControlFlowError(
-                        f"loop variable '{name}' changes inside a tensor-dependent loop from "
-                        f"{_describe(value)} to {_describe(new)}; only tensors and numbers can change")
-                continue
-            if kind == "undefined":
-                if isinstance(new, Undefined):
-                    continue
-                with tracing.block_guard(bb):
-                    nv = as_variable(new)
-                carry[i] = ("var", _placeholder_in(block, nv))
-                if guard_flag is None:
-                    guard_flag = name
-                changed = True
-                continue
-            if isinstance(new, Undefined):
-                raise ControlFlowError(f"loop variable '{name}' is deleted inside the loop body")
-            with tracing.block_guard(bb):
-                nv = as_variable(new)
-            if nv.kind != value.kind:
-                raise ControlFlowError(f"loop variable '{name}' turns from a tensor array into a tensor")
-            if nv.dtype != value.dtype:
-                if value.weak:
-                    common = result_type((value.dtype, True), (nv.dtype, nv.weak))
-                    with tracing.block_guard(block):
-                        carry[i] = ("var", _cast(value, common))
-                    changed = True
-                    continue
-                if nv.weak:
-                    with tracing.block_guard(bb):
-                        nv = _cast(nv, value.dtype)
-                else:
-                    raise ControlFlowError(
-                        f"loop variable '{name}' has dtype {value.dtype.name} before the loop and "
-                        f"{nv.dtype.name} after an iteration; cast it with .astype() so both agree")
-            param_shape = b_params[i].static_shape
-            merged = _merge_shapes(param_shape, nv.static_shape, name)
-            if merged != param_shape:
-                carry[i] = ("var", value, merged)
-                changed = True
-                continue
-            results.append(nv)
+        results, changed = [], False
+        for i, (name, new) in enumerate(zip(leaf_names, out_leaves)):
+            settled, result = _settle(name, carry[i], new, b_params[i], block, bb)
+            if settled is not carry[i]:
+                carry[i], changed = settled, True
+            elif result is not None:
+                results.append(result)
         if changed:
             program.drop_blocks_from(first)
             continue
-        return _finish_while(block, cb, bb, carry, c_params, b_params, results, treedef, leaf_names, guard_flag)
+        return _finish_while(block, cb, bb, carry, c_params, b_params, results, treedef, leaf_names)
     raise ControlFlowError("loop variables did not settle to fixed shapes/dtypes after "
                            f"{_MAX_RETRACES} traces of the loop body")
+
+
+def _settle(name, state, new, param, block, body_block):
+    """Check one loop variable after a body trace: (its state, unchanged or updated; its body result)."""
+    kind, value = state[0], state[1]
+    if kind == "static":
+        if _same_python_value(value, new) or isinstance(value, Undefined) and isinstance(new, Undefined):
+            return state, None
+        if _is_number(value) and (_tensorish(new) or _is_number(new)):
+            return ("var", _weak_constant_in(block, value)), None
+        raise ControlFlowError(
+            f"loop variable '{name}' changes inside a tensor-dependent loop from "
+            f"{_describe(value)} to {_describe(new)}; only tensors and numbers can change")
+    if isinstance(new, Undefined):
+        raise ControlFlowError(f"loop variable '{name}' is deleted inside the loop body")
+    with tracing.block_guard(body_block):
+        result = as_variable(new)
+    if result.kind != value.kind:
+        raise ControlFlowError(f"loop variable '{name}' turns from a tensor array into a tensor")
+    if result.dtype != value.dtype:
+        if value.weak:
+            common = result_type((value.dtype, True), (result.dtype, result.weak))
+            with tracing.block_guard(block):
+                return ("var", _cast(value, common)), None
+        if not result.weak:
+            raise ControlFlowError(
+                f"loop variable '{name}' has dtype {value.dtype.name} before the loop and "
+                f"{result.dtype.name} after an iteration; cast it with .astype() so both agree")
+        with tracing.block_guard(body_block):
+            result = _cast(result, value.dtype)
+    merged = _merge_shapes(param.static_shape, result.static_shape, name)
+    if merged != param.static_shape:
+        return ("var", value, merged), None
+    return state, result
 
 
 def _is_tensor_list(value):
@@ -490,8 +485,6 @@ def _has_changed(new, old):
 
 
 def _carry(leaf):
-    if isinstance(leaf, Undefined):
-        return ("undefined", leaf)
     if isinstance(leaf, Variable):
         return ("var", leaf)
     if isinstance(leaf, Tensor):
@@ -502,16 +495,6 @@ def _carry(leaf):
 def _weak_constant_in(block, value):
     with tracing.block_guard(block):
         return _weak_constant(value)
-
-
-def _placeholder_in(block, like):
-    """An initial value for a name first created in the loop body (never read if the loop runs)."""
-    from .ops import zeros, array_new
-    with tracing.block_guard(block):
-        if like.kind == "array":
-            return array_new(like.static_shape, like.dtype)
-        var = zeros(tuple(0 if d == -1 else d for d in like.static_shape), like.dtype)
-    return var
 
 
 def _params(block, carry, leaf_names):
@@ -530,7 +513,7 @@ def _inputs(carry, params):
     return [p if p is not None else state[1] for state, p in zip(carry, params)]
 
 
-def _finish_while(block, cb, bb, carry, c_params, b_params, results, treedef, leaf_names, guard_flag):
+def _finish_while(block, cb, bb, carry, c_params, b_params, results, treedef, leaf_names):
     inits = [state[1] for state in carry if state[0] == "var"]
     cb.params = [p for p in c_params if p is not None]
     bb.params = [p for p in b_params if p is not None]
