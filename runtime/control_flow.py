@@ -345,12 +345,14 @@ def _probe(cond_fn, state):
         return cond_fn(*state)
     program = block.program
     n_ops, n_blocks, var_names = len(block.ops), len(program.blocks), set(block.vars)
+    names = program.name_state()
     pred = cond_fn(*state)
     if isinstance(pred, Variable):
         del block.ops[n_ops:]
         for name in set(block.vars) - var_names:
             del block.vars[name]
         program.drop_blocks_from(n_blocks)
+        program.restore_name_state(names)
     return pred
 
 
@@ -371,7 +373,7 @@ def _build_while(cond_fn, body_fn, init, names):
     leaf_names = _leaf_names(treedef, names)
     carry = [_carry(leaf) for leaf in leaves]
     for _ in range(_MAX_RETRACES):
-        first = len(program.blocks)
+        first, names_before = len(program.blocks), program.name_state()
         cb = program.new_block(block)
         c_params = _params(cb, carry, leaf_names)
         with tracing.block_guard(cb):
@@ -387,6 +389,7 @@ def _build_while(cond_fn, body_fn, init, names):
             restructured = _grow_lists(init, out, block)
         if restructured is not None:
             program.drop_blocks_from(first)
+            program.restore_name_state(names_before)
             return _build_while(cond_fn, body_fn, restructured, names)
         out_leaves, out_def = pytree.flatten(out)
         if out_def != treedef:
@@ -401,6 +404,7 @@ def _build_while(cond_fn, body_fn, init, names):
                 results.append(result)
         if changed:
             program.drop_blocks_from(first)
+            program.restore_name_state(names_before)
             continue
         return _finish_while(block, cb, bb, carry, c_params, b_params, results, treedef, leaf_names)
     raise ControlFlowError("loop variables did not settle to fixed shapes/dtypes after "
@@ -414,7 +418,7 @@ def _settle(name, state, new, param, block, body_block):
         if _same_python_value(value, new) or isinstance(value, Undefined) and isinstance(new, Undefined):
             return state, None
         if _is_number(value) and (_tensorish(new) or _is_number(new)):
-            return ("var", _weak_constant_in(block, value)), None
+            return ("var", _weak_constant_in(block, value, _hint(name, "loop"))), None
         raise ControlFlowError(
             f"loop variable '{name}' changes inside a tensor-dependent loop from "
             f"{_describe(value)} to {_describe(new)}; only tensors and numbers can change")
@@ -492,9 +496,10 @@ def _carry(leaf):
     return ("static", leaf)
 
 
-def _weak_constant_in(block, value):
+def _weak_constant_in(block, value, hint):
     with tracing.block_guard(block):
-        return _weak_constant(value)
+        var = _weak_constant(value)
+    return block.rename_var(var, hint)
 
 
 def _params(block, carry, leaf_names):

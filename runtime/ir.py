@@ -141,6 +141,13 @@ class Block:
         self.vars[var.name] = var
         return var
 
+    def rename_var(self, var, hint):
+        """Give a just-made Variable a readable name (e.g. the user's loop variable)."""
+        del self.vars[var.name]
+        var.name = self.program.unique_name(hint)
+        self.vars[var.name] = var
+        return var
+
     def append_op(self, type, inputs, outputs, attrs=None, origin=None):
         op = Operator(type, inputs, outputs, attrs, origin, self)
         self.ops.append(op)
@@ -201,6 +208,16 @@ class Program:
         name = f"{base}_{n}"
         self._used.add(name)
         return name
+
+    def name_state(self):
+        """A snapshot of the names handed out, to take back after a discarded trace attempt."""
+        return set(self._used), dict(self._names)
+
+    def restore_name_state(self, state):
+        """Take back names handed out since `state`, except those of Variables still in a block."""
+        self._used, self._names = set(state[0]), dict(state[1])
+        for block in self.blocks:
+            self._used.update(block.vars)
 
     def ops(self):
         """Every Operator of every block, nested sub-blocks included."""
