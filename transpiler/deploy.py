@@ -1,0 +1,54 @@
+"""save / load / export_python for static functions and layers.
+
+    transpiler.save(model, "out/model", input_spec=[InputSpec([None, 784], "float32", "x")])
+    m = transpiler.load("out/model")          # no import of the user's code
+    transpiler.export_python(model, "out/model_np", input_spec=[...])   # one .py + .npz, NumPy only
+
+A thin layer over `runtime.deploy` and `runtime.export`: what it adds is
+getting the Program of a Layer, method, function or StaticFunction for the
+given input spec.
+"""
+import types
+
+import runtime as rt
+from runtime import deploy as _deploy
+from runtime import export as _export
+
+from .api import StaticFunction, to_static
+
+
+def program_for(obj, input_spec=None):
+    """The traced Program of obj (a Layer, StaticFunction, function or method) for input_spec."""
+    static = _static_function(obj, input_spec)
+    specs = input_spec if input_spec is not None else static._input_spec
+    if specs is None:
+        if static.cache_size == 1:
+            return next(iter(static._cache.values())).program
+        raise ValueError(f"{obj!r}: pass input_spec=[InputSpec(shape, dtype, name), ...] to say what to save "
+                         f"(it has been traced for {static.cache_size} signatures)")
+    return static.get_program(*[s if isinstance(s, rt.InputSpec) else rt.InputSpec.from_value(s) for s in specs])
+
+
+def _static_function(obj, input_spec):
+    if isinstance(obj, rt.nn.Layer):
+        obj = obj.forward
+    if isinstance(obj, StaticFunction):
+        return obj
+    if isinstance(obj, (types.FunctionType, types.MethodType)):
+        return to_static(obj, input_spec=input_spec)
+    raise TypeError(f"cannot save {type(obj).__name__}: expected a Layer, a function or a StaticFunction")
+
+
+def save(obj, path, input_spec=None):
+    """Write `path.program.json` (versioned IR) and `path.params.npz`; returns both paths."""
+    return _deploy.save_program(program_for(obj, input_spec), path)
+
+
+def load(path, device="cpu"):
+    """A callable LoadedProgram running the saved Program (no Python source needed)."""
+    return _deploy.load_program(path, device=device)
+
+
+def export_python(obj, path, input_spec=None, device="cpu"):
+    """Write one self-contained `.py` (NumPy or CuPy only) and its `.npz`; returns both paths."""
+    return _export.export_python(program_for(obj, input_spec), path, device=device)
