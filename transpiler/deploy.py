@@ -8,6 +8,7 @@ A thin layer over `runtime.deploy` and `runtime.export`: what it adds is
 getting the Program of a Layer, method, function or StaticFunction for the
 given input spec.
 """
+import os
 import types
 
 import runtime as rt
@@ -41,7 +42,9 @@ def _static_function(obj, input_spec):
 
 def save(obj, path, input_spec=None):
     """Write `path.program.json` (versioned IR) and `path.params.npz`; returns both paths."""
-    return _deploy.save_program(program_for(obj, input_spec), path)
+    program = program_for(obj, input_spec)
+    _make_parent(path)
+    return _deploy.save_program(program, path)
 
 
 def load(path, device="cpu"):
@@ -51,4 +54,12 @@ def load(path, device="cpu"):
 
 def export_python(obj, path, input_spec=None, device="cpu"):
     """Write one self-contained `.py` (NumPy or CuPy only) and its `.npz`; returns both paths."""
-    return _export.export_python(program_for(obj, input_spec), path, device=device)
+    program = program_for(obj, input_spec)
+    _make_parent(path)
+    return _export.export_python(program, path, device=device)
+
+
+def _make_parent(path):
+    parent = os.path.dirname(os.fspath(path))
+    if parent:
+        os.makedirs(parent, exist_ok=True)
