@@ -9,7 +9,6 @@ Operator inputs are Variables or Python scalar literals (`multiply(x, 2.0)`):
 literals keep the IR readable and keep Python scalars weakly typed.
 """
 import re
-from itertools import count
 
 import numpy as np
 

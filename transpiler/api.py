@@ -16,11 +16,11 @@ import numpy as np
 import runtime as rt
 from runtime import pytree, tracing
 from runtime.errors import SymbolicBoolError
-from runtime.executor import Executor, check_feed, wrap_output
+from runtime.executor import Executor, wrap_output
 from runtime.passes import run_passes
 
 from . import emit
-from .errors import ConversionError, relocate, warn_fallback
+from .errors import ConversionError, relocate, user_frames, warn_fallback
 from .naming import Namer
 from .parsing import parse_function
 from .transforms import convert_node
@@ -271,17 +271,13 @@ class StaticFunction:
 
 
 def _symbolic_bool_conversion_error(error):
-    frames = emit_frames(error)
+    """bool() of a Variable reached from converted code: the user's line, and why it was not converted."""
+    frames = user_frames(error.__traceback__, emit.CONVERTED_CODES)
     filename, lineno = frames[-1][:2] if frames else (None, None)
     return ConversionError(
         "a tensor-dependent condition is used where it cannot become a graph op (inside try/with, "
         "in a function marked @not_to_static, or in code that is not converted)", filename, lineno,
         "move the tensor-dependent if/while out of the try/with block, or use rt.where / rt.cond")
-
-
-def emit_frames(error):
-    from .errors import user_frames
-    return user_frames(error.__traceback__, emit.CONVERTED_CODES)
 
 
 def _as_spec(spec):
@@ -344,5 +340,3 @@ def to_static(fn=None, *, input_spec=None, full_graph=True, passes=None):
         return StaticFunction(f, input_spec, full_graph, passes)
     return wrap if fn is None else wrap(fn)
 
-
-del check_feed

@@ -26,7 +26,6 @@ import gast
 from ..analysis import Anno, getanno
 from .base import Transformer, const, jst, load, located, store
 from .jumps import BREAK_FLAG
-from .lists import index_expr  # noqa: F401  (re-exported for symmetry)
 
 
 def _names_tuple(names):
