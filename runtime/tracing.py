@@ -38,6 +38,7 @@ def block_guard(block):
 @contextmanager
 def parameter_names(named_tensors):
     """Give captured tensors readable Program names (e.g. a layer's "fc1.weight")."""
+    named_tensors = list(named_tensors)
     added = [id(t) for _, t in named_tensors if id(t) not in _name_hints]
     for name, t in named_tensors:
         _name_hints.setdefault(id(t), name)
@@ -46,6 +47,16 @@ def parameter_names(named_tensors):
     finally:
         for key in added:
             _name_hints.pop(key, None)
+
+
+call_converter = None   # set by the transpiler: the converted form of a user callable, for library code calling it
+
+
+def converted(fn):
+    """What library code (a Layer's __call__) should call while tracing: fn's converted form."""
+    if _blocks and call_converter is not None:
+        return call_converter(fn)
+    return fn
 
 
 def user_origin():

@@ -96,6 +96,9 @@ def converted_callable(obj):
     return obj
 
 
+tracing.call_converter = converted_callable
+
+
 def not_to_static(fn):
     """Leave fn as Python when converted code calls it (it still runs while tracing)."""
     setattr(fn, NOT_TO_STATIC, True)

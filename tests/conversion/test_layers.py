@@ -177,3 +177,22 @@ def test_python_scalar_arguments_are_part_of_the_key():
     np.testing.assert_allclose(static(x, 3).numpy(), [8, 8])
     np.testing.assert_allclose(static(rt.tensor(np.full(2, 2, np.float32)), 3).numpy(), [16, 16])
     assert static.cache_size == 2
+
+
+def test_user_layers_inside_sequential_are_converted():
+    rt.seed(8)
+
+    class Flip(nn.Layer):
+        def forward(self, x):
+            if x.sum() > 0:
+                return -x
+            return x
+
+    model = nn.Sequential(nn.Linear(3, 3), Flip(), nn.ReLU())
+    static = to_static(model.forward)
+    for seed in range(3):
+        x = _x(2, 3, seed=seed)
+        h = x @ model[0].weight.numpy().T + model[0].bias.numpy()
+        h = -h if h.sum() > 0 else h
+        np.testing.assert_allclose(static(rt.tensor(x)).numpy(), np.maximum(h, 0), rtol=1e-5, atol=1e-6)
+    assert "cond" in [op.type for op in static.get_program(rt.tensor(_x(2, 3))).ops()]

@@ -1,0 +1,272 @@
+"""Layer: the base class of every network piece (PyTorch's Module, Paddle's Layer).
+
+A Layer owns Parameters and sublayers, registered by plain attribute assignment
+(`self.fc1 = Linear(8, 4)`), in that order; names are dotted paths ("fc1.weight").
+Parameters are eager Tensors: a Program traced through a layer reads them as
+persistable inputs, fed by reference on every run, so updating a Parameter's
+`.data` (what `load_state_dict` does) changes what existing Programs compute.
+"""
+from collections import namedtuple
+
+import numpy as np
+
+from .. import tracing
+from ..backends import get_backend
+from ..tensor import Parameter, Tensor
+
+LoadResult = namedtuple("LoadResult", ["missing_keys", "unexpected_keys"])
+
+
+class Layer:
+    """Subclass it, assign Parameters and Layers as attributes in `__init__`, define `forward`."""
+
+    def __init__(self):
+        object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_sublayers", {})
+        object.__setattr__(self, "training", True)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def __call__(self, *args, **kwargs):
+        # while tracing, a user's forward is converted even when library code (Sequential) calls it
+        return tracing.converted(self.forward)(*args, **kwargs)
+
+    # --- registration -------------------------------------------------------------------
+    def _registry(self, name):
+        registry = self.__dict__.get(name)
+        if registry is None:
+            raise AttributeError(f"{type(self).__name__}: call super().__init__() before assigning "
+                                 "parameters or sublayers")
+        return registry
+
+    def _forget(self, name):
+        self.__dict__.pop(name, None)
+        self.__dict__.get("_parameters", {}).pop(name, None)
+        self.__dict__.get("_sublayers", {}).pop(name, None)
+
+    def __setattr__(self, name, value):
+        params = self.__dict__.get("_parameters")
+        sublayers = self.__dict__.get("_sublayers")
+        if isinstance(value, Parameter):
+            registry = self._registry("_parameters")
+            self._forget(name)
+            registry[name] = value
+        elif isinstance(value, Layer):
+            registry = self._registry("_sublayers")
+            self._forget(name)
+            registry[name] = value
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign {type(value).__name__} as parameter {name!r} of "
+                                f"{type(self).__name__} (a runtime.Parameter or None is expected)")
+            params[name] = None
+        elif sublayers is not None and name in sublayers:
+            if value is not None:
+                raise TypeError(f"cannot assign {type(value).__name__} as sublayer {name!r} of "
+                                f"{type(self).__name__} (a Layer or None is expected)")
+            sublayers[name] = None
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        # only reached when ordinary lookup fails: parameters and sublayers live in their registries
+        d = self.__dict__
+        for registry in ("_parameters", "_sublayers"):
+            if registry in d and name in d[registry]:
+                return d[registry][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name):
+        d = self.__dict__
+        for registry in ("_parameters", "_sublayers"):
+            if registry in d and name in d[registry]:
+                del d[registry][name]
+                return
+        object.__delattr__(self, name)
+
+    def _check_new_name(self, name, kind):
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name must be a str, got {type(name).__name__}")
+        if not name or "." in name:
+            raise KeyError(f"{kind} name must be non-empty and contain no '.', got {name!r}")
+        if name in self.__dict__ or (hasattr(type(self), name)):
+            raise KeyError(f"{type(self).__name__} already has an attribute {name!r}")
+
+    def register_parameter(self, name, param):
+        """Register `param` (a Parameter, or None for an absent one such as bias=False) under `name`."""
+        registry = self._registry("_parameters")
+        if name not in registry:
+            self._check_new_name(name, "parameter")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot register {type(param).__name__} as parameter {name!r} "
+                            "(a runtime.Parameter or None is expected)")
+        self._forget(name)
+        registry[name] = param
+        return param
+
+    def add_sublayer(self, name, layer):
+        """Register `layer` (or None) under `name`; returns the layer."""
+        registry = self._registry("_sublayers")
+        name = str(name) if isinstance(name, int) else name
+        if name not in registry:
+            self._check_new_name(name, "sublayer")
+        if layer is not None and not isinstance(layer, Layer):
+            raise TypeError(f"cannot add {type(layer).__name__} as sublayer {name!r} (a Layer or None is expected)")
+        self._forget(name)
+        registry[name] = layer
+        return layer
+
+    # --- traversal ----------------------------------------------------------------------
+    def named_children(self):
+        """(name, layer) of the direct sublayers, in registration order."""
+        seen, out = set(), []
+        for name, layer in self._sublayers.items():
+            if layer is not None and id(layer) not in seen:
+                seen.add(id(layer))
+                out.append((name, layer))
+        return out
+
+    def children(self):
+        return [layer for _, layer in self.named_children()]
+
+    def named_sublayers(self, prefix="", include_self=False):
+        """(dotted name, layer) of every nested sublayer, depth first, each layer once."""
+        out, seen = [], set()
+
+        def visit(layer, path):
+            if id(layer) in seen:
+                return
+            seen.add(id(layer))
+            out.append((path, layer))
+            for name, sub in layer._sublayers.items():
+                if sub is not None:
+                    visit(sub, f"{path}.{name}" if path else name)
+        visit(self, prefix)
+        return out if include_self else out[1:]
+
+    def sublayers(self, include_self=False):
+        return [layer for _, layer in self.named_sublayers(include_self=include_self)]
+
+    def _all_named_parameters(self, prefix=""):
+        """Every (dotted name, Parameter), shared ones under each of their names (state_dict's keys)."""
+        out = []
+        for name, param in self._parameters.items():
+            if param is not None:
+                out.append((f"{prefix}{name}", param))
+        for name, layer in self._sublayers.items():
+            if layer is not None:
+                out.extend(layer._all_named_parameters(f"{prefix}{name}."))
+        return out
+
+    def named_parameters(self, prefix="", include_sublayers=True):
+        """(dotted name, Parameter) in registration order, each Parameter once (a list)."""
+        prefix = f"{prefix}." if prefix else ""
+        pairs = (self._all_named_parameters(prefix) if include_sublayers else
+                 [(prefix + n, p) for n, p in self._parameters.items() if p is not None])
+        seen, out = set(), []
+        for name, param in pairs:
+            if id(param) not in seen:
+                seen.add(id(param))
+                out.append((name, param))
+        return out
+
+    def parameters(self, include_sublayers=True):
+        return [p for _, p in self.named_parameters(include_sublayers=include_sublayers)]
+
+    # --- state --------------------------------------------------------------------------
+    def state_dict(self):
+        """name -> Tensor holding each parameter's current value (sharing its array)."""
+        return {name: Tensor(p.data, p.backend) for name, p in self._all_named_parameters()}
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Set parameters from `state_dict` (name -> Tensor or array), all or nothing.
+
+        Keys must match exactly (unless strict=False), and each value must have
+        its parameter's shape and dtype: nothing is cast or reshaped silently.
+        The existing Parameter objects get the new values, so Programs already
+        traced through this layer use them on their next run.
+        """
+        own = dict(self._all_named_parameters())
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        problems = []
+        if strict and missing:
+            problems.append("missing key(s): " + ", ".join(repr(k) for k in missing))
+        if strict and unexpected:
+            problems.append("unexpected key(s): " + ", ".join(repr(k) for k in unexpected))
+        updates = []
+        for name, param in own.items():
+            if name not in state_dict:
+                continue
+            value = state_dict[name]
+            shape, dtype = _shape_dtype(value)
+            if shape != param.shape:
+                problems.append(f"shape mismatch for {name!r}: the value has shape {shape}, "
+                                f"the parameter has shape {param.shape}")
+            elif dtype != param.dtype:
+                problems.append(f"dtype mismatch for {name!r}: the value is {dtype}, the parameter is "
+                                f"{param.dtype}; cast it with .astype('{param.dtype}')")
+            else:
+                updates.append((param, value))
+        if problems:
+            raise ValueError(f"error(s) loading state_dict into {type(self).__name__}:\n  " + "\n  ".join(problems))
+        for param, value in updates:
+            param.data = _copy_onto(param.backend, value)
+        return LoadResult(missing, unexpected)
+
+    # --- modes and devices --------------------------------------------------------------
+    def train(self, mode=True):
+        """Training mode (dropout active) for this layer and every sublayer; returns self."""
+        for layer in self.sublayers(include_self=True):
+            layer.training = bool(mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def to(self, device):
+        """Move every parameter to `device` ("cpu" or "gpu") in place; returns self."""
+        backend = get_backend(device)
+        for param in self.parameters():
+            if param.backend is not backend:
+                param.data = backend.asarray(param.backend.to_numpy(param.data))
+                param.backend = backend
+        return self
+
+    # --- display ------------------------------------------------------------------------
+    def extra_repr(self):
+        """The text inside this layer's parentheses in repr (its configuration)."""
+        return ""
+
+    def __repr__(self):
+        lines = [f"({name}): " + repr(layer).replace("\n", "\n  ") for name, layer in self._sublayers.items()]
+        extra = self.extra_repr()
+        if not lines:
+            return f"{type(self).__name__}({extra})"
+        body = "\n  ".join(([extra] if extra else []) + lines)
+        return f"{type(self).__name__}(\n  {body}\n)"
+
+
+def _shape_dtype(value):
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return tuple(value.shape), np.dtype(value.dtype)
+    array = np.asarray(value)
+    return array.shape, array.dtype
+
+
+def _copy_onto(backend, value):
+    """A fresh array on `backend` holding `value` (a Tensor, NumPy/CuPy array or nested list)."""
+    if isinstance(value, Tensor):
+        if value.backend is backend:
+            return backend.xp.array(value.data, copy=True)
+        value = value.backend.to_numpy(value.data)
+    if backend.is_native(value):
+        return backend.xp.array(value, copy=True)
+    return backend.asarray(np.array(get_backend("cpu").asarray(value), copy=True))
+
+
+def new_parameter(shape, dtype="float32"):
+    """A zero-filled Parameter on the CPU, for a layer's initializer to fill."""
+    cpu = get_backend("cpu")
+    return Parameter(np.zeros(tuple(int(d) for d in shape), dtype=dtype), cpu)

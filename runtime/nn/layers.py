@@ -1,0 +1,204 @@
+"""The standard layers, with PyTorch's arguments, parameter layouts and default initialization.
+
+Each layer's forward is one call into `nn.functional`; the layer holds the
+configuration and the Parameters (float32, on the CPU until `.to(device)`).
+"""
+import math
+
+import numpy as np
+
+from . import functional as F
+from . import init
+from .layer import Layer, new_parameter
+from ..ops.nn_ops import conv_padding, int_pair, positive_pair
+
+
+class Linear(Layer):
+    """y = x @ weight.T + bias; weight (out_features, in_features), kaiming-uniform initialized."""
+
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.weight = new_parameter((self.out_features, self.in_features))
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if bias:
+            self.bias = init.fan_in_uniform_(new_parameter((self.out_features,)), self.in_features)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Conv2D(Layer):
+    """2-D convolution over NCHW input; weight (out_channels, in_channels/groups, kh, kw)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True):
+        super().__init__()
+        if groups < 1 or in_channels % groups or out_channels % groups:
+            raise ValueError(f"Conv2D: in_channels ({in_channels}) and out_channels ({out_channels}) must both "
+                             f"be divisible by groups ({groups})")
+        self.in_channels, self.out_channels, self.groups = int(in_channels), int(out_channels), int(groups)
+        self.kernel_size = positive_pair(kernel_size, "Conv2D kernel_size")
+        self.stride = positive_pair(stride, "Conv2D stride")
+        self.dilation = positive_pair(dilation, "Conv2D dilation")
+        conv_padding(padding, self.kernel_size, self.dilation, self.stride, "Conv2D")     # validate now
+        self.padding = padding if isinstance(padding, str) else int_pair(padding, "Conv2D padding")
+        shape = (self.out_channels, self.in_channels // self.groups) + self.kernel_size
+        self.weight = init.kaiming_uniform_(new_parameter(shape), a=math.sqrt(5))
+        fan_in = init.calculate_fan_in_and_fan_out(shape)[0]
+        if bias:
+            self.bias = init.fan_in_uniform_(new_parameter((self.out_channels,)), fan_in)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def extra_repr(self):
+        text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, padding={self.padding}")
+        if self.dilation != (1, 1):
+            text += f", dilation={self.dilation}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        return text + ("" if self.bias is not None else ", bias=False")
+
+
+class MaxPool2D(Layer):
+    """Max over kernel_size windows of NCHW input (stride defaults to kernel_size)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+        super().__init__()
+        self.kernel_size = positive_pair(kernel_size, "MaxPool2D kernel_size")
+        self.stride = self.kernel_size if stride is None else positive_pair(stride, "MaxPool2D stride")
+        self.padding = int_pair(padding, "MaxPool2D padding")
+        self.dilation = positive_pair(dilation, "MaxPool2D dilation")
+        self.ceil_mode = bool(ceil_mode)
+
+    def forward(self, x):
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class ReLU(Layer):
+    def forward(self, x):
+        return F.relu(x)
+
+
+class GELU(Layer):
+    """GELU, exact (erf) by default; approximate="tanh" for the tanh formula."""
+
+    def __init__(self, approximate="none"):
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x):
+        return F.gelu(x, self.approximate)
+
+    def extra_repr(self):
+        return "" if self.approximate == "none" else f"approximate={self.approximate!r}"
+
+
+class Sigmoid(Layer):
+    def forward(self, x):
+        return F.sigmoid(x)
+
+
+class Softmax(Layer):
+    def __init__(self, axis=-1):
+        super().__init__()
+        self.axis = axis
+
+    def forward(self, x):
+        return F.softmax(x, self.axis)
+
+    def extra_repr(self):
+        return f"axis={self.axis}"
+
+
+class Flatten(Layer):
+    """Merge dims start_axis..stop_axis; the default keeps the (possibly dynamic) batch dim."""
+
+    def __init__(self, start_axis=1, stop_axis=-1):
+        super().__init__()
+        self.start_axis, self.stop_axis = start_axis, stop_axis
+
+    def forward(self, x):
+        return F.flatten(x, self.start_axis, self.stop_axis)
+
+    def extra_repr(self):
+        return f"start_axis={self.start_axis}, stop_axis={self.stop_axis}"
+
+
+class Dropout(Layer):
+    """Zero elements with probability p while training (scaling the rest by 1/(1-p)); identity in eval()."""
+
+    def __init__(self, p=0.5):
+        super().__init__()
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, got {p!r}")
+        self.p = p
+
+    def forward(self, x):
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self):
+        return f"p={self.p}"
+
+
+class LayerNorm(Layer):
+    """Normalize over the trailing normalized_shape dims; weight ones and bias zeros to start."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True):
+        super().__init__()
+        if isinstance(normalized_shape, (int, np.integer)):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(int(d) for d in normalized_shape)
+        self.eps = float(eps)
+        if elementwise_affine:
+            self.weight = init.ones_(new_parameter(self.normalized_shape))
+        else:
+            self.register_parameter("weight", None)
+        if elementwise_affine and bias:
+            self.bias = new_parameter(self.normalized_shape)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
+
+
+class Embedding(Layer):
+    """A lookup table: weight (num_embeddings, embedding_dim) ~ N(0, 1); padding_idx's row starts at zero."""
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        if padding_idx is not None:
+            if not -self.num_embeddings <= padding_idx < self.num_embeddings:
+                raise ValueError(f"Embedding: padding_idx {padding_idx} is out of range for "
+                                 f"{self.num_embeddings} embeddings")
+            padding_idx %= self.num_embeddings
+        self.padding_idx = padding_idx
+        self.weight = init.normal_(new_parameter((self.num_embeddings, self.embedding_dim)))
+        if padding_idx is not None:
+            self.weight[padding_idx] = 0.0
+
+    def forward(self, ids):
+        return F.embedding(ids, self.weight)
+
+    def extra_repr(self):
+        pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"

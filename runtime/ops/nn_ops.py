@@ -1,0 +1,655 @@
+"""Neural-network ops: activations, softmax, linear, conv2d, pooling, normalization, losses.
+
+Each op is one registered OpDef (kernel against `xp`, shape/dtype rule), so a
+Program shows `conv2d(x, conv1.weight, conv1.bias, stride=(1, 1), ...)` rather
+than the dozens of ops it would take to compose it. Shape rules are written over
+(shape, dtype) pairs: tracing runs them on Variables (-1 = unknown dim) and the
+public functions run the same rule on eager Tensors, so a bad shape gives the
+same clear error in both modes. Layouts follow PyTorch: NCHW images, Linear
+weight (out, in), Conv2D weight (out, in/groups, kh, kw).
+"""
+import math
+
+import numpy as np
+
+from .. import tracing
+from ..dtypes import DEFAULT_FLOAT, scalar_dtype
+from ..ir import Variable
+from ..tensor import Tensor
+from .dispatch import apply
+from .registry import OpDef, register
+from .rules import Spec, norm_axes
+
+
+# --- rules over (shape, dtype) ------------------------------------------------------
+
+def _meta(x):
+    """(shape, dtype) of an op input (-1 for unknown dims), or None for an absent one."""
+    if x is None:
+        return None
+    if isinstance(x, Variable):
+        return x.static_shape, x.dtype
+    if isinstance(x, (Tensor, np.ndarray, np.generic)) or hasattr(x, "__cuda_array_interface__"):
+        return tuple(x.shape), np.dtype(x.dtype)
+    return (), scalar_dtype(x)
+
+
+def _defop(name, rule, kernel, **options):
+    """Register an op whose infer rule reads (shape, dtype) pairs; the rule is kept on the OpDef.
+
+    Its conformance samples (inputs and a NumPy-only oracle) live in runtime/nn/op_samples.py.
+    """
+    def infer(*inputs, **attrs):
+        return rule(*map(_meta, inputs), **attrs)
+
+    def example():
+        from ..nn.op_samples import SAMPLES
+        return SAMPLES[name]()
+    opdef = register(OpDef(name, kernel, infer, example=example, **options))
+    opdef.rule = rule
+    return opdef
+
+
+def _call(opdef, inputs, attrs):
+    """apply(), checking shapes eagerly with the op's rule (tracing checks them when recording)."""
+    if not tracing._blocks:
+        opdef.rule(*map(_meta, inputs), **attrs)
+    return apply(opdef, inputs, attrs)
+
+
+def _fmt(shape):
+    return "(" + ", ".join("?" if d == -1 else str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _same(a, b):
+    """Two dims agree (an unknown dim agrees with anything)."""
+    return a == b or a == -1 or b == -1
+
+
+def _float_result(op, dtype):
+    """Activations compute in floating point: floats keep their dtype, ints and bools become float32."""
+    if dtype.kind == "f":
+        return dtype
+    if dtype.kind in "biu":
+        return DEFAULT_FLOAT
+    raise TypeError(f"{op}: expected a real-valued input, got dtype {dtype}")
+
+
+def _require_float(op, what, dtype):
+    if dtype.kind != "f":
+        raise TypeError(f"{op}: {what} must be a floating-point array, got dtype {dtype}")
+
+
+def _require_same_dtype(op, x, what, other):
+    if other is not None and other[1] != x[1]:
+        raise TypeError(f"{op}: input dtype {x[1]} and {what} dtype {other[1]} differ; "
+                        f"cast one with .astype('{x[1]}')")
+
+
+def _float_array(xp, x):
+    x = xp.asarray(x, dtype=DEFAULT_FLOAT) if isinstance(x, (bool, int, float)) else x
+    return x if x.dtype.kind == "f" else x.astype(DEFAULT_FLOAT)
+
+
+def int_pair(value, what):
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value), int(value)
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, (int, np.integer)) for v in value):
+        return int(value[0]), int(value[1])
+    raise TypeError(f"{what} must be an int or a pair of ints, got {value!r}")
+
+
+def positive_pair(value, what):
+    pair = int_pair(value, what)
+    if min(pair) < 1:
+        raise ValueError(f"{what} must be positive, got {value!r}")
+    return pair
+
+
+# --- elementwise activations -----------------------------------------------------------
+
+def _activation_rule(op):
+    def rule(x):
+        return Spec(x[0], _float_result(op, x[1]))
+    return rule
+
+
+def _relu_rule(x):
+    if x[1].kind not in "iuf":
+        raise TypeError(f"relu: expected a real-valued input, got dtype {x[1]}")
+    return Spec(x[0], x[1])
+
+
+def _relu_kernel(xp, x):
+    return xp.maximum(x, 0)
+
+
+_relu = _defop("relu", _relu_rule, _relu_kernel, elementwise=True, template="xp.maximum({0}, 0)")
+
+
+def relu(x):
+    """max(x, 0), elementwise (NaN stays NaN)."""
+    return apply(_relu, (x,), {})
+
+
+def _sigmoid_kernel(xp, x):
+    x = _float_array(xp, x)
+    e = xp.exp(-xp.abs(x))          # never overflows: the stable form for both signs
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+_sigmoid = _defop("sigmoid", _activation_rule("sigmoid"), _sigmoid_kernel, elementwise=True)
+
+
+def sigmoid(x):
+    """1 / (1 + exp(-x)), elementwise, computed without overflow."""
+    return apply(_sigmoid, (x,), {})
+
+
+# erf(x) for x in [0, 2]: x * P(x*x / 2 - 1); for x in [2, 6]: 1 - exp(-x*x) * Q(6 / x - 2);
+# erf(x) rounds to 1 in float64 beyond 6. P and Q are Chebyshev least-squares fits made for
+# this file against math.erf; the absolute error is below 2e-12 everywhere and the
+# relative error below 2e-14 on [0, 2] (tests/unit/test_nn.py checks both).
+_ERF_SMALL = (
+    0.674933236039654, -0.2611118609313792, 0.11947913860992578, -0.04866277744413087,
+    0.017128344570333034, -0.00523487589044419, 0.001405091435290425, -0.000335143275285336,
+    7.18009633069968e-05, -1.3946903437143052e-05, 2.475897313738527e-06, -4.0368900906335043e-07,
+    6.108430040615542e-08, -9.15932312891806e-09, 1.2023693311476188e-09)
+_ERFC_LARGE = (
+    0.17900115118896795, 0.081558389542923, -0.005039360270168689, -0.0002321515468214633,
+    0.00012459619592992637, -1.736445332787822e-05, -1.0781992131917802e-07, 6.806644408861266e-07,
+    -1.5724724059956293e-07)
+
+
+def _polyval(u, coeffs):
+    """sum(c[i] * u**i) by Horner's rule, in place after the first step."""
+    acc = u * coeffs[-1]
+    acc += coeffs[-2]
+    for c in coeffs[-3::-1]:
+        acc *= u
+        acc += c
+    return acc
+
+
+def erf_kernel(xp, x):
+    """The error function in float64, from xp's arithmetic alone (NumPy has no erf)."""
+    z = xp.asarray(x, dtype=np.float64)
+    a = xp.minimum(xp.abs(z), 6.0).reshape(-1)      # 1-D, so even a 0-d input is an array below
+    out = _polyval(a * a * 0.5 - 1.0, _ERF_SMALL)
+    out *= a
+    tail = a >= 2.0                  # few elements in practice: evaluate the tail formula on those only
+    if bool(xp.any(tail)):
+        at = a[tail]
+        erfc = _polyval(6.0 / at - 2.0, _ERFC_LARGE)
+        erfc *= xp.exp(-at * at)
+        out[tail] = 1.0 - erfc
+    return xp.copysign(out.reshape(z.shape), z)
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _gelu_kernel(xp, x, approximate="none"):
+    x = _float_array(xp, x)
+    if approximate == "tanh":
+        inner = x * x
+        inner *= 0.044715 * _SQRT_2_OVER_PI
+        inner += _SQRT_2_OVER_PI
+        inner *= x
+        out = xp.tanh(inner)
+        out += 1
+        out *= x
+        out *= 0.5
+        return out
+    x64 = x.astype(np.float64)
+    out = erf_kernel(xp, x64 * (1 / math.sqrt(2.0)))
+    out += 1.0
+    out *= x64
+    out *= 0.5
+    return out.astype(x.dtype, copy=False)
+
+
+def _gelu_rule(x, approximate="none"):
+    return Spec(x[0], _float_result("gelu", x[1]))
+
+
+_gelu = _defop("gelu", _gelu_rule, _gelu_kernel, elementwise=True)
+
+
+def gelu(x, approximate="none"):
+    """x * Phi(x) with the exact erf form; approximate="tanh" uses the tanh formula (as PyTorch)."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return apply(_gelu, (x,), {"approximate": approximate})
+
+
+# --- softmax ---------------------------------------------------------------------------
+
+def _softmax_rule(op):
+    def rule(x, axis=-1):
+        norm_axes(axis, len(x[0]), f"{op} axis")
+        return Spec(x[0], _float_result(op, x[1]))
+    return rule
+
+
+def _softmax_kernel(xp, x, axis=-1):
+    x = _float_array(xp, x)
+    e = x - xp.max(x, axis=axis, keepdims=True)
+    xp.exp(e, out=e)
+    e /= xp.sum(e, axis=axis, keepdims=True)
+    return e
+
+
+def _log_softmax_kernel(xp, x, axis=-1):
+    x = _float_array(xp, x)
+    shifted = x - xp.max(x, axis=axis, keepdims=True)
+    shifted -= xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
+    return shifted
+
+
+_softmax = _defop("softmax", _softmax_rule("softmax"), _softmax_kernel)
+_log_softmax = _defop("log_softmax", _softmax_rule("log_softmax"), _log_softmax_kernel)
+
+
+def softmax(x, axis=-1):
+    """exp(x) / sum(exp(x)) along `axis`, shifted by the max so it cannot overflow."""
+    return _call(_softmax, (x,), {"axis": int(axis)})
+
+
+def log_softmax(x, axis=-1):
+    """log(softmax(x)) along `axis`, computed as x - max - log(sum(exp(x - max)))."""
+    return _call(_log_softmax, (x,), {"axis": int(axis)})
+
+
+# --- linear ----------------------------------------------------------------------------
+
+def _linear_rule(x, weight, bias):
+    xs, ws = x[0], weight[0]
+    _require_float("linear", "input", x[1])
+    _require_same_dtype("linear", x, "weight", weight)
+    _require_same_dtype("linear", x, "bias", bias)
+    if len(ws) != 2:
+        raise ValueError(f"linear: weight must be 2-D (out_features, in_features), got shape {_fmt(ws)}")
+    if not xs:
+        raise ValueError("linear: input must have at least one dimension")
+    if not _same(xs[-1], ws[1]):
+        raise ValueError(f"linear: input shape {_fmt(xs)} does not fit weight shape {_fmt(ws)}: "
+                         f"the last input dim must be in_features={ws[1]}")
+    if bias is not None and (len(bias[0]) != 1 or not _same(bias[0][0], ws[0])):
+        raise ValueError(f"linear: bias must have shape ({ws[0]},), got {_fmt(bias[0])}")
+    return Spec(tuple(xs[:-1]) + (ws[0],), x[1])
+
+
+def _linear_kernel(xp, x, weight, bias):
+    out = xp.matmul(x, weight.T)
+    if bias is not None:
+        out += bias
+    return out
+
+
+_linear = _defop("linear", _linear_rule, _linear_kernel)
+
+
+def linear(x, weight, bias=None):
+    """x @ weight.T + bias, with weight of shape (out_features, in_features) as in PyTorch."""
+    return _call(_linear, (x, weight, bias), {})
+
+
+# --- conv2d / max_pool2d -----------------------------------------------------------------
+
+def _out_size(size, pad_total, kernel, stride, dilation, ceil_mode=False):
+    if size == -1:
+        return -1
+    span = size + pad_total - dilation * (kernel - 1) - 1
+    if span < 0:
+        return 0
+    out = (span + (stride - 1 if ceil_mode else 0)) // stride + 1
+    return out
+
+
+def _image_rank(op, shape):
+    if len(shape) not in (3, 4):
+        raise ValueError(f"{op}: expected a 4-D (N, C, H, W) or 3-D (C, H, W) input, got shape {_fmt(shape)}")
+
+
+def _conv2d_rule(x, weight, bias, stride, padding, dilation, groups):
+    xs, ws = x[0], weight[0]
+    _image_rank("conv2d", xs)
+    _require_float("conv2d", "input", x[1])
+    _require_same_dtype("conv2d", x, "weight", weight)
+    _require_same_dtype("conv2d", x, "bias", bias)
+    if len(ws) != 4:
+        raise ValueError(f"conv2d: weight must be 4-D (out_channels, in_channels/groups, kh, kw), "
+                         f"got shape {_fmt(ws)}")
+    out_ch, group_ch, kh, kw = ws
+    if out_ch != -1 and out_ch % groups:
+        raise ValueError(f"conv2d: out_channels={out_ch} (weight shape {_fmt(ws)}) is not divisible by groups={groups}")
+    channels = xs[-3]
+    if channels != -1 and group_ch != -1 and channels != group_ch * groups:
+        raise ValueError(f"conv2d: input has {channels} channels (shape {_fmt(xs)}) but weight {_fmt(ws)} "
+                         f"with groups={groups} expects {group_ch * groups}")
+    if bias is not None and (len(bias[0]) != 1 or not _same(bias[0][0], out_ch)):
+        raise ValueError(f"conv2d: bias must have shape ({out_ch},), got {_fmt(bias[0])}")
+    top, bottom, left, right = padding
+    oh = _out_size(xs[-2], top + bottom, kh, stride[0], dilation[0]) if kh != -1 else -1
+    ow = _out_size(xs[-1], left + right, kw, stride[1], dilation[1]) if kw != -1 else -1
+    if oh == 0 or ow == 0:
+        raise ValueError(f"conv2d: input spatial size {_fmt(xs[-2:])} with padding {tuple(padding)} is smaller "
+                         f"than the kernel ({kh}, {kw}) at dilation {tuple(dilation)}")
+    return Spec(tuple(xs[:-3]) + (out_ch, oh, ow), x[1])
+
+
+def _windows(xp, x, kernel, stride, dilation, out_hw):
+    """View (N, C, OH, OW, KH, KW) of the sliding windows of an NCHW array (no copy)."""
+    n, c = x.shape[:2]
+    s = x.strides
+    shape = (n, c, out_hw[0], out_hw[1], kernel[0], kernel[1])
+    strides = (s[0], s[1], s[2] * stride[0], s[3] * stride[1], s[2] * dilation[0], s[3] * dilation[1])
+    return xp.lib.stride_tricks.as_strided(x, shape=shape, strides=strides)
+
+
+def _conv2d_kernel(xp, x, weight, bias, stride, padding, dilation, groups):
+    unbatched = x.ndim == 3
+    if unbatched:
+        x = x[None]
+    top, bottom, left, right = padding
+    if top or bottom or left or right:
+        x = xp.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    n, c, h, w = x.shape
+    out_ch, group_ch, kh, kw = weight.shape
+    oh = _out_size(h, 0, kh, stride[0], dilation[0])
+    ow = _out_size(w, 0, kw, stride[1], dilation[1])
+    if oh <= 0 or ow <= 0:
+        raise ValueError(f"conv2d: padded input size ({h}, {w}) is smaller than the dilated kernel")
+    windows = _windows(xp, x, (kh, kw), stride, dilation, (oh, ow))
+    # im2col: per group, (N*OH*OW, C/G*KH*KW) patches times (C/G*KH*KW, O/G) filters: one GEMM each.
+    # Both operands are made contiguous: BLAS then runs every group's product at full speed.
+    cols = windows.reshape(n, groups, group_ch, oh, ow, kh, kw).transpose(1, 0, 3, 4, 2, 5, 6)
+    cols = cols.reshape(groups, n * oh * ow, group_ch * kh * kw)
+    filters = xp.ascontiguousarray(weight.reshape(groups, out_ch // groups, -1).transpose(0, 2, 1))
+    out = xp.matmul(cols, filters)                                     # (G, N*OH*OW, O/G)
+    out = out.reshape(groups, n, oh, ow, out_ch // groups).transpose(1, 0, 4, 2, 3).reshape(n, out_ch, oh, ow)
+    if bias is not None:
+        out += bias.reshape(1, out_ch, 1, 1)
+    return out[0] if unbatched else out
+
+
+_conv2d = _defop("conv2d", _conv2d_rule, _conv2d_kernel)
+
+
+def conv_padding(padding, kernel_size, dilation, stride, op="conv2d"):
+    """PyTorch's padding argument (int, pair, "valid", "same") as (top, bottom, left, right)."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return (0, 0, 0, 0)
+        if padding != "same":
+            raise ValueError(f"{op}: padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
+        if stride != (1, 1):
+            raise ValueError(f"{op}: padding='same' needs stride 1, got stride {stride}")
+        pads = []
+        for k, d in zip(kernel_size, dilation):
+            total = d * (k - 1)
+            pads += [total // 2, total - total // 2]
+        return tuple(pads)
+    ph, pw = int_pair(padding, f"{op} padding")
+    if min(ph, pw) < 0:
+        raise ValueError(f"{op}: padding must be non-negative, got {padding!r}")
+    return (ph, ph, pw, pw)
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution (cross-correlation) over NCHW input, PyTorch's arguments and layouts."""
+    stride = positive_pair(stride, "conv2d stride")
+    dilation = positive_pair(dilation, "conv2d dilation")
+    if not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise ValueError(f"conv2d: groups must be a positive int, got {groups!r}")
+    kernel = _meta(weight)[0][-2:]
+    attrs = {"stride": stride, "padding": conv_padding(padding, kernel, dilation, stride),
+             "dilation": dilation, "groups": int(groups)}
+    return _call(_conv2d, (x, weight, bias), attrs)
+
+
+def _max_pool2d_rule(x, kernel_size, stride, padding, dilation, ceil_mode):
+    xs = x[0]
+    _image_rank("max_pool2d", xs)
+    if x[1].kind not in "iuf":
+        raise TypeError(f"max_pool2d: expected a real-valued input, got dtype {x[1]}")
+    for k, p, d in zip(kernel_size, padding, dilation):
+        if p * 2 > d * (k - 1) + 1:
+            raise ValueError(f"max_pool2d: padding {tuple(padding)} must be at most half of the effective "
+                             f"kernel size {tuple(kernel_size)} (dilation {tuple(dilation)})")
+    dims = []
+    for size, k, s, p, d in zip(xs[-2:], kernel_size, stride, padding, dilation):
+        out = _pool_out_size(size, k, s, p, d, ceil_mode)
+        if out == 0:
+            raise ValueError(f"max_pool2d: input spatial size {_fmt(xs[-2:])} with padding {tuple(padding)} "
+                             f"is smaller than the kernel {tuple(kernel_size)}")
+        dims.append(out)
+    return Spec(tuple(xs[:-2]) + tuple(dims), x[1])
+
+
+def _pool_out_size(size, kernel, stride, pad, dilation, ceil_mode):
+    out = _out_size(size, 2 * pad, kernel, stride, dilation, ceil_mode)
+    if ceil_mode and out > 0 and (out - 1) * stride >= size + pad:
+        out -= 1                    # the last window must start inside the input or the left padding
+    return out
+
+
+def _max_pool2d_kernel(xp, x, kernel_size, stride, padding, dilation, ceil_mode):
+    unbatched = x.ndim == 3
+    if unbatched:
+        x = x[None]
+    h, w = x.shape[2:]
+    out_hw = [_pool_out_size(size, k, s, p, d, ceil_mode)
+              for size, k, s, p, d in zip((h, w), kernel_size, stride, padding, dilation)]
+    if min(out_hw) <= 0:
+        raise ValueError(f"max_pool2d: input size ({h}, {w}) is smaller than the kernel {tuple(kernel_size)}")
+    # right/bottom padding also covers windows that ceil_mode lets run past the edge
+    extra = [max(0, (o - 1) * s + d * (k - 1) + 1 - size - 2 * p)
+             for o, size, k, s, p, d in zip(out_hw, (h, w), kernel_size, stride, padding, dilation)]
+    if any(padding) or any(extra):
+        low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        x = xp.pad(x, ((0, 0), (0, 0), (padding[0], padding[0] + extra[0]), (padding[1], padding[1] + extra[1])),
+                   constant_values=low)
+    out = xp.max(_windows(xp, x, kernel_size, stride, dilation, out_hw), axis=(4, 5))
+    return out[0] if unbatched else out
+
+
+_max_pool2d = _defop("max_pool2d", _max_pool2d_rule, _max_pool2d_kernel)
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """Max over sliding windows of NCHW input; stride defaults to kernel_size; padding is -inf."""
+    kernel_size = positive_pair(kernel_size, "max_pool2d kernel_size")
+    stride = kernel_size if stride is None else positive_pair(stride, "max_pool2d stride")
+    padding = int_pair(padding, "max_pool2d padding")
+    if min(padding) < 0:
+        raise ValueError(f"max_pool2d: padding must be non-negative, got {padding}")
+    dilation = positive_pair(dilation, "max_pool2d dilation")
+    attrs = {"kernel_size": kernel_size, "stride": stride, "padding": padding, "dilation": dilation,
+             "ceil_mode": bool(ceil_mode)}
+    return _call(_max_pool2d, (x,), attrs)
+
+
+# --- layer_norm ------------------------------------------------------------------------------
+
+def _layer_norm_rule(x, weight, bias, normalized_shape, eps):
+    xs, norm = x[0], tuple(normalized_shape)
+    _require_float("layer_norm", "input", x[1])
+    _require_same_dtype("layer_norm", x, "weight", weight)
+    _require_same_dtype("layer_norm", x, "bias", bias)
+    if not norm or len(norm) > len(xs) or not all(_same(a, b) for a, b in zip(xs[len(xs) - len(norm):], norm)):
+        raise ValueError(f"layer_norm: input shape {_fmt(xs)} does not end with normalized_shape {_fmt(norm)}")
+    for what, p in (("weight", weight), ("bias", bias)):
+        if p is not None and (len(p[0]) != len(norm) or not all(_same(a, b) for a, b in zip(p[0], norm))):
+            raise ValueError(f"layer_norm: {what} shape {_fmt(p[0])} must equal normalized_shape {_fmt(norm)}")
+    return Spec(xs, x[1])
+
+
+def _layer_norm_kernel(xp, x, weight, bias, normalized_shape, eps):
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    centered = x - xp.mean(x, axis=axes, keepdims=True)
+    var = xp.mean(centered * centered, axis=axes, keepdims=True)
+    var += eps
+    centered *= 1 / xp.sqrt(var)     # float32 stays float32: the Python 1 is weak
+    if weight is not None:
+        centered *= weight
+    if bias is not None:
+        centered += bias
+    return centered
+
+
+_layer_norm = _defop("layer_norm", _layer_norm_rule, _layer_norm_kernel)
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalize over the trailing `normalized_shape` dims (biased variance), then scale and shift."""
+    if isinstance(normalized_shape, (int, np.integer)):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(int(d) for d in normalized_shape)
+    return _call(_layer_norm, (x, weight, bias), {"normalized_shape": normalized_shape, "eps": float(eps)})
+
+
+# --- dropout ---------------------------------------------------------------------------------
+
+def _uniform(xp, shape):
+    """Uniform [0, 1) samples from runtime's seeded generator (`rt.seed`), on xp's device."""
+    from .. import default_rng
+    rng = default_rng()
+    if xp is np:
+        return rng.random(shape, dtype=np.float32)
+    return xp.random.RandomState(int(rng.integers(2 ** 63))).random_sample(shape, dtype=np.float32)
+
+
+def _dropout_rule(x, p):
+    _require_float("dropout", "input", x[1])
+    return Spec(x[0], x[1])
+
+
+def _dropout_kernel(xp, x, p):
+    if p >= 1:
+        return xp.zeros_like(x)
+    keep = _uniform(xp, x.shape) >= p
+    return xp.where(keep, x * (1 / (1 - p)), 0)
+
+
+_dropout = _defop("dropout", _dropout_rule, _dropout_kernel, pure=False)
+
+
+def dropout(x, p=0.5, training=True):
+    """Zero each element with probability p and scale the rest by 1/(1-p); the identity when not training.
+
+    The mask is drawn each time the op runs (each eager call, each run of a
+    Program) from the generator `rt.seed(n)` resets.
+    """
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, got {p!r}")
+    if not training or p == 0:
+        return x
+    return _call(_dropout, (x,), {"p": float(p)})
+
+
+# --- cross_entropy ---------------------------------------------------------------------------
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _cross_entropy_rule(logits, target, reduction, ignore_index, label_smoothing):
+    ls, ts = logits[0], target[0]
+    _require_float("cross_entropy", "logits", logits[1])
+    if not ls:
+        raise ValueError("cross_entropy: logits must have a class dimension, got a 0-d array")
+    class_axis = 1 if len(ls) > 1 else 0
+    if target[1].kind == "f":
+        _require_same_dtype("cross_entropy", logits, "probability target", target)
+        if len(ts) != len(ls) or not all(_same(a, b) for a, b in zip(ts, ls)):
+            raise ValueError(f"cross_entropy: a probability target must have the logits' shape {_fmt(ls)}, "
+                             f"got {_fmt(ts)}")
+    elif target[1].kind in "iu":
+        expected = ls[:class_axis] + ls[class_axis + 1:]
+        if len(ts) != len(expected) or not all(_same(a, b) for a, b in zip(ts, expected)):
+            raise ValueError(f"cross_entropy: logits of shape {_fmt(ls)} (classes on axis {class_axis}) need "
+                             f"class-index targets of shape {_fmt(expected)}, got {_fmt(ts)}")
+    else:
+        raise TypeError(f"cross_entropy: target must hold integer class indices or float probabilities, "
+                        f"got dtype {target[1]}")
+    shape = ls[:class_axis] + ls[class_axis + 1:] if reduction == "none" else ()
+    return Spec(shape, logits[1])
+
+
+def _cross_entropy_kernel(xp, logits, target, reduction="mean", ignore_index=-100, label_smoothing=0.0):
+    axis = 1 if logits.ndim > 1 else 0
+    classes = logits.shape[axis]
+    logp = _log_softmax_kernel(xp, logits, axis)
+    if target.dtype.kind == "f":
+        if label_smoothing:
+            target = target * (1 - label_smoothing) + label_smoothing / classes
+        loss = -xp.sum(target * logp, axis=axis)
+        count = None
+    else:
+        valid = target != ignore_index
+        bad = valid & ((target < 0) | (target >= classes))
+        if bool(xp.any(bad)):
+            value = int(target[bad].ravel()[0])
+            raise IndexError(f"cross_entropy: target {value} is out of range for {classes} classes")
+        safe = xp.where(valid, target, 0)
+        picked = xp.take_along_axis(logp, xp.expand_dims(safe, axis), axis=axis)
+        loss = -xp.squeeze(picked, axis=axis)
+        if label_smoothing:
+            loss = (1 - label_smoothing) * loss - label_smoothing * xp.mean(logp, axis=axis)
+        loss = xp.where(valid, loss, 0)
+        count = xp.sum(valid)
+    if reduction == "none":
+        return loss
+    total = xp.sum(loss)
+    if reduction == "mean":
+        if count is None:
+            total = total / max(loss.size, 1)
+        else:                       # all targets ignored: NaN, as PyTorch
+            total = xp.where(count > 0, total / xp.maximum(count, 1), np.nan)
+    return xp.asarray(total, dtype=logits.dtype)
+
+
+_cross_entropy = _defop("cross_entropy", _cross_entropy_rule, _cross_entropy_kernel)
+
+
+def cross_entropy(logits, target, reduction="mean", ignore_index=-100, label_smoothing=0.0):
+    """Softmax cross entropy of logits (N, C, ...) against class indices (N, ...) or probabilities.
+
+    As PyTorch: targets equal to `ignore_index` count for nothing (the mean is
+    over the others), `label_smoothing` mixes in the uniform distribution.
+    """
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"cross_entropy: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing!r}")
+    attrs = {"reduction": reduction, "ignore_index": int(ignore_index), "label_smoothing": float(label_smoothing)}
+    return _call(_cross_entropy, (logits, target), attrs)
+
+
+# --- embedding -------------------------------------------------------------------------------
+
+def _embedding_rule(ids, weight):
+    if ids[1].kind not in "iu":
+        raise TypeError(f"embedding: ids must be integers, got dtype {ids[1]}")
+    if len(weight[0]) != 2:
+        raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got {_fmt(weight[0])}")
+    return Spec(tuple(ids[0]) + (weight[0][1],), weight[1])
+
+
+def _embedding_kernel(xp, ids, weight):
+    ids = xp.asarray(ids)
+    if ids.size:
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= weight.shape[0]:
+            raise IndexError(f"embedding: index {low if low < 0 else high} is out of range for "
+                             f"{weight.shape[0]} embeddings")
+    return xp.take(weight, ids, axis=0)
+
+
+_embedding = _defop("embedding", _embedding_rule, _embedding_kernel)
+
+
+def embedding(ids, weight):
+    """Rows of `weight` (num_embeddings, embedding_dim) picked by integer `ids`: shape ids.shape + (dim,)."""
+    return _call(_embedding, (ids, weight), {})
