@@ -1,25 +1,56 @@
-"""Programs as versioned, human-readable JSON, and back.
+"""Programs as versioned, human-readable JSON, parameters as .npz; and back.
 
-Loading never executes anything from the file: the JSON names op types, which
-must be in the registry, and every reference is checked (variables defined
-before use, block indices in range, no block cycles). Errors name the source
-and what is wrong.
+Reading treats the file as hostile. Nothing from it is executed: op types must
+be in the registry, attrs are plain data whose keys are identifiers, and every
+reference is checked (variables declared once, defined before use, in a block
+that encloses the use; sub-block indices in range, each block used by exactly
+one op, no cycles; `cond`/`while` arities consistent). Each op's own shape
+rule re-derives its outputs, so a file cannot declare types the op does not
+make. Nothing is allocated beyond the file's real content: absurd shapes,
+nesting deeper than `MAX_DEPTH` and npy headers that claim more data than the
+file holds are refused before any array is made. Every problem is a
+`ProgramFormatError` naming the file and what is wrong.
 """
 import json
+import keyword
 import math
+import os
+import reprlib
+import zipfile
 
 import numpy as np
 
 from . import pytree
 from .ir import Block, Operator, Program, Variable, sub_block_attrs
 from .ops.registry import REGISTRY
+from .ops.rules import Spec
 
 FORMAT = "dy2static.program"
 VERSION = 1
 
+MAX_ELEMENTS = 2 ** 40      # elements of one static shape
+MAX_RANK = 64
+MAX_DEPTH = 100             # nesting of JSON arrays/objects
+MAX_BLOCK_DEPTH = 64        # nesting of sub-blocks (Python allows ~99 indentation levels)
+MAX_LOOP_DEPTH = 16         # nesting of while ops (Python allows 20 nested loops)
+MAX_NAME_LENGTH = 256
+DTYPES = frozenset(["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                    "float16", "float32", "float64", "complex64", "complex128"])
+
 
 class ProgramFormatError(ValueError):
-    """A Program file (or JSON text) is malformed; the message names the source and the problem."""
+    """A Program or parameters file (or JSON text) is malformed; the message names the source and the problem."""
+
+
+_brief = reprlib.Repr()
+_brief.maxstring = _brief.maxother = 60
+_brief.maxlist = _brief.maxtuple = _brief.maxdict = 6
+_brief.maxlevel = 3
+
+
+def brief(value):
+    """A short repr of a value read from an untrusted file, for error messages."""
+    return _brief.repr(value)
 
 
 # --- writing --------------------------------------------------------------------------
@@ -66,6 +97,8 @@ def program_to_dict(program):
         "name": program.name,
         "inputs": [v.name for v in program.inputs],
         "outputs": [v.name for v in program.outputs],
+        "parameters": [{"name": v.name, "shape": list(v.static_shape), "dtype": v.dtype.name}
+                       for v in program.inputs if v.persistable],
         "output_tree": pytree.to_json(program.output_tree) if program.output_tree is not None else None,
         "output_consts": {str(k): _canon(v) for k, v in program.output_consts.items()},
         "blocks": blocks,
@@ -83,109 +116,204 @@ def program_to_json(program, indent=1):
 
 # --- reading --------------------------------------------------------------------------
 
-def _tuplify(value):
-    if isinstance(value, list):
-        return tuple(_tuplify(v) for v in value)
+def _tuplify(value, sequence=tuple):
+    """JSON attrs as Python values: lists as `sequence` (tuples), tagged non-finite floats as floats."""
+    if isinstance(value, (list, tuple)):
+        return sequence(_tuplify(v, sequence) for v in value)
     if isinstance(value, dict):
         if set(value) == {"float"}:
             return float(value["float"])
-        return {k: _tuplify(v) for k, v in value.items()}
+        return {k: _tuplify(v, sequence) for k, v in value.items()}
     return value
 
 
 def program_from_json(text, source="<string>"):
+    """Parse and validate Program JSON (str or bytes); ProgramFormatError on any problem."""
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ProgramFormatError(f"{source}: not valid JSON ({e})") from None
+    except RecursionError:
+        raise ProgramFormatError(f"{source}: JSON nested too deeply (over {MAX_DEPTH} levels)") from None
+    except (ValueError, UnicodeDecodeError, TypeError) as e:   # JSONDecodeError, int too long, bad encoding
+        raise ProgramFormatError(f"{source}: not valid JSON ({str(e)[:200]})") from None
     return program_from_dict(data, source)
 
 
-def program_from_dict(data, source="<dict>"):
+def program_from_dict(data, source="<dict>", check_types=True):
+    """Build a Program from its JSON data, checking every reference.
+
+    `check_types` also re-runs each op's shape/dtype rule against the declared
+    outputs (what an untrusted file needs; a copy of a live Program skips it).
+    """
     try:
-        return _Reader(data, source).read()
+        _check_depth(data, source)
+        return _Reader(data, source, check_types).read()
     except ProgramFormatError:
         raise
+    except RecursionError:
+        raise ProgramFormatError(f"{source}: malformed Program (nested too deeply)") from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as e:
-        raise ProgramFormatError(f"{source}: malformed Program ({type(e).__name__}: {e})") from None
+        raise ProgramFormatError(f"{source}: malformed Program ({type(e).__name__}: {str(e)[:200]})") from None
 
 
-_MAX_ELEMENTS = 2 ** 40
+def _check_depth(data, source):
+    """Refuse documents nested deeper than MAX_DEPTH (iteratively: no recursion on hostile input)."""
+    stack = [(data, 1)] if isinstance(data, (list, dict)) else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ProgramFormatError(f"{source}: JSON nested too deeply (over {MAX_DEPTH} levels)")
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (list, dict)))
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _has_type(value, types):
+    types = types if isinstance(types, tuple) else (types,)
+    return isinstance(value, types) and (bool in types or not isinstance(value, bool))
+
+
+def _type_names(types):
+    types = types if isinstance(types, tuple) else (types,)
+    return " or ".join(t.__name__ for t in types)
+
+
+def _static_size(shape):
+    known = [d for d in shape if d > 0]
+    return math.prod(known) if known else 0
 
 
 class _Reader:
-    def __init__(self, data, source):
+    def __init__(self, data, source, check_types):
         self.data = data
         self.source = source
+        self.check_types = check_types
 
     def fail(self, message):
         raise ProgramFormatError(f"{self.source}: {message}")
 
+    # --- typed access to the JSON --------------------------------------------------
+    def field(self, obj, key, types, where, default=KeyError):
+        """obj[key], which must be of `types` (bool is not an int here); `default` when absent."""
+        if key not in obj:
+            if default is KeyError:
+                self.fail(f"{where} has no {key!r}")
+            return default
+        value = obj[key]
+        if not _has_type(value, types):
+            self.fail(f"{where}: {key!r} is {type(value).__name__} {brief(value)}, expected {_type_names(types)}")
+        return value
+
+    def items(self, obj, key, types, where, default=KeyError):
+        """obj[key], a list whose items are all of `types`."""
+        values = self.field(obj, key, list, where, default)
+        for v in values or ():
+            if not _has_type(v, types):
+                self.fail(f"{where}: {key!r} holds {type(v).__name__} {brief(v)}, expected {_type_names(types)}")
+        return values
+
+    # --- the Program ----------------------------------------------------------------
     def read(self):
         d = self.data
-        if not isinstance(d, dict) or d.get("format") != FORMAT:
-            self.fail(f"not a dy2static Program (expected \"format\": \"{FORMAT}\")")
-        if d.get("version") != VERSION:
-            self.fail(f"unsupported format version {d.get('version')!r}; this dy2static reads version {VERSION}")
-        program = Program(str(d.get("name", "main")))
-        blocks_data = d["blocks"]
-        if not isinstance(blocks_data, list) or not blocks_data:
-            self.fail("a Program needs at least one block")
-        program.blocks = []
-        for i, bd in enumerate(blocks_data):
-            parent = int(bd["parent"])
-            if bd["idx"] != i:
-                self.fail(f"block {i} has index {bd['idx']!r}")
-            if not (parent == -1 if i == 0 else 0 <= parent < i):
-                self.fail(f"block {i} has invalid parent {parent} (parents must come first: no cycles)")
-            program.blocks.append(Block(program, i, parent))
+        if not isinstance(d, dict):
+            self.fail(f"not a dy2static Program: the top level is a JSON {type(d).__name__}, not an object")
+        if d.get("format") != FORMAT:
+            self.fail(f"not a dy2static Program (expected \"format\": \"{FORMAT}\", got {brief(d.get('format'))})")
+        version = d.get("version")
+        if not _is_int(version) or version != VERSION:
+            self.fail(f"unsupported format version {brief(version)}; this dy2static reads version {VERSION}")
+        name = self.field(d, "name", str, "the Program", "main")
+        if not name or len(name) > MAX_NAME_LENGTH or not name.isprintable():
+            self.fail(f"the Program has an invalid name {brief(name)}")
+        program = Program(name)
+        self.read_blocks(program, self.items(d, "blocks", dict, "the Program"))
         self.vars = {}
-        for bd, block in zip(blocks_data, program.blocks):
-            for vd in bd["vars"]:
+        for bd, block in zip(self.blocks_data, program.blocks):
+            for vd in self.items(bd, "vars", dict, f"block {block.idx}"):
                 self.add_var(program, block, vd)
-        used_blocks = set()
-        for bd, block in zip(blocks_data, program.blocks):
-            block.params = [self.var(n, block) for n in bd.get("params", [])]
-        self.defined = {id(v) for v in self.vars.values() if v.block.idx == 0 and v.name in d["inputs"]}
-        for name in d["inputs"]:
-            if name not in self.vars:
-                self.fail(f"input '{name}' is not a declared variable")
-        program.inputs = [self.vars[n] for n in d["inputs"]]
-        self.read_block(program, blocks_data, 0, used_blocks, set(id(v) for v in program.inputs))
-        program.outputs = [self.var(n, program.global_block) for n in d["outputs"]]
-        tree = d.get("output_tree")
-        consts = {int(k): _tuplify(v) for k, v in (d.get("output_consts") or {}).items()}
-        program.output_tree = pytree.from_json(tree) if tree is not None else pytree.flatten(
-            tuple(program.outputs))[1]
-        program.output_consts = consts
-        if program.output_tree.num_leaves != len(program.outputs) + len(consts):
-            self.fail("output_tree does not match the number of outputs")
+        for bd, block in zip(self.blocks_data, program.blocks):
+            names = self.items(bd, "params", str, f"block {block.idx}", [])
+            block.params = [self.own_var(n, block, "parameter") for n in names]
+            if block.idx == 0 and block.params:
+                self.fail("block 0 cannot have params (the Program's inputs are listed in \"inputs\")")
+            if len(set(names)) != len(names):
+                self.fail(f"block {block.idx} lists a parameter twice")
+        program.inputs = self.read_inputs(program, d)
+        self.used_blocks = set()
+        defined = self.read_block(program, 0, {id(v) for v in program.inputs}, 0)
+        unused = sorted(set(range(len(program.blocks))) - self.used_blocks)
+        if unused:
+            self.fail(f"block {unused[0]} is not used by any op")
+        program.outputs = []
+        for name in self.items(d, "outputs", str, "the Program"):
+            var = self.var(name, program.global_block)
+            if id(var) not in defined:
+                self.fail(f"output '{name}' is never defined by an op or an input")
+            program.outputs.append(var)
+        self.read_output_tree(program, d)
+        self.check_parameter_table(program, d)
         return program
 
+    def read_blocks(self, program, blocks_data):
+        if not blocks_data:
+            self.fail("a Program needs at least one block")
+        program.blocks = []
+        depth = {-1: 0}
+        for i, bd in enumerate(blocks_data):
+            where = f"block {i}"
+            idx = self.field(bd, "idx", int, where)
+            parent = self.field(bd, "parent", int, where)
+            if idx != i:
+                self.fail(f"block {i} has index {idx}")
+            if not (parent == -1 if i == 0 else 0 <= parent < i):
+                self.fail(f"block {i} has invalid parent {parent} (parents must come first: no cycles)")
+            depth[i] = depth[parent] + 1
+            if depth[i] > MAX_BLOCK_DEPTH:
+                self.fail(f"block {i} is nested {depth[i]} levels deep (at most {MAX_BLOCK_DEPTH})")
+            program.blocks.append(Block(program, i, parent))
+        self.blocks_data = blocks_data
+
+    def read_inputs(self, program, d):
+        names = self.items(d, "inputs", str, "the Program")
+        if len(set(names)) != len(names):
+            self.fail("an input is listed twice in \"inputs\"")
+        inputs = []
+        for name in names:
+            var = self.vars.get(name)
+            if var is None:
+                self.fail(f"input '{name}' is not a declared variable")
+            if var.block.idx != 0:
+                self.fail(f"input '{name}' is a variable of block {var.block.idx}, not of block 0")
+            inputs.append(var)
+        names = set(names)
+        for var in self.vars.values():
+            if var.persistable and var.name not in names:
+                self.fail(f"variable '{var.name}' is persistable but not an input of the Program")
+        return inputs
+
     def add_var(self, program, block, vd):
-        name = vd["name"]
-        if not isinstance(name, str) or not name:
-            self.fail(f"variable with invalid name {name!r}")
+        where = f"a variable of block {block.idx}"
+        name = self.field(vd, "name", str, where)
+        if not name or len(name) > MAX_NAME_LENGTH or not name.isprintable():
+            self.fail(f"variable with invalid name {brief(name)} in block {block.idx}")
         if name in self.vars:
             self.fail(f"variable '{name}' is declared twice")
-        shape = vd["shape"]
-        if not isinstance(shape, list) or len(shape) > 64 or not all(
-                isinstance(s, int) and not isinstance(s, bool) and s >= -1 for s in shape):
-            self.fail(f"variable '{name}' has an invalid shape {shape!r}")
-        known = [s for s in shape if s > 0]
-        if known and math.prod(known) > _MAX_ELEMENTS:
+        where = f"variable '{name}'"
+        shape = self.field(vd, "shape", list, where)
+        if len(shape) > MAX_RANK or not all(_is_int(s) and -1 <= s <= MAX_ELEMENTS for s in shape):
+            self.fail(f"variable '{name}' has an invalid shape {brief(shape)}")
+        if _static_size(shape) > MAX_ELEMENTS:
             self.fail(f"variable '{name}' has an absurd shape {shape} (over 2**40 elements)")
-        try:
-            dtype = np.dtype(vd["dtype"])
-        except TypeError:
-            self.fail(f"variable '{name}' has unknown dtype {vd['dtype']!r}")
-        if dtype.kind not in "biufc":
-            self.fail(f"variable '{name}' has unsupported dtype {dtype}")
-        kind = vd.get("kind", "dense")
+        dtype = self.field(vd, "dtype", str, where)
+        if dtype not in DTYPES:
+            self.fail(f"variable '{name}' has unsupported dtype {brief(dtype)}")
+        kind = self.field(vd, "kind", str, where, "dense")
         if kind not in ("dense", "array"):
-            self.fail(f"variable '{name}' has unknown kind {kind!r}")
-        var = Variable(name, shape, dtype, block, persistable=bool(vd.get("persistable", False)),
-                       weak=bool(vd.get("weak", False)), kind=kind)
+            self.fail(f"variable '{name}' has unknown kind {brief(kind)}")
+        var = Variable(name, shape, dtype, block, persistable=self.field(vd, "persistable", bool, where, False),
+                       weak=self.field(vd, "weak", bool, where, False), kind=kind)
         block.vars[name] = var
         self.vars[name] = var
         program._used.add(name)
@@ -193,9 +321,15 @@ class _Reader:
     def var(self, name, block):
         var = self.vars.get(name) if isinstance(name, str) else None
         if var is None:
-            self.fail(f"reference to undefined variable {name!r} in block {block.idx}")
+            self.fail(f"reference to undefined variable {brief(name)} in block {block.idx}")
         if not var.block.is_ancestor_of(block):
             self.fail(f"block {block.idx} uses variable '{name}' of block {var.block.idx}, which does not enclose it")
+        return var
+
+    def own_var(self, name, block, what):
+        var = self.var(name, block)
+        if var.block is not block:
+            self.fail(f"{what} '{name}' of block {block.idx} is declared in block {var.block.idx}")
         return var
 
     def value(self, x, block, defined):
@@ -203,52 +337,280 @@ class _Reader:
             if "lit" in x:
                 lit = _tuplify(x["lit"])
                 if lit is not None and not isinstance(lit, (bool, int, float)):
-                    self.fail(f"invalid literal {x!r} in block {block.idx}")
+                    self.fail(f"invalid literal {brief(x)} in block {block.idx}")
                 return lit
             if "complex" in x:
-                re_, im = x["complex"]
-                return complex(float(re_), float(im))
-            self.fail(f"invalid op input {x!r} in block {block.idx}")
+                parts = x["complex"]
+                if not (isinstance(parts, list) and len(parts) == 2 and
+                        all(isinstance(p, (int, float)) and not isinstance(p, bool) for p in parts)):
+                    self.fail(f"invalid complex literal {brief(x)} in block {block.idx}")
+                return complex(float(parts[0]), float(parts[1]))
+            self.fail(f"invalid op input {brief(x)} in block {block.idx}")
+        if not isinstance(x, str):
+            self.fail(f"invalid op input {brief(x)} in block {block.idx}")
         var = self.var(x, block)
         if id(var) not in defined:
             self.fail(f"variable '{var.name}' is used in block {block.idx} before any op defines it")
         return var
 
-    def read_block(self, program, blocks_data, idx, used_blocks, defined):
-        if idx in used_blocks:
+    # --- blocks and ops ---------------------------------------------------------------
+    def read_block(self, program, idx, defined, loop_depth):
+        if idx in self.used_blocks:
             self.fail(f"block {idx} is used by more than one op")
-        used_blocks.add(idx)
+        self.used_blocks.add(idx)
         block = program.blocks[idx]
-        bd = blocks_data[idx]
+        bd = self.blocks_data[idx]
         defined = set(defined) | {id(p) for p in block.params}
-        for od in bd["ops"]:
-            op_type = od["type"]
-            if op_type not in REGISTRY:
-                self.fail(f"unknown op type {op_type!r} in block {idx}")
-            inputs = [self.value(x, block, defined) for x in od["inputs"]]
-            attrs = _tuplify(od.get("attrs") or {})
-            if not isinstance(attrs, dict):
-                self.fail(f"op '{op_type}' has invalid attrs")
-            outputs = [self.var(n, block) for n in od["outputs"]]
-            for key in sub_block_attrs(op_type):
-                sub = attrs.get(key)
-                if not isinstance(sub, int) or not 0 < sub < len(program.blocks) or program.blocks[sub].parent_idx != idx:
-                    self.fail(f"op '{op_type}' in block {idx} names invalid sub-block {sub!r}")
-                self.read_block(program, blocks_data, sub, used_blocks, defined)
-            for o in outputs:
-                if o.block is not block:
-                    self.fail(f"op '{op_type}' writes variable '{o.name}' of another block")
-                if id(o) in defined:
-                    self.fail(f"variable '{o.name}' is defined twice")
-                defined.add(id(o))
-            origin = od.get("origin")
-            block.ops.append(Operator(op_type, inputs, outputs, attrs, origin if isinstance(origin, str) else None, block))
-        block.results = [self.value(x, block, defined) for x in bd.get("results", [])]
+        for n, od in enumerate(self.items(bd, "ops", dict, f"block {idx}")):
+            self.read_op(program, block, od, n, defined, loop_depth)
+        results = self.field(bd, "results", list, f"block {idx}", [])
+        if idx == 0 and results:
+            self.fail("block 0 cannot have results (the Program's outputs are listed in \"outputs\")")
+        block.results = [self.value(x, block, defined) for x in results]
         return defined
+
+    def read_op(self, program, block, od, n, defined, loop_depth):
+        idx = block.idx
+        op_type = self.field(od, "type", str, f"op {n} of block {idx}")
+        opdef = REGISTRY.get(op_type)
+        if opdef is None:
+            self.fail(f"unknown op type {brief(op_type)} in block {idx}")
+        where = f"op {n} ('{op_type}') of block {idx}"
+        inputs = [self.value(x, block, defined) for x in self.field(od, "inputs", list, where)]
+        outputs = [self.own_var(name, block, "output") for name in self.items(od, "outputs", str, where)]
+        raw_attrs = self.field(od, "attrs", dict, where, {})
+        for key in raw_attrs:
+            if not key.isidentifier() or keyword.iskeyword(key):
+                self.fail(f"{where} has an attr named {brief(key)}, which is not an identifier")
+        attrs = _tuplify(raw_attrs)
+        subs = []
+        for key in sub_block_attrs(op_type):
+            sub = attrs.get(key)
+            if not _is_int(sub) or not 0 < sub < len(program.blocks) or program.blocks[sub].parent_idx != idx:
+                self.fail(f"{where} names invalid sub-block {brief(sub)} (attr {key!r})")
+            subs.append(program.blocks[sub])
+        inner_loop_depth = loop_depth + (op_type == "while")
+        if inner_loop_depth > MAX_LOOP_DEPTH:
+            self.fail(f"{where}: while loops nested more than {MAX_LOOP_DEPTH} deep")
+        for sub in subs:
+            self.read_block(program, sub.idx, defined, inner_loop_depth)
+        if op_type == "cond":
+            self.check_cond(where, inputs, outputs, *subs)
+        elif op_type == "while":
+            self.check_while(where, inputs, outputs, *subs)
+        elif self.check_types:
+            self.check_inferred(where, opdef, inputs, attrs, outputs)
+        elif opdef.num_outputs >= 0 and len(outputs) != opdef.num_outputs:
+            self.fail(f"{where} has {len(outputs)} outputs; the op makes {opdef.num_outputs}")
+        for o in outputs:
+            if id(o) in defined:
+                self.fail(f"variable '{o.name}' is defined twice")
+            defined.add(id(o))
+        origin = od.get("origin")
+        block.ops.append(Operator(op_type, inputs, outputs, attrs, origin if isinstance(origin, str) else None, block))
+
+    def check_cond(self, where, inputs, outputs, tb, fb):
+        if not inputs:
+            self.fail(f"{where} has no predicate input")
+        for sub in (tb, fb):
+            if sub.params:
+                self.fail(f"{where}: branch block {sub.idx} cannot have params")
+            if len(sub.results) != len(outputs):
+                self.fail(f"{where} has {len(outputs)} outputs but block {sub.idx} yields {len(sub.results)} values")
+        if self.check_types:
+            for out, a, b in zip(outputs, tb.results, fb.results):
+                self.check_same(where, out, a, b)
+
+    def check_while(self, where, inputs, outputs, cb, bb):
+        n = len(outputs)
+        if len(inputs) < n or len(cb.params) != n or len(bb.params) != n or len(bb.results) != n:
+            self.fail(f"{where}: loop state does not match ({n} outputs, {len(inputs)} inputs, "
+                      f"{len(cb.params)}/{len(bb.params)} block params, {len(bb.results)} body results)")
+        if len(cb.results) != 1:
+            self.fail(f"{where}: condition block {cb.idx} must yield exactly one value")
+        if self.check_types:
+            for i, out in enumerate(outputs):
+                self.check_same(where, out, inputs[i], cb.params[i], bb.params[i], bb.results[i])
+
+    def check_same(self, where, out, *values):
+        for v in values:
+            if isinstance(v, Variable) and (v.dtype != out.dtype or v.kind != out.kind or v.ndim != out.ndim):
+                self.fail(f"{where}: '{v.name}' ({v.type_str()}) does not match output '{out.name}' ({out.type_str()})")
+
+    def check_inferred(self, where, opdef, inputs, attrs, outputs):
+        """The op's own rule must accept its inputs and attrs and make the declared outputs."""
+        if opdef.infer is None:
+            return
+        specs = error = None
+        # attrs were lists or tuples when traced; JSON keeps lists. Kernels take both, and so
+        # should rules, but a rule that only takes one form is not the file's fault.
+        for form in (_tuplify(attrs, list), attrs):
+            try:
+                specs = opdef.infer(*inputs, **form)
+                break
+            except Exception as e:  # noqa: BLE001 - any failure of the rule means the file is inconsistent
+                error = error or e
+        else:
+            self.fail(f"{where} does not accept its inputs/attrs ({type(error).__name__}: {str(error)[:200]})")
+        specs = [specs] if isinstance(specs, Spec) else list(specs or ())
+        if len(specs) != len(outputs):
+            self.fail(f"{where} declares {len(outputs)} outputs; the op makes {len(specs)}")
+        for out, spec in zip(outputs, specs):
+            shape = tuple(int(d) for d in spec.shape)
+            if _static_size(shape) > MAX_ELEMENTS:
+                self.fail(f"{where} makes an absurd shape {brief(shape)} (over 2**40 elements)")
+            conflict = len(shape) != out.ndim or any(
+                a != b and -1 not in (a, b) for a, b in zip(shape, out.static_shape))
+            if conflict or np.dtype(spec.dtype) != out.dtype or spec.kind != out.kind:
+                made = Variable("", shape, spec.dtype, None, kind=spec.kind).type_str()
+                self.fail(f"{where} declares output '{out.name}' as {out.type_str()}; the op makes {made}")
+
+    # --- outputs and the parameter table -------------------------------------------------
+    def read_output_tree(self, program, d):
+        consts_data = self.field(d, "output_consts", (dict, type(None)), "the Program", None) or {}
+        consts = {}
+        for key, value in consts_data.items():
+            if not key.isdigit() or len(key) > 9:
+                self.fail(f"output_consts has an invalid key {brief(key)}")
+            consts[int(key)] = _tuplify(value)
+        tree = d.get("output_tree")
+        program.output_tree = self.tree(tree) if tree is not None else pytree.flatten(tuple(program.outputs))[1]
+        program.output_consts = consts
+        leaves = program.output_tree.num_leaves
+        if leaves != len(program.outputs) + len(consts) or any(k >= leaves for k in consts):
+            self.fail("output_tree does not match the number of outputs")
+
+    def tree(self, node):
+        if isinstance(node, str) and node == "*":
+            return pytree.LEAF
+        if not isinstance(node, dict) or node.get("kind") not in ("tuple", "list", "dict"):
+            self.fail(f"output_tree has an invalid node {brief(node)}")
+        children = tuple(self.tree(c) for c in self.field(node, "children", list, "an output_tree node"))
+        keys = ()
+        if node["kind"] == "dict":
+            keys = tuple(self.items(node, "keys", (str, int, float, bool, type(None)), "an output_tree node"))
+            if len(keys) != len(children) or len(set(keys)) != len(keys):
+                self.fail("output_tree: a dict node's keys do not match its children")
+        return pytree.TreeDef(node["kind"], children, keys)
+
+    def check_parameter_table(self, program, d):
+        table = self.items(d, "parameters", dict, "the Program", None)
+        if table is None:
+            return
+        declared = {v.name: v for v in program.inputs if v.persistable}
+        seen = set()
+        for entry in table:
+            name = self.field(entry, "name", str, "a \"parameters\" entry")
+            var = declared.get(name)
+            if var is None or name in seen:
+                self.fail(f"\"parameters\" lists {brief(name)}, which is not a persistable input (or is listed twice)")
+            seen.add(name)
+            shape = self.field(entry, "shape", list, f"parameter '{name}'")
+            dtype = self.field(entry, "dtype", str, f"parameter '{name}'")
+            if shape != list(var.static_shape) or dtype != var.dtype.name:
+                self.fail(f"\"parameters\" describes '{name}' as {dtype}{brief(shape)}, but the variable is "
+                          f"{var.type_str()}")
+        missing = sorted(set(declared) - seen)
+        if missing:
+            self.fail(f"\"parameters\" does not describe persistable input(s) {missing}")
 
 
 def clone_program(program):
     """A deep copy of the Program's structure; parameters are shared (same Tensors)."""
-    copy = program_from_dict(program_to_dict(program), source=f"<copy of {program.name}>")
+    copy = program_from_dict(program_to_dict(program), source=f"<copy of {program.name}>", check_types=False)
     copy.parameters = dict(program.parameters)
     return copy
+
+
+# --- parameters (.npz) --------------------------------------------------------------------
+
+_CHUNK = 1 << 20
+
+
+def write_params(path, arrays):
+    """Write {name: array} as an uncompressed .npz of plain numeric .npy members (no pickles)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, array in arrays.items():
+            array = np.ascontiguousarray(array)
+            if array.dtype.name not in DTYPES:
+                raise TypeError(f"parameter '{name}' has unsupported dtype {array.dtype}")
+            with zf.open(f"{name}.npy", "w", force_zip64=array.nbytes > (1 << 30)) as member:
+                np.lib.format.write_array(member, array, allow_pickle=False)
+
+
+def read_params(path, expected):
+    """{name: np.ndarray} from an .npz, checked against `expected` {name: (shape, dtype)}.
+
+    Each member's .npy header is read and checked (numeric dtype, no Python
+    objects, the declared shape and dtype) before its data; data is read in
+    chunks as it arrives, so a header claiming more than the file holds costs
+    nothing. FileNotFoundError if the file is absent; ProgramFormatError for
+    anything wrong inside it.
+    """
+    source = os.fspath(path)
+    with open(path, "rb") as fh:
+        try:
+            return _read_npz(fh, source, expected)
+        except ProgramFormatError:
+            raise
+        except Exception as e:  # noqa: BLE001 - zipfile/npy parsing of hostile bytes fails in many ways
+            raise ProgramFormatError(f"{source}: not a valid parameters file ({type(e).__name__}: "
+                                     f"{str(e)[:200]})") from None
+
+
+def _read_npz(fh, source, expected):
+    def fail(message):
+        raise ProgramFormatError(f"{source}: {message}")
+
+    arrays = {}
+    with zipfile.ZipFile(fh) as zf:
+        for info in zf.infolist():
+            if not info.filename.endswith(".npy"):
+                fail(f"unexpected member {brief(info.filename)} (a parameters file holds only .npy arrays)")
+            name = info.filename[:-4]
+            if name in arrays:
+                fail(f"parameter '{name}' is stored twice")
+            if name not in expected:
+                fail(f"unexpected parameter {brief(name)}: the Program has no persistable input of that name")
+            if info.flag_bits & 0x1 or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                fail(f"parameter '{name}' is encrypted or uses an unsupported compression")
+            with zf.open(info) as member:
+                arrays[name] = _read_npy(member, name, expected[name], fail)
+    missing = sorted(set(expected) - set(arrays))
+    if missing:
+        fail(f"missing parameter(s) {missing}")
+    return arrays
+
+
+def _read_npy(member, name, expected, fail):
+    shape_expected, dtype_expected = expected
+    version = np.lib.format.read_magic(member)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(member)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(member)
+    else:
+        fail(f"parameter '{name}' uses unsupported .npy version {version}")
+    if dtype.hasobject:
+        fail(f"parameter '{name}' holds Python objects (a pickle); refusing to load it")
+    native = dtype.newbyteorder("=") if dtype.byteorder not in ("=", "|") else dtype
+    if native.name not in DTYPES or dtype.fields is not None or dtype.subdtype is not None:
+        fail(f"parameter '{name}' has unsupported dtype {brief(str(dtype))}")
+    expected_shape = tuple(shape_expected)
+    if (native != np.dtype(dtype_expected) or len(shape) != len(expected_shape)
+            or any(e != -1 and e != a for e, a in zip(expected_shape, shape))):
+        fail(f"parameter '{name}' is {native.name}{list(shape)} in the file; the Program declares "
+             f"{np.dtype(dtype_expected).name}{list(expected_shape)}")
+    if any(n < 0 for n in shape) or math.prod(shape) > MAX_ELEMENTS:
+        fail(f"parameter '{name}' has an absurd shape {brief(shape)}")
+    nbytes = math.prod(shape) * dtype.itemsize
+    data = bytearray()
+    while len(data) < nbytes:
+        chunk = member.read(min(_CHUNK, nbytes - len(data)))
+        if not chunk:
+            fail(f"parameter '{name}' is truncated ({len(data)} of {nbytes} bytes)")
+        data += chunk
+    if member.read(1):
+        fail(f"parameter '{name}' has trailing data after its {nbytes} bytes")
+    array = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+    return np.ascontiguousarray(array.astype(native, copy=False))

@@ -4,10 +4,12 @@
 `while` around their inlined sub-blocks. They are registered so every op type a
 Program may hold is known to the registry (serialization checks against it).
 """
+import string
 import sys
 
 import numpy as np
 
+from .. import tracing
 from ..ir import Variable
 from ..tensor import Tensor
 from .dispatch import apply
@@ -27,7 +29,15 @@ def _no_output(*inputs, **attrs):
     return []
 
 
-_print = register(OpDef("print", _print_kernel, _no_output, num_outputs=0, pure=False))
+def _print_infer(*values, template):
+    """Only plain `{}` fields: a format spec in a loaded file could ask for gigabytes of padding."""
+    fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(template) if name is not None]
+    if len(fields) != len(values) or any(field != ("", "", None) for field in fields):
+        raise ValueError(f"print: template {template[:60]!r} must hold exactly one plain {{}} per value")
+    return []
+
+
+_print = register(OpDef("print", _print_kernel, _print_infer, num_outputs=0, pure=False))
 
 
 def print_(*values, sep=" "):
@@ -53,6 +63,8 @@ _assert = register(OpDef("assert", _assert_kernel, _no_output, num_outputs=0, pu
 
 def assert_(cond, message="", origin=None):
     """Check cond when the Program runs: AssertionError with the message and the user's line."""
+    if origin is None and tracing.current_block() is not None:
+        origin = tracing.user_origin()
     return apply(_assert, (cond,), {"message": str(message), "origin": origin})
 
 

@@ -85,8 +85,14 @@ def _getitem_infer(x, *inputs, index):
     if n_ellipsis > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     template = list(index) + ([] if n_ellipsis else ["..."])
-    out, axis, adv_shapes, adv_pos = [], 0, [], None
+    # NumPy: once any index is an array, integer indices are advanced indices too (0-d ones);
+    # the broadcast advanced dims go where the advanced indices are when those are adjacent,
+    # else to the front
+    has_arrays = any(isinstance(it, dict) and (len(shape_of(inputs[it["$"] - 1])) or _is_mask(it, inputs))
+                     for it in index)
+    out, axis, adv_shapes, adv_pos, adv_end = [], 0, [], None, None
     for item in template:
+        adv_shape = None
         if item is None:
             out.append(1)
         elif item == "...":
@@ -98,25 +104,30 @@ def _getitem_infer(x, *inputs, index):
             if dim != -1 and not -dim <= item < dim:
                 raise IndexError(f"index {item} is out of bounds for axis {axis} with size {dim}")
             axis += 1
-        elif isinstance(item, list):
+            if has_arrays:
+                adv_shape = ()
+        elif isinstance(item, (list, tuple)):     # ["slice", start, stop, step] (a tuple after JSON)
             out.append(_slice_len(shape[axis], *item[1:]))
             axis += 1
         else:  # an array input: integer gather, boolean mask, or a scalar Variable
             value = inputs[item["$"] - 1]
             vshape, vdtype = shape_of(value), dtype_of(value)
             if vdtype.kind == "b":
-                adv_shapes.append((-1,))
+                adv_shape = (-1,)
                 axis += len(vshape)
             elif vdtype.kind in "iu":
-                adv_shapes.append(tuple(vshape))
+                adv_shape = tuple(vshape)
                 axis += 1
             else:
                 raise IndexError(f"arrays used as indices must be of integer or boolean type, not {vdtype}")
+        if adv_shape is not None:
+            adv_shapes.append(adv_shape)
             if adv_pos is None:
                 adv_pos = len(out)
-            elif adv_pos != "front" and adv_pos != len(out):
+            elif adv_end != len(out):      # something came between two advanced indices
                 adv_pos = "front"
             out.append(None)
+            adv_end = len(out)
     if adv_shapes:
         adv = broadcast_shapes(*adv_shapes)
         out = [d for d in out if d is not None]

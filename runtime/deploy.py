@@ -1,0 +1,156 @@
+"""Save a Program for deployment and load it back, with no access to the code that made it.
+
+    save_program(program, "out/model")   # out/model.program.json + out/model.params.npz
+    model = load_program("out/model")    # a LoadedProgram
+    y = model(x)                         # runs on rt.Executor("cpu"); outputs as the traced function returned them
+
+`path.program.json` is the versioned IR (`runtime.serialization`), which also
+describes each parameter by name, shape and dtype; `path.params.npz` holds the
+persistable inputs' values as plain .npy arrays. Loading executes nothing from
+either file and allocates no more than they really hold: any problem is a
+`ProgramFormatError` (a ValueError) naming the file; a missing file is a
+FileNotFoundError.
+"""
+import json
+import os
+
+import numpy as np
+
+from .executor import Executor
+from .serialization import (ProgramFormatError, program_from_dict, program_from_json, program_to_dict, read_params,
+                            write_params)
+from .tensor import Tensor
+from .tracing import InputSpec, rebuild_outputs
+
+PROGRAM_SUFFIX = ".program.json"
+PARAMS_SUFFIX = ".params.npz"
+
+__all__ = ["save_program", "load_program", "LoadedProgram", "program_paths", "ProgramFormatError"]
+
+
+def program_paths(path):
+    """(json path, npz path) for a save path; a path already ending in either suffix is accepted."""
+    path = os.fspath(path)
+    for suffix in (PROGRAM_SUFFIX, PARAMS_SUFFIX):
+        if path.endswith(suffix):
+            path = path[:-len(suffix)]
+            break
+    return path + PROGRAM_SUFFIX, path + PARAMS_SUFFIX
+
+
+def save_program(program, path):
+    """Write `path.program.json` and `path.params.npz`; returns their paths.
+
+    The parameters written are the current values of `program.parameters`
+    (one per persistable input); each must match its Variable's shape and dtype.
+    A Program the loader would refuse is refused here (ProgramFormatError).
+    """
+    json_path, npz_path = program_paths(path)
+    arrays = parameter_arrays(program)
+    data = program_to_dict(program)
+    # what is saved must load: check it with the reader that will read it
+    program_from_dict(data, source=f"Program '{program.name}' (not saved)")
+    text = json.dumps(data, indent=1)
+    _atomic_write(json_path, lambda f: f.write(text.encode("utf-8")))
+    _atomic_write(npz_path, lambda f: write_params(f, arrays))
+    return json_path, npz_path
+
+
+def parameter_arrays(program):
+    """{name: NumPy array} of the Program's persistable inputs, checked against their Variables."""
+    arrays = {}
+    for var in program.inputs:
+        if not var.persistable:
+            continue
+        if var.name not in program.parameters:
+            raise ValueError(f"persistable input '{var.name}' has no value in program.parameters")
+        value = program.parameters[var.name]
+        array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+        if array.dtype != var.dtype or len(array.shape) != var.ndim or any(
+                d != -1 and d != a for d, a in zip(var.static_shape, array.shape)):
+            raise ValueError(f"parameter '{var.name}' is {array.dtype.name}{list(array.shape)}; "
+                             f"the Program declares {var.type_str()}")
+        arrays[var.name] = array
+    return arrays
+
+
+def _atomic_write(path, write):
+    """Write through a temporary file in the same folder, then rename: no half-written files."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load_program(path, device="cpu"):
+    """Load `path.program.json` + `path.params.npz` into a LoadedProgram that runs on `device`."""
+    json_path, npz_path = program_paths(path)
+    with open(json_path, "rb") as f:
+        text = f.read()
+    program = program_from_json(text, source=json_path)
+    expected = {v.name: (v.static_shape, v.dtype) for v in program.inputs if v.persistable}
+    arrays = read_params(npz_path, expected)
+    executor = Executor(device)
+    backend = executor.backend
+    program.parameters = {name: Tensor(backend.asarray(arrays[name]), backend) for name in expected}
+    return LoadedProgram(program, executor)
+
+
+class LoadedProgram:
+    """A loaded Program, callable like the function it was traced from.
+
+    Call it with the Program's non-persistable inputs, positionally (in
+    `input_names` order) or by name; it returns the outputs nest of Tensors
+    (and any Python constants the function returned). Wrong arguments are a
+    TypeError; values of the wrong dtype or shape a FeedError; an op failing
+    while the Program runs raises with the op and its origin in the message.
+    """
+
+    def __init__(self, program, executor):
+        self.program = program
+        self.executor = executor
+        self.input_names = tuple(v.name for v in program.inputs if not v.persistable)
+
+    @property
+    def device(self):
+        return self.executor.backend.name
+
+    @property
+    def input_specs(self):
+        """InputSpecs of the inputs (None for a dynamic dim), in call order."""
+        return [InputSpec(v.static_shape, v.dtype, v.name) for v in self.program.inputs if not v.persistable]
+
+    def state_dict(self):
+        """{parameter name: Tensor} (the values the Program runs with)."""
+        return dict(self.program.parameters)
+
+    def __call__(self, *args, **kwargs):
+        feed = self._bind(args, kwargs)
+        outputs = self.executor.run(self.program, feed)
+        return rebuild_outputs(self.program, outputs)
+
+    def _bind(self, args, kwargs):
+        names = self.input_names
+        if len(args) > len(names):
+            raise TypeError(f"{self.program.name}() takes {len(names)} input(s) {list(names)}, got {len(args)}")
+        feed = dict(zip(names, args))
+        for name, value in kwargs.items():
+            if name in feed:
+                raise TypeError(f"{self.program.name}() got multiple values for input '{name}'")
+            if name not in names:
+                what = "a parameter, not an input" if name in self.program.parameters else "not an input"
+                raise TypeError(f"{self.program.name}(): '{name}' is {what}; the inputs are {list(names)}")
+            feed[name] = value
+        missing = [n for n in names if n not in feed]
+        if missing:
+            raise TypeError(f"{self.program.name}() is missing input(s) {missing}")
+        return feed
+
+    def __repr__(self):
+        specs = ", ".join(repr(s) for s in self.input_specs)
+        return f"<LoadedProgram {self.program.name}({specs}) on {self.device}>"

@@ -1,0 +1,636 @@
+"""Damaged and hostile Program/parameter files: a clear ProgramFormatError naming the file, nothing else.
+
+Nothing in a file may be executed, nothing allocated beyond what the file
+really holds. The fuzz test at the end mutates a valid save a few hundred ways
+(seeded) and accepts only documented outcomes.
+"""
+import copy
+import io
+import json
+import os
+import random
+import signal
+import tracemalloc
+import zipfile
+
+import numpy as np
+import pytest
+
+import runtime as rt
+from runtime.deploy import load_program, save_program
+from runtime.serialization import MAX_BLOCK_DEPTH, MAX_LOOP_DEPTH, ProgramFormatError, write_params
+
+W = rt.tensor(np.arange(12, dtype=np.float32).reshape(4, 3) / 10)
+
+
+def model(x):
+    h = rt.matmul(x, W)
+    i = rt.zeros((), "int64")
+    h, i = rt.while_loop(lambda h, i: rt.logical_and(rt.sum(h) < 50.0, i < 4), lambda h, i: (h * 2.0, i + 1), (h, i))
+    y = rt.cond(rt.mean(h) > 0, lambda: h[:, 1:], lambda: -h[:, :2])
+    rt.assert_(rt.all(rt.isfinite(y)), "finite")
+    return {"y": y, "s": rt.sum(y, axis=1, keepdims=True), "i": i}
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """A valid save: (prefix, JSON document, npz bytes)."""
+    program, _, _ = rt.trace(model, [rt.InputSpec([None, 4], "float32", "x")])
+    prefix = str(tmp_path_factory.mktemp("base") / "m")
+    json_path, npz_path = save_program(program, prefix)
+    with open(json_path) as f:
+        doc = json.load(f)
+    with open(npz_path, "rb") as f:
+        npz = f.read()
+    return prefix, doc, npz
+
+
+@pytest.fixture
+def files(saved, tmp_path):
+    """Writers for a fresh copy of the save in tmp_path."""
+    _, doc, npz = saved
+
+    class Files:
+        prefix = str(tmp_path / "m")
+        json_path = prefix + ".program.json"
+        npz_path = prefix + ".params.npz"
+
+        def doc(self):
+            return copy.deepcopy(doc)
+
+        def write_json(self, value):
+            data = value if isinstance(value, (str, bytes)) else json.dumps(value)
+            with open(self.json_path, "wb") as f:
+                f.write(data.encode() if isinstance(data, str) else data)
+
+        def write_npz(self, data):
+            with open(self.npz_path, "wb") as f:
+                f.write(data)
+
+        def load(self):
+            return load_program(self.prefix)
+
+        def fails(self, match, source=None):
+            with pytest.raises(ProgramFormatError, match=match) as info:
+                self.load()
+            assert (source or self.json_path) in str(info.value)
+            return info.value
+
+    f = Files()
+    f.write_json(doc)
+    f.write_npz(npz)
+    return f
+
+
+def ops(doc, op_type):
+    return [op for block in doc["blocks"] for op in block["ops"] if op["type"] == op_type]
+
+
+def var(doc, name):
+    return next(v for block in doc["blocks"] for v in block["vars"] if v["name"] == name)
+
+
+def test_base_save_loads_and_runs(files):
+    y = files.load()(np.ones((2, 4), np.float32))
+    assert y["y"].shape == (2, 2)
+
+
+# --- the JSON ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, match", [
+    ("", "not valid JSON"),
+    ("{\"format\": \"dy2static.program\", \"vers", "not valid JSON"),
+    ("{nope}", "not valid JSON"),
+    (b"\xff\xfe\x00garbage", "not valid JSON"),
+    ("[]", "not a dy2static Program: the top level is a JSON list"),
+    ("42", "not a dy2static Program"),
+    ("\"program\"", "not a dy2static Program"),
+    ("null", "not a dy2static Program"),
+    ("{}", "not a dy2static Program"),
+    ("[" * 100000 + "]" * 100000, "nested too deeply"),
+    ("{\"a\":" * 50000 + "1" + "}" * 50000, "nested too deeply"),
+    ("{\"format\": \"dy2static.program\", \"version\": 1, \"blocks\": " + "[" * 150 + "]" * 150 + "}",
+     "nested too deeply"),
+    ("{\"format\": \"dy2static.program\", \"version\": " + "9" * 5000 + "}", "not valid JSON"),
+])
+def test_bad_json_text(files, text, match):
+    files.write_json(text)
+    files.fails(match)
+
+
+def test_truncated_json(files, saved):
+    text = json.dumps(saved[1])
+    for cut in (1, len(text) // 3, len(text) - 1):
+        files.write_json(text[:cut])
+        files.fails("not valid JSON")
+
+
+def _set(path, value):
+    def mutate(doc):
+        node = doc
+        for key in path[:-1]:
+            node = node[key]
+        if value is KeyError:
+            del node[path[-1]]
+        else:
+            node[path[-1]] = value
+    return mutate
+
+
+def _matmul(doc):
+    return ops(doc, "matmul")[0]
+
+
+def _true(doc):
+    return ops(doc, "cond")[0]["attrs"]["true_block"]
+
+
+MUTATIONS = {
+    # format and version
+    "wrong format": (_set(["format"], "onnx"), "not a dy2static Program"),
+    "version 2": (_set(["version"], 2), "unsupported format version 2"),
+    "version string": (_set(["version"], "1"), "unsupported format version '1'"),
+    "version true": (_set(["version"], True), "unsupported format version True"),
+    "no version": (_set(["version"], KeyError), "unsupported format version None"),
+    "name not str": (_set(["name"], ["f"]), "'name' is list"),
+    # blocks
+    "no blocks": (_set(["blocks"], KeyError), "has no 'blocks'"),
+    "blocks dict": (_set(["blocks"], {}), "'blocks' is dict"),
+    "empty blocks": (_set(["blocks"], []), "at least one block"),
+    "block not object": (_set(["blocks", 1], [1]), "'blocks' holds list"),
+    "block cycle": (_set(["blocks", 1, "parent"], 2), "invalid parent 2"),
+    "self parent": (_set(["blocks", 1, "parent"], 1), "invalid parent 1"),
+    "root parent": (_set(["blocks", 0, "parent"], 0), "invalid parent 0"),
+    "block index": (_set(["blocks", 2, "idx"], 7), "block 2 has index 7"),
+    "bool index": (_set(["blocks", 0, "idx"], False), "'idx' is bool"),
+    "unused block": (lambda d: d["blocks"].append({"idx": len(d["blocks"]), "parent": 0, "vars": [], "ops": []}),
+                     "is not used by any op"),
+    # variables
+    "var name int": (_set(["blocks", 0, "vars", 0, "name"], 5), "'name' is int"),
+    "var name empty": (_set(["blocks", 0, "vars", 0, "name"], ""), "invalid name"),
+    "var name newline": (_set(["blocks", 0, "vars", 0, "name"], "x\nimport os"), "invalid name"),
+    "var name huge": (_set(["blocks", 0, "vars", 0, "name"], "x" * 10000), "invalid name"),
+    "shape string": (_set(["blocks", 0, "vars", 0, "shape"], "4"), "'shape' is str"),
+    "shape float": (_set(["blocks", 0, "vars", 0, "shape"], [1.5]), "invalid shape"),
+    "shape bool": (_set(["blocks", 0, "vars", 0, "shape"], [True]), "invalid shape"),
+    "shape negative": (_set(["blocks", 0, "vars", 0, "shape"], [-5, 4]), "invalid shape"),
+    "shape 2**62": (_set(["blocks", 0, "vars", 0, "shape"], [2 ** 62]), "invalid shape"),
+    "shape absurd product": (_set(["blocks", 0, "vars", 0, "shape"], [2 ** 31, 2 ** 31]), "absurd shape"),
+    "rank 65": (_set(["blocks", 0, "vars", 0, "shape"], [1] * 65), "invalid shape"),
+    "dtype object": (_set(["blocks", 0, "vars", 0, "dtype"], "object"), "unsupported dtype"),
+    "dtype subarray": (_set(["blocks", 0, "vars", 0, "dtype"], "(1000000000,)f8"), "unsupported dtype"),
+    "dtype int": (_set(["blocks", 0, "vars", 0, "dtype"], 5), "'dtype' is int"),
+    "dtype short name": (_set(["blocks", 0, "vars", 0, "dtype"], "f4"), "unsupported dtype"),
+    "persistable string": (_set(["blocks", 0, "vars", 0, "persistable"], "yes"), "'persistable' is str"),
+    "kind": (_set(["blocks", 0, "vars", 0, "kind"], "sparse"), "unknown kind"),
+    "duplicate var": (lambda d: d["blocks"][0]["vars"].append(dict(d["blocks"][0]["vars"][0])), "declared twice"),
+    "duplicate var across blocks": (lambda d: d["blocks"][1]["vars"].append(dict(d["blocks"][0]["vars"][0])),
+                                    "declared twice"),
+    "persistable not input": (_set(["blocks", 0, "vars", 2, "persistable"], True), "persistable but not an input"),
+    # inputs and outputs
+    "input undeclared": (_set(["inputs", 0], "nope"), "input 'nope' is not a declared variable"),
+    "input twice": (lambda d: d["inputs"].append(d["inputs"][0]), "listed twice"),
+    "input not str": (_set(["inputs", 0], {"x": 1}), "'inputs' holds dict"),
+    "input of sub-block": (lambda d: d["inputs"].append(d["blocks"][1]["vars"][0]["name"]), "not of block 0"),
+    "output undefined": (_set(["outputs", 0], "ghost"), "undefined variable 'ghost'"),
+    "output never defined": (lambda d: (d["blocks"][0]["vars"].append(
+        {"name": "ghost", "shape": [], "dtype": "float32"}), d["outputs"].__setitem__(0, "ghost")), "never defined"),
+    "output list": (_set(["outputs", 0], ["y"]), "'outputs' holds list"),
+    "output tree garbage": (_set(["output_tree"], {"kind": "set", "children": []}), "invalid node"),
+    "output tree count": (_set(["output_tree"], "*"), "does not match the number of outputs"),
+    "output tree keys": (_set(["output_tree", "keys"], ["y", "y", "i"]), "keys do not match"),
+    "output consts key": (_set(["output_consts"], {"abc": 1}), "invalid key"),
+    "output consts range": (lambda d: (d["output_consts"].__setitem__("99", 1), d["outputs"].pop()),
+                            "does not match the number of outputs"),
+    # parameter table
+    "param table shape": (_set(["parameters", 0, "shape"], [4, 4]), "describes"),
+    "param table extra": (lambda d: d["parameters"].append({"name": "x", "shape": [-1, 4], "dtype": "float32"}),
+                          "not a persistable input"),
+    "param table missing": (_set(["parameters"], []), "does not describe"),
+    # ops
+    "unknown op": (lambda d: _matmul(d).__setitem__("type", "os.system"), "unknown op type 'os.system'"),
+    "op type list": (lambda d: _matmul(d).__setitem__("type", ["matmul"]), "'type' is list"),
+    "op inputs str": (lambda d: _matmul(d).__setitem__("inputs", "x"), "'inputs' is str"),
+    "undefined input": (lambda d: _matmul(d)["inputs"].__setitem__(0, "ghost"), "undefined variable 'ghost'"),
+    "input int": (lambda d: _matmul(d)["inputs"].__setitem__(0, 3), "invalid op input 3"),
+    "input literal list": (lambda d: _matmul(d)["inputs"].__setitem__(0, {"lit": [1, 2]}), "invalid literal"),
+    "input complex str": (lambda d: _matmul(d)["inputs"].__setitem__(0, {"complex": "ab"}), "invalid complex"),
+    "input tagged": (lambda d: _matmul(d)["inputs"].__setitem__(0, {"code": "import os"}), "invalid op input"),
+    "use before def": (lambda d: d["blocks"][0]["ops"].reverse(), "before any op defines it"),
+    "defined twice": (lambda d: d["blocks"][0]["ops"].append(copy.deepcopy(_matmul(d))), "defined twice"),
+    "output of other block": (lambda d: _matmul(d)["outputs"].__setitem__(0, d["blocks"][1]["vars"][0]["name"]),
+                              "does not enclose it"),
+    "output of enclosing block": (lambda d: d["blocks"][_true(d)]["ops"][0]["outputs"].__setitem__(
+        0, ops(d, "mean")[0]["outputs"][0]), "declared in block 0"),
+    "attrs list": (lambda d: _matmul(d).__setitem__("attrs", []), "'attrs' is list"),
+    "attr not identifier": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("a b", 1), "not an identifier"),
+    "attr keyword": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("lambda", 1), "not an identifier"),
+    "attr unknown": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("evil", 1), "does not accept"),
+    "attr bad axis": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("axis", 7), "does not accept"),
+    "attr axis str": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("axis", "abc"), "does not accept"),
+    "attr deep": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("axis", json.loads("[" * 120 + "]" * 120)),
+                  "nested too deeply"),
+    "zeros 2**62": (lambda d: ops(d, "zeros")[0]["inputs"].append({"lit": 2 ** 62}), "absurd shape|declares"),
+    "zeros absurd": (lambda d: (ops(d, "zeros")[0]["inputs"].extend([{"lit": 2 ** 30}] * 2),
+                                var(d, ops(d, "zeros")[0]["outputs"][0]).__setitem__("shape", [-1, -1])),
+                     "absurd shape"),
+    "output dtype lies": (lambda d: var(d, _matmul(d)["outputs"][0]).__setitem__("dtype", "float64"),
+                          "declares output"),
+    "output rank lies": (lambda d: var(d, _matmul(d)["outputs"][0]).__setitem__("shape", [-1]), "declares output"),
+    "too many outputs": (lambda d: (d["blocks"][0]["vars"].append({"name": "extra", "shape": [], "dtype": "float32"}),
+                                    _matmul(d)["outputs"].append("extra")), "declares 2 outputs"),
+    # control flow
+    "cond same block twice": (lambda d: ops(d, "cond")[0]["attrs"].__setitem__(
+        "false_block", ops(d, "cond")[0]["attrs"]["true_block"]), "used by more than one op"),
+    "cond block 0": (lambda d: ops(d, "cond")[0]["attrs"].__setitem__("true_block", 0), "invalid sub-block 0"),
+    "cond block 99": (lambda d: ops(d, "cond")[0]["attrs"].__setitem__("true_block", 99), "invalid sub-block 99"),
+    "cond block -1": (lambda d: ops(d, "cond")[0]["attrs"].__setitem__("true_block", -1), "invalid sub-block -1"),
+    "cond block str": (lambda d: ops(d, "cond")[0]["attrs"].__setitem__("true_block", "3"), "invalid sub-block"),
+    "cond block bool": (lambda d: ops(d, "cond")[0]["attrs"].__setitem__("true_block", True), "invalid sub-block"),
+    "cond block float": (lambda d: ops(d, "cond")[0]["attrs"].__setitem__("true_block", 3.0), "invalid sub-block"),
+    "cond no block": (lambda d: ops(d, "cond")[0]["attrs"].clear(), "invalid sub-block None"),
+    "while other's block": (lambda d: ops(d, "while")[0]["attrs"].__setitem__(
+        "body_block", _true(d)), "before any op defines it"),
+    "cond results": (lambda d: d["blocks"][ops(d, "cond")[0]["attrs"]["true_block"]]["results"].clear(),
+                     "yields 0 values"),
+    "cond params": (lambda d: (d["blocks"][_true(d)]["vars"].append({"name": "p", "shape": [], "dtype": "bool"}),
+                               d["blocks"][_true(d)]["params"].append("p")), "cannot have params"),
+    "while results": (lambda d: d["blocks"][ops(d, "while")[0]["attrs"]["body_block"]]["results"].pop(),
+                      "loop state does not match"),
+    "while two preds": (lambda d: d["blocks"][ops(d, "while")[0]["attrs"]["cond_block"]]["results"].append(
+        {"lit": True}), "exactly one value"),
+    "while param foreign": (lambda d: d["blocks"][ops(d, "while")[0]["attrs"]["body_block"]]["params"].__setitem__(
+        0, d["inputs"][0]), "declared in block 0"),
+    "root params": (lambda d: d["blocks"][0]["params"].append(d["inputs"][0]), "block 0 cannot have params"),
+    "root results": (lambda d: d["blocks"][0]["results"].append(d["inputs"][0]), "block 0 cannot have results"),
+    "sub-block reads later var": (lambda d: d["blocks"][ops(d, "while")[0]["attrs"]["body_block"]]["results"]
+                                  .__setitem__(0, d["blocks"][0]["ops"][-1]["outputs"][0]), "before any op defines it"),
+    "sibling block var": (lambda d: d["blocks"][ops(d, "cond")[0]["attrs"]["false_block"]]["results"].__setitem__(
+        0, d["blocks"][ops(d, "cond")[0]["attrs"]["true_block"]]["ops"][0]["outputs"][0]), "does not enclose it"),
+    "cond result dtype": (lambda d: d["blocks"][ops(d, "cond")[0]["attrs"]["true_block"]]["results"].__setitem__(
+        0, ops(d, "while")[0]["outputs"][1]), "does not match output"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_hostile_json(files, name):
+    mutate, match = MUTATIONS[name]
+    doc = files.doc()
+    mutate(doc)
+    files.write_json(doc)
+    files.fails(match)
+
+
+def test_attr_key_injection_is_refused_not_run(files, tmp_path):
+    marker = tmp_path / "PWNED"
+    doc = files.doc()
+    ops(doc, "sum")[0]["attrs"][f"axis=__import__('os').system('touch {marker}'),x"] = 1
+    files.write_json(doc)
+    files.fails("not an identifier")
+    assert not marker.exists()
+
+
+def test_codegen_refuses_bad_attr_keys():
+    program, _, _ = rt.trace(model, [rt.InputSpec([None, 4], "float32", "x")])
+    op = next(op for op in program.ops() if op.type == "sum")
+    op.attrs["keepdims=False) or __import__('os').getcwd(#"] = 1
+    program.version += 1
+    with pytest.raises(ValueError, match="not an identifier"):
+        rt.Executor().run(program, {"x": np.ones((2, 4), np.float32)})
+
+
+def _nested(levels, op_type):
+    """A Program of `levels` nested cond (or while) ops, each in the previous one's block."""
+    blocks = [{"idx": 0, "parent": -1, "vars": [{"name": "p", "shape": [], "dtype": "bool"}], "ops": []}]
+    parent = blocks[0]
+    for _ in range(levels):
+        a, b = len(blocks), len(blocks) + 1
+        keys = ("true_block", "false_block") if op_type == "cond" else ("cond_block", "body_block")
+        parent["ops"].append({"type": op_type, "inputs": ["p"], "outputs": [], "attrs": dict(zip(keys, (a, b)))})
+        first = {"idx": a, "parent": parent["idx"], "vars": [], "ops": [],
+                 "results": ["p"] if op_type == "while" else []}
+        blocks += [first, {"idx": b, "parent": parent["idx"], "vars": [], "ops": []}]
+        parent = blocks[b] if op_type == "while" else first
+    return {"format": "dy2static.program", "version": 1, "name": "deep", "inputs": ["p"], "outputs": [],
+            "blocks": blocks}
+
+
+@pytest.mark.parametrize("op_type, limit", [("cond", MAX_BLOCK_DEPTH), ("while", MAX_LOOP_DEPTH)])
+def test_nesting_limits(files, op_type, limit):
+    files.write_npz(_npz({}))
+    files.write_json(_nested(limit + 1, op_type))
+    files.fails("nested")
+    files.write_json(_nested(limit if op_type == "while" else limit // 2, op_type))
+    assert files.load()(np.bool_(False)) == ()
+
+
+def test_block_depth_limit_for_chains(files):
+    files.write_npz(_npz({}))
+    files.write_json(_nested(MAX_BLOCK_DEPTH, "cond"))
+    files.fails(f"nested {MAX_BLOCK_DEPTH + 1} levels deep")
+
+
+def test_huge_but_real_attr_is_read_not_amplified(files):
+    doc = files.doc()
+    ops(doc, "sum")[0]["attrs"]["axis"] = [0] * 200000
+    files.write_json(doc)
+    files.fails("does not accept|declares output")
+
+
+def test_missing_files(files):
+    os.remove(files.npz_path)
+    with pytest.raises(FileNotFoundError, match="params.npz"):
+        files.load()
+    os.remove(files.json_path)
+    with pytest.raises(FileNotFoundError, match="program.json"):
+        files.load()
+
+
+# --- the parameters (.npz) --------------------------------------------------------------------
+
+def _npz(arrays, compression=zipfile.ZIP_STORED, raw=None):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression) as zf:
+        for name, array in arrays.items():
+            with zf.open(name + ".npy", "w") as member:
+                np.lib.format.write_array(member, array, allow_pickle=True)
+        for name, data in (raw or {}).items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def _param_name(files):
+    return files.doc()["parameters"][0]["name"]
+
+
+def _good_weight():
+    return W.numpy()
+
+
+class _Payload:
+    """Unpickling this would create the marker file: proof that nothing was unpickled."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_npz_object_array_is_refused_unread(files, tmp_path):
+    marker = tmp_path / "UNPICKLED"
+    evil = np.empty((4, 3), dtype=object)
+    evil[0, 0] = _Payload(str(marker))
+    files.write_npz(_npz({_param_name(files): evil}))
+    files.fails("holds Python objects", files.npz_path)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("case, match", [
+    ("missing", r"missing parameter\(s\)"),
+    ("extra", "unexpected parameter 'stowaway'"),
+    ("shape", r"float32\[3, 4\] in the file; the Program declares float32\[4, 3\]"),
+    ("dtype", r"float64\[4, 3\] in the file"),
+    ("int8", r"int8\[4, 3\] in the file"),
+    ("structured", "unsupported dtype"),
+    ("string", "unsupported dtype"),
+    ("not zip", "not a valid parameters file"),
+    ("empty", "not a valid parameters file"),
+    ("member not npy", "unexpected member 'README.txt'"),
+    ("duplicate", "stored twice"),
+    ("npy garbage", "not a valid parameters file"),
+    ("npy version 3", "unsupported .npy version"),
+    ("trailing", "trailing data"),
+    ("truncated member", "truncated"),
+])
+def test_npz_problems(files, case, match):
+    name, w = _param_name(files), _good_weight()
+    data = {
+        "missing": lambda: _npz({}),
+        "extra": lambda: _npz({name: w, "stowaway": w}),
+        "shape": lambda: _npz({name: w.reshape(3, 4)}),
+        "dtype": lambda: _npz({name: w.astype(np.float64)}),
+        "int8": lambda: _npz({name: w.astype(np.int8)}),
+        "structured": lambda: _npz({name: np.zeros((4, 3), dtype=[("a", "f4")])}),
+        "string": lambda: _npz({name: np.full((4, 3), "x")}),
+        "not zip": lambda: b"PK\x03\x04 this is not really a zip file",
+        "empty": lambda: b"",
+        "member not npy": lambda: _npz({name: w}, raw={"README.txt": b"hi"}),
+        "duplicate": lambda: _duplicate_member(name, w),
+        "npy garbage": lambda: _npz({}, raw={name + ".npy": b"\x93NUMPY\x01\x00\xff\xff{'descr': ..."}),
+        "npy version 3": lambda: _npz({}, raw={
+            name + ".npy": _npy_bytes(w).replace(b"\x93NUMPY\x01", b"\x93NUMPY\x03")}),
+        "trailing": lambda: _npz({}, raw={name + ".npy": _npy_bytes(w) + b"extra"}),
+        "truncated member": lambda: _npz({}, raw={name + ".npy": _npy_bytes(w)[:-5]}),
+    }[case]()
+    files.write_npz(data)
+    files.fails(match, files.npz_path)
+
+
+def _npy_bytes(array):
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, array, version=(1, 0))
+    return buf.getvalue()
+
+
+def _duplicate_member(name, array):
+    buf = io.BytesIO()
+    with pytest.warns(UserWarning), zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr(name + ".npy", _npy_bytes(array))
+        zf.writestr(name + ".npy", _npy_bytes(array))
+    return buf.getvalue()
+
+
+def test_npz_truncated_file(files, saved):
+    data = saved[2]
+    for cut in (10, len(data) // 2, len(data) - 3):
+        files.write_npz(data[:cut])
+        files.fails("not a valid parameters file|truncated", files.npz_path)
+
+
+@pytest.mark.parametrize("variant", ["big-endian", "fortran", "compressed"])
+def test_npz_variants_that_are_fine(files, variant):
+    name, w = _param_name(files), _good_weight()
+    arrays = {name: w.astype(">f4") if variant == "big-endian" else np.asfortranarray(w)}
+    files.write_npz(_npz(arrays, zipfile.ZIP_DEFLATED if variant == "compressed" else zipfile.ZIP_STORED))
+    loaded = files.load()
+    value = loaded.state_dict()[name].numpy()
+    assert value.dtype == np.float32 and value.dtype.isnative
+    np.testing.assert_array_equal(value, w)
+
+
+def test_header_claiming_8_gib_allocates_nothing(files):
+    """A parameter declared (consistently, in JSON and npy header) as 8 GiB, holding 16 bytes."""
+    doc = files.doc()
+    doc["blocks"][0]["vars"].append({"name": "big", "shape": [2 ** 20, 2 ** 10], "dtype": "float64",
+                                     "persistable": True})
+    doc["inputs"].append("big")
+    doc["parameters"].append({"name": "big", "shape": [2 ** 20, 2 ** 10], "dtype": "float64"})
+    files.write_json(doc)
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False,
+                                                  "shape": (2 ** 20, 2 ** 10)})
+    buf = io.BytesIO()
+    write_params(buf, {_param_name(files): _good_weight()})
+    with zipfile.ZipFile(buf, "a") as zf:
+        zf.writestr("big.npy", header.getvalue() + b"\0" * 16)
+    files.write_npz(buf.getvalue())
+    tracemalloc.start()
+    try:
+        files.fails(r"'big' is truncated \(16 of 8589934592 bytes\)", files.npz_path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2 ** 20
+
+
+def test_deflate_bomb_is_bounded_by_the_declared_shape(files):
+    name = _param_name(files)
+    bomb = _npy_bytes(_good_weight()) + b"\0" * (64 * 2 ** 20)
+    files.write_npz(_npz({}, zipfile.ZIP_DEFLATED, raw={name + ".npy": bomb}))
+    assert os.path.getsize(files.npz_path) < 2 ** 20
+    tracemalloc.start()
+    try:
+        files.fails("trailing data", files.npz_path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 2 ** 20
+
+
+# --- fuzz ---------------------------------------------------------------------------------
+
+class _Timeout(BaseException):
+    """A mutated Program may loop forever: that is its semantics, not a loader bug."""
+
+
+def _on_alarm(signum, frame):
+    raise _Timeout()
+
+
+def _paths(node, prefix=()):
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, prefix + (i,))
+
+
+def _get(doc, path):
+    for key in path:
+        doc = doc[key]
+    return doc
+
+
+_ODD_VALUES = [None, True, False, 0, -1, 1, 2, 3, 7, 2 ** 31, 2 ** 62, -2 ** 63, 1.5, float("nan"), "", "x", "while",
+               "cond", "matmul", "float64", "object", "*", [], {}, [[]], {"lit": 1}, {"float": "inf"}, ["slice"],
+               {"$": 5}, "__import__('os')", "a b"]
+
+
+def _mutate_doc(doc, rnd):
+    names = [v["name"] for b in doc["blocks"] for v in b["vars"]]
+    paths = [p for p in _paths(doc) if p]
+    for _ in range(rnd.choice((1, 1, 1, 2, 3))):
+        path = rnd.choice(paths)
+        parent, key = _get(doc, path[:-1]), path[-1]
+        action = rnd.randrange(6)
+        try:
+            if action == 0:                                   # delete a key / an element
+                del parent[key]
+            elif action == 1:                                 # swap in an odd value or a type
+                parent[key] = copy.deepcopy(rnd.choice(_ODD_VALUES))
+            elif action == 2:                                 # swap in another variable's name
+                parent[key] = rnd.choice(names)
+            elif action == 3:                                 # swap two values of the document
+                other = rnd.choice(paths)
+                o_parent, o_key = _get(doc, other[:-1]), other[-1]
+                parent[key], o_parent[o_key] = o_parent[o_key], parent[key]
+            elif action == 4 and isinstance(parent, list):    # duplicate an element
+                parent.insert(key, copy.deepcopy(parent[key]))
+            elif isinstance(parent[key], (int, float)) and not isinstance(parent[key], bool):
+                parent[key] = parent[key] + rnd.choice((-2, -1, 1, 2, 1000))
+            else:
+                parent[key] = copy.deepcopy(rnd.choice(_ODD_VALUES))
+        except (KeyError, IndexError, TypeError):
+            pass                                              # the path moved under an earlier mutation
+        paths = [p for p in _paths(doc) if p]
+        if not paths:
+            break
+    return doc
+
+
+def _mutate_bytes(data, rnd):
+    data = bytearray(data)
+    action = rnd.randrange(3)
+    if action == 0:
+        for _ in range(rnd.randrange(1, 8)):
+            data[rnd.randrange(len(data))] ^= 1 << rnd.randrange(8)
+    elif action == 1:
+        del data[rnd.randrange(len(data)):]
+    else:
+        pos = rnd.randrange(len(data))
+        data[pos:pos] = bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 5)))
+    return bytes(data)
+
+
+def _feed(loaded):
+    feed = {}
+    for spec in loaded.input_specs:
+        shape = [2 if d == -1 else d for d in spec.shape]
+        if spec.dtype.kind == "V" or np.prod(shape) > 10 ** 5:
+            return None
+        feed[spec.name] = np.ones(shape, spec.dtype)
+    return feed
+
+
+def _check_outcome(files, outcome_counts):
+    try:
+        loaded = files.load()
+    except ProgramFormatError as e:
+        assert files.json_path in str(e) or files.npz_path in str(e), e
+        outcome_counts["refused"] += 1
+        return
+    feed = _feed(loaded)
+    if feed is None:
+        outcome_counts["loaded"] += 1
+        return
+    signal.setitimer(signal.ITIMER_REAL, 0.25)
+    try:
+        loaded(**feed)
+        outcome_counts["ran"] += 1
+    except _Timeout:
+        outcome_counts["looped"] += 1
+    except (rt.FeedError, AssertionError):
+        outcome_counts["run error"] += 1
+    except Exception as e:  # an op failed: the error must name it
+        assert hasattr(e, "op") or isinstance(e, rt.ProgramRunError), repr(e)
+        outcome_counts["run error"] += 1
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def test_fuzz_json_and_npz(files, saved):
+    _, doc, npz = saved
+    text = json.dumps(doc, indent=1).encode()
+    rnd = random.Random(20240607)
+    counts = {"refused": 0, "loaded": 0, "ran": 0, "looped": 0, "run error": 0}
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        for i in range(600):
+            kind = i % 4
+            if kind in (0, 1):                        # structural mutations of the JSON document
+                files.write_json(_mutate_doc(copy.deepcopy(doc), rnd))
+                files.write_npz(npz)
+            elif kind == 2:                           # byte flips, truncations, insertions in the JSON text
+                files.write_json(_mutate_bytes(text, rnd))
+                files.write_npz(npz)
+            else:                                     # ... and in the parameters file
+                files.write_json(text)
+                files.write_npz(_mutate_bytes(npz, rnd))
+            _check_outcome(files, counts)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    print(counts)
+    assert counts["refused"] > 200 and counts["ran"] > 20, counts
