@@ -190,7 +190,10 @@ class StaticFunction:
                 return self.rollback()(*args, **kwargs)
         plan = traced.plan
         arrays = [_array(leaves[i], plan.backend) for i in positions]
-        arrays += [t.data for t in traced.param_tensors]
+        for t in traced.param_tensors:
+            if t.backend is not plan.backend:
+                raise _device_mismatch(t, traced, plan)
+            arrays.append(t.data)
         outs = plan(*arrays)
         backend = plan.backend
         return tracing.rebuild_outputs(traced.program, [wrap_output(o, backend) for o in outs])
@@ -281,6 +284,12 @@ def _symbolic_bool_conversion_error(error):
         "a tensor-dependent condition is used where it cannot become a graph op (inside try/with, "
         "in a function marked @not_to_static, or in code that is not converted)", filename, lineno,
         "move the tensor-dependent if/while out of the try/with block, or use rt.where / rt.cond")
+
+
+def _device_mismatch(tensor, traced, plan):
+    name = next(n for n, t in traced.program.parameters.items() if t is tensor)
+    return ValueError(f"parameter '{name}' is on {tensor.device} but the inputs are on {plan.backend.name}; "
+                      f"move the layer (or tensor) with .to('{plan.backend.name}')")
 
 
 def _as_spec(spec):

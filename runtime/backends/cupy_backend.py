@@ -1,4 +1,6 @@
 """CuPy on an NVIDIA GPU: the same kernels as NumPy, run through `cupy`."""
+import re
+
 import numpy as np
 
 from .base import Backend, DeviceUnavailableError
@@ -44,4 +46,6 @@ class CupyBackend(Backend):
         self.xp.cuda.get_current_stream().synchronize()
 
     def fuse(self, fn):
-        return self.xp.fuse(fn)
+        # the kernel is named after fn, and must be a C identifier: a lambda's "<lambda>" fails to compile
+        name = "dy2static_" + re.sub(r"\W", "_", getattr(fn, "__name__", "fused"))
+        return self.xp.fuse(kernel_name=name)(fn)
