@@ -136,8 +136,12 @@ def _fmt(shape):
 
 
 def _cast(var, dtype):
+    """astype that keeps a weak value weak (a Python number stays a Python number)."""
     from .ops import astype
-    return astype(var, dtype)
+    out = astype(var, dtype)
+    if var.weak and isinstance(out, Variable):
+        out.weak = True
+    return out
 
 
 def captured_inputs(blocks, exclude=()):

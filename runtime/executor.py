@@ -9,6 +9,7 @@ tells the user's file and line.
 """
 import keyword
 import math
+import re
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from .ops.registry import get_op
 from .ops.control import UndefinedValue
 from .tensor import Tensor
 from . import passes as _passes
+from .passes import fusion as _fusion, inplace as _inplace
 
 _RESERVED = {"xp", "plan", "True", "False", "None"}
 
@@ -64,12 +66,14 @@ class Executor:
 
     def compile(self, program):
         key = (self.backend.name, _passes.pipeline_key(self.passes))
+        # version counts recorded ops; inputs/outputs are plain lists a caller may reassign
+        stamp = (program.version, tuple(map(id, program.inputs)), tuple(map(id, program.outputs)))
         cached = program._plans.get(key)
-        if cached is not None and cached[0] == program.version:
+        if cached is not None and cached[0] == stamp:
             return cached[1]
         optimized = _passes.run_passes(program, self.passes)
         plan = compile_plan(optimized, self.backend)
-        program._plans[key] = (program.version, plan)
+        program._plans[key] = (stamp, plan)
         return plan
 
     def run(self, program, feed=None):
@@ -259,8 +263,309 @@ def _is_literal(value):
     return False
 
 
+class PlanCodegen(Codegen):
+    """The executor's generator: Codegen plus what brings a plan to the NumPy floor.
+
+    - array-module functions are bound as globals (`xp_tanh(x)`: no attribute lookup);
+    - ops with a 0-d result are Python operators (`i + 1`, `s < 100`: NumPy scalar
+      arithmetic, ~20x cheaper than a ufunc call on a 0-d array);
+    - on NumPy, sum/max/min/prod of floats are `ufunc.reduce` calls, mean of a static
+      float array is `add.reduce(x) / n` (what np.mean computes, less its Python layers),
+      getitem is an inline subscript;
+    - `constant` values are made once at compile time (copied per run only when the
+      value may reach the caller or be viewed);
+    - `fused_elementwise` ops run on NumPy as one ufunc call per step writing with
+      `out=` into scratch buffers reused as values die (and into a dying input when
+      the `inplace` pass chose one and liveness confirms it), on other backends as one
+      kernel compiled by `backend.fuse`;
+    - a while loop's state lives in the loop's output variables (no copies per iteration).
+    The exporter keeps the plain Codegen: its module must not depend on this namespace.
+    """
+
+    def __init__(self, program, backend):
+        super().__init__(program, backend.xp)
+        self.backend = backend
+        self.xp = backend.xp
+        self.numpy = backend.xp is _np
+        self.donations = _inplace.donations(program)
+        self.readers = _readers(program)
+        self.globals = {}
+
+    def bound(self, attr, obj=None):
+        """A global name for xp.<attr> (or obj)."""
+        key = (attr, id(obj))
+        name = self.globals.get(key)
+        if name is None:
+            base = "xp_" + attr.replace(".", "_")
+            name, n = base, 1
+            while name in self.used or name in self.namespace:
+                name, n = f"{base}_{n}", n + 1
+            self.used.add(name)
+            value = obj
+            if value is None:
+                value = self.xp
+                for part in attr.split("."):
+                    value = getattr(value, part)
+            self.namespace[name] = value
+            self.globals[key] = name
+        return name
+
+    def temp(self, hint="buf"):
+        name, n = hint, 1
+        while name in self.used or name in self.namespace:
+            name, n = f"{hint}_{n}", n + 1
+        self.used.add(name)
+        return name
+
+    def op(self, op, indent):
+        special = getattr(self, "op_" + op.type, None)
+        line = special(op) if special is not None else None
+        if line is None:
+            line = self.generic(op)
+        if line is None:
+            return super().op(op, indent)
+        if isinstance(line, list):          # several statements (a fused op); the op marks each
+            for text in line:
+                self.emit(indent, text, op)
+            return
+        outs = ", ".join(self.name(o) for o in op.outputs)
+        self.emit(indent, f"{outs} = {line}" if outs else line, op)
+
+    # --- generic forms ----------------------------------------------------------------
+    def generic(self, op):
+        opdef = get_op(op.type)
+        if opdef.template is None or op.attrs:
+            return None
+        args = [self.value(x) for x in op.inputs]
+        ufunc = getattr(opdef, "ufunc", None)
+        if (ufunc in _OPERATORS and len(op.outputs) == 1 and op.outputs[0].ndim == 0
+                and op.outputs[0].kind == "dense" and any(isinstance(x, Variable) for x in op.inputs)):
+            symbol = _OPERATORS[ufunc]
+            return f"({symbol}{args[0]})" if len(args) == 1 else f"({args[0]} {symbol} {args[1]})"
+        return _XP_CALL.sub(lambda m: self.bound(m.group(1)) + "(", opdef.template).format(*args)
+
+    # --- ops with attrs --------------------------------------------------------------------
+    def _reduction(self, op, ufunc):
+        x = op.inputs[0]
+        if not self.numpy or not isinstance(x, Variable) or x.dtype.kind != "f" or set(op.attrs) - {"axis", "keepdims"}:
+            return None
+        axis, keepdims = op.attrs.get("axis"), op.attrs.get("keepdims", False)
+        tail = ", None, None, True" if keepdims else ""
+        return f"{self.bound(ufunc + '.reduce')}({self.value(x)}, {self.attr(axis)}{tail})"
+
+    def op_sum(self, op):
+        return self._reduction(op, "add")
+
+    def op_prod(self, op):
+        return self._reduction(op, "multiply")
+
+    def op_max(self, op):
+        return self._reduction(op, "maximum")
+
+    def op_min(self, op):
+        return self._reduction(op, "minimum")
+
+    def op_mean(self, op):
+        x = op.inputs[0]
+        if (not self.numpy or not isinstance(x, Variable) or x.dtype.name not in ("float32", "float64")
+                or op.attrs.get("axis") is not None or op.attrs.get("keepdims") or not _static(x)):
+            return None
+        n = math.prod(x.static_shape)
+        if not 0 < n <= (1 << 24):
+            return None
+        return f"{self.bound('add.reduce')}({self.value(x)}, None) / {n}"
+
+    def op_getitem(self, op):
+        index = op.attrs.get("index")
+        if set(op.attrs) != {"index"} or not isinstance(index, (list, tuple)) or not isinstance(op.inputs[0], Variable):
+            return None
+        inputs = op.inputs[1:]
+        items = []
+        for item in index:
+            text = _index_item(item, [self.value(v) for v in inputs])
+            if text is None:
+                return None
+            items.append(text)
+        if not items:
+            return f"{self.value(op.inputs[0])}[()]"
+        return f"{self.value(op.inputs[0])}[{', '.join(items)}{',' if len(items) == 1 and items[0] == '...' else ''}]"
+
+    def op_constant(self, op):
+        if len(op.outputs) != 1:
+            return None
+        value = get_op("constant").kernel(self.xp, **op.attrs)
+        name = self.constant(value)
+        # shared between runs only when no reader can hand it (or a view of it) to the caller
+        readers = self.readers.get(id(op.outputs[0]), [])
+        shared = all(r is not None and _inplace.copying_reader(r) for r in readers)
+        return name if shared else f"{name}.copy()"
+
+    def op_fused_elementwise(self, op):
+        steps = op.attrs.get("steps")
+        _fusion.check_steps(steps, len(op.inputs))
+        if set(op.attrs) - {"steps", "into"}:
+            raise ValueError(f"{_fusion.FUSED}: unknown attrs {sorted(set(op.attrs) - {'steps', 'into'})}")
+        if not self.numpy:
+            return self.fused_kernel(op, steps)
+        return self.fused_chain(op, steps)
+
+    def fused_kernel(self, op, steps):
+        """Other backends: one kernel from backend.fuse (cached per steps)."""
+        args = ", ".join(self.value(x) for x in op.inputs)
+        if len(steps) == 1:
+            return f"{self.bound(steps[0][0])}({', '.join(self.step_arg(a, op, {}) for a in steps[0][1:])})"
+        key = (self.backend.name, repr(steps), len(op.inputs))
+        kernel = _FUSED_KERNELS.get(key)
+        if kernel is None:
+            kernel = _FUSED_KERNELS[key] = self.backend.fuse(_fused_function(steps, len(op.inputs), self.xp))
+        return f"{self.bound('fused', kernel)}({args})"
+
+    def step_arg(self, a, op, names):
+        if isinstance(a, dict):
+            (kind, k), = a.items()
+            return self.value(op.inputs[k]) if kind == "in" else names[k]
+        return self.value(a)
+
+    def fused_chain(self, op, steps):
+        """NumPy: one ufunc call per step, results in scratch buffers reused as values die."""
+        specs = _fusion.step_specs(op.inputs, steps)
+        last_read = {}
+        for j, step in enumerate(steps):
+            for a in step[1:]:
+                if isinstance(a, dict):
+                    last_read[tuple(*a.items())] = j
+        into = op.attrs.get("into")
+        if into is not None and self.donations.get(id(op)) != into:
+            into = None                     # not provably ours to overwrite: allocate instead
+        buffers = []                        # [python name, shape, dtype, key of the value it holds]
+        if into is not None:
+            v = op.inputs[into]
+            buffers.append([self.value(v), v.static_shape, v.dtype, ("in", into)])
+        names, lines = {}, []
+        out = op.outputs[0]
+        for j, step in enumerate(steps):
+            fn = self.bound(step[0])
+            args = ", ".join(self.step_arg(a, op, names) for a in step[1:])
+            spec = specs[j]
+            shape, dtype = tuple(spec.shape), _np.dtype(spec.dtype)
+            static = -1 not in shape and len(shape) >= 1
+            target = None
+            if static:
+                for buf in buffers:
+                    if buf[1] == shape and buf[2] == dtype and last_read.get(buf[3], -1) <= j:
+                        target = buf
+                        break
+            last = j == len(steps) - 1
+            if target is not None:
+                target[3] = ("step", j)
+                names[j] = target[0]
+                # NumPy 2.4 deprecates a positional `out` for maximum/minimum only
+                out_arg = f"out={target[0]}" if step[0] in ("maximum", "minimum") else target[0]
+                lines.append(f"{self.name(out) + ' = ' if last else ''}{fn}({args}, {out_arg})")
+            else:
+                name = self.name(out) if last else self.temp("buf")
+                names[j] = name
+                lines.append(f"{name} = {fn}({args})")
+                if static:
+                    buffers.append([name, shape, dtype, ("step", j)])
+        return lines
+
+    # --- control flow -----------------------------------------------------------------------
+    def while_(self, op, indent):
+        cb, bb = (self.program.blocks[op.attrs[k]] for k in sub_block_attrs("while"))
+        for block in (cb, bb):
+            for param, out in zip(block.params, op.outputs):
+                self.names[id(param)] = self.name(out)
+        n = len(bb.params)
+        self.assign(op.outputs, op.inputs[:n], indent)
+        self.emit(indent, "while True:", op)
+        self.block(cb, indent + 1)
+        self.emit(indent + 1, f"if not {self.value(cb.results[0])}:", op)
+        self.emit(indent + 2, "break")
+        start = len(self.lines)
+        self.block(bb, indent + 1)
+        self.assign(op.outputs, bb.results, indent + 1)
+        if len(self.lines) == start:
+            self.emit(indent + 1, "pass")
+
+
+_np = np
+_XP_CALL = re.compile(r"\bxp\.([A-Za-z_][A-Za-z0-9_]*)\(")
+_OPERATORS = {
+    "add": "+", "subtract": "-", "multiply": "*", "divide": "/", "floor_divide": "//", "remainder": "%",
+    "power": "**", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=", "equal": "==",
+    "not_equal": "!=", "negative": "-", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^",
+}
+_FUSED_KERNELS = {}
+
+
+def _static(var):
+    return -1 not in var.static_shape
+
+
+def _readers(program):
+    """id(Variable) -> its readers: ops, or None for a block result / Program output."""
+    readers = {}
+    for block in program.blocks:
+        for op in block.ops:
+            for v in op.input_vars():
+                readers.setdefault(id(v), []).append(op if v.block is block else None)
+        for v in block.results:
+            if isinstance(v, Variable):
+                readers.setdefault(id(v), []).append(None)
+    for v in program.outputs:
+        readers.setdefault(id(v), []).append(None)
+    return readers
+
+
+def _index_item(item, inputs):
+    """Python source of one index item (see ops.indexing), or None when it is not plain."""
+    if item is None:
+        return "None"
+    if item == "...":
+        return "..."
+    if isinstance(item, bool):
+        return None
+    if isinstance(item, int):
+        return repr(item)
+    if isinstance(item, dict) and set(item) == {"$"} and isinstance(item["$"], int) and 1 <= item["$"] <= len(inputs):
+        return inputs[item["$"] - 1]
+    if isinstance(item, (list, tuple)) and len(item) == 4 and item[0] == "slice":
+        parts = []
+        for bound in item[1:]:
+            if bound is None:
+                parts.append("")
+            elif isinstance(bound, int) and not isinstance(bound, bool):
+                parts.append(repr(bound))
+            elif isinstance(bound, dict) and set(bound) == {"$"} and isinstance(bound["$"], int) and 1 <= bound["$"] <= len(inputs):
+                parts.append(f"int({inputs[bound['$'] - 1]})")
+            else:
+                return None
+        return ":".join(parts)
+    return None
+
+
+def _fused_function(steps, n_inputs, xp):
+    """A Python function computing the steps with xp's ufuncs (what backend.fuse compiles)."""
+    params = [f"a{k}" for k in range(n_inputs)]
+    lines = [f"def fused({', '.join(params)}):"]
+    for j, step in enumerate(steps):
+        args = []
+        for a in step[1:]:
+            if isinstance(a, dict):
+                (kind, k), = a.items()
+                args.append(params[k] if kind == "in" else f"s{k}")
+            else:
+                args.append(repr(a) if not isinstance(a, float) or math.isfinite(a) else f"float('{a!r}')")
+        lines.append(f"    s{j} = xp.{step[0]}({', '.join(args)})")
+    lines.append(f"    return s{len(steps) - 1}")
+    namespace = {"xp": xp}
+    exec(compile("\n".join(lines) + "\n", "<dy2static fused kernel>", "exec"), namespace)
+    return namespace["fused"]
+
+
 def generate_source(program, backend):
-    gen = Codegen(program, backend.xp)
+    gen = PlanCodegen(program, backend)
     gen.function("plan")
     return "\n".join(gen.lines) + "\n", gen.line_ops, gen.namespace
 

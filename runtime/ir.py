@@ -85,6 +85,12 @@ class Variable(ArrayMethods):
             f"cannot iterate Variable '{self.name}' in plain Python; inside @to_static a `for` "
             "over it becomes a while op, or use rt.while_loop")
 
+    def _no_value(self, *args, **kwargs):
+        raise TypeError(f"Variable '{self.name}' has no value while tracing: .item()/.numpy()/.tolist() work on "
+                        "the function's results, not inside it (use the tensor itself, or rt.print_ to see it)")
+
+    item = numpy = tolist = _no_value
+
     def __index__(self):
         raise TypeError(f"Variable '{self.name}' has no concrete value while tracing; it cannot be used as a Python int")
 

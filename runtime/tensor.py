@@ -95,7 +95,12 @@ class Tensor(ArrayMethods):
         return id(self)
 
     def __setitem__(self, index, value):
+        from . import tracing
         from .ops import setitem
+        if tracing.current_block() is not None:
+            raise TypeError(
+                "cannot assign into an eager Tensor inside traced code: the change would not be part of "
+                "the Program; make a new value instead: y = rt.setitem(x, index, value)")
         self.data = setitem(self, index, value).data
 
     def __repr__(self):
@@ -122,7 +127,7 @@ def tensor(data, dtype=None, device="cpu"):
     backend = get_backend(device)
     if isinstance(data, Tensor):
         data = data.data if data.backend is backend else data.backend.to_numpy(data.data)
-    elif isinstance(data, float) and dtype is None:
+    elif type(data) is float and dtype is None:     # a Python float; np.float64 (a float subclass) stays float64
         dtype = np.float32
     elif isinstance(data, (list, tuple)) and dtype is None:
         probe = np.asarray(data)

@@ -11,6 +11,7 @@ import types
 import warnings
 import weakref
 
+import gast
 import numpy as np
 
 import runtime as rt
@@ -41,15 +42,29 @@ def convert_function(fn):
     entry = _code_cache.get(fn.__code__)
     if entry is None:
         parsed = parse_function(fn)
+        returns = return_lines(parsed.node)
         namer = Namer(parsed.node)
         node = convert_node(parsed.node, parsed.filename, namer, _resolver(fn))
         source = emit.to_source(node)
         code = emit.compile_code(node, parsed.filename, fn.__code__.co_freevars)
-        entry = _code_cache[fn.__code__] = (code, source)
+        entry = _code_cache[fn.__code__] = (code, source, (parsed.filename, returns))
     converted = emit.instantiate(entry[0], fn)
     converted.__dy2static_source__ = entry[1]
+    converted.__dy2static_returns__ = entry[2]
     _function_cache[fn] = converted
     return converted
+
+
+def return_lines(fn_node):
+    """Lines of fn's own `return` statements (where a returned value is read)."""
+    lines, stack = [], list(fn_node.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, gast.Return):
+            lines.append(node.lineno)
+        if not isinstance(node, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
+            stack.extend(gast.iter_child_nodes(node))
+    return sorted(lines)
 
 
 def _resolver(fn):
@@ -172,6 +187,11 @@ class StaticFunction:
 
     # --- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        fast = self.__dict__.get("_fast_call")      # the last signature's guard + plan call (see _fast_call)
+        if fast is not None and not kwargs:
+            out = fast(args)
+            if out is not _MISS:
+                return out
         if tracing.current_block() is not None:
             return self.traceable()(*args, **kwargs)
         if self._fallback is not None:
@@ -196,6 +216,11 @@ class StaticFunction:
             arrays.append(t.data)
         outs = plan(*arrays)
         backend = plan.backend
+        if not kwargs:
+            calls = self.__dict__.setdefault("_fast_calls", {})
+            if key not in calls:
+                calls[key] = _fast_call(self, traced, args, key)
+            self._fast_call = calls[key]
         return tracing.rebuild_outputs(traced.program, [wrap_output(o, backend) for o in outs])
 
     def get_program(self, *args, optimized=False, **kwargs):
@@ -260,7 +285,7 @@ class StaticFunction:
         except ConversionError:
             raise
         except Exception as e:
-            located = relocate(e, emit.CONVERTED_CODES)
+            located = relocate(e, emit.CONVERTED_CODES) or _returned_undefined(e, self.traceable())
             if located is None:
                 raise
             located.original = e
@@ -276,6 +301,77 @@ class StaticFunction:
         return traced
 
 
+_MISS = object()
+_SCALARS = (bool, int, str, type(None))
+
+
+def _fast_call(static, traced, args, key):
+    """A function running `traced` for arguments of exactly this signature, or returning _MISS.
+
+    Generated per signature: a guard of identity and equality checks on the
+    arguments (Tensors on the plan's backend with this shape and dtype, equal
+    Python scalars, no trace being recorded, the layer's train/eval mode,
+    parameters still on the plan's backend), then the plan's function called
+    directly. Anything else returns _MISS and takes the general path, which
+    decides, traces and raises exactly as before. None when the signature has
+    arguments the guard does not handle (nests, arrays, other objects).
+    """
+    from runtime.executor import _located
+    plan, program = traced.plan, traced.program
+    backend = plan.backend
+    ns = {"MISS": _MISS, "blocks": tracing._blocks, "Tensor": rt.Tensor, "BE": backend, "FN": plan.fn,
+          "PLAN": plan, "LOCATED": _located, "WRAP": wrap_output, "ND": type(backend.asarray(np.zeros(1))),
+          "REBUILD": tracing.rebuild_outputs, "PROGRAM": program, "INST": static._instance}
+    lines = [f"if blocks or len(args) != {len(args)}:", "    return MISS"]
+    feeds = []
+    specs = static._input_spec
+    for i, a in enumerate(args):
+        if type(a) is rt.Tensor:
+            n = len(feeds)
+            spec = specs[n] if specs is not None and n < len(specs) else None
+            shape = spec.shape if spec is not None else tuple(a.data.shape)
+            ns[f"DT{i}"] = np.dtype(spec.dtype if spec is not None else a.data.dtype)
+            lines += [f"a{i} = args[{i}]", f"if a{i}.__class__ is not Tensor or a{i}.backend is not BE:",
+                      "    return MISS", f"d{i} = a{i}.data", f"s{i} = d{i}.shape"]
+            if -1 in shape:
+                dims = " or ".join(f"s{i}[{k}] != {d}" for k, d in enumerate(shape) if d != -1)
+                test = f"len(s{i}) != {len(shape)}" + (f" or {dims}" if dims else "")
+            else:
+                test = f"s{i} != {shape!r}"
+            lines += [f"if {test} or (d{i}.dtype is not DT{i} and d{i}.dtype != DT{i}):", "    return MISS"]
+            feeds.append(f"d{i}")
+        elif type(a) in _SCALARS or (type(a) is float and a == a):
+            ns[f"V{i}"] = a
+            lines += [f"if args[{i}].__class__ is not {type(a).__name__ if a is not None else 'type(None)'} "
+                      f"or args[{i}] != V{i}:", "    return MISS"]
+        else:
+            return None
+    if static._instance is not None and key[2] is not None:
+        ns["TRAINING"] = key[2]
+        lines += ["if getattr(INST, 'training', None) != TRAINING:", "    return MISS"]
+    for j, t in enumerate(traced.param_tensors):
+        ns[f"P{j}"] = t
+        feeds.append(f"P{j}.data")
+    if traced.param_tensors:
+        lines += ["if " + " or ".join(f"P{j}.backend is not BE" for j in range(len(traced.param_tensors))) + ":",
+                  "    return MISS"]
+    lines += ["try:", f"    outs = FN({', '.join(feeds)})", "except Exception as e:",
+              "    raise LOCATED(e, PLAN) from None"]
+    wrapped = [f"(Tensor(outs[{k}], BE) if outs[{k}].__class__ is ND else WRAP(outs[{k}], BE))"
+               for k in range(len(program.outputs))]
+    tree = program.output_tree
+    if not program.output_consts and tree == pytree.LEAF and len(wrapped) == 1:
+        lines.append(f"return {wrapped[0]}")
+    elif (not program.output_consts and tree.kind == "tuple" and len(tree.children) == len(wrapped)
+          and all(c == pytree.LEAF for c in tree.children)):
+        lines.append(f"return ({', '.join(wrapped)}{',' if len(wrapped) == 1 else ''})")
+    else:
+        lines.append(f"return REBUILD(PROGRAM, [{', '.join(wrapped)}])")
+    source = "def fast(args):\n" + "\n".join("    " + line for line in lines) + "\n"
+    exec(compile(source, f"<dy2static call {static._fn.__qualname__}>", "exec"), ns)
+    return ns["fast"]
+
+
 def _symbolic_bool_conversion_error(error):
     """bool() of a Variable reached from converted code: the user's line, and why it was not converted."""
     frames = user_frames(error.__traceback__, emit.CONVERTED_CODES)
@@ -284,6 +380,15 @@ def _symbolic_bool_conversion_error(error):
         "a tensor-dependent condition is used where it cannot become a graph op (inside try/with, "
         "in a function marked @not_to_static, or in code that is not converted)", filename, lineno,
         "move the tensor-dependent if/while out of the try/with block, or use rt.where / rt.cond")
+
+
+def _returned_undefined(error, converted):
+    """An Undefined found among the function's results: name the return statement(s) that read it."""
+    filename, lines = getattr(getattr(converted, "__func__", converted), "__dy2static_returns__", (None, []))
+    if not isinstance(error, UnboundLocalError) or not lines:
+        return None
+    where = ", ".join(str(n) for n in lines)
+    return UnboundLocalError(f"{error}; it is returned at line {where}\n  File \"{filename}\", line {lines[-1]}")
 
 
 def _device_mismatch(tensor, traced, plan):

@@ -16,6 +16,7 @@ import gast
 from . import operators
 
 FACTORY = "__dy2static_factory"
+CONVERTED = "__dy2static_converted"
 CONVERTED_CODES = set()    # code objects of converted functions: frames worth showing the user
 _JST_CELL = types.CellType(operators)
 
@@ -35,6 +36,7 @@ def compile_code(fn_node, filename, freevars):
     node = copy.deepcopy(fn_node)
     _strip_evaluated_parts(node.args)
     node.returns = None
+    node.name = CONVERTED   # not the user's name: `rec` inside `rec` must stay the global, not a factory cell
     factory = gast.FunctionDef(
         name=FACTORY,
         args=gast.arguments(args=[gast.Name(id=n, ctx=gast.Param(), annotation=None, type_comment=None)
@@ -51,6 +53,10 @@ def compile_code(fn_node, filename, freevars):
     code = compile(tree, filename, "exec")
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == FACTORY)
     inner = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == node.name)
+    names = {"co_name": fn_node.name}
+    if hasattr(inner, "co_qualname"):
+        names["co_qualname"] = fn_node.name
+    inner = inner.replace(**names)      # tracebacks show the user's function name
     _remember(inner)
     return inner
 

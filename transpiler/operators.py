@@ -162,7 +162,7 @@ def _graph_for(it, body_fn, state, names, extra_test):
         return (i + 1,) + _tuple(body_fn(it.item(i), *s), n)
 
     index = as_variable(0)      # a symbolic index: iterating a tensor is a while op even for a static length
-    outs = rt.while_loop(cond, body, (index,) + state, names=("<for index>",) + tuple(names))
+    outs = rt.while_loop(cond, body, (index,) + state, names=("for_index",) + tuple(names))
     return _untuple(outs[1:], n)
 
 
@@ -195,13 +195,17 @@ class SymbolicRange(SymbolicIterable):
         if isinstance(self.step, int):
             if self.step == 0:
                 raise ValueError("range() arg 3 must not be zero")
+            span = self.stop - self.start if not (isinstance(self.start, int) and self.start == 0) else self.stop
+            if self.step == 1:
+                return rt.maximum(span, 0)
             pad = self.step - 1 if self.step > 0 else self.step + 1
-            return rt.maximum((self.stop - self.start + pad) // self.step, 0)
+            return rt.maximum((span + pad) // self.step, 0)
         span = self.stop - self.start
         return rt.maximum(rt.where(self.step > 0, span + self.step - 1, span + self.step + 1) // self.step, 0)
 
     def item(self, i):
-        return self.start + i * self.step
+        offset = i if isinstance(self.step, int) and self.step == 1 else i * self.step
+        return offset if isinstance(self.start, int) and self.start == 0 else self.start + offset
 
 
 class _Enumerate(SymbolicIterable):

@@ -49,11 +49,23 @@ def runtime_name(numpy_name):
 
 
 def dispatch_ufunc(ufunc, method, inputs, kwargs):
-    """`np.tanh(x)` on a Tensor/Variable runs our op of that name."""
+    """`np.tanh(x)` on a Tensor/Variable runs our op of that name; other ufunc uses
+    (no such op, `out=`, `.reduce`, ...) run NumPy itself on eager Tensors, and are a
+    clear TypeError on Variables."""
+    from ..ir import Variable
+    from ..tensor import Tensor
     name = runtime_name(ufunc.__name__)
-    if method != "__call__" or kwargs or name is None:
-        return NotImplemented if name is None else _numpy_error(f"numpy.{ufunc.__name__}.{method}", name)
-    return FUNCTIONS[name](*inputs)
+    if method == "__call__" and not kwargs and name is not None:
+        return FUNCTIONS[name](*inputs)
+    out = kwargs.get("out") or ()
+    if builtins.any(isinstance(a, Variable) for a in (*inputs, *out)):
+        what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        return _numpy_error(what + (" with " + ", ".join(f"{k}=" for k in kwargs) if kwargs else ""), name)
+    if builtins.any(isinstance(a, Tensor) for a in out):
+        raise TypeError(f"numpy.{ufunc.__name__}: out= cannot be a Tensor; use the result, "
+                        "or pass a NumPy array as out")
+    unwrapped = [a.numpy() if isinstance(a, Tensor) else a for a in inputs]
+    return getattr(ufunc, method)(*unwrapped, **kwargs)
 
 
 def dispatch_array_function(func, types, args, kwargs):

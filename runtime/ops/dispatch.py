@@ -37,6 +37,10 @@ def run_eager(opdef, inputs, attrs, device=None):
                     f"{opdef.name}: inputs are on different devices ({backend.name} and {x.backend.name}); "
                     "move one with .to(device)")
             args.append(x.data)
+        elif type(x) is list:    # an eager tensor array: a list of Tensors, its kernels take raw arrays
+            if backend is None and x and isinstance(x[0], Tensor):
+                backend = x[0].backend
+            args.append([t.data if isinstance(t, Tensor) else t for t in x])
         elif isinstance(x, Variable):
             raise TypeError(f"{opdef.name}: Variable '{x.name}' used outside the trace that made it")
         else:
@@ -45,7 +49,10 @@ def run_eager(opdef, inputs, attrs, device=None):
         backend = _CPU
     elif backend is not _CPU:
         args = [backend.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
-    out = opdef.kernel(backend.xp, *args, **attrs)
+    try:
+        out = opdef.kernel(backend.xp, *args, **attrs)
+    except (ValueError, TypeError, IndexError) as e:
+        raise explain_failure(opdef, inputs, attrs, e) from e
     if out is None:
         return None
     if type(out) is tuple:
@@ -53,6 +60,26 @@ def run_eager(opdef, inputs, attrs, device=None):
     if type(out) is list:
         return [Tensor(o, backend) for o in out]
     return Tensor(out, backend)
+
+
+def explain_failure(opdef, inputs, attrs, error):
+    """A kernel rejected its inputs: the op's own rule usually says why more clearly than
+    the array library does, and says it the way tracing the same call would."""
+    if opdef.infer is not None:
+        probes = [Variable("?", x.shape, x.dtype, None) if isinstance(x, Tensor) else x for x in inputs]
+        try:
+            opdef.infer(*probes, **attrs)
+        except (ValueError, TypeError, IndexError) as clear:
+            error = clear
+        except Exception:
+            pass
+    message = str(error)
+    if message.startswith(f"{opdef.name}:"):
+        return error
+    try:
+        return type(error)(f"{opdef.name}: {message}")
+    except Exception:
+        return error
 
 
 def record(opdef, inputs, attrs):
@@ -101,5 +128,10 @@ def cast_weak_operands(ins):
         return ins
     common = result_type(*map(promote_operand, ins))
     astype = get_op("astype")
-    return [apply(astype, (x,), {"dtype": common.name}) if isinstance(x, Variable) and x.weak and x.dtype != common
-            else x for x in ins]
+    out = []
+    for x in ins:
+        if isinstance(x, Variable) and x.weak and x.dtype != common:
+            x = apply(astype, (x,), {"dtype": common.name})
+            x.weak = True       # still a Python number: `i + 0.5` of a weak int stays weak
+        out.append(x)
+    return out

@@ -202,7 +202,7 @@ def flip(x, axis=None):
 
 def _dim_infer(x, axis):
     norm_axes(axis, len(shape_of(x)))
-    return Spec((), np.dtype(np.int64))
+    return Spec((), np.dtype(np.int64), weak=True)     # a size is a Python int: weakly typed
 
 
 def _dim_kernel(xp, x, axis):

@@ -69,6 +69,8 @@ def norm_axes(axis, ndim, what="axis"):
         if not -ndim <= a < max(ndim, 1):
             raise ValueError(f"{what} {a} is out of bounds for an array of rank {ndim}")
         out.append(a % ndim if ndim else 0)
+    if len(set(out)) != len(out):
+        raise ValueError(f"duplicate value in {what} {axis}")
     return tuple(sorted(out))
 
 

@@ -7,6 +7,7 @@ starts from a fresh list made by `array_new`/`array_from_list`.
 import numpy as np
 
 from ..dtypes import as_dtype
+from ..ir import Variable
 from .dispatch import apply
 from .registry import OpDef, register
 from .rules import Spec, dtype_of, norm_axes, shape_of
@@ -41,9 +42,14 @@ def _append_kernel(xp, arr, x):
     return arr
 
 
-_append = register(OpDef(
-    "array_append", _append_kernel,
-    lambda arr, x: _array_spec(_merge(arr.static_shape, shape_of(x)), arr.dtype), pure=False))
+def _append_infer(arr, x):
+    if dtype_of(x) != arr.dtype:
+        raise TypeError(f"array_append: a tensor array of {arr.dtype.name} cannot hold a {dtype_of(x).name} "
+                        f"value; cast it with .astype('{arr.dtype.name}')")
+    return _array_spec(_merge(arr.static_shape, shape_of(x)), arr.dtype)
+
+
+_append = register(OpDef("array_append", _append_kernel, _append_infer, pure=False))
 _length = register(OpDef("array_length", lambda xp, arr: np.int64(len(arr)),
                          lambda arr: Spec((), np.dtype(np.int64))))
 _read = register(OpDef("array_read", lambda xp, arr, i: arr[int(i)],
@@ -87,7 +93,13 @@ def array_from_list(values):
 
 
 def array_append(arr, value):
-    """Append in place and return the array (the Variable after the append)."""
+    """Append in place and return the array (the Variable after the append).
+
+    Python numbers and weak values adopt the array's dtype; other dtypes must match it."""
+    if isinstance(arr, Variable) and (isinstance(value, (bool, int, float, complex)) or
+                                      isinstance(value, Variable) and value.weak):
+        from .elementwise import astype
+        value = astype(value, arr.dtype)
     return apply(_append, (arr, value), {})
 
 

@@ -3,9 +3,19 @@
 The pipeline is an ordered list of named passes; `passes=` on the Executor
 (or `to_static`) picks them: None = the default pipeline, [] = none. Each pass
 takes a Program and returns an equivalent one; none may change a result.
+
+The passes, one module each (their docstrings give the rules):
+  strength_reduce      x**2, x**3, x**4 as products                          strength.py
+  fold                 ops on constants evaluated at compile time             fold.py
+  licm                 loop-invariant ops moved before their while op         licm.py
+  hoist_gather_matmul  matmul(x[i], u) in a loop -> matmul(x, u)[i], hoisted  licm.py
+  cse                  one op per distinct (type, inputs, attrs)              cse.py
+  dce                  unused pure ops, cond/while outputs, loop state        dce.py
+  fuse_elementwise     elementwise trees -> one fused_elementwise op          fusion.py
+  inplace              elementwise results written into dying input buffers   inplace.py
 """
 PASSES = {}            # name -> function(program) -> program
-DEFAULT_PIPELINE = []  # filled as passes land (issue: graph passes)
+DEFAULT_PIPELINE = ["strength_reduce", "fold", "licm", "hoist_gather_matmul", "cse", "dce", "fuse_elementwise", "inplace"]
 
 
 def register_pass(name):
@@ -36,3 +46,6 @@ def run_passes(program, passes=None):
     for name in names:
         program = PASSES[name](program)
     return program
+
+
+from . import strength, fold, licm, cse, dce, fusion, inplace  # noqa: E402,F401  (register the passes)

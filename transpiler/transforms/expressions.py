@@ -3,7 +3,7 @@
     a and b        →  _jst.convert_logical_and(a, lambda: b)
     a or b         →  _jst.convert_logical_or(a, lambda: b)
     not a          →  _jst.convert_logical_not(a)
-    a < b < c      →  _jst.convert_logical_and(a < b, lambda: b < c)
+    a < f(b) < c   →  _jst.convert_logical_and(a < (__compare_0 := f(b)), lambda: __compare_0 < c)
     a if c else b  →  _jst.convert_ifexp(c, lambda: a, lambda: b)
 
 Right operands and branches are thunks, so short-circuiting holds for Python
@@ -12,7 +12,7 @@ inside lambdas too (an expression has no scope of its own to respect).
 """
 import gast
 
-from .base import Transformer, is_jst_call, jst, located
+from .base import Transformer, is_jst_call, jst, load, located, store
 
 
 def _thunk(expr):
@@ -43,9 +43,17 @@ class Expressions(Transformer):
         if len(node.ops) == 1:
             return node
         pairs, left = [], node.left
-        for op, right in zip(node.ops, node.comparators):
-            pairs.append(located(gast.Compare(left=left, ops=[op], comparators=[right]), node))
-            left = right
+        last = len(node.ops) - 1
+        for i, (op, right) in enumerate(zip(node.ops, node.comparators)):
+            if i < last and not isinstance(right, (gast.Name, gast.Constant)):
+                # a middle operand is evaluated once, as in Python: bind it, then reuse the name
+                temp = self.ctx.namer.new("compare")
+                right_once = gast.NamedExpr(target=store(temp), value=right)
+                pairs.append(located(gast.Compare(left=left, ops=[op], comparators=[right_once]), node))
+                left = load(temp)
+            else:
+                pairs.append(located(gast.Compare(left=left, ops=[op], comparators=[right]), node))
+                left = right
         first, *rest = pairs
         return _call("convert_logical_and", [first] + [_thunk(p) for p in rest], node)
 

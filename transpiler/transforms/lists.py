@@ -17,22 +17,32 @@ from .base import Transformer, jst, load, located, store
 
 
 class InPlaceUpdates(Transformer):
+    """Only names local to the function are rebound; a global or closure container is mutated as written."""
+
+    def transform(self, fn_node):
+        declared = {n for s in gast.walk(fn_node) if isinstance(s, (gast.Global, gast.Nonlocal)) for n in s.names}
+        params = {a.id for a in gast.walk(fn_node.args) if isinstance(a, gast.Name)}
+        stored = {n.id for n in gast.walk(fn_node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+        self.locals = (params | stored) - declared
+        return super().transform(fn_node)
+
     def visit_Expr(self, node):
         call = node.value
         if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) and call.func.attr == "append"
-                and isinstance(call.func.value, gast.Name) and len(call.args) == 1 and not call.keywords):
+                and isinstance(call.func.value, gast.Name) and call.func.value.id in self.locals
+                and len(call.args) == 1 and not call.keywords):
             target = call.func.value.id
             new = gast.Call(func=jst("convert_append"), args=[load(target), call.args[0]], keywords=[])
             return located(gast.Assign(targets=[store(target)], value=new, type_comment=None), node)
         return node
 
     def visit_Assign(self, node):
-        if len(node.targets) == 1 and _is_name_subscript(node.targets[0]):
+        if len(node.targets) == 1 and _is_name_subscript(node.targets[0], self.locals):
             return self._setitem(node, node.targets[0], node.value)
         return node
 
     def visit_AugAssign(self, node):
-        if _is_name_subscript(node.target):
+        if _is_name_subscript(node.target, self.locals):
             current = copy.deepcopy(node.target)
             current.ctx = gast.Load()
             value = gast.BinOp(left=current, op=node.op, right=node.value)
@@ -46,8 +56,9 @@ class InPlaceUpdates(Transformer):
         return located(gast.Assign(targets=[store(name)], value=call, type_comment=None), node)
 
 
-def _is_name_subscript(target):
-    return isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)
+def _is_name_subscript(target, local_names):
+    return isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name) and \
+        target.value.id in local_names
 
 
 def index_expr(index):

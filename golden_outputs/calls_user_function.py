@@ -1,0 +1,3 @@
+def calls_user_function(x):
+    return _jst.convert_call(_bounded_grow)(x, k=3) + _jst.convert_call(
+        _bounded_grow)(x)

@@ -1,0 +1,197 @@
+"""Graph facts the passes share: who defines and who reads a Variable, which
+values a sub-block captures, and the clean-up every rewrite ends with.
+
+Passes mutate the Program they are given (a clone made by `run_passes`); they
+call `finish(program)` last so the result is again a valid Program: cond/while
+ops list exactly the values their sub-blocks capture, every block is used by
+one op, and compiled plans of the old version are invalid.
+"""
+from ..ir import Variable, sub_block_attrs
+from ..ops.registry import REGISTRY
+
+CONTROL_FLOW = ("cond", "while")
+
+# Ops that make their value from literal inputs and attrs alone (no Variable needed).
+CREATION = frozenset(["constant", "zeros", "ones", "full", "eye", "arange", "linspace"])
+
+
+def sub_blocks(op):
+    program = op.block.program
+    return [program.blocks[op.attrs[k]] for k in sub_block_attrs(op.type)]
+
+
+def blocks_under(op):
+    """Every block nested under op (its sub-blocks, theirs, ...), outermost first."""
+    out = []
+    todo = sub_blocks(op)
+    while todo:
+        block = todo.pop(0)
+        out.append(block)
+        for inner in block.ops:
+            todo.extend(sub_blocks(inner))
+    return out
+
+
+def is_pure(op):
+    """No side effects: a cond/while is pure when everything inside it is."""
+    if op.type in CONTROL_FLOW:
+        return all(is_pure(inner) for block in sub_blocks(op) for inner in block.ops)
+    return REGISTRY[op.type].pure
+
+
+def touches_arrays(op):
+    """Whether op reads or makes a tensor array (a mutable list: never merged, moved or folded)."""
+    return any(v.kind == "array" for v in op.input_vars()) or any(o.kind == "array" for o in op.outputs)
+
+
+def is_static(var):
+    return -1 not in var.static_shape
+
+
+def size_of(var):
+    n = 1
+    for d in var.static_shape:
+        n *= d
+    return n
+
+
+def defining_ops(program):
+    """id(Variable) -> the Operator whose output it is."""
+    return {id(o): op for op in program.ops() for o in op.outputs}
+
+
+def use_counts(program):
+    """id(Variable) -> how many times it is read (op inputs, block results, program outputs)."""
+    counts = {}
+    for block in program.blocks:
+        for op in block.ops:
+            for v in op.inputs:
+                if isinstance(v, Variable):
+                    counts[id(v)] = counts.get(id(v), 0) + 1
+        for v in block.results:
+            if isinstance(v, Variable):
+                counts[id(v)] = counts.get(id(v), 0) + 1
+    for v in program.outputs:
+        counts[id(v)] = counts.get(id(v), 0) + 1
+    return counts
+
+
+def replace_uses(program, mapping):
+    """Read mapping[id(v)] wherever v was read (op inputs, block results, program outputs)."""
+    if not mapping:
+        return
+
+    def sub(x):
+        return mapping.get(id(x), x) if isinstance(x, Variable) else x
+
+    for block in program.blocks:
+        for op in block.ops:
+            op.inputs = [sub(x) for x in op.inputs]
+        block.results = [sub(x) for x in block.results]
+    program.outputs = [sub(x) for x in program.outputs]
+
+
+def refresh_captures(program):
+    """Make each cond/while op's inputs list what its sub-blocks read from outside, as tracing does.
+
+    Linear in the Program's size times its nesting depth: blocks get depth-first
+    numbers, so "declared inside this op's blocks" is an interval test.
+    """
+    enter, leave, order = {}, {}, []
+
+    def number(block):
+        enter[block.idx] = len(order)
+        order.append(block)
+        for op in block.ops:
+            for sub in sub_blocks(op):
+                number(sub)
+        leave[block.idx] = len(order) - 1
+
+    number(program.global_block)
+    own_reads = {}
+    for block in order:
+        reads = []
+        for op in block.ops:
+            if op.type == "cond":
+                reads.append(op.inputs[0])
+            elif op.type == "while":
+                reads.extend(op.inputs[:len(op.outputs)])
+            else:
+                reads.extend(op.inputs)
+        reads.extend(block.results)
+        own_reads[block.idx] = [v for v in reads if isinstance(v, Variable)]
+    for block in order:
+        for op in block.ops:
+            if op.type not in CONTROL_FLOW:
+                continue
+            subs = sub_blocks(op)
+            lo, hi = enter[subs[0].idx], leave[subs[-1].idx]
+            inner = sorted(order[lo:hi + 1], key=lambda b: b.idx)
+            head = op.inputs[:1] if op.type == "cond" else op.inputs[:len(op.outputs)]
+            seen = {id(v) for v in head if isinstance(v, Variable)} if op.type == "cond" else set()
+            captured = []
+            for b in inner:
+                for v in own_reads[b.idx]:
+                    if id(v) not in seen and not lo <= enter.get(v.block.idx, -1) <= hi:
+                        seen.add(id(v))
+                        captured.append(v)
+            op.inputs = list(head) + captured
+
+
+def compact_blocks(program):
+    """Drop blocks no op uses any more (their op was removed) and renumber the rest."""
+    used, order = set(), []
+
+    def visit(block):
+        used.add(block.idx)
+        order.append(block)
+        for op in block.ops:
+            for sub in sub_blocks(op):
+                visit(sub)
+
+    visit(program.global_block)
+    if len(used) == len(program.blocks):
+        return
+    keep = [b for b in program.blocks if b.idx in used]      # parents still come before children
+    new_idx = {b.idx: i for i, b in enumerate(keep)}
+    for block in keep:
+        for op in block.ops:
+            for key in sub_block_attrs(op.type):
+                op.attrs[key] = new_idx[op.attrs[key]]
+    for block in keep:
+        block.parent_idx = new_idx[block.parent_idx] if block.parent_idx >= 0 else -1
+        block.idx = new_idx[block.idx]
+    program.blocks = keep
+
+
+def remove_ops(program, dead):
+    """Remove the ops whose id is in `dead` (and their outputs' declarations)."""
+    if not dead:
+        return
+    for block in program.blocks:
+        kept = []
+        for op in block.ops:
+            if id(op) in dead:
+                for o in op.outputs:
+                    if block.vars.get(o.name) is o:
+                        del block.vars[o.name]
+            else:
+                kept.append(op)
+        block.ops = kept
+
+
+def finish(program):
+    """The last step of every pass: captures refreshed, unused blocks dropped, old plans invalid."""
+    compact_blocks(program)
+    refresh_captures(program)
+    program.version += 1
+    return program
+
+
+def move_var(var, block):
+    """Declare var in `block` instead of its current block (an op that made it moved there)."""
+    old = var.block
+    if old.vars.get(var.name) is var:
+        del old.vars[var.name]
+    var.block = block
+    block.vars[var.name] = var

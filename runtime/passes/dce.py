@@ -1,0 +1,119 @@
+"""Dead-code elimination: drop pure ops nothing needs, in every block.
+
+A value is needed when the Program returns it, when an impure op (print,
+assert, dropout, a tensor-array append) reads it, or when a needed op reads
+it. Control flow is looked through:
+
+    y, z = cond(p, ...)          only y is read later   -> z leaves the op and both branches
+    h, i, k = while(...)         k read by nobody, not even by the loop's own
+                                 condition or by what makes h and i -> k leaves the loop
+    a = matmul(x, w)             a unused               -> the op goes
+
+A cond/while with nothing needed and nothing impure inside goes with its
+blocks. Pure ops that could fail at run time (an out-of-bounds index) are
+dropped like the rest when unused, as in other graph compilers: a Program
+reports the errors of the work it does.
+"""
+from ..ir import Variable
+from . import register_pass
+from ._graph import finish, is_pure, remove_ops, sub_blocks
+
+
+@register_pass("dce")
+def eliminate_dead_code(program):
+    defs, owner, param_of = {}, {}, {}
+    for block in program.blocks:
+        for op in block.ops:
+            for o in op.outputs:
+                defs[id(o)] = op
+            for sub in sub_blocks(op):
+                owner[sub.idx] = op
+            if op.type == "while":
+                for sub in sub_blocks(op):
+                    for k, p in enumerate(sub.params):
+                        param_of[id(p)] = (op, k)
+
+    live_vars, live_ops, live_states = set(), set(), set()
+    work = []
+
+    def need(v):
+        if isinstance(v, Variable) and id(v) not in live_vars:
+            live_vars.add(id(v))
+            work.append(v)
+
+    def need_op(op):
+        if id(op) in live_ops:
+            return
+        live_ops.add(id(op))
+        if op.type == "cond":
+            need(op.inputs[0])
+        elif op.type == "while":
+            need(sub_blocks(op)[0].results[0])      # the loop's condition decides how often it runs
+        else:
+            for v in op.inputs:
+                need(v)
+        if op.block.idx in owner:
+            need_op(owner[op.block.idx])
+
+    def need_state(op, k):
+        if (id(op), k) not in live_states:
+            live_states.add((id(op), k))
+            need_op(op)
+            need(op.inputs[k])
+            need(sub_blocks(op)[1].results[k])
+
+    for v in program.outputs:
+        need(v)
+    for op in program.ops():
+        if op.type not in ("cond", "while") and not is_pure(op):
+            need_op(op)
+
+    while work:
+        v = work.pop()
+        if id(v) in param_of:
+            need_state(*param_of[id(v)])
+            continue
+        op = defs.get(id(v))
+        if op is None:
+            continue                                  # a Program input
+        need_op(op)
+        k = next(i for i, o in enumerate(op.outputs) if o is v)
+        if op.type == "cond":
+            for sub in sub_blocks(op):
+                need(sub.results[k])
+        elif op.type == "while":
+            need_state(op, k)
+
+    dead = {id(op) for op in program.ops() if id(op) not in live_ops}
+    for op in program.ops():
+        if id(op) in dead:
+            continue
+        if op.type == "cond":
+            keep = [k for k, o in enumerate(op.outputs) if id(o) in live_vars]
+            if len(keep) < len(op.outputs):
+                _drop_outputs(op, keep)
+                for sub in sub_blocks(op):
+                    sub.results = [sub.results[k] for k in keep]
+        elif op.type == "while":
+            keep = [k for k in range(len(op.outputs)) if (id(op), k) in live_states]
+            if len(keep) < len(op.outputs):
+                cb, bb = sub_blocks(op)
+                n = len(op.outputs)
+                _drop_outputs(op, keep)
+                op.inputs = [op.inputs[k] for k in keep] + op.inputs[n:]
+                for sub in (cb, bb):
+                    for k, p in enumerate(sub.params):
+                        if k not in keep and sub.vars.get(p.name) is p:
+                            del sub.vars[p.name]
+                    sub.params = [sub.params[k] for k in keep]
+                bb.results = [bb.results[k] for k in keep]
+    remove_ops(program, dead)
+    return finish(program)
+
+
+def _drop_outputs(op, keep):
+    block = op.block
+    for k, o in enumerate(op.outputs):
+        if k not in keep and block.vars.get(o.name) is o:
+            del block.vars[o.name]
+    op.outputs = [op.outputs[k] for k in keep]

@@ -1,0 +1,112 @@
+"""In-place writes: an elementwise op stores its result in the buffer of an input that dies there.
+
+    m = matmul(x, w)                         m = matmul(x, w)
+    h = fused_elementwise(m, b, steps=...)   h = fused_elementwise(m, b, steps=..., into=0)
+    (m never read again)                     (on NumPy: np.add(m, b, m); np.maximum(m, 0, m))
+
+The input's buffer may be written when all of these hold (checked from
+liveness, per block):
+- the plan owns it: a `matmul`, an elementwise ufunc op or a fused op of the
+  same block made it (a fresh array; never a Program input, a parameter, a
+  constant, a loop variable or a view made by reshape/getitem/astype);
+- this op is its last reader, and every earlier reader is an op whose result
+  never shares memory with its inputs (a later `reshape` view would see the
+  write);
+- nothing outside the block reads it (no branch or loop body, no block
+  result, no Program output);
+- it has the result's static shape and dtype (so no broadcast into it).
+A single elementwise op that qualifies becomes a one-step fused op. The
+executor checks the same conditions again before it writes in place: a
+Program file cannot make it write into memory it does not own.
+"""
+from ..ir import Variable
+from ..ops.registry import REGISTRY
+from . import register_pass
+from ._graph import finish, is_static
+from .fusion import FUSED, ufunc_call
+
+_NEW_ARRAY = frozenset([FUSED, "matmul", "relu"])
+# readers whose results never alias their inputs
+_COPYING_READERS = _NEW_ARRAY | frozenset([
+    "sum", "mean", "prod", "max", "min", "any", "all", "std", "var", "argmax", "argmin", "cumsum",
+    "where", "clip", "sigmoid", "gelu", "softmax", "log_softmax", "linear", "layer_norm", "cross_entropy",
+    "print", "assert"])
+
+
+def _is_ufunc(op_type):
+    return getattr(REGISTRY.get(op_type), "ufunc", None) is not None
+
+
+def _makes_new_array(op):
+    return op.type in _NEW_ARRAY or _is_ufunc(op.type)
+
+
+def copying_reader(op):
+    return op.type in _COPYING_READERS or _is_ufunc(op.type)
+
+
+def _writes_elementwise(op):
+    return op.type == FUSED or (ufunc_call(op) is not None and op.type != FUSED)
+
+
+def donations(program):
+    """{id(op): k} for every elementwise op that may write its result into its input k."""
+    escaping = set(id(v) for v in program.outputs)
+    for block in program.blocks:
+        escaping.update(id(v) for v in block.results if isinstance(v, Variable))
+        for op in block.ops:
+            for v in op.input_vars():
+                if v.block is not block:
+                    escaping.add(id(v))          # read from a nested block (or captured by cond/while)
+    found = {}
+    for block in program.blocks:
+        owned, last_reader, aliased = set(), {}, set()
+        for op in block.ops:
+            for v in op.input_vars():
+                last_reader[id(v)] = op
+                if not copying_reader(op):
+                    aliased.add(id(v))
+            if len(op.outputs) == 1 and _makes_new_array(op):
+                out = op.outputs[0]
+                if out.kind == "dense" and out.ndim >= 1 and is_static(out):
+                    owned.add(id(out))
+        for op in block.ops:
+            if len(op.outputs) != 1 or not _writes_elementwise(op):
+                continue
+            out = op.outputs[0]
+            if out.kind != "dense" or out.ndim < 1 or not is_static(out):
+                continue
+            for k, v in enumerate(op.inputs):
+                if (isinstance(v, Variable) and id(v) in owned and last_reader.get(id(v)) is op
+                        and id(v) not in escaping and id(v) not in aliased
+                        and v.static_shape == out.static_shape and v.dtype == out.dtype):
+                    found[id(op)] = k
+                    break
+    return found
+
+
+@register_pass("inplace")
+def plan_inplace(program):
+    chosen = donations(program)
+    for op in program.ops():
+        k = chosen.get(id(op))
+        if k is None:
+            continue
+        if op.type != FUSED:
+            name, args = ufunc_call(op)
+            variables, encoded = [], []
+            for a in args:
+                if isinstance(a, Variable):
+                    if not any(v is a for v in variables):
+                        variables.append(a)
+                    encoded.append({"in": _index(variables, a)})
+                else:
+                    encoded.append(a)
+            k = _index(variables, op.inputs[k])
+            op.type, op.inputs, op.attrs = FUSED, variables, {"steps": [[name] + encoded]}
+        op.attrs["into"] = k
+    return finish(program)
+
+
+def _index(variables, var):
+    return next(i for i, v in enumerate(variables) if v is var)

@@ -1,0 +1,186 @@
+"""Loop-invariant code motion out of `while` ops.
+
+`licm`: an op at the top level of a loop's condition or body block whose
+Variable inputs are all defined outside the loop (or by ops already hoisted)
+computes the same value on every iteration; it moves to just before the
+`while` op and runs once.
+
+    while(...)                                  wt = permute_dims(w)
+      body: wt = permute_dims(w)          ->    while(...)
+            h = matmul(h, wt)                     body: h = matmul(h, wt)
+
+The rule for what may move, since a hoisted op runs even when the loop
+runs zero times:
+- from the condition block: any pure op (the condition runs at least once
+  whenever the loop runs, so the op ran before too);
+- from the body: only pure ops that cannot raise for the shapes the tracer
+  checked: elementwise ops, matmul, casts, creation ops, reshapes/transposes
+  and reductions over non-empty arrays, getitem with constant in-range
+  indices — all with fully static shapes (a dynamic dim could break a
+  broadcast at run time). Such an op may still emit a NumPy floating-point
+  warning (overflow, 0/0) for a loop that runs zero times; it cannot raise
+  (unless the user turned warnings into errors).
+Never moved: ops inside branches of the body (they run conditionally), cond/
+while ops, impure ops, ops touching tensor arrays (a fresh list per iteration
+matters). Inner loops are done first, so an invariant of two nested loops
+moves out of both.
+
+`hoist_gather_matmul`: `matmul(x[i], u)` in a loop body, with x and u defined
+outside, x of static shape (T, ..., k) and rank >= 3, u a static matrix and i
+a scalar index on the first axis, becomes `p[i]` with `p = matmul(x, u)` hoisted:
+one batched product of the whole sequence instead of one small product per
+step (NumPy computes each slice of a stacked matmul as it computes that slice
+alone). It is speculative like any hoist: a loop that stops early wasted the
+unused slices; P is limited to GATHER_LIMIT elements.
+"""
+from ..ir import Variable
+from ..ops.registry import REGISTRY
+from . import register_pass
+from ._graph import (CONTROL_FLOW, CREATION, blocks_under, finish, is_pure, is_static, move_var, size_of,
+                     sub_blocks, touches_arrays)
+
+# Ops that cannot raise once the tracer has checked their (fully static) shapes.
+SAFE_WHEN_STATIC = frozenset([
+    "matmul", "astype", "where", "clip", "reshape", "permute_dims", "expand_dims", "squeeze", "broadcast_to",
+    "flip", "relu", "sigmoid", "gelu", "sum", "mean", "prod", "any", "all", "max", "min", "argmax", "argmin",
+]) | CREATION
+_NEED_NONEMPTY = frozenset(["max", "min", "argmax", "argmin"])
+GATHER_LIMIT = 1 << 24
+
+
+@register_pass("licm")
+def hoist_loop_invariants(program):
+    for op in _loops_inner_first(program):
+        _hoist(op)
+    return finish(program)
+
+
+def _loops_inner_first(program):
+    out = []
+
+    def visit(block):
+        for op in block.ops:
+            for sub in sub_blocks(op):
+                visit(sub)
+            if op.type == "while":
+                out.append(op)
+    visit(program.global_block)
+    return out
+
+
+def _defined_inside(loop):
+    inside = set()
+    for block in blocks_under(loop):
+        inside.update(id(p) for p in block.params)
+        for op in block.ops:
+            inside.update(id(o) for o in op.outputs)
+    return inside
+
+
+def _hoist(loop):
+    cond_block, body = sub_blocks(loop)
+    inside = _defined_inside(loop)
+    hoisted = []
+    for block in (cond_block, body):
+        kept = []
+        for op in block.ops:
+            movable = _movable(op, in_condition=block is cond_block)
+            if movable and not any(id(v) in inside for v in op.input_vars()):
+                hoisted.append(op)
+                for o in op.outputs:
+                    inside.discard(id(o))
+            else:
+                kept.append(op)
+        block.ops = kept
+    if hoisted:
+        _insert_before(loop, hoisted)
+
+
+def _insert_before(loop, ops):
+    parent = loop.block
+    at = parent.ops.index(loop)
+    for op in ops:
+        op.block = parent
+        for o in op.outputs:
+            move_var(o, parent)
+    parent.ops[at:at] = ops
+
+
+def _movable(op, in_condition):
+    if op.type in CONTROL_FLOW or not op.outputs or touches_arrays(op) or not is_pure(op):
+        return False
+    if in_condition:
+        return True
+    return cannot_fail(op)
+
+
+def cannot_fail(op):
+    """Whether op is pure and cannot raise at run time for the static shapes the tracer checked."""
+    if not all(is_static(v) for v in op.input_vars() + op.outputs):
+        return False
+    opdef = REGISTRY[op.type]
+    if getattr(opdef, "ufunc", None) is not None:
+        return True
+    if op.type == "getitem":
+        return not op.input_vars()[1:]              # constant indices, range-checked while tracing
+    if op.type in _NEED_NONEMPTY:
+        return size_of(op.input_vars()[0]) > 0
+    return op.type in SAFE_WHEN_STATIC
+
+
+# --- matmul(x[i], u) -> matmul(x, u)[i] ---------------------------------------------------------
+
+@register_pass("hoist_gather_matmul")
+def hoist_gather_matmul(program):
+    for loop in _loops_inner_first(program):
+        _batch_gathers(loop)
+    return finish(program)
+
+
+def _batch_gathers(loop):
+    body = sub_blocks(loop)[1]
+    inside = _defined_inside(loop)
+    defs = {id(o): op for op in body.ops for o in op.outputs}
+    products = []
+    for op in body.ops:
+        if op.type != "matmul" or not all(isinstance(x, Variable) for x in op.inputs):
+            continue
+        rows, u = op.inputs
+        gather = defs.get(id(rows))
+        if gather is None or gather.type != "getitem" or id(u) in inside:
+            continue
+        x = gather.inputs[0]
+        index = gather.attrs.get("index")
+        if id(x) in inside or not _first_axis_scalar(index, gather.inputs[1:]):
+            continue
+        if not (is_static(x) and is_static(u) and x.ndim >= 3 and u.ndim == 2 and x.dtype == u.dtype):
+            continue
+        shape = x.static_shape[:-1] + (u.static_shape[1],)
+        n = 1
+        for d in shape:
+            n *= d
+        if n > GATHER_LIMIT or x.static_shape[-1] != u.static_shape[0]:
+            continue
+        product = loop.block.create_var("matmul", shape, op.outputs[0].dtype)
+        products.append(type(op)("matmul", [x, u], [product], {}, op.origin, loop.block))
+        op.type = "getitem"
+        op.inputs = [product] + list(gather.inputs[1:])
+        op.attrs = {"index": index}
+    if products:
+        at = loop.block.ops.index(loop)
+        loop.block.ops[at:at] = products
+
+
+def _first_axis_scalar(index, dynamic):
+    """index is one scalar integer on the first axis: a literal int or one 0-d integer input."""
+    if index is None or len(index) != 1:
+        return False
+    item = index[0]
+    if isinstance(item, bool):
+        return False
+    if isinstance(item, int):
+        return not dynamic
+    if isinstance(item, dict) and len(dynamic) == 1 and isinstance(dynamic[0], Variable):
+        v = dynamic[0]
+        return v.ndim == 0 and v.dtype.kind in "iu"
+    return False

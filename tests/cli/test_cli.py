@@ -1,0 +1,429 @@
+"""The `dy2static` command: every subcommand, in-process through main([...]) and as a real process."""
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import runtime as rt
+from transpiler import InputSpec, cli, to_source, to_static
+
+ROOT = Path(__file__).resolve().parents[2]
+
+MODEL = '''\
+import runtime as rt
+from runtime import nn
+from transpiler import to_static
+
+
+def helper(v):
+    return v * 2
+
+
+@to_static
+def grow(x):
+    h = rt.tanh(x)
+    i = 0
+    while rt.sum(h) < 100 and i < 10:
+        h = h * 2
+        i += 1
+    return h if rt.mean(h) > 0 else -h
+
+
+def pick(x, y, scale=2.0):
+    if x.sum() > y.sum():
+        return helper(x) * scale
+    return y
+
+
+def split(x):
+    return x + 1, x * 2
+
+
+class Net(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    @to_static
+    def forward(self, x):
+        h = self.fc(x)
+        if h.mean() > 0:
+            h = nn.functional.relu(h)
+        return h
+
+
+class Plain:
+    def forward(self, x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+
+rt.seed(0)
+model = Net()
+'''
+
+PLAIN = '''\
+def first(x):
+    if x.sum() > 0:
+        return x
+    return -x
+
+
+def second(x):
+    for row in x:
+        x = x + row
+    return x
+'''
+
+BROKEN = {
+    "syntax.py": "def f(x):\n    if x > 0\n        return x\n",
+    "conversion.py": "def gen(x):\n    yield x\n",
+    "trywith.py": "def f(x):\n    try:\n        if x.sum() > 0:\n            x = x + 1\n    finally:\n        pass\n"
+                  "    return x\n",
+    "importfail.py": "import dy2static_no_such_module\n",
+    "runtimefail.py": "import runtime as rt\n\n\ndef f(x):\n    return rt.matmul(x, x)\n",
+    "undefined.py": "def f(x):\n    if x.sum() > 0:\n        y = x\n    return y + 1\n",
+    "exits.py": "import sys\n\nsys.exit(3)\n",
+}
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    """A folder holding the user's files and inputs; also the current directory."""
+    (tmp_path / "model.py").write_text(MODEL)
+    (tmp_path / "plain.py").write_text(PLAIN)
+    for name, text in BROKEN.items():
+        (tmp_path / name).write_text(text)
+    np.save(tmp_path / "x.npy", np.arange(8, dtype=np.float32).reshape(2, 4) - 3)
+    np.save(tmp_path / "y.npy", np.ones((2, 4), np.float32))
+    np.savez(tmp_path / "both.npz", x=np.ones(3))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run_main(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_process(*argv, cwd, command=None):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    command = command or [sys.executable, "-m", "transpiler"]
+    done = subprocess.run(command + list(argv), cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    return done.returncode, done.stdout, done.stderr
+
+
+def load(workdir, name="model.py"):
+    return cli.load_module(str(workdir / name))
+
+
+def assert_one_line_error(code, err, *fragments):
+    assert code == 1
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("dy2static: error: "), err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+# --- help -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", [[], ["convert"], ["program"], ["run"]])
+def test_help(command, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(command + ["--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: dy2static")
+    assert {"": "convert", "convert": "--diff", "program": "--spec", "run": "--input"}[" ".join(command)] in out
+
+
+def test_program_help_states_the_spec_grammar(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["program", "--help"])
+    assert "DTYPE[DIM" in capsys.readouterr().out.replace("\n", " ")
+
+
+def test_no_command_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([])
+    assert exit_.value.code == 2
+
+
+# --- convert ----------------------------------------------------------------------------------
+
+def test_convert_one_function_prints_exactly_its_code(workdir):
+    code, out, err = run_main("convert", "model.py::pick")
+    assert (code, err) == (0, "")
+    assert out == to_source(load(workdir).pick)
+    assert "_jst.convert_ifelse" in out
+
+
+def test_convert_static_function_prints_its_code(workdir):
+    code, out, _ = run_main("convert", "model.py::grow")
+    assert code == 0
+    assert out == load(workdir).grow.code
+
+
+def test_convert_whole_file_prints_every_to_static_function(workdir):
+    code, out, _ = run_main("convert", "model.py")
+    module = load(workdir)
+    assert code == 0
+    assert out == f"# model.py::grow\n{module.grow.code}\n# model.py::Net.forward\n{module.Net.forward.code}"
+    assert "def pick" not in out
+
+
+def test_convert_file_without_to_static_prints_every_top_level_function(workdir):
+    code, out, _ = run_main("convert", "plain.py")
+    module = load(workdir, "plain.py")
+    assert code == 0
+    assert out == f"# plain.py::first\n{to_source(module.first)}\n# plain.py::second\n{to_source(module.second)}"
+
+
+def test_convert_class_method(workdir):
+    code, out, _ = run_main("convert", "model.py::Plain.forward")
+    assert code == 0
+    assert out == to_source(load(workdir).Plain.forward)
+    assert out.startswith("def forward(self, x):")
+
+
+def test_convert_layer_instance_means_its_forward(workdir):
+    code, out, _ = run_main("convert", "model.py::model")
+    assert code == 0
+    assert out == load(workdir).model.forward.code
+
+
+def test_convert_diff(workdir):
+    code, out, _ = run_main("convert", "model.py::pick", "--diff")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "--- model.py::pick (original)"
+    assert lines[1] == "+++ model.py::pick (converted)"
+    assert "-    if x.sum() > y.sum():" in lines
+    assert "+    def __true_fn_0(__return_value):" in lines
+
+
+# --- program ----------------------------------------------------------------------------------
+
+def test_program_text(workdir):
+    code, out, err = run_main("program", "model.py::grow", "--spec", "x:float32[None,8]")
+    assert (code, err) == (0, "")
+    assert out == str(load(workdir).grow.get_program(InputSpec([None, 8], "float32"))) + "\n"
+    assert out.startswith("program grow(x: float32[?, 8]):")
+    assert "= while(" in out and "= cond(" in out
+
+
+def test_program_optimized(workdir):
+    code, out, _ = run_main("program", "model.py::grow", "--spec", "x:float32[None,8]", "--optimized")
+    assert code == 0
+    assert out == str(load(workdir).grow.get_program(InputSpec([None, 8], "float32"), optimized=True)) + "\n"
+
+
+def test_program_specs_by_name_and_position(workdir):
+    expected = str(to_static(load(workdir).pick).get_program(InputSpec([3]), InputSpec([3]))) + "\n"
+    for specs in (["x:float32[3]", "y:float32[3]"], ["y:float32[3]", "x:float32[3]"],
+                  ["float32[3]", "float32[3]"], ["y:float32[3]", "float32[3]"]):
+        code, out, err = run_main("program", "model.py::pick", *[a for s in specs for a in ("--spec", s)])
+        assert (code, err, out) == (0, "", expected), specs
+
+
+def test_program_of_layer_forward(workdir):
+    expected = str(load(workdir).model.forward.get_program(InputSpec([None, 4]))) + "\n"
+    for target in ("model.py::model.forward", "model.py::model"):
+        code, out, _ = run_main("program", target, "--spec", "x:float32[?,4]")
+        assert (code, out) == (0, expected)
+    assert "persistable" in expected and "= linear(" in expected
+
+
+def test_program_json(workdir):
+    code, out, _ = run_main("program", "model.py::grow", "--spec", "x:float32[-1,8]", "--format", "json")
+    assert code == 0
+    assert json.loads(out)["name"] == "grow"
+    program = load(workdir).grow.get_program(InputSpec([None, 8]))
+    assert rt.Program.from_json(out) == program
+
+
+def test_program_dot(workdir):
+    code, out, _ = run_main("program", "model.py::grow", "--spec", "x:float32[None,8]", "--format", "dot")
+    assert code == 0
+    assert out.startswith('digraph "grow" {') and out.rstrip().endswith("}")
+    for cluster in ("while cond block 1", "while body block 4", "cond true block 5", "cond false block 6"):
+        assert f'label="{cluster}";' in out
+    assert out.count("subgraph cluster_b") == 6
+    assert 'label="tanh"' in out
+
+
+def test_program_out_file(workdir):
+    code, out, _ = run_main("program", "model.py::grow", "--spec", "x:float32[None,8]", "--format", "dot",
+                            "--out", "grow.dot")
+    assert (code, out) == (0, "wrote grow.dot\n")
+    assert (workdir / "grow.dot").read_text().startswith("digraph")
+    code, _, _ = run_main("program", "model.py::grow", "--spec", "x:float32[None,8]", "--out", "grow.txt")
+    assert (workdir / "grow.txt").read_text().startswith("program grow(")
+
+
+def test_program_svg_without_graphviz_says_how_to_get_it(workdir, monkeypatch):
+    monkeypatch.setattr(cli.shutil, "which", lambda name: None)
+    code, _, err = run_main("program", "model.py::grow", "--spec", "x:float32[None,8]", "--format", "dot",
+                            "--out", "grow.svg")
+    assert_one_line_error(code, err, "Graphviz", "not installed", "apt-get install graphviz", "--out FILE.dot")
+    assert not (workdir / "grow.svg").exists()
+
+
+def test_program_svg_runs_dot(workdir, monkeypatch):
+    """With a stand-in `dot` first on PATH: the DOT text goes to its stdin, -Tsvg -o FILE on its command line."""
+    bin_dir = workdir / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "dot"
+    fake.write_text('#!/bin/sh\necho "$1 $2" > "$3.args"\ncat > "$3"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    code, out, err = run_main("program", "model.py::grow", "--spec", "x:float32[None,8]", "--format", "dot",
+                              "--out", "grow.svg")
+    assert (code, out, err) == (0, "wrote grow.svg\n", "")
+    assert (workdir / "grow.svg").read_text().startswith('digraph "grow"')
+    assert (workdir / "grow.svg.args").read_text().strip() == "-Tsvg -o"
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+def test_program_svg_with_graphviz(workdir):
+    code, _, _ = run_main("program", "model.py::grow", "--spec", "x:float32[None,8]", "--format", "dot",
+                          "--out", "grow.svg")
+    assert code == 0
+    assert "<svg" in (workdir / "grow.svg").read_text()
+
+
+# --- run --------------------------------------------------------------------------------------
+
+def test_run_prints_outputs(workdir):
+    code, out, err = run_main("run", "model.py::pick", "--input", "x=x.npy", "--input", "y=y.npy")
+    assert (code, err) == (0, "")
+    x = np.load(workdir / "x.npy")
+    want = x * 4 if x.sum() > 8 else np.ones((2, 4), np.float32)
+    assert out.splitlines()[0] == "out0: float32[2, 4]"
+    assert out.splitlines()[1:] == np.array2string(want).splitlines()
+
+
+def test_run_writes_npz(workdir):
+    code, out, _ = run_main("run", "model.py::split", "--input", "x.npy", "--out", "out.npz")
+    assert (code, out) == (0, "wrote 2 output(s) to out.npz: out0, out1\n")
+    x = np.load(workdir / "x.npy")
+    with np.load(workdir / "out.npz", allow_pickle=False) as saved:
+        np.testing.assert_array_equal(saved["out0"], x + 1)
+        np.testing.assert_array_equal(saved["out1"], x * 2)
+
+
+def test_run_layer_forward_matches_eager(workdir):
+    code, _, _ = run_main("run", "model.py::model.forward", "--input", "x=x.npy", "--out", "o.npz")
+    assert code == 0
+    model = load(workdir).model                     # the file seeds its weights: same ones as the run's
+    eager = model.forward.rollback()(rt.tensor(np.load(workdir / "x.npy"))).numpy()
+    with np.load(workdir / "o.npz") as saved:
+        assert saved["out0"].shape == (2, 3)
+        np.testing.assert_allclose(saved["out0"], eager, rtol=1e-6)
+
+
+# --- errors: one line on stderr, status 1 -------------------------------------------------------
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["convert", "missing.py"], ["missing.py: no such file"]),
+    (["convert", "model.py::nope"], ["model.py: no function 'nope'", "helper, pick, split"]),
+    (["convert", "model.py::Net.nope"], ["'Net' has no attribute 'nope'"]),
+    (["convert", "model.py::modle.forward"], ["model.py: no name 'modle'", "(its functions: "]),
+    (["convert", "exits.py"], ["importing exits.py failed: it called sys.exit(3) (exits.py:3)", "__main__"]),
+    (["convert", "model.py::"], ["nothing after '::'"]),
+    (["convert", "syntax.py"], ["syntax.py:2: syntax error"]),
+    (["convert", "conversion.py::gen"], ["conversion.py:2: cannot convert", "yield"]),
+    (["program", "trywith.py::f", "--spec", "float32[3]"], ["trywith.py:3: cannot convert", "try/with"]),
+    (["convert", "importfail.py"], ["importing importfail.py failed", "ModuleNotFoundError", "importfail.py:1"]),
+    (["program", "runtimefail.py::f", "--spec", "float32[3,4]"], ["ValueError", "matmul", "runtimefail.py:5"]),
+    (["program", "undefined.py::f", "--spec", "float32[3]"], ["'y'"]),
+    (["program", "model.py", "--spec", "float32[3]"], ["FILE.py::QUALNAME"]),
+    (["program", "model.py::grow", "--spec", "x:float32[None,8"], ["bad --spec", "[NAME:]DTYPE[DIM, ...]"]),
+    (["program", "model.py::grow", "--spec", "x:float32[None,a]"], ["dim 'a'", "[NAME:]DTYPE[DIM, ...]"]),
+    (["program", "model.py::grow", "--spec", "x:floot32[3]"], ["unknown dtype 'floot32'"]),
+    (["program", "model.py::grow", "--spec", "z:float32[3]"], ["no parameter 'z'", "(its parameters: x)"]),
+    (["program", "model.py::grow", "--spec", "x:float32[3]", "--spec", "x:float32[3]"], ["given twice"]),
+    (["program", "model.py::pick", "--spec", "x:float32[3]"], ["missing --spec for parameter 'y'"]),
+    (["program", "model.py::grow"], ["missing --spec for parameter 'x'"]),
+    (["program", "model.py::Plain.forward", "--spec", "float32[3]"], ["method of class Plain", "model.forward"]),
+    (["program", "model.py::Net.forward", "--spec", "float32[3]"], ["method of class Net"]),
+    (["program", "model.py::rt", "--spec", "float32[3]"], ["is a module"]),
+    (["run", "model.py::pick", "--input", "x=x.npy", "--input", "y=nope.npy"], ["nope.npy: no such file"]),
+    (["run", "model.py::pick", "--input", "x=both.npz", "--input", "y=y.npy"], ["several arrays"]),
+    (["run", "model.py::pick", "--input", "1x=x.npy"], ["bad --input '1x=x.npy'"]),
+    (["run", "model.py::grow", "--input", "x.npy", "--input", "y.npy"], ["too many --inputs"]),
+])
+def test_error_is_one_line(workdir, argv, fragments):
+    code, out, err = run_main(*argv)
+    assert out == ""
+    assert_one_line_error(code, err, *fragments)
+
+
+def test_run_on_gpu_without_one_is_one_line(workdir):
+    if rt.gpu_available():
+        pytest.skip("a GPU is available here")
+    code, _, err = run_main("run", "model.py::split", "--input", "x.npy", "--device", "gpu")
+    assert_one_line_error(code, err, "--device gpu", "DeviceUnavailableError")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not rt.gpu_available(), reason="needs CUDA and CuPy")
+def test_run_on_gpu(workdir):
+    code, out, err = run_main("run", "model.py::split", "--input", "x.npy", "--device", "gpu", "--out", "g.npz")
+    assert (code, err) == (0, "")
+    with np.load(workdir / "g.npz") as saved:
+        np.testing.assert_array_equal(saved["out1"], np.load(workdir / "x.npy") * 2)
+
+
+def test_traceback_option_shows_the_traceback(workdir):
+    code, _, err = run_main("program", "runtimefail.py::f", "--spec", "float32[3,4]", "--traceback")
+    assert code == 1
+    assert "Traceback" in err and err.splitlines()[-1].startswith("dy2static: error: ValueError")
+
+
+def test_user_folder_is_importable_and_sys_path_restored(workdir):
+    (workdir / "sibling.py").write_text("FACTOR = 3\n")
+    (workdir / "uses_sibling.py").write_text("from sibling import FACTOR\n\n\ndef f(x):\n    return x * FACTOR\n")
+    before = list(sys.path)
+    code, out, _ = run_main("program", "uses_sibling.py::f", "--spec", "float32[2]")
+    assert code == 0 and "multiply(x, 3)" in out
+    assert sys.path == before
+
+
+# --- as a process ------------------------------------------------------------------------------
+
+def test_python_dash_m_transpiler(workdir):
+    code, out, err = run_process("program", "model.py::grow", "--spec", "x:float32[None,8]", cwd=workdir)
+    assert (code, err) == (0, "")
+    assert out.startswith("program grow(x: float32[?, 8]):")
+
+
+def test_process_error_is_one_line_without_traceback(workdir):
+    code, out, err = run_process("convert", "syntax.py", cwd=workdir)
+    assert out == ""
+    assert_one_line_error(code, err, "syntax.py:2: syntax error")
+
+
+def test_console_script(workdir):
+    from importlib import metadata
+    scripts = {ep.name: ep.value for ep in metadata.entry_points(group="console_scripts")}
+    assert scripts.get("dy2static") == "transpiler.cli:main"
+    script = Path(sys.executable).parent / "dy2static"
+    if not script.exists():
+        pytest.skip("the dy2static script is not installed next to this Python (pip install -e .)")
+    code, out, err = run_process("run", "model.py::split", "--input", "x.npy", cwd=workdir, command=[str(script)])
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == "out0: float32[2, 4]"
+    code, out, _ = run_process("--help", cwd=workdir, command=[str(script)])
+    assert code == 0 and textwrap.dedent(out).startswith("usage: dy2static")

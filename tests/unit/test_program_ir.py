@@ -1,0 +1,227 @@
+"""The IR: Program.ops() walks nested blocks, str(program) is readable, JSON round-trips, names are unique."""
+import json
+
+import numpy as np
+import pytest
+
+import runtime as rt
+from runtime import tracing
+
+SPEC = rt.InputSpec([None, 3], "float32", name="x")
+X = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+
+def nested(x):
+    """A while whose body holds a cond whose true branch holds a while, plus a tensor array and a parameter."""
+    w = rt.tensor(np.array([0.5, 1.0, 2.0], np.float32))
+
+    def outer_body(i, acc, arr):
+        def true_branch():
+            return rt.while_loop(lambda j, a: j < i, lambda j, a: (j + 1, a + w), (0, acc))[1]
+        acc = rt.cond(acc.sum() > 0, true_branch, lambda: acc - 1.0)
+        return i + 1, acc, rt.array_append(arr, acc.sum())
+
+    i, acc, arr = rt.while_loop(lambda i, acc, arr: i < rt.dim(x, 0) + 1, outer_body,
+                                (0, x, rt.array_new((), "float32")))
+    return {"i": i, "acc": acc, "sums": rt.stack(arr), "flipped": acc[:, ::-1][None, ..., 0], "label": "done"}
+
+
+def nested_oracle(x):
+    w = np.array([0.5, 1.0, 2.0], np.float32)
+    i, acc, sums = 0, x.copy(), []
+    while i < x.shape[0] + 1:
+        if acc.sum() > 0:
+            for _ in range(i):
+                acc = acc + w
+        else:
+            acc = acc - 1.0
+        sums.append(acc.sum())
+        i += 1
+    return {"i": np.int64(i), "acc": acc, "sums": np.array(sums, np.float32),
+            "flipped": acc[:, ::-1][None, ..., 0]}
+
+
+def walk(program, block=None):
+    """Every op, found by following sub-block attrs from the global block (an independent walk)."""
+    block = block or program.global_block
+    for op in block.ops:
+        yield op
+        for sub in op.sub_blocks():
+            yield from walk(program, sub)
+
+
+@pytest.fixture(scope="module")
+def program():
+    prog, _, _ = rt.trace(nested, [SPEC])
+    return prog
+
+
+def run(prog, feed):
+    return [t.numpy() for t in rt.Executor().run(prog, feed)]
+
+
+def test_ops_includes_nested_ops(program):
+    ops = list(program.ops())
+    assert len(ops) == len({id(op) for op in ops})                  # no op twice
+    assert {id(op) for op in ops} == {id(op) for op in walk(program)}
+    types = [op.type for op in ops]
+    assert types.count("while") == 2 and types.count("cond") == 1
+    assert {"array_append", "array_stack", "getitem", "sum"} <= set(types)
+    assert len(program.blocks) == 7                                 # global + 2 per while + 2 for the cond
+    assert all(isinstance(op.type, str) for op in ops)
+
+
+def test_sub_blocks_and_parents(program):
+    for op in program.ops():
+        for sub in op.sub_blocks():
+            assert sub.parent is op.block
+            assert op.block.is_ancestor_of(sub) and not sub.is_ancestor_of(op.block)
+
+
+def test_names_are_unique_and_identifiers(program):
+    names = [v.name for v in program.all_vars()]
+    assert len(names) == len(set(names))
+    assert all(n.replace(".", "_").isidentifier() for n in names)
+    for op in program.ops():
+        for v in op.outputs:
+            assert program.find_var(v.name) is v
+
+
+def test_unique_name_never_repeats():
+    prog = rt.Program()
+    names = [prog.unique_name(h) for h in ["x", "x", "x_1", "x", "1bad", "a b", "", "x_2"]]
+    assert len(names) == len(set(names))
+    assert names[:2] == ["x", "x_1"]
+    assert all(n.isidentifier() for n in names)
+
+
+def test_output_tree_and_constants(program):
+    assert program.output_tree.num_leaves == 5
+    assert program.output_consts == {4: "done"}     # a returned Python constant is not an output Variable
+    assert len(program.outputs) == 4
+
+
+def test_results_match_oracle(program):
+    w = program.inputs[1]
+    assert w.persistable and w.name in program.parameters
+    for x in (X, -X, np.ones((4, 3), np.float32)):
+        expected = nested_oracle(x)
+        got = run(program, {"x": x})
+        for g, key in zip(got, ("i", "acc", "sums", "flipped")):
+            np.testing.assert_allclose(g, expected[key], rtol=1e-6)
+            assert g.dtype == expected[key].dtype
+
+
+# --- text ---------------------------------------------------------------------------------------
+
+def test_str_of_simple_program_exact():
+    def fn(x):
+        s = x.sum()
+        return rt.cond(s > 0, lambda: x * 2.0, lambda: -x)
+
+    prog, _, _ = rt.trace(fn, [SPEC])
+    assert str(prog) == (
+        "program fn(x: float32[?, 3]):\n"
+        "  sum: float32[] = sum(x, axis=None, keepdims=False)\n"
+        "  greater: bool[] = greater(sum, 0)\n"
+        "  cond: float32[?, 3] = cond(greater, x)\n"
+        "    true block 1():\n"
+        "      multiply: float32[?, 3] = multiply(x, 2.0)\n"
+        "      yield (multiply)\n"
+        "    false block 2():\n"
+        "      negative: float32[?, 3] = negative(x)\n"
+        "      yield (negative)\n"
+        "  return (cond)"
+    )
+
+
+def test_str_indents_sub_blocks_under_their_op(program):
+    text = str(program)
+    lines = text.splitlines()
+    assert lines[0].startswith("program nested(x: float32[?, 3], ")
+    assert "persistable" in lines[0]
+    assert lines[-1].startswith("  return (")
+
+    def indent(line):
+        return len(line) - len(line.lstrip())
+
+    outer = next(i for i, line in enumerate(lines) if "= while(" in line and indent(line) == 2)
+    assert lines[outer + 1].strip().startswith("cond block") and indent(lines[outer + 1]) == 4
+    inner = next(i for i, line in enumerate(lines) if "= while(" in line and indent(line) > 2)
+    cond_line = next(i for i, line in enumerate(lines) if "= cond(" in line)
+    assert indent(lines[cond_line]) == 6 and indent(lines[inner]) == 10
+    assert "body block" in text and "true block" in text and "false block" in text
+    assert "yield (" in text
+    assert "array<float32[]>" in text
+    for op in program.ops():                      # every op appears once, by its type
+        assert f"{op.type}(" in text
+
+
+def test_variable_and_operator_repr():
+    prog, (x,), out = rt.trace(lambda v: v.sum(axis=1), [SPEC])
+    assert repr(x) == "Variable(x: float32[?, 3])"
+    assert x.type_str() == "float32[?, 3]"
+    op = next(prog.ops())
+    assert "sum(x, axis=1, keepdims=False)" in repr(op)
+
+
+# --- JSON -------------------------------------------------------------------------------------
+
+def test_json_round_trip_equal(program):
+    text = program.to_json()
+    data = json.loads(text)
+    assert data["format"] == "dy2static.program" and isinstance(data["version"], int)
+    loaded = rt.Program.from_json(text)
+    assert loaded == program
+    assert loaded.to_json() == text
+    assert str(loaded) == str(program)
+    assert [op.type for op in loaded.ops()] == [op.type for op in program.ops()]
+
+
+def test_loaded_program_runs_the_same(program):
+    loaded = rt.Program.from_json(program.to_json())
+    w = program.parameters[program.inputs[1].name]
+    for x in (X, -X):
+        feed = {"x": x, program.inputs[1].name: w}
+        for a, b in zip(run(program, {"x": x}), run(loaded, feed)):
+            np.testing.assert_array_equal(a, b)
+            assert a.dtype == b.dtype
+
+
+def test_round_trip_keeps_literals_and_special_floats():
+    def fn(x):
+        return (x * float("inf")).clip(-1e30, None), x + (1 + 2j), x > -float("inf"), x ** True
+
+    prog, _, _ = rt.trace(fn, [SPEC])
+    loaded = rt.Program.from_json(prog.to_json())
+    assert loaded == prog
+    for a, b in zip(run(prog, {"x": X + 1}), run(loaded, {"x": X + 1})):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype
+
+
+def test_programs_differ_when_ops_differ():
+    p1, _, _ = rt.trace(lambda x: x + 1.0, [SPEC])
+    p2, _, _ = rt.trace(lambda x: x + 2.0, [SPEC])
+    assert p1 != p2
+    assert p1 != "not a program"
+
+
+def test_from_json_rejects_malformed_text():
+    with pytest.raises(rt.ProgramFormatError):
+        rt.Program.from_json("{not json")
+    prog, _, _ = rt.trace(lambda x: x + 1.0, [SPEC])
+    data = json.loads(prog.to_json())
+    data["blocks"][0]["ops"][0]["type"] = "os.system"
+    with pytest.raises(rt.ProgramFormatError, match="unknown op type"):
+        rt.Program.from_json(json.dumps(data))
+
+
+# --- mutation bumps the version --------------------------------------------------------------------
+
+def test_append_op_bumps_version():
+    prog, _, out = rt.trace(lambda x: x + 1.0, [SPEC])
+    before = prog.version
+    with tracing.block_guard(prog.global_block):
+        out * 2.0
+    assert prog.version > before

@@ -1,0 +1,540 @@
+"""The `dy2static` command: show converted source, show Programs, run functions on saved arrays.
+
+    dy2static convert model.py                      every @to_static function (else every top-level one)
+    dy2static convert model.py::f --diff            unified diff, original vs converted
+    dy2static program model.py::f --spec 'x:float32[None,784]' [--format text|json|dot] [--optimized]
+    dy2static run model.py::f --input x=x.npy [--out out.npz]
+
+TARGET is `FILE.py` or `FILE.py::QUALNAME`. QUALNAME is a dotted path from the
+module: a function (`f`), a method of a class (`Net.forward`: `convert` only, the
+method is converted as a plain function), or an attribute path through a
+module-level object (`model.forward`, or just `model` for a Layer instance, which
+means its `forward`); `program` and `run` need something callable without `self`,
+that is a function or a path through an instance.
+
+The user's file is imported by path under a unique module name, with its folder
+first on sys.path (as `python FILE.py` would have it). Errors are one line on
+stderr and exit status 1 (`--traceback` shows the whole Python traceback);
+usage errors exit with status 2.
+"""
+import argparse
+import difflib
+import importlib.util
+import inspect
+import itertools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import traceback
+import types
+
+import numpy as np
+
+import runtime as rt
+from runtime import pytree
+from runtime.ir import Variable, sub_block_attrs
+from runtime.tracing import InputSpec
+
+from .api import StaticFunction, to_source, to_static
+from .errors import ConversionError
+
+PROG = "dy2static"
+SPEC_GRAMMAR = ("[NAME:]DTYPE[DIM, ...] where DIM is an integer, or None / ? / -1 for a dynamic dim, "
+                "e.g. 'x:float32[None,784]' or 'int64[]' for a scalar")
+_module_ids = itertools.count()
+
+
+class CLIError(Exception):
+    """A failure to report as one line on stderr, exit status 1."""
+
+
+# --- loading the user's file ---------------------------------------------------------------
+
+def split_target(target):
+    """'FILE.py::QUALNAME' → (FILE.py, QUALNAME or None)."""
+    path, sep, qualname = target.partition("::")
+    if sep and not qualname:
+        raise CLIError(f"'{target}': nothing after '::' (expected FILE.py::QUALNAME, e.g. model.py::forward)")
+    return path, qualname or None
+
+
+def load_module(path):
+    """Import the file at `path` under a fresh, unique module name."""
+    if not os.path.exists(path):
+        raise CLIError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise CLIError(f"{path}: is a directory, expected a Python file")
+    full = os.path.abspath(path)
+    stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(full))[0])
+    name = f"dy2static_user_{stem}_{next(_module_ids)}"
+    spec = importlib.util.spec_from_file_location(name, full)
+    if spec is None or spec.loader is None:
+        raise CLIError(f"{path}: cannot import this file (expected a .py file)")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    folder = os.path.dirname(full)
+    sys.path.insert(0, folder)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        del sys.modules[name]
+        where = f"{display_path(e.filename or full)}:{e.lineno}" if e.lineno else display_path(e.filename or full)
+        raise CLIError(f"{where}: syntax error: {e.msg}") from None
+    except SystemExit as e:
+        del sys.modules[name]
+        raise CLIError(f"importing {path} failed: it called sys.exit({e.code!r}){_user_location(e, full)}; keep a "
+                       "script's work under `if __name__ == '__main__':`") from e
+    except Exception as e:
+        del sys.modules[name]
+        raise CLIError(f"importing {path} failed: {_one_line(e)}{_user_location(e, full)}") from e
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+    return module
+
+
+def resolve(module, path, qualname):
+    """(object, parent) for a dotted `qualname` inside `module`."""
+    obj, parent = module, None
+    walked = []
+    for part in qualname.split("."):
+        walked.append(part)
+        try:
+            obj, parent = inspect.getattr_static(obj, part) if isinstance(obj, type) else getattr(obj, part), obj
+        except AttributeError:
+            if len(walked) == 1:
+                what = "function" if part == qualname else "name"
+                raise CLIError(f"{path}: no {what} '{part}'{_candidates(module)}") from None
+            raise CLIError(f"{path}: '{'.'.join(walked[:-1])}' has no attribute '{part}'") from None
+    if isinstance(parent, type) and isinstance(obj, (staticmethod, classmethod)):
+        obj = obj.__func__
+    return obj, parent
+
+
+def _candidates(module):
+    names = [name for name, _ in top_level_functions(module)]
+    return f" (its functions: {', '.join(names)})" if names else " (it defines no functions)"
+
+
+def top_level_functions(module):
+    """(name, function) of functions defined in the module itself, in source order."""
+    found = [(name, value) for name, value in vars(module).items()
+             if isinstance(value, types.FunctionType) and value.__module__ == module.__name__]
+    return sorted(found, key=lambda item: item[1].__code__.co_firstlineno)
+
+
+def static_functions(module):
+    """(qualname, StaticFunction) of every @to_static in the module: top level and in its classes."""
+    found = []
+    for name, value in vars(module).items():
+        if isinstance(value, StaticFunction) and value.__module__ == module.__name__:
+            found.append((name, value))
+        elif isinstance(value, type) and value.__module__ == module.__name__:
+            for attr, member in vars(value).items():
+                if isinstance(member, StaticFunction):
+                    found.append((f"{name}.{attr}", member))
+    return sorted(found, key=lambda item: inspect.unwrap(item[1]).__code__.co_firstlineno)
+
+
+def _function_of(obj):
+    """The plain Python function behind obj (StaticFunction, method, function), or None."""
+    if isinstance(obj, rt.nn.Layer):
+        obj = obj.forward
+    if isinstance(obj, StaticFunction):
+        return inspect.unwrap(obj)
+    if isinstance(obj, types.MethodType):
+        obj = obj.__func__
+        return inspect.unwrap(obj) if isinstance(obj, StaticFunction) else obj
+    return obj if isinstance(obj, types.FunctionType) else None
+
+
+def static_callable(obj, parent, target):
+    """A StaticFunction to trace/run, for `program` and `run`."""
+    if isinstance(obj, rt.nn.Layer):
+        obj = obj.forward
+    unbound = obj.rollback() if isinstance(obj, StaticFunction) else obj
+    if isinstance(parent, type) and isinstance(unbound, types.FunctionType):
+        raise CLIError(f"{target}: is a method of class {parent.__name__} and needs an instance; give a "
+                       "top-level function or a path through a module-level instance (e.g. FILE.py::model.forward)")
+    if isinstance(obj, StaticFunction):
+        return obj
+    if isinstance(obj, (types.FunctionType, types.MethodType)):
+        return to_static(obj)
+    raise CLIError(f"{target}: is a {type(obj).__name__}, not a function, method or Layer")
+
+
+# --- formatting errors -----------------------------------------------------------------------
+
+def display_path(path):
+    """A path relative to the current folder when it is below it (shorter, machine-independent)."""
+    if not path:
+        return "<unknown>"
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def _one_line(error):
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+def _user_location(error, user_file):
+    """' (file:line)' of the innermost frame of the user's file in error's traceback."""
+    filename, lineno = getattr(error, "filename", None), getattr(error, "lineno", None)
+    if not (isinstance(filename, str) and isinstance(lineno, int)):
+        filename = lineno = None
+        for frame, line in traceback.walk_tb(error.__traceback__):
+            if os.path.abspath(frame.f_code.co_filename) == user_file:
+                filename, lineno = frame.f_code.co_filename, line
+    return f" ({display_path(filename)}:{lineno})" if filename else ""
+
+
+def describe_error(error, user_file):
+    """One line for any exception raised while converting, tracing or running the user's code."""
+    if isinstance(error, ConversionError):
+        where = f"{display_path(error.filename)}:{error.lineno}: " if error.filename else ""
+        hint = f" (hint: {error.hint})" if error.hint else ""
+        return f"{where}cannot convert: {error.reason}{hint}"
+    return _one_line(error) + _user_location(error, user_file)
+
+
+# --- specs and inputs ------------------------------------------------------------------------
+
+_SPEC = re.compile(r"^\s*(?:(?P<name>[A-Za-z_]\w*)\s*:)?\s*(?P<dtype>[A-Za-z_]\w*)\s*\[(?P<dims>[^\]]*)\]\s*$")
+
+
+def parse_spec(text):
+    """'x:float32[None,784]' → InputSpec([None, 784], 'float32', 'x')."""
+    match = _SPEC.match(text)
+    if not match:
+        raise CLIError(f"bad --spec '{text}': expected {SPEC_GRAMMAR}")
+    dims = []
+    for dim in (d.strip() for d in match["dims"].split(",")) if match["dims"].strip() else ():
+        if dim in ("None", "?", "-1"):
+            dims.append(None)
+        elif dim.isdigit():
+            dims.append(int(dim))
+        else:
+            raise CLIError(f"bad --spec '{text}': dim '{dim}' is not an integer or None; expected {SPEC_GRAMMAR}")
+    try:
+        return InputSpec(dims, match["dtype"], match["name"])
+    except TypeError as e:
+        raise CLIError(f"bad --spec '{text}': unknown dtype '{match['dtype']}' ({e})") from None
+
+
+def bind_arguments(static, named, target, what):
+    """Arguments for the function from [(name or None, value)]: named ones by parameter, others in order."""
+    params = list(inspect.signature(static.rollback()).parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    by_name = {}
+    unnamed = []
+    for name, value in named:
+        if name is None:
+            unnamed.append(value)
+        elif name not in {p.name for p in params}:
+            raise CLIError(f"{what} '{name}': {target} has no parameter '{name}' "
+                           f"(its parameters: {', '.join(p.name for p in params) or 'none'})")
+        elif name in by_name:
+            raise CLIError(f"{what} '{name}' given twice")
+        else:
+            by_name[name] = value
+    free = iter(p for p in positional if p.name not in by_name)
+    for value in unnamed:
+        param = next(free, None)
+        if param is None:
+            raise CLIError(f"too many {what}s: {target} takes {len(positional)} positional argument(s)")
+        by_name[param.name] = value
+    args, kwargs = [], {}
+    for p in params:
+        if p.name not in by_name:
+            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise CLIError(f"missing {what} for parameter '{p.name}' of {target}")
+            continue
+        if p in positional and len(args) == positional.index(p) and not kwargs:
+            args.append(by_name[p.name])
+        else:
+            kwargs[p.name] = by_name[p.name]
+    return args, kwargs
+
+
+def parse_input(text):
+    """'x=path.npy' → ('x', array); 'path.npy' → (None, array)."""
+    name, sep, path = text.partition("=")
+    if not sep:
+        name, path = None, text
+    elif not re.fullmatch(r"[A-Za-z_]\w*", name):
+        raise CLIError(f"bad --input '{text}': expected NAME=FILE.npy or FILE.npy")
+    if not os.path.exists(path):
+        raise CLIError(f"--input {text}: {path}: no such file")
+    try:
+        array = np.load(path, allow_pickle=False)
+    except Exception as e:
+        raise CLIError(f"--input {text}: cannot read {path} as a .npy array ({_one_line(e)})") from None
+    if not isinstance(array, np.ndarray):
+        raise CLIError(f"--input {text}: {path} holds several arrays (an .npz); give one .npy file per input")
+    return name, array
+
+
+# --- Graphviz rendering ----------------------------------------------------------------------
+
+def _dot_quote(text):
+    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def program_to_dot(program):
+    """Graphviz DOT text of a Program: ops as boxes, values as labeled edges, sub-blocks as clusters."""
+    lines = [f"digraph {_dot_quote(program.name)} {{", "  compound=true;", "  rankdir=TB;",
+             '  node [fontname="Helvetica", fontsize=10];', '  edge [fontname="Helvetica", fontsize=9];']
+    producer = {}          # variable name -> node id that makes it
+    counter = itertools.count()
+
+    def node(label, indent, **style):
+        node_id = f"n{next(counter)}"
+        attrs = ", ".join([f"label={_dot_quote(label)}"] + [f"{k}={_dot_quote(v)}" for k, v in style.items()])
+        lines.append(f"{indent}{node_id} [{attrs}];")
+        return node_id
+
+    def edges_into(node_id, values, indent):
+        for value in values:
+            if isinstance(value, Variable) and value.name in producer:
+                lines.append(f"{indent}{producer[value.name]} -> {node_id} [label={_dot_quote(value.name)}];")
+
+    for var in program.inputs:
+        shape = "box3d" if var.persistable else "ellipse"
+        producer[var.name] = node(f"{var.name}\n{var.type_str()}", "  ", shape=shape, style="filled",
+                                  fillcolor="#dbe9f6" if not var.persistable else "#eeeeee")
+
+    def emit_block(block, indent):
+        first = None
+        for var in block.params:
+            producer[var.name] = node(f"{var.name}\n{var.type_str()}", indent, shape="ellipse")
+            first = first or producer[var.name]
+        for op in block.ops:
+            extras = [repr(v) for v in op.inputs if not isinstance(v, Variable)]
+            extras += [f"{k}={v!r}" for k, v in op.attrs.items() if k not in sub_block_attrs(op.type) and k != "origin"]
+            label = op.type + ("\n" + textwrap.shorten(", ".join(extras), 60) if extras else "")
+            shape = "diamond" if op.type in ("cond", "while") else "box"
+            op_id = node(label, indent, shape=shape, style="rounded" if shape == "box" else "solid")
+            first = first or op_id
+            edges_into(op_id, op.inputs, indent)
+            for key in sub_block_attrs(op.type):
+                sub = program.blocks[op.attrs[key]]
+                cluster = f"cluster_b{sub.idx}"
+                lines.append(f"{indent}subgraph {cluster} {{")
+                title = f"{op.type} {key.replace('_block', '')} block {sub.idx}"
+                lines.append(f"{indent}  label={_dot_quote(title)};")
+                lines.append(f'{indent}  style="dashed";')
+                entry = emit_block(sub, indent + "  ")
+                lines.append(f"{indent}}}")
+                lines.append(f'{indent}{op_id} -> {entry} [lhead={cluster}, style="dashed", arrowhead="odot"];')
+            for out in op.outputs:
+                producer[out.name] = op_id
+        yield_id = node("yield", indent, shape="plaintext") if block.idx != 0 else None
+        if yield_id is not None:
+            edges_into(yield_id, block.results, indent)
+        return first or yield_id
+
+    emit_block(program.global_block, "  ")
+    out_id = node("return", "  ", shape="doublecircle")
+    edges_into(out_id, program.outputs, "  ")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def render_dot(dot_text, out_path):
+    """Run Graphviz's `dot` to write out_path (format from its extension)."""
+    dot = shutil.which("dot")
+    if dot is None:
+        raise CLIError(f"cannot write {out_path}: Graphviz's 'dot' program is not installed (install it with "
+                       "`apt-get install graphviz`, `brew install graphviz` or `conda install graphviz`), "
+                       "or write the DOT text with --out FILE.dot")
+    fmt = os.path.splitext(out_path)[1].lstrip(".").lower()
+    done = subprocess.run([dot, f"-T{fmt}", "-o", out_path], input=dot_text, text=True, capture_output=True)
+    if done.returncode != 0:
+        reason = done.stderr.strip().splitlines()[0] if done.stderr.strip() else f"exit status {done.returncode}"
+        raise CLIError(f"dot -T{fmt} failed: {reason}")
+
+
+# --- subcommands -----------------------------------------------------------------------------
+
+def _targets_for_convert(module, path, qualname):
+    if qualname is not None:
+        obj, _ = resolve(module, path, qualname)
+        fn = _function_of(obj)
+        if fn is None:
+            raise CLIError(f"{path}::{qualname}: is a {type(obj).__name__}, not a function, method or Layer")
+        return [(qualname, fn)]
+    found = [(name, inspect.unwrap(static)) for name, static in static_functions(module)]
+    found = found or top_level_functions(module)
+    if not found:
+        raise CLIError(f"{path}: defines no functions to convert")
+    return found
+
+
+def cmd_convert(args, out):
+    path, qualname = split_target(args.target)
+    module = load_module(path)
+    targets = _targets_for_convert(module, path, qualname)
+    user_file = os.path.abspath(path)
+    chunks = []
+    for name, fn in targets:
+        try:
+            code = to_source(fn)
+        except Exception as e:
+            raise CLIError(describe_error(e, user_file)) from e
+        if args.diff:
+            original = textwrap.dedent(inspect.getsource(fn))
+            code = "".join(difflib.unified_diff(original.splitlines(True), code.splitlines(True),
+                                                f"{path}::{name} (original)", f"{path}::{name} (converted)"))
+        elif len(targets) > 1:
+            code = f"# {path}::{name}\n{code}"
+        chunks.append(code)
+    out.write("\n".join(chunks))
+    return 0
+
+
+def cmd_program(args, out):
+    path, qualname = split_target(args.target)
+    if qualname is None:
+        raise CLIError(f"'{args.target}': say which function, as FILE.py::QUALNAME")
+    specs = [parse_spec(text) for text in args.spec]
+    module = load_module(path)
+    obj, parent = resolve(module, path, qualname)
+    static = static_callable(obj, parent, args.target)
+    call_args, call_kwargs = bind_arguments(static, [(s.name, s) for s in specs], args.target, "--spec")
+    try:
+        program = static.get_program(*call_args, optimized=args.optimized, **call_kwargs)
+    except Exception as e:
+        raise CLIError(describe_error(e, os.path.abspath(path))) from e
+    if args.format == "json":
+        text = program.to_json()
+        text = text if text.endswith("\n") else text + "\n"
+    elif args.format == "dot":
+        text = program_to_dot(program)
+    else:
+        text = str(program) + "\n"
+    if args.out is None:
+        out.write(text)
+        return 0
+    ext = os.path.splitext(args.out)[1].lower()
+    if args.format == "dot" and ext not in (".dot", ".gv", ""):
+        render_dot(text, args.out)
+    else:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    out.write(f"wrote {args.out}\n")
+    return 0
+
+
+def cmd_run(args, out):
+    path, qualname = split_target(args.target)
+    if qualname is None:
+        raise CLIError(f"'{args.target}': say which function, as FILE.py::QUALNAME")
+    inputs = [parse_input(text) for text in args.input]
+    module = load_module(path)
+    obj, parent = resolve(module, path, qualname)
+    static = static_callable(obj, parent, args.target)
+    try:
+        tensors = [(name, rt.tensor(array, device=args.device)) for name, array in inputs]
+    except Exception as e:
+        raise CLIError(f"--device {args.device}: {_one_line(e)}") from e
+    call_args, call_kwargs = bind_arguments(static, tensors, args.target, "--input")
+    try:
+        result = static(*call_args, **call_kwargs)
+    except Exception as e:
+        raise CLIError(describe_error(e, os.path.abspath(path))) from e
+    leaves, _ = pytree.flatten(result)
+    arrays = {}
+    for i, leaf in enumerate(leaves):
+        arrays[f"out{i}"] = leaf.numpy() if isinstance(leaf, rt.Tensor) else np.asarray(leaf)
+    if args.out is not None:
+        np.savez(args.out, **arrays)
+        out.write(f"wrote {len(arrays)} output(s) to {args.out}: {', '.join(arrays)}\n")
+        return 0
+    for key, array in arrays.items():
+        dims = ", ".join(str(d) for d in array.shape)
+        out.write(f"{key}: {array.dtype.name}[{dims}]\n{np.array2string(array, threshold=200)}\n")
+    return 0
+
+
+# --- argument parsing ------------------------------------------------------------------------
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Convert Python control flow over tensors into static Programs, and inspect them.",
+        epilog="TARGET is FILE.py or FILE.py::QUALNAME (a function, Class.method, or model.forward through a "
+               "module-level instance). FILE.py is imported, so its top-level code runs: keep scripts under "
+               "`if __name__ == '__main__':`. Run `dy2static COMMAND --help` for each command.")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--traceback", action="store_true", help="show the full Python traceback on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("convert", parents=[common],
+                       help="print the converted source of a function (or of every function)",
+                       description="Print the converted source (what `f.code` shows). Without ::QUALNAME: every "
+                                   "@to_static function in the file, or every top-level function if it has none.")
+    p.add_argument("target", metavar="FILE.py[::QUALNAME]")
+    p.add_argument("--diff", action="store_true", help="show a unified diff, original vs converted")
+    p.set_defaults(handler=cmd_convert)
+
+    p = sub.add_parser("program", parents=[common],
+                       help="trace a function and print its Program",
+                       description="Trace FILE.py::QUALNAME for the given input specs and print the Program.",
+                       epilog=f"SPEC grammar: {SPEC_GRAMMAR}. A named spec goes to the parameter of that name, "
+                              "unnamed ones fill the remaining parameters in order.")
+    p.add_argument("target", metavar="FILE.py::QUALNAME")
+    p.add_argument("--spec", action="append", default=[], metavar="SPEC",
+                   help="an input spec, e.g. 'x:float32[None,784]' (repeat per tensor argument)")
+    p.add_argument("--format", choices=("text", "json", "dot"), default="text",
+                   help="text (readable IR, the default), json (the saved form) or dot (Graphviz)")
+    p.add_argument("--optimized", action="store_true", help="show the Program after the optimization passes")
+    p.add_argument("--out", metavar="FILE",
+                   help="write to FILE instead of stdout; with --format dot and a .svg/.png/.pdf name, "
+                        "render it with Graphviz's `dot`")
+    p.set_defaults(handler=cmd_program)
+
+    p = sub.add_parser("run", parents=[common],
+                       help="run a function as a static Program on arrays saved with numpy.save",
+                       description="Run FILE.py::QUALNAME (converted and traced) on .npy inputs and print or "
+                                   "save its outputs.")
+    p.add_argument("target", metavar="FILE.py::QUALNAME")
+    p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
+                   help="an argument, read with numpy.load(allow_pickle=False); a bare FILE.npy fills the next "
+                        "parameter (repeat per argument)")
+    p.add_argument("--out", metavar="FILE.npz", help="write the outputs (out0, out1, ...) to FILE.npz")
+    p.add_argument("--device", default="cpu", choices=("cpu", "gpu"), help="where to run (gpu needs CuPy)")
+    p.set_defaults(handler=cmd_run)
+    return parser
+
+
+def main(argv=None, stdout=None, stderr=None):
+    """Entry point of the `dy2static` command; returns the exit status."""
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args, stdout)
+    except CLIError as e:
+        if args.traceback and e.__cause__ is not None:
+            traceback.print_exception(e.__cause__, file=stderr)
+        stderr.write(f"{PROG}: error: {e}\n")
+        return 1
+    except BrokenPipeError:           # `dy2static ... | head`: stop quietly
+        if stdout is sys.stdout:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as e:            # a bug of ours or an unexpected failure: still one line
+        if args.traceback:
+            traceback.print_exc(file=stderr)
+        stderr.write(f"{PROG}: error: {_one_line(e)} (rerun with --traceback for details)\n")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
