@@ -4,6 +4,7 @@
     dy2static convert model.py::f --diff            unified diff, original vs converted
     dy2static program model.py::f --spec 'x:float32[None,784]' [--format text|json|dot] [--optimized]
     dy2static run model.py::f --input x=x.npy [--out out.npz]
+    dy2static export model.py::f --spec 'x:float32[None,784]' --out build/f [--format python|program]
 
 TARGET is `FILE.py` or `FILE.py::QUALNAME`. QUALNAME is a dotted path from the
 module: a function (`f`), a method of a class (`Net.forward`: `convert` only, the
@@ -34,7 +35,7 @@ import types
 import numpy as np
 
 import runtime as rt
-from runtime import pytree
+from runtime import deploy, export, pytree
 from runtime.ir import Variable, sub_block_attrs
 from runtime.tracing import InputSpec
 
@@ -463,6 +464,34 @@ def cmd_run(args, out):
     return 0
 
 
+def cmd_export(args, out):
+    path, qualname = split_target(args.target)
+    if qualname is None:
+        raise CLIError(f"'{args.target}': say which function, as FILE.py::QUALNAME")
+    specs = [parse_spec(text) for text in args.spec]
+    module = load_module(path)
+    obj, parent = resolve(module, path, qualname)
+    static = static_callable(obj, parent, args.target)
+    call_args, call_kwargs = bind_arguments(static, [(s.name, s) for s in specs], args.target, "--spec")
+    try:
+        program = static.get_program(*call_args, **call_kwargs)
+        _make_parent(args.out)
+        if args.format == "python":
+            written = export.export_python(program, args.out, device=args.device)
+        else:
+            written = deploy.save_program(program, args.out)
+    except Exception as e:
+        raise CLIError(describe_error(e, os.path.abspath(path))) from e
+    out.write(f"wrote {', '.join(written)}\n")
+    return 0
+
+
+def _make_parent(path):
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+
+
 # --- argument parsing ------------------------------------------------------------------------
 
 def build_parser():
@@ -510,6 +539,22 @@ def build_parser():
     p.add_argument("--out", metavar="FILE.npz", help="write the outputs (out0, out1, ...) to FILE.npz")
     p.add_argument("--device", default="cpu", choices=("cpu", "gpu"), help="where to run (gpu needs CuPy)")
     p.set_defaults(handler=cmd_run)
+
+    p = sub.add_parser("export", parents=[common],
+                       help="save a function's Program for deployment: as a standalone .py, or as IR + weights",
+                       description="Trace FILE.py::QUALNAME for the given specs and write it out: --format python "
+                                   "writes OUT.py + OUT.npz importing only numpy (or cupy with --device gpu); "
+                                   "--format program writes OUT.program.json + OUT.params.npz for transpiler.load.",
+                       epilog=f"SPEC grammar: {SPEC_GRAMMAR}.")
+    p.add_argument("target", metavar="FILE.py::QUALNAME")
+    p.add_argument("--spec", action="append", default=[], metavar="SPEC",
+                   help="an input spec, e.g. 'x:float32[None,784]' (repeat per tensor argument)")
+    p.add_argument("--format", choices=("python", "program"), default="python",
+                   help="python (a standalone module, the default) or program (JSON IR + .npz weights)")
+    p.add_argument("--out", required=True, metavar="PATH", help="output path without extension")
+    p.add_argument("--device", default="cpu", choices=("cpu", "gpu"),
+                   help="the array module the exported .py imports: numpy (cpu) or cupy (gpu)")
+    p.set_defaults(handler=cmd_export)
     return parser
 
 

@@ -427,3 +427,34 @@ def test_console_script(workdir):
     assert out.splitlines()[0] == "out0: float32[2, 4]"
     code, out, _ = run_process("--help", cwd=workdir, command=[str(script)])
     assert code == 0 and textwrap.dedent(out).startswith("usage: dy2static")
+
+
+def test_export_python_and_program(workdir):
+    code, out, err = run_main("export", "model.py::grow", "--spec", "x:float32[None,4]", "--out", "build/grow")
+    assert code == 0, err
+    assert "build/grow.py" in out and (workdir / "build" / "grow.npz").exists()
+    code, out, err = run_main("export", "model.py::grow", "--spec", "x:float32[None,4]", "--format", "program",
+                              "--out", "build/grow_ir")
+    assert code == 0, err
+    import importlib.util
+    import transpiler
+    spec = importlib.util.spec_from_file_location("grow_export", workdir / "build" / "grow.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = np.load(workdir / "x.npy")
+    want = load(workdir).grow(rt.tensor(x))
+    want = [w.numpy() for w in (want if isinstance(want, (tuple, list)) else [want])]
+    got = module.run(x=x)
+    got = got if isinstance(got, (tuple, list)) else [got]
+    loaded = transpiler.load(workdir / "build" / "grow_ir")(rt.tensor(x))
+    loaded = loaded if isinstance(loaded, (tuple, list)) else [loaded]
+    for g, l, w in zip(got, loaded, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-6)
+        np.testing.assert_allclose(l.numpy(), w, rtol=1e-6)
+
+
+def test_export_errors_are_one_line(workdir):
+    code, out, err = run_main("export", "model.py::nope", "--spec", "x:float32[3]", "--out", "b/x")
+    assert_one_line_error(code, err, "nope")
+    code, out, err = run_main("export", "model.py::grow", "--spec", "x:float33[3]", "--out", "b/x")
+    assert_one_line_error(code, err, "float33")
