@@ -21,7 +21,7 @@ from runtime.executor import Executor, wrap_output
 from runtime.passes import run_passes
 
 from . import emit
-from .errors import ConversionError, relocate, user_frames, warn_fallback
+from .errors import ConversionError, relocate, warn_fallback
 from .naming import Namer
 from .parsing import parse_function
 from .transforms import convert_node
@@ -374,12 +374,22 @@ def _fast_call(static, traced, args, key):
 
 def _symbolic_bool_conversion_error(error):
     """bool() of a Variable reached from converted code: the user's line, and why it was not converted."""
-    frames = user_frames(error.__traceback__, emit.CONVERTED_CODES)
-    filename, lineno = frames[-1][:2] if frames else (None, None)
+    filename, lineno = _innermost_outside_us(error.__traceback__)
     return ConversionError(
         "a tensor-dependent condition is used where it cannot become a graph op (inside try/with, "
         "in a function marked @not_to_static, or in code that is not converted)", filename, lineno,
         "move the tensor-dependent if/while out of the try/with block, or use rt.where / rt.cond")
+
+
+def _innermost_outside_us(tb):
+    """(file, line) of the innermost frame that is the user's code (converted or not)."""
+    found = (None, None)
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not filename.startswith(tracing._SKIP_DIRS) and not filename.startswith("<"):
+            found = (filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return found
 
 
 def _returned_undefined(error, converted):

@@ -234,3 +234,10 @@ def test_input_spec_mismatch_is_rejected_not_retraced():
     with pytest.raises(TypeError, match="'x'.*float32.*float64"):
         static(rt.tensor(np.ones((2, 3))))
     assert static.cache_size == 1
+
+
+def test_tensor_condition_in_unconverted_code_points_at_that_line():
+    with pytest.raises(ConversionError) as info:
+        to_static(calls_opted_out)(_t(3))
+    assert f"line {_line_of(opted_out, 'if x.sum() > 0')}" in str(info.value)
+    assert "if x.sum() > 0:" in str(info.value)
