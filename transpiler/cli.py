@@ -400,7 +400,8 @@ def cmd_convert(args, out):
     return 0
 
 
-def cmd_program(args, out):
+def traced_program(args, optimized=False):
+    """The Program of args.target for the --spec inputs; errors as CLIError with the user's line."""
     path, qualname = split_target(args.target)
     if qualname is None:
         raise CLIError(f"'{args.target}': say which function, as FILE.py::QUALNAME")
@@ -410,9 +411,13 @@ def cmd_program(args, out):
     static = static_callable(obj, parent, args.target)
     call_args, call_kwargs = bind_arguments(static, [(s.name, s) for s in specs], args.target, "--spec")
     try:
-        program = static.get_program(*call_args, optimized=args.optimized, **call_kwargs)
+        return static.get_program(*call_args, optimized=optimized, **call_kwargs)
     except Exception as e:
         raise CLIError(describe_error(e, os.path.abspath(path))) from e
+
+
+def cmd_program(args, out):
+    program = traced_program(args, optimized=args.optimized)
     if args.format == "json":
         text = program.to_json()
         text = text if text.endswith("\n") else text + "\n"
@@ -465,23 +470,15 @@ def cmd_run(args, out):
 
 
 def cmd_export(args, out):
-    path, qualname = split_target(args.target)
-    if qualname is None:
-        raise CLIError(f"'{args.target}': say which function, as FILE.py::QUALNAME")
-    specs = [parse_spec(text) for text in args.spec]
-    module = load_module(path)
-    obj, parent = resolve(module, path, qualname)
-    static = static_callable(obj, parent, args.target)
-    call_args, call_kwargs = bind_arguments(static, [(s.name, s) for s in specs], args.target, "--spec")
+    program = traced_program(args)
     try:
-        program = static.get_program(*call_args, **call_kwargs)
         _make_parent(args.out)
         if args.format == "python":
             written = export.export_python(program, args.out, device=args.device)
         else:
             written = deploy.save_program(program, args.out)
-    except Exception as e:
-        raise CLIError(describe_error(e, os.path.abspath(path))) from e
+    except (OSError, ValueError) as e:
+        raise CLIError(f"cannot write {args.out}: {_one_line(e)}") from e
     out.write(f"wrote {', '.join(written)}\n")
     return 0
 
