@@ -290,6 +290,7 @@ class PlanCodegen(Codegen):
         self.donations = _inplace.donations(program)
         self.readers = _readers(program)
         self.globals = {}
+        self.read_cache = {}
 
     def bound(self, attr, obj=None):
         """A global name for xp.<attr> (or obj)."""
@@ -468,9 +469,60 @@ class PlanCodegen(Codegen):
                 lines.append(f"{name} = {fn}({args})")
                 if static:
                     buffers.append([name, shape, dtype, ("step", j)])
+        temps = [n for j, n in names.items() if n.startswith("buf") and n != self.name(out)]
+        temps = sorted(set(temps), key=temps.index)
+        if temps and (_big(out) or not _static(out)):
+            lines.append("del " + ", ".join(temps))    # the result keeps its buffer alive by its own name
         return lines
 
     # --- control flow -----------------------------------------------------------------------
+    def block(self, block, indent):
+        """Ops in order; a big value's name is deleted after its last reader, so its memory is
+        reused by the next allocation instead of piling up until the plan returns (which
+        makes the allocator hand pages back to the OS and fault them in again next call)."""
+        dead_after = self.dead_after(block)
+        for i, op in enumerate(block.ops):
+            if op.type == "cond":
+                self.cond(op, indent)
+            elif op.type == "while":
+                self.while_(op, indent)
+            else:
+                self.op(op, indent)
+            if i in dead_after:
+                self.emit(indent, "del " + ", ".join(self.name(v) for v in dead_after[i]))
+
+    def dead_after(self, block):
+        """{op index: big Variables of this block no later op, nested block or result reads}."""
+        keep = {id(v) for v in block.results if isinstance(v, Variable)}
+        keep.update(id(v) for v in self.program.outputs)
+        last, own = {}, {}
+        for i, op in enumerate(block.ops):
+            for v in self.reads(op):
+                last[id(v)] = i
+            for o in op.outputs:
+                if _big(o) and id(o) not in keep:
+                    own[id(o)] = o
+                    last.setdefault(id(o), i)
+        out = {}
+        for key, var in own.items():
+            out.setdefault(last[key], []).append(var)
+        return out
+
+    def reads(self, op):
+        """Variables op reads, its nested blocks' reads included (not trusting capture lists)."""
+        if op.type not in ("cond", "while"):
+            return op.input_vars()
+        cached = self.read_cache.get(id(op))
+        if cached is None:
+            cached = list(op.input_vars())
+            for key in sub_block_attrs(op.type):
+                sub = self.program.blocks[op.attrs[key]]
+                for inner in sub.ops:
+                    cached.extend(self.reads(inner))
+                cached.extend(v for v in sub.results if isinstance(v, Variable))
+            self.read_cache[id(op)] = cached
+        return cached
+
     def while_(self, op, indent):
         cb, bb = (self.program.blocks[op.attrs[k]] for k in sub_block_attrs("while"))
         for block in (cb, bb):
@@ -501,6 +553,16 @@ _FUSED_KERNELS = {}
 
 def _static(var):
     return -1 not in var.static_shape
+
+
+_BIG_BYTES = 1 << 16
+
+
+def _big(var):
+    """Worth a `del` after its last use: 64 KiB or more, or of unknown size, or a tensor array."""
+    if var.kind != "dense" or not _static(var):
+        return True
+    return math.prod(var.static_shape) * var.dtype.itemsize >= _BIG_BYTES
 
 
 def _readers(program):

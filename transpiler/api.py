@@ -206,6 +206,7 @@ class StaticFunction:
                 if self._full_graph:
                     raise
                 self._fallback = e
+                self.__dict__.pop("_fast_call", None)      # every call runs eagerly from now on
                 warn_fallback(self._fn, e)
                 return self.rollback()(*args, **kwargs)
         plan = traced.plan

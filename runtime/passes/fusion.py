@@ -24,7 +24,7 @@ file cannot name any other function.
 from ..ir import Variable
 from ..ops import elementwise as _elementwise
 from ..ops.registry import REGISTRY, OpDef, register
-from ..ops.rules import Spec, elementwise as _elementwise_rule
+from ..ops.rules import elementwise as _elementwise_rule
 from . import register_pass
 from ._graph import finish, remove_ops
 

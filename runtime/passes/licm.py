@@ -173,7 +173,7 @@ def _batch_gathers(loop):
 
 def _first_axis_scalar(index, dynamic):
     """index is one scalar integer on the first axis: a literal int or one 0-d integer input."""
-    if index is None or len(index) != 1:
+    if not isinstance(index, (list, tuple)) or len(index) != 1:
         return False
     item = index[0]
     if isinstance(item, bool):

@@ -1,0 +1,47 @@
+"""Timing: warm-up, then the median of interleaved repeats of calibrated loops."""
+import gc
+import statistics
+import time
+
+
+def _loop(fn, number, sync):
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    if sync is not None:
+        sync()
+    return time.perf_counter() - start
+
+
+def calibrate(fn, target_s, sync=None):
+    """How many calls make one repeat last about target_s."""
+    number = 1
+    while True:
+        elapsed = _loop(fn, number, sync)
+        if elapsed >= target_s / 4 or number >= 1 << 22:
+            return max(1, int(number * target_s / max(elapsed, 1e-9)))
+        number *= 4
+
+
+def measure(variants, repeats=7, target_s=0.05, warmup_s=0.05, sync=None):
+    """{name: median µs per call}: every variant warmed up, then `repeats` rounds, each
+    round timing every variant once (interleaved, so drift hits all of them alike)."""
+    numbers = {}
+    for name, fn in variants.items():
+        deadline = time.perf_counter() + warmup_s
+        fn()
+        while time.perf_counter() < deadline:
+            fn()
+        numbers[name] = calibrate(fn, target_s, sync)
+    samples = {name: [] for name in variants}
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            for name, fn in variants.items():
+                samples[name].append(_loop(fn, numbers[name], sync) / numbers[name] * 1e6)
+            gc.collect()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return {name: statistics.median(s) for name, s in samples.items()}, samples

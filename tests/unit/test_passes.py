@@ -1,0 +1,638 @@
+"""Graph passes: each changes no result (Programs run with the pass on and off give equal
+outputs) and does its job (op counts before/after, the generated plan's shape).
+
+Programs come from `rt.trace` and from `to_static(...).get_program(...)` over the
+conversion corpus and the differential test's generated functions, so every pass sees
+cond/while nests, tensor arrays, breaks and returns.
+"""
+import random
+import re
+import tracemalloc
+import types
+
+import numpy as np
+import pytest
+
+import runtime as rt
+from runtime import passes
+from runtime.backends.numpy_backend import NumpyBackend
+from runtime.executor import Executor, compile_plan
+from runtime.ir import Program
+from runtime.ops.dispatch import constant
+from runtime.passes.fusion import FUSED
+from runtime.serialization import program_from_dict, program_to_dict
+from transpiler import to_static
+
+from tests.conversion.corpus import CASES
+from tests.conversion.test_differential import _Gen
+
+ALL = list(passes.PASSES)
+# passes that change no arithmetic: their results are bit for bit the same
+EXACT = [p for p in ALL if p not in ("strength_reduce", "hoist_gather_matmul")]
+
+
+def _feed(program, arrays):
+    names = [v.name for v in program.inputs if not v.persistable]
+    return dict(zip(names, arrays))
+
+
+def _run(program, arrays, pass_list):
+    outs = Executor(passes=pass_list).run(program, _feed(program, arrays))
+    return [o if isinstance(o, list) else o.numpy() for o in outs]
+
+
+def _same(got, want, exact):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        if isinstance(w, list):
+            _same([t.numpy() for t in g], [t.numpy() for t in w], exact)
+        elif exact:
+            np.testing.assert_array_equal(g, w)
+            assert np.asarray(g).dtype == np.asarray(w).dtype
+        else:
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def _ops(program, op_type=None):
+    return [op for op in program.ops() if op_type is None or op.type == op_type]
+
+
+def _optimize(program, pass_list):
+    return passes.run_passes(program, pass_list)
+
+
+def _valid(program):
+    """The optimized Program is a valid Program: it survives the strict JSON reader."""
+    return program_from_dict(program_to_dict(program), source="<test>", check_types=True)
+
+
+# --- no pass changes a result --------------------------------------------------------------
+
+def _corpus_inputs(case, seed):
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for shape in case["shapes"]:
+        a = rng.standard_normal(shape).astype(case["dtype"])
+        if case["positive"]:
+            a = np.abs(a) + 0.1
+        arrays.append(a)
+    return arrays
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["fn"].__name__ for c in CASES])
+def test_corpus_same_results_with_each_pass(case):
+    static = to_static(case["fn"], passes=[])
+    program = static.get_program(*[rt.tensor(a) for a in _corpus_inputs(case, 0)], *case["scalars"])
+    for seed in (0, 1):
+        arrays = _corpus_inputs(case, seed)
+        want = _run(program, arrays, [])
+        for name in ALL + [None]:
+            pass_list = None if name is None else [name]
+            _same(_run(program, arrays, pass_list), want, exact=name in EXACT)
+    _valid(_optimize(program, None))
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    import importlib.util
+    path = tmp_path_factory.mktemp("gen") / "generated_for_passes.py"
+    sources = [_Gen(seed).program(f"prog_{seed}") for seed in range(40)]
+    path.write_text("import runtime as xp\n\n\n" + "\n\n".join(sources))
+    spec = importlib.util.spec_from_file_location("generated_for_passes", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_generated_programs_same_results_with_each_pass(generated, seed):
+    fn = getattr(generated, f"prog_{seed}")
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(3).astype(np.float32)
+    rows = rng.standard_normal((4, 3)).astype(np.float32)
+    for flag in (True, False):
+        program = to_static(fn, passes=[]).get_program(rt.tensor(x), rt.tensor(rows), flag)
+        want = _run(program, [x, rows], [])
+        for name in ALL + [None]:
+            _same(_run(program, [x, rows], None if name is None else [name]), want, exact=name in EXACT)
+        _valid(_optimize(program, None))
+
+
+def test_default_pipeline_names_registered_passes():
+    assert passes.DEFAULT_PIPELINE and set(passes.DEFAULT_PIPELINE) <= set(passes.PASSES)
+    with pytest.raises(ValueError, match="unknown pass"):
+        Executor(passes=["no_such_pass"]).compile(rt.trace(lambda x: x + 1, [rt.InputSpec([2])])[0])
+
+
+def test_passes_run_on_a_copy_and_get_program_shows_both():
+    def f(x):
+        a = x.sum()
+        b = x.sum()
+        unused = x * 3
+        return a + b
+
+    static = to_static(f)
+    x = rt.tensor(np.ones(4, np.float32))
+    traced = static.get_program(x)
+    optimized = static.get_program(x, optimized=True)
+    assert len(_ops(traced, "sum")) == 2 and len(_ops(optimized, "sum")) == 1
+    assert not _ops(optimized, "multiply")
+    assert str(static.get_program(x)) == str(traced)          # the traced Program is untouched
+    assert to_static(f, passes=[]).get_program(x, optimized=True) == traced
+
+
+def _counter():
+    """A loop counter that is a tensor from the start, so the loop is a `while` op."""
+    return rt.zeros((), "int64")
+
+
+# --- dce -------------------------------------------------------------------------------------
+
+def _trace(fn, *specs):
+    return rt.trace(fn, [rt.InputSpec(s, "float32") for s in specs])[0]
+
+
+def test_dce_removes_unused_ops_and_keeps_side_effects():
+    def f(x):
+        unused = rt.exp(x) * 2
+        rt.print_("x is", x)
+        return x + 1
+
+    program = _trace(f, [3])
+    optimized = _optimize(program, ["dce"])
+    assert [op.type for op in optimized.ops()] == ["print", "add"]
+    _valid(optimized)
+
+
+def test_dce_drops_unused_cond_outputs_and_whole_conds():
+    def f(x):
+        def true_fn():
+            return x * 2, rt.exp(x)
+        def false_fn():
+            return x - 1, rt.log(rt.abs(x) + 1)
+        y, z = rt.cond(x.sum() > 0, true_fn, false_fn)
+        w, _ = rt.cond(x.mean() > 0, true_fn, false_fn)     # wholly unused
+        return y
+
+    program = _trace(f, [4])
+    optimized = _optimize(program, ["dce"])
+    conds = _ops(optimized, "cond")
+    assert len(conds) == 1 and len(conds[0].outputs) == 1
+    assert not _ops(optimized, "exp") and not _ops(optimized, "log") and not _ops(optimized, "mean")
+    assert len(optimized.blocks) == 3
+    _valid(optimized)
+    x = np.array([1, -2, 3, 0.5], np.float32)
+    _same(_run(optimized, [x], []), _run(program, [x], []), exact=True)
+
+
+def test_dce_drops_unused_loop_state_but_keeps_what_the_condition_reads():
+    def f(x):
+        def cond(i, h, junk):
+            return i < 5
+        def body(i, h, junk):
+            return i + 1, rt.tanh(h + x), junk * 2 + h
+        i, h, junk = rt.while_loop(cond, body, (_counter(), x, x))
+        return h
+
+    program = _trace(f, [3])
+    optimized = _optimize(program, ["dce"])
+    (loop,) = _ops(optimized, "while")
+    assert len(loop.outputs) == 2                        # i (read by the condition) and h
+    assert not _ops(optimized, "multiply")
+    _valid(optimized)
+    x = np.array([0.1, 0.2, -0.3], np.float32)
+    _same(_run(optimized, [x], []), _run(program, [x], []), exact=True)
+
+
+def test_dce_inside_sub_blocks():
+    def f(x):
+        def body(i, h):
+            dead = rt.sin(h) * 3
+            return i + 1, h * 0.5
+        return rt.while_loop(lambda i, h: i < 3, body, (_counter(), x))[1]
+
+    optimized = _optimize(_trace(f, [2]), ["dce"])
+    assert not _ops(optimized, "sin")
+
+
+# --- fold ------------------------------------------------------------------------------------
+
+def test_fold_evaluates_ops_on_constants():
+    def f(x):
+        c = rt.sqrt(rt.full((), 4.0, "float32")) * rt.ones((3,), "float32")
+        return x + c
+
+    program = _trace(f, [3])
+    optimized = _optimize(program, ["fold", "dce"])
+    assert [op.type for op in optimized.ops()] == ["constant", "add"]
+    _valid(optimized)
+    x = np.arange(3, dtype=np.float32)
+    _same(_run(optimized, [x], []), _run(program, [x], []), exact=True)
+
+
+def test_fold_leaves_big_results_and_failing_ops_alone():
+    def f(x):
+        big = rt.zeros((100, 100), "float32") + 1           # 10,000 elements: over the limit
+        bad = rt.full((), 1.0, "float32") / rt.zeros((), "float32")   # warns at run time: stays there
+        return x + big.sum() + bad * 0
+
+    program = _trace(f, [2])
+    optimized = _optimize(program, ["fold"])
+    assert _ops(optimized, "add") and _ops(optimized, "divide")
+    assert all(op.type != "constant" for op in optimized.ops())
+
+
+# --- cse -------------------------------------------------------------------------------------
+
+def test_cse_merges_equal_ops_and_reuses_outer_values_in_blocks():
+    def f(x):
+        a = rt.tanh(x).sum()
+        b = rt.tanh(x).sum()
+        def true_fn():
+            return rt.tanh(x) * 2          # reuses the outer tanh
+        def false_fn():
+            return rt.tanh(x) * 3
+        y = rt.cond(a > 0, true_fn, false_fn)
+        return y + b
+
+    program = _trace(f, [4])
+    optimized = _optimize(program, ["cse", "dce"])
+    assert len(_ops(optimized, "tanh")) == 1 and len(_ops(optimized, "sum")) == 1
+    _valid(optimized)
+    x = np.linspace(-1, 2, 4, dtype=np.float32)
+    _same(_run(optimized, [x], []), _run(program, [x], []), exact=True)
+
+
+def test_cse_never_merges_across_sibling_branches_or_literal_types():
+    def f(x):
+        def true_fn():
+            return rt.exp(x)
+        def false_fn():
+            return rt.exp(x) + 1
+        y = rt.cond(x.sum() > 0, true_fn, false_fn)
+        return y + x * 2 + x * 2.0 + x * -0.0 + x * 0.0
+
+    optimized = _optimize(_trace(f, [3]), ["cse"])
+    assert len(_ops(optimized, "exp")) == 2
+    assert len(_ops(optimized, "multiply")) == 4
+
+
+def test_cse_keeps_tensor_arrays_and_impure_ops_apart():
+    def f(x):
+        a = rt.array_new((3,), "float32")
+        b = rt.array_new((3,), "float32")
+        a = rt.array_append(a, x)
+        return rt.array_length(a), rt.array_length(b), rt.nn.functional.dropout(x, 0.5, True), \
+            rt.nn.functional.dropout(x, 0.5, True)
+
+    optimized = _optimize(_trace(f, [3]), ["cse", "dce"])
+    assert len(_ops(optimized, "array_new")) == 2 and len(_ops(optimized, "dropout")) == 2
+    outs = _run(optimized, [np.ones(3, np.float32)], [])
+    assert outs[0] == 1 and outs[1] == 0
+
+
+def test_while_condition_computes_the_sum_once():
+    w = rt.tensor(np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32) * 0.5)
+
+    def f(h):
+        while h.sum() < 100:
+            h = rt.tanh(h @ w) + h * 1.5 + 0.1
+        return h
+
+    static = to_static(f)
+    h = rt.tensor(np.full((1, 8), 0.1, np.float32))
+    optimized = static.get_program(h, optimized=True)
+    assert len(_ops(optimized, "sum")) == 1 and len(_ops(optimized, "while")) == 1
+    np.testing.assert_array_equal(static(h).numpy(), to_static(f, passes=[])(h).numpy())
+
+
+# --- licm ------------------------------------------------------------------------------------
+
+def _loop_body_ops(program):
+    (loop,) = _ops(program, "while")
+    return [op.type for op in program.blocks[loop.attrs["body_block"]].ops]
+
+
+def test_licm_hoists_invariant_ops_out_of_the_body():
+    w = rt.tensor(np.eye(3, dtype=np.float32))
+
+    def f(x, h):
+        def body(i, h):
+            scale = rt.exp(x) * 2                 # invariant: moves
+            return i + 1, rt.tanh(h @ w.T) * scale  # w.T invariant: moves; the rest reads h
+        return rt.while_loop(lambda i, h: i < 4, body, (_counter(), h))[1]
+
+    program = _trace(f, [3], [1, 3])
+    optimized = _optimize(program, ["licm"])
+    body = _loop_body_ops(optimized)
+    assert "exp" not in body and "permute_dims" not in body and "matmul" in body and "tanh" in body
+    top = [op.type for op in optimized.global_block.ops]
+    assert top.index("exp") < top.index("while")
+    _valid(optimized)
+    arrays = [np.array([0.1, 0.2, 0.3], np.float32), np.ones((1, 3), np.float32)]
+    _same(_run(optimized, arrays, []), _run(program, arrays, []), exact=True)
+
+
+def test_licm_keeps_ops_that_could_fail_or_run_conditionally():
+    def f(x, idx):
+        def body(i, h):
+            g = x[idx.astype("int64")]                     # dynamic index: could be out of range
+            def t():
+                return h + rt.exp(x).sum()                 # in a branch of the body: stays
+            def e():
+                return h
+            return i + 1, rt.cond(h.sum() > 0, t, e) + g
+        return rt.while_loop(lambda i, h: i < 2, body, (_counter(), x[0]))[1]
+
+    program = rt.trace(f, [rt.InputSpec([3], "float32"), rt.InputSpec([], "float32")])[0]
+    optimized = _optimize(program, ["licm"])
+    body = _loop_body_ops(optimized)
+    assert "getitem" in body[:3] and "astype" not in body       # the cast cannot fail: moved
+    assert any(op.type == "exp" for op in optimized.ops()) and "exp" not in [op.type for op in optimized.global_block.ops]
+
+
+def test_licm_zero_trip_loop_still_does_not_fail():
+    def f(x, n):
+        def body(i, h):
+            return i + 1, h + x[5]               # x's size is unknown: x[5] could fail, so it stays
+        return rt.while_loop(lambda i, h: i < n, body, (_counter(), x.sum()))[1]
+
+    program = rt.trace(f, [rt.InputSpec([None], "float32"), rt.InputSpec([], "int64")])[0]
+    optimized = _optimize(program, None)
+    assert "getitem" in _loop_body_ops(optimized)
+    assert _run(program, [np.ones(3, np.float32), np.int64(0)], None)[0] == 3.0
+    with pytest.raises(IndexError, match="getitem"):
+        _run(program, [np.ones(3, np.float32), np.int64(1)], None)
+
+
+def test_licm_hoists_from_nested_loops_outward():
+    def f(x):
+        def outer(i, acc):
+            def inner(j, a):
+                return j + 1, a + rt.exp(x)                  # invariant of both loops
+            return i + 1, rt.while_loop(lambda j, a: j < 2, inner, (_counter(), acc))[1]
+        return rt.while_loop(lambda i, a: i < 3, outer, (_counter(), x))[1]
+
+    program = _trace(f, [2])
+    optimized = _optimize(program, ["licm"])
+    assert [op.type for op in optimized.global_block.ops].count("exp") == 1
+    x = np.array([0.5, -1], np.float32)
+    _same(_run(optimized, [x], []), _run(program, [x], []), exact=True)
+
+
+def _rnn(u, w, b, steps=50):
+    def rnn(x):
+        h = rt.zeros((1, u.shape[1]))
+        i = 0
+        while i < steps and h.sum() < 1e9:
+            h = rt.tanh(x[i] @ u + h @ w + b)
+            i += 1
+        return h
+    return rnn
+
+
+def test_hoist_gather_matmul_batches_the_input_projection():
+    rng = np.random.default_rng(0)
+    u, w = (rt.tensor(rng.standard_normal(s).astype(np.float32) * 0.2) for s in [(16, 32), (32, 32)])
+    b = rt.tensor(rng.standard_normal(32).astype(np.float32))
+    static = to_static(_rnn(u, w, b, steps=20), passes=[])
+    x = rng.standard_normal((20, 1, 16)).astype(np.float32)
+    program = static.get_program(rt.tensor(x))
+    assert len(_ops(program, "while")) == 1
+    optimized = _optimize(program, ["hoist_gather_matmul", "dce"])
+    assert _loop_body_ops(optimized).count("matmul") == 1
+    assert [op.type for op in optimized.global_block.ops].count("matmul") == 1
+    _same(_run(optimized, [x], []), _run(program, [x], []), exact=False)
+    _valid(optimized)
+
+
+# --- strength reduction ------------------------------------------------------------------------
+
+def test_strength_reduce_powers():
+    def f(x, k):
+        return x ** 2 + x ** 3 + x ** 4 + x ** 2.5 + k ** 3 + k ** 3.0
+
+    program = rt.trace(f, [rt.InputSpec([5], "float32"), rt.InputSpec([5], "int32")])[0]
+    optimized = _optimize(program, ["strength_reduce"])
+    pows = _ops(optimized, "pow")
+    assert [p.inputs[1] for p in pows] == [2.5, 3.0]          # non-integer, and int ** 3.0 (float64)
+    x = np.linspace(0.1, 3, 5).astype(np.float32)
+    k = np.arange(-2, 3, dtype=np.int32)
+    _same(_run(optimized, [x, k], []), _run(program, [x, k], []), exact=False)
+
+
+# --- fusion and in-place writes -------------------------------------------------------------------
+
+def gelu(x):
+    return 0.5 * x * (1 + rt.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
+
+
+def _allocated_buffers(source):
+    """Names the plan's NumPy calls allocate (a call whose last argument is not a buffer it reuses)."""
+    buffers = set()
+    for line in source.splitlines():
+        m = re.match(r"\s*(?:(\w+) = )?xp_\w+\((.*)\)$", line)
+        if m is None:
+            continue
+        last = m.group(2).split(", ")[-1].replace("out=", "")
+        if last not in buffers and m.group(1):
+            buffers.add(m.group(1))
+    return buffers
+
+
+def test_gelu_fuses_into_one_op_and_two_buffers():
+    program = _trace(gelu, [1000])
+    optimized = _optimize(program, None)
+    assert [op.type for op in optimized.ops()] == [FUSED]
+    plan = Executor().compile(program)
+    assert len(_allocated_buffers(plan.source)) == 2, plan.source
+    x = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
+    _same(_run(program, [x], None), _run(program, [x], []), exact=False)
+
+
+def test_gelu_peak_memory_is_two_buffers():
+    program = _trace(gelu, [1 << 20])
+    plan = Executor().compile(program)
+    x = np.random.default_rng(0).standard_normal(1 << 20).astype(np.float32)
+    plan(x)
+    tracemalloc.start()
+    try:
+        out = plan(x)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak <= 2 * x.nbytes + 64 * 1024, peak / x.nbytes
+    naive = Executor(passes=[]).compile(program)
+    np.testing.assert_allclose(out[0], naive(x)[0], rtol=1e-6, atol=1e-6)
+
+
+def test_inplace_writes_only_into_dying_buffers_the_plan_owns():
+    w = rt.tensor(np.full((4, 4), 0.5, np.float32))
+
+    def f(x):
+        m = x @ w                     # owned, dies at the add: written in place
+        y = rt.maximum(m + 1, 0)
+        v = y.reshape((16,))          # a view of y: y must not be overwritten afterwards
+        z = y * 2
+        return z, v, x * 3            # x is an input: never written
+
+    program = _trace(f, [4, 4])
+    optimized = _optimize(program, None)
+    into = {op.outputs[0].name: op.attrs.get("into") for op in optimized.ops() if op.type == FUSED}
+    assert sorted(v for v in into.values() if v is not None) == [0]
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    keep = x.copy()
+    _same(_run(program, [x], None), _run(program, [x], []), exact=True)
+    np.testing.assert_array_equal(x, keep)
+
+
+def test_inplace_hint_in_a_program_file_cannot_overwrite_an_input():
+    program = _trace(lambda x: x + 1, [3])
+    d = program_to_dict(program)
+    op = d["blocks"][0]["ops"][0]
+    op.update(type=FUSED, inputs=[op["inputs"][0]], attrs={"steps": [["add", {"in": 0}, 1]], "into": 0})
+    hostile = program_from_dict(d)
+    x = np.zeros(3, np.float32)
+    out = Executor(passes=[]).run(hostile, {"x0": x})[0].numpy()
+    np.testing.assert_array_equal(out, [1, 1, 1])
+    np.testing.assert_array_equal(x, [0, 0, 0])
+
+
+def test_fused_steps_are_checked_against_the_ufunc_table():
+    program = _trace(lambda x: x + 1, [3])
+    d = program_to_dict(program)
+    op = d["blocks"][0]["ops"][0]
+    op.update(type=FUSED, inputs=[op["inputs"][0]], attrs={"steps": [["save", {"in": 0}, 1]]})
+    with pytest.raises(ValueError, match="not a known ufunc"):
+        program_from_dict(d)
+    with pytest.raises(ValueError, match="not a known ufunc"):
+        Executor(passes=[]).compile(program_from_dict(d, check_types=False))
+
+
+def test_mlp_plan_runs_in_place_after_each_matmul():
+    rng = np.random.default_rng(0)
+    ws = [rt.tensor(rng.standard_normal(s).astype(np.float32)) for s in [(8, 6), (6,), (6, 2), (2,)]]
+
+    def mlp(x):
+        h = rt.maximum(x @ ws[0] + ws[1], 0)
+        return h @ ws[2] + ws[3]
+
+    program = _trace(mlp, [1, 8])
+    plan = Executor().compile(program)
+    assert "out=matmul)" in plan.source and "xp_add(matmul_1, " in plan.source, plan.source
+    x = rng.standard_normal((1, 8)).astype(np.float32)
+    _same(_run(program, [x], None), _run(program, [x], []), exact=True)
+
+
+class _FakeDevice(NumpyBackend):
+    """A backend whose array module is not numpy itself: the executor takes its fused-kernel path."""
+
+    name = "fake"
+
+    def __init__(self):
+        self.xp = types.SimpleNamespace(**{k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
+        self.fused = []
+
+    def fuse(self, fn):
+        self.fused.append(fn)
+        return fn
+
+
+def test_fused_kernel_path_for_other_backends():
+    backend = _FakeDevice()
+    program = _optimize(_trace(gelu, [64]), None)
+    plan = compile_plan(program, backend)
+    assert len(backend.fused) == 1 and "xp_fused" in plan.source
+    x = np.random.default_rng(1).standard_normal(64).astype(np.float32)
+    want = Executor(passes=[]).compile(_trace(gelu, [64]))(x)[0]
+    np.testing.assert_allclose(plan(x)[0], want, rtol=1e-6, atol=1e-6)
+
+
+# --- the plan's fast forms ---------------------------------------------------------------------
+
+def test_constants_reaching_the_caller_are_fresh_each_run():
+    def f(x):
+        return x + 0, constant(np.array([1.0, 2.0], np.float32))
+
+    program = _trace(f, [2])
+    plan = Executor().compile(program)
+    first = plan(np.zeros(2, np.float32))[1]
+    first[0] = 99
+    again = plan(np.zeros(2, np.float32))[1]
+    np.testing.assert_array_equal(again, [1.0, 2.0])
+
+
+def test_scalar_ops_reductions_and_indexing_match_the_kernels():
+    def f(x, i):
+        s = x.sum() * 2 - x.max() / 3 + x.mean() + x.min(axis=0).sum() + x.prod(axis=1, keepdims=True).sum()
+        return s, x[i], x[1:, ::2], x[None, ..., -1], (i + 1) * 2 < 7, -i
+
+    program = rt.trace(f, [rt.InputSpec([4, 5], "float32"), rt.InputSpec([], "int64")])[0]
+    x = np.random.default_rng(0).standard_normal((4, 5)).astype(np.float32)
+    for i in (np.int64(2), np.int64(-1)):
+        _same(_run(program, [x, i], None), _run(program, [x, i], []), exact=True)
+
+
+def test_random_programs_with_every_pass_subset():
+    """Random subsets and orders of passes on the corpus agree with no passes at all."""
+    rng = random.Random(0)
+    for case in CASES[::3]:
+        program = to_static(case["fn"], passes=[]).get_program(
+            *[rt.tensor(a) for a in _corpus_inputs(case, 0)], *case["scalars"])
+        arrays = _corpus_inputs(case, 1)
+        want = _run(program, arrays, [])
+        chosen = rng.sample(ALL, rng.randint(2, len(ALL)))
+        _same(_run(program, arrays, chosen), want, exact=not set(chosen) - set(EXACT))
+
+
+def test_program_class_is_unchanged_by_passes():
+    program = _trace(gelu, [4])
+    before = program_to_dict(program)
+    _optimize(program, None)
+    assert program_to_dict(program) == before and isinstance(program, Program)
+
+
+@pytest.mark.parametrize("case", CASES[::2], ids=[c["fn"].__name__ for c in CASES[::2]])
+def test_refreshed_captures_are_what_tracing_recorded(case):
+    from runtime.passes._graph import refresh_captures
+    from runtime.serialization import clone_program
+    program = to_static(case["fn"], passes=[]).get_program(
+        *[rt.tensor(a) for a in _corpus_inputs(case, 0)], *case["scalars"])
+    copy = clone_program(program)
+    refresh_captures(copy)
+    assert program_to_dict(copy) == program_to_dict(program)
+
+
+def test_plan_frees_big_values_after_their_last_use():
+    def f(x):
+        y = rt.exp(x)
+        z = y * 2
+        return rt.sin(z) + 1
+
+    program = _trace(f, [1 << 18])
+    plan = Executor(passes=[]).compile(program)
+    assert "    del " in plan.source, plan.source
+    x = np.linspace(0, 1, 1 << 18, dtype=np.float32)
+    plan(x)
+    tracemalloc.start()
+    try:
+        plan(x)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak <= 2 * x.nbytes + 64 * 1024, peak / x.nbytes
+
+
+def test_plan_does_not_trust_capture_lists_for_liveness():
+    def f(x):
+        big = rt.exp(x)
+        return rt.cond(x.sum() > 0, lambda: big * 2, lambda: big - 1)
+
+    program = _trace(f, [1 << 15])
+    d = program_to_dict(program)
+    for op in d["blocks"][0]["ops"]:
+        if op["type"] == "cond":
+            op["inputs"] = op["inputs"][:1]              # a file that lists no captures
+    loaded = program_from_dict(d)
+    x = np.ones(1 << 15, np.float32)
+    np.testing.assert_allclose(Executor(passes=[]).run(loaded, {"x0": x})[0].numpy(), np.exp(x) * 2)
