@@ -146,10 +146,10 @@ def _cast(var, dtype):
 
 def captured_inputs(blocks, exclude=()):
     """Variables the given sub-blocks (and their nested blocks) read from enclosing blocks."""
-    inner = set()
     program = blocks[0].program
-    for b in program.blocks:
-        if any(sb.is_ancestor_of(b) for sb in blocks):
+    inner = {b.idx for b in blocks}
+    for b in program.blocks[min(inner):]:      # nested blocks come after their parents
+        if b.parent_idx in inner:
             inner.add(b.idx)
     seen, out = set(exclude), []
 

@@ -45,8 +45,7 @@ def convert_function(fn):
         returns = return_lines(parsed.node)
         namer = Namer(parsed.node)
         node = convert_node(parsed.node, parsed.filename, namer, _resolver(fn))
-        source = emit.to_source(node)
-        code = emit.compile_code(node, parsed.filename, fn.__code__.co_freevars)
+        source, code = emit.emit(node, parsed.filename, fn.__code__.co_freevars)
         entry = _code_cache[fn.__code__] = (code, source, (parsed.filename, returns))
     converted = emit.instantiate(entry[0], fn)
     converted.__dy2static_source__ = entry[1]

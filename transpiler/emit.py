@@ -21,41 +21,40 @@ CONVERTED_CODES = set()    # code objects of converted functions: frames worth s
 _JST_CELL = types.CellType(operators)
 
 
-def to_source(fn_node):
-    """Source text of a converted function: astor, or ast.unparse for syntax astor predates."""
-    tree = gast.gast_to_ast(copy.deepcopy(fn_node))
+def emit(fn_node, filename, freevars):
+    """(source text, code object) of a converted function; the tree is converted to `ast` once."""
+    tree = gast.gast_to_ast(fn_node)       # a new tree: fn_node is left as it is
     ast.fix_missing_locations(tree)
+    return _source(tree), _compile(tree, filename, freevars)
+
+
+def _source(tree):
+    """astor's text, or ast.unparse for syntax astor 0.8.1 predates (`match`, for instance)."""
     try:
         return astor.to_source(tree)
-    except Exception:  # astor 0.8.1 has no printer for e.g. `match`
+    except Exception:
         return ast.unparse(tree) + "\n"
 
 
-def compile_code(fn_node, filename, freevars):
-    """The code object of the converted function (compiled once per original code object)."""
-    node = copy.deepcopy(fn_node)
-    _strip_evaluated_parts(node.args)
-    node.returns = None
-    node.name = CONVERTED   # not the user's name: `rec` inside `rec` must stay the global, not a factory cell
-    factory = gast.FunctionDef(
-        name=FACTORY,
-        args=gast.arguments(args=[gast.Name(id=n, ctx=gast.Param(), annotation=None, type_comment=None)
-                                  for n in ("_jst",) + tuple(freevars)],
-                            posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-        body=[node, gast.Return(value=gast.Name(id=node.name, ctx=gast.Load(), annotation=None,
-                                                type_comment=None))],
-        decorator_list=[], returns=None, type_comment=None, type_params=[])
-    gast.copy_location(factory, fn_node)
-    factory.body[1] = gast.copy_location(factory.body[1], fn_node)
-    module = gast.Module(body=[factory], type_ignores=[])
-    tree = gast.gast_to_ast(module)
-    ast.fix_missing_locations(tree)
-    code = compile(tree, filename, "exec")
+def _compile(tree, filename, freevars):
+    """Compile inside a factory taking `_jst` and the original closure's names (see module doc)."""
+    user_name = tree.name
+    _strip_evaluated_parts(tree.args)
+    tree.returns = None
+    tree.decorator_list = []
+    tree.name = CONVERTED   # not the user's name: `rec` inside `rec` must stay the global, not a factory cell
+    module = ast.parse(f"def {FACTORY}({', '.join(('_jst',) + tuple(freevars))}):\n    return {CONVERTED}\n")
+    factory = module.body[0]
+    factory.body.insert(0, tree)
+    for node in (factory, factory.body[1], factory.body[1].value, factory.args):
+        ast.copy_location(node, tree)
+    ast.fix_missing_locations(module)
+    code = compile(module, filename, "exec")
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == FACTORY)
-    inner = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == node.name)
-    names = {"co_name": fn_node.name}
+    inner = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == CONVERTED)
+    names = {"co_name": user_name}
     if hasattr(inner, "co_qualname"):
-        names["co_qualname"] = fn_node.name
+        names["co_qualname"] = user_name
     inner = inner.replace(**names)      # tracebacks show the user's function name
     _remember(inner)
     return inner
