@@ -239,6 +239,31 @@ class Program:
                 return block.vars[name]
         raise KeyError(name)
 
+    def clone(self):
+        """A structural copy (new Blocks, Variables, Operators); parameters are shared, not copied."""
+        copy = Program(self.name)
+        copy.blocks = [Block(copy, b.idx, b.parent_idx) for b in self.blocks]
+        mapping = {}
+        for block, new_block in zip(self.blocks, copy.blocks):
+            for var in block.vars.values():
+                new = Variable(var.name, var.static_shape, var.dtype, new_block, var.persistable, var.weak, var.kind)
+                new_block.vars[var.name] = mapping[id(var)] = new
+
+        def remap(x):
+            return mapping.get(id(x), x) if isinstance(x, Variable) else x
+
+        for block, new_block in zip(self.blocks, copy.blocks):
+            new_block.params = [remap(v) for v in block.params]
+            new_block.results = [remap(v) for v in block.results]
+            new_block.ops = [Operator(op.type, [remap(x) for x in op.inputs], [remap(o) for o in op.outputs],
+                                      _copy_attrs(op.attrs), op.origin, new_block) for op in block.ops]
+        copy.inputs = [remap(v) for v in self.inputs]
+        copy.outputs = [remap(v) for v in self.outputs]
+        copy.output_tree, copy.output_consts = self.output_tree, dict(self.output_consts)
+        copy.parameters = dict(self.parameters)
+        copy._used, copy._names = set(self._used), dict(self._names)
+        return copy
+
     def __str__(self):
         from .printer import format_program
         return format_program(self)
@@ -259,6 +284,15 @@ class Program:
     def from_json(text, source="<string>"):
         from .serialization import program_from_json
         return program_from_json(text, source)
+
+
+def _copy_attrs(value):
+    """Attrs are JSON data: copy the mutable containers, share the rest."""
+    if isinstance(value, dict):
+        return {k: _copy_attrs(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_attrs(v) for v in value]
+    return value
 
 
 def format_op(op):

@@ -517,9 +517,7 @@ class _Reader:
 
 def clone_program(program):
     """A deep copy of the Program's structure; parameters are shared (same Tensors)."""
-    copy = program_from_dict(program_to_dict(program), source=f"<copy of {program.name}>", check_types=False)
-    copy.parameters = dict(program.parameters)
-    return copy
+    return program.clone()
 
 
 # --- parameters (.npz) --------------------------------------------------------------------

@@ -45,13 +45,33 @@ def convert_function(fn):
         returns = return_lines(parsed.node)
         namer = Namer(parsed.node)
         node = convert_node(parsed.node, parsed.filename, namer, _resolver(fn))
-        source, code = emit.emit(node, parsed.filename, fn.__code__.co_freevars)
-        entry = _code_cache[fn.__code__] = (code, source, (parsed.filename, returns))
-    converted = emit.instantiate(entry[0], fn)
-    converted.__dy2static_source__ = entry[1]
-    converted.__dy2static_returns__ = entry[2]
+        code = emit.emit(node, parsed.filename, fn.__code__.co_freevars)
+        entry = _code_cache[fn.__code__] = _Converted(code, node, (parsed.filename, returns))
+    converted = emit.instantiate(entry.code, fn)
+    converted.__dy2static_returns__ = entry.returns
     _function_cache[fn] = converted
     return converted
+
+
+class _Converted:
+    """One original code object's conversion; its source text is printed only when asked for."""
+
+    __slots__ = ("code", "node", "returns", "_source")
+
+    def __init__(self, code, node, returns):
+        self.code, self.node, self.returns, self._source = code, node, returns, None
+
+    @property
+    def source(self):
+        if self._source is None:
+            self._source = emit.source_text(self.node)
+        return self._source
+
+
+def converted_source(fn):
+    """The converted source text of a plain function."""
+    convert_function(fn)
+    return _code_cache[fn.__code__].source
 
 
 def return_lines(fn_node):
@@ -124,7 +144,7 @@ def to_source(fn):
     if isinstance(fn, StaticFunction):
         return fn.code
     fn = getattr(fn, "__func__", fn)
-    return convert_function(fn).__dy2static_source__
+    return converted_source(fn)
 
 
 # --- static functions ----------------------------------------------------------------------
@@ -166,7 +186,7 @@ class StaticFunction:
     @property
     def code(self):
         """The converted Python source."""
-        return convert_function(self._fn).__dy2static_source__
+        return converted_source(self._fn)
 
     @property
     def cache_size(self):

@@ -22,14 +22,16 @@ _JST_CELL = types.CellType(operators)
 
 
 def emit(fn_node, filename, freevars):
-    """(source text, code object) of a converted function; the tree is converted to `ast` once."""
-    tree = gast.gast_to_ast(fn_node)       # a new tree: fn_node is left as it is
+    """The code object of a converted function (fn_node itself is left as it is)."""
+    tree = gast.gast_to_ast(fn_node)       # a new tree
     ast.fix_missing_locations(tree)
-    return _source(tree), _compile(tree, filename, freevars)
+    return _compile(tree, filename, freevars)
 
 
-def _source(tree):
-    """astor's text, or ast.unparse for syntax astor 0.8.1 predates (`match`, for instance)."""
+def source_text(fn_node):
+    """The converted source: astor's text, or ast.unparse for syntax astor 0.8.1 predates (`match`)."""
+    tree = gast.gast_to_ast(fn_node)
+    ast.fix_missing_locations(tree)
     try:
         return astor.to_source(tree)
     except Exception:

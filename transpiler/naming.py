@@ -6,8 +6,12 @@ class Namer:
     """Hands out `__<kind>_<n>` names that clash with nothing in the function."""
 
     def __init__(self, fn_node):
-        self.taken = {n.id for n in gast.walk(fn_node) if isinstance(n, gast.Name)}
-        self.taken |= {n.name for n in gast.walk(fn_node) if isinstance(n, gast.FunctionDef)}
+        self.taken = set()
+        for node in gast.walk(fn_node):
+            if isinstance(node, gast.Name):
+                self.taken.add(node.id)
+            elif isinstance(node, gast.FunctionDef):
+                self.taken.add(node.name)
         self.counters = {}
 
     def new(self, kind):

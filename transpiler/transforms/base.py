@@ -78,8 +78,13 @@ def located(node, origin):
     last line of the user's `if`, not its first.
     """
     line, col = getattr(origin, "lineno", None), getattr(origin, "col_offset", 0) or 0
-    for child in gast.walk(node):
-        if "lineno" in child._attributes and getattr(child, "lineno", None) is None:
+    stack = [node]
+    while stack:   # a located node's subtree is located already (the user's or an earlier call's): skip it
+        child = stack.pop()
+        if "lineno" in child._attributes:
+            if getattr(child, "lineno", None) is not None:
+                continue
             child.lineno, child.col_offset = line, col
             child.end_lineno, child.end_col_offset = line, col
+        stack.extend(gast.iter_child_nodes(child))
     return node

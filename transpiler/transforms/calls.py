@@ -19,6 +19,7 @@ import sys
 
 import gast
 
+from ..analysis import Anno, getanno
 from .base import Transformer, is_jst_call, jst, load, located
 
 BUILTIN_OVERLOADS = {"len": "convert_len", "print": "convert_print", "range": "convert_range",
@@ -68,8 +69,8 @@ def _root_name(node):
 
 class Calls(Transformer):
     def transform(self, fn_node):
-        self.locals = {a.id for a in gast.walk(fn_node.args) if isinstance(a, gast.Name)}
-        self.locals |= {n.id for n in gast.walk(fn_node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+        scope = getanno(fn_node, Anno.SCOPE)      # the function's own names (params and bound)
+        self.locals = set(scope.params | scope.modified)
         self.first_param = fn_node.args.args[0].id if fn_node.args.args else None
         return super().transform(fn_node)
 

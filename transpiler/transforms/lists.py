@@ -20,10 +20,13 @@ class InPlaceUpdates(Transformer):
     """Only names local to the function are rebound; a global or closure container is mutated as written."""
 
     def transform(self, fn_node):
-        declared = {n for s in gast.walk(fn_node) if isinstance(s, (gast.Global, gast.Nonlocal)) for n in s.names}
-        params = {a.id for a in gast.walk(fn_node.args) if isinstance(a, gast.Name)}
-        stored = {n.id for n in gast.walk(fn_node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
-        self.locals = (params | stored) - declared
+        declared, bound = set(), set()
+        for node in gast.walk(fn_node):
+            if isinstance(node, (gast.Global, gast.Nonlocal)):
+                declared.update(node.names)
+            elif isinstance(node, gast.Name) and isinstance(node.ctx, (gast.Store, gast.Param)):
+                bound.add(node.id)
+        self.locals = bound - declared
         return super().transform(fn_node)
 
     def visit_Expr(self, node):
