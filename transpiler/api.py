@@ -169,6 +169,7 @@ class StaticFunction:
         self._full_graph = full_graph
         self._passes = passes
         self._cache = {}
+        self.retrace_reasons = []     # why each trace after the first happened, e.g. "x: shape (2, 3) -> (4, 3)"
         self._fallback = None
         self._bound = weakref.WeakKeyDictionary()
         functools.update_wrapper(self, fn)
@@ -313,11 +314,14 @@ class StaticFunction:
         device = _device(leaves[positions[0]]) if positions else "cpu"
         plan = Executor(device, self._passes).compile(program)
         traced = _Traced(program, plan, len(positions))
+        if self._cache:
+            self.retrace_reasons.append(_retrace_reason(list(self._cache)[-1], key))
         self._cache[key] = traced
-        if len(self._cache) in (16, 64):
-            warnings.warn(f"{self._fn.__qualname__} has been traced for {len(self._cache)} input signatures; "
-                          "pass input_spec with None dims to stop retracing on shape changes", UserWarning,
-                          stacklevel=3)
+        if len(self._cache) in (8, 32, 128):
+            recent = "; ".join(self.retrace_reasons[-3:])
+            warnings.warn(f"{self._fn.__qualname__} has been traced for {len(self._cache)} input signatures "
+                          f"(latest retraces: {recent}); pass input_spec with None dims to stop retracing on "
+                          "shape changes, or keep Python arguments constant", UserWarning, stacklevel=3)
         return traced
 
 
@@ -390,6 +394,23 @@ def _fast_call(static, traced, args, key):
     source = "def fast(args):\n" + "\n".join("    " + line for line in lines) + "\n"
     exec(compile(source, f"<dy2static call {static._fn.__qualname__}>", "exec"), ns)
     return ns["fast"]
+
+
+def _retrace_reason(old, new):
+    """What differs between two signature keys, in words."""
+    (old_tree, old_parts, old_mode), (new_tree, new_parts, new_mode) = old, new
+    if old_mode != new_mode:
+        return f"layer mode {'train' if old_mode else 'eval'} -> {'train' if new_mode else 'eval'}"
+    if old_tree != new_tree or len(old_parts) != len(new_parts):
+        return f"argument structure {old_tree} -> {new_tree}"
+    for i, (a, b) in enumerate(zip(old_parts, new_parts)):
+        if a == b:
+            continue
+        if a[0] == b[0] == "T":
+            what = [f"{k} {x} -> {y}" for k, x, y in zip(("shape", "dtype", "device"), a[1:], b[1:]) if x != y]
+            return f"tensor argument {i}: " + ", ".join(what)
+        return f"argument {i}: {a[1][-1]!r} -> {b[1][-1]!r}" if a[0] == b[0] == "V" else f"argument {i} kind"
+    return "unknown"
 
 
 def _symbolic_bool_conversion_error(error):

@@ -196,3 +196,18 @@ def test_user_layers_inside_sequential_are_converted():
         h = -h if h.sum() > 0 else h
         np.testing.assert_allclose(static(rt.tensor(x)).numpy(), np.maximum(h, 0), rtol=1e-5, atol=1e-6)
     assert "cond" in [op.type for op in static.get_program(rt.tensor(_x(2, 3))).ops()]
+
+
+def test_retraces_are_explained():
+    import warnings
+
+    def f(x, k):
+        return x * k
+    static = to_static(f)
+    static(rt.tensor(np.ones(2, np.float32)), 1)
+    static(rt.tensor(np.ones(3, np.float32)), 1)
+    static(rt.tensor(np.ones(3, np.float32)), 2)
+    assert static.retrace_reasons == ["tensor argument 0: shape (2,) -> (3,)", "argument 1: 1 -> 2"]
+    with pytest.warns(UserWarning, match=r"traced for 8 input signatures \(latest retraces: .*shape"):
+        for n in range(4, 9):
+            static(rt.tensor(np.ones(n, np.float32)), 2)
