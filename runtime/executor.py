@@ -191,12 +191,15 @@ class Codegen:
 
     def block(self, block, indent):
         for op in block.ops:
-            if op.type == "cond":
-                self.cond(op, indent)
-            elif op.type == "while":
-                self.while_(op, indent)
-            else:
-                self.op(op, indent)
+            self.any_op(op, indent)
+
+    def any_op(self, op, indent):
+        if op.type == "cond":
+            self.cond(op, indent)
+        elif op.type == "while":
+            self.while_(op, indent)
+        else:
+            self.op(op, indent)
 
     def branch(self, block, indent, outputs):
         start = len(self.lines)
@@ -482,12 +485,7 @@ class PlanCodegen(Codegen):
         makes the allocator hand pages back to the OS and fault them in again next call)."""
         dead_after = self.dead_after(block)
         for i, op in enumerate(block.ops):
-            if op.type == "cond":
-                self.cond(op, indent)
-            elif op.type == "while":
-                self.while_(op, indent)
-            else:
-                self.op(op, indent)
+            self.any_op(op, indent)
             if i in dead_after:
                 self.emit(indent, "del " + ", ".join(self.name(v) for v in dead_after[i]))
 

@@ -400,15 +400,20 @@ def cmd_convert(args, out):
     return 0
 
 
-def traced_program(args, optimized=False):
-    """The Program of args.target for the --spec inputs; errors as CLIError with the user's line."""
+def static_target(args):
+    """(path, StaticFunction) of the FILE.py::QUALNAME a command names."""
     path, qualname = split_target(args.target)
     if qualname is None:
         raise CLIError(f"'{args.target}': say which function, as FILE.py::QUALNAME")
-    specs = [parse_spec(text) for text in args.spec]
     module = load_module(path)
     obj, parent = resolve(module, path, qualname)
-    static = static_callable(obj, parent, args.target)
+    return path, static_callable(obj, parent, args.target)
+
+
+def traced_program(args, optimized=False):
+    """The Program of args.target for the --spec inputs; errors as CLIError with the user's line."""
+    specs = [parse_spec(text) for text in args.spec]
+    path, static = static_target(args)
     call_args, call_kwargs = bind_arguments(static, [(s.name, s) for s in specs], args.target, "--spec")
     try:
         return static.get_program(*call_args, optimized=optimized, **call_kwargs)
@@ -439,13 +444,8 @@ def cmd_program(args, out):
 
 
 def cmd_run(args, out):
-    path, qualname = split_target(args.target)
-    if qualname is None:
-        raise CLIError(f"'{args.target}': say which function, as FILE.py::QUALNAME")
     inputs = [parse_input(text) for text in args.input]
-    module = load_module(path)
-    obj, parent = resolve(module, path, qualname)
-    static = static_callable(obj, parent, args.target)
+    path, static = static_target(args)
     try:
         tensors = [(name, rt.tensor(array, device=args.device)) for name, array in inputs]
     except Exception as e:

@@ -24,6 +24,7 @@ from runtime.serialization import program_from_dict, program_to_dict
 from transpiler import to_static
 
 from tests.conversion.corpus import CASES
+from tests.conversion.oracle import inputs as oracle_inputs
 from tests.conversion.test_differential import _Gen
 
 ALL = list(passes.PASSES)
@@ -68,15 +69,7 @@ def _valid(program):
 
 # --- no pass changes a result --------------------------------------------------------------
 
-def _corpus_inputs(case, seed):
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for shape in case["shapes"]:
-        a = rng.standard_normal(shape).astype(case["dtype"])
-        if case["positive"]:
-            a = np.abs(a) + 0.1
-        arrays.append(a)
-    return arrays
+_corpus_inputs = oracle_inputs
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["fn"].__name__ for c in CASES])
