@@ -1,5 +1,6 @@
 """Getting a function's source and parsing it into a gast tree with the user's line numbers."""
 import inspect
+import linecache
 import textwrap
 
 import gast
@@ -19,7 +20,7 @@ class ParsedFunction:
 def parse_function(fn):
     """Parse `fn`'s source; line numbers in the tree are the lines of its file."""
     try:
-        lines, first = inspect.getsourcelines(fn)
+        lines, first = _source_lines(fn)
         filename = inspect.getsourcefile(fn) or inspect.getfile(fn)
     except (OSError, TypeError) as e:
         raise ConversionError(f"cannot get the source of {_name(fn)} ({e}); dy2static converts functions "
@@ -30,9 +31,14 @@ def parse_function(fn):
         return _parse_lambda(fn, source, filename, first)
     try:
         module = gast.parse(source)
-    except SyntaxError as e:
-        raise ConversionError(f"syntax error in {_name(fn)}: {e.msg}", filename,
-                              (e.lineno or 1) + first - 1) from None
+    except SyntaxError:
+        lines, first = inspect.getsourcelines(fn)     # the line table's span fell short: ask inspect
+        source = textwrap.dedent("".join(lines))
+        try:
+            module = gast.parse(source)
+        except SyntaxError as e:
+            raise ConversionError(f"syntax error in {_name(fn)}: {e.msg}", filename,
+                                  (e.lineno or 1) + first - 1) from None
     node = module.body[0]
     if isinstance(node, (gast.AsyncFunctionDef,)):
         raise ConversionError(f"async function {_name(fn)} cannot be converted", filename, first,
@@ -42,6 +48,28 @@ def parse_function(fn):
     _shift_lines(module, first - 1)
     node.decorator_list = []
     return ParsedFunction(node, filename, source)
+
+
+def _source_lines(fn):
+    """fn's lines: from its code's own line table where Python keeps end positions (3.11+), which
+    spares inspect's tokenizing of the whole block; else inspect."""
+    code = fn.__code__
+    filename = code.co_filename
+    if fn.__name__ != "<lambda>" and hasattr(code, "co_positions") and not filename.startswith("<"):
+        last = _last_line(code)
+        all_lines = linecache.getlines(filename, fn.__globals__)
+        first = code.co_firstlineno
+        if last and all_lines and last <= len(all_lines) and all_lines[first - 1].lstrip().startswith(("def ", "@")):
+            return all_lines[first - 1:last], first
+    return inspect.getsourcelines(fn)
+
+
+def _last_line(code):
+    last = max((end for _, end, _, _ in code.co_positions() if end is not None), default=0)
+    for const in code.co_consts:
+        if isinstance(const, type(code)):
+            last = max(last, _last_line(const))
+    return last
 
 
 def _parse_lambda(fn, source, filename, first):

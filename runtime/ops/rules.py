@@ -85,12 +85,20 @@ def elementwise(ufunc_name):
     return infer
 
 
+_RESOLVED = {}   # (ufunc, common dtype, arity) -> result dtype: NumPy's answer never changes
+
+
 def _resolve(ufunc, inputs):
     common = result_type(*map(promote_operand, inputs))
-    try:
-        return np.dtype(ufunc.resolve_dtypes(tuple(common for _ in inputs) + (None,) * ufunc.nout)[-1])
-    except TypeError as e:
-        raise TypeError(f"{ufunc.__name__} does not support dtype {common}") from e
+    key = (ufunc, common, len(inputs))
+    resolved = _RESOLVED.get(key)
+    if resolved is None:
+        try:
+            resolved = np.dtype(ufunc.resolve_dtypes(tuple(common for _ in inputs) + (None,) * ufunc.nout)[-1])
+        except TypeError as e:
+            raise TypeError(f"{ufunc.__name__} does not support dtype {common}") from e
+        _RESOLVED[key] = resolved
+    return resolved
 
 
 def same_as(index=0):
