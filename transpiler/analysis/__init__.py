@@ -10,7 +10,7 @@ from . import cfg, definedness, liveness
 from .activity import Activity, activity_of, annotate_activity
 from .annos import Anno, copyanno, delanno, getanno, hasanno, setanno
 
-__all__ = ['analyze', 'Anno', 'getanno', 'setanno', 'hasanno', 'delanno', 'copyanno',
+__all__ = ['analyze', 'maybe_defined_in', 'Anno', 'getanno', 'setanno', 'hasanno', 'delanno', 'copyanno',
            'Activity', 'activity_of']
 
 
@@ -21,5 +21,14 @@ def analyze(fn_node):
     local_names = scope.params | scope.modified
     liveness.annotate(graph, local_names)
     definedness.annotate(graph, scope.params, local_names)
-    definedness.annotate_maybe(graph, scope.params)
+    setanno(fn_node, Anno.CFG, (graph, scope.params))
     return fn_node
+
+
+def maybe_defined_in(fn_node, stmt):
+    """Names bound on SOME path reaching stmt. Solved on first use only: few statements need it
+    (a name live before a statement but not bound on every path) and it is the costliest solve."""
+    if not hasanno(stmt, Anno.MAYBE_DEFINED_IN):
+        graph, params = getanno(fn_node, Anno.CFG)
+        definedness.annotate_maybe(graph, params)
+    return getanno(stmt, Anno.MAYBE_DEFINED_IN)

@@ -23,7 +23,7 @@ tensor (a `cond`/`while` op).
 """
 import gast
 
-from ..analysis import Anno, getanno
+from ..analysis import Anno, getanno, maybe_defined_in
 from .base import Transformer, const, jst, load, located, store
 from .jumps import BREAK_FLAG
 
@@ -140,10 +140,11 @@ class ControlFlow(Transformer):
         path has bound the name yet; a name bound on some paths and read keeps its value.
         """
         defined = getanno(node, Anno.DEFINED_IN)
-        maybe = getanno(node, Anno.MAYBE_DEFINED_IN)
         out = []
         for name in names:
-            if name not in defined and (name not in live_in or name not in maybe):
+            if name in defined:
+                continue
+            if name not in live_in or name not in maybe_defined_in(self.ctx.fn_node, node):
                 call = _call("undefined", [const(name)])
                 out.append(located(gast.Assign(targets=[store(name)], value=call, type_comment=None), node))
         return out
