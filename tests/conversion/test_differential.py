@@ -32,7 +32,7 @@ class _Gen:
             f"{target} = xp.tanh({target} * 1.3 + {other})",
             f"{target} = {target} - {other} * 0.5",
             f"{target} = {target} * 0.9 + x",
-            f"k = k + 1",
+            "k = k + 1",
         ])
 
     def block(self, depth, in_loop, indent):

@@ -199,8 +199,6 @@ def test_user_layers_inside_sequential_are_converted():
 
 
 def test_retraces_are_explained():
-    import warnings
-
     def f(x, k):
         return x * k
     static = to_static(f)
