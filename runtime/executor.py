@@ -404,6 +404,14 @@ class PlanCodegen(Codegen):
         shared = all(r is not None and _inplace.copying_reader(r) for r in readers)
         return name if shared else f"{name}.copy()"
 
+    def op_full(self, op):
+        """A 0-d `full` of a literal (a loop counter's start) is a host NumPy scalar, on every backend:
+        counters then stay on the host (`i + 1`, `i < n`, `x[i]` with no device kernel or sync)."""
+        out = op.outputs[0]
+        if out.ndim != 0 or len(op.inputs) != 1 or isinstance(op.inputs[0], Variable):
+            return None
+        return self.constant(_np.asarray(op.inputs[0], dtype=out.dtype)[()])
+
     def op_fused_elementwise(self, op):
         steps = op.attrs.get("steps")
         _fusion.check_steps(steps, len(op.inputs))

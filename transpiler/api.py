@@ -444,8 +444,8 @@ def _returned_undefined(error, converted):
 
 def _device_mismatch(tensor, traced, plan):
     name = next(n for n, t in traced.program.parameters.items() if t is tensor)
-    return ValueError(f"parameter '{name}' is on {tensor.device} but the inputs are on {plan.backend.name}; "
-                      f"move the layer (or tensor) with .to('{plan.backend.name}')")
+    return ValueError(f"parameter '{name}' is on device '{tensor.device}' but the inputs are on device "
+                      f"'{plan.backend.name}'; move the layer (or tensor) with .to('{plan.backend.name}')")
 
 
 def _as_spec(spec):
