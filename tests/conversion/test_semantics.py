@@ -155,3 +155,21 @@ def test_name_first_bound_in_loop_checked_at_run_time():
     with pytest.raises(UnboundLocalError, match="'last'.*ran zero times"):
         static(rt.tensor(np.full(2, 20.0, np.float32)))
     assert static.cache_size == 1
+
+
+def test_match_statement_is_printed_with_ast_unparse():
+    """astor 0.8.1 has no printer for `match`: the converted source falls back to ast.unparse."""
+    def f(x, mode):
+        match mode:
+            case "double":
+                y = x * 2
+            case _:
+                y = x
+        if y.sum() > 0:
+            y = y + 1
+        return y
+    source = to_source(f)
+    assert "match mode:" in source and "case 'double':" in source
+    static = to_static(f)
+    np.testing.assert_allclose(static(rt.tensor(np.ones(2, np.float32)), "double").numpy(), [3.0, 3.0])
+    np.testing.assert_allclose(static(rt.tensor(-np.ones(2, np.float32)), "other").numpy(), [-1.0, -1.0])
