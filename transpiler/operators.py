@@ -6,12 +6,10 @@ condition or iterable is a symbolic Variable). Converted code refers to this
 module as `_jst`.
 """
 import builtins
-import math
 
 import runtime as rt
 from runtime import tracing
 from runtime.control_flow import Undefined, as_variable
-from runtime.errors import ControlFlowError
 from runtime.ir import Variable
 
 
@@ -341,4 +339,3 @@ def convert_call(fn):
 
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + ["undefined", "return_placeholder"]
-del math, ControlFlowError
