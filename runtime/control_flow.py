@@ -158,7 +158,7 @@ def captured_inputs(blocks, exclude=()):
             seen.add(id(v))
             out.append(v)
 
-    for b in program.blocks:
+    for b in program.blocks[min(inner):]:
         if b.idx in inner:
             for op in b.ops:
                 for v in op.inputs:
