@@ -17,6 +17,7 @@ from .executor import Executor, Plan
 from .backends import get_backend, gpu_available, DeviceUnavailableError
 from .errors import ControlFlowError, FeedError, ProgramRunError, SymbolicBoolError
 from .serialization import ProgramFormatError
+from .verify import verify
 from . import nn  # noqa: E402
 import numpy as _np
 
@@ -34,7 +35,7 @@ def default_rng():
 
 __all__ = sorted(_FUNCTIONS) + [
     "tensor", "asarray", "Tensor", "Parameter", "Program", "Block", "Operator", "Variable", "cond", "while_loop",
-    "InputSpec", "trace", "Executor", "Plan", "get_backend", "gpu_available", "seed", "print_", "assert_",
+    "InputSpec", "trace", "verify", "Executor", "Plan", "get_backend", "gpu_available", "seed", "print_", "assert_",
     "Undefined", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
     "float32", "float64", "complex64", "complex128", "finfo", "iinfo", "nn",
 ]

@@ -347,16 +347,10 @@ def _probe(cond_fn, state):
     block = tracing.current_block()
     if block is None:
         return cond_fn(*state)
-    program = block.program
-    n_ops, n_blocks, var_names = len(block.ops), len(program.blocks), set(block.vars)
-    names = program.name_state()
+    point = tracing.checkpoint(block)
     pred = cond_fn(*state)
     if isinstance(pred, Variable):
-        del block.ops[n_ops:]
-        for name in set(block.vars) - var_names:
-            del block.vars[name]
-        program.drop_blocks_from(n_blocks)
-        program.restore_name_state(names)
+        tracing.rollback(point)
     return pred
 
 

@@ -219,10 +219,11 @@ class Program:
         return set(self._used), dict(self._names)
 
     def restore_name_state(self, state):
-        """Take back names handed out since `state`, except those of Variables still in a block."""
+        """Take back names handed out since `state`, except those of Variables the Program still holds."""
         self._used, self._names = set(state[0]), dict(state[1])
         for block in self.blocks:
             self._used.update(block.vars)
+        self._used.update(v.name for v in self.inputs)
 
     def ops(self):
         """Every Operator of every block, nested sub-blocks included."""

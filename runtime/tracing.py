@@ -106,6 +106,47 @@ def lift_tensor(tensor):
     return var
 
 
+@dataclass(frozen=True)
+class Checkpoint:
+    """What a Program held before a trace attempt that may be discarded (see `rollback`)."""
+
+    block: object
+    n_ops: int
+    var_names: frozenset
+    n_blocks: int
+    n_inputs: int
+    names: tuple
+
+
+def checkpoint(block):
+    program = block.program
+    return Checkpoint(block, len(block.ops), frozenset(block.vars), len(program.blocks), len(program.inputs),
+                      program.name_state())
+
+
+def rollback(point):
+    """Forget everything recorded since `point`: ops, variables, sub-blocks, captured tensors and their names.
+
+    A captured tensor is undone everywhere at once (input list, parameter table,
+    capture map, global block), so its name can never be handed out again while
+    something still refers to it: the next capture of it makes a fresh Variable.
+    """
+    block, program = point.block, point.block.program
+    dropped = program.inputs[point.n_inputs:]
+    del program.inputs[point.n_inputs:]
+    for var in dropped:
+        program.parameters.pop(var.name, None)
+        program.global_block.vars.pop(var.name, None)
+    if dropped:
+        dropped_ids = {id(v) for v in dropped}
+        program._captured = {k: v for k, v in program._captured.items() if id(v) not in dropped_ids}
+    del block.ops[point.n_ops:]
+    for name in set(block.vars) - point.var_names:
+        del block.vars[name]
+    program.drop_blocks_from(point.n_blocks)
+    program.restore_name_state(point.names)
+
+
 def trace(fn, specs, name=None, args_tree=None):
     """Record `fn(*inputs)` into a new Program; returns (program, input_vars, outputs).
 

@@ -1,6 +1,11 @@
 """Differential test: many generated programs of nested if/while/for/break/continue/return
-over tensors; the converted function must give what Python gives on the same code with NumPy."""
+over tensors; the converted function must give what Python gives on the same code with NumPy.
+
+The programs also read tensors from outside the function (a module global `G`, an attribute `H.w`)
+and make constants inside it (`c0`, loop counters from `xp.asarray(0)`): every one of them must
+stay its own Program input through loops, retraces and branches."""
 import importlib.util
+import os
 import random
 import types
 
@@ -10,7 +15,7 @@ import pytest
 import runtime as rt
 from transpiler import to_static
 
-N_PROGRAMS = 150
+N_PROGRAMS = int(os.environ.get("DY2STATIC_DIFF_PROGRAMS", "150"))   # raise it to search harder
 TENSOR_CONDS = ["a.sum() > {c}", "b.mean() < {c}", "(a * b).sum() > {c}", "a.max() > b.min() + {c}"]
 PY_CONDS = ["k > {i}", "flag", "k % 2 == 0"]
 
@@ -32,6 +37,8 @@ class _Gen:
             f"{target} = xp.tanh({target} * 1.3 + {other})",
             f"{target} = {target} - {other} * 0.5",
             f"{target} = {target} * 0.9 + x",
+            f"{target} = {target} + G * c0",
+            f"{target} = {target} * H.w + G",
             "k = k + 1",
         ])
 
@@ -54,8 +61,12 @@ class _Gen:
         if r < 0.68:
             n = f"n{self.loops}"
             self.loops += 1
-            return ([f"{pad}{n} = 0", f"{pad}while {self.cond()} and {n} < 4:", f"{pad}    {n} += 1"]
-                    + self.block(depth + 1, True, indent + 1))
+            if self.rng.random() < 0.5:
+                head = [f"{pad}{n} = 0", f"{pad}while {self.cond()} and {n} < 4:", f"{pad}    {n} += 1"]
+            else:   # a tensor counter made in the function, tested first
+                head = [f"{pad}{n} = xp.asarray(0)", f"{pad}while {n} < 4 and {self.cond()}:",
+                        f"{pad}    {n} = {n} + 1"]
+            return head + self.block(depth + 1, True, indent + 1)
         if r < 0.8:
             it = self.rng.choice(["range(3)", "rows", "range(rows.shape[0])"])
             var = f"i{self.loops}"
@@ -70,16 +81,27 @@ class _Gen:
         return [pad + self.assign()]
 
     def program(self, name):
-        body = ["a = x * 1.0", "b = x * 0.5", "k = 0"] + [line for line in self.block(0, False, 0)]
+        body = ["a = x * 1.0", "b = x * 0.5", "k = 0", "c0 = xp.asarray(0.5, dtype=xp.float32)"] + [line for line in self.block(0, False, 0)]
         body.append("return a + b")
         return f"def {name}(x, rows, flag):\n" + "\n".join("    " + line for line in body) + "\n"
+
+
+HEADER = """import types
+import numpy as np
+import runtime as xp
+
+G = xp.asarray(np.float32(0.3))
+H = types.SimpleNamespace(w=xp.asarray(np.float32(-0.7)))
+
+
+"""
 
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     path = tmp_path_factory.mktemp("gen") / "generated_programs.py"
     sources = [_Gen(seed).program(f"prog_{seed}") for seed in range(N_PROGRAMS)]
-    path.write_text("import runtime as xp\n\n\n" + "\n\n".join(sources))
+    path.write_text(HEADER + "\n\n".join(sources))
     spec = importlib.util.spec_from_file_location("generated_programs", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -89,6 +111,8 @@ def generated(tmp_path_factory):
 def _numpy_twin(fn):
     g = dict(fn.__globals__)
     g["xp"] = np
+    g["G"] = np.asarray(fn.__globals__["G"].numpy())
+    g["H"] = types.SimpleNamespace(w=np.asarray(fn.__globals__["H"].w.numpy()))
     return types.FunctionType(fn.__code__, g, fn.__name__)
 
 

@@ -25,7 +25,7 @@ from transpiler import to_static
 
 from tests.conversion.corpus import CASES
 from tests.conversion.oracle import inputs as oracle_inputs
-from tests.conversion.test_differential import _Gen
+from tests.conversion.test_differential import HEADER, _Gen
 
 ALL = list(passes.PASSES)
 # passes that change no arithmetic: their results are bit for bit the same
@@ -90,7 +90,7 @@ def generated(tmp_path_factory):
     import importlib.util
     path = tmp_path_factory.mktemp("gen") / "generated_for_passes.py"
     sources = [_Gen(seed).program(f"prog_{seed}") for seed in range(40)]
-    path.write_text("import runtime as xp\n\n\n" + "\n\n".join(sources))
+    path.write_text(HEADER + "\n\n".join(sources))
     spec = importlib.util.spec_from_file_location("generated_for_passes", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
