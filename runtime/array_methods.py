@@ -90,6 +90,16 @@ class ArrayMethods:
     def T(self): return _ns.permute_dims(self, None)
 
     @property
+    def mT(self): return _ns.matrix_transpose(self)
+
+    def __array_namespace__(self, *, api_version=None):
+        """The array API's entry point: `x.__array_namespace__()` is `runtime` itself."""
+        if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
+            raise ValueError(f"unsupported array API version {api_version!r}; runtime implements 2024.12")
+        import runtime
+        return runtime
+
+    @property
     def size(self):
         n = 1
         for d in self.shape:

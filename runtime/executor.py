@@ -225,8 +225,12 @@ class Codegen:
                     raise ValueError(f"op '{op.type}' has an attr named {key!r}, which is not an identifier")
             kwargs = [f"{k}={self.attr(v)}" for k, v in op.attrs.items()]
             call = f"{self.kernel(op.type, opdef)}(xp{''.join(', ' + a for a in args + kwargs)})"
+        self.emit(indent, f"{self.targets(op)} = {call}" if op.outputs else call, op)
+
+    def targets(self, op):
+        """The assignment targets of op's outputs (`a,` for a one-piece result of a multi-output op)."""
         outs = ", ".join(self.name(o) for o in op.outputs)
-        self.emit(indent, f"{outs} = {call}" if outs else call, op)
+        return outs + "," if len(op.outputs) == 1 and get_op(op.type).num_outputs != 1 else outs
 
     def attr(self, value):
         if _is_literal(value):
@@ -332,8 +336,7 @@ class PlanCodegen(Codegen):
             for text in line:
                 self.emit(indent, text, op)
             return
-        outs = ", ".join(self.name(o) for o in op.outputs)
-        self.emit(indent, f"{outs} = {line}" if outs else line, op)
+        self.emit(indent, f"{self.targets(op)} = {line}" if op.outputs else line, op)
 
     # --- generic forms ----------------------------------------------------------------
     def generic(self, op):

@@ -11,10 +11,16 @@ from .registry import REGISTRY, OpDef, defop, get_op, register
 from .dispatch import apply
 from . import creation, elementwise, reduction, linalg, manipulation, indexing, tensor_array, control
 from . import nn_ops  # noqa: F401  (registers the ops behind runtime.nn.functional)
+from . import activations, decompositions, rearrange, selection, sorting
 from .creation import arange, eye, full, full_like, linspace, ones, ones_like, zeros, zeros_like
 from .elementwise import astype, clip, where
 from .reduction import argmax, argmin, cumsum
-from .linalg import matmul
+from .linalg import einsum, matmul, tensordot, vecdot
+from .activations import ACTIVATION_FUNCTIONS
+from .rearrange import REARRANGE_FUNCTIONS
+from .selection import SELECTION_FUNCTIONS
+from .sorting import SORTING_FUNCTIONS
+from .elementwise import imag, real
 from .manipulation import (broadcast_to, concat, dim, expand_dims, flip, permute_dims, reshape, shape,
                            squeeze, stack)
 from .indexing import getitem, setitem
@@ -24,13 +30,18 @@ from .control import assert_, print_, undefined_value
 globals().update(elementwise.UNARY_FUNCTIONS)
 globals().update(elementwise.BINARY_FUNCTIONS)
 globals().update(reduction.REDUCTION_FUNCTIONS)
+globals().update(ACTIVATION_FUNCTIONS)
+globals().update(REARRANGE_FUNCTIONS)
+globals().update(SELECTION_FUNCTIONS)
+globals().update(SORTING_FUNCTIONS)
 
 FUNCTIONS = {
     **elementwise.UNARY_FUNCTIONS, **elementwise.BINARY_FUNCTIONS, **reduction.REDUCTION_FUNCTIONS,
     **{f.__name__: f for f in (
         arange, eye, full, full_like, linspace, ones, ones_like, zeros, zeros_like, astype, clip, where,
         argmax, argmin, cumsum, matmul, broadcast_to, concat, dim, expand_dims, flip, permute_dims, reshape,
-        shape, squeeze, stack, getitem, setitem)},
+        shape, squeeze, stack, getitem, setitem, einsum, tensordot, vecdot, real, imag)},
+    **ACTIVATION_FUNCTIONS, **REARRANGE_FUNCTIONS, **SELECTION_FUNCTIONS, **SORTING_FUNCTIONS,
 }
 
 # NumPy names that differ from the array-API names we use

@@ -8,7 +8,7 @@ from .registry import OpDef, register
 import numpy as np
 
 from ..dtypes import as_dtype, result_type
-from .rules import Spec, broadcast_shapes, elementwise, is_weak, promote_operand, shape_of
+from .rules import Spec, broadcast_shapes, dtype_of, elementwise, is_weak, promote_operand, shape_of
 
 UNARY = {
     "negative": "negative", "positive": "positive", "abs": "absolute", "sign": "sign",
@@ -19,6 +19,7 @@ UNARY = {
     "floor": "floor", "ceil": "ceil", "trunc": "trunc", "round": "rint",
     "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
     "logical_not": "logical_not", "bitwise_invert": "invert",
+    "signbit": "signbit", "conj": "conjugate",
 }
 
 BINARY = {
@@ -30,6 +31,7 @@ BINARY = {
     "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor",
     "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
     "bitwise_left_shift": "left_shift", "bitwise_right_shift": "right_shift",
+    "copysign": "copysign", "logaddexp": "logaddexp", "nextafter": "nextafter",
 }
 
 
@@ -65,6 +67,25 @@ def _define(table, make_kernel, arity):
 
 UNARY_FUNCTIONS = _define(UNARY, _unary_kernel, 1)
 BINARY_FUNCTIONS = _define(BINARY, _binary_kernel, 2)
+
+
+def _part_infer(x):
+    dtype = dtype_of(x)
+    return Spec(shape_of(x), as_dtype({"complex64": "float32", "complex128": "float64"}.get(dtype.name, dtype)))
+
+
+_real = register(OpDef("real", lambda xp, x: xp.real(x).copy(), _part_infer, elementwise=True))
+_imag = register(OpDef("imag", lambda xp, x: xp.imag(x).copy(), _part_infer, elementwise=True))
+
+
+def real(x):
+    """The real part (a real array stays as it is)."""
+    return apply(_real, (x,), {})
+
+
+def imag(x):
+    """The imaginary part (zeros for a real array)."""
+    return apply(_imag, (x,), {})
 
 
 def _where_infer(condition, x, y):

@@ -168,6 +168,20 @@ for _name, _np_fn in BITWISE.items():
 for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
     SAMPLES[_name].append(S(_fn(_name), rand((3,), "bool"), rand((3,), "bool"), oracle=BITWISE[_name]))
 
+# the array API's remaining elementwise functions
+_cplx = (rand((3, 4)) + 1j * rand((3, 4))).astype(np.complex64)
+SAMPLES["copysign"] = [S(rt.copysign, rand((3, 4)), rand((4,)), oracle=np.copysign),
+                       S(rt.copysign, rand((3,), "float64"), -1.0, oracle=np.copysign)]
+SAMPLES["logaddexp"] = [S(rt.logaddexp, rand((3, 4), lo=-50, hi=50), rand((3, 4), lo=-50, hi=50), oracle=np.logaddexp),
+                        S(rt.logaddexp, rand((2,), "float64"), 700.0, oracle=np.logaddexp)]
+SAMPLES["nextafter"] = [S(rt.nextafter, rand((3, 4)), rand((3, 4)), oracle=np.nextafter),
+                        S(rt.nextafter, rand((3,), "float64"), np.float64(np.inf) * np.ones(3), oracle=np.nextafter)]
+SAMPLES["signbit"] = [S(rt.signbit, np.array([-0.0, 0.0, -1.5, np.nan, -np.inf], np.float32), oracle=np.signbit)]
+SAMPLES["conj"] = [S(rt.conj, _cplx, oracle=np.conj), S(rt.conj, rand((3,)), oracle=np.conj)]
+SAMPLES["real"] = [S(rt.real, _cplx, oracle=np.real), S(rt.real, rand((3,), "float64"), oracle=np.real)]
+SAMPLES["imag"] = [S(rt.imag, _cplx, oracle=np.imag),
+                   S(rt.imag, rand((3,), "float32"), oracle=lambda a: np.imag(a).copy())]
+
 SAMPLES["where"] = [
     S(rt.where, rand((3, 4), "bool"), rand((3, 4)), rand((4,)), oracle=np.where),
     S(rt.where, rand((3,), "bool"), rand((3,), "int32", -5, 5), 0.5,
