@@ -21,6 +21,7 @@ from .verify import verify
 from . import nn  # noqa: E402
 import importlib as _importlib  # noqa: E402
 linalg = _importlib.import_module(".linalg", __name__)   # the extension, not runtime.ops.linalg that `*` brought in
+fft = _importlib.import_module(".fft", __name__)
 from .array_api import (__array_api_version__, __array_namespace_info__, can_cast, e, empty, empty_like,  # noqa: E402
                         from_dlpack, inf, isdtype, nan, newaxis, pi, result_type)
 import numpy as _np
@@ -41,6 +42,6 @@ __all__ = sorted(_FUNCTIONS) + [
     "tensor", "asarray", "Tensor", "Parameter", "Program", "Block", "Operator", "Variable", "cond", "while_loop",
     "InputSpec", "trace", "verify", "Executor", "Plan", "get_backend", "gpu_available", "seed", "print_", "assert_",
     "Undefined", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
-    "float32", "float64", "complex64", "complex128", "finfo", "iinfo", "nn", "linalg", "can_cast", "isdtype",
+    "float32", "float64", "complex64", "complex128", "finfo", "iinfo", "nn", "linalg", "fft", "can_cast", "isdtype",
     "result_type", "e", "pi", "inf", "nan", "newaxis", "empty", "empty_like", "from_dlpack",
 ]

@@ -24,7 +24,10 @@ _ALL = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", 
 
 
 def _dtype_of(value):
-    return as_dtype(value.dtype) if hasattr(value, "dtype") else as_dtype(value)
+    """The dtype of an array, or a dtype-like itself (np.float32, "float32", rt.float32)."""
+    if isinstance(value, type) or isinstance(value, (str, np.dtype)):
+        return as_dtype(value)
+    return as_dtype(value.dtype)
 
 
 def isdtype(dtype, kind):

@@ -54,13 +54,13 @@ class ArrayMethods:
     def __getitem__(self, index): return _ns.getitem(self, index)
 
     # methods --------------------------------------------------------------
-    def sum(self, axis=None, keepdims=False): return _ns.sum(self, axis=axis, keepdims=keepdims)
+    def sum(self, axis=None, keepdims=False, dtype=None): return _ns.sum(self, axis, dtype=dtype, keepdims=keepdims)
     def mean(self, axis=None, keepdims=False): return _ns.mean(self, axis=axis, keepdims=keepdims)
     def max(self, axis=None, keepdims=False): return _ns.max(self, axis=axis, keepdims=keepdims)
     def min(self, axis=None, keepdims=False): return _ns.min(self, axis=axis, keepdims=keepdims)
-    def prod(self, axis=None, keepdims=False): return _ns.prod(self, axis=axis, keepdims=keepdims)
-    def std(self, axis=None, keepdims=False): return _ns.std(self, axis=axis, keepdims=keepdims)
-    def var(self, axis=None, keepdims=False): return _ns.var(self, axis=axis, keepdims=keepdims)
+    def prod(self, axis=None, keepdims=False, dtype=None): return _ns.prod(self, axis, dtype=dtype, keepdims=keepdims)
+    def std(self, axis=None, keepdims=False, ddof=0): return _ns.std(self, axis, correction=ddof, keepdims=keepdims)
+    def var(self, axis=None, keepdims=False, ddof=0): return _ns.var(self, axis, correction=ddof, keepdims=keepdims)
     def any(self, axis=None, keepdims=False): return _ns.any(self, axis=axis, keepdims=keepdims)
     def all(self, axis=None, keepdims=False): return _ns.all(self, axis=axis, keepdims=keepdims)
     def argmax(self, axis=None, keepdims=False): return _ns.argmax(self, axis=axis, keepdims=keepdims)

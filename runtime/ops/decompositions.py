@@ -5,6 +5,8 @@ NumPy's results; decompositions with several results are multi-output ops.
 Float inputs keep their precision (float32 stays float32); integer inputs
 compute in float64, as NumPy's linalg does.
 """
+from collections import namedtuple
+
 import numpy as np
 
 from .dispatch import apply
@@ -302,6 +304,12 @@ _cross = register(OpDef("linalg_cross", lambda xp, a, b, axis=-1: xp.cross(a, b,
 
 # --- the public functions ---------------------------------------------------------------------------
 
+EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+QRResult = namedtuple("QRResult", ["Q", "R"])
+SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
+SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+
+
 def inv(x, /):
     return apply(_inv, (x,), {})
 
@@ -316,12 +324,12 @@ def det(x, /):
 
 def slogdet(x, /):
     """(sign, logabsdet) of each matrix."""
-    return apply(_slogdet, (x,), {})
+    return SlogdetResult(*apply(_slogdet, (x,), {}))
 
 
 def eigh(x, /):
     """(eigenvalues ascending, eigenvectors as columns) of symmetric/Hermitian matrices."""
-    return apply(_eigh, (x,), {})
+    return EighResult(*apply(_eigh, (x,), {}))
 
 
 def eigvalsh(x, /):
@@ -331,12 +339,12 @@ def eigvalsh(x, /):
 def qr(x, /, *, mode="reduced"):
     if mode not in ("reduced", "complete"):
         raise ValueError(f"linalg.qr: mode must be 'reduced' or 'complete', got {mode!r}")
-    return apply(_qr, (x,), {"mode": mode})
+    return QRResult(*apply(_qr, (x,), {"mode": mode}))
 
 
 def svd(x, /, *, full_matrices=True):
     """(U, S, Vh) with x = U @ diag(S) @ Vh."""
-    return apply(_svd, (x,), {"full_matrices": bool(full_matrices)})
+    return SVDResult(*apply(_svd, (x,), {"full_matrices": bool(full_matrices)}))
 
 
 def svdvals(x, /):

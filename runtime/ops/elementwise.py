@@ -8,6 +8,7 @@ from .registry import OpDef, register
 import numpy as np
 
 from ..dtypes import as_dtype, result_type
+from ..tensor import Tensor
 from .rules import Spec, broadcast_shapes, dtype_of, elementwise, is_weak, promote_operand, shape_of
 
 UNARY = {
@@ -121,12 +122,16 @@ _astype = register(OpDef("astype", _astype_kernel, lambda x, dtype: Spec(shape_o
                          elementwise=True))
 
 
-def astype(x, dtype):
-    """Cast to dtype (a copy only when the dtype changes)."""
+def astype(x, dtype, /, *, copy=True, device=None):
+    """Cast to dtype. With copy=False an array of that dtype is returned as it is; otherwise the result
+    is a new array object (its data is shared until one of them is assigned into: arrays are values)."""
     dtype = as_dtype(dtype)
     if getattr(x, "dtype", None) == dtype and not getattr(x, "weak", False):
-        return x
-    return apply(_astype, (x,), {"dtype": dtype.name})
+        if copy and isinstance(x, Tensor):
+            x = Tensor(x.data, x.backend)
+        return x if device is None else x.to(device)
+    out = apply(_astype, (x,), {"dtype": dtype.name})
+    return out if device is None else out.to(device)
 
 
 del np

@@ -378,7 +378,8 @@ _meshgrid = register(OpDef(
 
 
 def meshgrid(*arrays, indexing="xy"):
-    return _pieces(apply(_meshgrid, arrays, {"indexing": indexing}))
+    """Coordinate grids from 1-D arrays, as a list (the array API's return type)."""
+    return list(_pieces(apply(_meshgrid, arrays, {"indexing": indexing})))
 
 
 def _broadcast_arrays_infer(*xs):
@@ -396,7 +397,8 @@ _broadcast_arrays = register(OpDef(
 
 
 def broadcast_arrays(*arrays):
-    return _pieces(apply(_broadcast_arrays, arrays, {}))
+    """The arrays broadcast against each other, as a list (the array API's return type)."""
+    return list(_pieces(apply(_broadcast_arrays, arrays, {})))
 
 
 REARRANGE_FUNCTIONS = {f.__name__: f for f in (moveaxis, matrix_transpose, roll, tile, repeat, tril, triu, pad,

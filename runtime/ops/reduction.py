@@ -18,12 +18,25 @@ def _numpy_result(fn):
 
 
 REDUCTIONS = ("sum", "mean", "prod", "max", "min", "any", "all", "std", "var")
+_EXTRA = {"sum": "dtype", "prod": "dtype", "std": "correction", "var": "correction"}   # the array API's extras
+
+
+def _reduction_infer(name):
+    base = reduction(_numpy_result(name))
+
+    def infer(x, axis=None, keepdims=False, dtype=None, correction=0.0):
+        spec = base(x, axis, keepdims)
+        return spec if dtype is None else Spec(spec.shape, np.dtype(dtype))
+    return infer
+
 
 _OPS = {}
 for _name in REDUCTIONS:
-    def _kernel(xp, x, axis=None, keepdims=False, _fn=_name):
-        return getattr(xp, _fn)(x, axis=axis, keepdims=keepdims)
-    _OPS[_name] = register(OpDef(_name, _kernel, reduction(_numpy_result(_name))))
+    def _kernel(xp, x, axis=None, keepdims=False, _fn=_name, **extra):
+        if "correction" in extra:           # NumPy spells the array API's correction ddof
+            extra["ddof"] = extra.pop("correction")
+        return getattr(xp, _fn)(x, axis=axis, keepdims=keepdims, **extra)
+    _OPS[_name] = register(OpDef(_name, _kernel, _reduction_infer(_name)))
 
 
 def _axis_attr(axis):
@@ -37,9 +50,23 @@ def _axis_attr(axis):
 def _make(name):
     def fn(x, axis=None, keepdims=False):
         return apply(_OPS[name], (x,), {"axis": _axis_attr(axis), "keepdims": bool(keepdims)})
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"`{name}` over `axis` (None = all), NumPy semantics."
-    return fn
+
+    def with_dtype(x, /, axis=None, *, dtype=None, keepdims=False):
+        attrs = {"axis": _axis_attr(axis), "keepdims": bool(keepdims)}
+        if dtype is not None:
+            attrs["dtype"] = np.dtype(dtype).name
+        return apply(_OPS[name], (x,), attrs)
+
+    def with_correction(x, /, axis=None, *, correction=0.0, keepdims=False):
+        attrs = {"axis": _axis_attr(axis), "keepdims": bool(keepdims)}
+        if correction:
+            attrs["correction"] = float(correction)
+        return apply(_OPS[name], (x,), attrs)
+
+    chosen = {"dtype": with_dtype, "correction": with_correction}.get(_EXTRA.get(name), fn)
+    chosen.__name__ = chosen.__qualname__ = name
+    chosen.__doc__ = f"`{name}` over `axis` (None = all), NumPy semantics."
+    return chosen
 
 
 REDUCTION_FUNCTIONS = {name: _make(name) for name in REDUCTIONS}

@@ -6,6 +6,8 @@ equal elements first. NaNs sort last ascending and first descending, as NumPy's
 sort puts them last. `unique_*` sizes depend on the values: traced, their
 length is an unknown dim.
 """
+from collections import namedtuple
+
 import numpy as np
 
 from .dispatch import apply
@@ -229,32 +231,17 @@ def _unique_samples(parts):
     return out
 
 
-class _Result(tuple):
-    """The array API's named results (`unique_counts(x).counts`), still a plain tuple."""
-
-    _fields = ()
-
-    def __new__(cls, values):
-        return super().__new__(cls, values)
-
-    def __getattr__(self, name):
-        try:
-            return self[self._fields.index(name)]
-        except ValueError:
-            raise AttributeError(name) from None
-
-
 UNIQUE = {}
 
 
 def _define_unique(name, parts):
     opdef = register(OpDef(name, _unique_kernel(parts), _unique_infer(parts), num_outputs=len(parts),
                            example=lambda: _unique_samples(parts)))
-    result = type(name.title().replace("_", "") + "Result", (_Result,), {"_fields": parts})
+    result = namedtuple(name.title().replace("_", "") + "Result", parts)   # the array API's named results
 
     def fn(x, /):
         out = apply(opdef, (x,), {})
-        return out if len(parts) == 1 else result(out)
+        return out if len(parts) == 1 else result(*out)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Unique elements of x (flattened), sorted; returns {', '.join(parts)}. NaNs are all distinct."
     UNIQUE[parts] = fn

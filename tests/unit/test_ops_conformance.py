@@ -218,6 +218,13 @@ def _reduction_samples(name, np_fn):
 for _name, _np_fn in {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min,
                       "any": np.any, "all": np.all, "std": np.std, "var": np.var}.items():
     SAMPLES[_name] = _reduction_samples(_name, _np_fn)
+# the array API's dtype= (sum, prod) and correction= (std, var)
+SAMPLES["sum"].append(S(rt.sum, rand((3, 4), "int32"), kwargs={"dtype": "float64", "axis": 1}, oracle=np.sum))
+SAMPLES["prod"].append(S(rt.prod, rand((3, 4), "float32"), kwargs={"dtype": "float64"}, oracle=np.prod))
+SAMPLES["std"].append(S(lambda x: rt.std(x, axis=0, correction=1), rand((3, 4)),
+                        oracle=lambda x: np.std(x, axis=0, ddof=1)))
+SAMPLES["var"].append(S(lambda x: rt.var(x, correction=1.5), rand((3, 4), "float64"),
+                        oracle=lambda x: np.var(x, ddof=1.5)))
 for _name, _np_fn in {"argmax": np.argmax, "argmin": np.argmin}.items():
     SAMPLES[_name] = [S(_fn(_name), rand((3, 4)), oracle=_np_fn),
                       S(_fn(_name), rand((3, 4)), kwargs={"axis": 1}, oracle=_np_fn),
