@@ -38,3 +38,92 @@ class Sequential(Layer):
         if not -len(items) <= index < len(items):
             raise IndexError(f"index {index} is out of range for a Sequential of {len(items)} layers")
         return items[index][1]
+
+
+class LayerList(Layer):
+    """A list of layers (PyTorch's ModuleList): registered as "0", "1", ...; no forward of its own."""
+
+    def __init__(self, layers=()):
+        super().__init__()
+        for layer in layers:
+            self.append(layer)
+
+    def append(self, layer):
+        self.add_sublayer(str(len(self._sublayers)), layer)
+        return self
+
+    def extend(self, layers):
+        for layer in layers:
+            self.append(layer)
+        return self
+
+    def insert(self, index, layer):
+        items = list(self._sublayers.values())
+        items.insert(index, layer)
+        self._sublayers.clear()
+        for layer in items:
+            self.append(layer)
+
+    def __len__(self):
+        return len(self._sublayers)
+
+    def __iter__(self):
+        return iter(list(self._sublayers.values()))
+
+    def __getitem__(self, index):
+        items = list(self._sublayers.values())
+        if isinstance(index, slice):
+            return LayerList(items[index])
+        if not -len(items) <= index < len(items):
+            raise IndexError(f"index {index} is out of range for a LayerList of {len(items)} layers")
+        return items[index]
+
+    def __setitem__(self, index, layer):
+        names = list(self._sublayers)
+        self.add_sublayer(names[index], layer)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("LayerList has no forward: iterate over it and call its layers")
+
+
+class LayerDict(Layer):
+    """A dict of layers (PyTorch's ModuleDict), in insertion order."""
+
+    def __init__(self, layers=None):
+        super().__init__()
+        for name, layer in (dict(layers) if layers is not None else {}).items():
+            self.add_sublayer(name, layer)
+
+    def __getitem__(self, name):
+        return self._sublayers[name]
+
+    def __setitem__(self, name, layer):
+        self.add_sublayer(name, layer)
+
+    def __delitem__(self, name):
+        del self._sublayers[name]
+
+    def __contains__(self, name):
+        return name in self._sublayers
+
+    def __len__(self):
+        return len(self._sublayers)
+
+    def __iter__(self):
+        return iter(list(self._sublayers))
+
+    def keys(self):
+        return list(self._sublayers)
+
+    def values(self):
+        return list(self._sublayers.values())
+
+    def items(self):
+        return list(self._sublayers.items())
+
+    def update(self, layers):
+        for name, layer in dict(layers).items():
+            self.add_sublayer(name, layer)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("LayerDict has no forward: look its layers up by name and call them")

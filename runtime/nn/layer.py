@@ -23,6 +23,7 @@ class Layer:
     def __init__(self):
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_sublayers", {})
+        object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "training", True)
 
     def forward(self, *args, **kwargs):
@@ -42,13 +43,19 @@ class Layer:
 
     def _forget(self, name):
         self.__dict__.pop(name, None)
-        self.__dict__.get("_parameters", {}).pop(name, None)
-        self.__dict__.get("_sublayers", {}).pop(name, None)
+        for registry in _REGISTRIES:
+            self.__dict__.get(registry, {}).pop(name, None)
 
     def __setattr__(self, name, value):
         params = self.__dict__.get("_parameters")
         sublayers = self.__dict__.get("_sublayers")
-        if isinstance(value, Parameter):
+        buffers = self.__dict__.get("_buffers")
+        if buffers is not None and name in buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign {type(value).__name__} as buffer {name!r} of "
+                                f"{type(self).__name__} (a Tensor or None is expected)")
+            buffers[name] = value
+        elif isinstance(value, Parameter):
             registry = self._registry("_parameters")
             self._forget(name)
             registry[name] = value
@@ -72,14 +79,14 @@ class Layer:
     def __getattr__(self, name):
         # only reached when ordinary lookup fails: parameters and sublayers live in their registries
         d = self.__dict__
-        for registry in ("_parameters", "_sublayers"):
+        for registry in _REGISTRIES:
             if registry in d and name in d[registry]:
                 return d[registry][name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name):
         d = self.__dict__
-        for registry in ("_parameters", "_sublayers"):
+        for registry in _REGISTRIES:
             if registry in d and name in d[registry]:
                 del d[registry][name]
                 return
@@ -104,6 +111,44 @@ class Layer:
         self._forget(name)
         registry[name] = param
         return param
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """Register state that is not a parameter (BatchNorm's running statistics) under `name`.
+
+        A buffer is in `state_dict` (unless persistent=False), moves with `.to(device)`, and
+        a traced Program reads it as a persistable input like a parameter.
+        """
+        registry = self._registry("_buffers")
+        if name not in registry:
+            self._check_new_name(name, "buffer")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            tensor = Tensor(get_backend("cpu").asarray(tensor), get_backend("cpu"))
+        self._forget(name)
+        registry[name] = tensor
+        if not persistent:
+            self.__dict__.setdefault("_non_persistent", set()).add(name)
+        return tensor
+
+    def named_buffers(self, prefix=""):
+        """(dotted name, Tensor) of every buffer of this layer and its sublayers."""
+        out = [(f"{prefix}{n}", b) for n, b in self._buffers.items() if b is not None]
+        for name, layer in self._sublayers.items():
+            if layer is not None:
+                out.extend(layer.named_buffers(f"{prefix}{name}."))
+        return out
+
+    def buffers(self):
+        return [b for _, b in self.named_buffers()]
+
+    def _state_items(self, prefix=""):
+        """(dotted name, Tensor) of everything state_dict holds: parameters, then persistent buffers."""
+        out = [(f"{prefix}{n}", p) for n, p in self._parameters.items() if p is not None]
+        skip = self.__dict__.get("_non_persistent", ())
+        out += [(f"{prefix}{n}", b) for n, b in self._buffers.items() if b is not None and n not in skip]
+        for name, layer in self._sublayers.items():
+            if layer is not None:
+                out.extend(layer._state_items(f"{prefix}{name}."))
+        return out
 
     def add_sublayer(self, name, layer):
         """Register `layer` (or None) under `name`; returns the layer."""
@@ -176,8 +221,8 @@ class Layer:
 
     # --- state --------------------------------------------------------------------------
     def state_dict(self):
-        """name -> Tensor holding each parameter's current value (sharing its array)."""
-        return {name: Tensor(p.data, p.backend) for name, p in self._all_named_parameters()}
+        """name -> Tensor holding each parameter's (and persistent buffer's) current value (sharing its array)."""
+        return {name: Tensor(p.data, p.backend) for name, p in self._state_items()}
 
     def load_state_dict(self, state_dict, strict=True):
         """Set parameters from `state_dict` (name -> Tensor or array), all or nothing.
@@ -187,7 +232,7 @@ class Layer:
         The existing Parameter objects get the new values, so Programs already
         traced through this layer use them on their next run.
         """
-        own = dict(self._all_named_parameters())
+        own = dict(self._state_items())
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         problems = []
@@ -228,7 +273,7 @@ class Layer:
     def to(self, device):
         """Move every parameter to `device` ("cpu" or "gpu") in place; returns self."""
         backend = get_backend(device)
-        for param in self.parameters():
+        for param in self.parameters() + self.buffers():
             if param.backend is not backend:
                 param.data = backend.asarray(param.backend.to_numpy(param.data))
                 param.backend = backend
@@ -246,6 +291,9 @@ class Layer:
             return f"{type(self).__name__}({extra})"
         body = "\n  ".join(([extra] if extra else []) + lines)
         return f"{type(self).__name__}(\n  {body}\n)"
+
+
+_REGISTRIES = ("_parameters", "_sublayers", "_buffers")
 
 
 def _shape_dtype(value):

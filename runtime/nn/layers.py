@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from . import functional as F
+from . import composite, functional as F
 from . import init
 from .layer import Layer, new_parameter
 from ..ops.nn_ops import conv_padding, int_pair, positive_pair
@@ -202,3 +202,73 @@ class Embedding(Layer):
     def extra_repr(self):
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
         return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
+
+
+class Identity(Layer):
+    """Returns its input (a placeholder where a model has an optional piece)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+
+
+class Conv1D(Layer):
+    """1-D convolution over (N, C, L) input; weight (out_channels, in_channels/groups, kernel_size)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True):
+        super().__init__()
+        if groups < 1 or in_channels % groups or out_channels % groups:
+            raise ValueError(f"Conv1D: in_channels ({in_channels}) and out_channels ({out_channels}) must both "
+                             f"be divisible by groups ({groups})")
+        self.in_channels, self.out_channels, self.groups = int(in_channels), int(out_channels), int(groups)
+        self.kernel_size, self.stride, self.dilation = int(kernel_size), int(stride), int(dilation)
+        self.padding = padding if isinstance(padding, str) else int(padding)
+        shape = (self.out_channels, self.in_channels // self.groups, self.kernel_size)
+        self.weight = init.kaiming_uniform_(new_parameter(shape), a=math.sqrt(5))
+        fan_in = init.calculate_fan_in_and_fan_out(shape)[0]
+        if bias:
+            self.bias = init.fan_in_uniform_(new_parameter((self.out_channels,)), fan_in)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        return composite.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def extra_repr(self):
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"padding={self.padding}")
+
+
+class AvgPool2D(Layer):
+    """Mean over kernel_size windows of NCHW input (stride defaults to kernel_size)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+        super().__init__()
+        self.kernel_size = positive_pair(kernel_size, "AvgPool2D kernel_size")
+        self.stride = self.kernel_size if stride is None else positive_pair(stride, "AvgPool2D stride")
+        self.padding = int_pair(padding, "AvgPool2D padding")
+        self.ceil_mode, self.count_include_pad = bool(ceil_mode), bool(count_include_pad)
+
+    def forward(self, x):
+        return composite.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                    self.count_include_pad)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2D(Layer):
+    """Mean over the windows that split H and W into output_size cells."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x):
+        return composite.adaptive_avg_pool2d(x, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"

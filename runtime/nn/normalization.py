@@ -1,0 +1,95 @@
+"""BatchNorm1D/2D and GroupNorm, with PyTorch's parameters, buffers and defaults.
+
+BatchNorm keeps `running_mean`/`running_var` (and `num_batches_tracked`) as
+buffers: in state_dict, moved by `.to()`, read by a traced Program as inputs.
+Training mode normalizes by the batch and updates the running statistics
+eagerly; in a traced Program the update is part of the result only where the
+caller writes the statistics back, so a static forward in training mode is
+refused with a clear message (use eval() for inference, or run the layer eagerly).
+"""
+from .. import ops as rt
+from .. import tracing
+from . import composite, init
+from .layer import Layer, new_parameter
+
+
+class _BatchNorm(Layer):
+    _ranks = ()
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = int(num_features), float(eps), momentum
+        self.affine, self.track_running_stats = bool(affine), bool(track_running_stats)
+        if affine:
+            self.weight = init.ones_(new_parameter((self.num_features,)))
+            self.bias = new_parameter((self.num_features,))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", rt.zeros((self.num_features,)))
+            self.register_buffer("running_var", rt.ones((self.num_features,)))
+            self.register_buffer("num_batches_tracked", rt.zeros((), dtype="int64"))
+        else:
+            self.running_mean = self.running_var = None
+
+    def forward(self, x):
+        shape = tuple(x.shape) if not hasattr(x, "static_shape") else x.static_shape
+        if len(shape) not in self._ranks:
+            raise ValueError(f"{type(self).__name__}: expected input of rank {' or '.join(map(str, self._ranks))}, "
+                             f"got shape {shape}")
+        if shape[1] not in (self.num_features, -1):
+            raise ValueError(f"{type(self).__name__}: expected {self.num_features} channels, got shape {shape}")
+        use_batch = self.training or not self.track_running_stats
+        if use_batch and self.track_running_stats:
+            if tracing.current_block() is not None:
+                raise NotImplementedError(
+                    f"{type(self).__name__} in training mode updates its running statistics, which a traced "
+                    "Program cannot write back yet: call .eval() before converting, or run it eagerly")
+            self._update_running_stats(x)
+        return composite.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                                    training=use_batch, eps=self.eps)
+
+    def _update_running_stats(self, x):
+        mean, var = composite.batch_statistics(x)
+        self.num_batches_tracked.data = (self.num_batches_tracked + 1).data
+        m = 1.0 / float(self.num_batches_tracked.item()) if self.momentum is None else self.momentum
+        self.running_mean.data = ((1 - m) * self.running_mean + m * mean).astype(self.running_mean.dtype).data
+        self.running_var.data = ((1 - m) * self.running_var + m * var).astype(self.running_var.dtype).data
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1D(_BatchNorm):
+    """Batch normalization over (N, C) or (N, C, L) input."""
+    _ranks = (2, 3)
+
+
+class BatchNorm2D(_BatchNorm):
+    """Batch normalization over (N, C, H, W) input."""
+    _ranks = (4,)
+
+
+class GroupNorm(Layer):
+    """Normalize over groups of channels; weight ones and bias zeros per channel to start."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
+        self.num_groups, self.num_channels, self.eps = int(num_groups), int(num_channels), float(eps)
+        if affine:
+            self.weight = init.ones_(new_parameter((self.num_channels,)))
+            self.bias = new_parameter((self.num_channels,))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        return composite.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.weight is not None}"
