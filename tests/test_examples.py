@@ -70,7 +70,16 @@ def check_deploy(out):
     assert not {"runtime", "transpiler"} & set(exported.group(1).split(", "))
 
 
+def check_greedy_decoder(out):
+    runs = re.findall(r"^batch (\d): (\d) steps, tokens (\[.*\]) \(same as eager\)$", out, re.M)
+    assert [(b, s) for b, s, _ in runs] == [("1", "1"), ("4", "8"), ("3", "8")], out
+    assert "\ncache_size 1\n" in out
+    ops = re.search(r"^op types: (.*)$", out, re.M).group(1).split(", ")
+    assert {"cond", "array_append", "array_stack", "argmax", "embedding"} <= set(ops)
+
+
 CHECKS = {
+    "greedy_decoder.py": (check_greedy_decoder, []),
     "deploy.py": (check_deploy, []),
     "mlp.py": (check_mlp, ["--calls", "20"]),
     "control_flow.py": (check_control_flow, []),

@@ -9,6 +9,9 @@ and read the two new files before committing them.
 Loops are bounded by a counter or by the rows they walk, so every case also runs
 (eagerly and as a Program) on any input: test_golden checks both give the same result.
 """
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 
 import runtime as rt
@@ -443,3 +446,17 @@ golden(vec(), name="plain_method")(Scaler(2.0).apply)
 def numpy_constant(x):
     w = np.ones((3,), np.float32) * 2
     return x * w
+
+
+def _example(name):
+    """A module of examples/ (not a package), loaded by path."""
+    path = Path(__file__).resolve().parents[2] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"examples_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+rt.seed(3)
+golden(InputSpec([None, 16], "float32"), name="greedy_decoder")(
+    _example("greedy_decoder").GreedyDecoder().forward.rollback())

@@ -1,0 +1,30 @@
+def forward(self, h):
+    token = rt.full((h.shape[0],), BOS, dtype='int64')
+    done = rt.zeros((h.shape[0],), dtype='bool')
+    tokens = []
+    __break_0 = False
+
+    def __for_body_0(_, __break_0, done, h, token, tokens):
+        h = _jst.convert_call(self.cell)(_jst.convert_call(self.embed)(
+            token), h)
+        token = rt.where(done, EOS, rt.argmax(_jst.convert_call(self.out)(h
+            ), axis=-1))
+        tokens = _jst.convert_append(tokens, token)
+        done = done | (token == EOS)
+
+        def __true_fn_0(__break_0):
+            __break_0 = True
+            return __break_0
+
+        def __false_fn_0(__break_0):
+            return __break_0
+        __break_0 = _jst.convert_ifelse(rt.all(done), __true_fn_0,
+            __false_fn_0, (__break_0,), ('__break_0',))
+        return __break_0, done, h, token, tokens
+
+    def __for_test_0(__break_0, done, h, token, tokens):
+        return _jst.convert_logical_not(__break_0)
+    __break_0, done, h, token, tokens = _jst.convert_for(_jst.convert_range
+        (self.max_len), __for_body_0, (__break_0, done, h, token, tokens),
+        ('__break_0', 'done', 'h', 'token', 'tokens'), __for_test_0)
+    return rt.stack(tokens, axis=1)
