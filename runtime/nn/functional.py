@@ -10,7 +10,7 @@ import math
 
 from ..ir import Variable
 from ..ops.manipulation import dim, reshape
-from ..ops.nn_ops import (conv2d, cross_entropy, dropout, embedding, gelu, layer_norm, linear,
+from ..ops.nn_ops import (conv2d, conv_transpose2d, cross_entropy, dropout, embedding, gelu, layer_norm, linear,
                           log_softmax, max_pool2d, relu, sigmoid, softmax)
 
 from ..ops.activations import elu, erf, leaky_relu, logsumexp, silu, softplus
@@ -18,7 +18,7 @@ from ..ops.selection import one_hot
 from .composite import (adaptive_avg_pool2d, avg_pool2d, batch_norm, binary_cross_entropy_with_logits, conv1d,
                         group_norm, huber_loss, l1_loss, mse_loss, nll_loss, scaled_dot_product_attention)
 
-__all__ = ["relu", "gelu", "sigmoid", "softmax", "log_softmax", "linear", "conv2d", "max_pool2d", "layer_norm",
+__all__ = ["relu", "gelu", "sigmoid", "softmax", "log_softmax", "linear", "conv2d", "conv_transpose2d", "max_pool2d", "layer_norm",
            "dropout", "cross_entropy", "embedding", "flatten", "elu", "erf", "leaky_relu", "logsumexp", "silu",
            "softplus", "one_hot", "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy_with_logits",
            "conv1d", "group_norm", "huber_loss", "l1_loss", "mse_loss", "nll_loss", "scaled_dot_product_attention"]

@@ -272,3 +272,35 @@ class AdaptiveAvgPool2D(Layer):
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class ConvTranspose2D(Layer):
+    """Transposed 2-D convolution over NCHW input; weight (in_channels, out_channels/groups, kh, kw)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1):
+        super().__init__()
+        if groups < 1 or in_channels % groups or out_channels % groups:
+            raise ValueError(f"ConvTranspose2D: in_channels ({in_channels}) and out_channels ({out_channels}) must "
+                             f"both be divisible by groups ({groups})")
+        self.in_channels, self.out_channels, self.groups = int(in_channels), int(out_channels), int(groups)
+        self.kernel_size = positive_pair(kernel_size, "ConvTranspose2D kernel_size")
+        self.stride = positive_pair(stride, "ConvTranspose2D stride")
+        self.padding = int_pair(padding, "ConvTranspose2D padding")
+        self.output_padding = int_pair(output_padding, "ConvTranspose2D output_padding")
+        self.dilation = positive_pair(dilation, "ConvTranspose2D dilation")
+        shape = (self.in_channels, self.out_channels // self.groups) + self.kernel_size
+        self.weight = init.kaiming_uniform_(new_parameter(shape), a=math.sqrt(5))
+        fan_in = init.calculate_fan_in_and_fan_out(shape)[0]
+        if bias:
+            self.bias = init.fan_in_uniform_(new_parameter((self.out_channels,)), fan_in)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                  self.groups, self.dilation)
+
+    def extra_repr(self):
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"padding={self.padding}")

@@ -190,6 +190,38 @@ def _conv2d_samples():
                     **tol)]
 
 
+def _conv_transpose2d(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The definition: every input pixel adds x * w[:, :, i, j] at (row * stride + i * dilation, ...)."""
+    (sh, sw), (ph, pw), (oph, opw), (dh, dw) = _pair(stride), _pair(padding), _pair(output_padding), _pair(dilation)
+    unbatched = x.ndim == 3
+    x = (x[None] if unbatched else x).astype(np.float64)
+    n, c, h, wd = x.shape
+    cin, og, kh, kw = w.shape
+    ig = cin // groups
+    out = np.zeros((n, og * groups, (h - 1) * sh + dh * (kh - 1) + 1 + oph, (wd - 1) * sw + dw * (kw - 1) + 1 + opw))
+    for b_ in range(n):
+        for ci in range(cin):
+            g = ci // ig
+            for r in range(h):
+                for q in range(wd):
+                    for i in range(kh):
+                        for j in range(kw):
+                            out[b_, g * og:(g + 1) * og, r * sh + i * dh, q * sw + j * dw] += x[b_, ci, r, q] * w[ci, :, i, j]
+    out = out[:, :, ph:out.shape[2] - ph, pw:out.shape[3] - pw]
+    if b is not None:
+        out += b[None, :, None, None]
+    return (out[0] if unbatched else out).astype(np.float32)
+
+
+def _conv_transpose2d_samples():
+    tol = dict(rtol=1e-4, atol=1e-4)
+    return [_sample(F.conv_transpose2d, _rand(2, 4, 3, 3), _rand(4, 3, 3, 3), _rand(3), oracle=_conv_transpose2d, **tol),
+            _sample(F.conv_transpose2d, _rand(1, 4, 3, 2), _rand(4, 2, 2, 3), _rand(4), oracle=_conv_transpose2d,
+                    kwargs={"stride": 2, "padding": (1, 0), "output_padding": 1, "groups": 2}, **tol),
+            _sample(F.conv_transpose2d, _rand(4, 3, 3), _rand(4, 2, 3, 3), oracle=_conv_transpose2d,
+                    kwargs={"dilation": 2, "padding": 1}, **tol)]
+
+
 def _max_pool2d_samples():
     x = _rand(2, 3, 7, 8)
     return [_sample(F.max_pool2d, x, 2, oracle=_max_pool2d),
@@ -241,6 +273,7 @@ def _embedding_samples():
 SAMPLES = {
     "relu": _relu, "sigmoid": _sigmoid, "gelu": _gelu_samples, "softmax": _softmax_samples,
     "log_softmax": _log_softmax_samples, "linear": _linear_samples, "conv2d": _conv2d_samples,
+    "conv_transpose2d": _conv_transpose2d_samples,
     "max_pool2d": _max_pool2d_samples, "layer_norm": _layer_norm_samples, "dropout": _dropout_samples,
     "cross_entropy": _cross_entropy_samples, "embedding": _embedding_samples,
 }

@@ -377,6 +377,73 @@ def _conv2d_kernel(xp, x, weight, bias, stride, padding, dilation, groups):
 _conv2d = _defop("conv2d", _conv2d_rule, _conv2d_kernel)
 
 
+# --- conv_transpose2d (the gradient of conv2d with respect to its input) --------------------
+
+def _conv_transpose2d_rule(x, weight, bias, stride, padding, output_padding, dilation, groups):
+    xs, ws = x[0], weight[0]
+    _image_rank("conv_transpose2d", xs)
+    _require_float("conv_transpose2d", "input", x[1])
+    _require_same_dtype("conv_transpose2d", x, "weight", weight)
+    _require_same_dtype("conv_transpose2d", x, "bias", bias)
+    if len(ws) != 4:
+        raise ValueError(f"conv_transpose2d: weight must be 4-D (in_channels, out_channels/groups, kh, kw), "
+                         f"got shape {_fmt(ws)}")
+    if ws[0] != -1 and (ws[0] % groups or (xs[-3] != -1 and xs[-3] != ws[0])):
+        raise ValueError(f"conv_transpose2d: input has {xs[-3]} channels (shape {_fmt(xs)}) but weight {_fmt(ws)} "
+                         f"expects {ws[0]} (groups={groups})")
+    for o, s_, d in zip(output_padding, stride, dilation):
+        if o >= max(s_, d):
+            raise ValueError(f"conv_transpose2d: output_padding {tuple(output_padding)} must be smaller than the "
+                             f"stride or the dilation")
+    out_ch = -1 if ws[1] == -1 else ws[1] * groups
+    if bias is not None and (len(bias[0]) != 1 or not _same(bias[0][0], out_ch)):
+        raise ValueError(f"conv_transpose2d: bias must have shape ({out_ch},), got {_fmt(bias[0])}")
+    size = [-1 if n == -1 else (n - 1) * s_ - 2 * p + d * (k - 1) + o + 1
+            for n, s_, p, d, k, o in zip(xs[-2:], stride, padding, dilation, ws[2:], output_padding)]
+    if any(n == 0 or n < -1 for n in size):
+        raise ValueError(f"conv_transpose2d: the output size {tuple(size)} is not positive")
+    return Spec(tuple(xs[:-3]) + (out_ch,) + tuple(size), x[1])
+
+
+def _conv_transpose2d_kernel(xp, x, weight, bias, stride, padding, output_padding, dilation, groups):
+    unbatched = x.ndim == 3
+    if unbatched:
+        x = x[None]
+    n, c, h, w = x.shape
+    in_g, out_g, kh, kw = weight.shape[0] // groups, weight.shape[1], weight.shape[2], weight.shape[3]
+    (sh, sw), (dh, dw), (ph, pw), (oph, opw) = stride, dilation, padding, output_padding
+    full_h, full_w = (h - 1) * sh + dh * (kh - 1) + 1 + oph, (w - 1) * sw + dw * (kw - 1) + 1 + opw
+    full = xp.zeros((n, out_g * groups, full_h, full_w), dtype=x.dtype)
+    for g in range(groups):
+        xg = x[:, g * in_g:(g + 1) * in_g]
+        wg = weight[g * in_g:(g + 1) * in_g]
+        for i in range(kh):
+            for j in range(kw):
+                # each input pixel scatters x * w[:, :, i, j] to (row * stride + i * dilation, col * ...)
+                part = xp.tensordot(xg, wg[:, :, i, j], axes=([1], [0])).transpose(0, 3, 1, 2)
+                full[:, g * out_g:(g + 1) * out_g, i * dh:i * dh + (h - 1) * sh + 1:sh,
+                     j * dw:j * dw + (w - 1) * sw + 1:sw] += part
+    out = full[:, :, ph:full_h - ph, pw:full_w - pw]
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1)
+    out = xp.ascontiguousarray(out)
+    return out[0] if unbatched else out
+
+
+_conv_transpose2d = _defop("conv_transpose2d", _conv_transpose2d_rule, _conv_transpose2d_kernel)
+
+
+def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """Transposed 2-D convolution over NCHW input; weight (in_channels, out_channels/groups, kh, kw) as PyTorch."""
+    if not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"conv_transpose2d: groups must be a positive int, got {groups!r}")
+    attrs = {"stride": positive_pair(stride, "conv_transpose2d stride"),
+             "padding": int_pair(padding, "conv_transpose2d padding"),
+             "output_padding": int_pair(output_padding, "conv_transpose2d output_padding"),
+             "dilation": positive_pair(dilation, "conv_transpose2d dilation"), "groups": groups}
+    return _call(_conv_transpose2d, (x, weight, bias), attrs)
+
+
 def conv_padding(padding, kernel_size, dilation, stride, op="conv2d"):
     """PyTorch's padding argument (int, pair, "valid", "same") as (top, bottom, left, right)."""
     if isinstance(padding, str):

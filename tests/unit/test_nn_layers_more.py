@@ -36,6 +36,8 @@ def first(value):
 LAYERS = {
     "conv1d": (lambda: nn.Conv1D(3, 4, 3, stride=2, padding=1), [(2, 3, 9)]),
     "avgpool": (lambda: nn.AvgPool2D(2), [(2, 3, 6, 6)]),
+    "conv_transpose": (lambda: nn.ConvTranspose2D(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
+                       [(2, 4, 5, 4)]),
     "avgpool_pad": (lambda: nn.AvgPool2D(3, stride=2, padding=1, count_include_pad=False), [(1, 2, 7, 7)]),
     "adaptive": (lambda: nn.AdaptiveAvgPool2D((3, 2)), [(2, 3, 7, 5)]),
     "groupnorm": (lambda: nn.GroupNorm(2, 4), [(3, 4, 5)]),
@@ -162,6 +164,10 @@ def _copy_weights(ours, theirs):
 TORCH_PAIRS = {
     "conv1d": (lambda: nn.Conv1D(3, 4, 3, stride=2, padding=1), lambda: torch.nn.Conv1d(3, 4, 3, stride=2, padding=1),
                [(2, 3, 9)]),
+    "conv_transpose": (lambda: nn.ConvTranspose2D(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2,
+                                                  dilation=2),
+                       lambda: torch.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2,
+                                                        dilation=2), [(2, 4, 5, 4)]),
     "avgpool_pad": (lambda: nn.AvgPool2D(3, stride=2, padding=1, count_include_pad=False),
                     lambda: torch.nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False), [(1, 2, 7, 7)]),
     "adaptive": (lambda: nn.AdaptiveAvgPool2D((3, 2)), lambda: torch.nn.AdaptiveAvgPool2d((3, 2)), [(2, 3, 7, 5)]),
