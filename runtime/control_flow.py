@@ -9,7 +9,9 @@ and adopt the other side's dtype), shapes relaxed to -1 where they differ.
 import re
 
 from . import pytree, tracing
-from .dtypes import result_type, scalar_dtype
+import numpy as np
+
+from .dtypes import DEFAULT_INT, result_type, scalar_dtype
 from .errors import ControlFlowError
 from .ir import LITERAL_TYPES, Variable
 from .tensor import Tensor
@@ -315,11 +317,25 @@ def _hint(name, default):
     return base or default
 
 
+def _weak_join(a, b):
+    """The dtype where a weak (Python-number) Variable meets another value: NumPy 2's weak promotion.
+    Two weak integers meet at the one that is not the default int, since a weak int32 stands for
+    "a Python int or an int32 tensor" and Python int + int32 tensor stays int32; this also makes
+    loop state settle (it only ever moves up)."""
+    if a.weak and b.weak and a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        if a.dtype == DEFAULT_INT:
+            return b.dtype
+        if b.dtype == DEFAULT_INT:
+            return a.dtype
+        return np.promote_types(a.dtype, b.dtype)
+    return result_type((a.dtype, a.weak), (b.dtype, b.weak))
+
+
 def _unify_dtypes(va, vb, block_a, block_b, name, side_a, side_b):
     if va.dtype == vb.dtype:
         return va, vb
     if va.weak or vb.weak:
-        common = result_type((va.dtype, va.weak), (vb.dtype, vb.weak))
+        common = _weak_join(va, vb)
         if va.dtype != common:
             with tracing.block_guard(block_a):
                 va = _cast(va, common)
@@ -454,11 +470,11 @@ def _settle(name, state, new, param, block, body_block):
     if result.kind != value.kind:
         raise ControlFlowError(f"{_subject(name, 'loop variable')} turns from a tensor array into a tensor")
     if result.dtype != value.dtype:
-        if value.weak:
-            common = result_type((value.dtype, True), (result.dtype, result.weak))
+        common = _weak_join(value, result) if value.weak else value.dtype
+        if common != value.dtype:
             with tracing.block_guard(block):
                 return ("var", _cast(value, common)), None
-        if not result.weak:
+        if not (value.weak or result.weak):
             raise ControlFlowError(
                 f"{_subject(name, 'loop variable')} has dtype {value.dtype.name} before the loop and "
                 f"{result.dtype.name} after an iteration; cast it with .astype() so both agree")
