@@ -7,6 +7,7 @@ the boundary are checked: same structure, same dtype (Python numbers are weak
 and adopt the other side's dtype), shapes relaxed to -1 where they differ.
 """
 import re
+import weakref
 
 from . import pytree, tracing
 import numpy as np
@@ -197,6 +198,20 @@ def captured_inputs(blocks, exclude=()):
     return out
 
 
+# --- blocks that always raise ----------------------------------------------------------
+
+_RAISING = weakref.WeakSet()
+
+
+def mark_raising(block):
+    """`block` ends in a raise op: whatever it yields is never used (see cond)."""
+    _RAISING.add(block)
+
+
+def _raises(block):
+    return block in _RAISING
+
+
 # --- cond ---------------------------------------------------------------------------
 
 def cond(pred, true_fn, false_fn, *operands, names=None):
@@ -212,6 +227,14 @@ def cond(pred, true_fn, false_fn, *operands, names=None):
     fb = program.new_block(block)
     with tracing.block_guard(fb):
         f_out = false_fn(*operands)
+    if _raises(tb) and _raises(fb):
+        mark_raising(block)
+    elif _raises(tb) or _raises(fb):
+        # the branch that raises never yields: it takes the other's values (zeros of its specs)
+        raising, like = (tb, f_out) if _raises(tb) else (fb, t_out)
+        with tracing.block_guard(raising):
+            filler = _placeholder_tree(like)
+        t_out, f_out = (filler, f_out) if raising is tb else (t_out, filler)
     t_out = _fill(t_out, f_out, tb)
     f_out = _fill(f_out, t_out, fb)
     if isinstance(t_out, tuple) and isinstance(f_out, tuple) and len(t_out) == len(f_out):

@@ -348,6 +348,87 @@ def convert_assert(test, message_thunk):
         raise AssertionError(message) if message != "" else AssertionError()
 
 
+def convert_raise(exc, *cause):
+    """`raise exc [from cause]`: Python's raise, unless tracing is inside a branch or loop body —
+    then a `raise` op, so the Program raises the same built-in exception with the same message
+    when, and only when, it takes this path."""
+    block = tracing.current_block()
+    if block is None or block.parent_idx == -1:
+        exc = _with_text(exc)
+        if cause:
+            raise exc from cause[0]
+        raise exc
+    cls = exc if isinstance(exc, type) else type(exc)
+    if not (cls.__module__ == "builtins" and issubclass(cls, Exception)):
+        raise TypeError(
+            f"cannot raise {cls.__name__} under a tensor-dependent condition: a Program raises only built-in "
+            "exception types (a saved Program must load without running your code); raise a built-in type "
+            "such as ValueError or RuntimeError there")
+    if isinstance(exc, type):
+        rt.raise_(cls)
+        return
+    message, values = _message(exc)
+    rt.raise_(cls, message, *values)
+
+
+def _message(exc):
+    """(template, tensor values) that make str(exc) when the Program runs."""
+    args = exc.args
+    if len(args) == 1 and isinstance(args[0], RuntimeText):
+        return args[0].template, args[0].values
+    if len(args) == 1 and _symbolic(args[0]):
+        return "{}", (args[0],)
+    if any(isinstance(a, RuntimeText) or _symbolic(a) for a in args):
+        raise TypeError(f"{type(exc).__name__}(...) under a tensor-dependent condition: give it one message "
+                        "(an f-string may hold tensors), not several arguments")
+    if not args:
+        return None, ()
+    text = str(args[0]) if len(args) == 1 and isinstance(args[0], str) else str(exc)
+    return text.replace("{", "{{").replace("}", "}}"), ()
+
+
+def _with_text(exc):
+    """The exception with any run-time message made text now (it is raised while tracing)."""
+    if isinstance(exc, BaseException) and any(isinstance(a, RuntimeText) for a in exc.args):
+        exc.args = tuple(str(a) if isinstance(a, RuntimeText) else a for a in exc.args)
+    return exc
+
+
+class RuntimeText:
+    """An f-string that holds tensors: a template with one `{}` per tensor, formatted when the
+    Program runs (as `print` is)."""
+
+    def __init__(self, template, values):
+        self.template, self.values = template, tuple(values)
+
+    def __str__(self):
+        return self.template.format(*self.values)
+
+
+_CONVERSIONS = {-1: lambda v: v, ord("s"): builtins.str, ord("r"): builtins.repr, ord("a"): builtins.ascii}
+
+
+def convert_fstring(literals, values, conversions, specs):
+    """An f-string given in pieces: the text itself on Python values; a RuntimeText when a value
+    is a tensor being traced (plain `{x}` fields only: what print can format)."""
+    if not any(_symbolic(v) for v in values):
+        return "".join(lit + format(_CONVERSIONS[c](v), spec) for lit, v, c, spec in zip(literals, values + ("",),
+                       conversions + (-1,), specs + ("",)))
+    template, tensors = [], []
+    for lit, v, c, spec in zip(literals, values, conversions, specs):
+        template.append(lit.replace("{", "{{").replace("}", "}}"))
+        if _symbolic(v):
+            if c != -1 or spec:
+                raise TypeError("a tensor in an f-string message under a tensor-dependent condition is formatted "
+                                f"when the Program runs: write it as a plain {{value}} (no !conversion or :spec)")
+            template.append("{}")
+            tensors.append(v)
+        else:
+            template.append(format(_CONVERSIONS[c](v), spec).replace("{", "{{").replace("}", "}}"))
+    template.append(literals[-1].replace("{", "{{").replace("}", "}}"))
+    return RuntimeText("".join(template), tensors)
+
+
 def convert_append(container, value):
     if _symbolic(container) and container.kind == "array":
         return rt.array_append(container, value)

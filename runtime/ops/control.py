@@ -1,9 +1,10 @@
-"""Ops that act when the Program runs: print, assert; and the control-flow op types.
+"""Ops that act when the Program runs: print, assert, raise; and the control-flow op types.
 
 `cond` and `while` have no kernel: the executor lowers them to Python `if` and
 `while` around their inlined sub-blocks. They are registered so every op type a
 Program may hold is known to the registry (serialization checks against it).
 """
+import builtins
 import string
 import sys
 
@@ -66,6 +67,49 @@ def assert_(cond, message="", origin=None):
     if origin is None and tracing.current_block() is not None:
         origin = tracing.user_origin()
     return apply(_assert, (cond,), {"message": str(message), "origin": origin})
+
+
+def _builtin_exception(name):
+    """The built-in exception class of that name: a Program names its exception by a string, and
+    loading one must never reach user code, so only builtins qualify."""
+    cls = getattr(builtins, name, None) if isinstance(name, str) else None
+    if not (isinstance(cls, type) and issubclass(cls, Exception)):
+        raise ValueError(f"raise: {str(name)[:60]!r} is not a built-in exception type")
+    return cls
+
+
+def _raise_kernel(xp, *values, exception, message):
+    cls = _builtin_exception(exception)
+    if message is None:
+        raise cls()
+    raise cls(message.format(*(_host(v) for v in values)))
+
+
+def _raise_infer(*values, exception, message):
+    _builtin_exception(exception)
+    if message is None:
+        if values:
+            raise ValueError("raise: values need a message template")
+        return []
+    return _print_infer(*values, template=message)
+
+
+_raise = register(OpDef("raise", _raise_kernel, _raise_infer, num_outputs=0, pure=False))
+
+
+def raise_(exception, message=None, *values):
+    """Raise `exception` (a built-in exception class) when the Program runs this op, with `message`
+    (plain `{}` fields filled with the values, formatted as print does); eagerly: now."""
+    name = exception.__name__ if isinstance(exception, type) else exception
+    if message is not None:
+        message = str(message)
+    block = tracing.current_block()
+    if block is None:
+        _raise_kernel(np, *(v.numpy() if isinstance(v, Tensor) else v for v in values), exception=name,
+                      message=message)
+    apply(_raise, values, {"exception": name, "message": message})
+    from ..control_flow import mark_raising
+    mark_raising(block)
 
 
 class UndefinedValue:
