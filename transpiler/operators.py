@@ -352,8 +352,7 @@ def convert_raise(exc, *cause):
     """`raise exc [from cause]`: Python's raise, unless tracing is inside a branch or loop body —
     then a `raise` op, so the Program raises the same built-in exception with the same message
     when, and only when, it takes this path."""
-    block = tracing.current_block()
-    if block is None or block.parent_idx == -1:
+    if not _in_branch():
         exc = _with_text(exc)
         if cause:
             raise exc from cause[0]
@@ -371,6 +370,12 @@ def convert_raise(exc, *cause):
     rt.raise_(cls, message, *values)
 
 
+def _in_branch():
+    """Is tracing inside a branch or loop body (where a raise may or may not happen at run time)?"""
+    block = tracing.current_block()
+    return block is not None and block.parent_idx != -1
+
+
 def _message(exc):
     """(template, tensor values) that make str(exc) when the Program runs."""
     args = exc.args
@@ -383,8 +388,7 @@ def _message(exc):
                         "(an f-string may hold tensors), not several arguments")
     if not args:
         return None, ()
-    text = str(args[0]) if len(args) == 1 and isinstance(args[0], str) else str(exc)
-    return text.replace("{", "{{").replace("}", "}}"), ()
+    return _escape(args[0] if len(args) == 1 and isinstance(args[0], str) else str(exc)), ()
 
 
 def _with_text(exc):
@@ -411,22 +415,29 @@ _CONVERSIONS = {-1: lambda v: v, ord("s"): builtins.str, ord("r"): builtins.repr
 def convert_fstring(literals, values, conversions, specs):
     """An f-string given in pieces: the text itself on Python values; a RuntimeText when a value
     is a tensor being traced (plain `{x}` fields only: what print can format)."""
-    if not any(_symbolic(v) for v in values):
-        return "".join(lit + format(_CONVERSIONS[c](v), spec) for lit, v, c, spec in zip(literals, values + ("",),
-                       conversions + (-1,), specs + ("",)))
+    fields = [format(_CONVERSIONS[c](v), spec) if not _symbolic(v) else None
+              for v, c, spec in zip(values, conversions, specs)]
+    if None not in fields:
+        return "".join(lit + field for lit, field in zip(literals, fields + [""]))
     template, tensors = [], []
-    for lit, v, c, spec in zip(literals, values, conversions, specs):
-        template.append(lit.replace("{", "{{").replace("}", "}}"))
-        if _symbolic(v):
-            if c != -1 or spec:
-                raise TypeError("a tensor in an f-string message under a tensor-dependent condition is formatted "
-                                f"when the Program runs: write it as a plain {{value}} (no !conversion or :spec)")
+    for lit, field, v, c, spec in zip(literals, fields, values, conversions, specs):
+        template.append(_escape(lit))
+        if field is not None:
+            template.append(_escape(field))
+        elif c == -1 and not spec:
             template.append("{}")
             tensors.append(v)
-        else:
-            template.append(format(_CONVERSIONS[c](v), spec).replace("{", "{{").replace("}", "}}"))
-    template.append(literals[-1].replace("{", "{{").replace("}", "}}"))
+        elif _in_branch():
+            raise TypeError("a tensor in an f-string message under a tensor-dependent condition is formatted "
+                            "when the Program runs: write it as a plain {value} (no !conversion or :spec)")
+        else:       # raised while tracing, on every run: the Variable has no value to show
+            template.append(_escape(str(v)))
+    template.append(_escape(literals[-1]))
     return RuntimeText("".join(template), tensors)
+
+
+def _escape(text):
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 def convert_append(container, value):

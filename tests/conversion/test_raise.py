@@ -162,3 +162,26 @@ def test_a_loaded_program_naming_a_non_builtin_exception_is_refused(tmp_path):
     assert "__import__" in json.dumps(json.loads(text))
     with pytest.raises(rt.ProgramFormatError, match="not a built-in exception type"):
         transpiler.load(tmp_path / "f")
+
+
+def test_f_string_fields_keep_pythons_conversions_and_specs():
+    def f(x, name):
+        if x.sum() > 0:
+            raise ValueError(f"{name!r:>8}|{3.14159:.2f}|{x.sum()}|{{}}")
+        return x
+    static = to_static(f)
+    x = rt.tensor(np.ones(2, np.float32))
+    with pytest.raises(ValueError) as want:
+        f(x, "ab")
+    with pytest.raises(ValueError) as got:
+        static(x, "ab")
+    assert str(got.value) == str(want.value) == "    'ab'|3.14|2.0|{}"
+
+
+def test_a_tensor_with_a_format_spec_in_a_branch_message_is_refused_clearly():
+    def f(x):
+        if x.sum() > 0:
+            raise ValueError(f"sum is {x.sum():.2f}")
+        return x
+    with pytest.raises(TypeError, match=r"plain \{value\}"):
+        to_static(f)(rt.tensor(np.ones(2, np.float32)))
