@@ -227,11 +227,11 @@ def cond(pred, true_fn, false_fn, *operands, names=None):
     fb = program.new_block(block)
     with tracing.block_guard(fb):
         f_out = false_fn(*operands)
-    if _raises(tb) and _raises(fb):
-        mark_raising(block)
-    elif _raises(tb) or _raises(fb):
-        # the branch that raises never yields: it takes the other's values (zeros of its specs)
-        raising, like = (tb, f_out) if _raises(tb) else (fb, t_out)
+    if _raises(tb) or _raises(fb):
+        # a branch that raises never yields: it takes the other's values (zeros of its specs)
+        if _raises(tb) and _raises(fb):
+            mark_raising(block)
+        raising, like = (fb, t_out) if _raises(fb) else (tb, f_out)
         with tracing.block_guard(raising):
             filler = _placeholder_tree(like)
         t_out, f_out = (filler, f_out) if raising is tb else (t_out, filler)

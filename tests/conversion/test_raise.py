@@ -185,3 +185,22 @@ def test_a_tensor_with_a_format_spec_in_a_branch_message_is_refused_clearly():
         return x
     with pytest.raises(TypeError, match=r"plain \{value\}"):
         to_static(f)(rt.tensor(np.ones(2, np.float32)))
+
+
+def both_branches_raise(x):
+    y = x
+    if x.sum() > 0:
+        if x.max() > 2:
+            y = x * 3
+            raise ValueError("big")
+        else:
+            y = x.astype("int32")[:1]       # another dtype and shape: never yielded, it raises
+            raise TypeError("small")
+    return y * 2
+
+
+def test_a_branch_whose_paths_all_raise_yields_nothing_that_must_agree():
+    static = to_static(both_branches_raise)
+    for v in ([1.0, 3.0], [1.0, 0.5], [-1.0, -3.0]):
+        _expect(both_branches_raise, rt.tensor(np.array(v, np.float32)), static)
+    assert static.cache_size == 1
