@@ -10,6 +10,7 @@ import builtins
 import runtime as rt
 from runtime import tracing
 from runtime.control_flow import Undefined, as_predicate, as_variable
+from runtime.ops.control import Text
 from runtime.ir import Variable
 
 
@@ -379,11 +380,11 @@ def _in_branch():
 def _message(exc):
     """(template, tensor values) that make str(exc) when the Program runs."""
     args = exc.args
-    if len(args) == 1 and isinstance(args[0], RuntimeText):
+    if len(args) == 1 and isinstance(args[0], Text):
         return args[0].template, args[0].values
     if len(args) == 1 and _symbolic(args[0]):
         return "{}", (args[0],)
-    if any(isinstance(a, RuntimeText) or _symbolic(a) for a in args):
+    if any(isinstance(a, Text) or _symbolic(a) for a in args):
         raise TypeError(f"{type(exc).__name__}(...) under a tensor-dependent condition: give it one message "
                         "(an f-string may hold tensors), not several arguments")
     if not args:
@@ -393,27 +394,16 @@ def _message(exc):
 
 def _with_text(exc):
     """The exception with any run-time message made text now (it is raised while tracing)."""
-    if isinstance(exc, BaseException) and any(isinstance(a, RuntimeText) for a in exc.args):
-        exc.args = tuple(str(a) if isinstance(a, RuntimeText) else a for a in exc.args)
+    if isinstance(exc, BaseException) and any(isinstance(a, Text) for a in exc.args):
+        exc.args = tuple(str(a) if isinstance(a, Text) else a for a in exc.args)
     return exc
-
-
-class RuntimeText:
-    """An f-string that holds tensors: a template with one `{}` per tensor, formatted when the
-    Program runs (as `print` is)."""
-
-    def __init__(self, template, values):
-        self.template, self.values = template, tuple(values)
-
-    def __str__(self):
-        return self.template.format(*self.values)
 
 
 _CONVERSIONS = {-1: lambda v: v, ord("s"): builtins.str, ord("r"): builtins.repr, ord("a"): builtins.ascii}
 
 
 def convert_fstring(literals, values, conversions, specs):
-    """An f-string given in pieces: the text itself on Python values; a RuntimeText when a value
+    """An f-string given in pieces: the text itself on Python values; a Text when a value
     is a tensor being traced (plain `{x}` fields only: what print can format)."""
     fields = [format(_CONVERSIONS[c](v), spec) if not _symbolic(v) else None
               for v, c, spec in zip(values, conversions, specs)]
@@ -433,7 +423,7 @@ def convert_fstring(literals, values, conversions, specs):
         else:       # raised while tracing, on every run: the Variable has no value to show
             template.append(_escape(str(v)))
     template.append(_escape(literals[-1]))
-    return RuntimeText("".join(template), tensors)
+    return Text("".join(template), tensors)
 
 
 def _escape(text):

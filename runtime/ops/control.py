@@ -41,11 +41,25 @@ def _print_infer(*values, template):
 _print = register(OpDef("print", _print_kernel, _print_infer, num_outputs=0, pure=False))
 
 
+class Text:
+    """Text with tensors in it, formatted when the Program runs (what an f-string over traced
+    tensors becomes): a template with one plain `{}` per tensor, other braces doubled."""
+
+    def __init__(self, template, values):
+        self.template, self.values = template, tuple(values)
+
+    def __str__(self):
+        return self.template.format(*self.values)
+
+
 def print_(*values, sep=" "):
     """Print when the Program runs (eagerly: now). Non-tensor values become part of the text."""
     parts, tensors = [], []
     for v in values:
-        if isinstance(v, (Variable, Tensor)):
+        if isinstance(v, Text):
+            parts.append(v.template)
+            tensors.extend(v.values)
+        elif isinstance(v, (Variable, Tensor)):
             parts.append("{}")
             tensors.append(v)
         else:

@@ -11,6 +11,8 @@ import runtime as rt
 import transpiler
 from transpiler import InputSpec, to_static
 
+from .oracle import numpy_twin
+
 
 def check_not_one(x):
     if x == 1:
@@ -204,3 +206,22 @@ def test_a_branch_whose_paths_all_raise_yields_nothing_that_must_agree():
     for v in ([1.0, 3.0], [1.0, 0.5], [-1.0, -3.0]):
         _expect(both_branches_raise, rt.tensor(np.array(v, np.float32)), static)
     assert static.cache_size == 1
+
+
+def prints_f_strings(x):
+    print(f"start {x.sum()} {{braces}} {3:>3}")
+    while x.sum() < 10:
+        x = x * 2
+        print(f"x is {x}", "max", x.max())
+    return x
+
+
+def test_print_of_an_f_string_formats_tensors_when_the_program_runs(capsys):
+    numpy_twin(prints_f_strings)(np.ones(2, np.float32))
+    want = capsys.readouterr().out
+    static = to_static(prints_f_strings)
+    static.get_program(rt.tensor(np.ones(2, np.float32)))       # tracing prints nothing
+    assert capsys.readouterr().out == ""
+    static(rt.tensor(np.ones(2, np.float32)))
+    assert capsys.readouterr().out == want
+    assert "x is [8. 8.] max 8.0" in want

@@ -1,4 +1,5 @@
-"""`raise` → `_jst.convert_raise`, so a raise under a tensor condition becomes a `raise` op.
+"""`raise` → `_jst.convert_raise`, so a raise under a tensor condition becomes a `raise` op;
+f-strings given to `raise` and `print` → `_jst.convert_fstring`, formatted when the Program runs.
 
     if x.sum() > 1:                            def __true_fn_0():
         raise ValueError(f"x is {x}")    →         _jst.convert_raise(ValueError(
@@ -7,11 +8,16 @@
 Runs after ControlFlow, so the analyses saw a real `raise` (a path that ends). On Python
 values, and wherever tracing has not entered a branch or loop body, `convert_raise` raises
 as Python does; inside one it records the op. An f-string argument of the exception is
-passed in pieces, so tensor values in it are formatted when the Program runs. A bare
-`raise`, and a raise inside a `try` that could catch it, stay Python statements.
+passed in pieces, so tensor values in it are formatted when the Program runs; so is an
+f-string argument of the builtin `print` (`print(f"loss {loss}")` prints the value on each
+run, not the traced Variable). A bare `raise`, and a raise inside a `try` that could catch
+it, stay Python statements.
 """
+import builtins
+
 import gast
 
+from ..analysis import Anno, getanno
 from .base import Transformer, const, jst, located
 
 
@@ -32,6 +38,18 @@ def _fstring(node):
 
 
 class Raises(Transformer):
+    def transform(self, fn_node):
+        scope = getanno(fn_node, Anno.SCOPE)
+        found, value = self.ctx.resolve("print")
+        self.builtin_print = "print" not in (scope.params | scope.modified) and found and value is builtins.print
+        return super().transform(fn_node)
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if self.builtin_print and isinstance(node.func, gast.Name) and node.func.id == "print":
+            node.args = [_fstring(a) if isinstance(a, gast.JoinedStr) else a for a in node.args]
+        return node
+
     def visit_Try(self, node):
         if not node.handlers:
             return self.generic_visit(node)
