@@ -9,9 +9,9 @@ and adopt the other side's dtype), shapes relaxed to -1 where they differ.
 import re
 import weakref
 
-from . import pytree, tracing
 import numpy as np
 
+from . import pytree, tracing
 from .dtypes import DEFAULT_INT, result_type, scalar_dtype
 from .errors import ControlFlowError
 from .ir import LITERAL_TYPES, Variable
@@ -93,7 +93,8 @@ def _describe(value):
     return f"{type(value).__name__} {text}"
 
 
-_GENERATED = re.compile(r"^(__return_value|__return_flag|__break|__continue|__item|for_index|output)(_\d+)?(?=$|\[)")
+_GENERATED = re.compile(
+    r"^(__return_value|__return_flag|__break|__continue|__item|for_index|output)(_\d+)?(?=$|\[)")
 _GENERATED_SUBJECTS = {
     "__return_value": "the return value", "__return_flag": "whether `return` ran",
     "__break": "whether `break` ran", "__continue": "whether `continue` ran", "__item": "the loop's item",
