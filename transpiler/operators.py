@@ -342,10 +342,12 @@ def convert_print(*args, sep=" ", end="\n", file=None, flush=False):
 
 def convert_assert(test, message_thunk):
     if _symbolic(test):
-        rt.assert_(test, message=str(message_thunk()), origin=tracing.user_origin())
+        message = message_thunk()
+        rt.assert_(test, message=message if isinstance(message, Text) else str(message), origin=tracing.user_origin())
         return
     if not test:
         message = message_thunk()
+        message = str(message) if isinstance(message, Text) else message
         raise AssertionError(message) if message != "" else AssertionError()
 
 

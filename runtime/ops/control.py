@@ -67,20 +67,33 @@ def print_(*values, sep=" "):
     return apply(_print, tuple(tensors), {"template": sep.join(parts)})
 
 
-def _assert_kernel(xp, cond, message="", origin=None):
+def _assert_kernel(xp, cond, *values, message="", origin=None):
     if not bool(xp.all(cond)):
+        if values:
+            message = message.format(*(_host(v) for v in values))
         where = f" (at {origin})" if origin else ""
         raise AssertionError(f"{message}{where}" if message else f"assertion failed{where}")
 
 
-_assert = register(OpDef("assert", _assert_kernel, _no_output, num_outputs=0, pure=False))
+def _assert_infer(cond, *values, message="", origin=None):
+    """With values, the message is a print-style template (plain `{}` fields only)."""
+    if values:
+        _print_infer(*values, template=message)
+    return []
+
+
+_assert = register(OpDef("assert", _assert_kernel, _assert_infer, num_outputs=0, pure=False))
 
 
 def assert_(cond, message="", origin=None):
-    """Check cond when the Program runs: AssertionError with the message and the user's line."""
+    """Check cond when the Program runs: AssertionError with the message and the user's line.
+    A `Text` message (an f-string over tensors) is formatted then, with the tensors' values."""
     if origin is None and tracing.current_block() is not None:
         origin = tracing.user_origin()
-    return apply(_assert, (cond,), {"message": str(message), "origin": origin})
+    values = ()
+    if isinstance(message, Text):
+        message, values = message.template, message.values
+    return apply(_assert, (cond, *values), {"message": str(message), "origin": origin})
 
 
 def _builtin_exception(name):

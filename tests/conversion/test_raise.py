@@ -225,3 +225,22 @@ def test_print_of_an_f_string_formats_tensors_when_the_program_runs(capsys):
     static(rt.tensor(np.ones(2, np.float32)))
     assert capsys.readouterr().out == want
     assert "x is [8. 8.] max 8.0" in want
+
+
+def asserts_with_f_string(x):
+    while x.sum() < 10:
+        x = x * 2
+        assert x.max() < 5, f"max {x.max()} of {x} too big"
+    return x
+
+
+def test_assert_f_string_message_formats_tensors_when_the_program_runs():
+    static = to_static(asserts_with_f_string)
+    with pytest.raises(AssertionError) as want:
+        numpy_twin(asserts_with_f_string)(np.array([1.0, 2.0], np.float32))
+    with pytest.raises(AssertionError) as got:
+        static(rt.tensor(np.array([1.0, 2.0], np.float32)))
+    message = "max 8.0 of [4. 8.] too big"        # (pytest rewrites this module's asserts: it adds to want's text)
+    assert str(want.value).startswith(message)
+    assert str(got.value).startswith(message + " (at ")          # the message, then the user's line
+    np.testing.assert_array_equal(static(rt.tensor(np.array([5.0, 6.0], np.float32))).numpy(), [5, 6])

@@ -55,3 +55,21 @@ def test_a_saved_raise_runs_after_load(tmp_path):
 def test_hostile_raise_attrs_are_refused_on_load(tmp_path, attrs):
     with pytest.raises(rt.ProgramFormatError):
         load_program(_saved_with(tmp_path, **attrs))
+
+
+def test_assert_with_tensor_values_in_its_message(tmp_path):
+    from runtime.ops.control import Text
+
+    def f(x):
+        rt.assert_(x.sum() < 0, Text("sum {} not negative {{}}", [x.sum()]))
+        return x
+    program, _, _ = rt.trace(f, [rt.InputSpec([2], "float32", "x")])
+    json_path, _ = save_program(program, tmp_path / "a")
+    with pytest.raises(AssertionError, match=r"^sum 2.0 not negative \{\}"):
+        load_program(tmp_path / "a")(rt.tensor(np.ones(2, np.float32)))
+    doc = json.loads(open(json_path).read())
+    (op,) = [op for op in doc["blocks"][0]["ops"] if op["type"] == "assert"]
+    op["attrs"]["message"] = "sum {0.__class__}"
+    open(json_path, "w").write(json.dumps(doc))
+    with pytest.raises(rt.ProgramFormatError):
+        load_program(tmp_path / "a")

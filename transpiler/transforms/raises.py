@@ -1,5 +1,6 @@
 """`raise` → `_jst.convert_raise`, so a raise under a tensor condition becomes a `raise` op;
-f-strings given to `raise` and `print` → `_jst.convert_fstring`, formatted when the Program runs.
+f-strings given to `raise`, `assert` and `print` → `_jst.convert_fstring`, formatted when the
+Program runs.
 
     if x.sum() > 1:                            def __true_fn_0():
         raise ValueError(f"x is {x}")    →         _jst.convert_raise(ValueError(
@@ -8,10 +9,10 @@ f-strings given to `raise` and `print` → `_jst.convert_fstring`, formatted whe
 Runs after ControlFlow, so the analyses saw a real `raise` (a path that ends). On Python
 values, and wherever tracing has not entered a branch or loop body, `convert_raise` raises
 as Python does; inside one it records the op. An f-string argument of the exception is
-passed in pieces, so tensor values in it are formatted when the Program runs; so is an
-f-string argument of the builtin `print` (`print(f"loss {loss}")` prints the value on each
-run, not the traced Variable). A bare `raise`, and a raise inside a `try` that could catch
-it, stay Python statements.
+passed in pieces, so tensor values in it are formatted when the Program runs; so are an
+`assert`'s f-string message and an f-string argument of the builtin `print`
+(`print(f"loss {loss}")` prints the value on each run, not the traced Variable). A bare
+`raise`, and a raise inside a `try` that could catch it, stay Python statements.
 """
 import builtins
 
@@ -60,6 +61,12 @@ class Raises(Transformer):
     visit_TryStar = visit_Try
 
     def visit_Lambda(self, node):
+        return node
+
+    def visit_Assert(self, node):
+        self.generic_visit(node)
+        if isinstance(node.msg, gast.JoinedStr):
+            node.msg = _fstring(node.msg)
         return node
 
     def visit_Raise(self, node):
