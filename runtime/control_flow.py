@@ -6,8 +6,13 @@ each body into a sub-block and record one `cond`/`while` op. Values that cross
 the boundary are checked: same structure, same dtype (Python numbers are weak
 and adopt the other side's dtype), shapes relaxed to -1 where they differ.
 """
+import re
+import weakref
+
+import numpy as np
+
 from . import pytree, tracing
-from .dtypes import result_type, scalar_dtype
+from .dtypes import DEFAULT_INT, result_type, scalar_dtype
 from .errors import ControlFlowError
 from .ir import LITERAL_TYPES, Variable
 from .tensor import Tensor
@@ -80,7 +85,33 @@ def _describe(value):
         return f"a tensor ({value.dtype.name}{list(value.shape)})"
     if isinstance(value, Undefined):
         return "undefined"
-    return f"{type(value).__name__} {value!r}"
+    if callable(value) and hasattr(value, "__name__"):
+        return f"{type(value).__name__} '{value.__name__}'"     # not its repr: converted code's qualname is ours
+    text = repr(value)
+    if text.startswith("<"):
+        return f"a {type(value).__name__} object"
+    return f"{type(value).__name__} {text}"
+
+
+_GENERATED = re.compile(
+    r"^(__return_value|__return_flag|__break|__continue|__item|for_index|output)(_\d+)?(?=$|\[)")
+_GENERATED_SUBJECTS = {
+    "__return_value": "the return value", "__return_flag": "whether `return` ran",
+    "__break": "whether `break` ran", "__continue": "whether `continue` ran", "__item": "the loop's item",
+    "for_index": "the loop's index", "output": "the result",
+}
+
+
+def _subject(name, role=""):
+    """A leaf name as an error message's subject, in the user's terms: `'x'` (`loop variable 'x'`)
+    for the user's names, a description for the transpiler's (`__return_value`) and for unnamed
+    results (`output`): messages never name a variable the user did not write."""
+    match = _GENERATED.match(name)
+    if match is None:
+        return f"{role} '{name}'" if role else f"'{name}'"
+    path = name[match.end():]
+    text = _GENERATED_SUBJECTS[match.group(1)]
+    return f"{text} (item {path})" if path else text
 
 
 def _leaf_names(treedef, names):
@@ -127,7 +158,7 @@ def as_predicate(pred):
 
 def _merge_shapes(a, b, name):
     if len(a) != len(b):
-        raise ControlFlowError(f"'{name}' changes rank: shapes {_fmt(a)} and {_fmt(b)}")
+        raise ControlFlowError(f"{_subject(name)} changes rank: shapes {_fmt(a)} and {_fmt(b)}")
     return tuple(x if x == y else -1 for x, y in zip(a, b))
 
 
@@ -168,6 +199,20 @@ def captured_inputs(blocks, exclude=()):
     return out
 
 
+# --- blocks that always raise ----------------------------------------------------------
+
+_RAISING = weakref.WeakSet()
+
+
+def mark_raising(block):
+    """`block` ends in a raise op: whatever it yields is never used (see cond)."""
+    _RAISING.add(block)
+
+
+def _raises(block):
+    return block in _RAISING
+
+
 # --- cond ---------------------------------------------------------------------------
 
 def cond(pred, true_fn, false_fn, *operands, names=None):
@@ -183,6 +228,14 @@ def cond(pred, true_fn, false_fn, *operands, names=None):
     fb = program.new_block(block)
     with tracing.block_guard(fb):
         f_out = false_fn(*operands)
+    if _raises(tb) or _raises(fb):
+        # a branch that raises never yields: it takes the other's values (zeros of its specs)
+        if _raises(tb) and _raises(fb):
+            mark_raising(block)
+        raising, like = (fb, t_out) if _raises(fb) else (tb, f_out)
+        with tracing.block_guard(raising):
+            filler = _placeholder_tree(like)
+        t_out, f_out = (filler, f_out) if raising is tb else (t_out, filler)
     t_out = _fill(t_out, f_out, tb)
     f_out = _fill(f_out, t_out, fb)
     if isinstance(t_out, tuple) and isinstance(f_out, tuple) and len(t_out) == len(f_out):
@@ -204,7 +257,7 @@ def cond(pred, true_fn, false_fn, *operands, names=None):
             continue
         if not (_tensorish(a) or _is_number(a)) or not (_tensorish(b) or _is_number(b)):
             raise ControlFlowError(
-                f"'{name}' differs between the branches: {_describe(a)} in the true branch, "
+                f"{_subject(name)} differs between the branches: {_describe(a)} in the true branch, "
                 f"{_describe(b)} in the false branch (only tensors and numbers can differ)")
         with tracing.block_guard(tb):
             va = as_variable(a)
@@ -212,7 +265,7 @@ def cond(pred, true_fn, false_fn, *operands, names=None):
             vb = as_variable(b)
         va, vb = _unify_dtypes(va, vb, tb, fb, name, "true branch", "false branch")
         if va.kind != vb.kind:
-            raise ControlFlowError(f"'{name}' is a tensor array in one branch and a tensor in the other")
+            raise ControlFlowError(f"{_subject(name)} is a tensor array in one branch and a tensor in the other")
         shape = _merge_shapes(va.static_shape, vb.static_shape, name)
         out = block.create_var(_hint(name, "cond"), shape, va.dtype, weak=va.weak and vb.weak, kind=va.kind)
         t_res.append(va)
@@ -288,11 +341,25 @@ def _hint(name, default):
     return base or default
 
 
+def _weak_join(a, b):
+    """The dtype where a weak (Python-number) Variable meets another value: NumPy 2's weak promotion.
+    Two weak integers meet at the one that is not the default int, since a weak int32 stands for
+    "a Python int or an int32 tensor" and Python int + int32 tensor stays int32; this also makes
+    loop state settle (it only ever moves up)."""
+    if a.weak and b.weak and a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        if a.dtype == DEFAULT_INT:
+            return b.dtype
+        if b.dtype == DEFAULT_INT:
+            return a.dtype
+        return np.promote_types(a.dtype, b.dtype)
+    return result_type((a.dtype, a.weak), (b.dtype, b.weak))
+
+
 def _unify_dtypes(va, vb, block_a, block_b, name, side_a, side_b):
     if va.dtype == vb.dtype:
         return va, vb
     if va.weak or vb.weak:
-        common = result_type((va.dtype, va.weak), (vb.dtype, vb.weak))
+        common = _weak_join(va, vb)
         if va.dtype != common:
             with tracing.block_guard(block_a):
                 va = _cast(va, common)
@@ -301,7 +368,7 @@ def _unify_dtypes(va, vb, block_a, block_b, name, side_a, side_b):
                 vb = _cast(vb, common)
         return va, vb
     raise ControlFlowError(
-        f"'{name}' has dtype {va.dtype.name} in the {side_a} and {vb.dtype.name} in the {side_b}; "
+        f"{_subject(name)} has dtype {va.dtype.name} in the {side_a} and {vb.dtype.name} in the {side_b}; "
         f"cast one side with .astype()")
 
 
@@ -309,7 +376,7 @@ def _structure_message(what, a, b, names, side_a, side_b):
     if names and isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b) == len(names):
         for name, x, y in zip(names, a, b):
             if pytree.flatten(x)[1] != pytree.flatten(y)[1]:
-                return (f"'{name}' has a different structure in {what}: {_shape_of_tree(x)} in the {side_a}, "
+                return (f"{_subject(name)} has a different structure in {what}: {_shape_of_tree(x)} in the {side_a}, "
                         f"{_shape_of_tree(y)} in the {side_b}")
     return f"{what} produce different structures: {_shape_of_tree(a)} vs {_shape_of_tree(b)}"
 
@@ -418,22 +485,22 @@ def _settle(name, state, new, param, block, body_block):
         if _is_number(value) and (_tensorish(new) or _is_number(new)):
             return ("var", _weak_constant_in(block, value, _hint(name, "loop"))), None
         raise ControlFlowError(
-            f"loop variable '{name}' changes inside a tensor-dependent loop from "
+            f"{_subject(name, 'loop variable')} changes inside a tensor-dependent loop from "
             f"{_describe(value)} to {_describe(new)}; only tensors and numbers can change")
     if isinstance(new, Undefined):
-        raise ControlFlowError(f"loop variable '{name}' is deleted inside the loop body")
+        raise ControlFlowError(f"{_subject(name, 'loop variable')} is deleted inside the loop body")
     with tracing.block_guard(body_block):
         result = as_variable(new)
     if result.kind != value.kind:
-        raise ControlFlowError(f"loop variable '{name}' turns from a tensor array into a tensor")
+        raise ControlFlowError(f"{_subject(name, 'loop variable')} turns from a tensor array into a tensor")
     if result.dtype != value.dtype:
-        if value.weak:
-            common = result_type((value.dtype, True), (result.dtype, result.weak))
+        common = _weak_join(value, result) if value.weak else value.dtype
+        if common != value.dtype:
             with tracing.block_guard(block):
                 return ("var", _cast(value, common)), None
-        if not result.weak:
+        if not (value.weak or result.weak):
             raise ControlFlowError(
-                f"loop variable '{name}' has dtype {value.dtype.name} before the loop and "
+                f"{_subject(name, 'loop variable')} has dtype {value.dtype.name} before the loop and "
                 f"{result.dtype.name} after an iteration; cast it with .astype() so both agree")
         with tracing.block_guard(body_block):
             result = _cast(result, value.dtype)

@@ -50,6 +50,7 @@ from runtime.ops.registry import REGISTRY
 EXEMPT = {
     "cond", "while",                                    # test_control_flow.py
     "print", "assert",                                  # test_executor.py
+    "raise",                                            # tests/conversion/test_raise.py
     "undefined",                                        # test_control_flow.py (names first bound in a loop)
     "array_new", "array_from_list", "array_append", "array_length",
     "array_read", "array_stack", "array_concat",        # test_control_flow.py (tensor arrays)
@@ -165,6 +166,8 @@ for _name, _np_fn in BITWISE.items():
     SAMPLES[_name] = [S(_fn(_name), rand((3, 4), "int32", 0, 30), rand((4,), "int32", 0, 4), oracle=_np_fn),
                       S(_fn(_name), rand((3,), "int64", 0, 30), 2, oracle=_np_fn),
                       S(_fn(_name), rand((3,), "uint8", 0, 30), rand((3,), "uint8", 0, 4), oracle=_np_fn)]
+for _name in ("bitwise_left_shift", "bitwise_right_shift"):      # `1 << s`: a weak int on the left
+    SAMPLES[_name].append(S(_fn(_name), 1, rand((3,), "int32", 0, 4), oracle=BITWISE[_name]))
 for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
     SAMPLES[_name].append(S(_fn(_name), rand((3,), "bool"), rand((3,), "bool"), oracle=BITWISE[_name]))
 
