@@ -95,6 +95,16 @@ class Tensor(ArrayMethods):
     def __hash__(self):
         return id(self)
 
+    # --- the array API's interchange and device methods ----------------------------------
+    def to_device(self, device, /, *, stream=None):
+        return self.to(device)
+
+    def __dlpack__(self, *args, **kwargs):
+        return self.data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.data.__dlpack_device__()
+
     def __setitem__(self, index, value):
         from . import tracing
         from .ops import setitem
@@ -123,26 +133,38 @@ class Parameter(Tensor):
     __slots__ = ()
 
 
-def tensor(data, dtype=None, device="cpu"):
-    """Make an eager Tensor from a Python/NumPy/CuPy value (float64 data stays float64).
+def tensor(data, dtype=None, device="cpu", copy=None):
+    """Make an eager Tensor from a Python/NumPy/CuPy value (float64 data stays float64; Python floats and
+    complex numbers take the defaults float32 and complex64).
 
     On a traced Variable (or a list/tuple holding one) it is what NumPy's asarray is on an
-    array: the value itself, a cast with `dtype=`, or the rows stacked.
+    array: the value itself, a cast with `dtype=`, or the rows stacked. `copy` is the array
+    API's: True always copies, False never does (a ValueError where a copy is needed).
     """
     if _holds_variable(data):
         from .ops.creation import symbolic_asarray
         return symbolic_asarray(data, dtype)
     backend = get_backend(device)
+    source = data
     if isinstance(data, Tensor):
         data = data.data if data.backend is backend else data.backend.to_numpy(data.data)
-    elif type(data) is float and dtype is None:     # a Python float; np.float64 (a float subclass) stays float64
-        dtype = np.float32
+    elif type(data) in _PYTHON_DEFAULTS and dtype is None:   # np.float64 (a float subclass) keeps float64
+        dtype = _PYTHON_DEFAULTS[type(data)]
     elif isinstance(data, (list, tuple)) and dtype is None:
         probe = np.asarray(data)
-        if probe.dtype == np.float64 and not _has_numpy_float64(data):
-            dtype = np.float32
+        if probe.dtype.name in _WIDE and not _has_numpy_float64(data):
+            dtype = _WIDE[probe.dtype.name]
     arr = backend.asarray(data, dtype=dtype)
+    shared = backend.is_native(data) and bool(backend.xp.shares_memory(arr, data))
+    if copy is False and not shared:
+        raise ValueError(f"asarray(copy=False): this {type(source).__name__} cannot become a tensor without a copy")
+    if copy and shared:
+        arr = backend.xp.array(arr, copy=True)
     return Tensor(arr, backend)
+
+
+_PYTHON_DEFAULTS = {float: np.float32, complex: np.complex64}
+_WIDE = {"float64": np.float32, "complex128": np.complex64}     # what lists of Python numbers become
 
 
 def _has_numpy_float64(seq):
@@ -150,7 +172,8 @@ def _has_numpy_float64(seq):
         if isinstance(item, (list, tuple)):
             if _has_numpy_float64(item):
                 return True
-        elif isinstance(item, (np.ndarray, np.float64, Tensor)) and getattr(item, "dtype", None) == np.float64:
+        elif isinstance(item, (np.ndarray, np.float64, np.complex128, Tensor)) and \
+                getattr(item, "dtype", None) in (np.float64, np.complex128):
             return True
     return False
 

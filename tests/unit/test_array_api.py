@@ -1,0 +1,64 @@
+"""The array API standard's namespace-level promises that the op conformance test does not cover:
+version, constants, data-type functions, namespace info, asarray's copy=, interchange (DLPack),
+array attributes and named results. (The official array-api-tests run against `runtime` too:
+`ARRAY_API_TESTS_MODULE=runtime pytest array_api_tests` in a checkout of data-apis/array-api-tests.)"""
+import math
+
+import numpy as np
+import pytest
+
+import runtime as rt
+
+
+def test_version_constants_and_info():
+    assert rt.__array_api_version__ == "2024.12"
+    assert (rt.e, rt.pi, rt.newaxis) == (math.e, math.pi, None) and math.isinf(rt.inf) and math.isnan(rt.nan)
+    info = rt.__array_namespace_info__()
+    assert info.default_device() == "cpu" and "cpu" in info.devices()
+    assert info.default_dtypes()["real floating"] == np.float32
+    assert set(info.dtypes(kind="integral")) == {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                                                 "uint64"}
+    x = rt.asarray(np.ones((2, 3), np.float32))
+    assert x.__array_namespace__() is rt
+    with pytest.raises(ValueError, match="2019.01"):
+        x.__array_namespace__(api_version="2019.01")
+
+
+def test_dtype_functions():
+    assert rt.isdtype(rt.float32, "real floating") and not rt.isdtype(rt.int8, ("real floating", "bool"))
+    assert rt.isdtype(rt.uint8, "integral") and rt.isdtype(rt.complex64, "numeric")
+    assert rt.can_cast(rt.int8, rt.int16) and not rt.can_cast(rt.float64, rt.float32)
+    assert rt.result_type(rt.int8, rt.float32) == np.float32
+    assert rt.result_type(rt.asarray(np.ones(2, np.float32)), 1.0) == np.float32
+    with pytest.raises(ValueError, match="unknown kind"):
+        rt.isdtype(rt.int8, "whole")
+
+
+def test_asarray_copy_and_defaults():
+    a = np.arange(3.0)
+    assert rt.asarray(a, copy=False).data is a
+    assert not np.shares_memory(rt.asarray(a, copy=True).data, a)
+    with pytest.raises(ValueError, match="without a copy"):
+        rt.asarray([1.0, 2.0], copy=False)
+    assert rt.asarray(1.5).dtype == np.float32 and rt.asarray(1j).dtype == np.complex64
+    assert rt.asarray([1j, 2]).dtype == np.complex64 and rt.asarray(np.complex128(1j)).dtype == np.complex128
+
+
+def test_interchange_and_attributes():
+    x = rt.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(np.from_dlpack(x), x.numpy())
+    assert rt.from_dlpack(np.ones(2)).shape == (2,)
+    assert x.to_device("cpu") is x and x.device == "cpu"
+    assert x.mT.shape == (3, 2) and x.T.shape == (3, 2) and x.size == 6
+    assert rt.astype(x, "float32") is not x and rt.astype(x, "float32", copy=False) is x
+
+
+def test_named_results():
+    m = rt.asarray(np.array([[2.0, 1.0], [1.0, 3.0]]))
+    assert rt.linalg.eigh(m).eigenvalues.shape == (2,)
+    q, r = rt.linalg.qr(m)
+    np.testing.assert_allclose((q @ r).numpy(), m.numpy())
+    assert rt.linalg.slogdet(m).sign.item() == 1.0 and rt.linalg.svd(m).S.shape == (2,)
+    u = rt.unique_all(rt.asarray(np.array([3, 1, 3])))
+    assert u.values.tolist() == [1, 3] and u.counts.tolist() == [1, 2] and u.inverse_indices.tolist() == [1, 0, 1]
+    assert isinstance(rt.meshgrid(rt.arange(2), rt.arange(3)), list)
