@@ -13,6 +13,19 @@ def bind_namespace(namespace):
     _ns = namespace
 
 
+class ElementCount(int):
+    """`x.size`: the number of elements, an int (NumPy's meaning). Called like PyTorch's `x.size(dim)`,
+    it says what to write instead rather than failing with "'int' object is not callable"."""
+
+    def __call__(self, *dims):
+        where = f"x.shape[{dims[0]}]" if len(dims) == 1 else "x.shape"
+        raise TypeError(f"x.size is the number of elements ({int(self)}), as in NumPy; for PyTorch's "
+                        f"x.size({', '.join(map(str, dims))}) write {where}")
+
+    def __repr__(self):
+        return int.__repr__(self)
+
+
 class ArrayMethods:
     __slots__ = ()
 
@@ -125,7 +138,7 @@ class ArrayMethods:
         n = 1
         for d in self.shape:
             n = n * d
-        return n
+        return ElementCount(n) if isinstance(n, int) else n
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """NumPy ufuncs applied to us map onto the op of the same name."""

@@ -6,7 +6,7 @@ backend's array) and `backend`; everything else is derived.
 """
 import numpy as np
 
-from .array_methods import ArrayMethods
+from .array_methods import ArrayMethods, ElementCount
 from .backends import get_backend
 from .ir import Variable
 
@@ -34,7 +34,7 @@ class Tensor(ArrayMethods):
 
     @property
     def size(self):
-        return int(self.data.size)
+        return ElementCount(self.data.size)
 
     @property
     def device(self):
@@ -128,9 +128,19 @@ class Tensor(ArrayMethods):
 
 
 class Parameter(Tensor):
-    """A Tensor owned by a Layer: a persistable input of every Program that uses it."""
+    """A Tensor owned by a Layer: a persistable input of every Program that uses it.
+
+    `Parameter(array)` makes one from any array-like value (a NumPy/CuPy array, a Tensor, a
+    nested list), on that value's device; `Parameter(array, dtype="float32")` casts it.
+    """
 
     __slots__ = ()
+
+    def __init__(self, data, backend=None, dtype=None):
+        if backend is None:
+            made = tensor(data, dtype=dtype, device=_device_of(data))
+            data, backend = made.data, made.backend
+        super().__init__(data, backend)
 
 
 def tensor(data, dtype=None, device="cpu", copy=None):
@@ -165,6 +175,12 @@ def tensor(data, dtype=None, device="cpu", copy=None):
 
 _PYTHON_DEFAULTS = {float: np.float32, complex: np.complex64}
 _WIDE = {"float64": np.float32, "complex128": np.complex64}     # what lists of Python numbers become
+
+
+def _device_of(data):
+    if isinstance(data, Tensor):
+        return data.backend.name
+    return "gpu" if hasattr(data, "__cuda_array_interface__") else "cpu"
 
 
 def _has_numpy_float64(seq):

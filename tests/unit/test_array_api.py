@@ -62,3 +62,14 @@ def test_named_results():
     u = rt.unique_all(rt.asarray(np.array([3, 1, 3])))
     assert u.values.tolist() == [1, 3] and u.counts.tolist() == [1, 2] and u.inverse_indices.tolist() == [1, 0, 1]
     assert isinstance(rt.meshgrid(rt.arange(2), rt.arange(3)), list)
+
+
+def test_pytorch_spellings_get_a_hint_and_parameters_need_no_backend():
+    from runtime import nn
+    x = rt.asarray(np.ones((2, 3), np.float32))
+    assert x.size == 6
+    with pytest.raises(TypeError, match=r"x.shape\[0\]"):
+        x.size(0)
+    p = nn.Parameter(np.ones((2, 2), np.float32))
+    assert isinstance(p, rt.Parameter) and p.device == "cpu" and p.dtype == np.float32
+    assert nn.Parameter([1.0, 2.0], dtype="float64").dtype == np.float64
