@@ -107,10 +107,15 @@ def check_feed(var, value, backend):
     elif backend.is_native(value):
         array = value
     elif isinstance(value, (bool, int, float, complex, list, tuple)):
-        array = backend.asarray(value, dtype=var.dtype)
+        array = _python_values(var, value, backend)
     else:
         array = backend.asarray(value)
     shape = tuple(array.shape)
+    if array.dtype != var.dtype and array.dtype.newbyteorder("=") == var.dtype:
+        order = {">": "big", "<": "little"}.get(array.dtype.byteorder, "non-native")
+        raise FeedError(f"input '{var.name}': expected {var.dtype.name} in native byte order, got {order}-endian "
+                        f"{array.dtype.name} ('{array.dtype.str}', shape {shape}); convert it with "
+                        f".astype('{var.dtype.name}')")
     if array.dtype != var.dtype:
         raise FeedError(f"input '{var.name}': expected dtype {var.dtype.name}, got {array.dtype.name} "
                         f"(shape {shape}); cast it with .astype('{var.dtype.name}')")
@@ -119,6 +124,31 @@ def check_feed(var, value, backend):
         dims = ", ".join("None" if d == -1 else str(d) for d in expected)
         raise FeedError(f"input '{var.name}': expected shape [{dims}], got {list(shape)}")
     return array
+
+
+# Python numbers fed to an input of each kind (weak, like scalars in an expression): no silent
+# truncation of floats into ints, no complex into reals, no strings parsed as numbers
+_PYTHON_KINDS = {"b": "b", "i": "bi", "u": "bi", "f": "bif", "c": "bifc"}
+_KIND_NAMES = {"b": "bools", "i": "ints", "u": "ints", "f": "floats", "c": "complex numbers", "U": "strings",
+               "S": "bytes", "O": "objects that are not numbers"}
+
+
+def _python_values(var, value, backend):
+    """A Python number or (nested) list of them as an array of var's dtype, or a FeedError naming the input."""
+    what = f"input '{var.name}' ({var.type_str()})"
+    try:
+        host = _np.asarray(value)
+    except (ValueError, TypeError) as e:
+        raise FeedError(f"{what}: cannot make an array of the {type(value).__name__} given ({e})") from None
+    if host.size and host.dtype.kind not in _PYTHON_KINDS.get(var.dtype.kind, ""):
+        got = _KIND_NAMES.get(host.dtype.kind, f"{host.dtype.name} values")
+        got = f"a {type(value).__name__} of {got}" if isinstance(value, (list, tuple)) else f"{value!r}"
+        raise FeedError(f"{what}: got {got}, which {var.dtype.name} cannot hold; "
+                        f"pass an array of dtype {var.dtype.name}")
+    try:
+        return backend.asarray(value, dtype=var.dtype)
+    except (OverflowError, ValueError, TypeError) as e:
+        raise FeedError(f"{what}: {e}") from None
 
 
 # --- code generation ------------------------------------------------------------------
@@ -167,9 +197,9 @@ class Codegen:
         if name is None:
             name = var.name
             # k_* and c_* name kernels and constants; a variable must not shadow them
-            if (not name.isidentifier() or keyword.iskeyword(name) or name in self.used
-                    or name.startswith(("k_", "c_"))):
-                base = "v_" + "".join(c if c.isalnum() else "_" for c in name)
+            # ASCII only: Python NFKC-normalizes identifiers, so `ｖ` would be the same local as `v`
+            if (not _is_ascii_identifier(name) or name in self.used or name.startswith(("k_", "c_"))):
+                base = "v_" + "".join(c if c.isascii() and c.isalnum() else "_" for c in name)
                 name, n = base, 1
                 while name in self.used:
                     name, n = f"{base}_{n}", n + 1
@@ -221,7 +251,7 @@ class Codegen:
             call = opdef.template.format(*args)
         else:
             for key in op.attrs:
-                if not isinstance(key, str) or not key.isidentifier() or keyword.iskeyword(key):
+                if not isinstance(key, str) or not _is_ascii_identifier(key):
                     raise ValueError(f"op '{op.type}' has an attr named {key!r}, which is not an identifier")
             kwargs = [f"{k}={self.attr(v)}" for k, v in op.attrs.items()]
             call = f"{self.kernel(op.type, opdef)}(xp{''.join(', ' + a for a in args + kwargs)})"
@@ -252,6 +282,10 @@ class Codegen:
         self.assign(bb.params, op.outputs, indent + 1)
         self.block(bb, indent + 1)
         self.assign(op.outputs, bb.results, indent + 1)
+
+
+def _is_ascii_identifier(name):
+    return name.isascii() and name.isidentifier() and not keyword.iskeyword(name)
 
 
 def _is_literal(value):

@@ -11,10 +11,12 @@ nesting deeper than `MAX_DEPTH` and npy headers that claim more data than the
 file holds are refused before any array is made. Every problem is a
 `ProgramFormatError` naming the file and what is wrong.
 """
+import inspect
 import json
 import keyword
 import math
 import os
+import re
 import reprlib
 import zipfile
 
@@ -34,6 +36,10 @@ MAX_DEPTH = 100             # nesting of JSON arrays/objects
 MAX_BLOCK_DEPTH = 64        # nesting of sub-blocks (Python allows ~99 indentation levels)
 MAX_LOOP_DEPTH = 16         # nesting of while ops (Python allows 20 nested loops)
 MAX_NAME_LENGTH = 256
+# what `Program.unique_name` makes: ASCII only, so no two names alias once Python
+# NFKC-normalizes identifiers (`ｖ` is `v` in generated code)
+VAR_NAME = re.compile(r"[A-Za-z0-9_.]+")
+ATTR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DTYPES = frozenset(["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                     "float16", "float32", "float64", "complex64", "complex128"])
 
@@ -296,8 +302,9 @@ class _Reader:
     def add_var(self, program, block, vd):
         where = f"a variable of block {block.idx}"
         name = self.field(vd, "name", str, where)
-        if not name or len(name) > MAX_NAME_LENGTH or not name.isprintable():
-            self.fail(f"variable with invalid name {brief(name)} in block {block.idx}")
+        if len(name) > MAX_NAME_LENGTH or not VAR_NAME.fullmatch(name):
+            self.fail(f"variable with invalid name {brief(name)} in block {block.idx} (a name is 1 to "
+                      f"{MAX_NAME_LENGTH} ASCII letters, digits, '_' or '.')")
         if name in self.vars:
             self.fail(f"variable '{name}' is declared twice")
         where = f"variable '{name}'"
@@ -380,9 +387,11 @@ class _Reader:
         outputs = [self.own_var(name, block, "output") for name in self.items(od, "outputs", str, where)]
         raw_attrs = self.field(od, "attrs", dict, where, {})
         for key in raw_attrs:
-            if not key.isidentifier() or keyword.iskeyword(key):
-                self.fail(f"{where} has an attr named {brief(key)}, which is not an identifier")
+            if not ATTR_NAME.fullmatch(key) or keyword.iskeyword(key):
+                self.fail(f"{where} has an attr named {brief(key)}, which is not an identifier "
+                          "(ASCII letters, digits, '_')")
         attrs = _tuplify(raw_attrs)
+        self.check_attr_names(where, opdef, inputs, attrs)
         subs = []
         for key in sub_block_attrs(op_type):
             sub = attrs.get(key)
@@ -408,6 +417,24 @@ class _Reader:
             defined.add(id(o))
         origin = od.get("origin")
         block.ops.append(Operator(op_type, inputs, outputs, attrs, origin if isinstance(origin, str) else None, block))
+
+    def check_attr_names(self, where, opdef, inputs, attrs):
+        """Only attrs the op declares (its kernel's keyword parameters; cond/while: their blocks)."""
+        if opdef.name in ("cond", "while"):
+            unknown = sorted(set(attrs) - set(sub_block_attrs(opdef.name)))
+        else:
+            params = _kernel_parameters(opdef)
+            if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+                return
+            unknown = sorted(k for k in attrs if k not in params or k == next(iter(params))
+                             or params[k].kind in (params[k].POSITIONAL_ONLY, params[k].VAR_POSITIONAL))
+        if unknown:
+            self.fail(f"{where} has attr(s) {brief(unknown)} that the op does not declare")
+        if opdef.name not in ("cond", "while"):
+            try:
+                _kernel_signature(opdef).bind(None, *inputs, **attrs)
+            except TypeError as e:
+                self.fail(f"{where} does not accept its inputs/attrs (TypeError: {str(e)[:200]})")
 
     def check_cond(self, where, inputs, outputs, tb, fb):
         if not inputs:
@@ -513,6 +540,20 @@ class _Reader:
         missing = sorted(set(declared) - seen)
         if missing:
             self.fail(f"\"parameters\" does not describe persistable input(s) {missing}")
+
+
+_SIGNATURES = {}
+
+
+def _kernel_signature(opdef):
+    sig = _SIGNATURES.get(opdef.name)
+    if sig is None:
+        sig = _SIGNATURES[opdef.name] = inspect.signature(opdef.kernel)
+    return sig
+
+
+def _kernel_parameters(opdef):
+    return _kernel_signature(opdef).parameters
 
 
 def clone_program(program):

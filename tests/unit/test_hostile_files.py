@@ -225,7 +225,15 @@ MUTATIONS = {
     "attrs list": (lambda d: _matmul(d).__setitem__("attrs", []), "'attrs' is list"),
     "attr not identifier": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("a b", 1), "not an identifier"),
     "attr keyword": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("lambda", 1), "not an identifier"),
-    "attr unknown": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("evil", 1), "does not accept"),
+    "attr unknown": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("evil", 1), "does not declare"),
+    "assert extra attr": (lambda d: ops(d, "assert")[0]["attrs"].__setitem__("evil", 1),
+                          r"attr\(s\) \['evil'\] that the op does not declare"),
+    "assert attr names xp": (lambda d: ops(d, "assert")[0]["attrs"].__setitem__("xp", 1), "does not declare"),
+    "assert attr names input": (lambda d: ops(d, "assert")[0]["attrs"].__setitem__("cond", 1), "does not accept"),
+    "assert no input": (lambda d: ops(d, "assert")[0]["attrs"].clear() or ops(d, "assert")[0]["inputs"].clear(),
+                           "does not accept"),
+    "cond extra attr": (lambda d: ops(d, "cond")[0]["attrs"].__setitem__("evil", 1), "does not declare"),
+    "attr fullwidth": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("\uff41xis", 0), "not an identifier"),
     "attr bad axis": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("axis", 7), "does not accept"),
     "attr axis str": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("axis", "abc"), "does not accept"),
     "attr deep": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("axis", json.loads("[" * 120 + "]" * 120)),
@@ -634,3 +642,105 @@ def test_fuzz_json_and_npz(files, saved):
         signal.signal(signal.SIGALRM, previous)
     print(counts)
     assert counts["refused"] > 200 and counts["ran"] > 20, counts
+
+
+# --- names that alias, names that do not compile ----------------------------------------------
+
+def _aliasing_model(x):
+    t = rt.matmul(x, W4)
+    r = rt.reshape(W4, (4, 4))          # a view of the weight
+    return t * 2.0 + 1.0, r             # fused, written in place into the dying matmul result
+
+
+W4 = rt.tensor(np.ones((4, 4), np.float32))
+
+
+def _rename(doc, old, new):
+    """`old` renamed to `new` everywhere in the document."""
+    def walk(node):
+        if isinstance(node, dict):
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return new if node == old else node
+    return walk(doc)
+
+
+@pytest.mark.parametrize("alias", ["\uff52eshape", "re\u017fhape", "ｒｅｓｈａｐｅ"])
+def test_names_that_alias_after_nfkc_are_refused(tmp_path, alias):
+    """`ｒeshape` is `reshape` to Python: the in-place write would land in the weight's view."""
+    program, _, _ = rt.trace(_aliasing_model, [rt.InputSpec([4, 4], "float32", "x")])
+    prefix = str(tmp_path / "m")
+    json_path, _ = save_program(program, prefix)
+    with open(json_path) as f:
+        doc = json.load(f)
+    with open(json_path, "w") as f:
+        json.dump(_rename(doc, "matmul", alias), f)
+    with pytest.raises(ProgramFormatError, match="invalid name"):
+        load_program(prefix)
+
+
+def _run_three_times(program):
+    x = np.ones((4, 4), np.float32)
+    weight = W4.numpy().copy()
+    results = [[t.numpy() for t in rt.Executor().run(program, {"x": x})] for _ in range(3)]
+    np.testing.assert_array_equal(W4.numpy(), weight)
+    np.testing.assert_array_equal(x, np.ones((4, 4), np.float32))
+    return results
+
+
+@pytest.mark.parametrize("new_name", ["\uff52eshape", "y\u00b2-", "\u00b2", "class", "k_add", "x y"])
+def test_generated_names_compile_and_never_alias(new_name):
+    """A Program made in memory with odd names runs as its printed IR says (no SyntaxError, no aliasing)."""
+    program, _, _ = rt.trace(_aliasing_model, [rt.InputSpec([4, 4], "float32", "x")])
+    expected = _run_three_times(program)
+    renamed = program.clone()
+    var = renamed.find_var("matmul")
+    del var.block.vars["matmul"]
+    var.name = new_name
+    var.block.vars[new_name] = var
+    assert new_name in str(renamed)
+    for got in _run_three_times(renamed):
+        for a, b in zip(got, expected[0]):
+            np.testing.assert_array_equal(a, b)
+
+
+# --- feeds at the edge ------------------------------------------------------------------------
+
+def _double(x):
+    return x * 2
+
+
+@pytest.fixture
+def loaded_double(tmp_path):
+    def load(dtype="float32"):
+        program, _, _ = rt.trace(_double, [rt.InputSpec([2], dtype, "x")])
+        save_program(program, str(tmp_path / dtype))
+        return load_program(str(tmp_path / dtype))
+    return load
+
+
+def test_big_endian_input_says_so(loaded_double):
+    with pytest.raises(rt.FeedError, match=r"input 'x': expected float32 in native byte order, got big-endian "
+                                            r"float32 \('>f4'"):
+        loaded_double()(np.ones(2, ">f4"))
+
+
+@pytest.mark.parametrize("dtype, value, match", [
+    ("float32", [1 + 2j, 3j], "list of complex numbers"),
+    ("float32", ["1", "2"], "list of strings"),
+    ("float32", [1, [2]], "cannot make an array"),
+    ("uint8", [1.5, 2.0], "list of floats"),
+    ("uint8", [300, 1], "out of bounds"),
+    ("int32", 2.5, "got 2.5, which int32 cannot hold"),
+])
+def test_python_values_that_do_not_fit_are_a_feed_error_naming_the_input(loaded_double, dtype, value, match):
+    with pytest.raises(rt.FeedError, match=rf"input 'x' \({dtype}") as info:
+        loaded_double(dtype)(value)
+    assert info.match(match)
+
+
+def test_python_values_that_fit_are_converted(loaded_double):
+    np.testing.assert_array_equal(loaded_double()([1, 2]).numpy(), np.float32([2, 4]))
+    np.testing.assert_array_equal(loaded_double("complex64")([1j, 2]).numpy(), np.complex64([2j, 4]))
+    np.testing.assert_array_equal(loaded_double("int64")([True, 3]).numpy(), np.int64([2, 6]))
