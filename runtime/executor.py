@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 from .backends import get_backend
-from .errors import FeedError, ProgramRunError
+from .errors import FeedError, IterationLimitError, ProgramRunError
 from .ir import Variable, sub_block_attrs
 from .ops.registry import get_op
 from .ops.control import UndefinedValue
@@ -23,6 +23,7 @@ from . import passes as _passes
 from .passes import fusion as _fusion, inplace as _inplace
 
 _RESERVED = {"xp", "plan", "True", "False", "None"}
+INLINE_LIMIT = 200          # longest attr repr pasted into generated source
 
 
 class Plan:
@@ -58,21 +59,30 @@ def wrap_output(value, backend):
 
 
 class Executor:
-    """Runs Programs on one device; compiled plans are cached on the Program."""
+    """Runs Programs on one device; compiled plans are cached on the Program.
 
-    def __init__(self, device="cpu", passes=None):
+    `max_iterations` (opt-in, None = unbounded) stops any one run of a `while` loop
+    after that many iterations with an IterationLimitError naming the loop's line:
+    a bound for Programs one did not write.
+    """
+
+    def __init__(self, device="cpu", passes=None, max_iterations=None):
         self.backend = get_backend(device)
         self.passes = passes
+        if max_iterations is not None and (not isinstance(max_iterations, int) or isinstance(max_iterations, bool)
+                                           or max_iterations < 0):
+            raise ValueError(f"max_iterations must be a non-negative int or None, not {max_iterations!r}")
+        self.max_iterations = max_iterations
 
     def compile(self, program):
-        key = (self.backend.name, _passes.pipeline_key(self.passes))
+        key = (self.backend.name, _passes.pipeline_key(self.passes), self.max_iterations)
         # version counts recorded ops; inputs/outputs are plain lists a caller may reassign
         stamp = (program.version, tuple(map(id, program.inputs)), tuple(map(id, program.outputs)))
         cached = program._plans.get(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
         optimized = _passes.run_passes(program, self.passes)
-        plan = compile_plan(optimized, self.backend)
+        plan = compile_plan(optimized, self.backend, self.max_iterations)
         program._plans[key] = (stamp, plan)
         return plan
 
@@ -259,8 +269,12 @@ class Codegen:
         self.emit(indent, f"{outs} = {call}" if outs else call, op)
 
     def attr(self, value):
+        """A literal in the source when short; else a constant: a 25 MiB message pasted into the
+        source would cost the compiler GBs."""
         if _is_literal(value):
-            return repr(value)
+            text = repr(value)
+            if len(text) <= INLINE_LIMIT:
+                return text
         return self.constant(value)
 
     def cond(self, op, indent):
@@ -319,9 +333,10 @@ class PlanCodegen(Codegen):
     The exporter keeps the plain Codegen: its module must not depend on this namespace.
     """
 
-    def __init__(self, program, backend):
+    def __init__(self, program, backend, max_iterations=None):
         super().__init__(program, backend.xp)
         self.backend = backend
+        self.max_iterations = max_iterations
         self.xp = backend.xp
         self.numpy = backend.xp is _np
         self.donations = _inplace.donations(program)
@@ -515,7 +530,7 @@ class PlanCodegen(Codegen):
                 if static:
                     buffers.append([name, shape, dtype, ("step", j)])
         temps = [n for j, n in names.items() if n.startswith("buf") and n != self.name(out)]
-        temps = sorted(set(temps), key=temps.index)
+        temps = list(dict.fromkeys(temps))
         if temps and (_big(out) or not _static(out)):
             lines.append("del " + ", ".join(temps))    # the result keeps its buffer alive by its own name
         return lines
@@ -570,11 +585,20 @@ class PlanCodegen(Codegen):
                 self.names[id(param)] = self.name(out)
         n = len(bb.params)
         self.assign(op.outputs, op.inputs[:n], indent)
+        count = None
+        if self.max_iterations is not None:     # iterations of this run of the loop (not mapped to the op:
+            count = self.temp("iterations")     # the error names the loop itself)
+            self.emit(indent, f"{count} = 0")
         self.emit(indent, "while True:", op)
         self.block(cb, indent + 1)
         self.emit(indent + 1, f"if not {self.value(cb.results[0])}:", op)
         self.emit(indent + 2, "break")
         start = len(self.lines)
+        if count is not None:
+            stop = self.constant(_iteration_limit(op, self.max_iterations))
+            self.emit(indent + 1, f"{count} += 1")
+            self.emit(indent + 1, f"if {count} > {self.max_iterations}:")
+            self.emit(indent + 2, f"{stop}()")
         self.block(bb, indent + 1)
         self.assign(op.outputs, bb.results, indent + 1)
         if len(self.lines) == start:
@@ -666,8 +690,19 @@ def _fused_function(steps, n_inputs, xp):
     return namespace["fused"]
 
 
-def generate_source(program, backend):
-    gen = PlanCodegen(program, backend)
+def _iteration_limit(op, limit):
+    """What a loop calls when it has run `limit` iterations (its message names the loop's line)."""
+    where = f" at {op.origin}" if op.origin else ""
+    message = (f"while loop{where} ran more than {limit} iterations (the executor's max_iterations; "
+               f"pass a larger max_iterations, or None, to run it longer)")
+
+    def stop():
+        raise IterationLimitError(message)
+    return stop
+
+
+def generate_source(program, backend, max_iterations=None):
+    gen = PlanCodegen(program, backend, max_iterations)
     gen.function("plan")
     return "\n".join(gen.lines) + "\n", gen.line_ops, gen.namespace
 
@@ -675,8 +710,8 @@ def generate_source(program, backend):
 _plan_counter = [0]
 
 
-def compile_plan(program, backend):
-    source, line_ops, namespace = generate_source(program, backend)
+def compile_plan(program, backend, max_iterations=None):
+    source, line_ops, namespace = generate_source(program, backend, max_iterations)
     _plan_counter[0] += 1
     filename = f"<dy2static plan {_plan_counter[0]}: {program.name}>"
     exec(compile(source, filename, "exec"), namespace)

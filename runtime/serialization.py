@@ -577,19 +577,37 @@ def write_params(path, arrays):
                 np.lib.format.write_array(member, array, allow_pickle=False)
 
 
-def read_params(path, expected):
+# Parameters may take at most PARAMS_RATIO times the .npz file's size plus PARAMS_SLACK bytes
+# (files we write are uncompressed: ratio 1); a deflate bomb (1 MiB inflating to 1 GB) is refused
+# before it is inflated. `load(..., max_bytes=N)` sets another limit.
+PARAMS_RATIO = 16
+PARAMS_SLACK = 64 << 20
+
+
+def default_max_bytes(file_size):
+    """The bytes the parameters of a `file_size`-byte .npz may take unless `max_bytes` says otherwise."""
+    return PARAMS_RATIO * file_size + PARAMS_SLACK
+
+
+def read_params(path, expected, max_bytes=None):
     """{name: np.ndarray} from an .npz, checked against `expected` {name: (shape, dtype)}.
 
     Each member's .npy header is read and checked (numeric dtype, no Python
     objects, the declared shape and dtype) before its data; data is read in
     chunks as it arrives, so a header claiming more than the file holds costs
-    nothing. FileNotFoundError if the file is absent; ProgramFormatError for
-    anything wrong inside it.
+    nothing. All parameters together may take at most `max_bytes` (default:
+    `default_max_bytes` of the file's size), checked from the headers before
+    any data is inflated. FileNotFoundError if the file is absent;
+    ProgramFormatError for anything wrong inside it.
     """
     source = os.fspath(path)
+    if max_bytes is not None and (not _is_int(max_bytes) or max_bytes < 0):
+        raise ValueError(f"max_bytes must be a non-negative int or None, not {max_bytes!r}")
     with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        limit = default_max_bytes(size) if max_bytes is None else max_bytes
         try:
-            return _read_npz(fh, source, expected)
+            return _read_npz(fh, source, expected, _Budget(limit, size, max_bytes is None))
         except ProgramFormatError:
             raise
         except Exception as e:  # noqa: BLE001 - zipfile/npy parsing of hostile bytes fails in many ways
@@ -597,7 +615,22 @@ def read_params(path, expected):
                                      f"{str(e)[:200]})") from None
 
 
-def _read_npz(fh, source, expected):
+class _Budget:
+    """Bytes the parameters may still take."""
+
+    def __init__(self, limit, file_size, default):
+        self.limit, self.left, self.file_size, self.default = limit, limit, file_size, default
+
+    def take(self, name, nbytes, fail):
+        if nbytes > self.left:
+            how = (f"{PARAMS_RATIO}x the file's {self.file_size} bytes + {PARAMS_SLACK >> 20} MiB" if self.default
+                   else "max_bytes")
+            fail(f"parameter '{name}' would bring the parameters to {self.limit - self.left + nbytes} bytes, over "
+                 f"the limit of {self.limit} bytes ({how}); pass load(..., max_bytes=N) to allow more")
+        self.left -= nbytes
+
+
+def _read_npz(fh, source, expected, budget):
     def fail(message):
         raise ProgramFormatError(f"{source}: {message}")
 
@@ -614,14 +647,14 @@ def _read_npz(fh, source, expected):
             if info.flag_bits & 0x1 or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
                 fail(f"parameter '{name}' is encrypted or uses an unsupported compression")
             with zf.open(info) as member:
-                arrays[name] = _read_npy(member, name, expected[name], fail)
+                arrays[name] = _read_npy(member, name, expected[name], fail, budget)
     missing = sorted(set(expected) - set(arrays))
     if missing:
         fail(f"missing parameter(s) {missing}")
     return arrays
 
 
-def _read_npy(member, name, expected, fail):
+def _read_npy(member, name, expected, fail, budget):
     shape_expected, dtype_expected = expected
     version = np.lib.format.read_magic(member)
     if version == (1, 0):
@@ -643,6 +676,7 @@ def _read_npy(member, name, expected, fail):
     if any(n < 0 for n in shape) or math.prod(shape) > MAX_ELEMENTS:
         fail(f"parameter '{name}' has an absurd shape {brief(shape)}")
     nbytes = math.prod(shape) * dtype.itemsize
+    budget.take(name, nbytes, fail)
     data = bytearray()
     while len(data) < nbytes:
         chunk = member.read(min(_CHUNK, nbytes - len(data)))

@@ -10,6 +10,7 @@ import json
 import os
 import random
 import signal
+import time
 import tracemalloc
 import zipfile
 
@@ -18,7 +19,8 @@ import pytest
 
 import runtime as rt
 from runtime.deploy import load_program, save_program
-from runtime.serialization import MAX_BLOCK_DEPTH, MAX_LOOP_DEPTH, ProgramFormatError, write_params
+from runtime.serialization import (MAX_BLOCK_DEPTH, MAX_LOOP_DEPTH, ProgramFormatError, default_max_bytes,
+                                   write_params)
 
 W = rt.tensor(np.arange(12, dtype=np.float32).reshape(4, 3) / 10)
 
@@ -485,7 +487,9 @@ def test_header_claiming_8_gib_allocates_nothing(files):
     files.write_npz(buf.getvalue())
     tracemalloc.start()
     try:
-        files.fails(r"'big' is truncated \(16 of 8589934592 bytes\)", files.npz_path)
+        files.fails(r"'big' would bring the parameters to 85899\d+ bytes, over the limit", files.npz_path)
+        with pytest.raises(ProgramFormatError, match=r"'big' is truncated \(16 of 8589934592 bytes\)"):
+            load_program(files.prefix, max_bytes=2 ** 34)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -504,6 +508,124 @@ def test_deflate_bomb_is_bounded_by_the_declared_shape(files):
     finally:
         tracemalloc.stop()
     assert peak < 8 * 2 ** 20
+
+
+def _with_big_parameter(files, shape, dtype="float32"):
+    """The save plus a persistable input 'big' of `shape`, declared consistently in the JSON."""
+    doc = files.doc()
+    doc["blocks"][0]["vars"].append({"name": "big", "shape": list(shape), "dtype": dtype, "persistable": True})
+    doc["inputs"].append("big")
+    doc["parameters"].append({"name": "big", "shape": list(shape), "dtype": dtype})
+    files.write_json(doc)
+
+
+def test_deflate_bomb_of_a_declared_huge_parameter_is_refused_before_inflating(files):
+    """128 KiB of deflated zeros that the JSON and npy header both call a 128 MiB parameter."""
+    shape = (2 ** 25,)
+    _with_big_parameter(files, shape)
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": shape})
+    buf = io.BytesIO()
+    write_params(buf, {_param_name(files): _good_weight()})
+    with zipfile.ZipFile(buf, "a", zipfile.ZIP_DEFLATED, compresslevel=1) as zf, \
+            zf.open("big.npy", "w", force_zip64=True) as member:
+        member.write(header.getvalue())
+        zeros = bytes(2 ** 24)
+        for _ in range(4 * shape[0] // len(zeros)):
+            member.write(zeros)
+    files.write_npz(buf.getvalue())
+    size = os.path.getsize(files.npz_path)
+    assert size < 2 ** 20
+    tracemalloc.start()
+    try:
+        error = files.fails("over the limit", files.npz_path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2 ** 20
+    assert f"limit of {default_max_bytes(size)} bytes" in str(error) and "max_bytes=" in str(error)
+
+
+def test_max_bytes_sets_the_limit(files):
+    _with_big_parameter(files, (1000,))
+    name = _param_name(files)
+    big = np.arange(1000, dtype=np.float32)
+    files.write_npz(_npz({name: _good_weight(), "big": big}, zipfile.ZIP_DEFLATED))
+    np.testing.assert_array_equal(files.load().state_dict()["big"].numpy(), big)     # under the default
+    with pytest.raises(ProgramFormatError, match="over the limit of 4000 bytes .max_bytes."):
+        load_program(files.prefix, max_bytes=4000)                                    # 48 + 4000 bytes
+    assert load_program(files.prefix, max_bytes=4048).state_dict()["big"].shape == (1000,)
+    with pytest.raises(ValueError, match="max_bytes"):
+        load_program(files.prefix, max_bytes=-1)
+
+
+def test_transpiler_load_passes_the_limits_through(files):
+    import transpiler
+    with pytest.raises(ProgramFormatError, match="over the limit of 10 bytes"):
+        transpiler.load(files.prefix, max_bytes=10)
+    loaded = transpiler.load(files.prefix, max_iterations=0)
+    with pytest.raises(rt.IterationLimitError, match="ran more than 0 iterations"):
+        loaded(np.ones((2, 4), np.float32))
+
+
+# --- huge literals, endless loops ------------------------------------------------------------
+
+def test_huge_assert_message_is_not_pasted_into_the_plan(files):
+    message = "m" * (8 * 2 ** 20)
+    doc = files.doc()
+    ops(doc, "assert")[0]["attrs"]["message"] = message
+    files.write_json(doc)
+    loaded = files.load()
+    plan = loaded.executor.compile(loaded.program)
+    assert len(plan.source) < 20000
+    with pytest.raises(AssertionError) as info:
+        loaded(np.full((2, 4), np.nan, np.float32))
+    assert str(info.value).startswith(message)
+
+
+def test_huge_constant_compiles_in_linear_time():
+    """A 4 MiB constant: not compared element by element by cse, not pasted into source."""
+    c = np.arange(2 ** 19, dtype=np.float64)
+    program, _, _ = rt.trace(lambda x: x + c, [rt.InputSpec([2 ** 19], "float64", "x")])
+    start = time.process_time()
+    plan = rt.Executor().compile(program)
+    assert time.process_time() - start < 3.0
+    assert len(plan.source) < 2000
+    x = np.ones(2 ** 19)
+    np.testing.assert_array_equal(plan.run({"x": x})[0].numpy(), x + c)
+
+
+def _endless(x):
+    i = rt.zeros((), "int64")
+    x, i = rt.while_loop(lambda x, i: i >= 0, lambda x, i: (x + 1.0, i + 1), (x, i))
+    return x
+
+
+def test_max_iterations_bounds_while_loops(tmp_path):
+    program, _, _ = rt.trace(_endless, [rt.InputSpec([2], "float32", "x")])
+    line = _endless.__code__.co_firstlineno + 2
+    with pytest.raises(rt.IterationLimitError, match=rf"while loop at .*test_hostile_files.py:{line} ran more than "
+                                                    r"1000 iterations") as info:
+        rt.Executor(max_iterations=1000).run(program, {"x": np.zeros(2, np.float32)})
+    assert "__" not in str(info.value)
+    save_program(program, tmp_path / "endless")
+    loaded = load_program(tmp_path / "endless", max_iterations=5)
+    with pytest.raises(rt.IterationLimitError, match="ran more than 5 iterations"):
+        loaded(np.zeros(2, np.float32))
+    with pytest.raises(ValueError, match="max_iterations"):
+        rt.Executor(max_iterations=-1)
+
+
+def test_max_iterations_allows_exactly_that_many(files):
+    x = np.ones((2, 4), np.float32)
+    expected = files.load()(x)
+    runs = expected["i"].numpy().item()
+    assert runs >= 2
+    same = load_program(files.prefix, max_iterations=runs)(x)
+    for key in expected:
+        np.testing.assert_array_equal(same[key].numpy(), expected[key].numpy())
+    with pytest.raises(rt.IterationLimitError):
+        load_program(files.prefix, max_iterations=runs - 1)(x)
 
 
 # --- fuzz ---------------------------------------------------------------------------------
