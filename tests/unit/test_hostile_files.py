@@ -866,3 +866,152 @@ def test_python_values_that_fit_are_converted(loaded_double):
     np.testing.assert_array_equal(loaded_double()([1, 2]).numpy(), np.float32([2, 4]))
     np.testing.assert_array_equal(loaded_double("complex64")([1j, 2]).numpy(), np.complex64([2j, 4]))
     np.testing.assert_array_equal(loaded_double("int64")([True, 3]).numpy(), np.int64([2, 6]))
+
+
+# --- fuzz: Unicode names, deflate bombs, huge literals, long op chains ----------------------------
+
+def _all_names(doc):
+    return [v["name"] for b in doc["blocks"] for v in b["vars"]]
+
+
+def _nfkc_alias(name, rnd):
+    """A name Python reads as `name` (fullwidth letters, long s, ligatures) or a non-ASCII look-alike."""
+    i = rnd.randrange(len(name))
+    c = name[i]
+    if c.isascii() and c.isalnum():
+        c = rnd.choice([chr(ord(c) + 0xFEE0), "\u017f" if c == "s" else chr(ord(c) + 0xFEE0), c + "\u0301"])
+    else:
+        c = rnd.choice(["\u00b2", "\u00e9", "\ufb01", "\u212a", "\u2168", "\U0001d431"])
+    return name[:i] + c + name[i + 1:]
+
+
+_CHAIN_OPS = [("add", 2), ("multiply", 2), ("subtract", 2), ("maximum", 2), ("tanh", 1), ("negative", 1),
+              ("abs", 1), ("sin", 1)]
+
+
+def _long_chain(doc, n, rnd):
+    """doc with n elementwise ops appended to block 0 (from input 'x', returned as one more output),
+    and a NumPy function computing that output."""
+    block = doc["blocks"][0]
+    x = doc["inputs"][0]
+    prev, steps = x, []
+    for k in range(n):
+        op_type, arity = rnd.choice(_CHAIN_OPS)
+        name = f"chain_{k}"
+        block["vars"].append({"name": name, "shape": [-1, 4], "dtype": "float32"})
+        other = rnd.choice(["prev", "x", 0.5, 2, -1.0, True]) if arity == 2 else None
+        encoded = {"prev": prev, "x": x}.get(other, {"lit": other})
+        block["ops"].append({"type": op_type, "inputs": [prev] + ([encoded] if arity == 2 else []),
+                             "outputs": [name], "attrs": {}})
+        steps.append((op_type, other))
+        prev = name
+    doc["outputs"].append(prev)
+    doc["output_tree"] = {"kind": "tuple", "children": [doc["output_tree"], "*"]}
+
+    def oracle(xv):
+        value = xv
+        for op_type, other in steps:
+            args = [value] if other is None else [value, {"prev": value, "x": xv}.get(other, other)]
+            value = getattr(np, op_type)(*args)
+        return value
+    return doc, oracle
+
+
+def test_fuzz_unicode_names_are_refused(files, saved):
+    """A name renamed to a look-alike of any name (its own, another's): refused, whatever it aliases."""
+    rnd = random.Random(7)
+    for _ in range(60):
+        doc = files.doc()
+        names = _all_names(doc)
+        old, target = rnd.choice(names), rnd.choice(names)
+        doc = _rename(doc, old, _nfkc_alias(target, rnd))
+        files.write_json(doc)
+        files.fails("invalid name")
+
+
+def test_fuzz_long_chains_load_fast_and_run_right(files, saved):
+    """Chains of 500 to 3000 random elementwise ops, some mutated: documented outcomes, near-linear cost."""
+    rnd = random.Random(11)
+    x = np.linspace(-2, 2, 8, dtype=np.float32).reshape(2, 4)
+    outcomes = []
+    for i in range(8):
+        n = rnd.choice((500, 1000, 3000))
+        doc, oracle = _long_chain(files.doc(), n, rnd)
+        mutated = i % 3 == 2
+        if mutated:
+            doc = _mutate_doc(doc, rnd)
+        files.write_json(doc)
+        start = time.process_time()
+        try:
+            loaded = load_program(files.prefix, max_iterations=100)
+            loaded.executor.compile(loaded.program)
+        except ProgramFormatError as e:
+            assert mutated and files.json_path in str(e), e
+            outcomes.append("refused")
+            continue
+        assert time.process_time() - start < 1 + n / 500, n
+        try:
+            got = loaded(x)
+        except (rt.FeedError, AssertionError, rt.ProgramRunError):
+            assert mutated
+            outcomes.append("run error")
+            continue
+        except Exception as e:  # an op failed: the error must name it
+            assert mutated and hasattr(e, "op"), repr(e)
+            outcomes.append("run error")
+            continue
+        outcomes.append("ran")
+        if not mutated:
+            np.testing.assert_array_equal(got[1].numpy(), oracle(x))
+    assert outcomes.count("ran") >= 5, outcomes
+
+
+def test_fuzz_huge_literals(files, saved):
+    """Megabyte messages, origins and attr lists: loaded or refused, never pasted into generated source."""
+    rnd = random.Random(13)
+    for i in range(8):
+        doc = files.doc()
+        size = rnd.choice((2 ** 20, 4 * 2 ** 20))
+        where = i % 3
+        if where == 0:
+            ops(doc, "assert")[0]["attrs"]["message"] = rnd.choice("ab\u00e9\"'\\") * size
+        elif where == 1:
+            rnd.choice([op for b in doc["blocks"] for op in b["ops"]])["origin"] = "f.py:" + "9" * size
+        else:
+            ops(doc, "sum")[0]["attrs"]["axis"] = [1] * (size // 4)
+        files.write_json(doc)
+        try:
+            loaded = files.load()
+        except ProgramFormatError as e:
+            assert where == 2 and "does not accept" in str(e), e
+            continue
+        plan = loaded.executor.compile(loaded.program)
+        assert len(plan.source) < 20000
+        loaded(np.ones((2, 4), np.float32))
+
+
+def test_fuzz_deflate_bombs(files, saved):
+    """Bombs of random declared sizes and limits: refused from the headers (memory stays small) or loaded."""
+    rnd = random.Random(17)
+    name = _param_name(files)
+    for _ in range(6):
+        elements = rnd.choice((2 ** 10, 2 ** 20, 2 ** 24))
+        _with_big_parameter(files, (elements,))
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+            zf.writestr(name + ".npy", _npy_bytes(_good_weight()))
+            zf.writestr("big.npy", _npy_bytes(np.zeros(elements, np.float32)))
+        files.write_npz(buf.getvalue())
+        max_bytes = rnd.choice((None, 2 ** 12, 2 ** 27))
+        fits = 48 + 4 * elements <= (default_max_bytes(len(buf.getvalue())) if max_bytes is None else max_bytes)
+        tracemalloc.start()
+        try:
+            if fits:
+                loaded = load_program(files.prefix, max_bytes=max_bytes)
+                assert loaded.state_dict()["big"].shape == (elements,)
+            else:
+                with pytest.raises(ProgramFormatError, match="over the limit"):
+                    load_program(files.prefix, max_bytes=max_bytes)
+                assert tracemalloc.get_traced_memory()[1] < 8 * 2 ** 20
+        finally:
+            tracemalloc.stop()
