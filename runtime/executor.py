@@ -22,7 +22,7 @@ from .tensor import Tensor
 from . import passes as _passes
 from .passes import fusion as _fusion, inplace as _inplace
 
-_RESERVED = {"xp", "plan", "True", "False", "None"}
+_RESERVED = {"xp", "plan", "True", "False", "None", "int"}   # int: slice bounds call it
 INLINE_LIMIT = 200          # longest attr repr pasted into generated source
 
 
@@ -177,14 +177,21 @@ class Codegen:
         self.lines = []
         self.line_ops = {}
         self.namespace = {"xp": xp}
+        self.kernel_names = {}
         self.names = {}
         self.used = set(_RESERVED)
 
     # --- how the function reaches kernels and constants (hooks) ---------------------
     def kernel(self, op_type, opdef):
-        """The name the function calls op_type's kernel by."""
-        name = f"k_{op_type}"
-        self.namespace.setdefault(name, opdef.kernel)
+        """The name the function calls op_type's kernel by (an ASCII identifier, one per op type)."""
+        name = self.kernel_names.get(op_type)
+        if name is None:
+            base = "k_" + "".join(c if c.isascii() and c.isalnum() else "_" for c in op_type)
+            name, n = base, 1
+            while name in self.namespace:
+                name, n = f"{base}_{n}", n + 1
+            self.namespace[name] = opdef.kernel
+            self.kernel_names[op_type] = name
         return name
 
     def constant(self, value):
