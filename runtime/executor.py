@@ -178,6 +178,7 @@ class Codegen:
         self.line_ops = {}
         self.namespace = {"xp": xp}
         self.kernel_names = {}
+        self.name_counts = {}
         self.names = {}
         self.used = set(_RESERVED)
 
@@ -217,9 +218,12 @@ class Codegen:
             # ASCII only: Python NFKC-normalizes identifiers, so `ｖ` would be the same local as `v`
             if (not _is_ascii_identifier(name) or name in self.used or name.startswith(("k_", "c_"))):
                 base = "v_" + "".join(c if c.isascii() and c.isalnum() else "_" for c in name)
-                name, n = base, 1
+                n = self.name_counts.get(base, 0)
+                name = base if n == 0 else f"{base}_{n}"
                 while name in self.used:
-                    name, n = f"{base}_{n}", n + 1
+                    n += 1
+                    name = f"{base}_{n}"
+                self.name_counts[base] = n + 1
             self.used.add(name)
             self.names[id(var)] = name
         return name
@@ -349,6 +353,7 @@ class PlanCodegen(Codegen):
         self.donations = _inplace.donations(program)
         self.readers = _readers(program)
         self.globals = {}
+        self.temp_counts = {}
         self.read_cache = {}
 
     def bound(self, attr, obj=None):
@@ -371,9 +376,13 @@ class PlanCodegen(Codegen):
         return name
 
     def temp(self, hint="buf"):
-        name, n = hint, 1
+        """A fresh local name (`buf`, `buf_1`, ...); the count per hint carries on (no rescan from 1)."""
+        n = self.temp_counts.get(hint, 0)
+        name = hint if n == 0 else f"{hint}_{n}"
         while name in self.used or name in self.namespace:
-            name, n = f"{hint}_{n}", n + 1
+            n += 1
+            name = f"{hint}_{n}"
+        self.temp_counts[hint] = n + 1
         self.used.add(name)
         return name
 
