@@ -419,22 +419,25 @@ class _Reader:
         block.ops.append(Operator(op_type, inputs, outputs, attrs, origin if isinstance(origin, str) else None, block))
 
     def check_attr_names(self, where, opdef, inputs, attrs):
-        """Only attrs the op declares (its kernel's keyword parameters; cond/while: their blocks)."""
+        """Only attrs the op declares: cond/while their blocks; other ops their kernel's keyword
+        parameters (what would otherwise be a TypeError when the Program first runs)."""
         if opdef.name in ("cond", "while"):
             unknown = sorted(set(attrs) - set(sub_block_attrs(opdef.name)))
-        else:
-            params = _kernel_parameters(opdef)
-            if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-                return
-            unknown = sorted(k for k in attrs if k not in params or k == next(iter(params))
-                             or params[k].kind in (params[k].POSITIONAL_ONLY, params[k].VAR_POSITIONAL))
+            if unknown:
+                self.fail(f"{where} has attr(s) {brief(unknown)} that the op does not declare")
+            return
+        signature = _kernel_signature(opdef)
+        params = list(signature.parameters.values())
+        if any(p.kind is p.VAR_KEYWORD for p in params):
+            return
+        declared = {p.name for p in params[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        unknown = sorted(set(attrs) - declared)
         if unknown:
             self.fail(f"{where} has attr(s) {brief(unknown)} that the op does not declare")
-        if opdef.name not in ("cond", "while"):
-            try:
-                _kernel_signature(opdef).bind(None, *inputs, **attrs)
-            except TypeError as e:
-                self.fail(f"{where} does not accept its inputs/attrs (TypeError: {str(e)[:200]})")
+        try:
+            signature.bind(None, *inputs, **attrs)
+        except TypeError as e:
+            self.fail(f"{where} does not accept its inputs/attrs (TypeError: {str(e)[:200]})")
 
     def check_cond(self, where, inputs, outputs, tb, fb):
         if not inputs:
@@ -546,14 +549,11 @@ _SIGNATURES = {}
 
 
 def _kernel_signature(opdef):
+    """inspect.signature of the op's kernel, `kernel(xp, *inputs, **attrs)`, computed once per op."""
     sig = _SIGNATURES.get(opdef.name)
     if sig is None:
         sig = _SIGNATURES[opdef.name] = inspect.signature(opdef.kernel)
     return sig
-
-
-def _kernel_parameters(opdef):
-    return _kernel_signature(opdef).parameters
 
 
 def clone_program(program):
