@@ -1,16 +1,16 @@
 """Pass scaling: each default pass timed on Programs of 2k, 4k, 8k and 16k ops.
 
 Every pass must be near-linear in the number of ops (a 2 MiB Program file, or a
-function of 8000 elementwise ops, must not cost seconds per pass). Three shapes:
+function of 8000 elementwise ops, must not cost seconds per pass). The shapes:
   chain   one long elementwise chain (`h = h * a + b`, fused into one op)
   mixed   elementwise runs broken by reductions and matmuls (many fused ops)
   loop    the chain inside a `while` body (licm, dce and cse on loop state)
   branches  a `cond` every few ops (many small blocks: per-block work must not copy the program)
   loops   a small `while` every few ops (licm and loop-state dce per loop)
   wide    one `while` with thousands of loop-state values, most of them dead
-Run as `python -m bench.pass_scaling [--sizes 2000 4000 ...] [--shapes chain ...]`; prints a table of
-seconds per pass (best of 3) and the ratio of the largest to the smallest size, over the size ratio
-(about 1 when linear; 2x size -> 2x time).
+Run as `python -m bench.pass_scaling [--sizes 2000 4000 ...] [--shapes chain ...] [--gc]`; prints a
+table of CPU seconds per pass (best of 3, GC paused unless --gc) and the growth of the time from the
+smallest to the largest size over the growth of the op count (about 1 when linear).
 """
 import argparse
 import gc
@@ -101,27 +101,39 @@ def program_of(shape, n):
     return program
 
 
-def time_passes(program, repeats=3):
-    """{pass: best seconds of `repeats`} running the default pipeline in order on a clone, then compiling."""
+def time_passes(program, repeats=3, collect=False):
+    """{pass: best CPU seconds of `repeats`} running the default pipeline in order on a clone, then
+    compiling; with the cyclic GC paused unless `collect` (its full collections grow with the whole
+    heap, which hides how the pass itself scales)."""
     best = {}
     for _ in range(repeats):
         gc.collect()
-        current = clone_program(program)
-        for name in _passes.DEFAULT_PIPELINE + ["compile"]:
-            start = time.process_time()
-            if name == "compile":
-                rt.executor.compile_plan(current, rt.Executor().backend)
-            else:
-                current = _passes.PASSES[name](current)
-            seconds = time.process_time() - start
-            best[name] = min(best.get(name, seconds), seconds)
+        if not collect:
+            gc.disable()
+        try:
+            _time_once(program, best)
+        finally:
+            gc.enable()
     return best
+
+
+def _time_once(program, best):
+    current = clone_program(program)
+    for name in _passes.DEFAULT_PIPELINE + ["compile"]:
+        start = time.process_time()
+        if name == "compile":
+            rt.executor.compile_plan(current, rt.Executor().backend)
+        else:
+            current = _passes.PASSES[name](current)
+        seconds = time.process_time() - start
+        best[name] = min(best.get(name, seconds), seconds)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=SIZES)
     parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
+    parser.add_argument("--gc", action="store_true", help="keep the cyclic GC running while timing")
     args = parser.parse_args(argv)
     for shape in args.shapes:
         rows = {}
@@ -129,7 +141,7 @@ def main(argv=None):
         for n in args.sizes:
             program = program_of(shape, n)
             ops.append(sum(1 for _ in program.ops()))
-            for name, seconds in time_passes(program).items():
+            for name, seconds in time_passes(program, collect=args.gc).items():
                 rows.setdefault(name, []).append(seconds)
         print(f"\n{shape}: seconds per pass ({' / '.join(map(str, ops))} ops)")
         print(f"{'pass':<22}" + "".join(f"{n:>10}" for n in args.sizes) + f"{'scaling':>10}")
