@@ -656,7 +656,7 @@ def _get(doc, path):
 
 _ODD_VALUES = [None, True, False, 0, -1, 1, 2, 3, 7, 2 ** 31, 2 ** 62, -2 ** 63, 1.5, float("nan"), "", "x", "while",
                "cond", "matmul", "float64", "object", "*", [], {}, [[]], {"lit": 1}, {"float": "inf"}, ["slice"],
-               {"$": 5}, "__import__('os')", "a b"]
+               {"$": 5}, "__import__('os')", "a b", "\uff58", "x\u00b2", "\u017fum", "m" * 100000]
 
 
 def _mutate_doc(doc, rnd):
