@@ -15,7 +15,7 @@ from .control_flow import Undefined, cond, while_loop
 from .tracing import InputSpec, trace
 from .executor import Executor, Plan
 from .backends import get_backend, gpu_available, DeviceUnavailableError
-from .errors import ControlFlowError, FeedError, ProgramRunError, SymbolicBoolError
+from .errors import ControlFlowError, FeedError, IterationLimitError, ProgramRunError, SymbolicBoolError
 from .serialization import ProgramFormatError
 from .verify import verify
 from . import nn  # noqa: E402

@@ -7,9 +7,10 @@
 `path.program.json` is the versioned IR (`runtime.serialization`), which also
 describes each parameter by name, shape and dtype; `path.params.npz` holds the
 persistable inputs' values as plain .npy arrays. Loading executes nothing from
-either file and allocates no more than they really hold: any problem is a
-`ProgramFormatError` (a ValueError) naming the file; a missing file is a
-FileNotFoundError.
+either file and allocates no more than they really hold, and parameters no
+larger than 16x the .npz file's size + 64 MiB unless `max_bytes=` allows more:
+any problem is a `ProgramFormatError` (a ValueError) naming the file; a
+missing file is a FileNotFoundError. `max_iterations=` bounds `while` loops.
 """
 import json
 import os
@@ -87,15 +88,21 @@ def _atomic_write(path, write):
         raise
 
 
-def load_program(path, device="cpu"):
-    """Load `path.program.json` + `path.params.npz` into a LoadedProgram that runs on `device`."""
+def load_program(path, device="cpu", max_bytes=None, max_iterations=None):
+    """Load `path.program.json` + `path.params.npz` into a LoadedProgram that runs on `device`.
+
+    `max_bytes`: the most bytes the parameters may take; by default 16 times the
+    .npz file's size plus 64 MiB (`serialization.default_max_bytes`), so a small
+    compressed file cannot inflate to gigabytes. `max_iterations`: opt-in bound on
+    each run of a `while` loop (IterationLimitError naming the loop's line).
+    """
     json_path, npz_path = program_paths(path)
     with open(json_path, "rb") as f:
         text = f.read()
     program = program_from_json(text, source=json_path)
     expected = {v.name: (v.static_shape, v.dtype) for v in program.inputs if v.persistable}
-    arrays = read_params(npz_path, expected)
-    executor = Executor(device)
+    arrays = read_params(npz_path, expected, max_bytes=max_bytes)
+    executor = Executor(device, max_iterations=max_iterations)
     backend = executor.backend
     program.parameters = {name: Tensor(backend.asarray(arrays[name]), backend) for name in expected}
     return LoadedProgram(program, executor)

@@ -22,3 +22,7 @@ class FeedError(ValueError):
 
 class ProgramRunError(RuntimeError):
     """An op failed while a Program ran; the message names the op and the user's line."""
+
+
+class IterationLimitError(ProgramRunError):
+    """A `while` loop ran more iterations than the executor's opt-in `max_iterations` allows."""

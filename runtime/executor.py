@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 from .backends import get_backend
-from .errors import FeedError, ProgramRunError
+from .errors import FeedError, IterationLimitError, ProgramRunError
 from .ir import Variable, sub_block_attrs
 from .ops.registry import get_op
 from .ops.control import UndefinedValue
@@ -22,7 +22,8 @@ from .tensor import Tensor
 from . import passes as _passes
 from .passes import fusion as _fusion, inplace as _inplace
 
-_RESERVED = {"xp", "plan", "True", "False", "None"}
+_RESERVED = {"xp", "plan", "True", "False", "None", "int"}   # int: slice bounds call it
+INLINE_LIMIT = 200          # longest attr repr pasted into generated source
 
 
 class Plan:
@@ -58,21 +59,30 @@ def wrap_output(value, backend):
 
 
 class Executor:
-    """Runs Programs on one device; compiled plans are cached on the Program."""
+    """Runs Programs on one device; compiled plans are cached on the Program.
 
-    def __init__(self, device="cpu", passes=None):
+    `max_iterations` (opt-in, None = unbounded) stops any one run of a `while` loop
+    after that many iterations with an IterationLimitError naming the loop's line:
+    a bound for Programs one did not write.
+    """
+
+    def __init__(self, device="cpu", passes=None, max_iterations=None):
         self.backend = get_backend(device)
         self.passes = passes
+        if max_iterations is not None and (not isinstance(max_iterations, int) or isinstance(max_iterations, bool)
+                                           or max_iterations < 0):
+            raise ValueError(f"max_iterations must be a non-negative int or None, not {max_iterations!r}")
+        self.max_iterations = max_iterations
 
     def compile(self, program):
-        key = (self.backend.name, _passes.pipeline_key(self.passes))
+        key = (self.backend.name, _passes.pipeline_key(self.passes), self.max_iterations)
         # version counts recorded ops; inputs/outputs are plain lists a caller may reassign
         stamp = (program.version, tuple(map(id, program.inputs)), tuple(map(id, program.outputs)))
         cached = program._plans.get(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
         optimized = _passes.run_passes(program, self.passes)
-        plan = compile_plan(optimized, self.backend)
+        plan = compile_plan(optimized, self.backend, self.max_iterations)
         program._plans[key] = (stamp, plan)
         return plan
 
@@ -107,10 +117,15 @@ def check_feed(var, value, backend):
     elif backend.is_native(value):
         array = value
     elif isinstance(value, (bool, int, float, complex, list, tuple)):
-        array = backend.asarray(value, dtype=var.dtype)
+        array = _python_values(var, value, backend)
     else:
         array = backend.asarray(value)
     shape = tuple(array.shape)
+    if array.dtype != var.dtype and array.dtype.newbyteorder("=") == var.dtype:
+        order = {">": "big", "<": "little"}.get(array.dtype.byteorder, "non-native")
+        raise FeedError(f"input '{var.name}': expected {var.dtype.name} in native byte order, got {order}-endian "
+                        f"{array.dtype.name} ('{array.dtype.str}', shape {shape}); convert it with "
+                        f".astype('{var.dtype.name}')")
     if array.dtype != var.dtype:
         raise FeedError(f"input '{var.name}': expected dtype {var.dtype.name}, got {array.dtype.name} "
                         f"(shape {shape}); cast it with .astype('{var.dtype.name}')")
@@ -119,6 +134,31 @@ def check_feed(var, value, backend):
         dims = ", ".join("None" if d == -1 else str(d) for d in expected)
         raise FeedError(f"input '{var.name}': expected shape [{dims}], got {list(shape)}")
     return array
+
+
+# Python numbers fed to an input of each kind (weak, like scalars in an expression): no silent
+# truncation of floats into ints, no complex into reals, no strings parsed as numbers
+_PYTHON_KINDS = {"b": "b", "i": "bi", "u": "bi", "f": "bif", "c": "bifc"}
+_KIND_NAMES = {"b": "bools", "i": "ints", "u": "ints", "f": "floats", "c": "complex numbers", "U": "strings",
+               "S": "bytes", "O": "objects that are not numbers"}
+
+
+def _python_values(var, value, backend):
+    """A Python number or (nested) list of them as an array of var's dtype, or a FeedError naming the input."""
+    what = f"input '{var.name}' ({var.type_str()})"
+    try:
+        host = _np.asarray(value)
+    except (ValueError, TypeError) as e:
+        raise FeedError(f"{what}: cannot make an array of the {type(value).__name__} given ({e})") from None
+    if host.size and host.dtype.kind not in _PYTHON_KINDS.get(var.dtype.kind, ""):
+        got = _KIND_NAMES.get(host.dtype.kind, f"{host.dtype.name} values")
+        got = f"a {type(value).__name__} of {got}" if isinstance(value, (list, tuple)) else f"{value!r}"
+        raise FeedError(f"{what}: got {got}, which {var.dtype.name} cannot hold; "
+                        f"pass an array of dtype {var.dtype.name}")
+    try:
+        return backend.asarray(value, dtype=var.dtype)
+    except (OverflowError, ValueError, TypeError) as e:
+        raise FeedError(f"{what}: {e}") from None
 
 
 # --- code generation ------------------------------------------------------------------
@@ -137,14 +177,22 @@ class Codegen:
         self.lines = []
         self.line_ops = {}
         self.namespace = {"xp": xp}
+        self.kernel_names = {}
+        self.name_counts = {}
         self.names = {}
         self.used = set(_RESERVED)
 
     # --- how the function reaches kernels and constants (hooks) ---------------------
     def kernel(self, op_type, opdef):
-        """The name the function calls op_type's kernel by."""
-        name = f"k_{op_type}"
-        self.namespace.setdefault(name, opdef.kernel)
+        """The name the function calls op_type's kernel by (an ASCII identifier, one per op type)."""
+        name = self.kernel_names.get(op_type)
+        if name is None:
+            base = "k_" + "".join(c if c.isascii() and c.isalnum() else "_" for c in op_type)
+            name, n = base, 1
+            while name in self.namespace:
+                name, n = f"{base}_{n}", n + 1
+            self.namespace[name] = opdef.kernel
+            self.kernel_names[op_type] = name
         return name
 
     def constant(self, value):
@@ -167,12 +215,15 @@ class Codegen:
         if name is None:
             name = var.name
             # k_* and c_* name kernels and constants; a variable must not shadow them
-            if (not name.isidentifier() or keyword.iskeyword(name) or name in self.used
-                    or name.startswith(("k_", "c_"))):
-                base = "v_" + "".join(c if c.isalnum() else "_" for c in name)
-                name, n = base, 1
+            # ASCII only: Python NFKC-normalizes identifiers, so `ｖ` would be the same local as `v`
+            if (not _is_ascii_identifier(name) or name in self.used or name.startswith(("k_", "c_"))):
+                base = "v_" + "".join(c if c.isascii() and c.isalnum() else "_" for c in name)
+                n = self.name_counts.get(base, 0)
+                name = base if n == 0 else f"{base}_{n}"
                 while name in self.used:
-                    name, n = f"{base}_{n}", n + 1
+                    n += 1
+                    name = f"{base}_{n}"
+                self.name_counts[base] = n + 1
             self.used.add(name)
             self.names[id(var)] = name
         return name
@@ -221,7 +272,7 @@ class Codegen:
             call = opdef.template.format(*args)
         else:
             for key in op.attrs:
-                if not isinstance(key, str) or not key.isidentifier() or keyword.iskeyword(key):
+                if not isinstance(key, str) or not _is_ascii_identifier(key):
                     raise ValueError(f"op '{op.type}' has an attr named {key!r}, which is not an identifier")
             kwargs = [f"{k}={self.attr(v)}" for k, v in op.attrs.items()]
             call = f"{self.kernel(op.type, opdef)}(xp{''.join(', ' + a for a in args + kwargs)})"
@@ -233,8 +284,12 @@ class Codegen:
         return outs + "," if len(op.outputs) == 1 and get_op(op.type).num_outputs != 1 else outs
 
     def attr(self, value):
+        """A literal in the source when short; else a constant: a 25 MiB message pasted into the
+        source would cost the compiler GBs."""
         if _is_literal(value):
-            return repr(value)
+            text = repr(value)
+            if len(text) <= INLINE_LIMIT:
+                return text
         return self.constant(value)
 
     def cond(self, op, indent):
@@ -256,6 +311,10 @@ class Codegen:
         self.assign(bb.params, op.outputs, indent + 1)
         self.block(bb, indent + 1)
         self.assign(op.outputs, bb.results, indent + 1)
+
+
+def _is_ascii_identifier(name):
+    return name.isascii() and name.isidentifier() and not keyword.iskeyword(name)
 
 
 def _is_literal(value):
@@ -289,14 +348,16 @@ class PlanCodegen(Codegen):
     The exporter keeps the plain Codegen: its module must not depend on this namespace.
     """
 
-    def __init__(self, program, backend):
+    def __init__(self, program, backend, max_iterations=None):
         super().__init__(program, backend.xp)
         self.backend = backend
+        self.max_iterations = max_iterations
         self.xp = backend.xp
         self.numpy = backend.xp is _np
         self.donations = _inplace.donations(program)
         self.readers = _readers(program)
         self.globals = {}
+        self.temp_counts = {}
         self.read_cache = {}
 
     def bound(self, attr, obj=None):
@@ -319,9 +380,13 @@ class PlanCodegen(Codegen):
         return name
 
     def temp(self, hint="buf"):
-        name, n = hint, 1
+        """A fresh local name (`buf`, `buf_1`, ...); the count per hint carries on (no rescan from 1)."""
+        n = self.temp_counts.get(hint, 0)
+        name = hint if n == 0 else f"{hint}_{n}"
         while name in self.used or name in self.namespace:
-            name, n = f"{hint}_{n}", n + 1
+            n += 1
+            name = f"{hint}_{n}"
+        self.temp_counts[hint] = n + 1
         self.used.add(name)
         return name
 
@@ -484,7 +549,7 @@ class PlanCodegen(Codegen):
                 if static:
                     buffers.append([name, shape, dtype, ("step", j)])
         temps = [n for j, n in names.items() if n.startswith("buf") and n != self.name(out)]
-        temps = sorted(set(temps), key=temps.index)
+        temps = list(dict.fromkeys(temps))
         if temps and (_big(out) or not _static(out)):
             lines.append("del " + ", ".join(temps))    # the result keeps its buffer alive by its own name
         return lines
@@ -539,11 +604,20 @@ class PlanCodegen(Codegen):
                 self.names[id(param)] = self.name(out)
         n = len(bb.params)
         self.assign(op.outputs, op.inputs[:n], indent)
+        count = None
+        if self.max_iterations is not None:     # iterations of this run of the loop (not mapped to the op:
+            count = self.temp("iterations")     # the error names the loop itself)
+            self.emit(indent, f"{count} = 0")
         self.emit(indent, "while True:", op)
         self.block(cb, indent + 1)
         self.emit(indent + 1, f"if not {self.value(cb.results[0])}:", op)
         self.emit(indent + 2, "break")
         start = len(self.lines)
+        if count is not None:
+            stop = self.constant(_iteration_limit(op, self.max_iterations))
+            self.emit(indent + 1, f"{count} += 1")
+            self.emit(indent + 1, f"if {count} > {self.max_iterations}:")
+            self.emit(indent + 2, f"{stop}()")
         self.block(bb, indent + 1)
         self.assign(op.outputs, bb.results, indent + 1)
         if len(self.lines) == start:
@@ -635,8 +709,19 @@ def _fused_function(steps, n_inputs, xp):
     return namespace["fused"]
 
 
-def generate_source(program, backend):
-    gen = PlanCodegen(program, backend)
+def _iteration_limit(op, limit):
+    """What a loop calls when it has run `limit` iterations (its message names the loop's line)."""
+    where = f" at {op.origin}" if op.origin else ""
+    message = (f"while loop{where} ran more than {limit} iterations (the executor's max_iterations; "
+               f"pass a larger max_iterations, or None, to run it longer)")
+
+    def stop():
+        raise IterationLimitError(message)
+    return stop
+
+
+def generate_source(program, backend, max_iterations=None):
+    gen = PlanCodegen(program, backend, max_iterations)
     gen.function("plan")
     return "\n".join(gen.lines) + "\n", gen.line_ops, gen.namespace
 
@@ -644,8 +729,8 @@ def generate_source(program, backend):
 _plan_counter = [0]
 
 
-def compile_plan(program, backend):
-    source, line_ops, namespace = generate_source(program, backend)
+def compile_plan(program, backend, max_iterations=None):
+    source, line_ops, namespace = generate_source(program, backend, max_iterations)
     _plan_counter[0] += 1
     filename = f"<dy2static plan {_plan_counter[0]}: {program.name}>"
     exec(compile(source, filename, "exec"), namespace)

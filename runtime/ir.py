@@ -292,7 +292,7 @@ def _copy_attrs(value):
     if isinstance(value, dict):
         return {k: _copy_attrs(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_copy_attrs(v) for v in value]
+        return [_copy_attrs(v) if isinstance(v, (dict, list)) else v for v in value]
     return value
 
 

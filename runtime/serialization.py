@@ -11,10 +11,12 @@ nesting deeper than `MAX_DEPTH` and npy headers that claim more data than the
 file holds are refused before any array is made. Every problem is a
 `ProgramFormatError` naming the file and what is wrong.
 """
+import inspect
 import json
 import keyword
 import math
 import os
+import re
 import reprlib
 import zipfile
 
@@ -34,6 +36,10 @@ MAX_DEPTH = 100             # nesting of JSON arrays/objects
 MAX_BLOCK_DEPTH = 64        # nesting of sub-blocks (Python allows ~99 indentation levels)
 MAX_LOOP_DEPTH = 16         # nesting of while ops (Python allows 20 nested loops)
 MAX_NAME_LENGTH = 256
+# what `Program.unique_name` makes: ASCII only, so no two names alias once Python
+# NFKC-normalizes identifiers (`ｖ` is `v` in generated code)
+VAR_NAME = re.compile(r"[A-Za-z0-9_.]+")
+ATTR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DTYPES = frozenset(["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                     "float16", "float32", "float64", "complex64", "complex128"])
 
@@ -296,8 +302,9 @@ class _Reader:
     def add_var(self, program, block, vd):
         where = f"a variable of block {block.idx}"
         name = self.field(vd, "name", str, where)
-        if not name or len(name) > MAX_NAME_LENGTH or not name.isprintable():
-            self.fail(f"variable with invalid name {brief(name)} in block {block.idx}")
+        if len(name) > MAX_NAME_LENGTH or not VAR_NAME.fullmatch(name):
+            self.fail(f"variable with invalid name {brief(name)} in block {block.idx} (a name is 1 to "
+                      f"{MAX_NAME_LENGTH} ASCII letters, digits, '_' or '.')")
         if name in self.vars:
             self.fail(f"variable '{name}' is declared twice")
         where = f"variable '{name}'"
@@ -380,9 +387,11 @@ class _Reader:
         outputs = [self.own_var(name, block, "output") for name in self.items(od, "outputs", str, where)]
         raw_attrs = self.field(od, "attrs", dict, where, {})
         for key in raw_attrs:
-            if not key.isidentifier() or keyword.iskeyword(key):
-                self.fail(f"{where} has an attr named {brief(key)}, which is not an identifier")
+            if not ATTR_NAME.fullmatch(key) or keyword.iskeyword(key):
+                self.fail(f"{where} has an attr named {brief(key)}, which is not an identifier "
+                          "(ASCII letters, digits, '_')")
         attrs = _tuplify(raw_attrs)
+        self.check_attr_names(where, opdef, inputs, attrs)
         subs = []
         for key in sub_block_attrs(op_type):
             sub = attrs.get(key)
@@ -408,6 +417,27 @@ class _Reader:
             defined.add(id(o))
         origin = od.get("origin")
         block.ops.append(Operator(op_type, inputs, outputs, attrs, origin if isinstance(origin, str) else None, block))
+
+    def check_attr_names(self, where, opdef, inputs, attrs):
+        """Only attrs the op declares: cond/while their blocks; other ops their kernel's keyword
+        parameters (what would otherwise be a TypeError when the Program first runs)."""
+        if opdef.name in ("cond", "while"):
+            unknown = sorted(set(attrs) - set(sub_block_attrs(opdef.name)))
+            if unknown:
+                self.fail(f"{where} has attr(s) {brief(unknown)} that the op does not declare")
+            return
+        signature = _kernel_signature(opdef)
+        params = list(signature.parameters.values())
+        if any(p.kind is p.VAR_KEYWORD for p in params):
+            return
+        declared = {p.name for p in params[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        unknown = sorted(set(attrs) - declared)
+        if unknown:
+            self.fail(f"{where} has attr(s) {brief(unknown)} that the op does not declare")
+        try:
+            signature.bind(None, *inputs, **attrs)
+        except TypeError as e:
+            self.fail(f"{where} does not accept its inputs/attrs (TypeError: {str(e)[:200]})")
 
     def check_cond(self, where, inputs, outputs, tb, fb):
         if not inputs:
@@ -515,6 +545,17 @@ class _Reader:
             self.fail(f"\"parameters\" does not describe persistable input(s) {missing}")
 
 
+_SIGNATURES = {}
+
+
+def _kernel_signature(opdef):
+    """inspect.signature of the op's kernel, `kernel(xp, *inputs, **attrs)`, computed once per op."""
+    sig = _SIGNATURES.get(opdef.name)
+    if sig is None:
+        sig = _SIGNATURES[opdef.name] = inspect.signature(opdef.kernel)
+    return sig
+
+
 def clone_program(program):
     """A deep copy of the Program's structure; parameters are shared (same Tensors)."""
     return program.clone()
@@ -536,19 +577,37 @@ def write_params(path, arrays):
                 np.lib.format.write_array(member, array, allow_pickle=False)
 
 
-def read_params(path, expected):
+# Parameters may take at most PARAMS_RATIO times the .npz file's size plus PARAMS_SLACK bytes
+# (files we write are uncompressed: ratio 1); a deflate bomb (1 MiB inflating to 1 GB) is refused
+# before it is inflated. `load(..., max_bytes=N)` sets another limit.
+PARAMS_RATIO = 16
+PARAMS_SLACK = 64 << 20
+
+
+def default_max_bytes(file_size):
+    """The bytes the parameters of a `file_size`-byte .npz may take unless `max_bytes` says otherwise."""
+    return PARAMS_RATIO * file_size + PARAMS_SLACK
+
+
+def read_params(path, expected, max_bytes=None):
     """{name: np.ndarray} from an .npz, checked against `expected` {name: (shape, dtype)}.
 
     Each member's .npy header is read and checked (numeric dtype, no Python
     objects, the declared shape and dtype) before its data; data is read in
     chunks as it arrives, so a header claiming more than the file holds costs
-    nothing. FileNotFoundError if the file is absent; ProgramFormatError for
-    anything wrong inside it.
+    nothing. All parameters together may take at most `max_bytes` (default:
+    `default_max_bytes` of the file's size), checked from the headers before
+    any data is inflated. FileNotFoundError if the file is absent;
+    ProgramFormatError for anything wrong inside it.
     """
     source = os.fspath(path)
+    if max_bytes is not None and (not _is_int(max_bytes) or max_bytes < 0):
+        raise ValueError(f"max_bytes must be a non-negative int or None, not {max_bytes!r}")
     with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        limit = default_max_bytes(size) if max_bytes is None else max_bytes
         try:
-            return _read_npz(fh, source, expected)
+            return _read_npz(fh, source, expected, _Budget(limit, size, max_bytes is None))
         except ProgramFormatError:
             raise
         except Exception as e:  # noqa: BLE001 - zipfile/npy parsing of hostile bytes fails in many ways
@@ -556,7 +615,22 @@ def read_params(path, expected):
                                      f"{str(e)[:200]})") from None
 
 
-def _read_npz(fh, source, expected):
+class _Budget:
+    """Bytes the parameters may still take."""
+
+    def __init__(self, limit, file_size, default):
+        self.limit, self.left, self.file_size, self.default = limit, limit, file_size, default
+
+    def take(self, name, nbytes, fail):
+        if nbytes > self.left:
+            how = (f"{PARAMS_RATIO}x the file's {self.file_size} bytes + {PARAMS_SLACK >> 20} MiB" if self.default
+                   else "max_bytes")
+            fail(f"parameter '{name}' would bring the parameters to {self.limit - self.left + nbytes} bytes, over "
+                 f"the limit of {self.limit} bytes ({how}); pass load(..., max_bytes=N) to allow more")
+        self.left -= nbytes
+
+
+def _read_npz(fh, source, expected, budget):
     def fail(message):
         raise ProgramFormatError(f"{source}: {message}")
 
@@ -573,14 +647,14 @@ def _read_npz(fh, source, expected):
             if info.flag_bits & 0x1 or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
                 fail(f"parameter '{name}' is encrypted or uses an unsupported compression")
             with zf.open(info) as member:
-                arrays[name] = _read_npy(member, name, expected[name], fail)
+                arrays[name] = _read_npy(member, name, expected[name], fail, budget)
     missing = sorted(set(expected) - set(arrays))
     if missing:
         fail(f"missing parameter(s) {missing}")
     return arrays
 
 
-def _read_npy(member, name, expected, fail):
+def _read_npy(member, name, expected, fail, budget):
     shape_expected, dtype_expected = expected
     version = np.lib.format.read_magic(member)
     if version == (1, 0):
@@ -602,6 +676,7 @@ def _read_npy(member, name, expected, fail):
     if any(n < 0 for n in shape) or math.prod(shape) > MAX_ELEMENTS:
         fail(f"parameter '{name}' has an absurd shape {brief(shape)}")
     nbytes = math.prod(shape) * dtype.itemsize
+    budget.take(name, nbytes, fail)
     data = bytearray()
     while len(data) < nbytes:
         chunk = member.read(min(_CHUNK, nbytes - len(data)))

@@ -47,9 +47,13 @@ def save(obj, path, input_spec=None):
     return _deploy.save_program(program, path)
 
 
-def load(path, device="cpu"):
-    """A callable LoadedProgram running the saved Program (no Python source needed)."""
-    return _deploy.load_program(path, device=device)
+def load(path, device="cpu", max_bytes=None, max_iterations=None):
+    """A callable LoadedProgram running the saved Program (no Python source needed).
+
+    `max_bytes` raises the limit on the parameters' size (default: 16x the .npz file's
+    size + 64 MiB); `max_iterations` bounds each run of a `while` loop (opt-in).
+    """
+    return _deploy.load_program(path, device=device, max_bytes=max_bytes, max_iterations=max_iterations)
 
 
 def export_python(obj, path, input_spec=None, device="cpu"):

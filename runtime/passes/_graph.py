@@ -195,3 +195,31 @@ def move_var(var, block):
         del old.vars[var.name]
     var.block = block
     block.vars[var.name] = var
+
+
+class Insertions:
+    """Ops to insert before anchor ops, applied to each block in one rebuild of its op list.
+
+    (One `list.index` + slice insert per anchor is quadratic in a block with many loops.)
+    """
+
+    def __init__(self):
+        self.before = {}        # id(anchor op) -> ops to run just before it
+        self.blocks = {}        # id(block) -> block with pending insertions
+
+    def add(self, anchor, ops):
+        self.before.setdefault(id(anchor), []).extend(ops)
+        self.blocks[id(anchor.block)] = anchor.block
+
+    def apply(self, block):
+        if self.blocks.pop(id(block), None) is None:
+            return
+        ops = []
+        for op in block.ops:
+            ops.extend(self.before.pop(id(op), ()))
+            ops.append(op)
+        block.ops = ops
+
+    def apply_all(self):
+        for block in list(self.blocks.values()):
+            self.apply(block)

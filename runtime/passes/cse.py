@@ -25,12 +25,15 @@ def eliminate_common_subexpressions(program):
     def resolve(x):
         return mapping.get(id(x), x) if isinstance(x, Variable) else x
 
-    def visit(block, table):
+    table = {}      # key -> first op, for the block being visited and the blocks enclosing it
+
+    def visit(block):
+        added = []
         for op in block.ops:
             op.inputs = [resolve(x) for x in op.inputs]
             if op.type in CONTROL_FLOW:
                 for sub in sub_blocks(op):
-                    visit(sub, dict(table))
+                    visit(sub)
                 continue
             key = _key(op)
             if key is None:
@@ -38,25 +41,37 @@ def eliminate_common_subexpressions(program):
             first = table.get(key)
             if first is None:
                 table[key] = op
+                added.append(key)
                 continue
             for mine, theirs in zip(op.outputs, first.outputs):
                 mapping[id(mine)] = theirs
             dead.add(id(op))
         block.results = [resolve(x) for x in block.results]
+        for key in added:           # a sibling block must not see this block's ops (no copy per block)
+            del table[key]
 
-    visit(program.global_block, {})
+    visit(program.global_block)
     replace_uses(program, mapping)
     remove_ops(program, dead)
     return finish(program)
+
+
+# Attrs bigger than this (a constant's values) are not compared: the key would cost as much
+# as the data, for every such op; two big equal constants stay two ops.
+KEY_BUDGET = 4096
 
 
 def _key(op):
     if not op.outputs or touches_arrays(op) or not is_pure(op):
         return None
     try:
-        return (op.type, tuple(_input_key(x) for x in op.inputs), _attr_key(op.attrs))
-    except TypeError:
+        return (op.type, tuple(_input_key(x) for x in op.inputs), _attr_key(op.attrs, [KEY_BUDGET]))
+    except (TypeError, _TooBig):
         return None
+
+
+class _TooBig(Exception):
+    pass
 
 
 def _input_key(x):
@@ -71,11 +86,14 @@ def _literal(x):
     return x
 
 
-def _attr_key(value):
+def _attr_key(value, budget):
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooBig()
     if isinstance(value, dict):
-        return ("d",) + tuple(sorted((str(k), _attr_key(v)) for k, v in value.items()))
+        return ("d",) + tuple(sorted((str(k), _attr_key(v, budget)) for k, v in value.items()))
     if isinstance(value, (list, tuple)):
-        return ("l",) + tuple(_attr_key(v) for v in value)
+        return ("l",) + tuple(_attr_key(v, budget) for v in value)
     if isinstance(value, (bool, int, float, str, type(None))):
         return (type(value).__name__, _literal(value))
     hash(value)

@@ -24,8 +24,8 @@ def eliminate_dead_code(program):
     defs, owner, param_of = {}, {}, {}
     for block in program.blocks:
         for op in block.ops:
-            for o in op.outputs:
-                defs[id(o)] = op
+            for k, o in enumerate(op.outputs):
+                defs[id(o)] = (op, k)
             for sub in sub_blocks(op):
                 owner[sub.idx] = op
             if op.type == "while":
@@ -73,11 +73,10 @@ def eliminate_dead_code(program):
         if id(v) in param_of:
             need_state(*param_of[id(v)])
             continue
-        op = defs.get(id(v))
-        if op is None:
+        if id(v) not in defs:
             continue                                  # a Program input
+        op, k = defs[id(v)]
         need_op(op)
-        k = next(i for i, o in enumerate(op.outputs) if o is v)
         if op.type == "cond":
             for sub in sub_blocks(op):
                 need(sub.results[k])
@@ -89,24 +88,24 @@ def eliminate_dead_code(program):
         if id(op) in dead:
             continue
         if op.type == "cond":
-            keep = [k for k, o in enumerate(op.outputs) if id(o) in live_vars]
+            keep = {k for k, o in enumerate(op.outputs) if id(o) in live_vars}
             if len(keep) < len(op.outputs):
                 _drop_outputs(op, keep)
                 for sub in sub_blocks(op):
-                    sub.results = [sub.results[k] for k in keep]
+                    sub.results = [r for k, r in enumerate(sub.results) if k in keep]
         elif op.type == "while":
-            keep = [k for k in range(len(op.outputs)) if (id(op), k) in live_states]
+            keep = {k for k in range(len(op.outputs)) if (id(op), k) in live_states}
             if len(keep) < len(op.outputs):
                 cb, bb = sub_blocks(op)
                 n = len(op.outputs)
                 _drop_outputs(op, keep)
-                op.inputs = [op.inputs[k] for k in keep] + op.inputs[n:]
+                op.inputs = [x for k, x in enumerate(op.inputs[:n]) if k in keep] + op.inputs[n:]
                 for sub in (cb, bb):
                     for k, p in enumerate(sub.params):
                         if k not in keep and sub.vars.get(p.name) is p:
                             del sub.vars[p.name]
-                    sub.params = [sub.params[k] for k in keep]
-                bb.results = [bb.results[k] for k in keep]
+                    sub.params = [p for k, p in enumerate(sub.params) if k in keep]
+                bb.results = [r for k, r in enumerate(bb.results) if k in keep]
     remove_ops(program, dead)
     return finish(program)
 
@@ -116,4 +115,4 @@ def _drop_outputs(op, keep):
     for k, o in enumerate(op.outputs):
         if k not in keep and block.vars.get(o.name) is o:
             del block.vars[o.name]
-    op.outputs = [op.outputs[k] for k in keep]
+    op.outputs = [o for k, o in enumerate(op.outputs) if k in keep]

@@ -161,19 +161,26 @@ def _uses(program):
 
 
 def _grow(root, defs, uses, taken):
+    """The region: root and every producer all of whose value's reads are region ops.
+
+    A worklist, linear in the region's reads: each member counts its reads of each
+    value once; a producer joins when those counts reach all of its value's reads.
+    (Joining only makes the test easier for others, so the fixed point is the same
+    whatever order members join in.)
+    """
     members = {id(root): root}
-    changed = True
-    while changed:
-        changed = False
-        for op in list(members.values()):
-            for v in op.input_vars():
-                producer = defs.get(id(v))
-                if (producer is None or id(producer) in members or id(producer) in taken
-                        or not _fusable(producer)):
-                    continue
-                if all(u is not None and id(u) in members for u in uses.get(id(v), ())):
-                    members[id(producer)] = producer
-                    changed = True
+    inside = {}                 # id(v) -> reads of v by members so far
+    todo = [root]
+    while todo:
+        op = todo.pop()
+        for v in op.input_vars():
+            inside[id(v)] = inside.get(id(v), 0) + 1
+            producer = defs.get(id(v))
+            if (producer is None or id(producer) in members or id(producer) in taken
+                    or inside[id(v)] != len(uses.get(id(v), ())) or not _fusable(producer)):
+                continue
+            members[id(producer)] = producer
+            todo.append(producer)
     return list(members.values())
 
 

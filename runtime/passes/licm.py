@@ -36,8 +36,8 @@ unused slices; P is limited to GATHER_LIMIT elements.
 from ..ir import Variable
 from ..ops.registry import REGISTRY
 from . import register_pass
-from ._graph import (CONTROL_FLOW, CREATION, blocks_under, finish, is_pure, is_static, move_var, size_of,
-                     sub_blocks, touches_arrays)
+from ._graph import (CONTROL_FLOW, CREATION, Insertions, blocks_under, finish, is_pure, is_static, move_var,
+                     size_of, sub_blocks, touches_arrays)
 
 # Ops that cannot raise once the tracer has checked their (fully static) shapes.
 SAFE_WHEN_STATIC = frozenset([
@@ -50,8 +50,10 @@ GATHER_LIMIT = 1 << 24
 
 @register_pass("licm")
 def hoist_loop_invariants(program):
+    pending = Insertions()
     for op in _loops_inner_first(program):
-        _hoist(op)
+        _hoist(op, pending)
+    pending.apply_all()
     return finish(program)
 
 
@@ -68,18 +70,20 @@ def _loops_inner_first(program):
     return out
 
 
-def _defined_inside(loop):
+def _defined_inside(loop, pending):
+    """ids of the values the loop's blocks (nested ones too) define; what inner loops hoisted is placed first."""
     inside = set()
     for block in blocks_under(loop):
+        pending.apply(block)
         inside.update(id(p) for p in block.params)
         for op in block.ops:
             inside.update(id(o) for o in op.outputs)
     return inside
 
 
-def _hoist(loop):
+def _hoist(loop, pending):
     cond_block, body = sub_blocks(loop)
-    inside = _defined_inside(loop)
+    inside = _defined_inside(loop, pending)     # inner loops' hoisted ops may move on out of this one
     hoisted = []
     for block in (cond_block, body):
         kept = []
@@ -93,17 +97,11 @@ def _hoist(loop):
                 kept.append(op)
         block.ops = kept
     if hoisted:
-        _insert_before(loop, hoisted)
-
-
-def _insert_before(loop, ops):
-    parent = loop.block
-    at = parent.ops.index(loop)
-    for op in ops:
-        op.block = parent
-        for o in op.outputs:
-            move_var(o, parent)
-    parent.ops[at:at] = ops
+        for op in hoisted:
+            op.block = loop.block
+            for o in op.outputs:
+                move_var(o, loop.block)
+        pending.add(loop, hoisted)
 
 
 def _movable(op, in_condition):
@@ -132,14 +130,16 @@ def cannot_fail(op):
 
 @register_pass("hoist_gather_matmul")
 def hoist_gather_matmul(program):
+    pending = Insertions()
     for loop in _loops_inner_first(program):
-        _batch_gathers(loop)
+        _batch_gathers(loop, pending)
+    pending.apply_all()
     return finish(program)
 
 
-def _batch_gathers(loop):
+def _batch_gathers(loop, pending):
     body = sub_blocks(loop)[1]
-    inside = _defined_inside(loop)
+    inside = _defined_inside(loop, pending)
     defs = {id(o): op for op in body.ops for o in op.outputs}
     products = []
     for op in body.ops:
@@ -167,8 +167,7 @@ def _batch_gathers(loop):
         op.inputs = [product] + list(gather.inputs[1:])
         op.attrs = {"index": index}
     if products:
-        at = loop.block.ops.index(loop)
-        loop.block.ops[at:at] = products
+        pending.add(loop, products)
 
 
 def _first_axis_scalar(index, dynamic):

@@ -10,6 +10,7 @@ import json
 import os
 import random
 import signal
+import time
 import tracemalloc
 import zipfile
 
@@ -18,7 +19,8 @@ import pytest
 
 import runtime as rt
 from runtime.deploy import load_program, save_program
-from runtime.serialization import MAX_BLOCK_DEPTH, MAX_LOOP_DEPTH, ProgramFormatError, write_params
+from runtime.serialization import (MAX_BLOCK_DEPTH, MAX_LOOP_DEPTH, ProgramFormatError, default_max_bytes,
+                                   write_params)
 
 W = rt.tensor(np.arange(12, dtype=np.float32).reshape(4, 3) / 10)
 
@@ -225,7 +227,15 @@ MUTATIONS = {
     "attrs list": (lambda d: _matmul(d).__setitem__("attrs", []), "'attrs' is list"),
     "attr not identifier": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("a b", 1), "not an identifier"),
     "attr keyword": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("lambda", 1), "not an identifier"),
-    "attr unknown": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("evil", 1), "does not accept"),
+    "attr unknown": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("evil", 1), "does not declare"),
+    "assert extra attr": (lambda d: ops(d, "assert")[0]["attrs"].__setitem__("evil", 1),
+                          r"attr\(s\) \['evil'\] that the op does not declare"),
+    "assert attr names xp": (lambda d: ops(d, "assert")[0]["attrs"].__setitem__("xp", 1), "does not declare"),
+    "assert attr names input": (lambda d: ops(d, "assert")[0]["attrs"].__setitem__("cond", 1), "does not accept"),
+    "assert no input": (lambda d: ops(d, "assert")[0]["attrs"].clear() or ops(d, "assert")[0]["inputs"].clear(),
+                           "does not accept"),
+    "cond extra attr": (lambda d: ops(d, "cond")[0]["attrs"].__setitem__("evil", 1), "does not declare"),
+    "attr fullwidth": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("\uff41xis", 0), "not an identifier"),
     "attr bad axis": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("axis", 7), "does not accept"),
     "attr axis str": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("axis", "abc"), "does not accept"),
     "attr deep": (lambda d: ops(d, "sum")[0]["attrs"].__setitem__("axis", json.loads("[" * 120 + "]" * 120)),
@@ -477,7 +487,9 @@ def test_header_claiming_8_gib_allocates_nothing(files):
     files.write_npz(buf.getvalue())
     tracemalloc.start()
     try:
-        files.fails(r"'big' is truncated \(16 of 8589934592 bytes\)", files.npz_path)
+        files.fails(r"'big' would bring the parameters to 85899\d+ bytes, over the limit", files.npz_path)
+        with pytest.raises(ProgramFormatError, match=r"'big' is truncated \(16 of 8589934592 bytes\)"):
+            load_program(files.prefix, max_bytes=2 ** 34)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -496,6 +508,124 @@ def test_deflate_bomb_is_bounded_by_the_declared_shape(files):
     finally:
         tracemalloc.stop()
     assert peak < 8 * 2 ** 20
+
+
+def _with_big_parameter(files, shape, dtype="float32"):
+    """The save plus a persistable input 'big' of `shape`, declared consistently in the JSON."""
+    doc = files.doc()
+    doc["blocks"][0]["vars"].append({"name": "big", "shape": list(shape), "dtype": dtype, "persistable": True})
+    doc["inputs"].append("big")
+    doc["parameters"].append({"name": "big", "shape": list(shape), "dtype": dtype})
+    files.write_json(doc)
+
+
+def test_deflate_bomb_of_a_declared_huge_parameter_is_refused_before_inflating(files):
+    """128 KiB of deflated zeros that the JSON and npy header both call a 128 MiB parameter."""
+    shape = (2 ** 25,)
+    _with_big_parameter(files, shape)
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": shape})
+    buf = io.BytesIO()
+    write_params(buf, {_param_name(files): _good_weight()})
+    with zipfile.ZipFile(buf, "a", zipfile.ZIP_DEFLATED, compresslevel=1) as zf, \
+            zf.open("big.npy", "w", force_zip64=True) as member:
+        member.write(header.getvalue())
+        zeros = bytes(2 ** 24)
+        for _ in range(4 * shape[0] // len(zeros)):
+            member.write(zeros)
+    files.write_npz(buf.getvalue())
+    size = os.path.getsize(files.npz_path)
+    assert size < 2 ** 20
+    tracemalloc.start()
+    try:
+        error = files.fails("over the limit", files.npz_path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2 ** 20
+    assert f"limit of {default_max_bytes(size)} bytes" in str(error) and "max_bytes=" in str(error)
+
+
+def test_max_bytes_sets_the_limit(files):
+    _with_big_parameter(files, (1000,))
+    name = _param_name(files)
+    big = np.arange(1000, dtype=np.float32)
+    files.write_npz(_npz({name: _good_weight(), "big": big}, zipfile.ZIP_DEFLATED))
+    np.testing.assert_array_equal(files.load().state_dict()["big"].numpy(), big)     # under the default
+    with pytest.raises(ProgramFormatError, match="over the limit of 4000 bytes .max_bytes."):
+        load_program(files.prefix, max_bytes=4000)                                    # 48 + 4000 bytes
+    assert load_program(files.prefix, max_bytes=4048).state_dict()["big"].shape == (1000,)
+    with pytest.raises(ValueError, match="max_bytes"):
+        load_program(files.prefix, max_bytes=-1)
+
+
+def test_transpiler_load_passes_the_limits_through(files):
+    import transpiler
+    with pytest.raises(ProgramFormatError, match="over the limit of 10 bytes"):
+        transpiler.load(files.prefix, max_bytes=10)
+    loaded = transpiler.load(files.prefix, max_iterations=0)
+    with pytest.raises(rt.IterationLimitError, match="ran more than 0 iterations"):
+        loaded(np.ones((2, 4), np.float32))
+
+
+# --- huge literals, endless loops ------------------------------------------------------------
+
+def test_huge_assert_message_is_not_pasted_into_the_plan(files):
+    message = "m" * (8 * 2 ** 20)
+    doc = files.doc()
+    ops(doc, "assert")[0]["attrs"]["message"] = message
+    files.write_json(doc)
+    loaded = files.load()
+    plan = loaded.executor.compile(loaded.program)
+    assert len(plan.source) < 20000
+    with pytest.raises(AssertionError) as info:
+        loaded(np.full((2, 4), np.nan, np.float32))
+    assert str(info.value).startswith(message)
+
+
+def test_huge_constant_compiles_in_linear_time():
+    """A 4 MiB constant: not compared element by element by cse, not pasted into source."""
+    c = np.arange(2 ** 19, dtype=np.float64)
+    program, _, _ = rt.trace(lambda x: x + c, [rt.InputSpec([2 ** 19], "float64", "x")])
+    start = time.process_time()
+    plan = rt.Executor().compile(program)
+    assert time.process_time() - start < 3.0
+    assert len(plan.source) < 2000
+    x = np.ones(2 ** 19)
+    np.testing.assert_array_equal(plan.run({"x": x})[0].numpy(), x + c)
+
+
+def _endless(x):
+    i = rt.zeros((), "int64")
+    x, i = rt.while_loop(lambda x, i: i >= 0, lambda x, i: (x + 1.0, i + 1), (x, i))
+    return x
+
+
+def test_max_iterations_bounds_while_loops(tmp_path):
+    program, _, _ = rt.trace(_endless, [rt.InputSpec([2], "float32", "x")])
+    line = _endless.__code__.co_firstlineno + 2
+    with pytest.raises(rt.IterationLimitError, match=rf"while loop at .*test_hostile_files.py:{line} ran more than "
+                                                    r"1000 iterations") as info:
+        rt.Executor(max_iterations=1000).run(program, {"x": np.zeros(2, np.float32)})
+    assert "__" not in str(info.value)
+    save_program(program, tmp_path / "endless")
+    loaded = load_program(tmp_path / "endless", max_iterations=5)
+    with pytest.raises(rt.IterationLimitError, match="ran more than 5 iterations"):
+        loaded(np.zeros(2, np.float32))
+    with pytest.raises(ValueError, match="max_iterations"):
+        rt.Executor(max_iterations=-1)
+
+
+def test_max_iterations_allows_exactly_that_many(files):
+    x = np.ones((2, 4), np.float32)
+    expected = files.load()(x)
+    runs = expected["i"].numpy().item()
+    assert runs >= 2
+    same = load_program(files.prefix, max_iterations=runs)(x)
+    for key in expected:
+        np.testing.assert_array_equal(same[key].numpy(), expected[key].numpy())
+    with pytest.raises(rt.IterationLimitError):
+        load_program(files.prefix, max_iterations=runs - 1)(x)
 
 
 # --- fuzz ---------------------------------------------------------------------------------
@@ -526,7 +656,7 @@ def _get(doc, path):
 
 _ODD_VALUES = [None, True, False, 0, -1, 1, 2, 3, 7, 2 ** 31, 2 ** 62, -2 ** 63, 1.5, float("nan"), "", "x", "while",
                "cond", "matmul", "float64", "object", "*", [], {}, [[]], {"lit": 1}, {"float": "inf"}, ["slice"],
-               {"$": 5}, "__import__('os')", "a b"]
+               {"$": 5}, "__import__('os')", "a b", "\uff58", "x\u00b2", "\u017fum", "m" * 100000]
 
 
 def _mutate_doc(doc, rnd):
@@ -634,3 +764,267 @@ def test_fuzz_json_and_npz(files, saved):
         signal.signal(signal.SIGALRM, previous)
     print(counts)
     assert counts["refused"] > 200 and counts["ran"] > 20, counts
+
+
+# --- names that alias, names that do not compile ----------------------------------------------
+
+def _aliasing_model(x):
+    t = rt.matmul(x, W4)
+    r = rt.reshape(W4, (4, 4))          # a view of the weight
+    return t * 2.0 + 1.0, r             # fused, written in place into the dying matmul result
+
+
+W4 = rt.tensor(np.ones((4, 4), np.float32))
+
+
+def _rename(doc, old, new):
+    """`old` renamed to `new` everywhere in the document."""
+    def walk(node):
+        if isinstance(node, dict):
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return new if node == old else node
+    return walk(doc)
+
+
+@pytest.mark.parametrize("alias", ["\uff52eshape", "re\u017fhape", "ｒｅｓｈａｐｅ"])
+def test_names_that_alias_after_nfkc_are_refused(tmp_path, alias):
+    """`ｒeshape` is `reshape` to Python: the in-place write would land in the weight's view."""
+    program, _, _ = rt.trace(_aliasing_model, [rt.InputSpec([4, 4], "float32", "x")])
+    prefix = str(tmp_path / "m")
+    json_path, _ = save_program(program, prefix)
+    with open(json_path) as f:
+        doc = json.load(f)
+    with open(json_path, "w") as f:
+        json.dump(_rename(doc, "matmul", alias), f)
+    with pytest.raises(ProgramFormatError, match="invalid name"):
+        load_program(prefix)
+
+
+def _run_three_times(program):
+    x = np.ones((4, 4), np.float32)
+    weight = W4.numpy().copy()
+    results = [[t.numpy() for t in rt.Executor().run(program, {"x": x})] for _ in range(3)]
+    np.testing.assert_array_equal(W4.numpy(), weight)
+    np.testing.assert_array_equal(x, np.ones((4, 4), np.float32))
+    return results
+
+
+@pytest.mark.parametrize("new_name", ["\uff52eshape", "y\u00b2-", "\u00b2", "class", "k_add", "x y"])
+def test_generated_names_compile_and_never_alias(new_name):
+    """A Program made in memory with odd names runs as its printed IR says (no SyntaxError, no aliasing)."""
+    program, _, _ = rt.trace(_aliasing_model, [rt.InputSpec([4, 4], "float32", "x")])
+    expected = _run_three_times(program)
+    renamed = program.clone()
+    var = renamed.find_var("matmul")
+    del var.block.vars["matmul"]
+    var.name = new_name
+    var.block.vars[new_name] = var
+    assert new_name in str(renamed)
+    for got in _run_three_times(renamed):
+        for a, b in zip(got, expected[0]):
+            np.testing.assert_array_equal(a, b)
+
+
+# --- feeds at the edge ------------------------------------------------------------------------
+
+def _double(x):
+    return x * 2
+
+
+@pytest.fixture
+def loaded_double(tmp_path):
+    def load(dtype="float32"):
+        program, _, _ = rt.trace(_double, [rt.InputSpec([2], dtype, "x")])
+        save_program(program, str(tmp_path / dtype))
+        return load_program(str(tmp_path / dtype))
+    return load
+
+
+def test_big_endian_input_says_so(loaded_double):
+    with pytest.raises(rt.FeedError, match=r"input 'x': expected float32 in native byte order, got big-endian "
+                                            r"float32 \('>f4'"):
+        loaded_double()(np.ones(2, ">f4"))
+
+
+@pytest.mark.parametrize("dtype, value, match", [
+    ("float32", [1 + 2j, 3j], "list of complex numbers"),
+    ("float32", ["1", "2"], "list of strings"),
+    ("float32", [1, [2]], "cannot make an array"),
+    ("uint8", [1.5, 2.0], "list of floats"),
+    ("uint8", [300, 1], "out of bounds"),
+    ("int32", 2.5, "got 2.5, which int32 cannot hold"),
+])
+def test_python_values_that_do_not_fit_are_a_feed_error_naming_the_input(loaded_double, dtype, value, match):
+    with pytest.raises(rt.FeedError, match=rf"input 'x' \({dtype}") as info:
+        loaded_double(dtype)(value)
+    assert info.match(match)
+
+
+def test_python_values_that_fit_are_converted(loaded_double):
+    np.testing.assert_array_equal(loaded_double()([1, 2]).numpy(), np.float32([2, 4]))
+    np.testing.assert_array_equal(loaded_double("complex64")([1j, 2]).numpy(), np.complex64([2j, 4]))
+    np.testing.assert_array_equal(loaded_double("int64")([True, 3]).numpy(), np.int64([2, 6]))
+
+
+# --- fuzz: Unicode names, deflate bombs, huge literals, long op chains ----------------------------
+
+def _all_names(doc):
+    return [v["name"] for b in doc["blocks"] for v in b["vars"]]
+
+
+def _nfkc_alias(name, rnd):
+    """A name Python reads as `name` (fullwidth letters, long s, ligatures) or a non-ASCII look-alike."""
+    i = rnd.randrange(len(name))
+    c = name[i]
+    if c.isascii() and c.isalnum():
+        c = rnd.choice([chr(ord(c) + 0xFEE0), "\u017f" if c == "s" else chr(ord(c) + 0xFEE0), c + "\u0301"])
+    else:
+        c = rnd.choice(["\u00b2", "\u00e9", "\ufb01", "\u212a", "\u2168", "\U0001d431"])
+    return name[:i] + c + name[i + 1:]
+
+
+_CHAIN_OPS = [("add", 2), ("multiply", 2), ("subtract", 2), ("maximum", 2), ("tanh", 1), ("negative", 1),
+              ("abs", 1), ("sin", 1)]
+
+
+def _long_chain(doc, n, rnd):
+    """doc with n elementwise ops appended to block 0 (from input 'x', returned as one more output),
+    and a NumPy function computing that output."""
+    block = doc["blocks"][0]
+    x = doc["inputs"][0]
+    prev, steps = x, []
+    for k in range(n):
+        op_type, arity = rnd.choice(_CHAIN_OPS)
+        name = f"chain_{k}"
+        block["vars"].append({"name": name, "shape": [-1, 4], "dtype": "float32"})
+        other = rnd.choice(["prev", "x", 0.5, 2, -1.0, True]) if arity == 2 else None
+        encoded = {"prev": prev, "x": x}.get(other, {"lit": other})
+        block["ops"].append({"type": op_type, "inputs": [prev] + ([encoded] if arity == 2 else []),
+                             "outputs": [name], "attrs": {}})
+        steps.append((op_type, other))
+        prev = name
+    doc["outputs"].append(prev)
+    doc["output_tree"] = {"kind": "tuple", "children": [doc["output_tree"], "*"]}
+
+    def oracle(xv):
+        value = xv
+        for op_type, other in steps:
+            args = [value] if other is None else [value, {"prev": value, "x": xv}.get(other, other)]
+            value = getattr(np, op_type)(*args)
+        return value
+    return doc, oracle
+
+
+def test_fuzz_unicode_names_are_refused(files, saved):
+    """A name renamed to a look-alike of any name (its own, another's): refused, whatever it aliases."""
+    rnd = random.Random(7)
+    for _ in range(60):
+        doc = files.doc()
+        names = _all_names(doc)
+        old, target = rnd.choice(names), rnd.choice(names)
+        doc = _rename(doc, old, _nfkc_alias(target, rnd))
+        files.write_json(doc)
+        files.fails("invalid name")
+
+
+def test_fuzz_long_chains_load_fast_and_run_right(files, saved):
+    """Chains of 500 to 3000 random elementwise ops, some mutated: documented outcomes, near-linear cost."""
+    rnd = random.Random(11)
+    x = np.linspace(-2, 2, 8, dtype=np.float32).reshape(2, 4)
+    outcomes = []
+    for i in range(8):
+        n = rnd.choice((500, 1000, 3000))
+        doc, oracle = _long_chain(files.doc(), n, rnd)
+        mutated = i % 3 == 2
+        if mutated:
+            doc = _mutate_doc(doc, rnd)
+        files.write_json(doc)
+        start = time.process_time()
+        try:
+            loaded = load_program(files.prefix, max_iterations=100)
+            loaded.executor.compile(loaded.program)
+        except ProgramFormatError as e:
+            assert mutated and files.json_path in str(e), e
+            outcomes.append("refused")
+            continue
+        assert time.process_time() - start < 1 + n / 500, n
+        try:
+            got = loaded(x)
+        except (rt.FeedError, AssertionError, rt.ProgramRunError):
+            assert mutated
+            outcomes.append("run error")
+            continue
+        except Exception as e:  # an op failed: the error must name it
+            assert mutated and hasattr(e, "op"), repr(e)
+            outcomes.append("run error")
+            continue
+        outcomes.append("ran")
+        if not mutated:
+            np.testing.assert_array_equal(got[1].numpy(), oracle(x))
+    assert outcomes.count("ran") >= 5, outcomes
+
+
+def test_fuzz_huge_literals(files, saved):
+    """Megabyte messages, origins and attr lists: loaded or refused, never pasted into generated source."""
+    rnd = random.Random(13)
+    for i in range(8):
+        doc = files.doc()
+        size = rnd.choice((2 ** 20, 4 * 2 ** 20))
+        where = i % 3
+        if where == 0:
+            ops(doc, "assert")[0]["attrs"]["message"] = rnd.choice("ab\u00e9\"'\\") * size
+        elif where == 1:
+            rnd.choice([op for b in doc["blocks"] for op in b["ops"]])["origin"] = "f.py:" + "9" * size
+        else:
+            ops(doc, "sum")[0]["attrs"]["axis"] = [1] * (size // 4)
+        files.write_json(doc)
+        try:
+            loaded = files.load()
+        except ProgramFormatError as e:
+            assert where == 2 and "does not accept" in str(e), e
+            continue
+        plan = loaded.executor.compile(loaded.program)
+        assert len(plan.source) < 20000
+        loaded(np.ones((2, 4), np.float32))
+
+
+def test_fuzz_deflate_bombs(files, saved):
+    """Bombs of random declared sizes and limits: refused from the headers (memory stays small) or loaded."""
+    rnd = random.Random(17)
+    name = _param_name(files)
+    for _ in range(6):
+        elements = rnd.choice((2 ** 10, 2 ** 20, 2 ** 24))
+        _with_big_parameter(files, (elements,))
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+            zf.writestr(name + ".npy", _npy_bytes(_good_weight()))
+            zf.writestr("big.npy", _npy_bytes(np.zeros(elements, np.float32)))
+        files.write_npz(buf.getvalue())
+        max_bytes = rnd.choice((None, 2 ** 12, 2 ** 27))
+        fits = 48 + 4 * elements <= (default_max_bytes(len(buf.getvalue())) if max_bytes is None else max_bytes)
+        tracemalloc.start()
+        try:
+            if fits:
+                loaded = load_program(files.prefix, max_bytes=max_bytes)
+                assert loaded.state_dict()["big"].shape == (elements,)
+            else:
+                with pytest.raises(ProgramFormatError, match="over the limit"):
+                    load_program(files.prefix, max_bytes=max_bytes)
+                assert tracemalloc.get_traced_memory()[1] < 8 * 2 ** 20
+        finally:
+            tracemalloc.stop()
+
+
+def test_a_variable_named_like_a_builtin_the_plan_calls():
+    """Slice bounds are `int(n)` in the plan: a variable named `int` must not shadow it."""
+    program, _, _ = rt.trace(lambda x, n: x[n:] * 2.0, [rt.InputSpec([5], "float32", "x"),
+                                                       rt.InputSpec([], "int64", "n")])
+    n = next(v for v in program.inputs if v.name == "n")
+    del n.block.vars["n"]
+    n.name = "int"
+    n.block.vars["int"] = n
+    x = np.arange(5, dtype=np.float32)
+    (y,) = rt.Executor().run(program, {"x": x, "int": np.int64(2)})
+    np.testing.assert_array_equal(y.numpy(), x[2:] * 2)

@@ -1,0 +1,154 @@
+"""Pass scaling: each default pass timed on Programs of 2k, 4k, 8k and 16k ops.
+
+Every pass must be near-linear in the number of ops (a 2 MiB Program file, or a
+function of 8000 elementwise ops, must not cost seconds per pass). The shapes:
+  chain   one long elementwise chain (`h = h * a + b`, fused into one op)
+  mixed   elementwise runs broken by reductions and matmuls (many fused ops)
+  loop    the chain inside a `while` body (licm, dce and cse on loop state)
+  branches  a `cond` every few ops (many small blocks: per-block work must not copy the program)
+  loops   a small `while` every few ops (licm and loop-state dce per loop)
+  wide    one `while` with thousands of loop-state values, most of them dead
+Run as `python -m bench.pass_scaling [--sizes 2000 4000 ...] [--shapes chain ...] [--gc]`; prints a
+table of CPU seconds per pass (best of 3, GC paused unless --gc) and the growth of the time from the
+smallest to the largest size over the growth of the op count (about 1 when linear).
+"""
+import argparse
+import gc
+import time
+
+import numpy as np
+
+import runtime as rt
+from runtime import passes as _passes
+from runtime.serialization import clone_program
+
+SIZES = (2000, 4000, 8000, 16000)
+W = rt.tensor(np.full((8, 8), 0.01, np.float32))
+
+
+def chain(n):
+    def f(x):
+        h = x
+        for i in range(n // 2):
+            h = h * 1.0001 + float(i % 7)
+        return h
+    return f
+
+
+def mixed(n):
+    def f(x):
+        h = x
+        for i in range(n // 4):
+            h = h * 0.5 + 1.0
+            if i % 8 == 7:
+                h = rt.matmul(h, W) - rt.sum(h)
+        return h
+    return f
+
+
+def loop(n):
+    def body(h, i):
+        for k in range(n // 2):
+            h = h * 0.999 + float(k % 5)
+        return h, i + 1
+
+    def f(x):
+        i = rt.zeros((), "int64")
+        h, i = rt.while_loop(lambda h, i: i < 3, body, (x, i))
+        return h
+    return f
+
+
+def branches(n):
+    def f(x):
+        h = x
+        for i in range(n // 8):
+            h = h * 0.5 + 1.0
+            h = rt.cond(rt.sum(h) > float(i), lambda: h - 1.0, lambda: h + 1.0)
+        return h
+    return f
+
+
+def loops(n):
+    def f(x):
+        h = x
+        for _ in range(n // 12):
+            h = h * 0.5 + 1.0
+            i = rt.zeros((), "int64")
+            h, i = rt.while_loop(lambda h, i: i < 2, lambda h, i: (h * 0.9 + rt.sum(x), i + 1), (h, i))
+        return h
+    return f
+
+
+def wide(n):
+    k = n // 4
+
+    def body(i, *hs):
+        return (i + 1,) + tuple(h * 0.5 for h in hs)
+
+    def f(x):
+        state = (rt.zeros((), "int64"),) + tuple(x * float(j) for j in range(k))
+        out = rt.while_loop(lambda i, *hs: i < 2, body, state)
+        return out[1] + out[-1]           # the rest of the loop state is dead
+    return f
+
+
+SHAPES = {"chain": chain, "mixed": mixed, "loop": loop, "branches": branches, "loops": loops, "wide": wide}
+
+
+def program_of(shape, n):
+    program, _, _ = rt.trace(SHAPES[shape](n), [rt.InputSpec([8, 8], "float32", "x")])
+    return program
+
+
+def time_passes(program, repeats=3, collect=False):
+    """{pass: best CPU seconds of `repeats`} running the default pipeline in order on a clone, then
+    compiling; with the cyclic GC paused unless `collect` (its full collections grow with the whole
+    heap, which hides how the pass itself scales)."""
+    best = {}
+    for _ in range(repeats):
+        gc.collect()
+        if not collect:
+            gc.disable()
+        try:
+            _time_once(program, best)
+        finally:
+            gc.enable()
+    return best
+
+
+def _time_once(program, best):
+    current = clone_program(program)
+    for name in _passes.DEFAULT_PIPELINE + ["compile"]:
+        start = time.process_time()
+        if name == "compile":
+            rt.executor.compile_plan(current, rt.Executor().backend)
+        else:
+            current = _passes.PASSES[name](current)
+        seconds = time.process_time() - start
+        best[name] = min(best.get(name, seconds), seconds)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=SIZES)
+    parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
+    parser.add_argument("--gc", action="store_true", help="keep the cyclic GC running while timing")
+    args = parser.parse_args(argv)
+    for shape in args.shapes:
+        rows = {}
+        ops = []
+        for n in args.sizes:
+            program = program_of(shape, n)
+            ops.append(sum(1 for _ in program.ops()))
+            for name, seconds in time_passes(program, collect=args.gc).items():
+                rows.setdefault(name, []).append(seconds)
+        print(f"\n{shape}: seconds per pass ({' / '.join(map(str, ops))} ops)")
+        print(f"{'pass':<22}" + "".join(f"{n:>10}" for n in args.sizes) + f"{'scaling':>10}")
+        for name, times in rows.items():
+            growth = (times[-1] / max(times[0], 1e-9)) / (ops[-1] / ops[0])
+            print(f"{name:<22}" + "".join(f"{t:>10.3f}" for t in times) + f"{growth:>10.2f}")
+
+
+if __name__ == "__main__":
+    main()
