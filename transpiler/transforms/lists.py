@@ -3,11 +3,14 @@
     xs.append(v)      →   xs = _jst.convert_append(xs, v)
     x[i] = v          →   x = _jst.convert_setitem(x, i, v)
     x[i] += v         →   x = _jst.convert_setitem(x, i, x[i] + v)
+    xs[i]             →   _jst.convert_getitem(xs, i)      (only for names appended to)
 
 On Python lists/dicts the operators mutate in place and return the same
 object (Python semantics). On Variables they return a new value: a tensor
 array after the append, a functionally updated tensor after setitem, which
-then flows out of branches and loops like any other rebound name.
+then flows out of branches and loops like any other rebound name. A list
+that may become a tensor array is read through `convert_getitem`, so a
+tensor index (`xs[i - 1]` with a loop counter) reads it in the graph.
 """
 import copy
 
@@ -27,9 +30,18 @@ class InPlaceUpdates(Transformer):
             elif isinstance(node, gast.Name) and isinstance(node.ctx, (gast.Store, gast.Param)):
                 bound.add(node.id)
         self.locals = bound - declared
+        self.appended = {node.func.value.id for node in gast.walk(fn_node) if _is_append(node, self.locals)}
         return super().transform(fn_node)
 
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        if isinstance(node.ctx, gast.Load) and isinstance(node.value, gast.Name) and node.value.id in self.appended:
+            call = gast.Call(func=jst("convert_getitem"), args=[node.value, index_expr(node.slice)], keywords=[])
+            return located(call, node)
+        return node
+
     def visit_Expr(self, node):
+        self.generic_visit(node)
         call = node.value
         if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) and call.func.attr == "append"
                 and isinstance(call.func.value, gast.Name) and call.func.value.id in self.locals
@@ -40,6 +52,7 @@ class InPlaceUpdates(Transformer):
         return node
 
     def visit_Assign(self, node):
+        self.generic_visit(node)
         if len(node.targets) == 1 and _is_name_subscript(node.targets[0], self.locals):
             return self._setitem(node, node.targets[0], node.value)
         return node
@@ -57,6 +70,11 @@ class InPlaceUpdates(Transformer):
         call = gast.Call(func=jst("convert_setitem"), args=[load(name), index_expr(target.slice), value],
                          keywords=[])
         return located(gast.Assign(targets=[store(name)], value=call, type_comment=None), node)
+
+
+def _is_append(node, local_names):
+    return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and node.func.attr == "append"
+            and isinstance(node.func.value, gast.Name) and node.func.value.id in local_names)
 
 
 def _is_name_subscript(target, local_names):
