@@ -379,6 +379,40 @@ def convert_append(container, value):
     return container
 
 
+def _is_array(value):
+    return _symbolic(value) and value.kind == "array"
+
+
+def convert_pop(container, *index):
+    """`xs.pop(...)` as (xs after it, the removed item): a tensor array pops in the graph."""
+    if _is_array(container):
+        return rt.array_pop(container, *index)
+    return container, container.pop(*index)
+
+
+def convert_insert(container, index, value):
+    if _is_array(container):
+        return rt.array_insert(container, index, value)
+    container.insert(index, value)
+    return container
+
+
+def convert_extend(container, values):
+    if _is_array(container):
+        for value in values:
+            container = rt.array_append(container, value)
+        return container
+    container.extend(values)
+    return container
+
+
+def convert_delitem(container, index):
+    if _is_array(container):
+        return rt.array_pop(container, index)[0]
+    del container[index]
+    return container
+
+
 def convert_getitem(container, index):
     """`xs[i]`; a Python list of tensors read at a tensor index is read in the graph."""
     if type(container) is list and _symbolic(index) and container:

@@ -338,3 +338,48 @@ def test_list_appended_after_tensor_break_in_loop_with_python_return(scale):
             static(x, 3)
         return
     _same(static(x, 3), append_after_break_with_python_guarded_return(x, 3), "result")
+
+
+def pop_in_tensor_for(x, n):
+    a = []
+    b = [x - 1, x + 1]
+    for i in range(n):
+        a.append(x + i)
+        b.append(x * 2)
+    for _ in range(1):
+        item = a.pop()
+    return a[0], item, b[1], rt.stack(a)
+
+
+def pop_in_tensor_while(x, n):
+    a = []
+    b = [x]
+    b.append(x)
+    b.pop()
+    i = 0
+    while i < n:
+        a.append(x + i)
+        b.append(x - i)
+        i += 1
+        if i % 2 == 1:
+            a.pop()
+    return a[0], b[2], rt.stack(a)
+
+
+def insert_extend_del_in_tensor_loop(x, n):
+    a = [x]
+    i = rt.asarray(0)
+    while i < n:
+        a.insert(0, x * 2.0)
+        a.extend([x + 1, x + 2])
+        del a[1]
+        i = i + 1
+    last = a.pop(0)
+    return rt.stack(a), last
+
+
+@pytest.mark.parametrize("fn, n", [(pop_in_tensor_for, 3), (pop_in_tensor_while, 4),
+                                   (insert_extend_del_in_tensor_loop, 3), (insert_extend_del_in_tensor_loop, 1)])
+def test_list_pop_insert_extend_del_on_lists_grown_in_tensor_loops(fn, n):
+    x = _t([1.0, 2.0])
+    _same(to_static(fn)(x, _t(n, np.int64)), fn(x, _t(n, np.int64)), "result")
