@@ -309,13 +309,12 @@ class StaticFunction:
             return fn(*args, **kwargs)
 
         named = list(self._instance.named_parameters()) if isinstance(self._instance, rt.nn.Layer) else []
-        objects = [self._instance] + [leaf for leaf in leaves if not _is_tensor_like(leaf)]
+        objects = writeback.argument_objects(self._fn, self._instance, *pytree.unflatten(treedef, leaves))
         before = writeback.snapshot(objects)
         try:
             with tracing.parameter_names(named):
                 program, _, _ = rt.trace(body, specs, name=self._fn.__name__)
-            writeback.register_writes(program, before, lambda obj: "self" if obj is self._instance else
-                                      type(obj).__name__)
+            writeback.register_writes(program, before)
         except SymbolicBoolError as e:
             raise _symbolic_bool_conversion_error(e) from None
         except ConversionError:

@@ -14,11 +14,15 @@ What the Program read of those places is checked before each run:
 - a Tensor was fed as an input: the run feeds what the place holds now (the
   Tensor the last run wrote), and traces again if its shape or dtype changed.
 """
+import inspect
 import numbers
 import types
 
+import numpy as np
+
 from runtime import pytree
 from runtime.control_flow import Undefined
+from runtime.errors import ControlFlowError
 from runtime.ir import Variable
 from runtime.state import AttrCell, ContentsCell
 from runtime.tensor import Tensor
@@ -36,8 +40,13 @@ class StateWrites:
         written = [(cell, before, cell.get()) for cell, before in program.written_cells.values()]
         for cell, before, now in written:
             leaves, treedef = pytree.flatten(now)
-            if any(isinstance(v, Variable) and v.block is not program.global_block for v in leaves):
-                continue    # a copy a branch/body worked on: its values ended with it
+            ended = [v for v in leaves if isinstance(v, Variable) and v.block is not program.global_block]
+            if ended:
+                _restore(written)
+                raise ControlFlowError(
+                    f"'{cell.label}' is given a value computed inside a tensor-dependent if/while "
+                    f"({_origin(program, ended[0])}) in a function called from there, so it cannot be carried "
+                    f"out of the graph op; assign it in the function that has the if/while, or return the value")
             old, old_def = pytree.flatten(before)
             slots, numbers_ = [], []
             for k, leaf in enumerate(leaves):
@@ -55,8 +64,7 @@ class StateWrites:
             for k, v in enumerate(old):
                 if isinstance(v, Tensor) and id(v) in params:
                     self.feeds[params[id(v)]] = (cell, k, v)
-        for cell, before, _ in reversed(written):
-            cell._store(before)
+        _restore(written)
         program.written_cells.clear()
 
     def __bool__(self):
@@ -107,6 +115,29 @@ class StateWrites:
             cell._store(pytree.unflatten(treedef, leaves))
 
 
+def _restore(written):
+    for cell, before, _ in reversed(written):
+        cell._store(before)
+
+
+def _origin(program, var):
+    for op in program.ops():
+        if any(out is var for out in op.outputs):
+            return f"at {op.origin}" if op.origin else "in a branch"
+    return "in a branch"
+
+
+def argument_objects(fn, instance, args, kwargs):
+    """{parameter name: object} for `self` and the arguments a function may write attributes on."""
+    try:
+        bound = inspect.signature(fn).bind(*((instance,) if instance is not None else ()), *args, **kwargs)
+    except TypeError:
+        return {}
+    return {name: value for name, value in bound.arguments.items()
+            if value is not None and not isinstance(value, (Tensor, np.ndarray, numbers.Number, str, bytes,
+                                                            tuple, list, dict))}
+
+
 def snapshot(objects):
     """What the objects a trace may write hold before it: attributes, and the contents of list/dict attributes.
 
@@ -114,24 +145,23 @@ def snapshot(objects):
     through no cell; comparing with this after the trace finds them.
     """
     out = []
-    for obj in objects:
+    for name, obj in objects.items():
         attrs = getattr(obj, "__dict__", None)
-        if not isinstance(attrs, dict) or isinstance(obj, (Tensor, type, types.ModuleType, types.FunctionType)):
+        if not isinstance(attrs, dict) or isinstance(obj, (type, types.ModuleType, types.FunctionType)):
             continue
         contents = {k: type(v)(v) for k, v in attrs.items() if type(v) in (list, dict)}
-        out.append((obj, dict(attrs), contents))
+        out.append((name, obj, dict(attrs), contents))
     return out
 
 
-def register_writes(program, snap, label):
+def register_writes(program, snap):
     """Add to `program.written_cells` the places of the snapshot's objects the trace changed.
 
     A Python value written while tracing (`self.calls += 1`) counts too: it is
     stored after each run, and the next call sees that the Program was traced
     with the old value (see `StateWrites.stale`).
     """
-    for obj, attrs, contents in snap:
-        name_of = label(obj)
+    for name_of, obj, attrs, contents in snap:
         for name, value in list(vars(obj).items()):
             if not (_has_variables(value) or _changed(name, value, attrs, contents)):
                 continue

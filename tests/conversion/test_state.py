@@ -383,3 +383,24 @@ def insert_extend_del_in_tensor_loop(x, n):
 def test_list_pop_insert_extend_del_on_lists_grown_in_tensor_loops(fn, n):
     x = _t([1.0, 2.0])
     _same(to_static(fn)(x, _t(n, np.int64)), fn(x, _t(n, np.int64)), "result")
+
+
+class Helper:
+    def __init__(self):
+        self.last = rt.asarray(np.float32(0))
+
+    def remember(self, v):
+        self.last = v * 2
+
+    def run(self, x):
+        if x.sum() > 0:
+            self.remember(x.sum())
+        return x
+
+
+def test_attribute_written_by_a_called_function_inside_a_tensor_if_is_a_clear_error():
+    helper = Helper()
+    line = inspect.getsourcelines(Helper.remember)[1] + 1
+    with pytest.raises(ControlFlowError, match=rf"'self\.last' .*line {line}|'self\.last' .*:{line}"):
+        to_static(Helper.run)(helper, _t([1.0]))
+    assert isinstance(helper.last, rt.Tensor)
