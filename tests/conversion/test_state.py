@@ -404,3 +404,28 @@ def test_attribute_written_by_a_called_function_inside_a_tensor_if_is_a_clear_er
     with pytest.raises(ControlFlowError, match=rf"'self\.last' .*line {line}|'self\.last' .*:{line}"):
         to_static(Helper.run)(helper, _t([1.0]))
     assert isinstance(helper.last, rt.Tensor)
+
+
+class Shared:
+    def __init__(self):
+        self.t = rt.asarray(np.float32([1.0, 2.0]))
+
+    def step(self, x):
+        if x.sum() > 0:
+            self.t = self.t * 0.5 + x
+        return x
+
+    def read(self, x):
+        return self.t * x
+
+
+def test_another_function_reads_what_a_write_back_left_on_the_object():
+    eager, static = Shared(), Shared()
+    step, read = to_static(Shared.step), to_static(Shared.read)
+    x = _t([1.0, 1.0])
+    for _ in range(3):
+        _same(read(static, x), Shared.read(eager, x), "read")
+        step(static, x)
+        Shared.step(eager, x)
+        _same(static, eager, "state")
+    _same(read(static, x), Shared.read(eager, x), "read after steps")
