@@ -429,3 +429,30 @@ def test_another_function_reads_what_a_write_back_left_on_the_object():
         Shared.step(eager, x)
         _same(static, eager, "state")
     _same(read(static, x), Shared.read(eager, x), "read after steps")
+
+
+class Monitored(rt.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = rt.nn.Linear(3, 3)
+        self.hits = rt.asarray(np.float32(0))
+        self.stats = {"max": rt.asarray(np.float32(-1e9))}
+
+    def forward(self, x):
+        y = self.fc(x)
+        if y.sum() > 0:
+            self.hits = self.hits + 1
+        self.stats["max"] = rt.maximum(self.stats["max"], y.max())
+        return y
+
+
+def test_layer_counters_and_stats_are_written_back_every_call():
+    eager, static_layer = Monitored(), Monitored()
+    static_layer.load_state_dict(eager.state_dict())
+    forward = to_static(static_layer.forward)
+    for seed in range(4):
+        x = rt.tensor(np.random.default_rng(seed).standard_normal((2, 3)).astype(np.float32))
+        _same(forward(x), eager(x), "output")
+        _same(static_layer.hits, eager.hits, "hits")
+        _same(static_layer.stats, eager.stats, "stats")
+    assert forward.cache_size == 1
