@@ -230,7 +230,7 @@ class StaticFunction:
                 traced = None
         if traced is None:
             try:
-                traced = self._trace(key, leaves, treedef, positions)
+                traced = self._trace(key, leaves, treedef, positions, (args, kwargs))
             except ConversionError as e:
                 if self._full_graph:
                     raise
@@ -290,8 +290,9 @@ class StaticFunction:
         params = list(inspect.signature(self._fn).parameters)
         return params[1:] if self._instance is not None else params
 
-    def _trace(self, key, leaves, treedef, positions):
+    def _trace(self, key, leaves, treedef, positions, call=None):
         fn = self.traceable()
+        containers = writeback.ArgumentWrites(self._fn, self._instance, call)
         specs = []
         names = self._param_names()
         for n, i in enumerate(positions):
@@ -306,6 +307,7 @@ class StaticFunction:
             for i, var in zip(positions, variables):
                 filled[i] = var
             args, kwargs = pytree.unflatten(treedef, filled)
+            containers.traced_with(args, kwargs)
             return fn(*args, **kwargs)
 
         named = list(self._instance.named_parameters()) if isinstance(self._instance, rt.nn.Layer) else []
@@ -315,6 +317,7 @@ class StaticFunction:
             with tracing.parameter_names(named):
                 program, _, _ = rt.trace(body, specs, name=self._fn.__name__)
             writeback.register_writes(program, before)
+            containers.register(program)
         except SymbolicBoolError as e:
             raise _symbolic_bool_conversion_error(e) from None
         except ConversionError:

@@ -165,15 +165,48 @@ def _origin(program, var):
     return "in a branch"
 
 
-def argument_objects(fn, instance, args, kwargs):
-    """{parameter name: object} for `self` and the arguments a function may write attributes on."""
+def _arguments(fn, instance, args, kwargs):
     try:
-        bound = inspect.signature(fn).bind(*((instance,) if instance is not None else ()), *args, **kwargs)
+        return inspect.signature(fn).bind(*((instance,) if instance is not None else ()), *args, **kwargs).arguments
     except TypeError:
         return {}
-    return {name: value for name, value in bound.arguments.items()
+
+
+def argument_objects(fn, instance, args, kwargs):
+    """{parameter name: object} for `self` and the arguments a function may write attributes on."""
+    return {name: value for name, value in _arguments(fn, instance, args, kwargs).items()
             if value is not None and not isinstance(value, (Tensor, np.ndarray, numbers.Number, str, bytes,
                                                             tuple, list, dict))}
+
+
+def _containers(fn, instance, args, kwargs):
+    return {name: value for name, value in _arguments(fn, instance, args, kwargs).items()
+            if type(value) in (list, dict)}
+
+
+class ArgumentWrites:
+    """List/dict arguments: the trace sees copies rebuilt from the call's leaves (tensors as inputs);
+    what the function changes in them goes to the caller's own containers, like any written place."""
+
+    def __init__(self, fn, instance, call):
+        self.fn, self.instance, self.call, self.seen = fn, instance, call, []
+
+    def traced_with(self, args, kwargs):
+        """Called with the rebuilt arguments just before the function runs."""
+        self.seen = [(name, copy, type(copy)(copy)) for name, copy in
+                     _containers(self.fn, self.instance, args, kwargs).items()]
+
+    def register(self, program):
+        if self.call is None:
+            return
+        originals = _containers(self.fn, self.instance, *self.call)
+        for name, copy, initial in self.seen:
+            original = originals.get(name)
+            if type(original) is not type(copy) or not _contents_changed(initial, copy):
+                continue
+            cell = ContentsCell(original, name)
+            program.written_cells[cell.identity()] = (cell, type(original)(original))
+            cell._store(copy)
 
 
 def snapshot(objects):
@@ -219,13 +252,14 @@ def register_writes(program, snap):
 def _changed(name, value, attrs, contents):
     if name not in attrs or value is not attrs[name]:
         return True
-    if name in contents:
-        old = contents[name]
-        if len(old) != len(value):
-            return True
-        pairs = zip(old.values(), value.values()) if isinstance(old, dict) else zip(old, value)
-        return (isinstance(old, dict) and list(old) != list(value)) or any(a is not b for a, b in pairs)
-    return False
+    return name in contents and _contents_changed(contents[name], value)
+
+
+def _contents_changed(old, new):
+    if len(old) != len(new):
+        return True
+    pairs = zip(old.values(), new.values()) if isinstance(old, dict) else zip(old, new)
+    return (isinstance(old, dict) and list(old) != list(new)) or any(a is not b for a, b in pairs)
 
 
 def _has_variables(value):

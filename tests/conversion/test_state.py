@@ -456,3 +456,28 @@ def test_layer_counters_and_stats_are_written_back_every_call():
         _same(static_layer.hits, eager.hits, "hits")
         _same(static_layer.stats, eager.stats, "stats")
     assert forward.cache_size == 1
+
+
+def fill_dict_argument(d, x):
+    d["b"] = x * 2
+    if x.sum() > 0:
+        d["a"] = d["a"] + x
+    else:
+        d["a"] = d["a"] - 1
+    return x
+
+
+def test_a_dict_argument_holds_what_the_function_wrote():
+    run_both(fill_dict_argument, lambda: {"a": _t([1.0, 1.0])}, [(_t([1.0, 2.0]),), (_t([-3.0, 1.0]),),
+                                                                 (_t([2.0, 2.0]),), (_t([-1.0, -1.0]),)])
+
+
+def extend_list_argument(items, x):
+    if x.sum() > 0:
+        items[0] = items[0] + x
+    items.append(x)
+    return x
+
+
+def test_a_list_argument_holds_what_the_function_wrote():
+    run_both(extend_list_argument, lambda: [_t([0.0])], [(_t([1.0]),), (_t([-2.0]),), (_t([3.0]),)])

@@ -26,7 +26,7 @@ import gast
 from ..analysis import Anno, getanno, maybe_defined_in
 from .base import Transformer, const, jst, load, located, store
 from .jumps import BREAK_FLAG
-from .state import state_keyword
+from .state import changed_arguments, state_keyword
 
 
 def _names_tuple(names):
@@ -83,7 +83,7 @@ class ControlFlow(Transformer):
         live_in = getanno(node, Anno.LIVE_IN)
         live_out = getanno(node, Anno.LIVE_OUT)
         modified = body_act.modified | else_act.modified
-        outputs = sorted(modified & live_out)
+        outputs = sorted(modified & (live_out | changed_arguments(self.ctx.fn_node, node.body + node.orelse)))
         params = sorted(modified & (live_in | set(outputs)))
         namer = self.ctx.namer
         true_name, false_name = namer.new("true_fn"), namer.new("false_fn")
@@ -100,7 +100,7 @@ class ControlFlow(Transformer):
         node.body = self.visit_block(node.body)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         live_in, live_out = getanno(node, Anno.LIVE_IN), getanno(node, Anno.LIVE_OUT)
-        loop_vars = sorted(body_act.modified & (live_in | live_out))
+        loop_vars = sorted(body_act.modified & (live_in | live_out | changed_arguments(self.ctx.fn_node, node.body)))
         namer = self.ctx.namer
         cond_name, body_name = namer.new("while_cond"), namer.new("while_body")
         stmts = self._undefined_inits(node, loop_vars, live_in)
@@ -119,7 +119,8 @@ class ControlFlow(Transformer):
         live_in, live_out = getanno(node, Anno.LIVE_IN), getanno(node, Anno.LIVE_OUT)
         targets = target_act.modified
         break_flag = getattr(node, BREAK_FLAG, None)
-        loop_vars = set((body_act.modified | targets) & (live_in | live_out))
+        loop_vars = set((body_act.modified | targets) & (live_in | live_out | changed_arguments(self.ctx.fn_node,
+                                                                                                node.body)))
         if break_flag:
             loop_vars.add(break_flag)
         loop_vars = sorted(loop_vars)
