@@ -430,7 +430,8 @@ class _Reader:
         params = list(signature.parameters.values())
         if any(p.kind is p.VAR_KEYWORD for p in params):
             return
-        declared = {p.name for p in params[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        declared = {p.name for p in params[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                    and not p.name.startswith("_")}       # `_fn=...` defaults bind a kernel, never a file's attr
         unknown = sorted(set(attrs) - declared)
         if unknown:
             self.fail(f"{where} has attr(s) {brief(unknown)} that the op does not declare")

@@ -26,6 +26,8 @@ from .naming import Namer
 from .parsing import parse_function
 from .transforms import convert_node
 from .transforms.calls import is_library_module
+from . import writeback
+from .writeback import StateWrites
 
 _code_cache = {}                              # original code object -> (converted code, source text)
 _function_cache = weakref.WeakKeyDictionary()  # original function -> converted function
@@ -150,13 +152,14 @@ def to_source(fn):
 # --- static functions ----------------------------------------------------------------------
 
 class _Traced:
-    __slots__ = ("program", "plan", "param_tensors", "n_inputs")
+    __slots__ = ("program", "plan", "param_tensors", "n_inputs", "state")
 
-    def __init__(self, program, plan, n_inputs):
+    def __init__(self, program, plan, n_inputs, state):
         self.program = program
         self.plan = plan
         self.n_inputs = n_inputs
         self.param_tensors = [program.parameters[v.name] for v in program.inputs[n_inputs:]]
+        self.state = state      # writeback.StateWrites: objects the function writes
 
 
 class StaticFunction:
@@ -219,9 +222,15 @@ class StaticFunction:
         leaves, treedef = pytree.flatten((args, kwargs))
         key, positions = self._signature(leaves, treedef)
         traced = self._cache.get(key)
+        if traced is not None and traced.state:
+            stale = traced.state.stale()
+            if stale is not None:
+                self.retrace_reasons.append(stale)
+                del self._cache[key]
+                traced = None
         if traced is None:
             try:
-                traced = self._trace(key, leaves, treedef, positions)
+                traced = self._trace(key, leaves, treedef, positions, (args, kwargs))
             except ConversionError as e:
                 if self._full_graph:
                     raise
@@ -231,7 +240,7 @@ class StaticFunction:
                 return self.rollback()(*args, **kwargs)
         plan = traced.plan
         arrays = [_array(leaves[i], plan.backend) for i in positions]
-        for t in traced.param_tensors:
+        for t in writeback.current(traced.state.param_tensors(traced.param_tensors)):
             if t.backend is not plan.backend:
                 raise _device_mismatch(t, traced, plan)
             arrays.append(t.data)
@@ -239,10 +248,12 @@ class StaticFunction:
         backend = plan.backend
         if not kwargs:
             calls = self.__dict__.setdefault("_fast_calls", {})
-            if key not in calls:
+            if key not in calls or getattr(calls[key], "generation", None) != writeback.GENERATION[0]:
                 calls[key] = _fast_call(self, traced, args, key)
             self._fast_call = calls[key]
-        return tracing.rebuild_outputs(traced.program, [wrap_output(o, backend) for o in outs])
+        outs = [wrap_output(o, backend) for o in outs]
+        traced.state.store(outs)
+        return tracing.rebuild_outputs(traced.program, outs)
 
     def get_program(self, *args, optimized=False, **kwargs):
         """The Program for these arguments (Tensors, arrays or InputSpecs), as traced or after passes."""
@@ -279,8 +290,9 @@ class StaticFunction:
         params = list(inspect.signature(self._fn).parameters)
         return params[1:] if self._instance is not None else params
 
-    def _trace(self, key, leaves, treedef, positions):
+    def _trace(self, key, leaves, treedef, positions, call=None):
         fn = self.traceable()
+        containers = writeback.ArgumentWrites(self._fn, self._instance, call)
         specs = []
         names = self._param_names()
         for n, i in enumerate(positions):
@@ -295,12 +307,17 @@ class StaticFunction:
             for i, var in zip(positions, variables):
                 filled[i] = var
             args, kwargs = pytree.unflatten(treedef, filled)
+            containers.traced_with(args, kwargs)
             return fn(*args, **kwargs)
 
         named = list(self._instance.named_parameters()) if isinstance(self._instance, rt.nn.Layer) else []
+        objects = writeback.argument_objects(self._fn, self._instance, *pytree.unflatten(treedef, leaves))
+        before = writeback.snapshot(objects)
         try:
             with tracing.parameter_names(named):
                 program, _, _ = rt.trace(body, specs, name=self._fn.__name__)
+            writeback.register_writes(program, before)
+            containers.register(program)
         except SymbolicBoolError as e:
             raise _symbolic_bool_conversion_error(e) from None
         except ConversionError:
@@ -311,9 +328,10 @@ class StaticFunction:
                 raise
             located.original = e
             raise located from None
+        state = StateWrites(program, [program.parameters[v.name] for v in program.inputs[len(positions):]])
         device = _device(leaves[positions[0]]) if positions else "cpu"
-        plan = Executor(device, self._passes).compile(program)
-        traced = _Traced(program, plan, len(positions))
+        plan = Executor(device, self._passes).compile(state.runnable(program))
+        traced = _Traced(program, plan, len(positions), state)
         if self._cache:
             self.retrace_reasons.append(_retrace_reason(list(self._cache)[-1], key))
         self._cache[key] = traced
@@ -341,6 +359,8 @@ def _fast_call(static, traced, args, key):
     arguments the guard does not handle (nests, arrays, other objects).
     """
     from runtime.executor import _located
+    if traced.state:
+        return None     # objects to write after each run: the general path
     plan, program = traced.plan, traced.program
     backend = plan.backend
     ns = {"MISS": _MISS, "blocks": tracing._blocks, "Tensor": rt.Tensor, "BE": backend, "FN": plan.fn,
@@ -373,12 +393,14 @@ def _fast_call(static, traced, args, key):
     if static._instance is not None and key[2] is not None:
         ns["TRAINING"] = key[2]
         lines += ["if getattr(INST, 'training', None) != TRAINING:", "    return MISS"]
-    for j, t in enumerate(traced.param_tensors):
+    for j, t in enumerate(writeback.current(traced.param_tensors)):
         ns[f"P{j}"] = t
         feeds.append(f"P{j}.data")
     if traced.param_tensors:
         lines += ["if " + " or ".join(f"P{j}.backend is not BE" for j in range(len(traced.param_tensors))) + ":",
                   "    return MISS"]
+    ns["GEN"], ns["G0"] = writeback.GENERATION, writeback.GENERATION[0]
+    lines += ["if GEN[0] != G0:", "    return MISS"]       # a write-back replaced a captured tensor
     lines += ["try:", f"    outs = FN({', '.join(feeds)})", "except Exception as e:",
               "    raise LOCATED(e, PLAN) from None"]
     wrapped = [f"(Tensor(outs[{k}], BE) if outs[{k}].__class__ is ND else WRAP(outs[{k}], BE))"
@@ -393,6 +415,7 @@ def _fast_call(static, traced, args, key):
         lines.append(f"return REBUILD(PROGRAM, [{', '.join(wrapped)}])")
     source = "def fast(args):\n" + "\n".join("    " + line for line in lines) + "\n"
     exec(compile(source, f"<dy2static call {static._fn.__qualname__}>", "exec"), ns)
+    ns["fast"].generation = ns["G0"]
     return ns["fast"]
 
 

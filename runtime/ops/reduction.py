@@ -31,11 +31,18 @@ def _reduction_infer(name):
 
 
 _OPS = {}
-for _name in REDUCTIONS:
-    def _kernel(xp, x, axis=None, keepdims=False, _fn=_name, **extra):
-        if "correction" in extra:           # NumPy spells the array API's correction ddof
-            extra["ddof"] = extra.pop("correction")
-        return getattr(xp, _fn)(x, axis=axis, keepdims=keepdims, **extra)
+for _name in REDUCTIONS:      # kernels bind their NumPy function by a default (what export copies)
+    if _EXTRA.get(_name) == "dtype":
+        def _dtype_kernel(xp, x, axis=None, keepdims=False, dtype=None, _fn=_name):
+            return getattr(xp, _fn)(x, axis=axis, keepdims=keepdims, dtype=dtype)
+        _kernel = _dtype_kernel
+    elif _EXTRA.get(_name) == "correction":
+        def _correction_kernel(xp, x, axis=None, keepdims=False, correction=0.0, _fn=_name):
+            return getattr(xp, _fn)(x, axis=axis, keepdims=keepdims, ddof=correction)   # NumPy's ddof
+        _kernel = _correction_kernel
+    else:
+        def _kernel(xp, x, axis=None, keepdims=False, _fn=_name):
+            return getattr(xp, _fn)(x, axis=axis, keepdims=keepdims)
     _OPS[_name] = register(OpDef(_name, _kernel, _reduction_infer(_name)))
 
 

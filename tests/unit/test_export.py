@@ -150,7 +150,7 @@ def test_module_imports_only_numpy_and_reads_like_code(tmp_path):
         for out in op.outputs:
             assert f"{out.name} = " in code or f"{out.name}, " in code
     assert "xp.matmul(x, " in code                        # template inlined
-    assert "def k_sum(xp, x, axis=None, keepdims=False, _fn='sum', **extra):" in source   # kernel copied once
+    assert "def k_sum(xp, x, axis=None, keepdims=False, dtype=None, _fn='sum'):" in source   # kernel copied once
     assert source.count("def k_sum(") == 1 and code.count("k_sum(xp, ") == 2
 
 

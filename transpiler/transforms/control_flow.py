@@ -26,6 +26,7 @@ import gast
 from ..analysis import Anno, getanno, maybe_defined_in
 from .base import Transformer, const, jst, load, located, store
 from .jumps import BREAK_FLAG
+from .state import changed_arguments, state_keyword
 
 
 def _names_tuple(names):
@@ -67,6 +68,12 @@ def _call(op, args):
     return gast.Call(func=jst(op), args=args, keywords=[])
 
 
+def _add_state(call, composites, bound):
+    keyword = state_keyword(composites, bound)
+    if keyword is not None:
+        call.keywords.append(keyword)
+
+
 class ControlFlow(Transformer):
     def visit_If(self, node):
         node.body = self.visit_block(node.body)
@@ -76,7 +83,7 @@ class ControlFlow(Transformer):
         live_in = getanno(node, Anno.LIVE_IN)
         live_out = getanno(node, Anno.LIVE_OUT)
         modified = body_act.modified | else_act.modified
-        outputs = sorted(modified & live_out)
+        outputs = sorted(modified & (live_out | changed_arguments(self.ctx.fn_node, node.body + node.orelse)))
         params = sorted(modified & (live_in | set(outputs)))
         namer = self.ctx.namer
         true_name, false_name = namer.new("true_fn"), namer.new("false_fn")
@@ -85,6 +92,7 @@ class ControlFlow(Transformer):
         stmts.append(_def(false_name, params, node.orelse + _return(outputs), node))
         call = _call("convert_ifelse", [node.test, load(true_name), load(false_name), _names_tuple(params),
                                         _str_tuple(outputs)])
+        _add_state(call, body_act.composites | else_act.composites, modified)
         stmts.append(_bind(outputs, located(call, node), node))
         return stmts
 
@@ -92,7 +100,7 @@ class ControlFlow(Transformer):
         node.body = self.visit_block(node.body)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         live_in, live_out = getanno(node, Anno.LIVE_IN), getanno(node, Anno.LIVE_OUT)
-        loop_vars = sorted(body_act.modified & (live_in | live_out))
+        loop_vars = sorted(body_act.modified & (live_in | live_out | changed_arguments(self.ctx.fn_node, node.body)))
         namer = self.ctx.namer
         cond_name, body_name = namer.new("while_cond"), namer.new("while_body")
         stmts = self._undefined_inits(node, loop_vars, live_in)
@@ -100,6 +108,7 @@ class ControlFlow(Transformer):
         stmts.append(_def(body_name, loop_vars, node.body + _return(loop_vars), node))
         call = _call("convert_while", [load(cond_name), load(body_name), _names_tuple(loop_vars),
                                        _str_tuple(loop_vars)])
+        _add_state(call, body_act.composites, body_act.modified)
         stmts.append(_bind(loop_vars, located(call, node), node))
         return stmts
 
@@ -110,7 +119,8 @@ class ControlFlow(Transformer):
         live_in, live_out = getanno(node, Anno.LIVE_IN), getanno(node, Anno.LIVE_OUT)
         targets = target_act.modified
         break_flag = getattr(node, BREAK_FLAG, None)
-        loop_vars = set((body_act.modified | targets) & (live_in | live_out))
+        loop_vars = set((body_act.modified | targets) & (live_in | live_out | changed_arguments(self.ctx.fn_node,
+                                                                                                node.body)))
         if break_flag:
             loop_vars.add(break_flag)
         loop_vars = sorted(loop_vars)
@@ -130,7 +140,9 @@ class ControlFlow(Transformer):
             test = gast.UnaryOp(op=gast.Not(), operand=load(break_flag))
             stmts.append(_def(test_name, loop_vars, [located(gast.Return(value=test), node)], node))
             args.append(load(test_name))
-        stmts.append(_bind(loop_vars, located(_call("convert_for", args), node), node))
+        call = _call("convert_for", args)
+        _add_state(call, body_act.composites, body_act.modified | targets)
+        stmts.append(_bind(loop_vars, located(call, node), node))
         return stmts
 
     def _undefined_inits(self, node, names, live_in):
