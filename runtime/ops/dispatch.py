@@ -16,11 +16,11 @@ from .rules import Spec, promote_operand
 from ..dtypes import result_type
 
 _CPU = get_backend("cpu")
-_blocks = tracing._blocks
+_state = tracing._state      # per thread: .blocks is the stack being recorded into
 
 
 def apply(opdef, inputs, attrs, device=None):
-    if _blocks:
+    if _state.blocks:
         return record(opdef, inputs, attrs)
     return run_eager(opdef, inputs, attrs, device)
 
@@ -83,7 +83,7 @@ def explain_failure(opdef, inputs, attrs, error):
 
 
 def record(opdef, inputs, attrs):
-    block = _blocks[-1]
+    block = _state.blocks[-1]
     ins = [as_input(x, block, opdef.name) for x in inputs]
     if opdef.promote:
         ins = cast_weak_operands(ins)
