@@ -372,6 +372,10 @@ class StaticFunction:
         named = list(self._instance.named_parameters()) if isinstance(self._instance, rt.nn.Layer) else []
         try:
             with guards.recording() as reads, tracing.parameter_names(named):
+                args, kwargs = pytree.unflatten(treedef, leaves)
+                labels = {**{id(a): name for a, name in zip(args, names)}, **{id(v): k for k, v in kwargs.items()}}
+                for obj in keep:
+                    reads.argument(obj, labels.get(id(obj), "an argument"))
                 fn = self.traceable()
 
                 def body(*variables):
@@ -595,19 +599,24 @@ def _check_against_spec(value, spec, name):
                         f"cast it with .astype('{spec.dtype.name}')")
 
 
-def to_static(fn=None, *, input_spec=None, full_graph=True, passes=None):
-    """Convert fn (a function or method) into a StaticFunction; usable bare or with arguments."""
+def to_static(fn=None, *, input_spec=None, full_graph=True, passes=None, max_signatures=None):
+    """Convert fn (a function or method) into a StaticFunction; usable bare or with arguments.
+
+    `max_signatures` bounds the traced Programs kept (default DEFAULT_MAX_SIGNATURES): past
+    it the least recently used one is dropped (and retraced if it is needed again).
+    """
     def wrap(f):
         if isinstance(f, StaticFunction):
-            if input_spec is None and passes is None and full_graph:
+            if input_spec is None and passes is None and full_graph and max_signatures is None:
                 return f
             return StaticFunction(f._fn, input_spec if input_spec is not None else f._input_spec, full_graph,
-                                  passes if passes is not None else f._passes, f._instance)
+                                  passes if passes is not None else f._passes, f._instance,
+                                  max_signatures or f._max_signatures)
+        limit = DEFAULT_MAX_SIGNATURES if max_signatures is None else max_signatures
         if isinstance(f, types.MethodType):
-            static = StaticFunction(f.__func__, input_spec, full_graph, passes)
+            static = StaticFunction(f.__func__, input_spec, full_graph, passes, max_signatures=limit)
             return static.__get__(f.__self__, type(f.__self__))
         if not isinstance(f, types.FunctionType):
             raise TypeError(f"to_static expects a function or method, got {type(f).__name__}")
-        return StaticFunction(f, input_spec, full_graph, passes)
+        return StaticFunction(f, input_spec, full_graph, passes, max_signatures=limit)
     return wrap if fn is None else wrap(fn)
-

@@ -120,11 +120,11 @@ class Watch:
         if value is old and (self.kind != "value" or not _is_mutable(old)):
             return None
         if value is MISS:
-            return f"{self.label}: {_show(old)} -> (gone)"
+            return f"{self.label}: {show_frozen(self.frozen) if self.kind == 'value' else _show(old)} -> (gone)"
         if self.kind == "value":
             if freeze(value) == self.frozen:
                 return None
-            return f"{self.label}: {_show(old)} -> {_show(value)}"
+            return f"{self.label}: {show_frozen(self.frozen)} -> {_show(value)}"
         if self.kind == "tensor" and isinstance(value, Tensor):
             meta = _tensor_meta(value)
             if meta == self.frozen:
@@ -198,6 +198,12 @@ class Reads:
         self._places = set()
         self._codes = set()            # code of the noted functions and of the functions nested in them
         self._objects = set()          # (id, names) of objects whose attributes were noted
+        self._arguments = []           # (object, label): arguments keyed by identity, read like globals
+
+    def argument(self, obj, label):
+        """An argument object (keyed by identity): the attributes of it that noted code names are guarded too."""
+        if _is_user_object(obj):
+            self._arguments.append((obj, label))
 
     def function(self, fn, instance=None):
         """Note what fn (about to run under tracing, bound to `instance` if a method) may read."""
@@ -219,10 +225,14 @@ class Reads:
             self._place(f"closure variable '{name}'", cell, None, value, names, 0)
         if instance is not None:
             self._attributes(instance, "self", names, 0)
+        for obj, label in self._arguments:
+            self._attributes(obj, label, names, 0)
 
     def _place(self, label, container, name, value, names, depth, shadow=None):
         key = (id(container), name)
         if key in self._places:
+            if depth < _MAX_DEPTH and _is_user_object(value):
+                self._attributes(value, label.split(" ")[-1].strip("'"), names, depth + 1)
             return
         self._places.add(key)
         if isinstance(value, Tensor):
@@ -270,6 +280,8 @@ def _is_user_object(value):
         return not is_library_module(value.__name__)
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
         return False
+    if type(value) is types.SimpleNamespace:
+        return True
     cls = value if isinstance(value, type) else type(value)
     return not is_library_module(getattr(cls, "__module__", None)) and hasattr(value, "__dict__")
 

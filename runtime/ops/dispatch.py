@@ -107,10 +107,10 @@ def as_input(x, block, op_name):
         return x
     if isinstance(x, Tensor):
         return tracing.lift_tensor(x)
+    if isinstance(x, (np.ndarray, np.generic)):       # before literals: np.float64 subclasses float yet is strong
+        return constant(x)
     if x is None or isinstance(x, LITERAL_TYPES):
         return x
-    if isinstance(x, (np.ndarray, np.generic)):
-        return constant(x)
     if isinstance(x, Undefined):
         raise x.error()
     raise TypeError(f"{op_name}: cannot use a value of type {type(x).__name__} as an input")

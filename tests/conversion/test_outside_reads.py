@@ -1,0 +1,163 @@
+"""Values read from outside the function (globals, attributes, closure cells) behave as in Python: a tensor is
+read when the Program runs, so rebinding the name to another tensor is seen by the next call (retracing only
+when its shape or dtype differs); a Python value is baked in and guarded, so when it changes the next call
+retraces and `retrace_reasons` says which value changed. A stale Program never runs."""
+import types
+
+import numpy as np
+
+import runtime as rt
+from transpiler import to_static
+
+P = rt.asarray(np.float32(2.0))
+FLAG = True
+SETTINGS = types.SimpleNamespace(offset=1.0)
+SIZES = [1, 2]
+
+
+def uses_global_tensor(x):
+    return x * P
+
+
+def uses_flag(x):
+    if FLAG:
+        return x + 1
+    return x - 1
+
+
+def uses_settings(x):
+    return x + SETTINGS.offset
+
+
+def uses_list(x):
+    for s in SIZES:
+        x = x * s
+    return x
+
+
+def _x():
+    return rt.tensor(np.float32([1, 2]))
+
+
+def test_rebinding_a_global_tensor_is_seen_without_retracing():
+    global P
+    static = to_static(uses_global_tensor)
+    np.testing.assert_array_equal(static(_x()).numpy(), [2, 4])
+    saved = P
+    try:
+        P = rt.asarray(np.float32(10.0))
+        np.testing.assert_array_equal(static(_x()).numpy(), [10, 20])
+        assert static.cache_size == 1 and static.retrace_reasons == []
+        P = rt.asarray(np.float32([1, -1]))                 # another shape: retraced
+        np.testing.assert_array_equal(static(_x()).numpy(), [1, -2])
+        assert static.retrace_reasons == ["global 'P': shape () -> (2,)"]
+    finally:
+        P = saved
+
+
+def test_changed_global_flag_retraces_and_says_why():
+    global FLAG
+    static = to_static(uses_flag)
+    np.testing.assert_array_equal(static(_x()).numpy(), [2, 3])
+    try:
+        FLAG = False
+        np.testing.assert_array_equal(static(_x()).numpy(), [0, 1])
+        assert static.retrace_reasons == ["global 'FLAG': True -> False"]
+    finally:
+        FLAG = True
+    np.testing.assert_array_equal(static(_x()).numpy(), [2, 3])
+
+
+def test_attribute_of_a_global_object_is_guarded():
+    static = to_static(uses_settings)
+    np.testing.assert_array_equal(static(_x()).numpy(), [2, 3])
+    SETTINGS.offset = 0.5
+    try:
+        np.testing.assert_array_equal(static(_x()).numpy(), [1.5, 2.5])
+        assert static.retrace_reasons == ["SETTINGS.offset: 1.0 -> 0.5"]
+    finally:
+        SETTINGS.offset = 1.0
+
+
+def test_a_global_list_changed_in_place_is_guarded():
+    static = to_static(uses_list)
+    np.testing.assert_array_equal(static(_x()).numpy(), [2, 4])
+    SIZES.append(3)
+    try:
+        np.testing.assert_array_equal(static(_x()).numpy(), [6, 12])
+        assert static.retrace_reasons == ["global 'SIZES': [1, 2] -> [1, 2, 3]"]
+    finally:
+        SIZES.pop()
+
+
+class Model:
+    scale = 2.0                                  # a class attribute, until an instance sets its own
+
+    def __init__(self):
+        self.tol = 0.5
+        self.w = rt.tensor(np.float32([1, 1]))
+
+    @to_static
+    def forward(self, x):
+        y = x * self.w * self.scale
+        if rt.sum(y) > self.tol:
+            return y
+        return -y
+
+
+def test_attributes_python_values_are_guarded_and_tensors_reread():
+    m = Model()
+    x = _x()
+    np.testing.assert_array_equal(m.forward(x).numpy(), [2, 4])
+    m.tol = 100.0
+    np.testing.assert_array_equal(m.forward(x).numpy(), [-2, -4])
+    assert m.forward.retrace_reasons == ["self.tol: 0.5 -> 100.0"]
+    m.w = rt.tensor(np.float32([3, 3]))          # another tensor, same shape: seen, not retraced
+    np.testing.assert_array_equal(m.forward(x).numpy(), [-6, -12])
+    m.scale = 1.0                                # shadows the class attribute
+    np.testing.assert_array_equal(m.forward(x).numpy(), [-3, -6])
+    Model.scale = 2.0
+    assert m.forward.retrace_reasons[1:] == ["self.scale: 2.0 -> (gone)"]
+    assert m.forward.cache_size == 1
+
+
+def make_closure():
+    w = rt.tensor(np.float32(3.0))
+    k = 1
+
+    def f(x):
+        return x * w + k
+
+    def rebind(new_w, new_k):
+        nonlocal w, k
+        w, k = new_w, new_k
+    return f, rebind
+
+
+def test_closure_cells_are_reread_and_guarded():
+    f, rebind = make_closure()
+    static = to_static(f)
+    np.testing.assert_array_equal(static(_x()).numpy(), [4, 7])
+    rebind(rt.tensor(np.float32(2.0)), 1)
+    np.testing.assert_array_equal(static(_x()).numpy(), [3, 5])
+    assert static.retrace_reasons == []
+    rebind(rt.tensor(np.float32(2.0)), 10)
+    np.testing.assert_array_equal(static(_x()).numpy(), [12, 14])
+    assert static.retrace_reasons == ["closure variable 'k': 1 -> 10"]
+
+
+COUNT = 0
+
+
+def counts_calls(x):
+    global COUNT
+    COUNT += 1
+    return x + COUNT
+
+
+def test_a_python_value_the_function_changes_is_never_stale():
+    global COUNT
+    static = to_static(counts_calls)
+    COUNT = 0
+    got = [static(_x()).numpy().tolist() for _ in range(3)]
+    assert got == [[2, 3], [3, 4], [4, 5]] and COUNT == 3
