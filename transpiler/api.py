@@ -210,6 +210,7 @@ class StaticFunction:
         self._trace_lock = threading.RLock()      # held while tracing only
         self._cache_lock = threading.Lock()       # held for a moment around changes of _cache
         self._newest = None                       # the most recently used key (the end of _cache)
+        self._fast_by_shape = {}                  # first argument's shape -> a fast call (mixed-shape serving)
         self.retrace_reasons = []     # why each trace after the first happened, e.g. "x: shape (2, 3) -> (4, 3)"
         self._fallback = None
         self._bound = weakref.WeakKeyDictionary()
@@ -260,6 +261,13 @@ class StaticFunction:
             out = fast(args)
             if out is not _MISS:
                 return out
+            if args and args[0].__class__ is rt.Tensor:    # mixed signatures: the fast call of this shape
+                fast = self._fast_by_shape.get(args[0].data.shape)
+                if fast is not None:
+                    out = fast(args)
+                    if out is not _MISS:
+                        self._fast_call = fast
+                        return out
         if tracing.current_block() is not None:
             return self.traceable()(*args, **kwargs)
         if self._fallback is not None:
@@ -288,6 +296,8 @@ class StaticFunction:
                 traced.fast = _fast_call(self, traced, args, key) or False
             if traced.fast:
                 self._fast_call = traced.fast
+                if args and args[0].__class__ is rt.Tensor:
+                    self._fast_by_shape[args[0].data.shape] = traced.fast
         return tracing.rebuild_outputs(traced.program, [wrap_output(o, backend) for o in outs])
 
     def get_program(self, *args, optimized=False, **kwargs):
@@ -415,9 +425,11 @@ class StaticFunction:
             while len(self._cache) > self._max_signatures:
                 evicted.append(self._cache.popitem(last=False)[1])
             size = len(self._cache)
-            fast = self.__dict__.get("_fast_call")
-            if fast is not None and any(fast is e.fast for e in evicted):
+            dropped = {id(e.fast) for e in evicted if e.fast}
+            if id(self.__dict__.get("_fast_call")) in dropped:
                 self.__dict__.pop("_fast_call", None)
+            if dropped:
+                self._fast_by_shape = {k: f for k, f in self._fast_by_shape.items() if id(f) not in dropped}
         recent = "; ".join(self.retrace_reasons[-3:])
         if size in WARN_AT and not (old is not None and len(evicted) == 1):
             warnings.warn(f"{self._fn.__qualname__} has been traced for {size} input signatures "
