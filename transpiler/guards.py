@@ -95,24 +95,34 @@ def _is_mutable(value):
 # --- where a value is read from -------------------------------------------------------------
 
 class Watch:
-    """One place the trace may have read (`label` says where, in the user's words) and what it held."""
+    """One place the trace may have read (`label` says where, in the user's words) and what it held.
 
-    __slots__ = ("label", "container", "name", "shadow", "kind", "expected", "frozen")
+    `source` says how to read it: "dict" (`container.get(name)`: globals, an object's or a
+    class's `__dict__`, a Layer's registry, a dict's item), "cell" (a closure cell), "item"
+    (`container[name]` of a list or tuple) or "len" (`len(container)`).
+    """
 
-    def __init__(self, label, container, name, value, kind, shadow=None):
-        self.label, self.container, self.name, self.shadow = label, container, name, shadow
+    __slots__ = ("label", "source", "container", "name", "shadow", "kind", "expected", "frozen")
+
+    def __init__(self, label, source, container, name, value, kind, shadow=None):
+        self.label, self.source, self.container, self.name, self.shadow = label, source, container, name, shadow
         self.kind, self.expected = kind, value
         self.frozen = freeze(value) if kind == "value" else (_tensor_meta(value) if kind == "tensor" else None)
 
     def read(self):
-        if self.name is None:                       # a closure cell
+        source, container = self.source, self.container
+        if source == "dict":
+            if self.shadow is not None and self.name in self.shadow:
+                return MISS
+            return container.get(self.name, MISS)
+        if source == "cell":
             try:
-                return self.container.cell_contents
+                return container.cell_contents
             except ValueError:
                 return MISS
-        if self.shadow is not None and self.name in self.shadow:
-            return MISS
-        return self.container.get(self.name, MISS)
+        if source == "item":
+            return container[self.name] if len(container) > self.name else MISS
+        return len(container)
 
     def mismatch(self, value):
         """None when `value` may stand where the trace saw `expected`; else why not, in words."""
@@ -136,17 +146,19 @@ class Watch:
 
     def code(self, i, ns):
         """Lines of the fast call reading this place into `w{i}` and returning MISS when it does not fit."""
-        ns[f"W{i}"] = self
-        ns[f"E{i}"] = self.expected
-        if self.name is None:
-            ns[f"C{i}"] = self.container
-            lines = ["try:", f"    w{i} = C{i}.cell_contents", "except ValueError:", "    return MISS"]
-        else:
-            ns[f"D{i}"] = self.container
-            lines = [f"w{i} = D{i}.get({self.name!r}, MISS)"]
+        ns[f"W{i}"], ns[f"E{i}"], ns[f"C{i}"], ns[f"K{i}"] = self, self.expected, self.container, self.name
+        key = repr(self.name) if type(self.name) in (str, int) else f"K{i}"
+        if self.source == "dict":
+            lines = [f"w{i} = C{i}.get({key}, MISS)"]
             if self.shadow is not None:
                 ns[f"S{i}"] = self.shadow
-                lines += [f"if {self.name!r} in S{i}:", "    return MISS"]
+                lines += [f"if {key} in S{i}:", "    return MISS"]
+        elif self.source == "cell":
+            lines = ["try:", f"    w{i} = C{i}.cell_contents", "except ValueError:", "    return MISS"]
+        elif self.source == "item":
+            lines = [f"w{i} = C{i}[{key}] if len(C{i}) > {key} else MISS"]
+        else:
+            lines = [f"w{i} = len(C{i})"]
         if self.kind == "value" and _is_mutable(self.expected):
             test = f"W{i}.mismatch(w{i}) is not None"
         elif self.kind == "identity":
@@ -222,13 +234,13 @@ class Reads:
                 value = cell.cell_contents
             except ValueError:
                 continue
-            self._place(f"closure variable '{name}'", cell, None, value, names, 0)
+            self._place(f"closure variable '{name}'", cell, None, value, names, 0, source="cell")
         if instance is not None:
             self._attributes(instance, "self", names, 0)
         for obj, label in self._arguments:
             self._attributes(obj, label, names, 0)
 
-    def _place(self, label, container, name, value, names, depth, shadow=None):
+    def _place(self, label, container, name, value, names, depth, shadow=None, source="dict"):
         key = (id(container), name)
         if key in self._places:
             if depth < _MAX_DEPTH and _is_user_object(value):
@@ -236,16 +248,32 @@ class Reads:
             return
         self._places.add(key)
         if isinstance(value, Tensor):
-            self.watches.append(Watch(label, container, name, value, "tensor", shadow))
+            self.watches.append(Watch(label, source, container, name, value, "tensor", shadow))
             return
         if freeze(value) is not None:
-            self.watches.append(Watch(label, container, name, value, "value", shadow))
+            self.watches.append(Watch(label, source, container, name, value, "value", shadow))
             return
         if isinstance(value, types.ModuleType) and is_library_module(value.__name__):
             return                     # `np`, `rt`, `math`: their contents are not the user's state
-        self.watches.append(Watch(label, container, name, value, "identity", shadow))
-        if depth < _MAX_DEPTH and _is_user_object(value):
-            self._attributes(value, label.split(" ")[-1].strip("'"), names, depth + 1)
+        self.watches.append(Watch(label, source, container, name, value, "identity", shadow))
+        if depth >= _MAX_DEPTH:
+            return
+        short = label.split(" ")[-1].strip("'")
+        if _is_user_object(value):
+            self._attributes(value, short, names, depth + 1)
+        elif type(value) in (list, tuple, dict) and len(value) <= _MAX_ITEMS:
+            self._items(value, short, names, depth + 1)
+
+    def _items(self, container, label, names, depth):
+        """A list, tuple or dict holding tensors or objects: its length and every item are watched."""
+        if type(container) is not tuple:
+            self.watches.append(Watch(f"len({label})", "len", container, None, len(container), "value"))
+        if type(container) is dict:
+            for key, value in list(container.items()):
+                self._place(f"{label}[{key!r}]", container, key, value, names, depth)
+        else:
+            for index, value in enumerate(container):
+                self._place(f"{label}[{index}]", container, index, value, names, depth, source="item")
 
     def _attributes(self, obj, label, names, depth):
         if (id(obj), names) in self._objects:

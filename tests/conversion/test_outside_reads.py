@@ -161,3 +161,33 @@ def test_a_python_value_the_function_changes_is_never_stale():
     COUNT = 0
     got = [static(_x()).numpy().tolist() for _ in range(3)]
     assert got == [[2, 3], [3, 4], [4, 5]] and COUNT == 3
+
+
+WEIGHTS = [rt.tensor(np.float32(2.0)), rt.tensor(np.float32(3.0))]
+TABLE = {"scale": rt.tensor(np.float32(5.0)), "shift": 1}
+
+
+def uses_containers(x):
+    for w in WEIGHTS:
+        x = x * w
+    return x * TABLE["scale"] + TABLE["shift"]
+
+
+def test_items_of_captured_lists_and_dicts_are_read_when_the_program_runs():
+    static = to_static(uses_containers)
+    np.testing.assert_array_equal(static(_x()).numpy(), [31, 61])
+    saved = list(WEIGHTS), dict(TABLE)
+    try:
+        WEIGHTS[1] = rt.tensor(np.float32(-1.0))         # another tensor, same shape: read, no retrace
+        TABLE["scale"] = rt.tensor(np.float32(1.0))
+        np.testing.assert_array_equal(static(_x()).numpy(), [-1, -3])
+        assert static.retrace_reasons == []
+        TABLE["shift"] = 0                               # a Python value: retraced
+        np.testing.assert_array_equal(static(_x()).numpy(), [-2, -4])
+        WEIGHTS.append(rt.tensor(np.float32(10.0)))      # one more item: retraced
+        np.testing.assert_array_equal(static(_x()).numpy(), [-20, -40])
+        assert static.retrace_reasons == ["TABLE['shift']: 1 -> 0", "len(WEIGHTS): 2 -> 3"]
+    finally:
+        WEIGHTS[:] = saved[0]
+        TABLE.clear()
+        TABLE.update(saved[1])
