@@ -36,6 +36,7 @@ from .transforms.calls import is_library_module
 MISS = object()
 _MAX_DEPTH = 3                 # attribute levels followed from a global, a closure cell or self
 _MAX_ITEMS = 64                # containers compared by value up to this many items
+_MAX_ARRAY = 1024              # NumPy arrays (baked in as constants) compared by value up to this size
 _local = threading.local()     # .reads: the Reads of the trace this thread is running
 
 
@@ -58,6 +59,8 @@ def freeze(value):
         return (t, value.dtype.str, value.tobytes())
     if t is np.dtype or isinstance(value, np.dtype):
         return (np.dtype, value.str)
+    if t is np.ndarray and value.dtype.kind != "O" and value.size <= _MAX_ARRAY:
+        return (np.ndarray, value.dtype.str, value.shape, value.tobytes())
     if (t is tuple or t is list) and len(value) <= _MAX_ITEMS:
         items = tuple(freeze(v) for v in value)
         return None if None in items else (t, items)
@@ -80,6 +83,9 @@ def show_frozen(frozen):
         return repr(np.frombuffer(frozen[2], dtype=frozen[1])[0])
     if kind is np.dtype:
         return f"dtype({np.dtype(frozen[1]).name!r})"
+    if kind is np.ndarray:
+        text = repr(np.frombuffer(frozen[3], dtype=frozen[1]).reshape(frozen[2]))
+        return text if len(text) <= 60 else text[:57] + "..."
     if kind in (tuple, list):
         inner = ", ".join(show_frozen(f) for f in frozen[1])
         return f"({inner}{',' if len(frozen[1]) == 1 else ''})" if kind is tuple else f"[{inner}]"
@@ -89,7 +95,8 @@ def show_frozen(frozen):
 
 
 def _is_mutable(value):
-    return type(value) in (list, dict) or (type(value) is tuple and any(_is_mutable(v) for v in value))
+    t = type(value)
+    return t in (list, dict, np.ndarray) or (t is tuple and any(_is_mutable(v) for v in value))
 
 
 # --- where a value is read from -------------------------------------------------------------

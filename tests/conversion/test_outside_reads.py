@@ -191,3 +191,22 @@ def test_items_of_captured_lists_and_dicts_are_read_when_the_program_runs():
         WEIGHTS[:] = saved[0]
         TABLE.clear()
         TABLE.update(saved[1])
+
+
+OFFSETS = np.float32([1, 2])
+
+
+def uses_numpy_global(x):
+    return x + OFFSETS
+
+
+def test_a_global_numpy_array_changed_in_place_is_guarded():
+    static = to_static(uses_numpy_global)
+    np.testing.assert_array_equal(static(_x()).numpy(), [2, 4])
+    OFFSETS[0] = 10
+    try:
+        np.testing.assert_array_equal(static(_x()).numpy(), [11, 4])
+        assert static.retrace_reasons == ["global 'OFFSETS': array([1., 2.], dtype=float32) -> "
+                                          "array([10.,  2.], dtype=float32)"]
+    finally:
+        OFFSETS[0] = 1
