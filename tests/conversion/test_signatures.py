@@ -137,3 +137,23 @@ def test_a_failed_run_leaves_cache_and_parameters_as_they_were():
     np.testing.assert_array_equal(W.numpy(), before)
     assert static.cache_size == 1 and static.retrace_reasons == []
     np.testing.assert_array_equal(static(small).numpy(), [2, 4])
+
+
+B = rt.tensor(np.float32([10, 20, 30]))
+
+
+def picks(x, i):
+    y = x * 2
+    return y + B[i]
+
+
+def test_a_kernel_error_while_running_leaves_everything_as_it_was():
+    static = to_static(picks)
+    x = rt.tensor(np.float32([1, 2, 3]))
+    np.testing.assert_array_equal(static(x, rt.tensor(np.int64(1))).numpy(), [22, 24, 26])
+    with pytest.raises(IndexError):
+        static(x, rt.tensor(np.int64(7)))
+    np.testing.assert_array_equal(B.numpy(), [10, 20, 30])
+    np.testing.assert_array_equal(x.numpy(), [1, 2, 3])
+    assert static.cache_size == 1 and static.retrace_reasons == []
+    np.testing.assert_array_equal(static(x, rt.tensor(np.int64(2))).numpy(), [32, 34, 36])
