@@ -19,7 +19,10 @@ code names holds (`Reads.function`), and every later call checks them
 
 Places are found from the code: the names a code object (and the functions
 nested in it) mentions. A place the code names but this trace never read is
-guarded too: at worst that costs a retrace, never a stale Program.
+guarded too: at worst that costs a retrace, never a stale Program. Lists and
+dicts are watched item by item (and by length) up to 64 items, bigger ones by
+identity and length only; what unconverted code (`@not_to_static`, libraries)
+reads is not watched.
 """
 import math
 import struct
@@ -257,7 +260,7 @@ class Reads:
         if isinstance(value, Tensor):
             self.watches.append(Watch(label, source, container, name, value, "tensor", shadow))
             return
-        if freeze(value) is not None:
+        if type(value) not in (list, dict) and freeze(value) is not None:
             self.watches.append(Watch(label, source, container, name, value, "value", shadow))
             return
         if isinstance(value, types.ModuleType) and is_library_module(value.__name__):
@@ -270,9 +273,12 @@ class Reads:
             self._attributes(value, short, names, depth + 1)
         elif type(value) in (list, tuple, dict) and len(value) <= _MAX_ITEMS:
             self._items(value, short, names, depth + 1)
+        elif type(value) in (list, dict):          # too big to check item by item each call: its length only
+            self.watches.append(Watch(f"len({short})", "len", value, None, len(value), "value"))
 
     def _items(self, container, label, names, depth):
-        """A list, tuple or dict holding tensors or objects: its length and every item are watched."""
+        """A list or dict (or a tuple holding tensors or objects): its length and every item are watched,
+        each the way a place is (a changed item is found by identity first: no copy compared per call)."""
         if type(container) is not tuple:
             self.watches.append(Watch(f"len({label})", "len", container, None, len(container), "value"))
         if type(container) is dict:
