@@ -286,9 +286,9 @@ class StaticFunction:
         plan = traced.plan
         backend = plan.backend
         arrays = [_array(leaves[i], backend) for i in positions]
-        for t in params:
+        for j, t in enumerate(params):
             if t.backend is not backend:
-                raise _device_mismatch(t, traced, plan)
+                raise _device_mismatch(traced.program.inputs[traced.n_inputs + j].name, t, plan)
             arrays.append(t.data)
         outs = plan(*arrays)
         if not kwargs:
@@ -304,8 +304,11 @@ class StaticFunction:
         """The Program for these arguments (Tensors, arrays or InputSpecs), as traced or after passes."""
         leaves, treedef = pytree.flatten((args, kwargs))
         key, positions, keep = self._signature(leaves, treedef)
-        traced, _ = self._find_or_trace(key, leaves, treedef, positions, keep)
-        return run_passes(traced.program, self._passes) if optimized else traced.program
+        traced, params = self._find_or_trace(key, leaves, treedef, positions, keep)
+        program = traced.program
+        for var, tensor in zip(program.inputs[traced.n_inputs:], params):
+            program.parameters[var.name] = tensor      # what a call would feed now (a rebound global, ...)
+        return run_passes(program, self._passes) if optimized else program
 
     def _find(self, key):
         """(entry, captured tensors to feed) when a cached Program fits; else (None, why the entry for key did not)."""
@@ -571,8 +574,7 @@ def _returned_undefined(error, converted):
     return UnboundLocalError(f"{error}; it is returned at line {where}\n  File \"{filename}\", line {lines[-1]}")
 
 
-def _device_mismatch(tensor, traced, plan):
-    name = next(n for n, t in traced.program.parameters.items() if t is tensor)
+def _device_mismatch(name, tensor, plan):
     return ValueError(f"parameter '{name}' is on device '{tensor.device}' but the inputs are on device "
                       f"'{plan.backend.name}'; move the layer (or tensor) with .to('{plan.backend.name}')")
 

@@ -210,3 +210,17 @@ def test_a_global_numpy_array_changed_in_place_is_guarded():
                                           "array([10.,  2.], dtype=float32)"]
     finally:
         OFFSETS[0] = 1
+
+
+def test_get_program_holds_the_tensors_a_call_would_feed_now():
+    global P
+    static = to_static(uses_global_tensor)
+    static(_x())
+    saved = P
+    try:
+        P = rt.asarray(np.float32(7.0))
+        program = static.get_program(_x())
+        assert [float(t.numpy()) for t in program.parameters.values()] == [7.0]
+        assert static.cache_size == 1
+    finally:
+        P = saved
