@@ -26,6 +26,8 @@ class _ThreadState(threading.local):
 
 
 _state = _ThreadState()
+_active = [0]                      # threads recording now: while 0, hot paths skip the thread-local lookup
+_active_lock = threading.Lock()
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
 _SKIP_DIRS = (_RUNTIME_DIR, os.path.join(os.path.dirname(_RUNTIME_DIR), "transpiler"))
 
@@ -38,11 +40,17 @@ def current_block():
 @contextmanager
 def block_guard(block):
     blocks = _state.blocks
+    if not blocks:
+        with _active_lock:
+            _active[0] += 1
     blocks.append(block)
     try:
         yield block
     finally:
         blocks.pop()
+        if not blocks:
+            with _active_lock:
+                _active[0] -= 1
 
 
 @contextmanager

@@ -465,11 +465,11 @@ def _fast_call(static, traced, args, key):
     from runtime.executor import _located
     plan, program = traced.plan, traced.program
     backend = plan.backend
-    ns = {"MISS": _MISS, "STATE": tracing._state, "Tensor": rt.Tensor, "BE": backend, "FN": plan.fn,
-          "PLAN": plan, "LOCATED": _located, "WRAP": wrap_output, "ND": type(backend.asarray(np.zeros(1))),
-          "REBUILD": tracing.rebuild_outputs, "PROGRAM": program, "INST": static._instance,
-          "COPYSIGN": math.copysign}
-    lines = [f"if STATE.blocks or len(args) != {len(args)}:", "    return MISS"]
+    ns = {"MISS": _MISS, "STATE": tracing._state, "ACTIVE": tracing._active, "Tensor": rt.Tensor, "BE": backend,
+          "FN": plan.fn, "PLAN": plan, "LOCATED": _located, "WRAP": wrap_output,
+          "ND": type(backend.asarray(np.zeros(1))), "REBUILD": tracing.rebuild_outputs, "PROGRAM": program,
+          "INST": static._instance, "COPYSIGN": math.copysign}
+    lines = [f"if (ACTIVE[0] and STATE.blocks) or len(args) != {len(args)}:", "    return MISS"]
     feeds = []
     specs = static._input_spec
     for i, a in enumerate(args):

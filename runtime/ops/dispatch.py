@@ -17,10 +17,11 @@ from ..dtypes import result_type
 
 _CPU = get_backend("cpu")
 _state = tracing._state      # per thread: .blocks is the stack being recorded into
+_active = tracing._active    # [threads recording]: 0 almost always, so eager calls skip the thread-local
 
 
 def apply(opdef, inputs, attrs, device=None):
-    if _state.blocks:
+    if _active[0] and _state.blocks:
         return record(opdef, inputs, attrs)
     return run_eager(opdef, inputs, attrs, device)
 
