@@ -437,12 +437,12 @@ class StaticFunction:
         if size in WARN_AT and not (old is not None and len(evicted) == 1):
             warnings.warn(f"{self._fn.__qualname__} has been traced for {size} input signatures "
                           f"(latest retraces: {recent}); pass input_spec with None dims to stop retracing on "
-                          "shape changes, or keep Python arguments constant", UserWarning, stacklevel=4)
+                          "shape changes, or keep Python arguments constant", UserWarning, stacklevel=5)
         elif len(evicted) > (old is not None) and not getattr(self, "_warned_full", False):
             self._warned_full = True
             warnings.warn(f"{self._fn.__qualname__}: more than max_signatures={self._max_signatures} input "
                           f"signatures; the least recently used Programs are dropped and retraced when needed "
-                          f"(latest retraces: {recent})", UserWarning, stacklevel=4)
+                          f"(latest retraces: {recent})", UserWarning, stacklevel=5)
 
 
 _MISS = guards.MISS

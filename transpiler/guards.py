@@ -24,7 +24,6 @@ dicts are watched item by item (and by length) up to 64 items, bigger ones by
 identity and length only; what unconverted code (`@not_to_static`, libraries)
 reads is not watched.
 """
-import math
 import struct
 import threading
 import types
@@ -390,7 +389,3 @@ class Guard:
         feeds = [None if w is None else f"w{index[id(w)]}" for w in self.feeds]
         return lines, feeds
 
-
-def float_guard(value):
-    """The sign a float argument's fast check must also compare (0.0 == -0.0 in Python)."""
-    return math.copysign(1.0, value)

@@ -81,9 +81,10 @@ def test_cache_is_bounded_and_frees_what_it_drops():
     first = rt.tensor(np.ones(1, np.float32))
     static(first, 2)
     program = weakref.ref(static.get_program(first, 2))
-    with pytest.warns(UserWarning, match=r"max_signatures=3.*latest retraces: .*shape"):
+    with pytest.warns(UserWarning, match=r"max_signatures=3.*latest retraces: .*shape") as record:
         for n in range(2, 8):
             static(rt.tensor(np.ones(n, np.float32)), 2)
+    assert [w.filename for w in record] == [__file__]          # once, at the caller's line
     assert static.cache_size == 3
     assert len(static.retrace_reasons) <= 3
     gc.collect()
