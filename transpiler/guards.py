@@ -12,7 +12,8 @@ code names holds (`Reads.function`), and every later call checks them
 - an eager Tensor the Program captured is re-read on every call, so rebinding the
   name to another tensor of the same shape, dtype and device is seen without a
   retrace (a different shape or dtype retraces); a tensor the Program did not
-  capture, or one reached from two places, is guarded by identity;
+  capture, or one reached from two places, is guarded by identity (a small
+  uncaptured one by its values too: the trace may have read it as a Python value);
 - functions, classes, user objects and user modules are guarded by identity; the
   attributes of user objects, user modules and Layers that the code names are
   noted the same way, a few levels deep (every parameter of a Layer).
@@ -135,8 +136,8 @@ class Watch:
 
     def mismatch(self, value):
         """None when `value` may stand where the trace saw `expected`; else why not, in words."""
-        old = self.expected
-        if value is old and (self.kind != "value" or not _is_mutable(old)):
+        old, kind = self.expected, self.kind
+        if value is old and (kind == "identity" or kind == "tensor" or (kind == "value" and not _is_mutable(old))):
             return None
         if value is MISS:
             return f"{self.label}: {show_frozen(self.frozen) if self.kind == 'value' else _show(old)} -> (gone)"
@@ -144,6 +145,13 @@ class Watch:
             if freeze(value) == self.frozen:
                 return None
             return f"{self.label}: {show_frozen(self.frozen)} -> {_show(value)}"
+        if kind == "contents" and isinstance(value, Tensor):
+            now = _tensor_contents(value)
+            if now == self.frozen:
+                return None
+            if now[0] != self.frozen[0]:
+                return f"{self.label}: now another tensor ({_show(old)} -> {_show(value)})"
+            return f"{self.label}: its values changed (they were read while tracing)"
         if self.kind == "tensor" and isinstance(value, Tensor):
             meta = _tensor_meta(value)
             if meta == self.frozen:
@@ -168,13 +176,17 @@ class Watch:
             lines = [f"w{i} = C{i}[{key}] if len(C{i}) > {key} else MISS"]
         else:
             lines = [f"w{i} = len(C{i})"]
-        if self.kind == "value" and _is_mutable(self.expected):
+        if (self.kind == "value" and _is_mutable(self.expected)) or self.kind == "contents":
             test = f"W{i}.mismatch(w{i}) is not None"
         elif self.kind == "identity":
             test = f"w{i} is not E{i}"
         else:
             test = f"w{i} is not E{i} and W{i}.mismatch(w{i}) is not None"
         return lines + [f"if {test}:", "    return MISS"]
+
+
+def _tensor_contents(t):
+    return _tensor_meta(t), t.backend.to_numpy(t.data).tobytes()
 
 
 def _tensor_meta(t):
@@ -367,6 +379,9 @@ class Guard:
         for w in watches:              # uncaptured or aliased tensors: any change of them retraces
             if w.kind == "tensor" and (id(w.expected) not in captured_ids or len(by_tensor[id(w.expected)]) > 1):
                 w.kind = "identity"
+                if id(w.expected) not in captured_ids and w.expected.data.size <= _MAX_ARRAY:
+                    w.kind = "contents"    # perhaps read as a Python value (`if flag:`, `float(t)`): baked in
+                    w.frozen = _tensor_contents(w.expected)
         self.watches = watches
 
     def resolve(self, captured):

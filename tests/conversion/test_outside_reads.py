@@ -224,3 +224,23 @@ def test_get_program_holds_the_tensors_a_call_would_feed_now():
         assert static.cache_size == 1
     finally:
         P = saved
+
+
+USE_BIAS = rt.tensor(np.bool_(True))
+
+
+def reads_a_tensor_as_a_python_value(x):
+    if USE_BIAS:                              # an eager tensor: decided while tracing, as a Python bool
+        return x + 1
+    return x
+
+
+def test_a_tensor_read_as_a_python_value_is_guarded_by_its_values():
+    static = to_static(reads_a_tensor_as_a_python_value)
+    np.testing.assert_array_equal(static(_x()).numpy(), [2, 3])
+    USE_BIAS[...] = False                     # updated in place: same object, other value
+    try:
+        np.testing.assert_array_equal(static(_x()).numpy(), [1, 2])
+        assert static.retrace_reasons == ["global 'USE_BIAS': its values changed (they were read while tracing)"]
+    finally:
+        USE_BIAS[...] = True
