@@ -158,3 +158,18 @@ def test_a_kernel_error_while_running_leaves_everything_as_it_was():
     np.testing.assert_array_equal(x.numpy(), [1, 2, 3])
     assert static.cache_size == 1 and static.retrace_reasons == []
     np.testing.assert_array_equal(static(x, rt.tensor(np.int64(2))).numpy(), [32, 34, 36])
+
+
+def test_max_signatures_reaches_methods_and_rewrapped_functions():
+    class Model:
+        def forward(self, x):
+            return x + 1
+
+    bound = to_static(Model().forward, max_signatures=2)
+    again = to_static(to_static(scale), max_signatures=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in range(1, 6):
+            bound(rt.tensor(np.ones(n, np.float32)))
+            again(rt.tensor(np.ones(n, np.float32)), 1)
+    assert bound.cache_size == 2 and again.cache_size == 2

@@ -169,3 +169,38 @@ def test_instances_bound_concurrently_share_one_cache():
     with ThreadPoolExecutor(16) as pool:
         bound = set(map(id, pool.map(bind, range(16))))
     assert len(bound) == 1
+
+
+SCALE = rt.tensor(np.float32(1.0))
+
+
+def scaled(x):
+    return x * SCALE
+
+
+def test_rebinding_a_global_while_threads_call_gives_old_or_new_never_a_mix():
+    global SCALE
+    static = to_static(scaled)
+    x = rt.tensor(np.ones(3, np.float32))
+    static(x)
+    stop = threading.Event()
+
+    def rebind():
+        global SCALE
+        k = 0
+        while not stop.is_set():
+            k += 1
+            SCALE = rt.tensor(np.float32(1 + k % 2))
+            time.sleep(0)
+
+    rebinder = threading.Thread(target=rebind)
+    rebinder.start()
+    try:
+        with ThreadPoolExecutor(WORKERS) as pool:
+            got = list(pool.map(lambda _: static(x).numpy().tolist(), range(3000)))
+    finally:
+        stop.set()
+        rebinder.join()
+        SCALE = rt.tensor(np.float32(1.0))
+    assert {tuple(g) for g in got} <= {(1.0, 1.0, 1.0), (2.0, 2.0, 2.0)}
+    assert static.cache_size == 1 and static.retrace_reasons == []
