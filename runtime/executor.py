@@ -7,6 +7,7 @@ literals. Running a plan costs about what the same NumPy calls written by hand
 cost. When an op fails, the plan's line tells which op, and the op's origin
 tells the user's file and line.
 """
+import itertools
 import keyword
 import math
 import re
@@ -726,13 +727,12 @@ def generate_source(program, backend, max_iterations=None):
     return "\n".join(gen.lines) + "\n", gen.line_ops, gen.namespace
 
 
-_plan_counter = [0]
+_plan_numbers = itertools.count(1)   # next() is atomic: plans compiled in two threads never share a name
 
 
 def compile_plan(program, backend, max_iterations=None):
     source, line_ops, namespace = generate_source(program, backend, max_iterations)
-    _plan_counter[0] += 1
-    filename = f"<dy2static plan {_plan_counter[0]}: {program.name}>"
+    filename = f"<dy2static plan {next(_plan_numbers)}: {program.name}>"
     exec(compile(source, filename, "exec"), namespace)
     plan = Plan(program, backend, namespace["plan"], source, line_ops)
     plan.filename = filename

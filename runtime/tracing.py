@@ -7,6 +7,7 @@ the Program, fed by reference on each run, never constants baked into it.
 """
 import os
 import sys
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -16,33 +17,52 @@ from . import pytree
 from .dtypes import as_dtype
 from .ir import Program, Variable
 
-_blocks = []                       # the stack of blocks being recorded into
+class _ThreadState(threading.local):
+    """Tracing state belongs to the thread that traces: another thread's eager ops are never recorded."""
+
+    def __init__(self):
+        self.blocks = []           # the stack of blocks being recorded into
+        self.name_hints = {}       # id(tensor) -> preferred Program name (layer parameters)
+
+
+_state = _ThreadState()
+_active = [0]                      # threads recording now: while 0, hot paths skip the thread-local lookup
+_active_lock = threading.Lock()
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
 _SKIP_DIRS = (_RUNTIME_DIR, os.path.join(os.path.dirname(_RUNTIME_DIR), "transpiler"))
-_name_hints = {}                   # id(tensor) -> preferred Program name (layer parameters)
 
 
 def current_block():
-    return _blocks[-1] if _blocks else None
+    blocks = _state.blocks
+    return blocks[-1] if blocks else None
 
 
 def current_program():
-    return _blocks[-1].program if _blocks else None
+    block = current_block()
+    return block.program if block is not None else None
 
 
 @contextmanager
 def block_guard(block):
-    _blocks.append(block)
+    blocks = _state.blocks
+    if not blocks:
+        with _active_lock:
+            _active[0] += 1
+    blocks.append(block)
     try:
         yield block
     finally:
-        _blocks.pop()
+        blocks.pop()
+        if not blocks:
+            with _active_lock:
+                _active[0] -= 1
 
 
 @contextmanager
 def parameter_names(named_tensors):
     """Give captured tensors readable Program names (e.g. a layer's "fc1.weight")."""
     named_tensors = list(named_tensors)
+    _name_hints = _state.name_hints
     added = [id(t) for _, t in named_tensors if id(t) not in _name_hints]
     for name, t in named_tensors:
         _name_hints.setdefault(id(t), name)
@@ -58,7 +78,7 @@ call_converter = None   # set by the transpiler: the converted form of a user ca
 
 def converted(fn):
     """What library code (a Layer's __call__) should call while tracing: fn's converted form."""
-    if _blocks and call_converter is not None:
+    if _state.blocks and call_converter is not None:
         return call_converter(fn)
     return fn
 
@@ -102,7 +122,7 @@ def lift_tensor(tensor):
     captured = program._captured
     var = captured.get(id(tensor))
     if var is None:
-        hint = _name_hints.get(id(tensor), "const")
+        hint = _state.name_hints.get(id(tensor), "const")
         var = program.global_block.create_var(hint, tensor.shape, tensor.dtype, persistable=True)
         captured[id(tensor)] = var
         program.parameters[var.name] = tensor

@@ -5,8 +5,11 @@ code once per input signature into a Program, compiles it, and afterwards runs
 only the compiled plan. The cache key is documented in `signature_key`.
 """
 import builtins
+import collections
 import functools
 import inspect
+import math
+import threading
 import types
 import warnings
 import weakref
@@ -20,13 +23,12 @@ from runtime.errors import SymbolicBoolError
 from runtime.executor import Executor, wrap_output
 from runtime.passes import run_passes
 
-from . import emit
+from . import emit, guards, writeback
 from .errors import ConversionError, relocate, warn_fallback
 from .naming import Namer
 from .parsing import parse_function
 from .transforms import convert_node
 from .transforms.calls import is_library_module
-from . import writeback
 from .writeback import StateWrites
 
 _code_cache = {}                              # original code object -> (converted code, source text)
@@ -119,17 +121,30 @@ def converted_callable(obj):
     if isinstance(obj, StaticFunction):
         return obj.traceable()
     if isinstance(obj, types.FunctionType):
-        return convert_function(obj) if _is_user_function(obj) else obj
+        if not _is_user_function(obj):
+            return obj
+        _note_reads(obj)
+        return convert_function(obj)
     if isinstance(obj, types.MethodType):
-        func = converted_callable(obj.__func__)
-        return obj if func is obj.__func__ else types.MethodType(func, obj.__self__)
+        if not isinstance(obj.__func__, types.FunctionType) or not _is_user_function(obj.__func__):
+            return obj
+        _note_reads(obj.__func__, obj.__self__)
+        return types.MethodType(convert_function(obj.__func__), obj.__self__)
     if isinstance(obj, rt.nn.Layer):
         forward = obj.forward
         return converted_callable(forward)
     call = getattr(type(obj), "__call__", None)
     if isinstance(call, types.FunctionType) and not isinstance(obj, type) and _is_user_function(call):
+        _note_reads(call, obj)
         return types.MethodType(convert_function(call), obj)
     return obj
+
+
+def _note_reads(fn, instance=None):
+    """While this thread traces: note the globals, cells and attributes fn may read (see guards)."""
+    reads = guards.current()
+    if reads is not None:
+        reads.function(fn, instance)
 
 
 tracing.call_converter = converted_callable
@@ -151,27 +166,60 @@ def to_source(fn):
 
 # --- static functions ----------------------------------------------------------------------
 
-class _Traced:
-    __slots__ = ("program", "plan", "param_tensors", "n_inputs", "state")
+DEFAULT_MAX_SIGNATURES = 64      # traced Programs kept per StaticFunction (least recently used dropped first)
+WARN_AT = (8, 32)                 # cache sizes that warn with the latest retrace reasons
 
-    def __init__(self, program, plan, n_inputs, state):
+
+class _Traced:
+    """One signature's Program, its compiled plan, and what it assumes about the world (`guard`)."""
+
+    __slots__ = ("program", "plan", "param_tensors", "n_inputs", "guard", "keep", "fast", "state")
+
+    def __init__(self, program, plan, n_inputs, guard, keep, state):
         self.program = program
         self.plan = plan
         self.n_inputs = n_inputs
         self.param_tensors = [program.parameters[v.name] for v in program.inputs[n_inputs:]]
-        self.state = state      # writeback.StateWrites: objects the function writes
+        self.guard = guards.Guard(guard, self.param_tensors)
+        self.keep = keep              # argument objects keyed by identity: alive while this entry is
+        self.fast = None
+        self.state = state            # writeback.StateWrites: objects the function writes
+
+    def resolve(self):
+        """(None, the captured tensors to feed now) or (why this Program no longer fits, None)."""
+        reason, params = self.guard.resolve(self.param_tensors)
+        if reason is None and self.state:
+            reason = self.state.stale()        # a Python value the last run wrote differs from the baked one
+            if reason is None:
+                params = self.state.param_tensors(params)
+        if reason is None:
+            params = writeback.current(params)  # followed to what a write-back put in their place
+        return reason, params
 
 
 class StaticFunction:
-    """A function (or method) run as a static Program, traced per input signature."""
+    """A function (or method) run as a static Program, traced per input signature.
 
-    def __init__(self, fn, input_spec=None, full_graph=True, passes=None, instance=None):
+    Thread-safe: any number of threads may call it. Tracing holds the function's
+    lock (two threads tracing one signature make one entry); running a cached
+    Program holds no lock.
+    """
+
+    def __init__(self, fn, input_spec=None, full_graph=True, passes=None, instance=None,
+                 max_signatures=DEFAULT_MAX_SIGNATURES):
+        if not isinstance(max_signatures, int) or isinstance(max_signatures, bool) or max_signatures < 1:
+            raise ValueError(f"max_signatures must be a positive int, got {max_signatures!r}")
         self._fn = fn
         self._instance = instance
         self._input_spec = None if input_spec is None else [_as_spec(s) for s in input_spec]
         self._full_graph = full_graph
         self._passes = passes
-        self._cache = {}
+        self._max_signatures = max_signatures
+        self._cache = collections.OrderedDict()   # signature key -> _Traced, least recently used first
+        self._trace_lock = threading.RLock()      # held while tracing only
+        self._cache_lock = threading.Lock()       # held for a moment around changes of _cache
+        self._newest = None                       # the most recently used key (the end of _cache)
+        self._fast_by_shape = {}                  # first argument's shape -> a fast call (mixed-shape serving)
         self.retrace_reasons = []     # why each trace after the first happened, e.g. "x: shape (2, 3) -> (4, 3)"
         self._fallback = None
         self._bound = weakref.WeakKeyDictionary()
@@ -183,8 +231,12 @@ class StaticFunction:
             return self
         bound = self._bound.get(instance)
         if bound is None:
-            bound = StaticFunction(self._fn, self._input_spec, self._full_graph, self._passes, instance)
-            self._bound[instance] = bound
+            with self._cache_lock:
+                bound = self._bound.get(instance)
+                if bound is None:
+                    bound = StaticFunction(self._fn, self._input_spec, self._full_graph, self._passes, instance,
+                                           self._max_signatures)
+                    self._bound[instance] = bound
         return bound
 
     @property
@@ -203,6 +255,9 @@ class StaticFunction:
     def traceable(self):
         """The converted function, bound: what another static function calls to inline this one."""
         fn = convert_function(self._fn)
+        reads = guards.current()
+        if reads is not None:
+            reads.function(self._fn, self._instance)
         return fn if self._instance is None else types.MethodType(fn, self._instance)
 
     def __repr__(self):
@@ -215,42 +270,43 @@ class StaticFunction:
             out = fast(args)
             if out is not _MISS:
                 return out
+            if args and args[0].__class__ is rt.Tensor:    # mixed signatures: the fast call of this shape
+                fast = self._fast_by_shape.get(args[0].data.shape)
+                if fast is not None:
+                    out = fast(args)
+                    if out is not _MISS:
+                        self._fast_call = fast
+                        return out
         if tracing.current_block() is not None:
             return self.traceable()(*args, **kwargs)
         if self._fallback is not None:
             return self.rollback()(*args, **kwargs)
         leaves, treedef = pytree.flatten((args, kwargs))
-        key, positions = self._signature(leaves, treedef)
-        traced = self._cache.get(key)
-        if traced is not None and traced.state:
-            stale = traced.state.stale()
-            if stale is not None:
-                self.retrace_reasons.append(stale)
-                del self._cache[key]
-                traced = None
-        if traced is None:
-            try:
-                traced = self._trace(key, leaves, treedef, positions, (args, kwargs))
-            except ConversionError as e:
-                if self._full_graph:
-                    raise
-                self._fallback = e
-                self.__dict__.pop("_fast_call", None)      # every call runs eagerly from now on
-                warn_fallback(self._fn, e)
-                return self.rollback()(*args, **kwargs)
+        key, positions, keep = self._signature(leaves, treedef)
+        try:
+            traced, params = self._find_or_trace(key, leaves, treedef, positions, keep, (args, kwargs))
+        except ConversionError as e:
+            if self._full_graph:
+                raise
+            self._fallback = e
+            self.__dict__.pop("_fast_call", None)      # every call runs eagerly from now on
+            warn_fallback(self._fn, e)
+            return self.rollback()(*args, **kwargs)
         plan = traced.plan
-        arrays = [_array(leaves[i], plan.backend) for i in positions]
-        for t in writeback.current(traced.state.param_tensors(traced.param_tensors)):
-            if t.backend is not plan.backend:
-                raise _device_mismatch(t, traced, plan)
+        backend = plan.backend
+        arrays = [_array(leaves[i], backend) for i in positions]
+        for j, t in enumerate(params):
+            if t.backend is not backend:
+                raise _device_mismatch(traced.program.inputs[traced.n_inputs + j].name, t, plan)
             arrays.append(t.data)
         outs = plan(*arrays)
-        backend = plan.backend
         if not kwargs:
-            calls = self.__dict__.setdefault("_fast_calls", {})
-            if key not in calls or getattr(calls[key], "generation", None) != writeback.GENERATION[0]:
-                calls[key] = _fast_call(self, traced, args, key)
-            self._fast_call = calls[key]
+            if traced.fast is None or (traced.fast and traced.fast.generation != writeback.GENERATION[0]):
+                traced.fast = _fast_call(self, traced, args, key) or False
+            if traced.fast:
+                self._fast_call = traced.fast
+                if args and args[0].__class__ is rt.Tensor:
+                    self._fast_by_shape[args[0].data.shape] = traced.fast
         outs = [wrap_output(o, backend) for o in outs]
         traced.state.store(outs)
         return tracing.rebuild_outputs(traced.program, outs)
@@ -258,14 +314,46 @@ class StaticFunction:
     def get_program(self, *args, optimized=False, **kwargs):
         """The Program for these arguments (Tensors, arrays or InputSpecs), as traced or after passes."""
         leaves, treedef = pytree.flatten((args, kwargs))
-        key, positions = self._signature(leaves, treedef)
-        traced = self._cache.get(key) or self._trace(key, leaves, treedef, positions)
-        return run_passes(traced.program, self._passes) if optimized else traced.program
+        key, positions, keep = self._signature(leaves, treedef)
+        traced, params = self._find_or_trace(key, leaves, treedef, positions, keep)
+        program = traced.program
+        for var, tensor in zip(program.inputs[traced.n_inputs:], params):
+            program.parameters[var.name] = tensor      # what a call would feed now (a rebound global, ...)
+        return run_passes(program, self._passes) if optimized else program
+
+    def _find(self, key):
+        """(entry, captured tensors to feed) when a cached Program fits; else (None, why the entry for key did not)."""
+        traced = self._cache.get(key)
+        if traced is None:
+            return None, None
+        reason, params = traced.resolve()
+        if reason is not None:
+            return None, reason
+        with self._cache_lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                self._newest = key
+        return traced, params
+
+    def _find_or_trace(self, key, leaves, treedef, positions, keep, call=None):
+        traced, params = self._find(key)
+        if traced is not None:
+            return traced, params
+        with self._trace_lock:             # one trace at a time; a thread that waited finds the entry made
+            traced, found = self._find(key)
+            if traced is None:
+                traced = self._trace(key, leaves, treedef, positions, keep, stale=found, call=call)
+                reason, found = traced.resolve()
+                if reason is not None:     # the trace itself changed what it read (`self.n += 1`): run it once
+                    found = traced.param_tensors
+            return traced, found
 
     def _signature(self, leaves, treedef):
-        """The cache key: tensor shapes/dtypes/devices (InputSpec None dims stay dynamic),
-        other arguments by value, the argument structure, and a layer's train/eval mode."""
-        parts, positions = [], []
+        """The cache key: tensor shapes/dtypes/devices (InputSpec None dims stay dynamic), other
+        arguments by exact value (Python and NumPy scalars, see guards.freeze) or else by identity
+        (the objects are kept alive with the entry, so an id is never reused while it is a key),
+        the argument structure, and a layer's train/eval mode. Returns (key, tensor positions, kept objects)."""
+        parts, positions, keep = [], [], []
         specs = self._input_spec
         for i, leaf in enumerate(leaves):
             if _is_tensor_like(leaf):
@@ -278,9 +366,13 @@ class StaticFunction:
                 else:
                     parts.append(("T", tuple(leaf.shape), np.dtype(leaf.dtype).str, _device(leaf)))
             else:
-                parts.append(("V", _hashable(leaf)))
+                frozen = guards.freeze(leaf)
+                if frozen is None:
+                    keep.append(leaf)
+                    frozen = ("id", id(leaf), type(leaf).__name__)
+                parts.append(("V", frozen))
         training = getattr(self._instance, "training", None)
-        return (treedef, tuple(parts), training), positions
+        return (treedef, tuple(parts), training), positions, keep
 
     def _arg_name(self, n):
         names = self._param_names()
@@ -290,8 +382,11 @@ class StaticFunction:
         params = list(inspect.signature(self._fn).parameters)
         return params[1:] if self._instance is not None else params
 
-    def _trace(self, key, leaves, treedef, positions, call=None):
-        fn = self.traceable()
+    def _trace(self, key, leaves, treedef, positions, keep, stale=None, call=None):
+        """Trace and compile one signature, then cache it. A trace that fails leaves nothing behind.
+
+        `call` is the call's (args, kwargs): lists and dicts it passed that the function writes get
+        the new values after each run (see writeback)."""
         containers = writeback.ArgumentWrites(self._fn, self._instance, call)
         specs = []
         names = self._param_names()
@@ -302,19 +397,26 @@ class StaticFunction:
             name = (base.name if base is not None and base.name else None) or (names[n] if n < len(names) else f"x{n}")
             specs.append(rt.InputSpec(shape, leaf.dtype, name))
 
-        def body(*variables):
-            filled = list(leaves)
-            for i, var in zip(positions, variables):
-                filled[i] = var
-            args, kwargs = pytree.unflatten(treedef, filled)
-            containers.traced_with(args, kwargs)
-            return fn(*args, **kwargs)
-
         named = list(self._instance.named_parameters()) if isinstance(self._instance, rt.nn.Layer) else []
-        objects = writeback.argument_objects(self._fn, self._instance, *pytree.unflatten(treedef, leaves))
-        before = writeback.snapshot(objects)
+        if isinstance(self._instance, rt.nn.Layer):
+            named += self._instance.named_buffers()
+        before = writeback.snapshot(writeback.argument_objects(self._fn, self._instance,
+                                                               *pytree.unflatten(treedef, leaves)))
         try:
-            with tracing.parameter_names(named):
+            with guards.recording() as reads, tracing.parameter_names(named):
+                args, kwargs = pytree.unflatten(treedef, leaves)
+                labels = {**{id(a): name for a, name in zip(args, names)}, **{id(v): k for k, v in kwargs.items()}}
+                for obj in keep:
+                    reads.argument(obj, labels.get(id(obj), "an argument"))
+                fn = self.traceable()
+
+                def body(*variables):
+                    filled = list(leaves)
+                    for i, var in zip(positions, variables):
+                        filled[i] = var
+                    args, kwargs = pytree.unflatten(treedef, filled)
+                    containers.traced_with(args, kwargs)
+                    return fn(*args, **kwargs)
                 program, _, _ = rt.trace(body, specs, name=self._fn.__name__)
             writeback.register_writes(program, before)
             containers.register(program)
@@ -328,22 +430,45 @@ class StaticFunction:
                 raise
             located.original = e
             raise located from None
-        state = StateWrites(program, [program.parameters[v.name] for v in program.inputs[len(positions):]])
         device = _device(leaves[positions[0]]) if positions else "cpu"
+        state = StateWrites(program, [program.parameters[v.name] for v in program.inputs[len(positions):]])
         plan = Executor(device, self._passes).compile(state.runnable(program))
-        traced = _Traced(program, plan, len(positions), state)
-        if self._cache:
-            self.retrace_reasons.append(_retrace_reason(list(self._cache)[-1], key))
-        self._cache[key] = traced
-        if len(self._cache) in (8, 32, 128):
-            recent = "; ".join(self.retrace_reasons[-3:])
-            warnings.warn(f"{self._fn.__qualname__} has been traced for {len(self._cache)} input signatures "
-                          f"(latest retraces: {recent}); pass input_spec with None dims to stop retracing on "
-                          "shape changes, or keep Python arguments constant", UserWarning, stacklevel=3)
+        traced = _Traced(program, plan, len(positions), reads.watches, keep, state)
+        self._store(key, traced, stale)
         return traced
 
+    def _store(self, key, traced, stale):
+        """Cache a new entry (replacing a stale one for the same key), evicting the least recently used."""
+        with self._cache_lock:
+            if self._cache:
+                reason = stale or _retrace_reason(self._newest, key)
+                self.retrace_reasons.append(reason)
+                del self.retrace_reasons[:-self._max_signatures]
+            old = self._cache.pop(key, None)
+            self._cache[key] = traced
+            self._newest = key
+            evicted = [old] if old is not None else []
+            while len(self._cache) > self._max_signatures:
+                evicted.append(self._cache.popitem(last=False)[1])
+            size = len(self._cache)
+            dropped = {id(e.fast) for e in evicted if e.fast}
+            if id(self.__dict__.get("_fast_call")) in dropped:
+                self.__dict__.pop("_fast_call", None)
+            if dropped:
+                self._fast_by_shape = {k: f for k, f in self._fast_by_shape.items() if id(f) not in dropped}
+        recent = "; ".join(self.retrace_reasons[-3:])
+        if size in WARN_AT and not (old is not None and len(evicted) == 1):
+            warnings.warn(f"{self._fn.__qualname__} has been traced for {size} input signatures "
+                          f"(latest retraces: {recent}); pass input_spec with None dims to stop retracing on "
+                          "shape changes, or keep Python arguments constant", UserWarning, stacklevel=5)
+        elif len(evicted) > (old is not None) and not getattr(self, "_warned_full", False):
+            self._warned_full = True
+            warnings.warn(f"{self._fn.__qualname__}: more than max_signatures={self._max_signatures} input "
+                          f"signatures; the least recently used Programs are dropped and retraced when needed "
+                          f"(latest retraces: {recent})", UserWarning, stacklevel=5)
 
-_MISS = object()
+
+_MISS = guards.MISS
 _SCALARS = (bool, int, str, type(None))
 
 
@@ -352,21 +477,24 @@ def _fast_call(static, traced, args, key):
 
     Generated per signature: a guard of identity and equality checks on the
     arguments (Tensors on the plan's backend with this shape and dtype, equal
-    Python scalars, no trace being recorded, the layer's train/eval mode,
-    parameters still on the plan's backend), then the plan's function called
-    directly. Anything else returns _MISS and takes the general path, which
-    decides, traces and raises exactly as before. None when the signature has
-    arguments the guard does not handle (nests, arrays, other objects).
+    Python scalars, no trace being recorded in this thread, the layer's train/eval
+    mode), the checks of `traced.guard` on the globals, closure cells and
+    attributes the trace may have read (captured tensors are read from their
+    places here), parameters still on the plan's backend, then the plan's
+    function called directly. Anything else returns _MISS and takes the general
+    path, which decides, traces and raises exactly as before. None when the
+    signature has arguments the guard does not handle (nests, arrays, other objects).
     """
     from runtime.executor import _located
     if traced.state:
         return None     # objects to write after each run: the general path
     plan, program = traced.plan, traced.program
     backend = plan.backend
-    ns = {"MISS": _MISS, "blocks": tracing._blocks, "Tensor": rt.Tensor, "BE": backend, "FN": plan.fn,
-          "PLAN": plan, "LOCATED": _located, "WRAP": wrap_output, "ND": type(backend.asarray(np.zeros(1))),
-          "REBUILD": tracing.rebuild_outputs, "PROGRAM": program, "INST": static._instance}
-    lines = [f"if blocks or len(args) != {len(args)}:", "    return MISS"]
+    ns = {"MISS": _MISS, "STATE": tracing._state, "ACTIVE": tracing._active, "Tensor": rt.Tensor, "BE": backend,
+          "FN": plan.fn, "PLAN": plan, "LOCATED": _located, "WRAP": wrap_output,
+          "ND": type(backend.asarray(np.zeros(1))), "REBUILD": tracing.rebuild_outputs, "PROGRAM": program,
+          "INST": static._instance, "COPYSIGN": math.copysign}
+    lines = [f"if (ACTIVE[0] and STATE.blocks) or len(args) != {len(args)}:", "    return MISS"]
     feeds = []
     specs = static._input_spec
     for i, a in enumerate(args):
@@ -384,21 +512,28 @@ def _fast_call(static, traced, args, key):
                 test = f"s{i} != {shape!r}"
             lines += [f"if {test} or (d{i}.dtype is not DT{i} and d{i}.dtype != DT{i}):", "    return MISS"]
             feeds.append(f"d{i}")
-        elif type(a) in _SCALARS or (type(a) is float and a == a):
+        elif type(a) in _SCALARS:
             ns[f"V{i}"] = a
             lines += [f"if args[{i}].__class__ is not {type(a).__name__ if a is not None else 'type(None)'} "
                       f"or args[{i}] != V{i}:", "    return MISS"]
+        elif type(a) is float and a == a:
+            ns[f"V{i}"], ns[f"SIGN{i}"] = a, math.copysign(1.0, a)      # 0.0 == -0.0, yet 1/x differs
+            lines += [f"if args[{i}].__class__ is not float or args[{i}] != V{i} "
+                      f"or COPYSIGN(1.0, args[{i}]) != SIGN{i}:", "    return MISS"]
         else:
             return None
     if static._instance is not None and key[2] is not None:
         ns["TRAINING"] = key[2]
         lines += ["if getattr(INST, 'training', None) != TRAINING:", "    return MISS"]
-    for j, t in enumerate(writeback.current(traced.param_tensors)):
+    guard_lines, sources = traced.guard.code(ns)
+    lines += guard_lines
+    params = []
+    for j, (t, source) in enumerate(zip(traced.param_tensors, sources)):
         ns[f"P{j}"] = t
-        feeds.append(f"P{j}.data")
-    if traced.param_tensors:
-        lines += ["if " + " or ".join(f"P{j}.backend is not BE" for j in range(len(traced.param_tensors))) + ":",
-                  "    return MISS"]
+        params.append(source or f"P{j}")
+    feeds += [f"{p}.data" for p in params]
+    if params:
+        lines += ["if " + " or ".join(f"{p}.backend is not BE" for p in params) + ":", "    return MISS"]
     ns["GEN"], ns["G0"] = writeback.GENERATION, writeback.GENERATION[0]
     lines += ["if GEN[0] != G0:", "    return MISS"]       # a write-back replaced a captured tensor
     lines += ["try:", f"    outs = FN({', '.join(feeds)})", "except Exception as e:",
@@ -432,7 +567,9 @@ def _retrace_reason(old, new):
         if a[0] == b[0] == "T":
             what = [f"{k} {x} -> {y}" for k, x, y in zip(("shape", "dtype", "device"), a[1:], b[1:]) if x != y]
             return f"tensor argument {i}: " + ", ".join(what)
-        return f"argument {i}: {a[1][-1]!r} -> {b[1][-1]!r}" if a[0] == b[0] == "V" else f"argument {i} kind"
+        if a[0] == b[0] == "V":
+            return f"argument {i}: {guards.show_frozen(a[1])} -> {guards.show_frozen(b[1])}"
+        return f"argument {i} kind"
     return "unknown"
 
 
@@ -465,8 +602,7 @@ def _returned_undefined(error, converted):
     return UnboundLocalError(f"{error}; it is returned at line {where}\n  File \"{filename}\", line {lines[-1]}")
 
 
-def _device_mismatch(tensor, traced, plan):
-    name = next(n for n, t in traced.program.parameters.items() if t is tensor)
+def _device_mismatch(name, tensor, plan):
     return ValueError(f"parameter '{name}' is on device '{tensor.device}' but the inputs are on device "
                       f"'{plan.backend.name}'; move the layer (or tensor) with .to('{plan.backend.name}')")
 
@@ -495,16 +631,6 @@ def _array(value, backend):
     return backend.asarray(value.data if isinstance(value, rt.Tensor) else value)
 
 
-def _hashable(value):
-    try:
-        hash(value)
-    except TypeError:
-        return ("id", id(value))
-    if isinstance(value, (bool, int, float, complex, str, bytes, type(None))):
-        return (type(value), value)
-    return ("id", id(value))
-
-
 def _check_against_spec(value, spec, name):
     shape, dtype = tuple(value.shape), np.dtype(value.dtype)
     expected = ", ".join("None" if d == -1 else str(d) for d in spec.shape)
@@ -515,19 +641,24 @@ def _check_against_spec(value, spec, name):
                         f"cast it with .astype('{spec.dtype.name}')")
 
 
-def to_static(fn=None, *, input_spec=None, full_graph=True, passes=None):
-    """Convert fn (a function or method) into a StaticFunction; usable bare or with arguments."""
+def to_static(fn=None, *, input_spec=None, full_graph=True, passes=None, max_signatures=None):
+    """Convert fn (a function or method) into a StaticFunction; usable bare or with arguments.
+
+    `max_signatures` bounds the traced Programs kept (default DEFAULT_MAX_SIGNATURES): past
+    it the least recently used one is dropped (and retraced if it is needed again).
+    """
     def wrap(f):
         if isinstance(f, StaticFunction):
-            if input_spec is None and passes is None and full_graph:
+            if input_spec is None and passes is None and full_graph and max_signatures is None:
                 return f
             return StaticFunction(f._fn, input_spec if input_spec is not None else f._input_spec, full_graph,
-                                  passes if passes is not None else f._passes, f._instance)
+                                  passes if passes is not None else f._passes, f._instance,
+                                  max_signatures or f._max_signatures)
+        limit = DEFAULT_MAX_SIGNATURES if max_signatures is None else max_signatures
         if isinstance(f, types.MethodType):
-            static = StaticFunction(f.__func__, input_spec, full_graph, passes)
+            static = StaticFunction(f.__func__, input_spec, full_graph, passes, max_signatures=limit)
             return static.__get__(f.__self__, type(f.__self__))
         if not isinstance(f, types.FunctionType):
             raise TypeError(f"to_static expects a function or method, got {type(f).__name__}")
-        return StaticFunction(f, input_spec, full_graph, passes)
+        return StaticFunction(f, input_spec, full_graph, passes, max_signatures=limit)
     return wrap if fn is None else wrap(fn)
-

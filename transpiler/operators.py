@@ -6,6 +6,9 @@ condition or iterable is a symbolic Variable). Converted code refers to this
 module as `_jst`.
 """
 import builtins
+import operator
+
+import numpy as np
 
 import runtime as rt
 from runtime import tracing
@@ -358,8 +361,25 @@ class _ArrayItems(SymbolicIterable):
 def convert_range(*args):
     if not any(_symbolic(a) for a in args):
         return builtins.range(*args)
+    for a in args:
+        _check_range_argument(a)
     start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
     return SymbolicRange(start, stop, step)
+
+
+def _check_range_argument(value):
+    """range() takes integers only, as Python's does: a float tensor is a TypeError for every value (NaN, inf too).
+
+    The dtype is known while tracing, so the error is raised then, at the user's line.
+    """
+    if not _symbolic(value):
+        operator.index(value)
+        return
+    kind = np.dtype(value.dtype).kind
+    if kind in "iu" or (kind == "b" and value.weak):
+        return
+    raise TypeError(f"'{np.dtype(value.dtype).name}' tensor cannot be interpreted as an integer: range() takes "
+                    f"integer tensors (cast with .astype('int64') after rounding the way you mean)")
 
 
 def convert_enumerate(iterable, start=0):

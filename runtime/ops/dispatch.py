@@ -16,11 +16,12 @@ from .rules import Spec, promote_operand
 from ..dtypes import result_type
 
 _CPU = get_backend("cpu")
-_blocks = tracing._blocks
+_state = tracing._state      # per thread: .blocks is the stack being recorded into
+_active = tracing._active    # [threads recording]: 0 almost always, so eager calls skip the thread-local
 
 
 def apply(opdef, inputs, attrs, device=None):
-    if _blocks:
+    if _active[0] and _state.blocks:
         return record(opdef, inputs, attrs)
     return run_eager(opdef, inputs, attrs, device)
 
@@ -83,7 +84,7 @@ def explain_failure(opdef, inputs, attrs, error):
 
 
 def record(opdef, inputs, attrs):
-    block = _blocks[-1]
+    block = _state.blocks[-1]
     ins = [as_input(x, block, opdef.name) for x in inputs]
     if opdef.promote:
         ins = cast_weak_operands(ins)
@@ -107,10 +108,10 @@ def as_input(x, block, op_name):
         return x
     if isinstance(x, Tensor):
         return tracing.lift_tensor(x)
+    if isinstance(x, (np.ndarray, np.generic)):       # before literals: np.float64 subclasses float yet is strong
+        return constant(x)
     if x is None or isinstance(x, LITERAL_TYPES):
         return x
-    if isinstance(x, (np.ndarray, np.generic)):
-        return constant(x)
     if isinstance(x, Undefined):
         raise x.error()
     raise TypeError(f"{op_name}: cannot use a value of type {type(x).__name__} as an input")

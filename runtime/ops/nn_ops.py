@@ -52,7 +52,7 @@ def _defop(name, rule, kernel, **options):
 
 def _call(opdef, inputs, attrs):
     """apply(), checking shapes eagerly with the op's rule (tracing checks them when recording)."""
-    if not tracing._blocks:
+    if not tracing._state.blocks:
         opdef.rule(*map(_meta, inputs), **attrs)
     return apply(opdef, inputs, attrs)
 

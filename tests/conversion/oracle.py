@@ -56,7 +56,8 @@ def check_case(case):
         want = oracle(*[a.copy() for a in arrays], *case["scalars"])
         got = static(*[rt.tensor(a) for a in arrays], *case["scalars"])
         compare(got, want)
-    assert static.cache_size == 1, "same signature must not retrace"
+    assert static.cache_size == 1 and static.retrace_reasons == [], \
+        f"same signature must not retrace: {static.retrace_reasons}"
     program = static.get_program(*[rt.tensor(a) for a in inputs(case, 0)], *case["scalars"])
     types_ = {op.type for op in program.ops()}
     assert case["ops"] <= types_, f"expected ops {case['ops']} in {sorted(types_)}"
