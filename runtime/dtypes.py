@@ -13,7 +13,37 @@ int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
 uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
 float16, float32, float64 = np.float16, np.float32, np.float64
 complex64, complex128 = np.complex64, np.complex128
-finfo, iinfo = np.finfo, np.iinfo
+
+
+class finfo:  # noqa: N801  (the array API's lower-case name)
+    """Machine limits of a floating dtype (or of an array's), as Python floats: the array API's finfo."""
+
+    def __init__(self, type):
+        info = np.finfo(_dtype_of(type))
+        self.bits, self.dtype = int(info.bits), info.dtype
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.smallest_normal, self.resolution = float(info.smallest_normal), float(info.resolution)
+        self.tiny = self.smallest_normal
+
+    def __repr__(self):
+        return f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, dtype={self.dtype.name})"
+
+
+class iinfo:  # noqa: N801
+    """Limits of an integer dtype (or of an array's), as Python ints: the array API's iinfo."""
+
+    def __init__(self, type):
+        info = np.iinfo(_dtype_of(type))
+        self.bits, self.min, self.max, self.dtype = int(info.bits), int(info.min), int(info.max), info.dtype
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype.name})"
+
+
+def _dtype_of(value):
+    if isinstance(value, (np.dtype, str)) or isinstance(value, type):
+        return np.dtype(value)
+    return np.dtype(value.dtype)
 
 DEFAULT_FLOAT = np.dtype(np.float32)
 DEFAULT_INT = np.dtype(np.int64)

@@ -99,8 +99,10 @@ class Tensor(ArrayMethods):
     def to_device(self, device, /, *, stream=None):
         return self.to(device)
 
-    def __dlpack__(self, *args, **kwargs):
-        return self.data.__dlpack__(*args, **kwargs)
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
+                                    ("copy", copy)) if v is not None}
+        return self.data.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
         return self.data.__dlpack_device__()

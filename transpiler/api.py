@@ -644,6 +644,9 @@ def _check_against_spec(value, spec, name):
 def to_static(fn=None, *, input_spec=None, full_graph=True, passes=None, max_signatures=None):
     """Convert fn (a function or method) into a StaticFunction; usable bare or with arguments.
 
+    On a Layer (as `paddle.jit.to_static(net)`) it gives the layer a static `forward` and returns
+    the same layer: `net(x)` then runs the Program, parameters stay the layer's own.
+
     `max_signatures` bounds the traced Programs kept (default DEFAULT_MAX_SIGNATURES): past
     it the least recently used one is dropped (and retraced if it is needed again).
     """
@@ -655,10 +658,13 @@ def to_static(fn=None, *, input_spec=None, full_graph=True, passes=None, max_sig
                                   passes if passes is not None else f._passes, f._instance,
                                   max_signatures or f._max_signatures)
         limit = DEFAULT_MAX_SIGNATURES if max_signatures is None else max_signatures
+        if isinstance(f, rt.nn.Layer):
+            f.forward = wrap(f.forward)          # an instance attribute: shadows the class's forward
+            return f
         if isinstance(f, types.MethodType):
             static = StaticFunction(f.__func__, input_spec, full_graph, passes, max_signatures=limit)
             return static.__get__(f.__self__, type(f.__self__))
         if not isinstance(f, types.FunctionType):
-            raise TypeError(f"to_static expects a function or method, got {type(f).__name__}")
+            raise TypeError(f"to_static expects a function, a method or a Layer, got {type(f).__name__}")
         return StaticFunction(f, input_spec, full_graph, passes, max_signatures=limit)
     return wrap if fn is None else wrap(fn)

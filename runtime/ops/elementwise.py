@@ -67,6 +67,18 @@ def _define(table, make_kernel, arity):
 
 
 UNARY_FUNCTIONS = _define(UNARY, _unary_kernel, 1)
+_rint = UNARY_FUNCTIONS["round"]
+
+
+def _round(x):
+    """Round to the nearest integer, halves to even; integers and booleans are already round (same dtype)."""
+    if dtype_of(x).kind in "iub":
+        return x
+    return _rint(x)
+
+
+_round.__name__ = _round.__qualname__ = "round"
+UNARY_FUNCTIONS["round"] = _round
 BINARY_FUNCTIONS = _define(BINARY, _binary_kernel, 2)
 
 

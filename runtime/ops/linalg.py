@@ -84,6 +84,8 @@ def _vecdot_infer(a, b, axis=-1):
     sa, sb = shape_of(a), shape_of(b)
     if not sa or not sb:
         raise ValueError("vecdot: operands need at least one dim")
+    if not -min(len(sa), len(sb)) <= axis < min(len(sa), len(sb)):
+        raise ValueError(f"vecdot: axis {axis} is out of range for shapes {tuple(sa)} and {tuple(sb)}")
     if -1 not in (sa[axis], sb[axis]) and sa[axis] != sb[axis]:
         raise ValueError(f"vecdot: dims differ along axis {axis}: {tuple(sa)} and {tuple(sb)}")
     shape = broadcast_shapes(_drop(sa, axis), _drop(sb, axis))
@@ -96,7 +98,10 @@ def _drop(shape, axis):
 
 
 def _vecdot_kernel(xp, a, b, axis=-1):
-    return xp.sum(xp.conj(a) * b, axis=axis) if a.dtype.kind == "c" else xp.sum(a * b, axis=axis)
+    if a.shape[axis] != b.shape[axis]:        # the contracted dims must agree: they never broadcast
+        raise ValueError(f"vecdot: dims differ along axis {axis}: {a.shape} and {b.shape}")
+    product = xp.conj(a) * b if a.dtype.kind == "c" else a * b
+    return xp.sum(product, axis=axis, dtype=product.dtype)
 
 
 def _vecdot_samples():

@@ -40,7 +40,7 @@ def _reshape_kernel(xp, x, *shape):
 _reshape = register(OpDef("reshape", _reshape_kernel, _reshape_infer))
 
 
-def reshape(x, shape, /, *, copy=None):
+def reshape(x, /, shape, *, copy=None):
     if isinstance(shape, (int, Variable)):
         shape = (shape,)
     return apply(_reshape, (x,) + tuple(int(d) if isinstance(d, (int, np.integer)) else d for d in shape), {})

@@ -226,3 +226,15 @@ def test_losses_match_pytorch():
               tf.binary_cross_entropy_with_logits(torch.from_numpy(a), torch.from_numpy(np.abs(b) / 3)))]
     for got, want in pairs:
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5)
+
+
+def test_to_static_of_a_layer_returns_it_with_a_static_forward():
+    rt.seed(2)
+    net = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 2))
+    x = arr(3, 4)
+    want = net(rt.tensor(x)).numpy()
+    assert to_static(net, input_spec=[InputSpec([None, 4], "float32")]) is net
+    np.testing.assert_allclose(net(rt.tensor(x)).numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(net(rt.tensor(arr(5, 4))).shape, (5, 2))
+    assert net.forward.cache_size == 1
+    assert "linear" in [op.type for op in net.forward.get_program(InputSpec([None, 4], "float32")).ops()]
