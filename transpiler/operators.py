@@ -6,9 +6,10 @@ condition or iterable is a symbolic Variable). Converted code refers to this
 module as `_jst`.
 """
 import builtins
+import types
 
 import runtime as rt
-from runtime import tracing
+from runtime import pytree, tracing
 from runtime.control_flow import Undefined, as_variable
 from runtime.ir import Variable
 
@@ -131,8 +132,31 @@ def convert_while(cond_fn, body_fn, args, names):
 def convert_for(iterable, body_fn, args, names, extra_test=None):
     n = len(names)
     if isinstance(iterable, SymbolicIterable) or _symbolic(iterable):
-        return _graph_for(_as_symbolic_iterable(iterable), body_fn, tuple(args), names, extra_test)
-    state = tuple(args)
+        it = _as_symbolic_iterable(iterable)
+        length = it.length()
+        if _symbolic(length) or not _changes_structure(it, body_fn, tuple(args), n):
+            return _graph_for(it, length, body_fn, tuple(args), names, extra_test)
+        iterable = it       # a static length and a body that grows what it carries: unroll as Python does
+    return _python_for(iterable, body_fn, tuple(args), names, extra_test)
+
+
+def _changes_structure(it, body_fn, state, n):
+    """Whether one trace of the body changes the structure of the loop state (grows a tuple or list,
+    adds a dict key): a while op cannot carry that, Python's unrolled loop can. Nothing recorded is kept."""
+    block = tracing.current_block()
+    point = tracing.checkpoint(block)
+    leaves, treedef = pytree.flatten(state)
+    try:
+        out = _tuple(body_fn(it.item(as_variable(0)), *pytree.unflatten(treedef, leaves)), n)
+        return pytree.flatten(out)[1] != treedef
+    except Exception:  # noqa: BLE001 - the while op's own trace reports it
+        return False
+    finally:
+        tracing.rollback(point)
+
+
+def _python_for(iterable, body_fn, state, names, extra_test):
+    n = len(names)
     for item in iterable:
         go_on = True if extra_test is None else extra_test(*state)
         if _symbolic(go_on):
@@ -146,10 +170,9 @@ def convert_for(iterable, body_fn, args, names, extra_test=None):
     return _untuple(state, n)
 
 
-def _graph_for(it, body_fn, state, names, extra_test):
+def _graph_for(it, length, body_fn, state, names, extra_test):
     """`for` over a tensor or a tensor-bounded range: a while op over an index."""
     n = len(names)
-    length = it.length()
 
     def cond(i, *s):
         if extra_test is None:
@@ -165,13 +188,26 @@ def _graph_for(it, body_fn, state, names, extra_test):
 
 
 class SymbolicIterable:
-    """Something a `for` can walk by index in a while op: a length and an item per index."""
+    """Something a `for` can walk by index in a while op: a length and an item per index.
+
+    Plain Python iteration (`list(enumerate(x))`, `dict(zip(x, names))`) walks it
+    with Python int indices when its length is static in this trace, as Python would.
+    """
 
     def length(self):
         raise NotImplementedError
 
     def item(self, i):
         raise NotImplementedError
+
+    def __iter__(self):
+        n = self.length()
+        if _symbolic(n):
+            raise TypeError(
+                "cannot iterate in plain Python over a tensor whose dimension 0 is dynamic (known only when "
+                "the Program runs): use a `for` loop over it (it becomes a while op), or give that dimension "
+                "a fixed size in the input_spec")
+        return (self.item(i) for i in builtins.range(n))
 
 
 class _TensorRows(SymbolicIterable):
@@ -242,6 +278,8 @@ class _Sequence(SymbolicIterable):
         return len(self.seq)
 
     def item(self, i):
+        if isinstance(i, int):
+            return self.seq[i]
         return rt.stack(list(self.seq))[i]
 
 
@@ -291,6 +329,50 @@ def convert_zip(*iterables, **kwargs):
 
 # --- builtins and statements ------------------------------------------------------------
 
+_NO_DEFAULT = object()
+
+
+def convert_max(*args, key=None, default=_NO_DEFAULT):
+    """Python's max: the first item that no later item is greater than (`item > best`)."""
+    return _extreme(builtins.max, "max", args, key, default, lambda a, b: a > b)
+
+
+def convert_min(*args, key=None, default=_NO_DEFAULT):
+    """Python's min: the first item that no later item is less than (`item < best`)."""
+    return _extreme(builtins.min, "min", args, key, default, lambda a, b: a < b)
+
+
+def _extreme(python_fn, name, args, key, default, better):
+    """min/max walked as CPython does; a tensor comparison picks with a cond instead of Python's `if`."""
+    items = list(args[0]) if len(args) == 1 else list(args)
+    if key is None and not any(_tensorish(v) for v in items) or len(args) > 1 and default is not _NO_DEFAULT:
+        kwargs = {} if default is _NO_DEFAULT else {"default": default}
+        return python_fn(items, key=key, **kwargs) if len(args) == 1 else python_fn(*args, key=key, **kwargs)
+    if not items:
+        if default is _NO_DEFAULT:
+            raise ValueError(f"{name}() iterable argument is empty")
+        return default
+    best = items[0]
+    best_key = best if key is None else key(best)
+    for item in items[1:]:
+        item_key = item if key is None else key(item)
+        take = better(item_key, best_key)
+        if _symbolic(take):
+            best, best_key = convert_ifexp(take, lambda: (item, item_key), lambda: (best, best_key))
+        elif take:
+            best, best_key = item, item_key
+    return best
+
+
+def _tensorish(value):
+    return isinstance(value, (Variable, rt.Tensor))
+
+
+def convert_map(fn, *iterables):
+    """map() calls fn as converted code would: a user function given to it is converted too."""
+    return builtins.map(convert_call(fn), *iterables)
+
+
 def convert_len(value):
     if _symbolic(value):
         if value.kind == "array":
@@ -333,9 +415,17 @@ def convert_setitem(container, index, value):
 
 
 def convert_call(fn):
-    """The converted form of fn when it is user code; fn itself otherwise."""
+    """The converted form of fn when it is user code, our overload of a builtin reached through a
+    variable (`fn = range; fn(n)`), fn itself otherwise."""
+    if isinstance(fn, (types.BuiltinFunctionType, type)):
+        return _OVERLOADS.get(fn, fn)
     from .api import converted_callable
     return converted_callable(fn)
+
+
+_OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins.range: convert_range,
+              builtins.enumerate: convert_enumerate, builtins.zip: convert_zip, builtins.min: convert_min,
+              builtins.max: convert_max, builtins.map: convert_map}
 
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + ["undefined", "return_placeholder"]

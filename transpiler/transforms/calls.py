@@ -23,7 +23,8 @@ from ..analysis import Anno, getanno
 from .base import Transformer, is_jst_call, jst, load, located
 
 BUILTIN_OVERLOADS = {"len": "convert_len", "print": "convert_print", "range": "convert_range",
-                     "enumerate": "convert_enumerate", "zip": "convert_zip", "isinstance": None}
+                     "enumerate": "convert_enumerate", "zip": "convert_zip", "min": "convert_min",
+                     "max": "convert_max", "map": "convert_map", "isinstance": None}
 
 # tensor methods called on local names (x.sum()) are not wrapped: they are ours, never user code
 ARRAY_METHODS = frozenset("""
