@@ -368,6 +368,21 @@ def _tensorish(value):
     return isinstance(value, (Variable, rt.Tensor))
 
 
+def convert_isinstance(obj, classinfo):
+    """isinstance as it would answer eagerly: a traced value is what it stands for, an rt.Tensor
+    (the Parameter itself for a captured one, a Python list for a tensor array)."""
+    if _symbolic(obj):
+        return builtins.issubclass(_eager_type(obj), classinfo)
+    return builtins.isinstance(obj, classinfo)
+
+
+def _eager_type(var):
+    if var.kind == "array":
+        return list
+    captured = var.block.program.parameters.get(var.name) if var.persistable else None
+    return type(captured) if captured is not None else rt.Tensor
+
+
 def convert_map(fn, *iterables):
     """map() calls fn as converted code would: a user function given to it is converted too."""
     return builtins.map(convert_call(fn), *iterables)
@@ -425,7 +440,7 @@ def convert_call(fn):
 
 _OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins.range: convert_range,
               builtins.enumerate: convert_enumerate, builtins.zip: convert_zip, builtins.min: convert_min,
-              builtins.max: convert_max, builtins.map: convert_map}
+              builtins.max: convert_max, builtins.map: convert_map, builtins.isinstance: convert_isinstance}
 
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + ["undefined", "return_placeholder"]

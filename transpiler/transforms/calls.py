@@ -2,6 +2,7 @@
 
     h = self.fc1(x)        →  h = _jst.convert_call(self.fc1)(x)
     n = len(x)             →  n = _jst.convert_len(x)
+    isinstance(x, T)       →  _jst.convert_isinstance(x, T)      (also min/max/map/enumerate/zip)
     for i in range(n):     →  for i in _jst.convert_range(n):
     print('h', h)          →  _jst.convert_print('h', h)
     assert h.sum() > 0, m  →  _jst.convert_assert(h.sum() > 0, lambda: m)
@@ -24,7 +25,7 @@ from .base import Transformer, is_jst_call, jst, load, located
 
 BUILTIN_OVERLOADS = {"len": "convert_len", "print": "convert_print", "range": "convert_range",
                      "enumerate": "convert_enumerate", "zip": "convert_zip", "min": "convert_min",
-                     "max": "convert_max", "map": "convert_map", "isinstance": None}
+                     "max": "convert_max", "map": "convert_map", "isinstance": "convert_isinstance"}
 
 # tensor methods called on local names (x.sum()) are not wrapped: they are ours, never user code
 ARRAY_METHODS = frozenset("""
