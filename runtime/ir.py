@@ -205,6 +205,8 @@ class Program:
         self._used = set()
         self._plans = {}
         self._captured = {}       # id(eager Tensor) -> its persistable Variable, while tracing
+        self._trace_constants = {}    # id(eager Tensor) -> Tensor made in this trace from Python data (known.py)
+        self._known, self._defs = {}, ({}, {})     # known.py's memo and definition index
 
     @property
     def global_block(self):

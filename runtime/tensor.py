@@ -6,6 +6,7 @@ backend's array) and `backend`; everything else is derived.
 """
 import numpy as np
 
+from . import tracing
 from .array_methods import ArrayMethods
 from .backends import get_backend
 
@@ -125,6 +126,7 @@ class Parameter(Tensor):
 def tensor(data, dtype=None, device="cpu"):
     """Make an eager Tensor from a Python/NumPy/CuPy value (float64 data stays float64)."""
     backend = get_backend(device)
+    constant = bool(tracing._blocks) and _python_data(data)     # made inside a trace from constants (known.py)
     if isinstance(data, Tensor):
         data = data.data if data.backend is backend else data.backend.to_numpy(data.data)
     elif type(data) is float and dtype is None:     # a Python float; np.float64 (a float subclass) stays float64
@@ -134,7 +136,22 @@ def tensor(data, dtype=None, device="cpu"):
         if probe.dtype == np.float64 and not _has_numpy_float64(data):
             dtype = np.float32
     arr = backend.asarray(data, dtype=dtype)
-    return Tensor(arr, backend)
+    out = Tensor(arr, backend)
+    if constant:
+        from .known import note_trace_constant
+        note_trace_constant(out)
+    return out
+
+
+def _python_data(data):
+    """Whether data is Python/NumPy values only (no tensor whose value could change)."""
+    if isinstance(data, (bool, int, float, complex, np.generic)):
+        return True
+    if isinstance(data, np.ndarray):
+        return data.dtype != object
+    if isinstance(data, (list, tuple)):
+        return all(_python_data(d) for d in data)
+    return False
 
 
 def _has_numpy_float64(seq):

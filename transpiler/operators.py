@@ -11,6 +11,7 @@ import types
 import runtime as rt
 from runtime import pytree, tracing
 from runtime.control_flow import Undefined, as_variable
+from runtime.known import known_value
 from runtime.ir import Variable
 
 
@@ -43,7 +44,18 @@ def return_placeholder():
 
 # --- if / ternary ----------------------------------------------------------------------
 
+def _decided(pred):
+    """pred's value when it is a Python value or known while tracing (it depends on no input and no
+    captured tensor: runtime.known); pred itself when only the Program can tell."""
+    if _symbolic(pred):
+        known = known_value(pred)
+        if known is not None:
+            return known
+    return pred
+
+
 def convert_ifelse(pred, true_fn, false_fn, args, names):
+    pred = _decided(pred)
     if not _symbolic(pred):
         return true_fn(*args) if pred else false_fn(*args)
     n = len(names)
@@ -53,6 +65,7 @@ def convert_ifelse(pred, true_fn, false_fn, args, names):
 
 
 def convert_ifexp(pred, true_thunk, false_thunk):
+    pred = _decided(pred)
     if not _symbolic(pred):
         return true_thunk() if pred else false_thunk()
     return rt.cond(pred, true_thunk, false_thunk)
@@ -67,9 +80,10 @@ def _copy_lists(args):
 
 def convert_logical_and(value, *thunks):
     for i, thunk in enumerate(thunks):
-        if _symbolic(value):
+        truth = _decided(value)
+        if _symbolic(truth):
             return _graph_logical(value, thunks[i:], is_and=True)
-        if not value:
+        if not truth:
             return value
         value = thunk()
     return value
@@ -77,9 +91,10 @@ def convert_logical_and(value, *thunks):
 
 def convert_logical_or(value, *thunks):
     for i, thunk in enumerate(thunks):
-        if _symbolic(value):
+        truth = _decided(value)
+        if _symbolic(truth):
             return _graph_logical(value, thunks[i:], is_and=False)
-        if value:
+        if truth:
             return value
         value = thunk()
     return value
@@ -116,8 +131,9 @@ def _as_bool(value):
 
 
 def convert_logical_not(value):
-    if not _symbolic(value):
-        return not value
+    truth = _decided(value)
+    if not _symbolic(truth):
+        return not truth
     return rt.logical_not(value) if value.dtype == rt.bool else rt.equal(value, 0)
 
 
@@ -175,9 +191,10 @@ def _graph_for(it, length, body_fn, state, names, extra_test):
     n = len(names)
 
     def cond(i, *s):
+        more = i < length       # symbolic (never decided while tracing): the index is the loop's state
         if extra_test is None:
-            return i < length
-        return convert_logical_and(i < length, lambda: extra_test(*s))
+            return more
+        return _graph_logical(more, (lambda: extra_test(*s),), is_and=True)
 
     def body(i, *s):
         return (i + 1,) + _tuple(body_fn(it.item(i), *s), n)
@@ -407,6 +424,7 @@ def convert_print(*args, sep=" ", end="\n", file=None, flush=False):
 
 
 def convert_assert(test, message_thunk):
+    test = _decided(test)
     if _symbolic(test):
         rt.assert_(test, message=str(message_thunk()), origin=tracing.user_origin())
         return
