@@ -5,7 +5,7 @@ def return_in_loop(x):
     __break_0 = False
 
     def __while_cond_0(__break_0, __return_flag, __return_value, i, x):
-        return _jst.convert_logical_and(_jst.convert_logical_not(__break_0),
+        return _jst.convert_test_and(_jst.convert_logical_not(__break_0), 
             lambda : i < 10)
 
     def __while_body_0(__break_0, __return_flag, __return_value, i, x):

@@ -3,7 +3,7 @@ def while_break(x):
     __break_0 = False
 
     def __while_cond_0(__break_0, i, x):
-        return _jst.convert_logical_and(_jst.convert_logical_not(__break_0),
+        return _jst.convert_test_and(_jst.convert_logical_not(__break_0), 
             lambda : i < 8)
 
     def __while_body_0(__break_0, i, x):

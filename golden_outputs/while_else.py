@@ -3,8 +3,8 @@ def while_else(x):
     __break_0 = False
 
     def __while_cond_0(__break_0, i, x):
-        return _jst.convert_logical_and(_jst.convert_logical_not(__break_0),
-            lambda : _jst.convert_logical_and(x.sum() < 30, lambda : i < 20))
+        return _jst.convert_test_and(_jst.convert_logical_not(__break_0), 
+            lambda : _jst.convert_test_and(x.sum() < 30, lambda : i < 20))
 
     def __while_body_0(__break_0, i, x):
         x = x + 1

@@ -41,6 +41,10 @@ class ArrayMethods:
     def __ror__(self, other): return _ns.bitwise_or(other, self)
     def __xor__(self, other): return _ns.bitwise_xor(self, other)
     def __rxor__(self, other): return _ns.bitwise_xor(other, self)
+    def __lshift__(self, other): return _ns.bitwise_left_shift(self, other)
+    def __rlshift__(self, other): return _ns.bitwise_left_shift(other, self)
+    def __rshift__(self, other): return _ns.bitwise_right_shift(self, other)
+    def __rrshift__(self, other): return _ns.bitwise_right_shift(other, self)
 
     # comparisons ----------------------------------------------------------
     def __eq__(self, other): return _ns.equal(self, other)

@@ -6,6 +6,8 @@ each body into a sub-block and record one `cond`/`while` op. Values that cross
 the boundary are checked: same structure, same dtype (Python numbers are weak
 and adopt the other side's dtype), shapes relaxed to -1 where they differ.
 """
+import re
+
 from . import pytree, tracing
 from .dtypes import result_type, scalar_dtype
 from .errors import ControlFlowError
@@ -80,7 +82,32 @@ def _describe(value):
         return f"a tensor ({value.dtype.name}{list(value.shape)})"
     if isinstance(value, Undefined):
         return "undefined"
-    return f"{type(value).__name__} {value!r}"
+    if callable(value) and hasattr(value, "__name__"):
+        return f"{type(value).__name__} '{value.__name__}'"     # not its repr: converted code's qualname is ours
+    text = repr(value)
+    if text.startswith("<"):
+        return f"a {type(value).__name__} object"
+    return f"{type(value).__name__} {text}"
+
+
+_GENERATED = re.compile(r"^(__return_value|__return_flag|__break|__continue|__item|for_index|output)(_\d+)?(?=$|\[)")
+_GENERATED_SUBJECTS = {
+    "__return_value": "the return value", "__return_flag": "whether `return` ran",
+    "__break": "whether `break` ran", "__continue": "whether `continue` ran", "__item": "the loop's item",
+    "for_index": "the loop's index", "output": "the result",
+}
+
+
+def _subject(name, role=""):
+    """A leaf name as an error message's subject, in the user's terms: `'x'` (`loop variable 'x'`)
+    for the user's names, a description for the transpiler's (`__return_value`) and for unnamed
+    results (`output`): messages never name a variable the user did not write."""
+    match = _GENERATED.match(name)
+    if match is None:
+        return f"{role} '{name}'" if role else f"'{name}'"
+    path = name[match.end():]
+    text = _GENERATED_SUBJECTS[match.group(1)]
+    return f"{text} (item {path})" if path else text
 
 
 def _leaf_names(treedef, names):
@@ -127,7 +154,7 @@ def as_predicate(pred):
 
 def _merge_shapes(a, b, name):
     if len(a) != len(b):
-        raise ControlFlowError(f"'{name}' changes rank: shapes {_fmt(a)} and {_fmt(b)}")
+        raise ControlFlowError(f"{_subject(name)} changes rank: shapes {_fmt(a)} and {_fmt(b)}")
     return tuple(x if x == y else -1 for x, y in zip(a, b))
 
 
@@ -204,7 +231,7 @@ def cond(pred, true_fn, false_fn, *operands, names=None):
             continue
         if not (_tensorish(a) or _is_number(a)) or not (_tensorish(b) or _is_number(b)):
             raise ControlFlowError(
-                f"'{name}' differs between the branches: {_describe(a)} in the true branch, "
+                f"{_subject(name)} differs between the branches: {_describe(a)} in the true branch, "
                 f"{_describe(b)} in the false branch (only tensors and numbers can differ)")
         with tracing.block_guard(tb):
             va = as_variable(a)
@@ -212,7 +239,7 @@ def cond(pred, true_fn, false_fn, *operands, names=None):
             vb = as_variable(b)
         va, vb = _unify_dtypes(va, vb, tb, fb, name, "true branch", "false branch")
         if va.kind != vb.kind:
-            raise ControlFlowError(f"'{name}' is a tensor array in one branch and a tensor in the other")
+            raise ControlFlowError(f"{_subject(name)} is a tensor array in one branch and a tensor in the other")
         shape = _merge_shapes(va.static_shape, vb.static_shape, name)
         out = block.create_var(_hint(name, "cond"), shape, va.dtype, weak=va.weak and vb.weak, kind=va.kind)
         t_res.append(va)
@@ -301,7 +328,7 @@ def _unify_dtypes(va, vb, block_a, block_b, name, side_a, side_b):
                 vb = _cast(vb, common)
         return va, vb
     raise ControlFlowError(
-        f"'{name}' has dtype {va.dtype.name} in the {side_a} and {vb.dtype.name} in the {side_b}; "
+        f"{_subject(name)} has dtype {va.dtype.name} in the {side_a} and {vb.dtype.name} in the {side_b}; "
         f"cast one side with .astype()")
 
 
@@ -309,7 +336,7 @@ def _structure_message(what, a, b, names, side_a, side_b):
     if names and isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b) == len(names):
         for name, x, y in zip(names, a, b):
             if pytree.flatten(x)[1] != pytree.flatten(y)[1]:
-                return (f"'{name}' has a different structure in {what}: {_shape_of_tree(x)} in the {side_a}, "
+                return (f"{_subject(name)} has a different structure in {what}: {_shape_of_tree(x)} in the {side_a}, "
                         f"{_shape_of_tree(y)} in the {side_b}")
     return f"{what} produce different structures: {_shape_of_tree(a)} vs {_shape_of_tree(b)}"
 
@@ -418,14 +445,14 @@ def _settle(name, state, new, param, block, body_block):
         if _is_number(value) and (_tensorish(new) or _is_number(new)):
             return ("var", _weak_constant_in(block, value, _hint(name, "loop"))), None
         raise ControlFlowError(
-            f"loop variable '{name}' changes inside a tensor-dependent loop from "
+            f"{_subject(name, 'loop variable')} changes inside a tensor-dependent loop from "
             f"{_describe(value)} to {_describe(new)}; only tensors and numbers can change")
     if isinstance(new, Undefined):
-        raise ControlFlowError(f"loop variable '{name}' is deleted inside the loop body")
+        raise ControlFlowError(f"{_subject(name, 'loop variable')} is deleted inside the loop body")
     with tracing.block_guard(body_block):
         result = as_variable(new)
     if result.kind != value.kind:
-        raise ControlFlowError(f"loop variable '{name}' turns from a tensor array into a tensor")
+        raise ControlFlowError(f"{_subject(name, 'loop variable')} turns from a tensor array into a tensor")
     if result.dtype != value.dtype:
         if value.weak:
             common = result_type((value.dtype, True), (result.dtype, result.weak))
@@ -433,7 +460,7 @@ def _settle(name, state, new, param, block, body_block):
                 return ("var", _cast(value, common)), None
         if not result.weak:
             raise ControlFlowError(
-                f"loop variable '{name}' has dtype {value.dtype.name} before the loop and "
+                f"{_subject(name, 'loop variable')} has dtype {value.dtype.name} before the loop and "
                 f"{result.dtype.name} after an iteration; cast it with .astype() so both agree")
         with tracing.block_guard(body_block):
             result = _cast(result, value.dtype)

@@ -9,6 +9,7 @@ import numpy as np
 from . import tracing
 from .array_methods import ArrayMethods
 from .backends import get_backend
+from .ir import Variable
 
 
 class Tensor(ArrayMethods):
@@ -124,7 +125,14 @@ class Parameter(Tensor):
 
 
 def tensor(data, dtype=None, device="cpu"):
-    """Make an eager Tensor from a Python/NumPy/CuPy value (float64 data stays float64)."""
+    """Make an eager Tensor from a Python/NumPy/CuPy value (float64 data stays float64).
+
+    On a traced Variable (or a list/tuple holding one) it is what NumPy's asarray is on an
+    array: the value itself, a cast with `dtype=`, or the rows stacked.
+    """
+    if _holds_variable(data):
+        from .ops.creation import symbolic_asarray
+        return symbolic_asarray(data, dtype)
     backend = get_backend(device)
     constant = bool(tracing._blocks) and _python_data(data)     # made inside a trace from constants (known.py)
     if isinstance(data, Tensor):
@@ -159,9 +167,15 @@ def _has_numpy_float64(seq):
         if isinstance(item, (list, tuple)):
             if _has_numpy_float64(item):
                 return True
-        elif isinstance(item, (np.ndarray, np.float64)) and getattr(item, "dtype", None) == np.float64:
+        elif isinstance(item, (np.ndarray, np.float64, Tensor)) and getattr(item, "dtype", None) == np.float64:
             return True
     return False
+
+
+def _holds_variable(data):
+    if isinstance(data, Variable):
+        return True
+    return isinstance(data, (list, tuple)) and any(_holds_variable(item) for item in data)
 
 
 asarray = tensor

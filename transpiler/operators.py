@@ -10,7 +10,7 @@ import types
 
 import runtime as rt
 from runtime import pytree, tracing
-from runtime.control_flow import Undefined, as_variable
+from runtime.control_flow import Undefined, as_predicate, as_variable
 from runtime.known import known_value
 from runtime.ir import Variable
 
@@ -127,6 +127,36 @@ def _dtype(value):
 def _as_bool(value):
     if isinstance(value, (Variable, rt.Tensor)):
         return value if value.dtype == rt.bool else rt.not_equal(value, 0)
+    return builtins.bool(value)
+
+
+def convert_test_and(value, *thunks):
+    """`a and b ...` used only for its truth (a loop test): tensor operands of any rank of size one."""
+    return _truth_chain(value, thunks, is_and=True)
+
+
+def convert_test_or(value, *thunks):
+    return _truth_chain(value, thunks, is_and=False)
+
+
+def _truth_chain(value, thunks, is_and):
+    for i, thunk in enumerate(thunks):
+        if _symbolic(value):
+            pred = _truth(value)
+            rest = lambda: _truth(_truth_chain(thunks[i](), thunks[i + 1:], is_and))  # noqa: E731
+            decided = lambda: pred  # noqa: E731  (False for `and`, True for `or`)
+            return rt.cond(pred, rest, decided) if is_and else rt.cond(pred, decided, rest)
+        if builtins.bool(value) != is_and:
+            return value
+        value = thunk()
+    return value
+
+
+def _truth(value):
+    """Python's truth of value: a 0-d bool Variable for a tensor of size one, a bool otherwise."""
+    if _symbolic(value):
+        value = as_predicate(value)
+        return rt.reshape(value, ()) if value.ndim else value
     return builtins.bool(value)
 
 

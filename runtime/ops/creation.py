@@ -146,3 +146,49 @@ def zeros_like(x, dtype=None, device=None):
 
 def ones_like(x, dtype=None, device=None):
     return full_like(x, 1, dtype, device)
+
+
+# --- asarray of traced values ------------------------------------------------------
+
+def symbolic_asarray(data, dtype=None):
+    """`rt.asarray` on a Variable or a nested list/tuple holding one, with eager `rt.asarray`'s
+    dtypes: a Variable is itself (a weak one becomes strong, as a Python number does in an
+    array), a cast with `dtype=`; a sequence is its items cast to one dtype and stacked."""
+    if dtype is None:
+        dtype = _sequence_dtype(data) if isinstance(data, (list, tuple)) else data.dtype
+    return _cast_and_stack(data, as_dtype(dtype))
+
+
+def _cast_and_stack(data, dtype):
+    from .elementwise import astype
+    from .manipulation import stack
+    if isinstance(data, (list, tuple)):
+        return stack([_cast_and_stack(item, dtype) for item in data])
+    return astype(data, dtype)
+
+
+def _sequence_dtype(data):
+    """NumPy's dtype for the nested sequence, with rt.asarray's rule for Python floats: float64
+    only when some item really is float64, float32 otherwise."""
+    leaves = []
+
+    def walk(item):
+        if isinstance(item, (list, tuple)):
+            for sub in item:
+                walk(sub)
+        elif isinstance(item, Variable):
+            leaves.append((np.asarray(_weak_scalar(item.dtype)).dtype, False) if item.weak else (item.dtype, True))
+        elif type(item) in (bool, int, float, complex):
+            leaves.append((np.asarray(item).dtype, False))
+        else:
+            leaves.append((np.asarray(item.numpy() if hasattr(item, "backend") else item).dtype, True))
+    walk(data)
+    dtype = np.result_type(*(d for d, _ in leaves))
+    if dtype == np.float64 and not any(strong and d == np.float64 for d, strong in leaves):
+        return DEFAULT_FLOAT
+    return dtype
+
+
+def _weak_scalar(dtype):
+    from ..dtypes import weak_example
+    return weak_example(dtype)

@@ -165,6 +165,8 @@ for _name, _np_fn in BITWISE.items():
     SAMPLES[_name] = [S(_fn(_name), rand((3, 4), "int32", 0, 30), rand((4,), "int32", 0, 4), oracle=_np_fn),
                       S(_fn(_name), rand((3,), "int64", 0, 30), 2, oracle=_np_fn),
                       S(_fn(_name), rand((3,), "uint8", 0, 30), rand((3,), "uint8", 0, 4), oracle=_np_fn)]
+for _name in ("bitwise_left_shift", "bitwise_right_shift"):      # `1 << s`: a weak int on the left
+    SAMPLES[_name].append(S(_fn(_name), 1, rand((3,), "int32", 0, 4), oracle=BITWISE[_name]))
 for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
     SAMPLES[_name].append(S(_fn(_name), rand((3,), "bool"), rand((3,), "bool"), oracle=BITWISE[_name]))
 

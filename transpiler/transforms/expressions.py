@@ -9,10 +9,26 @@
 Right operands and branches are thunks, so short-circuiting holds for Python
 and tensor operands alike (a tensor left operand gives a `cond` op). Applies
 inside lambdas too (an expression has no scope of its own to respect).
+
+A BoolOp marked `TRUTH_ONLY` (see `mark_truth_only`: a loop test that another
+transform built, such as `not __break_0 and x > 0`) is used only for its truth,
+so it becomes `_jst.convert_test_and/or`, whose operands may differ in rank.
 """
 import gast
 
 from .base import Transformer, is_jst_call, jst, load, located, store
+
+
+TRUTH_ONLY = "_dy2s_truth_only"
+
+
+def mark_truth_only(test):
+    """Mark `test` (and the and/or inside it) as used only for its truth value."""
+    if isinstance(test, gast.BoolOp):
+        setattr(test, TRUTH_ONLY, True)
+        for value in test.values:
+            mark_truth_only(value)
+    return test
 
 
 def _thunk(expr):
@@ -29,6 +45,8 @@ class Expressions(Transformer):
     def visit_BoolOp(self, node):
         self.generic_visit(node)
         op = "convert_logical_and" if isinstance(node.op, gast.And) else "convert_logical_or"
+        if getattr(node, TRUTH_ONLY, False):
+            op = "convert_test_and" if isinstance(node.op, gast.And) else "convert_test_or"
         first, *rest = node.values
         return _call(op, [first] + [_thunk(v) for v in rest], node)
 

@@ -16,6 +16,7 @@ import gast
 
 from ..analysis.cfg import EXTRA_TEST_READS
 from .base import Transformer, const, load, located, store
+from .expressions import mark_truth_only
 
 BREAK_FLAG = "_dy2s_break_flag"
 
@@ -94,7 +95,8 @@ class Jumps(Transformer):
             node.body = _Lowering(gast.Break, flag).lower(node.body)
             before.append(_assign(flag, False, node))
             if isinstance(node, gast.While):
-                node.test = located(gast.BoolOp(op=gast.And(), values=[_not(flag), node.test]), node.test)
+                test = gast.BoolOp(op=gast.And(), values=[_not(flag), node.test])
+                node.test = located(mark_truth_only(test), node.test)
             else:
                 setattr(node, BREAK_FLAG, flag)
                 setattr(node, EXTRA_TEST_READS, (flag,))
