@@ -3,7 +3,7 @@ def nested_while(x):
     total = x.sum() * 0
 
     def __while_cond_1(i, total):
-        return _jst.convert_logical_and(total < 50, lambda : i < 5)
+        return _jst.convert_test_and(total < 50, lambda : i < 5)
 
     def __while_body_1(i, total):
         j = 0

@@ -3,7 +3,7 @@ def var_created_in_loop(x):
     last = _jst.undefined('last')
 
     def __while_cond_0(i, last, x):
-        return _jst.convert_logical_and(x.sum() < 10, lambda : i < 6)
+        return _jst.convert_test_and(x.sum() < 10, lambda : i < 6)
 
     def __while_body_0(i, last, x):
         last = x

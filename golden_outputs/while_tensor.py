@@ -3,7 +3,7 @@ def while_tensor(x):
     i = 0
 
     def __while_cond_0(h, i):
-        return _jst.convert_logical_and(rt.sum(h) < 100, lambda : i < 10)
+        return _jst.convert_test_and(rt.sum(h) < 100, lambda : i < 10)
 
     def __while_body_0(h, i):
         h = h * 2

@@ -78,56 +78,46 @@ def _copy_lists(args):
 
 # --- and / or / not ---------------------------------------------------------------------
 
-def convert_logical_and(value, *thunks):
+def convert_logical_and(value, *thunks, name=None):
     for i, thunk in enumerate(thunks):
         truth = _decided(value)
         if _symbolic(truth):
-            return _graph_logical(value, thunks[i:], is_and=True)
+            return _graph_logical(value, thunks[i:], is_and=True, name=name)
         if not truth:
             return value
         value = thunk()
     return value
 
 
-def convert_logical_or(value, *thunks):
+def convert_logical_or(value, *thunks, name=None):
     for i, thunk in enumerate(thunks):
         truth = _decided(value)
         if _symbolic(truth):
-            return _graph_logical(value, thunks[i:], is_and=False)
+            return _graph_logical(value, thunks[i:], is_and=False, name=name)
         if truth:
             return value
         value = thunk()
     return value
 
 
-def _graph_logical(value, thunks, is_and):
-    """`value and rest...` with a tensor `value`: a cond op, so `rest` runs only when needed."""
+def _graph_logical(value, thunks, is_and, name=None):
+    """`value and rest...` with a tensor `value`: a cond op, so `rest` runs only when needed.
+
+    Its result is one of the operands, as in Python: they must merge like branch values
+    (a Python number adopts the tensor's dtype); an error names the variable it is assigned to.
+    """
     chain = convert_logical_and if is_and else convert_logical_or
-    decided = {}
+    names = None if name is None else (name,)
 
     def rest():
         result = chain(thunks[0](), *thunks[1:])
-        if _dtype(result) != _dtype(value):
-            decided["bool"] = True
-            return _as_bool(result)
-        return result
+        return result if name is None else (result,)
 
     def same():
-        return _as_bool(value) if decided.get("bool") else value
+        return value if name is None else (value,)
 
-    return rt.cond(value, rest, same) if is_and else rt.cond(value, same, rest)
-
-
-def _dtype(value):
-    if isinstance(value, (Variable, rt.Tensor)):
-        return value.dtype
-    return type(value)
-
-
-def _as_bool(value):
-    if isinstance(value, (Variable, rt.Tensor)):
-        return value if value.dtype == rt.bool else rt.not_equal(value, 0)
-    return builtins.bool(value)
+    picked = rt.cond(value, rest, same, names=names) if is_and else rt.cond(value, same, rest, names=names)
+    return picked if name is None else picked[0]
 
 
 def convert_test_and(value, *thunks):
@@ -141,12 +131,13 @@ def convert_test_or(value, *thunks):
 
 def _truth_chain(value, thunks, is_and):
     for i, thunk in enumerate(thunks):
-        if _symbolic(value):
+        known = _decided(value)
+        if _symbolic(known):
             pred = _truth(value)
             rest = lambda: _truth(_truth_chain(thunks[i](), thunks[i + 1:], is_and))  # noqa: E731
             decided = lambda: pred  # noqa: E731  (False for `and`, True for `or`)
             return rt.cond(pred, rest, decided) if is_and else rt.cond(pred, decided, rest)
-        if builtins.bool(value) != is_and:
+        if builtins.bool(known) != is_and:
             return value
         value = thunk()
     return value
@@ -165,6 +156,84 @@ def convert_logical_not(value):
     if not _symbolic(truth):
         return not truth
     return rt.logical_not(value) if value.dtype == rt.bool else rt.equal(value, 0)
+
+
+# --- in / index -------------------------------------------------------------------------
+
+def convert_in(value, container):
+    """`value in container`: for a list, tuple or tensor, Python's walk (`item is value or item == value`,
+    the truth of each); with tensors that truth is an `or` of graph predicates."""
+    if not _walks_items(value, container):
+        return value in container
+    found = [i for i, _ in _matches(value, container, stop_at_true=True)]
+    return _any_truth(found)
+
+
+def convert_not_in(value, container):
+    found = convert_in(value, container)
+    return rt.logical_not(found) if _symbolic(found) else not found
+
+
+def convert_index(receiver, *args):
+    """`seq.index(value[, start[, stop]])`: for a list or tuple holding tensors (or asked for one), the
+    first position whose item equals value, as a graph value when that depends on tensors."""
+    if type(receiver) not in (list, tuple) or not args or not _walks_items(args[0], receiver):
+        return receiver.index(*args)
+    value, start, stop = args[0], args[1] if len(args) > 1 else None, args[2] if len(args) > 2 else None
+    positions = builtins.range(len(receiver))[start:stop]
+    matches = list(_matches(value, [receiver[i] for i in positions], stop_at_true=True))
+    if not matches or matches[-1][0] is not True:
+        found = _any_truth([truth for truth, _ in matches])
+        missing = f"{type(receiver).__name__}.index(x): x not in {type(receiver).__name__}" \
+            if type(receiver) is tuple else "list.index(x): x not in list"
+        if not _symbolic(found):
+            raise ValueError(missing)
+        _raise_unless(found, missing)
+    result = None
+    for truth, k in reversed(matches):
+        index = positions[k]
+        result = index if result is None or truth is True else rt.where(truth, index, result)
+    return result
+
+
+def _walks_items(value, container):
+    """Whether `in`/`index` must compare item by item here (a tensor is involved)."""
+    if _tensorish(container):
+        return True
+    return type(container) in (list, tuple) and (_tensorish(value) or any(_tensorish(v) for v in container))
+
+
+def _matches(value, items, stop_at_true):
+    """(truth, position) per item compared as Python does; a truth is True or a 0-d bool Variable.
+    Items whose truth is a Python False are left out; the walk stops at a Python True."""
+    for k, item in enumerate(items):
+        if item is value:
+            truth = True
+        else:
+            equal = item == value
+            known = _decided(equal)
+            truth = _truth(equal) if _symbolic(known) else builtins.bool(known)
+        if truth is False:
+            continue
+        yield truth, k
+        if truth is True and stop_at_true:
+            return
+
+
+def _any_truth(truths):
+    if any(t is True for t in truths):
+        return True
+    if not truths:
+        return False
+    out = truths[0]
+    for t in truths[1:]:
+        out = rt.logical_or(out, t)
+    return out
+
+
+def _raise_unless(found, message):
+    """A ValueError raised when the Program runs and found is False (Python raises it at the call)."""
+    rt.assert_(found, message=message, origin=tracing.user_origin(), error="ValueError")
 
 
 # --- loops ------------------------------------------------------------------------------

@@ -52,20 +52,30 @@ def print_(*values, sep=" "):
     return apply(_print, tuple(tensors), {"template": sep.join(parts)})
 
 
-def _assert_kernel(xp, cond, message="", origin=None):
+CHECK_ERRORS = ("AssertionError", "ValueError")     # what a failed check may raise
+
+
+def _assert_kernel(xp, cond, message="", origin=None, error="AssertionError"):
     if not bool(xp.all(cond)):
         where = f" (at {origin})" if origin else ""
-        raise AssertionError(f"{message}{where}" if message else f"assertion failed{where}")
+        kind = ValueError if error == "ValueError" else AssertionError
+        raise kind(f"{message}{where}" if message else f"assertion failed{where}")
 
 
 _assert = register(OpDef("assert", _assert_kernel, _no_output, num_outputs=0, pure=False))
 
 
-def assert_(cond, message="", origin=None):
-    """Check cond when the Program runs: AssertionError with the message and the user's line."""
+def assert_(cond, message="", origin=None, error="AssertionError"):
+    """Check cond when the Program runs: AssertionError (or `error`, a name in CHECK_ERRORS) with the
+    message and the user's line."""
     if origin is None and tracing.current_block() is not None:
         origin = tracing.user_origin()
-    return apply(_assert, (cond,), {"message": str(message), "origin": origin})
+    attrs = {"message": str(message), "origin": origin}
+    if error != "AssertionError":
+        if error not in CHECK_ERRORS:
+            raise ValueError(f"assert_: error must be one of {CHECK_ERRORS}, not {error!r}")
+        attrs["error"] = error
+    return apply(_assert, (cond,), attrs)
 
 
 class UndefinedValue:

@@ -155,3 +155,100 @@ def test_zeros_with_a_traced_shape_has_dynamic_dims():
     program = static.get_program(t(1.0), rt.asarray([4, 5]))
     zeros = [op for op in program.ops() if op.type == "zeros"]
     assert [o.outputs[0].static_shape for o in zeros] == [(-1, -1), (1, 2)]
+
+
+# --- `in`, list.index, tuple.index ----------------------------------------------------------------
+
+def membership(x, y):
+    flags = (x in [y, y + 1, y + 2], x not in (y, y * 2), 3 in [1, 2, 3], x in [x, y])
+    if x in [y, y + 1, y + 2]:
+        r = x * 10
+    else:
+        r = -x
+    return r, flags
+
+
+@pytest.mark.parametrize("x, y", [(3.0, 1.0), (7.0, 1.0), (2.0, 2.0), (np.nan, 1.0)])
+def test_in_and_not_in_compare_item_by_item(x, y):
+    eager_and_static(membership, t(x), t(y))
+
+
+def test_in_a_tensor_compares_its_rows():
+    def f(x, v):
+        return v in x, v not in x
+    for v in (2.0, 5.0):
+        eager_and_static(f, t([1.0, 2.0, 3.0]), t(v))
+
+
+def test_in_with_every_value_known_is_a_python_value():
+    def f(x):
+        c = rt.asarray(2)
+        return x, c in [rt.asarray(1), rt.asarray(2)], c in (5, 6)
+    got = eager_and_static(f, t(1.0))
+    assert got[1] is True and got[2] is False
+
+
+def index_of(x, y):
+    items = [y, y + 1, y + 2]
+    return items.index(x), (y, x).index(x), items.index(x, 1), [1, 2, 3].index(2)
+
+
+@pytest.mark.parametrize("x", [2.0, 3.0])
+def test_list_and_tuple_index_find_the_first_equal_item(x):
+    eager_and_static(index_of, t(x), t(1.0))
+
+
+def test_index_of_a_missing_tensor_is_value_error_when_the_program_runs():
+    def f(x, y):
+        return [y, y + 1].index(x)
+    static = to_static(f)
+    assert int(static(t(2.0), t(1.0))) == 1
+    with pytest.raises(ValueError, match="not in list"):
+        f(t(5.0), t(1.0))
+    with pytest.raises(ValueError, match="not in list"):
+        static(t(5.0), t(1.0))
+
+
+# --- and / or / not: truth-only tests, Python operands in value position ---------------------------
+
+def mixed_rank_tests(x, y, n):
+    if (x > 0) and y and not (n > 5):
+        r = x
+    else:
+        r = -x
+    z = x * 2 if (y > 0) or (x > 5) else x * 3
+    assert (x > -100) and (y > -100) and n < 100, "bounds"
+    while (x < 10) and not (y > 100):
+        x = x + 1
+    if x > 0 > y or n:
+        r = r + 1
+    return r, z, x
+
+
+@pytest.mark.parametrize("x, y", [([1.0], 1.0), ([-1.0], 0.0), ([3.0], -2.0)])
+def test_and_or_not_as_tests_take_operands_of_any_rank_and_dtype(x, y):
+    eager_and_static(mixed_rank_tests, t(x), rt.tensor(np.int32(y)), 1)
+
+
+def test_and_or_in_value_position_keep_python_operands():
+    def f(x, y):
+        a = (x.sum() > 0) and (x.min() > -0.5)     # the second comparison only when the first holds
+        b = x.max() or y                           # x.max() when it is nonzero, else y
+        c = x.min() and y * 2                      # y * 2 when x.min() is nonzero, else x.min()
+        return a, b, c
+    for x in ([1.0, 2.0], [0.0, 0.0], [-1.0, 1.0]):
+        eager_and_static(f, t(x), t(5.0))
+
+
+def test_and_in_value_position_names_the_variable_when_operands_cannot_merge():
+    def rank(x, y):
+        picked = (x > 0) and (y > 0)    # shape [1] or shape [], by the data
+        return picked
+
+    def dtype(x, y):
+        chosen = (x.sum() > 0) or y     # bool or float32, by the data: no one graph value
+        return chosen
+    for fn, message in ((rank, "'picked' changes rank"), (dtype, "'chosen' has dtype bool")):
+        with pytest.raises(TypeError, match=message) as info:
+            to_static(fn)(t([1.0]), t(2.0))
+        assert "output" not in str(info.value) and "__" not in str(info.value)

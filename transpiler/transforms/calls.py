@@ -3,6 +3,7 @@
     h = self.fc1(x)        →  h = _jst.convert_call(self.fc1)(x)
     n = len(x)             →  n = _jst.convert_len(x)
     isinstance(x, T)       →  _jst.convert_isinstance(x, T)      (also min/max/map/enumerate/zip)
+    i = xs.index(t)        →  i = _jst.convert_index(xs, t)
     for i in range(n):     →  for i in _jst.convert_range(n):
     print('h', h)          →  _jst.convert_print('h', h)
     assert h.sum() > 0, m  →  _jst.convert_assert(h.sum() > 0, lambda: m)
@@ -108,6 +109,10 @@ class Calls(Transformer):
                 found, value = self.ctx.resolve(root)
                 if found and is_library_object(value):
                     return node
+            if func.attr == "index" and node.args and not node.keywords:
+                # list/tuple.index compares with `==` and takes each truth: tensor-aware (other receivers: as is)
+                call = gast.Call(func=jst("convert_index"), args=[func.value] + node.args, keywords=[])
+                return located(call, node)
             if (func.attr in ARRAY_METHODS and isinstance(func.value, gast.Name)
                     and func.value.id in self.locals and func.value.id != "self"):
                 return node
