@@ -252,3 +252,75 @@ def test_and_in_value_position_names_the_variable_when_operands_cannot_merge():
         with pytest.raises(TypeError, match=message) as info:
             to_static(fn)(t([1.0]), t(2.0))
         assert "output" not in str(info.value) and "__" not in str(info.value)
+
+
+# --- a tensor if that picks a function -----------------------------------------------------------
+
+def double(x):
+    return x * 2
+
+
+def decrement(x):
+    return x - 1
+
+
+def as_pair(x):
+    return x, x
+
+
+class Scale:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, x):
+        if x.sum() > 100:           # user code with its own tensor control flow, converted when called
+            return x
+        return x * self.k
+
+
+def test_if_that_picks_a_function_calls_each_in_its_branch():
+    def f(x):
+        if x.sum() > 5:
+            g = double
+        else:
+            g = decrement
+        h = Scale(3) if x.sum() < 0 else (lambda v: v + 100)
+        return g(x), h(x), g(g(x))
+    static = to_static(f)
+    for value in ([1.0, 2.0], [4.0, 5.0], [-3.0, 1.0]):
+        compare(static(t(value)), f(t(value)))
+    assert static.cache_size == 1
+
+
+def test_if_that_picks_the_same_function_on_both_paths_keeps_it():
+    def f(x):
+        g = double
+        if x.sum() > 0:
+            g = double
+        return g(x)
+    eager_and_static(f, t([1.0]))
+
+
+def test_picked_functions_whose_results_cannot_merge_name_the_variable_and_functions():
+    def f(x):
+        if x.sum() > 5:
+            g = double
+        else:
+            g = as_pair
+        return g(x)
+    with pytest.raises(TypeError, match=r"'g' is 'double' or 'as_pair'") as info:
+        to_static(f)(t([1.0]))
+    assert "<locals>" not in str(info.value) and "__" not in str(info.value)
+
+
+def test_function_in_one_branch_and_a_tensor_in_the_other_is_an_error_in_user_terms():
+    def f(x):
+        if x.sum() > 5:
+            g = double
+        else:
+            g = x
+        return g
+    with pytest.raises(TypeError, match=r"'g' is the function 'double' in the true branch and a tensor in the "
+                                         r"false branch") as info:
+        to_static(f)(t([1.0]))
+    assert "<locals>" not in str(info.value) and "__" not in str(info.value)
