@@ -151,14 +151,15 @@ def tensor(data, dtype=None, device="cpu"):
     return out
 
 
-def _python_data(data):
-    """Whether data is Python/NumPy values only (no tensor whose value could change)."""
+def _python_data(data, top=True):
+    """Whether data is Python/NumPy values whose copy the new Tensor holds: no tensor, and not an
+    array at the top (the Tensor may share its memory, so an in-place update would show through)."""
     if isinstance(data, (bool, int, float, complex, np.generic)):
         return True
     if isinstance(data, np.ndarray):
-        return data.dtype != object
+        return not top and data.dtype != object
     if isinstance(data, (list, tuple)):
-        return all(_python_data(d) for d in data)
+        return all(_python_data(d, top=False) for d in data)
     return False
 
 

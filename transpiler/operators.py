@@ -350,6 +350,8 @@ def convert_for(iterable, body_fn, args, names, extra_test=None):
 def _changes_structure(it, body_fn, state, n):
     """Whether one trace of the body changes the structure of the loop state (grows a tuple or list,
     adds a dict key): a while op cannot carry that, Python's unrolled loop can. Nothing recorded is kept."""
+    if not any(isinstance(v, (tuple, list, dict)) for v in state):
+        return False        # only tensors and numbers: a new name's value fills in, nothing can grow
     block = tracing.current_block()
     point = tracing.checkpoint(block)
     leaves, treedef = pytree.flatten(state)

@@ -324,3 +324,23 @@ def test_function_in_one_branch_and_a_tensor_in_the_other_is_an_error_in_user_te
                                          r"false branch") as info:
         to_static(f)(t([1.0]))
     assert "<locals>" not in str(info.value) and "__" not in str(info.value)
+
+
+NP_LIMIT = np.array([10])
+
+
+def test_tensor_made_from_a_global_numpy_array_is_not_decided_while_tracing():
+    def f(x):
+        c = rt.asarray(NP_LIMIT)         # may share the array's memory: read when the Program runs
+        if c == 10:
+            y = x + 1
+        else:
+            y = x - 1
+        return y
+    static = to_static(f)
+    try:
+        assert float(static(t(1.0))) == 2.0
+        NP_LIMIT[0] = 3
+        assert float(static(t(1.0))) == float(f(t(1.0))) == 0.0
+    finally:
+        NP_LIMIT[0] = 10
