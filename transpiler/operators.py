@@ -348,18 +348,25 @@ def convert_for(iterable, body_fn, args, names, extra_test=None):
 
 
 def _changes_structure(it, body_fn, state, n):
-    """Whether one trace of the body changes the structure of the loop state (grows a tuple or list,
-    adds a dict key): a while op cannot carry that, Python's unrolled loop can. Nothing recorded is kept."""
-    if not any(isinstance(v, (tuple, list, dict)) for v in state):
-        return False        # only tensors and numbers: a new name's value fills in, nothing can grow
+    """Whether a while op cannot carry this loop but Python's unrolled walk can: its items cannot be
+    indexed by a symbolic index (a list of strings zipped with a tensor), or one trace of the body
+    changes the structure of the loop state (grows a tuple or list, adds a dict key). Nothing
+    recorded here is kept."""
     block = tracing.current_block()
     point = tracing.checkpoint(block)
-    leaves, treedef = pytree.flatten(state)
     try:
-        out = _tuple(body_fn(it.item(as_variable(0)), *pytree.unflatten(treedef, leaves)), n)
+        try:
+            item = it.item(as_variable(0))
+        except Exception:  # noqa: BLE001 - no symbolic item: only Python can walk it
+            return True
+        if not any(isinstance(v, (tuple, list, dict)) for v in state):
+            return False        # only tensors and numbers: a new name's value fills in, nothing can grow
+        leaves, treedef = pytree.flatten(state)
+        try:
+            out = _tuple(body_fn(item, *pytree.unflatten(treedef, leaves)), n)
+        except Exception:  # noqa: BLE001 - the while op's own trace reports it
+            return False
         return pytree.flatten(out)[1] != treedef
-    except Exception:  # noqa: BLE001 - the while op's own trace reports it
-        return False
     finally:
         tracing.rollback(point)
 
@@ -490,6 +497,13 @@ class _Sequence(SymbolicIterable):
     def item(self, i):
         if isinstance(i, int):
             return self.seq[i]
+        odd = [v for v in self.seq if not (_tensorish(v) or isinstance(v, (bool, int, float)))]
+        if odd:
+            raise TypeError(
+                f"a tensor-dependent loop (a tensor whose dimension 0 is dynamic) cannot walk a Python "
+                f"{type(self.seq).__name__} holding {type(odd[0]).__name__} values alongside it: only tensors "
+                "and numbers can be indexed by the loop's run-time index; give that dimension a fixed size in "
+                "the input_spec (the loop then unrolls), or loop over range(len(...)) of the Python list")
         return rt.stack(list(self.seq))[i]
 
 

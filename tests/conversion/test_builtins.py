@@ -198,3 +198,25 @@ def test_range_through_a_variable_with_a_tensor_bound():
         got = static(xp.tensor(np.float32(1.5)), xp.tensor(np.int32(n)))
         assert float(got) == 1.5 + sum(range(n))
     assert static.cache_size == 1
+
+
+def test_for_over_zip_of_names_and_rows_unrolls():
+    def f(x):
+        by_name = {}
+        total = x[0] * 0
+        for name, row in zip(["a", "b", "c"], x):
+            by_name[name] = row
+            total = total + row
+        return by_name["c"] - by_name["a"], total
+    check(f, ROWS)
+
+
+def test_zip_of_names_with_a_dynamic_first_dim_is_a_clear_error():
+    def f(x):
+        out = {}
+        for name, row in zip(["a", "b"], x):
+            out[name] = row
+        return out
+    static = to_static(f, input_spec=[InputSpec([None, 3], "float32", "x")])
+    with pytest.raises(TypeError, match=r"dimension 0 is dynamic.*str values.*input_spec"):
+        static(xp.tensor(ROWS))
