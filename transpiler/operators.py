@@ -607,6 +607,33 @@ def _eager_type(var):
     return type(captured) if captured is not None else rt.Tensor
 
 
+def convert_any(iterable):
+    """Python's any: the truth of each item in turn; tensor truths are or-ed in the graph."""
+    truths = []
+    for value in iterable:
+        known = _decided(value)
+        if _symbolic(known):
+            truths.append(_truth(value))
+        elif known:
+            return True
+    return _any_truth(truths)
+
+
+def convert_all(iterable):
+    """Python's all: False at the first false item; tensor truths are and-ed in the graph."""
+    truths = []
+    for value in iterable:
+        known = _decided(value)
+        if _symbolic(known):
+            truths.append(_truth(value))
+        elif not known:
+            return False
+    out = True
+    for truth in truths:
+        out = truth if out is True else rt.logical_and(out, truth)
+    return out
+
+
 def convert_map(fn, *iterables):
     """map() calls fn as converted code would: a user function given to it is converted too."""
     return builtins.map(convert_call(fn), *iterables)
@@ -665,7 +692,8 @@ def convert_call(fn):
 
 _OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins.range: convert_range,
               builtins.enumerate: convert_enumerate, builtins.zip: convert_zip, builtins.min: convert_min,
-              builtins.max: convert_max, builtins.map: convert_map, builtins.isinstance: convert_isinstance}
+              builtins.max: convert_max, builtins.map: convert_map, builtins.isinstance: convert_isinstance,
+              builtins.any: convert_any, builtins.all: convert_all}
 
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + ["undefined", "return_placeholder"]

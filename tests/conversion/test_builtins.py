@@ -85,11 +85,18 @@ def max_of_rows_of_matrix_with_key(x):
     return max(x, key=lambda r: r.sum())
 
 
+def any_and_all_of_rows(x):
+    flags = (any(x > 8), all(x > -8), any(x > 100), all(x > 2), any([]), all([]), any([0, x[0] > 100]))
+    if any(x > 5) and all(x < 100):
+        return x * 2, flags
+    return x, flags
+
+
 @pytest.mark.parametrize("fn, array", [
     (sum_rows, ROWS), (sum_with_start, ROWS), (list_and_tuple, ROWS), (zip_with_python_list, ROWS[:3]),
     (zip_in_value_position, ROWS), (map_user_function, ROWS), (enumerate_in_value_position, ROWS),
     (max_and_min_of_rows, VEC), (max_min_of_arguments, VEC), (max_with_key, VEC),
-    (max_of_rows_of_matrix_with_key, ROWS),
+    (max_of_rows_of_matrix_with_key, ROWS), (any_and_all_of_rows, VEC), (any_and_all_of_rows, VEC - 20),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_builtin_iterates_rows_like_python(fn, array):
     check(fn, array, no_ops={"while"})
