@@ -342,7 +342,15 @@ def convert_for(iterable, body_fn, args, names, extra_test=None):
         it = _as_symbolic_iterable(iterable)
         length = it.length()
         if _symbolic(length) or not _changes_structure(it, body_fn, tuple(args), n):
-            return _graph_for(it, length, body_fn, tuple(args), names, extra_test)
+            try:
+                return _graph_for(it, length, body_fn, tuple(args), names, extra_test)
+            except ControlFlowError as e:
+                if _symbolic(length) and not isinstance(it, SymbolicRange) and "different structure" in str(e):
+                    raise ControlFlowError(
+                        f"{e}. The loop walks a tensor whose dimension 0 is dynamic, so it cannot unroll as "
+                        "Python would: give that dimension a fixed size in the input_spec, or keep what the "
+                        "loop carries one structure (append tensors to a list and rt.stack it)") from None
+                raise
         iterable = it       # a static length and a body that grows what it carries: unroll as Python does
     return _python_for(iterable, body_fn, tuple(args), names, extra_test)
 

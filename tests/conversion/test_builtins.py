@@ -227,3 +227,14 @@ def test_zip_of_names_with_a_dynamic_first_dim_is_a_clear_error():
     static = to_static(f, input_spec=[InputSpec([None, 3], "float32", "x")])
     with pytest.raises(TypeError, match=r"dimension 0 is dynamic.*str values.*input_spec"):
         static(xp.tensor(ROWS))
+
+
+def test_growing_a_tuple_over_a_dynamic_first_dim_names_the_dimension():
+    def f(x):
+        ret = ()
+        for i, row in enumerate(x):
+            ret += (row * i,)
+        return ret
+    static = to_static(f, input_spec=[InputSpec([None, 3], "float32", "x")])
+    with pytest.raises(TypeError, match=r"'ret' has a different structure.*dimension 0 is dynamic.*input_spec"):
+        static(xp.tensor(ROWS))
