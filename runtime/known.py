@@ -5,9 +5,11 @@ eager Tensors made inside this trace from Python or NumPy data (`c = rt.asarray(
 in the traced function: every call makes the same value). A Tensor captured from
 outside the trace (a global, an attribute, a closure cell, a Parameter) is an input
 read when the Program runs — it may be updated in place between calls — so nothing
-computed from it is known. Converted code asks this where eager code would take a
-Python branch (`if c == 10:` whose branches differ in shape); the ops stay in the
-Program either way.
+computed from it is known. Nor is a Tensor made from a NumPy array (it may share
+the array's memory). Converted code asks this where eager code would take a Python
+branch (`if c == 10:` whose branches differ in shape); the ops stay in the Program
+either way. A Tensor made in the trace and kept afterwards (stored on an object) is a
+captured input of every later trace, so only the trace that made it decides on it.
 """
 import warnings
 

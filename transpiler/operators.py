@@ -270,7 +270,7 @@ def convert_index(receiver, *args):
     """`seq.index(value[, start[, stop]])`: for a list or tuple holding tensors (or asked for one), the
     first position whose item equals value, as a graph value when that depends on tensors."""
     if type(receiver) not in (list, tuple) or not args or not _walks_items(args[0], receiver):
-        return receiver.index(*args)
+        return convert_call(receiver.index)(*args)      # a user class's own `index` is converted code
     value, start, stop = args[0], args[1] if len(args) > 1 else None, args[2] if len(args) > 2 else None
     positions = builtins.range(len(receiver))[start:stop]
     matches = list(_matches(value, [receiver[i] for i in positions], stop_at_true=True))

@@ -344,3 +344,22 @@ def test_tensor_made_from_a_global_numpy_array_is_not_decided_while_tracing():
         assert float(static(t(1.0))) == float(f(t(1.0))) == 0.0
     finally:
         NP_LIMIT[0] = 10
+
+
+class Vocabulary:
+    def __init__(self, words):
+        self.words = words
+
+    def index(self, x):
+        if x.sum() > 0:             # tensor control flow: needs the converted method
+            return x * 0 + self.words.index("b")
+        return x * 0 - 1
+
+
+def test_a_user_class_index_method_is_still_converted():
+    vocab = Vocabulary(["a", "b"])
+
+    def f(x):
+        return vocab.index(x), "abc".index("c")
+    for value in (1.0, -1.0):
+        eager_and_static(f, t(value))
