@@ -94,7 +94,8 @@ class _FunctionChoices:
         for i, value in enumerate(outs):
             if isinstance(value, _Slot):
                 on_true, on_false = self.picked[0][i], self.picked[1][i]
-                value = on_true if on_true is on_false else BranchChoice(self.pred, on_true, on_false, self.names[i])
+                same = on_true is on_false or type(on_true) is type(on_false) and _equal(on_true, on_false)
+                value = on_true if same else BranchChoice(self.pred, on_true, on_false, self.names[i])
             resolved.append(value)
         return tuple(resolved)
 
@@ -111,6 +112,14 @@ class _FunctionChoices:
                     f"'{self.names[i]}' is the function '{_name_of(fn)}' in the {branch[fn_side]} branch and "
                     f"{_what(other)} in the {branch[1 - fn_side]} branch of a tensor-dependent if: only a "
                     "function in both branches can be chosen at run time")
+
+
+def _equal(a, b):
+    """a == b as a plain truth (bound methods of one object and function compare equal), else False."""
+    try:
+        return builtins.bool(a == b)
+    except Exception:  # noqa: BLE001 - an object whose == is not a truth value is not "the same"
+        return False
 
 
 class _Slot:

@@ -293,12 +293,16 @@ def test_if_that_picks_a_function_calls_each_in_its_branch():
 
 
 def test_if_that_picks_the_same_function_on_both_paths_keeps_it():
+    scale = Scale(2)
+
     def f(x):
         g = double
         if x.sum() > 0:
             g = double
-        return g(x)
-    eager_and_static(f, t([1.0]))
+        h = scale.__call__ if x.sum() > 1 else scale.__call__     # two bound-method objects, one method
+        return g(x), h(x), g is double, isinstance(h, type(scale.__call__))
+    got = eager_and_static(f, t([1.0]))
+    assert got[2] is True and got[3] is True
 
 
 def test_picked_functions_whose_results_cannot_merge_name_the_variable_and_functions():
