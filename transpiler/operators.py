@@ -614,6 +614,8 @@ def convert_isinstance(obj, classinfo):
     (the Parameter itself for a captured one, a Python list for a tensor array)."""
     if _symbolic(obj):
         return builtins.issubclass(_eager_type(obj), classinfo)
+    if isinstance(obj, Undefined):
+        raise obj.error()       # reading a name no path assigned, as eagerly
     return builtins.isinstance(obj, classinfo)
 
 

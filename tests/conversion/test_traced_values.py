@@ -367,3 +367,14 @@ def test_a_user_class_index_method_is_still_converted():
         return vocab.index(x), "abc".index("c")
     for value in (1.0, -1.0):
         eager_and_static(f, t(value))
+
+
+def test_isinstance_of_a_name_assigned_on_one_path_only_is_unbound_local_error():
+    def f(x):
+        if x.sum() > 0:
+            y = x
+        return isinstance(y, rt.Tensor)
+    with pytest.raises(UnboundLocalError):
+        f(t([-1.0]))
+    with pytest.raises(NameError, match="'y'"):
+        to_static(f)(t([-1.0]))
