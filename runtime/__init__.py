@@ -9,7 +9,7 @@ from .dtypes import (bool, complex64, complex128, finfo, float16, float32, float
 from .tensor import Parameter, Tensor, tensor, asarray
 from .ir import Block, Operator, Program, Variable
 from .ops import *  # noqa: F401,F403  (the array namespace)
-from .ops import FUNCTIONS as _FUNCTIONS, print_, assert_
+from .ops import FUNCTIONS as _FUNCTIONS, print_, assert_, raise_
 from .ops.registry import REGISTRY, OpDef, defop, get_op, register
 from .control_flow import Undefined, cond, while_loop
 from .tracing import InputSpec, trace
@@ -36,6 +36,7 @@ def default_rng():
 __all__ = sorted(_FUNCTIONS) + [
     "tensor", "asarray", "Tensor", "Parameter", "Program", "Block", "Operator", "Variable", "cond", "while_loop",
     "InputSpec", "trace", "verify", "Executor", "Plan", "get_backend", "gpu_available", "seed", "print_", "assert_",
+    "raise_",
     "Undefined", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
     "float32", "float64", "complex64", "complex128", "finfo", "iinfo", "nn",
 ]

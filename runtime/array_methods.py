@@ -3,6 +3,8 @@
 Every method forwards to the array namespace, so an op's semantics live only in
 the op registry; `_ns` is bound by `runtime.ops` once all ops are defined.
 """
+import numpy as np
+
 _ns = None
 
 
@@ -45,6 +47,21 @@ class ArrayMethods:
     def __rlshift__(self, other): return _ns.bitwise_left_shift(other, self)
     def __rshift__(self, other): return _ns.bitwise_right_shift(self, other)
     def __rrshift__(self, other): return _ns.bitwise_right_shift(other, self)
+
+    # augmented assignment: NumPy's in-place dtype and shape rules; the name is rebound, never written
+    def __iadd__(self, other): return _augmented("add", self, other)
+    def __isub__(self, other): return _augmented("subtract", self, other)
+    def __imul__(self, other): return _augmented("multiply", self, other)
+    def __itruediv__(self, other): return _augmented("divide", self, other)
+    def __ifloordiv__(self, other): return _augmented("floor_divide", self, other)
+    def __imod__(self, other): return _augmented("remainder", self, other)
+    def __ipow__(self, other): return _augmented("pow", self, other)
+    def __imatmul__(self, other): return _augmented("matmul", self, other)
+    def __iand__(self, other): return _augmented("bitwise_and", self, other)
+    def __ior__(self, other): return _augmented("bitwise_or", self, other)
+    def __ixor__(self, other): return _augmented("bitwise_xor", self, other)
+    def __ilshift__(self, other): return _augmented("bitwise_left_shift", self, other)
+    def __irshift__(self, other): return _augmented("bitwise_right_shift", self, other)
 
     # comparisons ----------------------------------------------------------
     def __eq__(self, other): return _ns.equal(self, other)
@@ -106,3 +123,31 @@ class ArrayMethods:
 
     def __array_function__(self, func, types, args, kwargs):
         return _ns.dispatch_array_function(func, types, args, kwargs)
+
+
+def _augmented(name, x, y):
+    """`x op= y` as NumPy computes it into x: the result keeps x's dtype when NumPy's 'same_kind'
+    casting allows it (float32 x += int32 i stays float32) and x's shape, else NumPy's error.
+    A weak x (a Python number turned symbolic) has no dtype of its own: Python rebinds it."""
+    out = getattr(_ns, name)(x, y)
+    if getattr(x, "weak", False):
+        return out
+    if out.dtype != x.dtype:
+        if not np.can_cast(out.dtype, x.dtype, casting="same_kind"):
+            ufunc = getattr(_ns.REGISTRY[name], "ufunc", name)
+            raise TypeError(f"Cannot cast ufunc '{ufunc}' output from dtype('{out.dtype.name}') to "
+                            f"dtype('{x.dtype.name}') with casting rule 'same_kind'")
+        out = _ns.astype(out, x.dtype)
+    x_shape, out_shape = _static_shape(x), _static_shape(out)
+    if len(x_shape) != len(out_shape) or any(a != b and -1 not in (a, b) for a, b in zip(x_shape, out_shape)):
+        raise ValueError(f"non-broadcastable output operand with shape {_fmt(x_shape)} doesn't match the "
+                         f"broadcast shape {_fmt(out_shape)}")
+    return out
+
+
+def _static_shape(x):
+    return x.static_shape if hasattr(x, "static_shape") else tuple(x.shape)
+
+
+def _fmt(shape):
+    return "(" + ", ".join("?" if d == -1 else str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"

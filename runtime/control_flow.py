@@ -7,9 +7,12 @@ the boundary are checked: same structure, same dtype (Python numbers are weak
 and adopt the other side's dtype), shapes relaxed to -1 where they differ.
 """
 import re
+import weakref
 
 from . import pytree, tracing
-from .dtypes import result_type, scalar_dtype
+import numpy as np
+
+from .dtypes import DEFAULT_INT, result_type, scalar_dtype
 from .errors import ControlFlowError
 from .ir import LITERAL_TYPES, Variable
 from .tensor import Tensor
@@ -195,6 +198,20 @@ def captured_inputs(blocks, exclude=()):
     return out
 
 
+# --- blocks that always raise ----------------------------------------------------------
+
+_RAISING = weakref.WeakSet()
+
+
+def mark_raising(block):
+    """`block` ends in a raise op: whatever it yields is never used (see cond)."""
+    _RAISING.add(block)
+
+
+def _raises(block):
+    return block in _RAISING
+
+
 # --- cond ---------------------------------------------------------------------------
 
 def cond(pred, true_fn, false_fn, *operands, names=None):
@@ -210,6 +227,14 @@ def cond(pred, true_fn, false_fn, *operands, names=None):
     fb = program.new_block(block)
     with tracing.block_guard(fb):
         f_out = false_fn(*operands)
+    if _raises(tb) or _raises(fb):
+        # a branch that raises never yields: it takes the other's values (zeros of its specs)
+        if _raises(tb) and _raises(fb):
+            mark_raising(block)
+        raising, like = (fb, t_out) if _raises(fb) else (tb, f_out)
+        with tracing.block_guard(raising):
+            filler = _placeholder_tree(like)
+        t_out, f_out = (filler, f_out) if raising is tb else (t_out, filler)
     t_out = _fill(t_out, f_out, tb)
     f_out = _fill(f_out, t_out, fb)
     if isinstance(t_out, tuple) and isinstance(f_out, tuple) and len(t_out) == len(f_out):
@@ -315,11 +340,25 @@ def _hint(name, default):
     return base or default
 
 
+def _weak_join(a, b):
+    """The dtype where a weak (Python-number) Variable meets another value: NumPy 2's weak promotion.
+    Two weak integers meet at the one that is not the default int, since a weak int32 stands for
+    "a Python int or an int32 tensor" and Python int + int32 tensor stays int32; this also makes
+    loop state settle (it only ever moves up)."""
+    if a.weak and b.weak and a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        if a.dtype == DEFAULT_INT:
+            return b.dtype
+        if b.dtype == DEFAULT_INT:
+            return a.dtype
+        return np.promote_types(a.dtype, b.dtype)
+    return result_type((a.dtype, a.weak), (b.dtype, b.weak))
+
+
 def _unify_dtypes(va, vb, block_a, block_b, name, side_a, side_b):
     if va.dtype == vb.dtype:
         return va, vb
     if va.weak or vb.weak:
-        common = result_type((va.dtype, va.weak), (vb.dtype, vb.weak))
+        common = _weak_join(va, vb)
         if va.dtype != common:
             with tracing.block_guard(block_a):
                 va = _cast(va, common)
@@ -454,11 +493,11 @@ def _settle(name, state, new, param, block, body_block):
     if result.kind != value.kind:
         raise ControlFlowError(f"{_subject(name, 'loop variable')} turns from a tensor array into a tensor")
     if result.dtype != value.dtype:
-        if value.weak:
-            common = result_type((value.dtype, True), (result.dtype, result.weak))
+        common = _weak_join(value, result) if value.weak else value.dtype
+        if common != value.dtype:
             with tracing.block_guard(block):
                 return ("var", _cast(value, common)), None
-        if not result.weak:
+        if not (value.weak or result.weak):
             raise ControlFlowError(
                 f"{_subject(name, 'loop variable')} has dtype {value.dtype.name} before the loop and "
                 f"{result.dtype.name} after an iteration; cast it with .astype() so both agree")

@@ -661,6 +661,10 @@ def _located(error, plan):
         tb = tb.tb_next
     if op is None or isinstance(error, AssertionError):
         return error
+    if op.type == "raise":          # the user's own exception: its message stays theirs, the line is a note
+        if op.origin and hasattr(error, "add_note"):      # Python 3.11+
+            error.add_note(f"raised at {op.origin}")
+        return error
     where = f" at {op.origin}" if op.origin else ""
     message = f"{error} [while running op '{op.type}'{where}]"
     try:

@@ -529,7 +529,7 @@ def write_params(path, arrays):
     """Write {name: array} as an uncompressed .npz of plain numeric .npy members (no pickles)."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
         for name, array in arrays.items():
-            array = np.ascontiguousarray(array)
+            array = np.asarray(array, order="C")      # (ascontiguousarray makes a 0-d array 1-d)
             if array.dtype.name not in DTYPES:
                 raise TypeError(f"parameter '{name}' has unsupported dtype {array.dtype}")
             with zf.open(f"{name}.npy", "w", force_zip64=array.nbytes > (1 << 30)) as member:
@@ -611,4 +611,4 @@ def _read_npy(member, name, expected, fail):
     if member.read(1):
         fail(f"parameter '{name}' has trailing data after its {nbytes} bytes")
     array = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
-    return np.ascontiguousarray(array.astype(native, copy=False))
+    return np.asarray(array.astype(native, copy=False), order="C")

@@ -13,6 +13,7 @@ from runtime import pytree, tracing
 from runtime.control_flow import Undefined, as_predicate, as_variable
 from runtime.errors import ControlFlowError
 from runtime.known import known_value
+from runtime.ops.control import Text
 from runtime.ir import Variable
 
 
@@ -334,7 +335,9 @@ def _any_truth(truths):
 
 def _raise_unless(found, message):
     """A ValueError raised when the Program runs and found is False (Python raises it at the call)."""
-    rt.assert_(found, message=message, origin=tracing.user_origin(), error="ValueError")
+    def missing():
+        rt.raise_(ValueError, message.replace("{", "{{").replace("}", "}}"))
+    rt.cond(found, lambda: None, missing)
 
 
 # --- loops ------------------------------------------------------------------------------
@@ -684,6 +687,87 @@ def convert_assert(test, message_thunk):
     if not test:
         message = message_thunk()
         raise AssertionError(message) if message != "" else AssertionError()
+
+
+def convert_raise(exc, *cause):
+    """`raise exc [from cause]`: Python's raise, unless tracing is inside a branch or loop body —
+    then a `raise` op, so the Program raises the same built-in exception with the same message
+    when, and only when, it takes this path."""
+    if not _in_branch():
+        exc = _with_text(exc)
+        if cause:
+            raise exc from cause[0]
+        raise exc
+    cls = exc if isinstance(exc, type) else type(exc)
+    if not (cls.__module__ == "builtins" and issubclass(cls, Exception)):
+        raise TypeError(
+            f"cannot raise {cls.__name__} under a tensor-dependent condition: a Program raises only built-in "
+            "exception types (a saved Program must load without running your code); raise a built-in type "
+            "such as ValueError or RuntimeError there")
+    if isinstance(exc, type):
+        rt.raise_(cls)
+        return
+    message, values = _message(exc)
+    rt.raise_(cls, message, *values)
+
+
+def _in_branch():
+    """Is tracing inside a branch or loop body (where a raise may or may not happen at run time)?"""
+    block = tracing.current_block()
+    return block is not None and block.parent_idx != -1
+
+
+def _message(exc):
+    """(template, tensor values) that make str(exc) when the Program runs."""
+    args = exc.args
+    if len(args) == 1 and isinstance(args[0], Text):
+        return args[0].template, args[0].values
+    if len(args) == 1 and _symbolic(args[0]):
+        return "{}", (args[0],)
+    if any(isinstance(a, Text) or _symbolic(a) for a in args):
+        raise TypeError(f"{type(exc).__name__}(...) under a tensor-dependent condition: give it one message "
+                        "(an f-string may hold tensors), not several arguments")
+    if not args:
+        return None, ()
+    return _escape(args[0] if len(args) == 1 and isinstance(args[0], str) else str(exc)), ()
+
+
+def _with_text(exc):
+    """The exception with any run-time message made text now (it is raised while tracing)."""
+    if isinstance(exc, BaseException) and any(isinstance(a, Text) for a in exc.args):
+        exc.args = tuple(str(a) if isinstance(a, Text) else a for a in exc.args)
+    return exc
+
+
+_CONVERSIONS = {-1: lambda v: v, ord("s"): builtins.str, ord("r"): builtins.repr, ord("a"): builtins.ascii}
+
+
+def convert_fstring(literals, values, conversions, specs):
+    """An f-string given in pieces: the text itself on Python values; a Text when a value
+    is a tensor being traced (plain `{x}` fields only: what print can format)."""
+    fields = [format(_CONVERSIONS[c](v), spec) if not _symbolic(v) else None
+              for v, c, spec in zip(values, conversions, specs)]
+    if None not in fields:
+        return "".join(lit + field for lit, field in zip(literals, fields + [""]))
+    template, tensors = [], []
+    for lit, field, v, c, spec in zip(literals, fields, values, conversions, specs):
+        template.append(_escape(lit))
+        if field is not None:
+            template.append(_escape(field))
+        elif c == -1 and not spec:
+            template.append("{}")
+            tensors.append(v)
+        elif _in_branch():
+            raise TypeError("a tensor in an f-string message under a tensor-dependent condition is formatted "
+                            "when the Program runs: write it as a plain {value} (no !conversion or :spec)")
+        else:       # raised while tracing, on every run: the Variable has no value to show
+            template.append(_escape(str(v)))
+    template.append(_escape(literals[-1]))
+    return Text("".join(template), tensors)
+
+
+def _escape(text):
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 def convert_append(container, value):

@@ -19,7 +19,7 @@ from .manipulation import (broadcast_to, concat, dim, expand_dims, flip, permute
                            squeeze, stack)
 from .indexing import getitem, setitem
 from .tensor_array import array_append, array_from_list, array_concat, array_length, array_new, array_read, array_stack
-from .control import assert_, print_, undefined_value
+from .control import assert_, print_, raise_, undefined_value
 
 globals().update(elementwise.UNARY_FUNCTIONS)
 globals().update(elementwise.BINARY_FUNCTIONS)

@@ -1,9 +1,10 @@
-"""Ops that act when the Program runs: print, assert; and the control-flow op types.
+"""Ops that act when the Program runs: print, assert, raise; and the control-flow op types.
 
 `cond` and `while` have no kernel: the executor lowers them to Python `if` and
 `while` around their inlined sub-blocks. They are registered so every op type a
 Program may hold is known to the registry (serialization checks against it).
 """
+import builtins
 import string
 import sys
 
@@ -40,11 +41,25 @@ def _print_infer(*values, template):
 _print = register(OpDef("print", _print_kernel, _print_infer, num_outputs=0, pure=False))
 
 
+class Text:
+    """Text with tensors in it, formatted when the Program runs (what an f-string over traced
+    tensors becomes): a template with one plain `{}` per tensor, other braces doubled."""
+
+    def __init__(self, template, values):
+        self.template, self.values = template, tuple(values)
+
+    def __str__(self):
+        return self.template.format(*self.values)
+
+
 def print_(*values, sep=" "):
     """Print when the Program runs (eagerly: now). Non-tensor values become part of the text."""
     parts, tensors = [], []
     for v in values:
-        if isinstance(v, (Variable, Tensor)):
+        if isinstance(v, Text):
+            parts.append(v.template)
+            tensors.extend(v.values)
+        elif isinstance(v, (Variable, Tensor)):
             parts.append("{}")
             tensors.append(v)
         else:
@@ -52,30 +67,63 @@ def print_(*values, sep=" "):
     return apply(_print, tuple(tensors), {"template": sep.join(parts)})
 
 
-CHECK_ERRORS = ("AssertionError", "ValueError")     # what a failed check may raise
-
-
-def _assert_kernel(xp, cond, message="", origin=None, error="AssertionError"):
+def _assert_kernel(xp, cond, message="", origin=None):
     if not bool(xp.all(cond)):
         where = f" (at {origin})" if origin else ""
-        kind = ValueError if error == "ValueError" else AssertionError
-        raise kind(f"{message}{where}" if message else f"assertion failed{where}")
+        raise AssertionError(f"{message}{where}" if message else f"assertion failed{where}")
 
 
 _assert = register(OpDef("assert", _assert_kernel, _no_output, num_outputs=0, pure=False))
 
 
-def assert_(cond, message="", origin=None, error="AssertionError"):
-    """Check cond when the Program runs: AssertionError (or `error`, a name in CHECK_ERRORS) with the
-    message and the user's line."""
+def assert_(cond, message="", origin=None):
+    """Check cond when the Program runs: AssertionError with the message and the user's line."""
     if origin is None and tracing.current_block() is not None:
         origin = tracing.user_origin()
-    attrs = {"message": str(message), "origin": origin}
-    if error != "AssertionError":
-        if error not in CHECK_ERRORS:
-            raise ValueError(f"assert_: error must be one of {CHECK_ERRORS}, not {error!r}")
-        attrs["error"] = error
-    return apply(_assert, (cond,), attrs)
+    return apply(_assert, (cond,), {"message": str(message), "origin": origin})
+
+
+def _builtin_exception(name):
+    """The built-in exception class of that name: a Program names its exception by a string, and
+    loading one must never reach user code, so only builtins qualify."""
+    cls = getattr(builtins, name, None) if isinstance(name, str) else None
+    if not (isinstance(cls, type) and issubclass(cls, Exception)):
+        raise ValueError(f"raise: {str(name)[:60]!r} is not a built-in exception type")
+    return cls
+
+
+def _raise_kernel(xp, *values, exception, message):
+    cls = _builtin_exception(exception)
+    if message is None:
+        raise cls()
+    raise cls(message.format(*(_host(v) for v in values)))
+
+
+def _raise_infer(*values, exception, message):
+    _builtin_exception(exception)
+    if message is None:
+        if values:
+            raise ValueError("raise: values need a message template")
+        return []
+    return _print_infer(*values, template=message)
+
+
+_raise = register(OpDef("raise", _raise_kernel, _raise_infer, num_outputs=0, pure=False))
+
+
+def raise_(exception, message=None, *values):
+    """Raise `exception` (a built-in exception class) when the Program runs this op, with `message`
+    (plain `{}` fields filled with the values, formatted as print does); eagerly: now."""
+    name = exception.__name__ if isinstance(exception, type) else exception
+    if message is not None:
+        message = str(message)
+    block = tracing.current_block()
+    if block is None:
+        _raise_kernel(np, *(v.numpy() if isinstance(v, Tensor) else v for v in values), exception=name,
+                      message=message)
+    apply(_raise, values, {"exception": name, "message": message})
+    from ..control_flow import mark_raising
+    mark_raising(block)
 
 
 class UndefinedValue:

@@ -92,3 +92,25 @@ def test_a_function_in_a_branch_error_shows_its_name_not_its_repr():
         to_static(f)(rt.tensor(np.ones(3, np.float32)))
     message = str(info.value)
     assert "'g'" in message and "'helper'" in message and not GENERATED.search(message), message
+
+
+def while_and_python_flag(x, bias):
+    flag = bias.sum() > -100.0           # a tensor of shape []; x > 0 has shape [1]
+    while x > 0 and flag:
+        x = x - 1
+    return x
+
+
+def while_and_or(x, bias):
+    while x > 0 and bias.sum() < 10 or x > 100:
+        x = x - 1
+        bias = bias + 1
+    return x, bias
+
+
+@pytest.mark.parametrize("fn", [while_and_python_flag, while_and_or])
+@pytest.mark.parametrize("start", [3.0, -1.0, 150.0])
+def test_a_while_test_is_used_only_for_its_truth(fn, start):
+    x = rt.tensor(np.array([start], np.float32))
+    bias = rt.tensor(np.array([0.5], np.float32))
+    _same(to_static(fn)(x, bias), fn(x, bias))

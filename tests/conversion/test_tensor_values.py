@@ -111,3 +111,94 @@ def test_shift_operators_in_a_tensor_loop():
 def test_shift_of_a_float_tensor_is_numpys_type_error():
     with pytest.raises(TypeError, match="left_shift"):
         rt.tensor(np.ones(2, np.float32)) << 1
+
+
+# --- Python ints meeting int32 tensors in loops; augmented assignment (issue 9 item 9) -----
+
+def counter_meets_int32_in_inner_loop(x, n):
+    i = 0
+    j = 0
+    while i < n:
+        j = 0
+        while j < i:
+            j = j + x[j] + 1
+        i = i + 1
+    return i, j
+
+
+def nested_ranges_over_int32(x, n):
+    s = 0
+    for i in range(n):
+        for j in range(i):
+            s = s + x[j]
+    return s
+
+
+def test_python_ints_and_int32_tensors_settle_by_weak_promotion():
+    x, n = np.arange(6, dtype=np.int32), np.int32(5)
+    for fn in (counter_meets_int32_in_inner_loop, nested_ranges_over_int32):
+        got = to_static(fn)(rt.tensor(x), rt.tensor(n))
+        want = numpy_twin(fn)(x, n)
+        got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+        for g, w in zip(got, want):
+            assert g.item() == w
+            if isinstance(w, np.ndarray):            # a tensor in Python keeps its int32
+                assert g.dtype == w.dtype == np.int32
+
+
+def augmented_float_by_int32(x, n):
+    i = xp.asarray(0, dtype=xp.int32)
+    while i < n:
+        x += i
+        x *= xp.asarray(2, dtype=xp.int64)
+        i += 1
+    return x
+
+
+def augmented_unrolled(x, y):
+    x += y
+    x -= y * 3
+    x /= y + 4
+    x **= 2
+    return x
+
+
+def test_augmented_assignment_keeps_the_targets_dtype_like_numpy_in_place():
+    _check(augmented_float_by_int32, np.ones(3, np.float32), np.int32(4))
+    _check(augmented_unrolled, np.arange(3, dtype=np.float32), np.arange(3, dtype=np.int32))
+    _check(augmented_unrolled, np.arange(3, dtype=np.float32), np.arange(3, dtype=np.float64))
+
+
+def augmented_int_by_float(x):
+    x += 1.5
+    return x
+
+
+def augmented_broadcast_grows(x, y):
+    x += y
+    return x
+
+
+def test_augmented_assignment_refuses_what_numpy_refuses():
+    x = np.arange(3, dtype=np.int32)
+    message = "Cannot cast ufunc 'add' output from dtype\\('float64'\\) to dtype\\('int32'\\)"
+    with pytest.raises(TypeError, match=message):
+        numpy_twin(augmented_int_by_float)(x.copy())
+    for run in (augmented_int_by_float, to_static(augmented_int_by_float)):
+        with pytest.raises(TypeError, match=message):
+            run(rt.tensor(x))
+    y = np.ones((2, 3), np.int32)
+    for run in (augmented_broadcast_grows, to_static(augmented_broadcast_grows)):
+        with pytest.raises(ValueError, match="non-broadcastable output operand"):
+            run(rt.tensor(x), rt.tensor(y))
+
+
+def test_augmented_assignment_on_a_python_counter_is_python_rebinding():
+    def f(x):
+        i = 0
+        while x.sum() < 10:
+            x = x + 1
+            i += 0.5                       # a Python number: becomes a float, as in Python
+        return i
+    x = rt.tensor(np.ones(3, np.float32))
+    assert to_static(f)(x).item() == f(x) == 1.5

@@ -6,8 +6,9 @@
 4. InPlaceUpdates  xs.append(v) / x[i] = v → rebinding, so analysis sees the write
    -- analysis: activity, liveness, definedness (annotations on the lowered tree) --
 5. ControlFlow     if/while/for → branch/body functions + convert_ifelse/while/for
-6. Expressions     and/or/not, chained comparisons, ternaries → thunk-taking operators
-7. Calls           user calls → convert_call; len/print/range/enumerate/zip/assert overloads
+6. Raises          raise → convert_raise (a `raise` op where tracing is inside a branch or body)
+7. Expressions     and/or/not, chained comparisons, ternaries → thunk-taking operators
+8. Calls           user calls → convert_call; len/print/range/enumerate/zip/assert overloads
 
 Nested user functions are converted first, each through the whole pipeline.
 """
@@ -21,10 +22,11 @@ from .expressions import Expressions
 from .fence import Fence
 from .jumps import Jumps
 from .lists import InPlaceUpdates
+from .raises import Raises
 from .returns import Returns
 
 BEFORE_ANALYSIS = (Fence, Returns, Jumps, InPlaceUpdates)
-AFTER_ANALYSIS = (ControlFlow, Expressions, Calls)
+AFTER_ANALYSIS = (ControlFlow, Raises, Expressions, Calls)
 
 
 def convert_node(fn_node, filename, namer, resolve):

@@ -84,6 +84,8 @@ class Jumps(Transformer):
         return self._loop(node)
 
     def _loop(self, node):
+        if isinstance(node, gast.While):
+            mark_truth_only(node.test)               # a loop test is used only for its truth
         node.body = self.visit_block(node.body)      # inner loops first
         node.orelse = self.visit_block(node.orelse)
         before, after = [], []
