@@ -354,10 +354,15 @@ class SymbolicIterable:
         n = self.length()
         if _symbolic(n):
             raise TypeError(
-                "cannot iterate in plain Python over a tensor whose dimension 0 is dynamic (known only when "
-                "the Program runs): use a `for` loop over it (it becomes a while op), or give that dimension "
-                "a fixed size in the input_spec")
+                f"cannot iterate in plain Python over {self.what_is_dynamic()} (known only when the Program "
+                "runs): use a `for` loop over it (it becomes a while op), or " + self.how_to_fix())
         return (self.item(i) for i in builtins.range(n))
+
+    def what_is_dynamic(self):
+        return "a tensor whose dimension 0 is dynamic"
+
+    def how_to_fix(self):
+        return "give that dimension a fixed size in the input_spec"
 
 
 class _TensorRows(SymbolicIterable):
@@ -386,6 +391,12 @@ class SymbolicRange(SymbolicIterable):
             return rt.maximum((span + pad) // self.step, 0)
         span = self.stop - self.start
         return rt.maximum(rt.where(self.step > 0, span + self.step - 1, span + self.step + 1) // self.step, 0)
+
+    def what_is_dynamic(self):
+        return "a range() with a tensor bound, whose length is a tensor"
+
+    def how_to_fix(self):
+        return "give range() Python int bounds"
 
     def item(self, i):
         offset = i if isinstance(self.step, int) and self.step == 1 else i * self.step

@@ -238,3 +238,10 @@ def test_growing_a_tuple_over_a_dynamic_first_dim_names_the_dimension():
     static = to_static(f, input_spec=[InputSpec([None, 3], "float32", "x")])
     with pytest.raises(TypeError, match=r"'ret' has a different structure.*dimension 0 is dynamic.*input_spec"):
         static(xp.tensor(ROWS))
+
+
+def test_list_of_a_tensor_bounded_range_says_its_length_is_a_tensor():
+    def f(x, n):
+        return x, list(range(n))
+    with pytest.raises(TypeError, match=r"range\(\) with a tensor bound"):
+        to_static(f)(xp.tensor(ROWS), xp.tensor(np.int32(3)))
