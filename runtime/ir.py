@@ -208,6 +208,10 @@ class Program:
         self._trace_constants = {}    # id(eager Tensor) -> Tensor made in this trace from Python data (known.py)
         self._known, self._defs = {}, ({}, {})     # known.py's memo and definition index
 
+    def forget_trace_state(self):
+        """Drop what only tracing needs (known.py's memo and the tensors made in the trace)."""
+        self._trace_constants, self._known, self._defs = {}, {}, ({}, {})
+
     @property
     def global_block(self):
         return self.blocks[0]
