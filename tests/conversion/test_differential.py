@@ -16,7 +16,9 @@ import runtime as rt
 from transpiler import to_static
 
 N_PROGRAMS = int(os.environ.get("DY2STATIC_DIFF_PROGRAMS", "150"))   # raise it to search harder
-TENSOR_CONDS = ["a.sum() > {c}", "b.mean() < {c}", "(a * b).sum() > {c}", "a.max() > b.min() + {c}"]
+TENSOR_CONDS = ["a.sum() > {c}", "b.mean() < {c}", "(a * b).sum() > {c}", "a.max() > b.min() + {c}",
+                "max(a.sum(), b.sum()) > {c}", "a[:1] > {c} and b.mean() < {c}", "c0 > {c}",
+                "(not (a[:1] > {c}) or a.sum() in [b.sum(), {c}])"]
 PY_CONDS = ["k > {i}", "flag", "k % 2 == 0"]
 
 
