@@ -41,6 +41,8 @@ class _Gen:
             f"{target} = {target} * 0.9 + x",
             f"{target} = {target} + G * c0",
             f"{target} = {target} * H.w + G",
+            f"{target} = {target} + sum(rows) * 0.1",
+            f"{target} = {target} + min(rows, key=lambda r: r.sum()) * 0.2",
             "k = k + 1",
         ])
 
