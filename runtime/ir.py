@@ -81,9 +81,26 @@ class Variable(ArrayMethods):
             "(inside @to_static, len(x) is converted for you)")
 
     def __iter__(self):
-        raise TypeError(
-            f"cannot iterate Variable '{self.name}' in plain Python; inside @to_static a `for` "
-            "over it becomes a while op, or use rt.while_loop")
+        """Rows of the first axis, as an eager Tensor iterates, when that dim is static in this trace.
+
+        Python code that iterates (`sum(x)`, `list(x)`, `a, b = x`, `zip(x, y)`) then
+        unrolls exactly as it would eagerly; a dynamic first dim has no Python length.
+        """
+        if self.kind == "array":
+            raise TypeError(
+                f"cannot iterate the tensor array '{self.name}' in plain Python: its length is known only "
+                "when the Program runs; iterate it with a `for` loop inside @to_static, or rt.stack it first")
+        if not self.static_shape:
+            raise TypeError("iteration over a 0-d tensor")
+        n = self.static_shape[0]
+        if n == -1:
+            raise TypeError(
+                f"cannot iterate a tensor of shape {_dims_text(self.static_shape)} in plain Python: dimension 0 "
+                "is dynamic (known only when the Program runs), so Python cannot unroll over its rows. "
+                "Use a `for` loop over it inside @to_static (it becomes a while op), rt.while_loop, a "
+                "reduction such as x.sum(axis=0) instead of sum(x), or give that dimension a fixed size in "
+                "the input_spec")
+        return (self[i] for i in range(n))
 
     def _no_value(self, *args, **kwargs):
         raise TypeError(f"Variable '{self.name}' has no value while tracing: .item()/.numpy()/.tolist() work on "
@@ -119,6 +136,10 @@ class Operator:
 
 
 _SUB_BLOCK_ATTRS = {"cond": ("true_block", "false_block"), "while": ("cond_block", "body_block")}
+
+
+def _dims_text(shape):
+    return "[" + ", ".join("None" if d == -1 else str(d) for d in shape) + "]"
 
 
 def sub_block_attrs(op_type):
@@ -185,6 +206,12 @@ class Program:
         self._plans = {}
         self._captured = {}       # id(eager Tensor) -> its persistable Variable, while tracing
         self.written_cells = {}   # state cells (runtime.state) left holding traced values, while tracing
+        self._trace_constants = {}    # id(eager Tensor) -> Tensor made in this trace from Python data (known.py)
+        self._known, self._defs = {}, ({}, {})     # known.py's memo and definition index
+
+    def forget_trace_state(self):
+        """Drop what only tracing needs (known.py's memo and the tensors made in the trace)."""
+        self._trace_constants, self._known, self._defs = {}, {}, ({}, {})
 
     @property
     def global_block(self):

@@ -6,6 +6,7 @@ backend's array) and `backend`; everything else is derived.
 """
 import numpy as np
 
+from . import tracing
 from .array_methods import ArrayMethods, ElementCount
 from .backends import get_backend
 from .ir import Variable
@@ -158,6 +159,7 @@ def tensor(data, dtype=None, device="cpu", copy=None):
         return symbolic_asarray(data, dtype)
     backend = get_backend(device)
     source = data
+    constant = tracing.current_block() is not None and _python_data(data)   # made in a trace from constants (known.py)
     if isinstance(data, Tensor):
         data = data.data if data.backend is backend else data.backend.to_numpy(data.data)
     elif type(data) in _PYTHON_DEFAULTS and dtype is None:   # np.float64 (a float subclass) keeps float64
@@ -172,7 +174,23 @@ def tensor(data, dtype=None, device="cpu", copy=None):
         raise ValueError(f"asarray(copy=False): this {type(source).__name__} cannot become a tensor without a copy")
     if copy and shared:
         arr = backend.xp.array(arr, copy=True)
-    return Tensor(arr, backend)
+    out = Tensor(arr, backend)
+    if constant:
+        from .known import note_trace_constant
+        note_trace_constant(out)
+    return out
+
+
+def _python_data(data, top=True):
+    """Whether data is Python/NumPy values whose copy the new Tensor holds: no tensor, and not an
+    array at the top (the Tensor may share its memory, so an in-place update would show through)."""
+    if isinstance(data, (bool, int, float, complex, np.generic)):
+        return True
+    if isinstance(data, np.ndarray):
+        return not top and data.dtype != object
+    if isinstance(data, (list, tuple)):
+        return all(_python_data(d, top=False) for d in data)
+    return False
 
 
 _PYTHON_DEFAULTS = {float: np.float32, complex: np.complex64}

@@ -189,6 +189,7 @@ def trace(fn, specs, name=None, args_tree=None):
     with block_guard(block):
         result = fn(*inputs)
         finish_outputs(program, result)
+    program.forget_trace_state()
     return program, inputs, result
 
 

@@ -7,15 +7,20 @@ module as `_jst`.
 """
 import builtins
 import operator
+import types
 
 import numpy as np
 
 import runtime as rt
-from runtime import tracing
+from runtime import pytree, tracing
 from runtime.control_flow import Undefined, as_predicate, as_variable
+from runtime.errors import ControlFlowError
+from runtime.known import known_value
 from runtime.ops.control import Text
 from runtime.ir import Variable
 from runtime.state import attr_cell, contents_cell, item_cell
+
+from .choices import FunctionChoices
 
 
 def _symbolic(value):
@@ -47,30 +52,53 @@ def return_placeholder():
 
 # --- if / ternary ----------------------------------------------------------------------
 
+def _decided(pred):
+    """pred's value when it is a Python value or known while tracing (it depends on no input and no
+    captured tensor: runtime.known); pred itself when only the Program can tell."""
+    if _symbolic(pred):
+        known = known_value(pred)
+        if known is not None:
+            return known
+    return pred
+
+
 def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
     """`state`: a function returning the cells (attributes, items) the branches write; see runtime.state."""
+    pred = _decided(pred)
     if not _symbolic(pred):
         return true_fn(*args) if pred else false_fn(*args)
     n = len(names)
     returned = {}
+    choice = FunctionChoices(pred, names)
 
     def branch(fn, side):
         def run():
             copies = _copy_containers(args)
             out = _tuple(fn(*copies), n)
             returned[side] = _returned_args(out, copies, args)
-            return out
+            return choice.park(side, out)
         return run
 
-    outs = rt.cond(pred, branch(true_fn, "true"), branch(false_fn, "false"), names=names, state=state)
-    outs = _write_back(outs, args, names, returned["true"], returned["false"])
+    try:
+        outs = rt.cond(pred, branch(true_fn, 0), branch(false_fn, 1), names=names, state=state)
+    except ControlFlowError:
+        choice.explain()
+        raise
+    outs = _write_back(choice.resolve(outs), args, names, returned[0], returned[1])
     return _untuple(outs, n)
 
 
 def convert_ifexp(pred, true_thunk, false_thunk):
+    pred = _decided(pred)
     if not _symbolic(pred):
         return true_thunk() if pred else false_thunk()
-    return rt.cond(pred, true_thunk, false_thunk)
+    choice = FunctionChoices(pred, ("the function chosen by a conditional expression",))
+    try:
+        out = rt.cond(pred, lambda: choice.park(0, (true_thunk(),)), lambda: choice.park(1, (false_thunk(),)))
+    except ControlFlowError:
+        choice.explain()
+        raise
+    return choice.resolve(out)[0]
 
 
 def _copy_containers(args):
@@ -104,54 +132,46 @@ def _write_back(outs, args, names, *returned):
 
 # --- and / or / not ---------------------------------------------------------------------
 
-def convert_logical_and(value, *thunks):
+def convert_logical_and(value, *thunks, name=None):
     for i, thunk in enumerate(thunks):
-        if _symbolic(value):
-            return _graph_logical(value, thunks[i:], is_and=True)
-        if not value:
+        truth = _decided(value)
+        if _symbolic(truth):
+            return _graph_logical(value, thunks[i:], is_and=True, name=name)
+        if not truth:
             return value
         value = thunk()
     return value
 
 
-def convert_logical_or(value, *thunks):
+def convert_logical_or(value, *thunks, name=None):
     for i, thunk in enumerate(thunks):
-        if _symbolic(value):
-            return _graph_logical(value, thunks[i:], is_and=False)
-        if value:
+        truth = _decided(value)
+        if _symbolic(truth):
+            return _graph_logical(value, thunks[i:], is_and=False, name=name)
+        if truth:
             return value
         value = thunk()
     return value
 
 
-def _graph_logical(value, thunks, is_and):
-    """`value and rest...` with a tensor `value`: a cond op, so `rest` runs only when needed."""
+def _graph_logical(value, thunks, is_and, name=None):
+    """`value and rest...` with a tensor `value`: a cond op, so `rest` runs only when needed.
+
+    Its result is one of the operands, as in Python: they must merge like branch values
+    (a Python number adopts the tensor's dtype); an error names the variable it is assigned to.
+    """
     chain = convert_logical_and if is_and else convert_logical_or
-    decided = {}
+    names = None if name is None else (name,)
 
     def rest():
         result = chain(thunks[0](), *thunks[1:])
-        if _dtype(result) != _dtype(value):
-            decided["bool"] = True
-            return _as_bool(result)
-        return result
+        return result if name is None else (result,)
 
     def same():
-        return _as_bool(value) if decided.get("bool") else value
+        return value if name is None else (value,)
 
-    return rt.cond(value, rest, same) if is_and else rt.cond(value, same, rest)
-
-
-def _dtype(value):
-    if isinstance(value, (Variable, rt.Tensor)):
-        return value.dtype
-    return type(value)
-
-
-def _as_bool(value):
-    if isinstance(value, (Variable, rt.Tensor)):
-        return value if value.dtype == rt.bool else rt.not_equal(value, 0)
-    return builtins.bool(value)
+    picked = rt.cond(value, rest, same, names=names) if is_and else rt.cond(value, same, rest, names=names)
+    return picked if name is None else picked[0]
 
 
 def convert_test_and(value, *thunks):
@@ -165,12 +185,13 @@ def convert_test_or(value, *thunks):
 
 def _truth_chain(value, thunks, is_and):
     for i, thunk in enumerate(thunks):
-        if _symbolic(value):
+        known = _decided(value)
+        if _symbolic(known):
             pred = _truth(value)
             rest = lambda: _truth(_truth_chain(thunks[i](), thunks[i + 1:], is_and))  # noqa: E731
             decided = lambda: pred  # noqa: E731  (False for `and`, True for `or`)
             return rt.cond(pred, rest, decided) if is_and else rt.cond(pred, decided, rest)
-        if builtins.bool(value) != is_and:
+        if builtins.bool(known) != is_and:
             return value
         value = thunk()
     return value
@@ -185,9 +206,90 @@ def _truth(value):
 
 
 def convert_logical_not(value):
-    if not _symbolic(value):
-        return not value
+    truth = _decided(value)
+    if not _symbolic(truth):
+        return not truth
     return rt.logical_not(value) if value.dtype == rt.bool else rt.equal(value, 0)
+
+
+# --- in / index -------------------------------------------------------------------------
+
+def convert_in(value, container):
+    """`value in container`: for a list, tuple or tensor, Python's walk (`item is value or item == value`,
+    the truth of each); with tensors that truth is an `or` of graph predicates."""
+    if not _walks_items(value, container):
+        return value in container
+    found = [i for i, _ in _matches(value, container, stop_at_true=True)]
+    return _any_truth(found)
+
+
+def convert_not_in(value, container):
+    found = convert_in(value, container)
+    return rt.logical_not(found) if _symbolic(found) else not found
+
+
+def convert_index(receiver, *args):
+    """`seq.index(value[, start[, stop]])`: for a list or tuple holding tensors (or asked for one), the
+    first position whose item equals value, as a graph value when that depends on tensors."""
+    if type(receiver) not in (list, tuple) or not args or not _walks_items(args[0], receiver):
+        return convert_call(receiver.index)(*args)      # a user class's own `index` is converted code
+    value, start, stop = args[0], args[1] if len(args) > 1 else None, args[2] if len(args) > 2 else None
+    positions = builtins.range(len(receiver))[start:stop]
+    matches = list(_matches(value, [receiver[i] for i in positions], stop_at_true=True))
+    if not matches or matches[-1][0] is not True:
+        found = _any_truth([truth for truth, _ in matches])
+        missing = f"{type(receiver).__name__}.index(x): x not in {type(receiver).__name__}" \
+            if type(receiver) is tuple else "list.index(x): x not in list"
+        if not _symbolic(found):
+            raise ValueError(missing)
+        _raise_unless(found, missing)
+    result = None
+    for truth, k in reversed(matches):
+        index = positions[k]
+        result = index if result is None or truth is True else rt.where(truth, index, result)
+    return result
+
+
+def _walks_items(value, container):
+    """Whether `in`/`index` must compare item by item here (a tensor is involved)."""
+    if _tensorish(container):
+        return True
+    return type(container) in (list, tuple) and (_tensorish(value) or any(_tensorish(v) for v in container))
+
+
+def _matches(value, items, stop_at_true):
+    """(truth, position) per item compared as Python does; a truth is True or a 0-d bool Variable.
+    Items whose truth is a Python False are left out; the walk stops at a Python True."""
+    for k, item in enumerate(items):
+        if item is value:
+            truth = True
+        else:
+            equal = item == value
+            known = _decided(equal)
+            truth = _truth(equal) if _symbolic(known) else builtins.bool(known)
+        if truth is False:
+            continue
+        yield truth, k
+        if truth is True and stop_at_true:
+            return
+
+
+def _any_truth(truths):
+    if any(t is True for t in truths):
+        return True
+    if not truths:
+        return False
+    out = truths[0]
+    for t in truths[1:]:
+        out = rt.logical_or(out, t)
+    return out
+
+
+def _raise_unless(found, message):
+    """A ValueError raised when the Program runs and found is False (Python raises it at the call)."""
+    def missing():
+        rt.raise_(ValueError, message.replace("{", "{{").replace("}", "}}"))
+    rt.cond(found, lambda: None, missing)
 
 
 # --- loops ------------------------------------------------------------------------------
@@ -216,8 +318,48 @@ def _tracking_body(body_fn, n, offset=0):
 def convert_for(iterable, body_fn, args, names, extra_test=None, state=None):
     n = len(names)
     if isinstance(iterable, SymbolicIterable) or _symbolic(iterable):
-        return _graph_for(_as_symbolic_iterable(iterable), body_fn, tuple(args), names, extra_test, state)
-    values = tuple(args)
+        it = _as_symbolic_iterable(iterable)
+        length = it.length()
+        if _symbolic(length) or not _changes_structure(it, body_fn, tuple(args), n):
+            try:
+                return _graph_for(it, length, body_fn, tuple(args), names, extra_test, state)
+            except ControlFlowError as e:
+                if _symbolic(length) and not isinstance(it, SymbolicRange) and "different structure" in str(e):
+                    raise ControlFlowError(
+                        f"{e}. The loop walks a tensor whose dimension 0 is dynamic, so it cannot unroll as "
+                        "Python would: give that dimension a fixed size in the input_spec, or keep what the "
+                        "loop carries one structure (append tensors to a list and rt.stack it)") from None
+                raise
+        iterable = it       # a static length and a body that grows what it carries: unroll as Python does
+    return _python_for(iterable, body_fn, tuple(args), names, extra_test, state)
+
+
+def _changes_structure(it, body_fn, state, n):
+    """Whether a while op cannot carry this loop but Python's unrolled walk can: its items cannot be
+    indexed by a symbolic index (a list of strings zipped with a tensor), or one trace of the body
+    changes the structure of the loop state (grows a tuple or list, adds a dict key). Nothing
+    recorded here is kept."""
+    block = tracing.current_block()
+    point = tracing.checkpoint(block)
+    try:
+        try:
+            item = it.item(as_variable(0))
+        except Exception:  # noqa: BLE001 - no symbolic item: only Python can walk it
+            return True
+        if not any(isinstance(v, (tuple, list, dict)) for v in state):
+            return False        # only tensors and numbers: a new name's value fills in, nothing can grow
+        leaves, treedef = pytree.flatten(state)
+        try:
+            out = _tuple(body_fn(item, *pytree.unflatten(treedef, leaves)), n)
+        except Exception:  # noqa: BLE001 - the while op's own trace reports it
+            return False
+        return pytree.flatten(out)[1] != treedef
+    finally:
+        tracing.rollback(point)
+
+
+def _python_for(iterable, body_fn, values, names, extra_test, state=None):
+    n = len(names)
     for item in iterable:
         go_on = True if extra_test is None else extra_test(*values)
         if _symbolic(go_on):
@@ -231,16 +373,16 @@ def convert_for(iterable, body_fn, args, names, extra_test=None, state=None):
     return _untuple(values, n)
 
 
-def _graph_for(it, body_fn, values, names, extra_test, state=None):
+def _graph_for(it, length, body_fn, values, names, extra_test, state=None):
     """`for` over a tensor or a tensor-bounded range: a while op over an index."""
     n = len(names)
     args = values
-    length = it.length()
 
     def cond(i, *s):
+        more = i < length       # symbolic (never decided while tracing): the index is the loop's state
         if extra_test is None:
-            return i < length
-        return convert_logical_and(i < length, lambda: extra_test(*s))
+            return more
+        return _graph_logical(more, (lambda: extra_test(*s),), is_and=True)
 
     inner, returned = _tracking_body(lambda i, *s: body_fn(it.item(i), *s), n, offset=1)
 
@@ -253,13 +395,31 @@ def _graph_for(it, body_fn, values, names, extra_test, state=None):
 
 
 class SymbolicIterable:
-    """Something a `for` can walk by index in a while op: a length and an item per index."""
+    """Something a `for` can walk by index in a while op: a length and an item per index.
+
+    Plain Python iteration (`list(enumerate(x))`, `dict(zip(x, names))`) walks it
+    with Python int indices when its length is static in this trace, as Python would.
+    """
 
     def length(self):
         raise NotImplementedError
 
     def item(self, i):
         raise NotImplementedError
+
+    def __iter__(self):
+        n = self.length()
+        if _symbolic(n):
+            raise TypeError(
+                f"cannot iterate in plain Python over {self.what_is_dynamic()} (known only when the Program "
+                "runs): use a `for` loop over it (it becomes a while op), or " + self.how_to_fix())
+        return (self.item(i) for i in builtins.range(n))
+
+    def what_is_dynamic(self):
+        return "a tensor whose dimension 0 is dynamic"
+
+    def how_to_fix(self):
+        return "give that dimension a fixed size in the input_spec"
 
 
 class _TensorRows(SymbolicIterable):
@@ -288,6 +448,12 @@ class SymbolicRange(SymbolicIterable):
             return rt.maximum((span + pad) // self.step, 0)
         span = self.stop - self.start
         return rt.maximum(rt.where(self.step > 0, span + self.step - 1, span + self.step + 1) // self.step, 0)
+
+    def what_is_dynamic(self):
+        return "a range() with a tensor bound, whose length is a tensor"
+
+    def how_to_fix(self):
+        return "give range() Python int bounds"
 
     def item(self, i):
         offset = i if isinstance(self.step, int) and self.step == 1 else i * self.step
@@ -330,6 +496,15 @@ class _Sequence(SymbolicIterable):
         return len(self.seq)
 
     def item(self, i):
+        if isinstance(i, int):
+            return self.seq[i]
+        odd = [v for v in self.seq if not (_tensorish(v) or isinstance(v, (bool, int, float)))]
+        if odd:
+            raise TypeError(
+                f"a tensor-dependent loop (a tensor whose dimension 0 is dynamic) cannot walk a Python "
+                f"{type(self.seq).__name__} holding {type(odd[0]).__name__} values alongside it: only tensors "
+                "and numbers can be indexed by the loop's run-time index; give that dimension a fixed size in "
+                "the input_spec (the loop then unrolls), or loop over range(len(...)) of the Python list")
         return rt.stack(list(self.seq))[i]
 
 
@@ -396,6 +571,94 @@ def convert_zip(*iterables, **kwargs):
 
 # --- builtins and statements ------------------------------------------------------------
 
+_NO_DEFAULT = object()
+
+
+def convert_max(*args, key=None, default=_NO_DEFAULT):
+    """Python's max: the first item that no later item is greater than (`item > best`)."""
+    return _extreme(builtins.max, "max", args, key, default, lambda a, b: a > b)
+
+
+def convert_min(*args, key=None, default=_NO_DEFAULT):
+    """Python's min: the first item that no later item is less than (`item < best`)."""
+    return _extreme(builtins.min, "min", args, key, default, lambda a, b: a < b)
+
+
+def _extreme(python_fn, name, args, key, default, better):
+    """min/max walked as CPython does; a tensor comparison picks with a cond instead of Python's `if`."""
+    items = list(args[0]) if len(args) == 1 else list(args)
+    if key is None and not any(_tensorish(v) for v in items) or len(args) > 1 and default is not _NO_DEFAULT:
+        kwargs = {} if default is _NO_DEFAULT else {"default": default}
+        return python_fn(items, key=key, **kwargs) if len(args) == 1 else python_fn(*args, key=key, **kwargs)
+    if not items:
+        if default is _NO_DEFAULT:
+            raise ValueError(f"{name}() iterable argument is empty")
+        return default
+    best = items[0]
+    best_key = best if key is None else key(best)
+    for item in items[1:]:
+        item_key = item if key is None else key(item)
+        take = better(item_key, best_key)
+        if _symbolic(take):
+            best, best_key = convert_ifexp(take, lambda: (item, item_key), lambda: (best, best_key))
+        elif take:
+            best, best_key = item, item_key
+    return best
+
+
+def _tensorish(value):
+    return isinstance(value, (Variable, rt.Tensor))
+
+
+def convert_isinstance(obj, classinfo):
+    """isinstance as it would answer eagerly: a traced value is what it stands for, an rt.Tensor
+    (the Parameter itself for a captured one, a Python list for a tensor array)."""
+    if _symbolic(obj):
+        return builtins.issubclass(_eager_type(obj), classinfo)
+    if isinstance(obj, Undefined):
+        raise obj.error()       # reading a name no path assigned, as eagerly
+    return builtins.isinstance(obj, classinfo)
+
+
+def _eager_type(var):
+    if var.kind == "array":
+        return list
+    captured = var.block.program.parameters.get(var.name) if var.persistable else None
+    return type(captured) if captured is not None else rt.Tensor
+
+
+def convert_any(iterable):
+    """Python's any: the truth of each item in turn; tensor truths are or-ed in the graph."""
+    truths = []
+    for value in iterable:
+        known = _decided(value)
+        if _symbolic(known):
+            truths.append(_truth(value))
+        elif known:
+            return True
+    return _any_truth(truths)
+
+
+def convert_all(iterable):
+    """Python's all: False at the first false item; tensor truths are and-ed in the graph."""
+    truths = []
+    for value in iterable:
+        known = _decided(value)
+        if _symbolic(known):
+            truths.append(_truth(value))
+        elif not known:
+            return False
+    out = True
+    for truth in truths:
+        out = truth if out is True else rt.logical_and(out, truth)
+    return out
+
+
+def convert_map(fn, *iterables):
+    """map() calls fn as converted code would: a user function given to it is converted too."""
+    return builtins.map(convert_call(fn), *iterables)
+
+
 def convert_len(value):
     if _symbolic(value):
         if value.kind == "array":
@@ -415,6 +678,7 @@ def convert_print(*args, sep=" ", end="\n", file=None, flush=False):
 
 
 def convert_assert(test, message_thunk):
+    test = _decided(test)
     if _symbolic(test):
         message = message_thunk()
         rt.assert_(test, message=message if isinstance(message, Text) else str(message), origin=tracing.user_origin())
@@ -562,9 +826,18 @@ def convert_setitem(container, index, value):
 
 
 def convert_call(fn):
-    """The converted form of fn when it is user code; fn itself otherwise."""
+    """The converted form of fn when it is user code, our overload of a builtin reached through a
+    variable (`fn = range; fn(n)`), fn itself otherwise."""
+    if isinstance(fn, (types.BuiltinFunctionType, type)):
+        return _OVERLOADS.get(fn, fn)
     from .api import converted_callable
     return converted_callable(fn)
+
+
+_OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins.range: convert_range,
+              builtins.enumerate: convert_enumerate, builtins.zip: convert_zip, builtins.min: convert_min,
+              builtins.max: convert_max, builtins.map: convert_map, builtins.isinstance: convert_isinstance,
+              builtins.any: convert_any, builtins.all: convert_all}
 
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + [

@@ -149,7 +149,7 @@ def batch_statistics(x):
 def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalize over groups of channels (and all spatial dims), then scale and shift per channel."""
     shape = _static_shape(x)
-    n, c = shape[0], shape[1]
+    c = shape[1]
     if c % num_groups:
         raise ValueError(f"group_norm: {c} channels do not split into {num_groups} groups")
     grouped = rt.reshape(x, (x.shape[0], num_groups, -1))

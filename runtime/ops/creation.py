@@ -1,18 +1,46 @@
 """Array creation. Shapes may hold scalar Variables (a dynamic batch dim)."""
+import operator
+
 import numpy as np
 
+from .. import tracing
 from ..dtypes import DEFAULT_FLOAT, DEFAULT_INT, as_dtype, scalar_dtype
 from ..ir import Variable
+from ..known import is_trace_constant, known_value
+from ..tensor import Tensor
 from .dispatch import apply
 from .registry import defop
 from .rules import Spec, dtype_of, shape_of
 
 
 def _dims(shape):
-    """A shape argument as op inputs: ints stay literals, Variables stay symbolic."""
-    if isinstance(shape, (int, np.integer)) or isinstance(shape, Variable) or hasattr(shape, "backend"):
+    """A shape argument as op inputs: ints stay literals, Variables stay symbolic.
+
+    A 1-d tensor of sizes is a shape as in NumPy: its values while they are known
+    (eagerly, or made in this trace from constants), else one scalar dim per entry,
+    read when the Program runs (dynamic dims).
+    """
+    if isinstance(shape, (Variable, Tensor)) and shape.ndim == 1:
+        shape = _tensor_dims(shape)
+    elif isinstance(shape, (int, np.integer)) or isinstance(shape, Variable) or hasattr(shape, "backend"):
         shape = (shape,)
     return tuple(int(d) if isinstance(d, (int, np.integer)) else d for d in shape)
+
+
+def _tensor_dims(shape):
+    if shape.dtype.kind not in "iub":
+        raise TypeError(f"a shape tensor must hold integers, not {shape.dtype.name}")
+    if isinstance(shape, Tensor):
+        block = tracing.current_block()
+        if block is None or is_trace_constant(block.program, shape):
+            return tuple(operator.index(d) for d in shape.numpy())
+        shape = tracing.lift_tensor(shape)      # captured: its values are read when the Program runs
+    known = known_value(shape)
+    if known is not None:
+        return tuple(operator.index(d) for d in known)
+    if shape.static_shape[0] == -1:
+        raise TypeError("a shape tensor needs a static length (the number of dims) while tracing")
+    return tuple(shape[i] for i in range(shape.static_shape[0]))
 
 
 def _static(dims):

@@ -20,7 +20,9 @@ import runtime as rt
 from transpiler import to_static
 
 N_PROGRAMS = int(os.environ.get("DY2STATIC_DIFF_PROGRAMS", "150"))   # raise it to search harder
-TENSOR_CONDS = ["a.sum() > {c}", "b.mean() < {c}", "(a * b).sum() > {c}", "a.max() > b.min() + {c}"]
+TENSOR_CONDS = ["a.sum() > {c}", "b.mean() < {c}", "(a * b).sum() > {c}", "a.max() > b.min() + {c}",
+                "max(a.sum(), b.sum()) > {c}", "a[:1] > {c} and b.mean() < {c}", "c0 > {c}",
+                "(not (a[:1] > {c}) or a.sum() in [b.sum(), {c}])"]
 PY_CONDS = ["k > {i}", "flag", "k % 2 == 0"]
 
 
@@ -58,6 +60,8 @@ class _Gen:
             f"{target} = {target} * 0.9 + x",
             f"{target} = {target} + G * c0",
             f"{target} = {target} * H.w + G",
+            f"{target} = {target} + sum(rows) * 0.1",
+            f"{target} = {target} + min(rows, key=lambda r: r.sum()) * 0.2",
             "k = k + 1",
         ])
 

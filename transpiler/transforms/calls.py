@@ -2,6 +2,8 @@
 
     h = self.fc1(x)        →  h = _jst.convert_call(self.fc1)(x)
     n = len(x)             →  n = _jst.convert_len(x)
+    isinstance(x, T)       →  _jst.convert_isinstance(x, T)      (also min/max/map/enumerate/zip)
+    i = xs.index(t)        →  i = _jst.convert_index(xs, t)
     for i in range(n):     →  for i in _jst.convert_range(n):
     print('h', h)          →  _jst.convert_print('h', h)
     assert h.sum() > 0, m  →  _jst.convert_assert(h.sum() > 0, lambda: m)
@@ -23,7 +25,9 @@ from ..analysis import Anno, getanno
 from .base import Transformer, is_jst_call, jst, load, located
 
 BUILTIN_OVERLOADS = {"len": "convert_len", "print": "convert_print", "range": "convert_range",
-                     "enumerate": "convert_enumerate", "zip": "convert_zip", "isinstance": None}
+                     "enumerate": "convert_enumerate", "zip": "convert_zip", "min": "convert_min",
+                     "max": "convert_max", "map": "convert_map", "isinstance": "convert_isinstance",
+                     "any": "convert_any", "all": "convert_all"}
 
 # tensor methods called on local names (x.sum()) are not wrapped: they are ours, never user code
 ARRAY_METHODS = frozenset("""
@@ -106,6 +110,10 @@ class Calls(Transformer):
                 found, value = self.ctx.resolve(root)
                 if found and is_library_object(value):
                     return node
+            if func.attr == "index" and node.args and not node.keywords:
+                # list/tuple.index compares with `==` and takes each truth: tensor-aware (other receivers: as is)
+                call = gast.Call(func=jst("convert_index"), args=[func.value] + node.args, keywords=[])
+                return located(call, node)
             if (func.attr in ARRAY_METHODS and isinstance(func.value, gast.Name)
                     and func.value.id in self.locals and func.value.id != "self"):
                 return node

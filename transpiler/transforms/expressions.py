@@ -5,14 +5,18 @@
     not a          →  _jst.convert_logical_not(a)
     a < f(b) < c   →  _jst.convert_logical_and(a < (__compare_0 := f(b)), lambda: __compare_0 < c)
     a if c else b  →  _jst.convert_ifexp(c, lambda: a, lambda: b)
+    a in b         →  _jst.convert_in(a, b)        (`not in`: convert_not_in)
 
 Right operands and branches are thunks, so short-circuiting holds for Python
 and tensor operands alike (a tensor left operand gives a `cond` op). Applies
 inside lambdas too (an expression has no scope of its own to respect).
 
-A BoolOp marked `TRUTH_ONLY` (see `mark_truth_only`: a loop test that another
-transform built, such as `not __break_0 and x > 0`) is used only for its truth,
-so it becomes `_jst.convert_test_and/or`, whose operands may differ in rank.
+An and/or (or chained comparison) marked `TRUTH_ONLY` (see `mark_truth_only`:
+the test of an if/while/ternary/assert, or a loop test another transform built,
+such as `not __break_0 and x > 0`) is used only for its truth, so it becomes
+`_jst.convert_test_and/or`, whose operands may differ in rank and dtype. In value
+position (`y = a and b`) Python's operand semantics hold: the result is one of
+the operands, and `name='y'` lets an error about operands that cannot merge name y.
 """
 import gast
 
@@ -23,12 +27,36 @@ TRUTH_ONLY = "_dy2s_truth_only"
 
 
 def mark_truth_only(test):
-    """Mark `test` (and the and/or inside it) as used only for its truth value."""
-    if isinstance(test, gast.BoolOp):
+    """Mark `test` (and the and/or/not/comparison chains inside it) as used only for its truth value."""
+    if isinstance(test, (gast.BoolOp, gast.Compare)):
         setattr(test, TRUTH_ONLY, True)
-        for value in test.values:
+        for value in getattr(test, "values", ()):
             mark_truth_only(value)
+    elif isinstance(test, gast.UnaryOp) and isinstance(test.op, gast.Not):
+        mark_truth_only(test.operand)
     return test
+
+
+def _mark_tests(fn_node):
+    """The tests of if/while (already calls to our operators) are used only for their truth."""
+    cond_fns = set()
+    for node in gast.walk(fn_node):
+        if is_jst_call(node) and node.func.attr == "convert_ifelse":
+            mark_truth_only(node.args[0])
+        elif is_jst_call(node) and node.func.attr == "convert_while" and isinstance(node.args[0], gast.Name):
+            cond_fns.add(node.args[0].id)
+    for node in gast.walk(fn_node):
+        if isinstance(node, gast.FunctionDef) and node.name in cond_fns and isinstance(node.body[-1], gast.Return):
+            mark_truth_only(node.body[-1].value)
+
+
+def _membership(compare):
+    """`a in b` / `a not in b` → `_jst.convert_in(a, b)` / `_jst.convert_not_in(a, b)`; other comparisons stay."""
+    op = compare.ops[0]
+    if isinstance(op, (gast.In, gast.NotIn)):
+        name = "convert_in" if isinstance(op, gast.In) else "convert_not_in"
+        return _call(name, [compare.left, compare.comparators[0]], compare)
+    return compare
 
 
 def _thunk(expr):
@@ -42,6 +70,10 @@ def _call(op, args, origin):
 
 
 class Expressions(Transformer):
+    def transform(self, fn_node):
+        _mark_tests(fn_node)
+        return super().transform(fn_node)
+
     def visit_BoolOp(self, node):
         self.generic_visit(node)
         op = "convert_logical_and" if isinstance(node.op, gast.And) else "convert_logical_or"
@@ -49,6 +81,19 @@ class Expressions(Transformer):
             op = "convert_test_and" if isinstance(node.op, gast.And) else "convert_test_or"
         first, *rest = node.values
         return _call(op, [first] + [_thunk(v) for v in rest], node)
+
+    def visit_Assign(self, node):
+        """`y = a and b` names y, so an error about operands that cannot merge speaks of y."""
+        self.generic_visit(node)
+        value = node.value
+        if (len(node.targets) == 1 and isinstance(node.targets[0], gast.Name) and is_jst_call(value)
+                and value.func.attr in ("convert_logical_and", "convert_logical_or")):
+            value.keywords.append(gast.keyword(arg="name", value=gast.Constant(value=node.targets[0].id, kind=None)))
+        return node
+
+    def visit_Assert(self, node):
+        mark_truth_only(node.test)
+        return self.generic_visit(node)
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)
@@ -59,7 +104,7 @@ class Expressions(Transformer):
     def visit_Compare(self, node):
         self.generic_visit(node)
         if len(node.ops) == 1:
-            return node
+            return _membership(node)
         pairs, left = [], node.left
         last = len(node.ops) - 1
         for i, (op, right) in enumerate(zip(node.ops, node.comparators)):
@@ -67,15 +112,17 @@ class Expressions(Transformer):
                 # a middle operand is evaluated once, as in Python: bind it, then reuse the name
                 temp = self.ctx.namer.new("compare")
                 right_once = gast.NamedExpr(target=store(temp), value=right)
-                pairs.append(located(gast.Compare(left=left, ops=[op], comparators=[right_once]), node))
+                pairs.append(_membership(located(gast.Compare(left=left, ops=[op], comparators=[right_once]), node)))
                 left = load(temp)
             else:
-                pairs.append(located(gast.Compare(left=left, ops=[op], comparators=[right]), node))
+                pairs.append(_membership(located(gast.Compare(left=left, ops=[op], comparators=[right]), node)))
                 left = right
         first, *rest = pairs
-        return _call("convert_logical_and", [first] + [_thunk(p) for p in rest], node)
+        op = "convert_test_and" if getattr(node, TRUTH_ONLY, False) else "convert_logical_and"
+        return _call(op, [first] + [_thunk(p) for p in rest], node)
 
     def visit_IfExp(self, node):
+        mark_truth_only(node.test)
         self.generic_visit(node)
         return _call("convert_ifexp", [node.test, _thunk(node.body), _thunk(node.orelse)], node)
 
