@@ -16,7 +16,10 @@ on the tree after jumps were lowered:
 - a branch/body function takes as parameters the outputs plus the names it
   binds and reads, passed in by value (so `y = y + 1` works in a nested def);
 - a parameter with no value yet (and not read before the statement) starts as
-  `_jst.undefined('y')`: harmless until read, an UnboundLocalError when read.
+  `_jst.undefined('y')`: harmless until read, an UnboundLocalError when read;
+- a name a closure captures (`def via(): return i`) stays the enclosing
+  function's variable: the body function takes it as `__i_0`, declares
+  `nonlocal i` and sets `i = __i_0` first, so the closure sees what Python shows it.
 Inner statements are converted first; the operators decide at run time
 whether the condition is a Python value (plain Python control flow) or a
 tensor (a `cond`/`while` op).
@@ -49,8 +52,15 @@ def _return(names):
     return [gast.Return(value=value)]
 
 
-def _def(name, params, body, origin):
-    fn = gast.FunctionDef(name=name, args=_params(params), body=body or [gast.Pass()], decorator_list=[],
+def _def(name, params, body, origin, cells=None):
+    """`def name(params): body`; `cells` maps a parameter kept in the enclosing scope to its own name."""
+    cells = cells or {}
+    prologue = []
+    if cells:
+        prologue.append(gast.Nonlocal(names=sorted(cells)))
+        prologue += [gast.Assign(targets=[store(n)], value=load(cells[n]), type_comment=None) for n in sorted(cells)]
+    fn = gast.FunctionDef(name=name, args=_params([cells.get(p, p) for p in params]),
+                          body=prologue + body or [gast.Pass()], decorator_list=[],
                           returns=None, type_comment=None, type_params=[])
     return located(fn, origin)
 
@@ -68,6 +78,15 @@ def _call(op, args):
 
 
 class ControlFlow(Transformer):
+    def transform(self, fn_node):
+        self.captured = getanno(fn_node, Anno.CAPTURED)
+        return super().transform(fn_node)
+
+    def _def(self, name, params, body, origin):
+        """A branch/body function; captured names stay cells of the enclosing function (module doc)."""
+        cells = {p: self.ctx.namer.new(p.strip("_")) for p in params if p in self.captured}
+        return _def(name, params, body, origin, cells)
+
     def visit_If(self, node):
         node.body = self.visit_block(node.body)
         node.orelse = self.visit_block(node.orelse)
@@ -81,8 +100,8 @@ class ControlFlow(Transformer):
         namer = self.ctx.namer
         true_name, false_name = namer.new("true_fn"), namer.new("false_fn")
         stmts = self._undefined_inits(node, params, live_in)
-        stmts.append(_def(true_name, params, node.body + _return(outputs), node))
-        stmts.append(_def(false_name, params, node.orelse + _return(outputs), node))
+        stmts.append(self._def(true_name, params, node.body + _return(outputs), node))
+        stmts.append(self._def(false_name, params, node.orelse + _return(outputs), node))
         call = _call("convert_ifelse", [node.test, load(true_name), load(false_name), _names_tuple(params),
                                         _str_tuple(outputs)])
         stmts.append(_bind(outputs, located(call, node), node))
@@ -96,8 +115,8 @@ class ControlFlow(Transformer):
         namer = self.ctx.namer
         cond_name, body_name = namer.new("while_cond"), namer.new("while_body")
         stmts = self._undefined_inits(node, loop_vars, live_in)
-        stmts.append(_def(cond_name, loop_vars, [located(gast.Return(value=node.test), node.test)], node))
-        stmts.append(_def(body_name, loop_vars, node.body + _return(loop_vars), node))
+        stmts.append(self._def(cond_name, loop_vars, [located(gast.Return(value=node.test), node.test)], node))
+        stmts.append(self._def(body_name, loop_vars, node.body + _return(loop_vars), node))
         call = _call("convert_while", [load(cond_name), load(body_name), _names_tuple(loop_vars),
                                        _str_tuple(loop_vars)])
         stmts.append(_bind(loop_vars, located(call, node), node))
@@ -123,12 +142,12 @@ class ControlFlow(Transformer):
             unpack = gast.Assign(targets=[node.target], value=load(item), type_comment=None)
             body = [located(unpack, node)] + node.body
         stmts = self._undefined_inits(node, loop_vars, live_in)
-        stmts.append(_def(body_name, [item] + loop_vars, body + _return(loop_vars), node))
+        stmts.append(self._def(body_name, [item] + loop_vars, body + _return(loop_vars), node))
         args = [node.iter, load(body_name), _names_tuple(loop_vars), _str_tuple(loop_vars)]
         if break_flag:
             test_name = namer.new("for_test")
             test = gast.UnaryOp(op=gast.Not(), operand=load(break_flag))
-            stmts.append(_def(test_name, loop_vars, [located(gast.Return(value=test), node)], node))
+            stmts.append(self._def(test_name, loop_vars, [located(gast.Return(value=test), node)], node))
             args.append(load(test_name))
         stmts.append(_bind(loop_vars, located(_call("convert_for", args), node), node))
         return stmts

@@ -1,0 +1,41 @@
+"""Closure cells: the local names a nested scope of the function captures.
+
+Python closures bind late: `def via(): return i + 2` reads the enclosing
+function's `i` when it is called, not when it is defined. Converted branch and
+loop bodies are functions of their own, so a name such a closure reads must
+stay the enclosing function's variable (a cell) there, not become a parameter
+of the body function (AutoGraph keeps such names in the enclosing scope too).
+
+A captured name is also live everywhere: a call of the closure may read it at
+any later point, which liveness cannot see from the call.
+"""
+import gast
+
+from .activity import activity_of, param_names
+
+# Scopes that may run after the statement that creates them (a list/set/dict
+# comprehension runs at once, so what it reads is read right there).
+_LATE_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef, gast.GeneratorExp)
+
+
+def captured_names(fn_node, local_names):
+    """Names of `local_names` that a def, lambda, class or generator inside fn_node reads or rebinds."""
+    found = set()
+    stack = list(fn_node.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _LATE_SCOPES):
+            found |= _free_names(node)
+            continue
+        stack.extend(gast.iter_child_nodes(node))
+    return frozenset(found) & frozenset(local_names)
+
+
+def _free_names(scope):
+    """What a nested scope reads from outside (a `nonlocal` in it counts: it reads and rebinds)."""
+    if isinstance(scope, gast.GeneratorExp):
+        return activity_of(scope).read
+    body = [scope.body] if isinstance(scope, gast.Lambda) else scope.body
+    params = frozenset() if isinstance(scope, gast.ClassDef) else param_names(scope.args)
+    inner = activity_of(body)
+    return (inner.read | inner.nonlocals) - (inner.modified | params)
