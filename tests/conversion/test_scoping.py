@@ -104,3 +104,25 @@ def test_closures_see_what_python_shows_them(fn, n):
     assert int(static(n)) == int(want)                         # Python path of the converted code
     got = static(xp.asarray(np.int64(n)))                       # tensor condition: graph ops
     assert int(got.numpy()) == int(want)
+
+
+def _appends_to_outer_list():
+    log = []
+
+    def f(x):
+        def helper(log):             # a parameter named like the outer list
+            log.append(x * 2)
+            return len(log)
+        log.append(x)                # the outer list, through the closure
+        return x + helper([x]) + len(log)
+    return f, log
+
+
+def test_nested_parameter_does_not_make_outer_list_local():
+    f, log = _appends_to_outer_list()
+    want = f(np.float32(3.0))
+    assert len(log) == 1
+    g, log = _appends_to_outer_list()
+    got = to_static(g)(xp.asarray(np.float32(3.0)))
+    assert float(got.numpy()) == float(want)
+    assert len(log) == 1

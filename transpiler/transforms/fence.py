@@ -5,7 +5,7 @@ transforms handle.
 """
 import gast
 
-from .base import Transformer
+from .base import Transformer, own_scope
 
 _LOOP_OR_BRANCH = (gast.For, gast.While, gast.If)
 
@@ -13,7 +13,7 @@ _LOOP_OR_BRANCH = (gast.For, gast.While, gast.If)
 class Fence(Transformer):
     def transform(self, fn_node):
         self.declared = set()
-        for node in _own_scope(fn_node):
+        for node in own_scope(fn_node):
             if isinstance(node, (gast.Global, gast.Nonlocal)):
                 self.declared.update(node.names)
         self.compound = []
@@ -48,11 +48,3 @@ class Fence(Transformer):
         if is_compound:
             self.compound.pop()
 
-
-def _own_scope(fn_node):
-    stack = list(fn_node.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
-            stack.extend(gast.iter_child_nodes(node))
