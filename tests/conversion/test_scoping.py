@@ -126,3 +126,89 @@ def test_nested_parameter_does_not_make_outer_list_local():
     got = to_static(g)(xp.asarray(np.float32(3.0)))
     assert float(got.numpy()) == float(want)
     assert len(log) == 1
+
+
+# --- try/finally: a jump in `finally` overrides what the try was doing ----------------------------------
+
+def finally_return_overrides_return(x):
+    try:
+        return x + 1
+    finally:
+        return x * 3
+
+
+def finally_return_discards_exception(x):
+    try:
+        raise ValueError("discarded by the return in finally")
+    finally:
+        return x + 3
+
+
+def finally_return_only_on_some_path(x, n):
+    try:
+        if n > 1:
+            raise KeyError("kept: the finally does not return for this n")
+        y = x * 2
+    finally:
+        if n > 0:
+            return x - 1
+    return y
+
+
+def finally_continue_discards_return(x):
+    for i in range(3):
+        try:
+            return x + i
+        finally:
+            if i < 2:
+                continue
+    return x
+
+
+def finally_break_discards_return(x):
+    while True:
+        try:
+            return x
+        finally:
+            break
+    return x * 10
+
+
+def finally_continue_discards_break(x):
+    total = x * 0
+    for i in range(4):
+        try:
+            total = total + x
+            if i == 1:
+                break
+        finally:
+            if i < 3:
+                continue
+    return total
+
+
+FINALLY_CASES = [finally_return_overrides_return, finally_return_discards_exception, finally_continue_discards_return,
+                 finally_break_discards_return, finally_continue_discards_break]
+
+
+def _outcome(fn, *args):
+    try:
+        out = fn(*args)
+    except Exception as e:     # the oracle's exception, to compare with the converted one
+        return type(e)
+    return float(out.numpy() if isinstance(out, xp.Tensor) else out)
+
+
+@pytest.mark.parametrize("fn", FINALLY_CASES, ids=[f.__name__ for f in FINALLY_CASES])
+def test_jump_in_finally_overrides_as_in_python(fn):
+    want = _outcome(numpy_twin(fn), np.float32(1.5))
+    static = to_static(fn)
+    assert _outcome(static, 1.5) == want
+    assert _outcome(static, xp.asarray(np.float32(1.5))) == want
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_finally_return_discards_only_when_it_returns(n):
+    fn = finally_return_only_on_some_path
+    want = _outcome(numpy_twin(fn), np.float32(1.5), n)
+    assert _outcome(to_static(fn), xp.asarray(np.float32(1.5)), n) == want
