@@ -417,9 +417,9 @@ def _symbolic_bool_conversion_error(error):
     """bool() of a Variable reached from converted code: the user's line, and why it was not converted."""
     filename, lineno = _innermost_outside_us(error.__traceback__)
     return ConversionError(
-        "a tensor-dependent condition is used where it cannot become a graph op (inside try/with, "
+        "a tensor-dependent condition is used where it cannot become a graph op (bool() of a tensor, "
         "in a function marked @not_to_static, or in code that is not converted)", filename, lineno,
-        "move the tensor-dependent if/while out of the try/with block, or use rt.where / rt.cond")
+        "write it as an if/while in converted code, or use rt.where / rt.cond")
 
 
 def _innermost_outside_us(tb):

@@ -12,6 +12,8 @@ from runtime import tracing
 from runtime.control_flow import Undefined, as_variable
 from runtime.ir import Variable
 
+from .errors import ConversionError
+
 
 def _symbolic(value):
     return isinstance(value, Variable)
@@ -46,8 +48,9 @@ def convert_ifelse(pred, true_fn, false_fn, args, names):
     if not _symbolic(pred):
         return true_fn(*args) if pred else false_fn(*args)
     n = len(names)
-    outs = rt.cond(pred, lambda: _tuple(true_fn(*_copy_lists(args)), n),
-                   lambda: _tuple(false_fn(*_copy_lists(args)), n), names=names)
+    with _graph_region("if"):
+        outs = rt.cond(pred, lambda: _tuple(true_fn(*_copy_lists(args)), n),
+                       lambda: _tuple(false_fn(*_copy_lists(args)), n), names=names)
     return _untuple(outs, n)
 
 
@@ -60,6 +63,44 @@ def convert_ifexp(pred, true_thunk, false_thunk):
 def _copy_lists(args):
     """Each traced branch appends to its own copy of a Python list (only one branch runs later)."""
     return tuple(list(a) if type(a) is list else a for a in args)
+
+
+# --- exceptions raised while tracing a graph region -----------------------------------------
+
+_GRAPH_ORIGIN = "_dy2s_graph_origin"
+
+
+class _graph_region:
+    """Mark an exception raised while tracing a tensor-dependent region with where that region is."""
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def __enter__(self):
+        self.origin = tracing.user_origin()
+
+    def __exit__(self, kind, error, tb):
+        if isinstance(error, Exception) and getattr(error, _GRAPH_ORIGIN, None) is None:
+            try:
+                setattr(error, _GRAPH_ORIGIN, (self.kind, self.origin))
+            except AttributeError:
+                pass
+        return False
+
+
+def check_caught(exc):
+    """First statement of an `except` clause: a graph cannot catch at run time what tracing raised."""
+    kind, origin = getattr(exc, _GRAPH_ORIGIN, None) or (None, None)
+    if origin is None:
+        return
+    filename, _, line = tracing.user_origin().rpartition(":")
+    error = ConversionError(
+        f"{type(exc).__name__} raised while tracing the tensor-dependent `{kind}` at {origin} reaches this "
+        f"`except` clause; the graph cannot catch it when the Program runs ({exc})", filename, int(line),
+        "catch it inside the branch or loop body, keep the failing code out of the tensor-dependent region, "
+        "or use to_static(..., full_graph=False) to run the function eagerly")
+    setattr(error, _GRAPH_ORIGIN, (kind, origin))
+    raise error from exc
 
 
 # --- and / or / not ---------------------------------------------------------------------
@@ -124,7 +165,8 @@ def convert_logical_not(value):
 
 def convert_while(cond_fn, body_fn, args, names):
     n = len(names)
-    outs = rt.while_loop(cond_fn, lambda *state: _tuple(body_fn(*state), n), tuple(args), names=names)
+    with _graph_region("while"):
+        outs = rt.while_loop(cond_fn, lambda *state: _tuple(body_fn(*state), n), tuple(args), names=names)
     return _untuple(outs, n)
 
 
@@ -160,7 +202,8 @@ def _graph_for(it, body_fn, state, names, extra_test):
         return (i + 1,) + _tuple(body_fn(it.item(i), *s), n)
 
     index = as_variable(0)      # a symbolic index: iterating a tensor is a while op even for a static length
-    outs = rt.while_loop(cond, body, (index,) + state, names=("for_index",) + tuple(names))
+    with _graph_region("for"):
+        outs = rt.while_loop(cond, body, (index,) + state, names=("for_index",) + tuple(names))
     return _untuple(outs[1:], n)
 
 
@@ -338,4 +381,5 @@ def convert_call(fn):
     return converted_callable(fn)
 
 
-__all__ = [name for name in dict(globals()) if name.startswith("convert_")] + ["undefined", "return_placeholder"]
+__all__ = [name for name in dict(globals()) if name.startswith("convert_")] + ["undefined", "return_placeholder",
+                                                                              "check_caught"]

@@ -212,3 +212,94 @@ def test_finally_return_discards_only_when_it_returns(n):
     fn = finally_return_only_on_some_path
     want = _outcome(numpy_twin(fn), np.float32(1.5), n)
     assert _outcome(to_static(fn), xp.asarray(np.float32(1.5)), n) == want
+
+
+# --- tensor control flow inside try/except/else/finally and with ----------------------------------------
+
+class _Recorder:
+    """A context manager whose enter/exit run while tracing, as any Python around the graph does."""
+
+    def __init__(self):
+        self.events = []
+
+    def __enter__(self):
+        self.events.append("enter")
+        return self
+
+    def __exit__(self, *exc):
+        self.events.append("exit")
+        return False
+
+
+def if_in_try_body(x):
+    try:
+        if x.sum() > 0:
+            x = x + 1
+        else:
+            x = x - 1
+    except ValueError:
+        x = x * 0
+    return x
+
+
+def while_in_try_else_and_finally(x):
+    y = x
+    try:
+        y = x * 2
+    except KeyError:
+        pass
+    else:
+        while (y * y).sum() < 400:
+            y = y * 2
+    finally:
+        if y.mean() > 5:
+            y = y - 5
+    return y
+
+
+def if_in_except_handler(x):
+    try:
+        raise KeyError("always")
+    except KeyError:
+        if x.sum() > 0:
+            x = -x
+    return x
+
+
+def return_in_try_under_tensor_if(x):
+    try:
+        if x.sum() > 0:
+            return x * 3
+    finally:
+        x = x + 100         # runs, but the return value was already taken
+    return x
+
+
+def for_in_with(x, rec):
+    with rec:
+        for row in x:
+            if row.sum() > 0:
+                x = x + row
+    return x
+
+
+TRY_CASES = [if_in_try_body, while_in_try_else_and_finally, if_in_except_handler, return_in_try_under_tensor_if]
+
+
+@pytest.mark.parametrize("fn", TRY_CASES, ids=[f.__name__ for f in TRY_CASES])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_tensor_control_flow_inside_try_converts(fn, sign):
+    a = np.arange(1, 4, dtype=np.float32) * sign
+    static = to_static(fn)
+    np.testing.assert_allclose(static(xp.asarray(a)).numpy(), numpy_twin(fn)(a.copy()), rtol=1e-6)
+    assert {"cond", "while"} & {op.type for op in static.get_program(xp.asarray(a)).ops()}
+
+
+def test_tensor_loop_inside_with_converts_and_the_manager_runs_while_tracing():
+    a = np.array([[1, -2], [3, 4], [-5, 1]], np.float32)
+    rec = _Recorder()
+    static = to_static(for_in_with)
+    for _ in range(2):
+        np.testing.assert_allclose(static(xp.asarray(a), rec).numpy(), numpy_twin(for_in_with)(a.copy(), _Recorder()))
+    assert rec.events == ["enter", "exit"]          # once: the trace; the Program runs without it
+    assert "while" in {op.type for op in static.get_program(xp.asarray(a), rec).ops()}

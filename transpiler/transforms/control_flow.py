@@ -169,7 +169,19 @@ class ControlFlow(Transformer):
         return out
 
     def visit_Try(self, node):
-        """Left as Python: a graph cannot catch at run time what Python catches while tracing."""
+        """The try machinery stays Python (it runs while tracing); control flow inside converts.
+
+        A graph cannot catch at run time, so an exception raised while tracing a
+        tensor-dependent region of the body must not be handled as if it had
+        happened: each handler first lets `_jst.check_caught` refuse such an exception.
+        """
+        self.generic_visit(node)
+        if isinstance(node, gast.Try):      # `except*` receives groups: left as written
+            for handler in node.handlers:
+                if handler.name is None:
+                    handler.name = store(self.ctx.namer.new("caught"))
+                check = gast.Expr(value=_call("check_caught", [load(handler.name.id)]))
+                handler.body.insert(0, located(check, handler))
         return node
 
-    visit_With = visit_Try
+    visit_TryStar = visit_Try
