@@ -20,7 +20,7 @@ from runtime.errors import SymbolicBoolError
 from runtime.executor import Executor, wrap_output
 from runtime.passes import run_passes
 
-from . import emit
+from . import emit, outer_names
 from .errors import ConversionError, relocate, warn_fallback
 from .naming import Namer
 from .parsing import parse_function
@@ -298,9 +298,11 @@ class StaticFunction:
             return fn(*args, **kwargs)
 
         named = list(self._instance.named_parameters()) if isinstance(self._instance, rt.nn.Layer) else []
+        outer = outer_names.snapshot(self._fn)
         try:
             with tracing.parameter_names(named):
                 program, _, _ = rt.trace(body, specs, name=self._fn.__name__)
+            outer_names.check(self._fn, outer)
         except SymbolicBoolError as e:
             raise _symbolic_bool_conversion_error(e) from None
         except ConversionError:

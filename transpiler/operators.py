@@ -37,6 +37,14 @@ def undefined(name):
     return Undefined(name, tracing.user_origin())
 
 
+def outer_value(read, name):
+    """A global/nonlocal passed into a branch or loop body: its value, or a placeholder while it has none."""
+    try:
+        return read()
+    except NameError:
+        return undefined(name)
+
+
 def return_placeholder():
     """The return value before any `return` ran: filled with zeros where a graph needs a value."""
     return Undefined("return value", tracing.user_origin(), fill=True)
@@ -382,4 +390,4 @@ def convert_call(fn):
 
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + ["undefined", "return_placeholder",
-                                                                              "check_caught"]
+                                                                              "check_caught", "outer_value"]

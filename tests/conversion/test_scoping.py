@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import runtime as xp
-from transpiler import to_static
+from transpiler import ConversionError, ConversionWarning, to_static
 
 from .oracle import numpy_twin
 
@@ -303,3 +303,64 @@ def test_tensor_loop_inside_with_converts_and_the_manager_runs_while_tracing():
         np.testing.assert_allclose(static(xp.asarray(a), rec).numpy(), numpy_twin(for_in_with)(a.copy(), _Recorder()))
     assert rec.events == ["enter", "exit"]          # once: the trace; the Program runs without it
     assert "while" in {op.type for op in static.get_program(xp.asarray(a), rec).ops()}
+
+
+# --- global / nonlocal rebound inside converted control flow ---------------------------------------------
+
+TOTAL = 0
+
+
+def bump_global_under_python_conditions(x, n):
+    global TOTAL
+    for i in range(n):
+        if i % 2 == 0:
+            TOTAL = TOTAL + i
+    while TOTAL < 10:
+        TOTAL += 3
+    return x + TOTAL
+
+
+def bump_global_under_tensor_condition(x):
+    global TOTAL
+    if x.sum() > 0:
+        TOTAL = TOTAL + 1
+    return x
+
+
+def _counter():
+    count = 0
+
+    def step(x, n):
+        nonlocal count
+        for _ in range(n):
+            if n > 1:
+                count += 2
+        return x * count
+    return step
+
+
+def test_global_rebound_under_python_conditions_as_in_python():
+    global TOTAL
+    TOTAL = 1
+    want = bump_global_under_python_conditions(np.float32(1.0), 5)
+    want_total, TOTAL = TOTAL, 1
+    got = to_static(bump_global_under_python_conditions)(xp.asarray(np.float32(1.0)), 5)
+    assert float(got.numpy()) == float(want) and TOTAL == want_total
+
+
+def test_nonlocal_rebound_under_python_conditions_as_in_python():
+    plain, static = _counter(), to_static(_counter())
+    for n in (3, 2):
+        assert float(static(xp.asarray(np.float32(1.0)), n).numpy()) == float(plain(np.float32(1.0), n))
+
+
+def test_global_rebound_under_tensor_condition_is_refused_and_left_unchanged():
+    global TOTAL
+    TOTAL = 5
+    with pytest.raises(ConversionError, match="'TOTAL' \\(global\\) is rebound under a tensor-dependent") as info:
+        to_static(bump_global_under_tensor_condition)(xp.asarray(np.ones(2, np.float32)))
+    assert f"line {bump_global_under_tensor_condition.__code__.co_firstlineno + 3}" in str(info.value)
+    assert TOTAL == 5
+    with pytest.warns(ConversionWarning):
+        to_static(bump_global_under_tensor_condition, full_graph=False)(xp.asarray(np.ones(2, np.float32)))
+    assert TOTAL == 6

@@ -7,12 +7,12 @@ when it is converted itself. Run it again after a transformation: it recomputes
 everything and overwrites the earlier annotations.
 """
 from . import cfg, definedness, liveness
-from .closures import captured_names
+from .closures import captured_names, rebound_names
 from .activity import Activity, activity_of, annotate_activity
 from .annos import Anno, copyanno, delanno, getanno, hasanno, setanno
 
 __all__ = ['analyze', 'maybe_defined_in', 'Anno', 'getanno', 'setanno', 'hasanno', 'delanno', 'copyanno',
-           'Activity', 'activity_of']
+           'Activity', 'activity_of', 'rebound_names']
 
 
 def analyze(fn_node):

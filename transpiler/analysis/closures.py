@@ -39,3 +39,15 @@ def _free_names(scope):
     params = frozenset() if isinstance(scope, gast.ClassDef) else param_names(scope.args)
     inner = activity_of(body)
     return (inner.read | inner.nonlocals) - (inner.modified | params)
+
+
+def rebound_names(stmts, names):
+    """Which of `names` the statements bind or unbind in their own scope (not in a nested def)."""
+    found, stack = set(), list(stmts)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, gast.Name) and node.id in names and not isinstance(node.ctx, gast.Load):
+            found.add(node.id)
+        if not isinstance(node, _LATE_SCOPES + (gast.ListComp, gast.SetComp, gast.DictComp)):
+            stack.extend(gast.iter_child_nodes(node))
+    return frozenset(found)

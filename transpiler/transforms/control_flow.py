@@ -26,7 +26,7 @@ tensor (a `cond`/`while` op).
 """
 import gast
 
-from ..analysis import Anno, getanno, maybe_defined_in
+from ..analysis import Anno, getanno, maybe_defined_in, rebound_names
 from .base import Transformer, const, jst, load, located, store
 from .jumps import BREAK_FLAG
 
@@ -52,13 +52,18 @@ def _return(names):
     return [gast.Return(value=value)]
 
 
-def _def(name, params, body, origin, cells=None):
-    """`def name(params): body`; `cells` maps a parameter kept in the enclosing scope to its own name."""
+def _def(name, params, body, origin, cells=None, globals_=frozenset()):
+    """`def name(params): body`; `cells` maps a parameter kept in the enclosing scope (a global
+    when in `globals_`, else the enclosing function's variable) to the parameter's own name."""
     cells = cells or {}
     prologue = []
-    if cells:
-        prologue.append(gast.Nonlocal(names=sorted(cells)))
-        prologue += [gast.Assign(targets=[store(n)], value=load(cells[n]), type_comment=None) for n in sorted(cells)]
+    outer = sorted(n for n in cells if n in globals_)
+    enclosing = sorted(n for n in cells if n not in globals_)
+    if outer:
+        prologue.append(gast.Global(names=outer))
+    if enclosing:
+        prologue.append(gast.Nonlocal(names=enclosing))
+    prologue += [gast.Assign(targets=[store(n)], value=load(cells[n]), type_comment=None) for n in sorted(cells)]
     fn = gast.FunctionDef(name=name, args=_params([cells.get(p, p) for p in params]),
                           body=prologue + body or [gast.Pass()], decorator_list=[],
                           returns=None, type_comment=None, type_params=[])
@@ -79,15 +84,31 @@ def _call(op, args):
 
 class ControlFlow(Transformer):
     def transform(self, fn_node):
+        scope = getanno(fn_node, Anno.SCOPE)
+        self.globals, self.declared = scope.globals, scope.globals | scope.nonlocals
         self.captured = getanno(fn_node, Anno.CAPTURED)
         return super().transform(fn_node)
 
     def _def(self, name, params, body, origin):
-        """A branch/body function; captured names stay cells of the enclosing function (module doc)."""
-        cells = {p: self.ctx.namer.new(p.strip("_")) for p in params if p in self.captured}
-        return _def(name, params, body, origin, cells)
+        """A branch/body function; captured and global/nonlocal names stay the enclosing scope's (module doc)."""
+        cells = {p: self.ctx.namer.new(p.strip("_")) for p in params if p in self.captured or p in self.declared}
+        return _def(name, params, body, origin, cells, self.globals)
+
+    def _args(self, names):
+        """The values passed in: a global/nonlocal may have none yet (`_jst.outer_value` → Undefined)."""
+        def arg(name):
+            if name not in self.declared:
+                return load(name)
+            read = gast.Lambda(args=_params([]), body=load(name))
+            return _call("outer_value", [read, const(name)])
+        return gast.Tuple(elts=[arg(n) for n in names], ctx=gast.Load())
+
+    def _rebound_declared(self, *blocks):
+        """global/nonlocal names these blocks rebind: state that is always live (its scope outlives the call)."""
+        return rebound_names([stmt for block in blocks for stmt in block], self.declared)
 
     def visit_If(self, node):
+        declared = self._rebound_declared(node.body, node.orelse)
         node.body = self.visit_block(node.body)
         node.orelse = self.visit_block(node.orelse)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
@@ -95,41 +116,43 @@ class ControlFlow(Transformer):
         live_in = getanno(node, Anno.LIVE_IN)
         live_out = getanno(node, Anno.LIVE_OUT)
         modified = body_act.modified | else_act.modified
-        outputs = sorted(modified & live_out)
-        params = sorted(modified & (live_in | set(outputs)))
+        outputs = sorted(modified & live_out | declared)
+        params = sorted(modified & (live_in | set(outputs)) | declared)
         namer = self.ctx.namer
         true_name, false_name = namer.new("true_fn"), namer.new("false_fn")
         stmts = self._undefined_inits(node, params, live_in)
         stmts.append(self._def(true_name, params, node.body + _return(outputs), node))
         stmts.append(self._def(false_name, params, node.orelse + _return(outputs), node))
-        call = _call("convert_ifelse", [node.test, load(true_name), load(false_name), _names_tuple(params),
+        call = _call("convert_ifelse", [node.test, load(true_name), load(false_name), self._args(params),
                                         _str_tuple(outputs)])
         stmts.append(_bind(outputs, located(call, node), node))
         return stmts
 
     def visit_While(self, node):
+        declared = self._rebound_declared(node.body)
         node.body = self.visit_block(node.body)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         live_in, live_out = getanno(node, Anno.LIVE_IN), getanno(node, Anno.LIVE_OUT)
-        loop_vars = sorted(body_act.modified & (live_in | live_out))
+        loop_vars = sorted(body_act.modified & (live_in | live_out) | declared)
         namer = self.ctx.namer
         cond_name, body_name = namer.new("while_cond"), namer.new("while_body")
         stmts = self._undefined_inits(node, loop_vars, live_in)
         stmts.append(self._def(cond_name, loop_vars, [located(gast.Return(value=node.test), node.test)], node))
         stmts.append(self._def(body_name, loop_vars, node.body + _return(loop_vars), node))
-        call = _call("convert_while", [load(cond_name), load(body_name), _names_tuple(loop_vars),
+        call = _call("convert_while", [load(cond_name), load(body_name), self._args(loop_vars),
                                        _str_tuple(loop_vars)])
         stmts.append(_bind(loop_vars, located(call, node), node))
         return stmts
 
     def visit_For(self, node):
+        declared = self._rebound_declared(node.body, [node.target])
         node.body = self.visit_block(node.body)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         target_act = getanno(node, Anno.TEST_ACTIVITY)
         live_in, live_out = getanno(node, Anno.LIVE_IN), getanno(node, Anno.LIVE_OUT)
         targets = target_act.modified
         break_flag = getattr(node, BREAK_FLAG, None)
-        loop_vars = set((body_act.modified | targets) & (live_in | live_out))
+        loop_vars = set((body_act.modified | targets) & (live_in | live_out)) | declared
         if break_flag:
             loop_vars.add(break_flag)
         loop_vars = sorted(loop_vars)
@@ -143,7 +166,7 @@ class ControlFlow(Transformer):
             body = [located(unpack, node)] + node.body
         stmts = self._undefined_inits(node, loop_vars, live_in)
         stmts.append(self._def(body_name, [item] + loop_vars, body + _return(loop_vars), node))
-        args = [node.iter, load(body_name), _names_tuple(loop_vars), _str_tuple(loop_vars)]
+        args = [node.iter, load(body_name), self._args(loop_vars), _str_tuple(loop_vars)]
         if break_flag:
             test_name = namer.new("for_test")
             test = gast.UnaryOp(op=gast.Not(), operand=load(break_flag))
@@ -161,7 +184,7 @@ class ControlFlow(Transformer):
         defined = getanno(node, Anno.DEFINED_IN)
         out = []
         for name in names:
-            if name in defined:
+            if name in defined or name in self.declared:
                 continue
             if name not in live_in or name not in maybe_defined_in(self.ctx.fn_node, node):
                 call = _call("undefined", [const(name)])
