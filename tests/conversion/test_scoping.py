@@ -1,7 +1,11 @@
-"""Scoping as Python has it: late-binding closures over names that converted loops and branches rebind.
+"""Scoping and syntax as Python has them: late-binding closures over names that converted loops and
+branches rebind, jumps in `finally`, tensor control flow inside try/with, global/nonlocal rebinding,
+and lambdas that share a line.
 
-Each function runs three ways: plain Python with NumPy (the oracle), converted with Python inputs,
-and converted with tensor inputs (graph `while`/`cond` ops); all must agree."""
+Functions run as plain Python with NumPy (the oracle, `numpy_twin`) and converted, with Python inputs
+and with tensor inputs (graph `while`/`cond` ops); all must agree."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -364,3 +368,30 @@ def test_global_rebound_under_tensor_condition_is_refused_and_left_unchanged():
     with pytest.warns(ConversionWarning):
         to_static(bump_global_under_tensor_condition, full_graph=False)(xp.asarray(np.ones(2, np.float32)))
     assert TOTAL == 6
+
+
+# --- lambdas: two on one line are told apart by their code's column positions -------------------------
+
+def _op_case(name, first, second):
+    return first, second
+
+
+def _two_lambdas():
+    return _op_case("a", lambda x: x * 2 if x.sum() > 0 else x, lambda x: x - 1 if x.sum() > 0 else x + 1)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="column positions of code objects: Python 3.11+")
+@pytest.mark.parametrize("which", [0, 1])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_two_lambdas_on_one_line_each_convert(which, sign):
+    fn = _two_lambdas()[which]
+    a = np.arange(1, 4, dtype=np.float32) * sign
+    static = to_static(fn)
+    np.testing.assert_allclose(static(xp.asarray(a)).numpy(), fn(a))
+    assert "cond" in {op.type for op in static.get_program(xp.asarray(a)).ops()}
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 11), reason="before 3.11 code objects have no column positions")
+def test_two_lambdas_on_one_line_before_311_is_a_clear_error():
+    with pytest.raises(ConversionError, match="which lambda on this line"):
+        to_static(_two_lambdas()[0])(xp.asarray(np.ones(3, np.float32)))
