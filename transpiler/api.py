@@ -21,7 +21,7 @@ from runtime.executor import Executor, wrap_output
 from runtime.passes import run_passes
 
 from . import emit, outer_names
-from .errors import ConversionError, relocate, warn_fallback
+from .errors import ConversionError, recursion_error, relocate, warn_fallback
 from .naming import Namer
 from .parsing import parse_function
 from .transforms import convert_node
@@ -305,6 +305,8 @@ class StaticFunction:
             outer_names.check(self._fn, outer)
         except SymbolicBoolError as e:
             raise _symbolic_bool_conversion_error(e) from None
+        except RecursionError as e:
+            raise recursion_error(e, emit.CONVERTED_CODES) or e from None
         except ConversionError:
             raise
         except Exception as e:

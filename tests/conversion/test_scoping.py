@@ -5,6 +5,7 @@ and lambdas that share a line.
 Functions run as plain Python with NumPy (the oracle, `numpy_twin`) and converted, with Python inputs
 and with tensor inputs (graph `while`/`cond` ops); all must agree."""
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -395,3 +396,37 @@ def test_two_lambdas_on_one_line_each_convert(which, sign):
 def test_two_lambdas_on_one_line_before_311_is_a_clear_error():
     with pytest.raises(ConversionError, match="which lambda on this line"):
         to_static(_two_lambdas()[0])(xp.asarray(np.ones(3, np.float32)))
+
+
+# --- recursion whose base case depends on a tensor ---------------------------------------------------------
+
+def factorial(x):
+    if x < 1:
+        return x * 0 + 1
+    return x * factorial(x - 1)
+
+
+def test_recursion_with_tensor_base_case_is_a_prompt_conversion_error():
+    start = time.perf_counter()
+    with pytest.raises(ConversionError, match="'factorial' calls itself") as info:
+        to_static(factorial)(xp.asarray(np.float32(4)))
+    assert time.perf_counter() - start < 5
+    message = str(info.value)
+    assert f"line {factorial.__code__.co_firstlineno + 3}" in message
+    assert "full_graph=False" in message and "while" in message
+    assert "__" not in message.split("hint:")[0]
+
+
+def test_recursion_with_tensor_base_case_runs_eagerly_with_full_graph_false():
+    with pytest.warns(ConversionWarning, match="factorial"):
+        got = to_static(factorial, full_graph=False)(xp.asarray(np.float32(4)))
+    assert float(got.numpy()) == float(numpy_twin(factorial)(np.float32(4))) == 24.0
+
+
+def test_recursion_bounded_by_a_python_value_still_converts():
+    def power(x, n):
+        if n == 0:
+            return x * 0 + 1
+        return x * power(x, n - 1)
+    static = to_static(power)
+    assert float(static(xp.asarray(np.float32(3)), 4).numpy()) == 81.0
