@@ -10,6 +10,7 @@ import builtins
 import runtime as rt
 from runtime import tracing
 from runtime.control_flow import Undefined, as_variable
+from runtime.errors import SymbolicBoolError
 from runtime.ir import Variable
 
 from .errors import ConversionError
@@ -97,7 +98,10 @@ class _graph_region:
 
 
 def check_caught(exc):
-    """First statement of an `except` clause: a graph cannot catch at run time what tracing raised."""
+    """First statement of an `except` clause: a graph cannot catch at run time what tracing raised.
+    `bool()` of a traced value goes on up too: eager code never raises it."""
+    if isinstance(exc, SymbolicBoolError):
+        raise exc
     kind, origin = getattr(exc, _GRAPH_ORIGIN, None) or (None, None)
     if origin is None:
         return

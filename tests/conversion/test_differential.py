@@ -1,7 +1,8 @@
 """Differential test: many generated programs of nested if/while/for/break/continue/return
 over tensors; the converted function must give what Python gives on the same code with NumPy.
 
-The programs also read tensors from outside the function (a module global `G`, an attribute `H.w`)
+The programs also define closures over names they rebind later, wrap control flow in
+try/except/finally and `with`, read tensors from outside the function (a module global `G`, an attribute `H.w`)
 and make constants inside it (`c0`, loop counters from `xp.asarray(0)`): every one of them must
 stay its own Program input through loops, retraces and branches."""
 import importlib.util
@@ -78,7 +79,32 @@ class _Gen:
             return [f"{pad}if {self.cond()}:", f"{pad}    {self.rng.choice(['break', 'continue'])}"]
         if r < 0.94:
             return [f"{pad}if {self.cond()}:", f"{pad}    return a - b"]
-        return [pad + self.assign()]
+        return self.scoping(depth, in_loop, indent)
+
+    def scoping(self, depth, in_loop, indent):
+        """A closure (def or lambda) over names later statements rebind, called after them; or
+        try/except/finally and `with` around control flow (a tensor `if` in the `finally` too)."""
+        pad = "    " * indent
+        n = self.loops
+        self.loops += 1
+        r = self.rng.random()
+        if r < 0.4:
+            if self.rng.random() < 0.5:
+                head = [f"{pad}def via{n}():", f"{pad}    return a * 0.25 - b * 0.5 + k"]
+            else:
+                head = [f"{pad}via{n} = lambda: xp.tanh(a) + k * 0.1"]
+            use = f"{pad}{self.rng.choice('ab')} = {self.rng.choice('ab')} * 0.5 + via{n}()"
+            return head + self.block(depth + 1, in_loop, indent) + [use]
+        if r < 0.75:
+            out = [f"{pad}try:"] + self.block(depth + 1, in_loop, indent + 1)
+            if self.rng.random() < 0.4:
+                out += [f"{pad}except ZeroDivisionError:", f"{pad}    a = a * 0"]
+            if self.rng.random() < 0.5:
+                final = [f"{pad}    if {self.cond()}:", f"{pad}        b = b * 0.5 + a * 0.1"]
+            else:
+                final = [f"{pad}    a = a - b * 0.25"]
+            return out + [f"{pad}finally:"] + final
+        return [f"{pad}with CTX:"] + self.block(depth + 1, in_loop, indent + 1)
 
     def program(self, name):
         body = ["a = x * 1.0", "b = x * 0.5", "k = 0", "c0 = xp.asarray(0.5, dtype=xp.float32)"] + [line for line in self.block(0, False, 0)]
@@ -86,9 +112,12 @@ class _Gen:
         return f"def {name}(x, rows, flag):\n" + "\n".join("    " + line for line in body) + "\n"
 
 
-HEADER = """import types
+HEADER = """import contextlib
+import types
 import numpy as np
 import runtime as xp
+
+CTX = contextlib.nullcontext()
 
 G = xp.asarray(np.float32(0.3))
 H = types.SimpleNamespace(w=xp.asarray(np.float32(-0.7)))

@@ -430,3 +430,14 @@ def test_recursion_bounded_by_a_python_value_still_converts():
         return x * power(x, n - 1)
     static = to_static(power)
     assert float(static(xp.asarray(np.float32(3)), 4).numpy()) == 81.0
+
+
+def test_bool_of_a_traced_value_is_not_caught_by_except():
+    def f(x):
+        try:
+            flag = bool(x.sum() > 0)
+        except TypeError:
+            flag = False
+        return x + 1 if flag else x - 1
+    with pytest.raises(ConversionError, match="tensor-dependent condition"):
+        to_static(f)(xp.asarray(np.ones(3, np.float32)))
