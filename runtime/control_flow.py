@@ -170,10 +170,18 @@ def captured_inputs(blocks, exclude=()):
 
 # --- cond ---------------------------------------------------------------------------
 
-def cond(pred, true_fn, false_fn, *operands, names=None):
-    """`true_fn(*operands) if pred else false_fn(*operands)`; a `cond` op when pred is symbolic."""
+def cond(pred, true_fn, false_fn, *operands, names=None, state=None):
+    """`true_fn(*operands) if pred else false_fn(*operands)`; a `cond` op when pred is symbolic.
+
+    `state` (a callable returning `runtime.state` cells) names places outside the
+    function's locals that the branches may write: each branch starts from their
+    value before the `if`, and after it they hold the `cond` op's results.
+    """
     if not isinstance(pred, Variable):
         return true_fn(*operands) if _truth(pred) else false_fn(*operands)
+    cells = tuple(state()) if state is not None else ()
+    if cells:
+        return _cond_with_cells(pred, true_fn, false_fn, operands, names, cells)
     block = tracing.current_block()
     program = block.program
     pred = as_predicate(pred)
@@ -225,6 +233,63 @@ def cond(pred, true_fn, false_fn, *operands, names=None):
     return pytree.unflatten(t_def, out_leaves)
 
 
+def _cond_with_cells(pred, true_fn, false_fn, operands, names, cells):
+    """cond over (branch outputs..., cell values...): cells are restored before each branch is traced."""
+    before = [c.get() for c in cells]
+    seen = {}
+
+    def branch(fn, side):
+        def run():
+            _load_cells(cells, before)
+            out = fn(*operands)
+            values = tuple(c.get() for c in cells)
+            seen[side] = values
+            return _join_outputs(out, names, values)
+        return run
+
+    flat_names = _joined_names(names, cells)
+    try:
+        outs = cond(pred, branch(true_fn, "true"), branch(false_fn, "false"), names=flat_names)
+    except BaseException:
+        _load_cells(cells, before)
+        raise
+    for cell, a, b in zip(cells, seen["true"], seen["false"]):
+        if isinstance(a, Undefined) != isinstance(b, Undefined):
+            _load_cells(cells, before)
+            side = "true" if isinstance(b, Undefined) else "false"
+            raise ControlFlowError(
+                f"'{cell.label}' is set only in the {side} branch of a tensor-dependent if: after the if it "
+                f"would exist for some inputs only; give '{cell.label}' a value before the if or in both branches")
+    out, values = _split_outputs(outs, names, len(cells))
+    _load_cells(cells, before)
+    for cell, value in zip(cells, values):
+        cell.set(value)
+    return out
+
+
+def _join_outputs(out, names, values):
+    if names is not None and isinstance(out, tuple) and len(out) == len(names):
+        return tuple(out) + values
+    return (out,) + values
+
+
+def _split_outputs(outs, names, k):
+    n = len(outs) - k
+    if names is not None and n == len(names):
+        return tuple(outs[:n]), outs[n:]
+    return outs[0], outs[1:]
+
+
+def _joined_names(names, cells):
+    labels = tuple(c.label for c in cells)
+    return (tuple(names) if names is not None else ("output",)) + labels
+
+
+def _load_cells(cells, values):
+    for cell, value in zip(cells, values):
+        cell._store(value)
+
+
 def _fill(value, like, block, fill_only=True):
     """Replace fillable Undefined parts of value by zeros shaped like the other side's values."""
     if isinstance(value, Undefined):
@@ -235,6 +300,8 @@ def _fill(value, like, block, fill_only=True):
     if isinstance(value, (tuple, list)) and isinstance(like, (tuple, list)) and len(value) == len(like):
         items = [_fill(v, w, block, fill_only) for v, w in zip(value, like)]
         return type(value)(items) if not hasattr(value, "_fields") else type(value)(*items)
+    if type(value) is dict and type(like) is dict and list(value) == list(like):
+        return {k: _fill(value[k], like[k], block, fill_only) for k in value}
     return value
 
 
@@ -308,6 +375,11 @@ def _unify_dtypes(va, vb, block_a, block_b, name, side_a, side_b):
 def _structure_message(what, a, b, names, side_a, side_b):
     if names and isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b) == len(names):
         for name, x, y in zip(names, a, b):
+            if type(x) is dict and type(y) is dict and set(x) != set(y):
+                key = next(k for k in [*x, *y] if k not in x or k not in y)
+                side = side_a if key in x else side_b
+                return (f"key {key!r} of '{name}' is set in the {side} only ({what}): afterwards it would exist "
+                        f"for some inputs only; give '{name}[{key!r}]' a value before it, or on every path")
             if pytree.flatten(x)[1] != pytree.flatten(y)[1]:
                 return (f"'{name}' has a different structure in {what}: {_shape_of_tree(x)} in the {side_a}, "
                         f"{_shape_of_tree(y)} in the {side_b}")
@@ -323,23 +395,57 @@ def _shape_of_tree(value):
 
 # --- while_loop -----------------------------------------------------------------------
 
-def while_loop(cond_fn, body_fn, loop_vars, names=None):
+def while_loop(cond_fn, body_fn, loop_vars, names=None, state=None):
     """`while cond_fn(*v): v = body_fn(*v)`; a `while` op once the condition is symbolic.
 
     loop_vars is a tuple/list (of pytrees); body_fn returns the same structure.
     A condition that is a Python value at first and turns symbolic later (a
     counter made a tensor by the body) continues as a `while` op from there.
+    `state` (a callable returning `runtime.state` cells): places outside the
+    locals the body may write, carried as extra loop variables of the op.
     """
-    state = tuple(loop_vars)
+    cells = None
+    values = tuple(loop_vars)
     while True:
-        pred = _probe(cond_fn, state)
+        pred = _probe(cond_fn, values)
         if isinstance(pred, Variable):
-            state = _build_while(cond_fn, body_fn, state, names)
+            cells = tuple(state()) if state is not None else ()
+            if cells:
+                values = _while_with_cells(cond_fn, body_fn, values, names, cells)
+            else:
+                values = _build_while(cond_fn, body_fn, values, names)
             break
         if not _truth(pred):
             break
-        state = tuple(body_fn(*state))
-    return type(loop_vars)(state) if isinstance(loop_vars, list) else state
+        values = tuple(body_fn(*values))
+    return type(loop_vars)(values) if isinstance(loop_vars, list) else values
+
+
+def _while_with_cells(cond_fn, body_fn, values, names, cells):
+    """The while op over (loop variables..., cell values...); each trace loads the cells from the params."""
+    n = len(values)
+    before = [c.get() for c in cells]
+
+    def cond_with(*state):
+        _load_cells(cells, state[n:])
+        return cond_fn(*state[:n])
+
+    def body_with(*state):
+        _load_cells(cells, state[n:])
+        out = tuple(body_fn(*state[:n]))
+        return out + tuple(c.get() for c in cells)
+
+    flat_names = (tuple(names) if names is not None and len(names) == n else ("output",) * n) + \
+        tuple(c.label for c in cells)
+    try:
+        outs = _build_while(cond_with, body_with, values + tuple(before), flat_names)
+    except BaseException:
+        _load_cells(cells, before)
+        raise
+    _load_cells(cells, before)
+    for cell, value in zip(cells, outs[n:]):
+        cell.set(value)
+    return tuple(outs[:n])
 
 
 def _probe(cond_fn, state):
@@ -382,7 +488,10 @@ def _build_while(cond_fn, body_fn, init, names):
         b_params = _params(bb, carry, leaf_names)
         with tracing.block_guard(bb):
             out = tuple(body_fn(*pytree.unflatten(treedef, _inputs(carry, b_params))))
-        restructured = _fill(init, out, block, fill_only=False)
+        grown = _grow_dicts(init, out, names)
+        restructured = _fill(grown, out, block, fill_only=False)
+        if grown is not init and not _has_changed(restructured, init):
+            restructured = grown
         if not _has_changed(restructured, init):
             restructured = _grow_lists(init, out, block)
         if restructured is not None:
@@ -458,8 +567,17 @@ def _to_array(items, like, block):
         return array_new(tuple(like.shape), like.dtype)
 
 
+def _is_array(value):
+    return isinstance(value, Variable) and value.kind == "array"
+
+
 def _unify_lists(a, b, block_a, block_b):
-    """Lists of different lengths in two branches become tensor arrays (append under a tensor if)."""
+    """Lists of different lengths in two branches become tensor arrays (append under a tensor if);
+    so does a list on one side of a tensor array (appended to in a nested tensor if)."""
+    if _is_array(a) and _is_tensor_list(b):
+        return a, _to_array(b, a, block_b)
+    if _is_tensor_list(a) and _is_array(b):
+        return _to_array(a, b, block_a), b
     if not (_is_tensor_list(a) and _is_tensor_list(b)) or len(a) == len(b):
         return a, b
     like = (a or b)[-1]
@@ -479,6 +597,26 @@ def _grow_lists(init, out, block):
             new[i] = _to_array(before, after[-1], block)
             changed = True
     return tuple(new) if changed else None
+
+
+def _grow_dicts(init, out, names):
+    """Loop state where the body adds keys to a dict: the same state with those keys first Undefined.
+
+    As for a name first bound in the body, the key then exists after the loop,
+    and reading it when the loop ran zero times is an error naming it.
+    """
+    if not (isinstance(out, tuple) and isinstance(init, tuple) and len(out) == len(init)):
+        return init
+    changed, new = False, list(init)
+    for i, (before, after) in enumerate(zip(init, out)):
+        if type(before) is dict and type(after) is dict and not set(after) <= set(before):
+            name = names[i] if names and len(names) == len(init) else "dict"
+            grown = dict(before)
+            for key in after:
+                if key not in grown:
+                    grown[key] = Undefined(f"{name}[{key!r}]", tracing.user_origin())
+            new[i], changed = grown, True
+    return tuple(new) if changed else init
 
 
 def _has_changed(new, old):

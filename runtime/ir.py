@@ -184,6 +184,7 @@ class Program:
         self._used = set()
         self._plans = {}
         self._captured = {}       # id(eager Tensor) -> its persistable Variable, while tracing
+        self.written_cells = {}   # state cells (runtime.state) left holding traced values, while tracing
 
     @property
     def global_block(self):

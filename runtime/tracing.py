@@ -26,6 +26,10 @@ def current_block():
     return _blocks[-1] if _blocks else None
 
 
+def current_program():
+    return _blocks[-1].program if _blocks else None
+
+
 @contextmanager
 def block_guard(block):
     _blocks.append(block)

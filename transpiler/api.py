@@ -26,6 +26,8 @@ from .naming import Namer
 from .parsing import parse_function
 from .transforms import convert_node
 from .transforms.calls import is_library_module
+from . import writeback
+from .writeback import StateWrites
 
 _code_cache = {}                              # original code object -> (converted code, source text)
 _function_cache = weakref.WeakKeyDictionary()  # original function -> converted function
@@ -150,13 +152,14 @@ def to_source(fn):
 # --- static functions ----------------------------------------------------------------------
 
 class _Traced:
-    __slots__ = ("program", "plan", "param_tensors", "n_inputs")
+    __slots__ = ("program", "plan", "param_tensors", "n_inputs", "state")
 
-    def __init__(self, program, plan, n_inputs):
+    def __init__(self, program, plan, n_inputs, state):
         self.program = program
         self.plan = plan
         self.n_inputs = n_inputs
         self.param_tensors = [program.parameters[v.name] for v in program.inputs[n_inputs:]]
+        self.state = state      # writeback.StateWrites: objects the function writes
 
 
 class StaticFunction:
@@ -219,6 +222,12 @@ class StaticFunction:
         leaves, treedef = pytree.flatten((args, kwargs))
         key, positions = self._signature(leaves, treedef)
         traced = self._cache.get(key)
+        if traced is not None and traced.state:
+            stale = traced.state.stale()
+            if stale is not None:
+                self.retrace_reasons.append(stale)
+                del self._cache[key]
+                traced = None
         if traced is None:
             try:
                 traced = self._trace(key, leaves, treedef, positions)
@@ -231,7 +240,7 @@ class StaticFunction:
                 return self.rollback()(*args, **kwargs)
         plan = traced.plan
         arrays = [_array(leaves[i], plan.backend) for i in positions]
-        for t in traced.param_tensors:
+        for t in traced.state.param_tensors(traced.param_tensors):
             if t.backend is not plan.backend:
                 raise _device_mismatch(t, traced, plan)
             arrays.append(t.data)
@@ -242,7 +251,9 @@ class StaticFunction:
             if key not in calls:
                 calls[key] = _fast_call(self, traced, args, key)
             self._fast_call = calls[key]
-        return tracing.rebuild_outputs(traced.program, [wrap_output(o, backend) for o in outs])
+        outs = [wrap_output(o, backend) for o in outs]
+        traced.state.store(outs)
+        return tracing.rebuild_outputs(traced.program, outs)
 
     def get_program(self, *args, optimized=False, **kwargs):
         """The Program for these arguments (Tensors, arrays or InputSpecs), as traced or after passes."""
@@ -298,10 +309,13 @@ class StaticFunction:
             return fn(*args, **kwargs)
 
         named = list(self._instance.named_parameters()) if isinstance(self._instance, rt.nn.Layer) else []
+        objects = writeback.argument_objects(self._fn, self._instance, *pytree.unflatten(treedef, leaves))
+        before = writeback.snapshot(objects)
         outer = outer_names.snapshot(self._fn)
         try:
             with tracing.parameter_names(named):
                 program, _, _ = rt.trace(body, specs, name=self._fn.__name__)
+            writeback.register_writes(program, before)
             outer_names.check(self._fn, outer)
         except SymbolicBoolError as e:
             raise _symbolic_bool_conversion_error(e) from None
@@ -315,9 +329,10 @@ class StaticFunction:
                 raise
             located.original = e
             raise located from None
+        state = StateWrites(program, [program.parameters[v.name] for v in program.inputs[len(positions):]])
         device = _device(leaves[positions[0]]) if positions else "cpu"
-        plan = Executor(device, self._passes).compile(program)
-        traced = _Traced(program, plan, len(positions))
+        plan = Executor(device, self._passes).compile(state.runnable(program))
+        traced = _Traced(program, plan, len(positions), state)
         if self._cache:
             self.retrace_reasons.append(_retrace_reason(list(self._cache)[-1], key))
         self._cache[key] = traced
@@ -345,6 +360,8 @@ def _fast_call(static, traced, args, key):
     arguments the guard does not handle (nests, arrays, other objects).
     """
     from runtime.executor import _located
+    if traced.state:
+        return None     # objects to write after each run: the general path
     plan, program = traced.plan, traced.program
     backend = plan.backend
     ns = {"MISS": _MISS, "blocks": tracing._blocks, "Tensor": rt.Tensor, "BE": backend, "FN": plan.fn,

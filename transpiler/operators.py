@@ -12,6 +12,7 @@ from runtime import tracing
 from runtime.control_flow import Undefined, as_variable
 from runtime.errors import SymbolicBoolError
 from runtime.ir import Variable
+from runtime.state import attr_cell, contents_cell, item_cell
 
 from .errors import ConversionError
 
@@ -53,13 +54,24 @@ def return_placeholder():
 
 # --- if / ternary ----------------------------------------------------------------------
 
-def convert_ifelse(pred, true_fn, false_fn, args, names):
+def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
+    """`state`: a function returning the cells (attributes, items) the branches write; see runtime.state."""
     if not _symbolic(pred):
         return true_fn(*args) if pred else false_fn(*args)
     n = len(names)
+    returned = {}
+
+    def branch(fn, side):
+        def run():
+            copies = _copy_containers(args)
+            out = _tuple(fn(*copies), n)
+            returned[side] = _returned_args(out, copies, args)
+            return out
+        return run
+
     with _graph_region("if"):
-        outs = rt.cond(pred, lambda: _tuple(true_fn(*_copy_lists(args)), n),
-                       lambda: _tuple(false_fn(*_copy_lists(args)), n), names=names)
+        outs = rt.cond(pred, branch(true_fn, "true"), branch(false_fn, "false"), names=names, state=state)
+    outs = _write_back(outs, args, names, returned["true"], returned["false"])
     return _untuple(outs, n)
 
 
@@ -69,9 +81,33 @@ def convert_ifexp(pred, true_thunk, false_thunk):
     return rt.cond(pred, true_thunk, false_thunk)
 
 
-def _copy_lists(args):
-    """Each traced branch appends to its own copy of a Python list (only one branch runs later)."""
-    return tuple(list(a) if type(a) is list else a for a in args)
+def _copy_containers(args):
+    """Each traced branch mutates its own copy of a Python list or dict (only one branch runs later)."""
+    return tuple(type(a)(a) if type(a) in (list, dict) else a for a in args)
+
+
+def _returned_args(outs, given, originals):
+    """For each output: the index of the argument whose copy the code returned (mutated in place), or None."""
+    return [next((j for j, (g, o) in enumerate(zip(given, originals)) if out is g and g is not o), None)
+            for out in outs]
+
+
+def _write_back(outs, args, names, *returned):
+    """A container that every traced path mutated in place is the user's own object afterwards.
+
+    The graph paths worked on copies; Python's `d["k"] = v` changes the object
+    itself (which other names may share), so its merged contents go back into it.
+    """
+    outs = list(outs)
+    for k, j in enumerate(returned[0]):
+        if j is None or any(r[k] != j for r in returned[1:]):
+            continue
+        original, merged = args[j], outs[k]
+        if merged is original or type(merged) is not type(original):
+            continue
+        contents_cell(original, names[k]).set(merged)   # a cell: a static function writes it after each run
+        outs[k] = original
+    return tuple(outs)
 
 
 # --- exceptions raised while tracing a graph region -----------------------------------------
@@ -175,34 +211,50 @@ def convert_logical_not(value):
 
 # --- loops ------------------------------------------------------------------------------
 
-def convert_while(cond_fn, body_fn, args, names):
+def convert_while(cond_fn, body_fn, args, names, state=None):
     n = len(names)
+    body, returned = _tracking_body(body_fn, n)
     with _graph_region("while"):
-        outs = rt.while_loop(cond_fn, lambda *state: _tuple(body_fn(*state), n), tuple(args), names=names)
-    return _untuple(outs, n)
+        outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
+    return _untuple(_write_back(outs, args, names, returned), n)
 
 
-def convert_for(iterable, body_fn, args, names, extra_test=None):
+def _tracking_body(body_fn, n, offset=0):
+    """body_fn as `state -> state tuple`, noting which containers every call returned as it got them."""
+    returned = [j for j in range(n)]
+
+    def body(*state):
+        given = state[offset:]
+        out = _tuple(body_fn(*state), n)
+        for k in range(n):
+            if returned[k] is not None and not (out[k] is given[k] and type(given[k]) in (list, dict)):
+                returned[k] = None
+        return out
+    return body, returned
+
+
+def convert_for(iterable, body_fn, args, names, extra_test=None, state=None):
     n = len(names)
     if isinstance(iterable, SymbolicIterable) or _symbolic(iterable):
-        return _graph_for(_as_symbolic_iterable(iterable), body_fn, tuple(args), names, extra_test)
-    state = tuple(args)
+        return _graph_for(_as_symbolic_iterable(iterable), body_fn, tuple(args), names, extra_test, state)
+    values = tuple(args)
     for item in iterable:
-        go_on = True if extra_test is None else extra_test(*state)
+        go_on = True if extra_test is None else extra_test(*values)
         if _symbolic(go_on):
             # a tensor-dependent `break` in an unrolled loop: later iterations run under a cond
-            state = _tuple(convert_ifelse(go_on, lambda *s, _item=item: body_fn(_item, *s),
-                                          lambda *s: _untuple(s, n), state, names), n)
+            values = _tuple(convert_ifelse(go_on, lambda *s, _item=item: body_fn(_item, *s),
+                                           lambda *s: _untuple(s, n), values, names, state), n)
         elif not go_on:
             break
         else:
-            state = _tuple(body_fn(item, *state), n)
-    return _untuple(state, n)
+            values = _tuple(body_fn(item, *values), n)
+    return _untuple(values, n)
 
 
-def _graph_for(it, body_fn, state, names, extra_test):
+def _graph_for(it, body_fn, values, names, extra_test, state=None):
     """`for` over a tensor or a tensor-bounded range: a while op over an index."""
     n = len(names)
+    args = values
     length = it.length()
 
     def cond(i, *s):
@@ -210,13 +262,15 @@ def _graph_for(it, body_fn, state, names, extra_test):
             return i < length
         return convert_logical_and(i < length, lambda: extra_test(*s))
 
+    inner, returned = _tracking_body(lambda i, *s: body_fn(it.item(i), *s), n, offset=1)
+
     def body(i, *s):
-        return (i + 1,) + _tuple(body_fn(it.item(i), *s), n)
+        return (i + 1,) + inner(i, *s)
 
     index = as_variable(0)      # a symbolic index: iterating a tensor is a while op even for a static length
     with _graph_region("for"):
-        outs = rt.while_loop(cond, body, (index,) + state, names=("for_index",) + tuple(names))
-    return _untuple(outs[1:], n)
+        outs = rt.while_loop(cond, body, (index,) + values, names=("for_index",) + tuple(names), state=state)
+    return _untuple(_write_back(outs[1:], args, names, returned), n)
 
 
 class SymbolicIterable:
@@ -380,6 +434,47 @@ def convert_append(container, value):
     return container
 
 
+def _is_array(value):
+    return _symbolic(value) and value.kind == "array"
+
+
+def convert_pop(container, *index):
+    """`xs.pop(...)` as (xs after it, the removed item): a tensor array pops in the graph."""
+    if _is_array(container):
+        return rt.array_pop(container, *index)
+    return container, container.pop(*index)
+
+
+def convert_insert(container, index, value):
+    if _is_array(container):
+        return rt.array_insert(container, index, value)
+    container.insert(index, value)
+    return container
+
+
+def convert_extend(container, values):
+    if _is_array(container):
+        for value in values:
+            container = rt.array_append(container, value)
+        return container
+    container.extend(values)
+    return container
+
+
+def convert_delitem(container, index):
+    if _is_array(container):
+        return rt.array_pop(container, index)[0]
+    del container[index]
+    return container
+
+
+def convert_getitem(container, index):
+    """`xs[i]`; a Python list of tensors read at a tensor index is read in the graph."""
+    if type(container) is list and _symbolic(index) and container:
+        return rt.stack(container)[index]
+    return container[index]
+
+
 def convert_setitem(container, index, value):
     if _symbolic(container):
         return rt.setitem(container, index, value)
@@ -393,5 +488,5 @@ def convert_call(fn):
     return converted_callable(fn)
 
 
-__all__ = [name for name in dict(globals()) if name.startswith("convert_")] + ["undefined", "return_placeholder",
-                                                                              "check_caught", "outer_value"]
+__all__ = [name for name in dict(globals()) if name.startswith("convert_")] + [
+    "undefined", "return_placeholder", "attr_cell", "item_cell", "contents_cell", "check_caught", "outer_value"]

@@ -18,7 +18,8 @@ from .linalg import matmul
 from .manipulation import (broadcast_to, concat, dim, expand_dims, flip, permute_dims, reshape, shape,
                            squeeze, stack)
 from .indexing import getitem, setitem
-from .tensor_array import array_append, array_from_list, array_concat, array_length, array_new, array_read, array_stack
+from .tensor_array import (array_append, array_from_list, array_concat, array_insert, array_length, array_new,
+                           array_pop, array_read, array_stack)
 from .control import assert_, print_, undefined_value
 
 globals().update(elementwise.UNARY_FUNCTIONS)

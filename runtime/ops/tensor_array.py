@@ -42,14 +42,36 @@ def _append_kernel(xp, arr, x):
     return arr
 
 
-def _append_infer(arr, x):
+def _append_infer(arr, x, op="array_append"):
     if dtype_of(x) != arr.dtype:
-        raise TypeError(f"array_append: a tensor array of {arr.dtype.name} cannot hold a {dtype_of(x).name} "
+        raise TypeError(f"{op}: a tensor array of {arr.dtype.name} cannot hold a {dtype_of(x).name} "
                         f"value; cast it with .astype('{arr.dtype.name}')")
     return _array_spec(_merge(arr.static_shape, shape_of(x)), arr.dtype)
 
 
 _append = register(OpDef("array_append", _append_kernel, _append_infer, pure=False))
+
+
+def _pop_kernel(xp, arr, index):
+    value = arr.pop(int(index))
+    return arr, value
+
+
+def _pop_infer(arr, index):
+    return [_array_spec(arr.static_shape, arr.dtype), Spec(arr.static_shape, arr.dtype)]
+
+
+def _insert_kernel(xp, arr, index, x):
+    arr.insert(int(index), x)
+    return arr
+
+
+def _insert_infer(arr, index, x):
+    return _append_infer(arr, x, "array_insert")
+
+
+_pop = register(OpDef("array_pop", _pop_kernel, _pop_infer, num_outputs=2, pure=False))
+_insert = register(OpDef("array_insert", _insert_kernel, _insert_infer, pure=False))
 _length = register(OpDef("array_length", lambda xp, arr: np.int64(len(arr)),
                          lambda arr: Spec((), np.dtype(np.int64))))
 _read = register(OpDef("array_read", lambda xp, arr, i: arr[int(i)],
@@ -101,6 +123,20 @@ def array_append(arr, value):
         from .elementwise import astype
         value = astype(value, arr.dtype)
     return apply(_append, (arr, value), {})
+
+
+def array_pop(arr, index=-1):
+    """`arr.pop(index)` in place: (the array after it, the removed element), as Python's list.pop."""
+    return apply(_pop, (arr, index), {})
+
+
+def array_insert(arr, index, value):
+    """`arr.insert(index, value)` in place; the value's dtype follows the rule of `array_append`."""
+    if isinstance(arr, Variable) and (isinstance(value, (bool, int, float, complex)) or
+                                      isinstance(value, Variable) and value.weak):
+        from .elementwise import astype
+        value = astype(value, arr.dtype)
+    return apply(_insert, (arr, index, value), {})
 
 
 def array_length(arr):

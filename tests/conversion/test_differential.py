@@ -4,7 +4,11 @@ over tensors; the converted function must give what Python gives on the same cod
 The programs also define closures over names they rebind later, wrap control flow in
 try/except/finally and `with`, read tensors from outside the function (a module global `G`, an attribute `H.w`)
 and make constants inside it (`c0`, loop counters from `xp.asarray(0)`): every one of them must
-stay its own Program input through loops, retraces and branches."""
+stay its own Program input through loops, retraces and branches.
+
+They write state too (`_Gen.state_stmt`): attributes and dict items of an object `st` passed in,
+and items of a local dict `loc`, under tensor `if`/`while`; after every call `st` must hold what
+Python left there."""
 import importlib.util
 import os
 import random
@@ -21,9 +25,24 @@ TENSOR_CONDS = ["a.sum() > {c}", "b.mean() < {c}", "(a * b).sum() > {c}", "a.max
 PY_CONDS = ["k > {i}", "flag", "k % 2 == 0"]
 
 
+STATE_WRITES = [
+    "st.n = st.n + 1",
+    "st.t = st.t * 0.5 + a",
+    "st.d['k'] = st.d['k'] * 0.9 + b",
+    "st.d['c'] += 1",
+    "loc['v'] = loc['v'] + a * 0.5",
+    "loc['c'] = loc['c'] + 1",
+    "a = a + st.t * 0.1 + st.d['k'] * 0.1",
+    "b = b * 0.9 + loc['v'] * 0.1",
+    "st.n = st.n + a.sum() * 0.1",
+]
+STATE_CONDS = TENSOR_CONDS + ["st.t.sum() > {c}", "st.d['k'].mean() < {c}"]
+
+
 class _Gen:
     def __init__(self, seed):
         self.rng = random.Random(seed)
+        self.srng = random.Random(10**6 + seed)    # state statements: their own draws, old kinds unchanged
         self.loops = 0
 
     def cond(self):
@@ -79,7 +98,7 @@ class _Gen:
             return [f"{pad}if {self.cond()}:", f"{pad}    {self.rng.choice(['break', 'continue'])}"]
         if r < 0.94:
             return [f"{pad}if {self.cond()}:", f"{pad}    return a - b"]
-        return self.scoping(depth, in_loop, indent)
+        return self.scoping(depth, in_loop, indent) + self.state_stmt(depth, indent)
 
     def scoping(self, depth, in_loop, indent):
         """A closure (def or lambda) over names later statements rebind, called after them; or
@@ -106,10 +125,29 @@ class _Gen:
             return out + [f"{pad}finally:"] + final
         return [f"{pad}with CTX:"] + self.block(depth + 1, in_loop, indent + 1)
 
+    def state_stmt(self, depth, indent):
+        """Writes to attributes and dict items, alone or under a tensor `if`/`while` (drawn from srng)."""
+        pad = "    " * indent
+        rng = self.srng
+        writes = lambda: [pad + "    " + w for w in rng.sample(STATE_WRITES, rng.randint(1, 3))]   # noqa: E731
+        cond = rng.choice(STATE_CONDS).format(c=round(rng.uniform(-1, 1), 2))
+        r = rng.random()
+        if depth >= 3 or r < 0.3:
+            return [pad + w.strip() for w in writes()]
+        if r < 0.7:
+            out = [f"{pad}if {cond}:"] + writes()
+            return out + ([f"{pad}else:"] + writes() if rng.random() < 0.6 else [])
+        m = f"m{self.loops}"
+        self.loops += 1
+        return [f"{pad}{m} = 0", f"{pad}while {cond} and {m} < 3:", f"{pad}    {m} += 1"] + writes()
+
     def program(self, name):
-        body = ["a = x * 1.0", "b = x * 0.5", "k = 0", "c0 = xp.asarray(0.5, dtype=xp.float32)"] + [line for line in self.block(0, False, 0)]
-        body.append("return a + b")
-        return f"def {name}(x, rows, flag):\n" + "\n".join("    " + line for line in body) + "\n"
+        body = ["a = x * 1.0", "b = x * 0.5", "k = 0", "c0 = xp.asarray(0.5, dtype=xp.float32)",
+                "loc = {'v': x * 0.0, 'c': 0}"] + [line for line in self.block(0, False, 0)]
+        if self.srng.random() < 0.3:
+            body += self.state_stmt(0, 0)
+        body.append("return a + b + loc['v'] * 0.01 + loc['c']")
+        return f"def {name}(x, rows, flag, st):\n" + "\n".join("    " + line for line in body) + "\n"
 
 
 HEADER = """import contextlib
@@ -145,17 +183,35 @@ def _numpy_twin(fn):
     return types.FunctionType(fn.__code__, g, fn.__name__)
 
 
+def _state(xp):
+    return types.SimpleNamespace(n=1.0, t=xp.asarray(np.float32([0.5, -0.5, 1.0])),
+                                 d={"k": xp.asarray(np.float32([1.0, 0.0, -1.0])), "c": 0})
+
+
+def _state_values(st):
+    def value(v):
+        return np.asarray(v.numpy() if isinstance(v, rt.Tensor) else v, np.float64)
+    return {"n": value(st.n), "t": value(st.t), "k": value(st.d["k"]), "c": value(st.d["c"]),
+            "keys": sorted(vars(st)) + sorted(st.d)}
+
+
 @pytest.mark.parametrize("seed", range(N_PROGRAMS))
 def test_generated_program_matches_python(generated, seed):
     module, sources = generated
     fn = getattr(module, f"prog_{seed}")
     static = to_static(fn)
     rng = np.random.default_rng(seed)
+    want_state, got_state = _state(np), _state(rt)
     for trial in range(2):
         x = rng.standard_normal(3).astype(np.float32)
         rows = rng.standard_normal((4, 3)).astype(np.float32)
         for flag in (True, False):
-            want = _numpy_twin(fn)(x.copy(), rows.copy(), flag)
-            got = static(rt.tensor(x), rt.tensor(rows), flag)
+            want = _numpy_twin(fn)(x.copy(), rows.copy(), flag, want_state)
+            got = static(rt.tensor(x), rt.tensor(rows), flag, got_state)
             np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5,
                                        err_msg=f"program:\n{sources[seed]}")
+            got_values, want_values = _state_values(got_state), _state_values(want_state)
+            assert got_values.pop("keys") == want_values.pop("keys"), f"program:\n{sources[seed]}"
+            for name, value in want_values.items():
+                np.testing.assert_allclose(got_values[name], value, rtol=1e-4, atol=1e-5,
+                                           err_msg=f"st.{name} after the call; program:\n{sources[seed]}")

@@ -25,7 +25,7 @@ from transpiler import to_static
 
 from tests.conversion.corpus import CASES
 from tests.conversion.oracle import inputs as oracle_inputs
-from tests.conversion.test_differential import HEADER, _Gen
+from tests.conversion.test_differential import HEADER, _Gen, _state
 
 ALL = list(passes.PASSES)
 # passes that change no arithmetic: their results are bit for bit the same
@@ -104,7 +104,7 @@ def test_generated_programs_same_results_with_each_pass(generated, seed):
     x = rng.standard_normal(3).astype(np.float32)
     rows = rng.standard_normal((4, 3)).astype(np.float32)
     for flag in (True, False):
-        program = to_static(fn, passes=[]).get_program(rt.tensor(x), rt.tensor(rows), flag)
+        program = to_static(fn, passes=[]).get_program(rt.tensor(x), rt.tensor(rows), flag, _state(rt))
         want = _run(program, [x, rows], [])
         for name in ALL + [None]:
             _same(_run(program, [x, rows], None if name is None else [name]), want, exact=name in EXACT)

@@ -7,8 +7,12 @@ annotations written by `annotate_activity`.
 
 Scope rules, matching Python's:
 - `x[i] = v`, `x[i] += v`, `del x[i]` read AND modify `x`: the transpiler turns a
-  subscript store into a functional update that rebinds `x`.
-  `x.a = v` only reads `x` (attribute stores stay in-place mutations).
+  subscript store into a functional update that rebinds `x`. So does a call of a
+  mutating list/dict method on a local name (`x.pop()`): `mutated`, which
+  `annotate_activity` counts as modified where `x` is local.
+- `x.a = v`, `x.a[k] = v`, `x.a.append(v)` only read `x`; the place they write is
+  a `Composite` (AutoGraph's composite names): state carried through `if`/`while`
+  like a name, but written on the object (see `runtime.state`).
 - nested `def`/`lambda`/`class`/comprehensions are scopes of their own: only the
   def/class name is bound outside, and the names they read freely count as reads
   where they are defined (with decorators, defaults and annotations, which run
@@ -19,6 +23,7 @@ Scope rules, matching Python's:
 `read` keeps every other loaded name, builtins and module globals included:
 only the whole function knows which names are local (SCOPE.params | SCOPE.modified).
 """
+import ast
 import dataclasses
 
 import gast
@@ -26,18 +31,65 @@ import gast
 from .annos import Anno, setanno
 
 _EMPTY = frozenset()
+MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update",
+                      "setdefault", "popitem"})
 
 
 @dataclasses.dataclass(frozen=True)
 class Activity:
     """Names a block loads (`read`) and binds or unbinds (`modified`), and the
-    function's `global`/`nonlocal` declarations; `params` only on SCOPE."""
+    function's `global`/`nonlocal` declarations; `params` only on SCOPE;
+    `mutated`: names whose list/dict a method call changes; `composites`: the
+    attribute and item places the block writes."""
 
     read: frozenset
     modified: frozenset
     globals: frozenset = _EMPTY
     nonlocals: frozenset = _EMPTY
     params: frozenset = _EMPTY
+    mutated: frozenset = _EMPTY
+    composites: frozenset = _EMPTY
+
+
+@dataclasses.dataclass(frozen=True)
+class Composite:
+    """A place written through an object: `self.n` ("attr"), `self.d['k']` ("item", constant key),
+    or all of a list/dict (`self.log`, "contents": an append, pop or computed index)."""
+
+    kind: str
+    text: str          # as the user wrote it: what errors call it
+    root: str          # the name the expression starts from
+    node: object = dataclasses.field(compare=False, hash=False)   # attr/item: the target; contents: the object
+
+    @property
+    def container(self):
+        """The expression of the object that holds the place."""
+        return self.node if self.kind == "contents" else self.node.value
+
+
+def _root_name(node):
+    """The name an attribute/subscript chain starts from, or None (a call, a computed key on the way)."""
+    while isinstance(node, (gast.Attribute, gast.Subscript)):
+        if isinstance(node, gast.Subscript) and not isinstance(node.slice, gast.Constant):
+            return None
+        node = node.value
+    return node.id if isinstance(node, gast.Name) else None
+
+
+def expr_text(node):
+    """An expression as the user would write it."""
+    return ast.unparse(gast.gast_to_ast(node))
+
+
+def _composite(kind, node):
+    root = _root_name(node.value if kind in ("attr", "item") else node)
+    return None if root is None else Composite(kind, expr_text(node), root, node)
+
+
+def _only_subscripts(node):
+    while isinstance(node, gast.Subscript):
+        node = node.value
+    return isinstance(node, gast.Name)
 
 
 class _Collector(gast.NodeVisitor):
@@ -48,6 +100,7 @@ class _Collector(gast.NodeVisitor):
         self.globals, self.nonlocals = set(), set()
         self.leaked = set()  # walrus targets of a comprehension: bound one scope up
         self.maybe, self.stored = set(), set()  # walrus that may not run; plain stores
+        self.mutated, self.composites = set(), set()
         self.in_comprehension, self.conditional = in_comprehension, 0
 
     def visit_all(self, nodes):
@@ -73,12 +126,35 @@ class _Collector(gast.NodeVisitor):
 
     def visit_Subscript(self, node):
         if not isinstance(node.ctx, gast.Load):
-            root = node.value
-            while isinstance(root, gast.Subscript):
-                root = root.value
-            if isinstance(root, gast.Name):
+            if _only_subscripts(node):
+                root = node.value
+                while isinstance(root, gast.Subscript):
+                    root = root.value
                 self.modified.add(root.id)
+            elif isinstance(node.slice, gast.Constant):
+                self._add_composite("item", node)
+            else:
+                self._add_composite("contents", node.value)
         self.generic_visit(node)
+
+    def visit_Attribute(self, node):
+        if not isinstance(node.ctx, gast.Load):
+            self._add_composite("attr", node)
+        self.generic_visit(node)
+
+    def visit_Call(self, node):
+        func = node.func
+        if isinstance(func, gast.Attribute) and func.attr in MUTATORS:
+            if isinstance(func.value, gast.Name):
+                self.mutated.add(func.value.id)
+            else:
+                self._add_composite("contents", func.value)
+        self.generic_visit(node)
+
+    def _add_composite(self, kind, node):
+        composite = _composite(kind, node)
+        if composite is not None:
+            self.composites.add(composite)
 
     def visit_AnnAssign(self, node):
         # Annotations of locals are never evaluated (PEP 526); `x: int` binds nothing.
@@ -212,7 +288,8 @@ def activity_of(node, *, globals_=_EMPTY, nonlocals=_EMPTY):
     globals_, nonlocals = frozenset(c.globals | globals_), frozenset(c.nonlocals | nonlocals)
     declared = globals_ | nonlocals
     return Activity(read=frozenset(c.read - declared), modified=frozenset(c.modified - declared),
-                    globals=globals_, nonlocals=nonlocals)
+                    globals=globals_, nonlocals=nonlocals, mutated=frozenset(c.mutated),
+                    composites=frozenset(c.composites))
 
 
 def effects_of(parts, declared=_EMPTY):
@@ -250,8 +327,18 @@ def annotate_activity(fn_node):
     scope = dataclasses.replace(scope, params=param_names(fn_node.args))
     setanno(fn_node, Anno.SCOPE, scope)
 
+    local = (scope.modified | scope.params) - scope.globals - scope.nonlocals
+
     def of(node):
-        return activity_of(node, globals_=scope.globals, nonlocals=scope.nonlocals)
+        act = activity_of(node, globals_=scope.globals, nonlocals=scope.nonlocals)
+        if not act.mutated:
+            return act
+        # a local list/dict changed by a method is rebound like `x[i] = v`; another one is a place
+        outside = {Composite("contents", name, name, gast.Name(id=name, ctx=gast.Load(), annotation=None,
+                                                               type_comment=None))
+                   for name in act.mutated - local}
+        return dataclasses.replace(act, modified=act.modified | (act.mutated & local),
+                                   composites=act.composites | outside)
 
     for stmt in scope_statements(fn_node.body):
         if isinstance(stmt, (gast.If, gast.While, gast.For, gast.AsyncFor)):

@@ -29,6 +29,7 @@ import gast
 from ..analysis import Anno, getanno, maybe_defined_in, rebound_names
 from .base import Transformer, const, jst, load, located, store
 from .jumps import BREAK_FLAG
+from .state import state_keyword
 
 
 def _names_tuple(names):
@@ -82,6 +83,12 @@ def _call(op, args):
     return gast.Call(func=jst(op), args=args, keywords=[])
 
 
+def _add_state(call, composites, bound):
+    keyword = state_keyword(composites, bound)
+    if keyword is not None:
+        call.keywords.append(keyword)
+
+
 class ControlFlow(Transformer):
     def transform(self, fn_node):
         scope = getanno(fn_node, Anno.SCOPE)
@@ -125,6 +132,7 @@ class ControlFlow(Transformer):
         stmts.append(self._def(false_name, params, node.orelse + _return(outputs), node))
         call = _call("convert_ifelse", [node.test, load(true_name), load(false_name), self._args(params),
                                         _str_tuple(outputs)])
+        _add_state(call, body_act.composites | else_act.composites, modified)
         stmts.append(_bind(outputs, located(call, node), node))
         return stmts
 
@@ -141,6 +149,7 @@ class ControlFlow(Transformer):
         stmts.append(self._def(body_name, loop_vars, node.body + _return(loop_vars), node))
         call = _call("convert_while", [load(cond_name), load(body_name), self._args(loop_vars),
                                        _str_tuple(loop_vars)])
+        _add_state(call, body_act.composites, body_act.modified)
         stmts.append(_bind(loop_vars, located(call, node), node))
         return stmts
 
@@ -172,7 +181,9 @@ class ControlFlow(Transformer):
             test = gast.UnaryOp(op=gast.Not(), operand=load(break_flag))
             stmts.append(self._def(test_name, loop_vars, [located(gast.Return(value=test), node)], node))
             args.append(load(test_name))
-        stmts.append(_bind(loop_vars, located(_call("convert_for", args), node), node))
+        call = _call("convert_for", args)
+        _add_state(call, body_act.composites, body_act.modified | targets)
+        stmts.append(_bind(loop_vars, located(call, node), node))
         return stmts
 
     def _undefined_inits(self, node, names, live_in):

@@ -3,11 +3,18 @@
     xs.append(v)      →   xs = _jst.convert_append(xs, v)
     x[i] = v          →   x = _jst.convert_setitem(x, i, v)
     x[i] += v         →   x = _jst.convert_setitem(x, i, x[i] + v)
+    xs.insert(i, v)   →   xs = _jst.convert_insert(xs, i, v)          (also extend)
+    xs.pop()          →   xs = _jst.convert_pop(xs)[0]
+    v = xs.pop(i)     →   xs, v = _jst.convert_pop(xs, i)
+    del xs[i]         →   xs = _jst.convert_delitem(xs, i)
+    xs[i]             →   _jst.convert_getitem(xs, i)      (only for names grown by append/insert/extend)
 
 On Python lists/dicts the operators mutate in place and return the same
 object (Python semantics). On Variables they return a new value: a tensor
 array after the append, a functionally updated tensor after setitem, which
-then flows out of branches and loops like any other rebound name.
+then flows out of branches and loops like any other rebound name. A list
+that may become a tensor array is read through `convert_getitem`, so a
+tensor index (`xs[i - 1]` with a loop counter) reads it in the graph.
 """
 import copy
 
@@ -28,21 +35,44 @@ class InPlaceUpdates(Transformer):
             elif isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
                 bound.add(node.id)
         self.locals = bound - declared
+        self.appended = {_receiver(node, self.locals, _GROWING) for node in gast.walk(fn_node)} - {None}
         return super().transform(fn_node)
 
-    def visit_Expr(self, node):
-        call = node.value
-        if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) and call.func.attr == "append"
-                and isinstance(call.func.value, gast.Name) and call.func.value.id in self.locals
-                and len(call.args) == 1 and not call.keywords):
-            target = call.func.value.id
-            new = gast.Call(func=jst("convert_append"), args=[load(target), call.args[0]], keywords=[])
-            return located(gast.Assign(targets=[store(target)], value=new, type_comment=None), node)
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        if isinstance(node.ctx, gast.Load) and isinstance(node.value, gast.Name) and node.value.id in self.appended:
+            call = gast.Call(func=jst("convert_getitem"), args=[node.value, index_expr(node.slice)], keywords=[])
+            return located(call, node)
         return node
 
+    def visit_Expr(self, node):
+        self.generic_visit(node)
+        call = node.value
+        target = _receiver(call, self.locals, _METHODS)
+        if target is None:
+            return node
+        new = gast.Call(func=jst(_METHODS[call.func.attr]), args=[load(target)] + call.args, keywords=[])
+        if call.func.attr == "pop":
+            new = gast.Subscript(value=new, slice=gast.Constant(value=0, kind=None), ctx=gast.Load())
+        return located(gast.Assign(targets=[store(target)], value=new, type_comment=None), node)
+
     def visit_Assign(self, node):
+        self.generic_visit(node)
         if len(node.targets) == 1 and _is_name_subscript(node.targets[0], self.locals):
             return self._setitem(node, node.targets[0], node.value)
+        name = _receiver(node.value, self.locals, ("pop",))
+        if len(node.targets) == 1 and name is not None:
+            new = gast.Call(func=jst("convert_pop"), args=[load(name)] + node.value.args, keywords=[])
+            both = gast.Tuple(elts=[store(name), node.targets[0]], ctx=gast.Store())
+            return located(gast.Assign(targets=[both], value=new, type_comment=None), node)
+        return node
+
+    def visit_Delete(self, node):
+        if len(node.targets) == 1 and _is_name_subscript(node.targets[0], self.locals):
+            target = node.targets[0]
+            name = target.value.id
+            call = gast.Call(func=jst("convert_delitem"), args=[load(name), index_expr(target.slice)], keywords=[])
+            return located(gast.Assign(targets=[store(name)], value=call, type_comment=None), node)
         return node
 
     def visit_AugAssign(self, node):
@@ -58,6 +88,21 @@ class InPlaceUpdates(Transformer):
         call = gast.Call(func=jst("convert_setitem"), args=[load(name), index_expr(target.slice), value],
                          keywords=[])
         return located(gast.Assign(targets=[store(name)], value=call, type_comment=None), node)
+
+
+_METHODS = {"append": "convert_append", "insert": "convert_insert", "extend": "convert_extend",
+            "pop": "convert_pop"}
+_GROWING = ("append", "insert", "extend")
+
+
+def _receiver(node, local_names, methods):
+    """The local name `node` calls one of `methods` on (`xs.append(v)` → "xs"), or None."""
+    if not (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and node.func.attr in methods
+            and isinstance(node.func.value, gast.Name) and node.func.value.id in local_names
+            and not node.keywords and not any(isinstance(a, gast.Starred) for a in node.args)):
+        return None
+    arity = {"append": (1,), "insert": (2,), "extend": (1,), "pop": (0, 1)}[node.func.attr]
+    return node.func.value.id if len(node.args) in arity else None
 
 
 def _is_name_subscript(target, local_names):

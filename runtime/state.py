@@ -1,0 +1,138 @@
+"""State cells: an attribute, a dict/list item or a container's contents, carried like a local name.
+
+Converted code writes `self.n = ...` or `self.cache["k"] = ...` inside a
+tensor-dependent `if`/`while`. Such a place is state, exactly like a local
+name: `cond` and `while_loop` read it before the construct (`get`), let each
+traced branch or body start from that value (`set`), take what each one left
+there as an extra output, and store the op's result back (`set`).
+
+A place with no value (a missing attribute or key) reads as `Undefined`;
+storing `Undefined` removes it again.
+
+While a Program is traced, every cell that is left holding traced values is
+remembered (`written_cells`): the caller makes those values extra outputs of
+the Program and writes them back to the object after each run (see
+`transpiler.api`), so the object holds eager Tensors, never Variables.
+"""
+from . import pytree, tracing
+from .errors import ControlFlowError
+from .ir import Variable
+
+
+class Cell:
+    """One place in a Python object; `label` is how the user's code writes it (`self.n`)."""
+
+    __slots__ = ("obj", "key", "label")
+
+    def __init__(self, obj, key, label):
+        self.obj, self.key, self.label = obj, key, label
+
+    def identity(self):
+        return (type(self).__name__, id(self.obj), self.key)
+
+    def get(self):
+        raise NotImplementedError
+
+    def set(self, value):
+        """Store a value; while tracing at the top level, remember the place (and its value before)
+        if it now holds traced values."""
+        program = tracing.current_program()
+        if program is not None and tracing.current_block() is program.global_block and \
+                any(isinstance(v, Variable) for v in pytree.flatten(value)[0]):
+            key = self.identity()     # (a set inside a branch/body is carried out by the enclosing op)
+            if key not in program.written_cells:
+                program.written_cells[key] = (self, self.get())
+        self._store(value)
+
+    def _store(self, value):
+        raise NotImplementedError
+
+
+def _undefined(label):
+    from .control_flow import Undefined
+    return Undefined(label, tracing.user_origin())
+
+
+def _is_undefined(value):
+    from .control_flow import Undefined
+    return isinstance(value, Undefined)
+
+
+class AttrCell(Cell):
+    """`obj.name`."""
+
+    __slots__ = ()
+
+    def get(self):
+        try:
+            return getattr(self.obj, self.key)
+        except AttributeError:
+            return _undefined(self.label)
+
+    def _store(self, value):
+        if _is_undefined(value):
+            if hasattr(self.obj, self.key):
+                delattr(self.obj, self.key)
+        else:
+            setattr(self.obj, self.key, value)
+
+
+class ItemCell(Cell):
+    """`container[key]` for a constant key."""
+
+    __slots__ = ()
+
+    def identity(self):
+        return ("ItemCell", id(self.obj), type(self.key), self.key)
+
+    def get(self):
+        try:
+            return self.obj[self.key]
+        except (KeyError, IndexError):
+            return _undefined(self.label)
+
+    def _store(self, value):
+        if _is_undefined(value):
+            if isinstance(self.obj, dict):
+                self.obj.pop(self.key, None)
+            return
+        self.obj[self.key] = value
+
+
+class ContentsCell(Cell):
+    """Everything in a list or dict (`self.items.append(v)`, `self.log[i] = v`): a copy of it is the value."""
+
+    __slots__ = ()
+
+    def __init__(self, obj, label):
+        super().__init__(obj, None, label)
+
+    def get(self):
+        if isinstance(self.obj, (list, dict)):
+            return type(self.obj)(self.obj)
+        return self.obj
+
+    def _store(self, value):
+        if value is self.obj or not isinstance(self.obj, (list, dict)):
+            return
+        if isinstance(value, Variable):
+            raise ControlFlowError(
+                f"'{self.label}' changes length inside tensor-dependent control flow; a list stored on an "
+                "object must keep its length there (use a local list, which becomes a tensor array)")
+        if isinstance(self.obj, list):
+            self.obj[:] = value
+        else:
+            self.obj.clear()
+            self.obj.update(value)
+
+
+def attr_cell(obj, name, label):
+    return AttrCell(obj, name, label)
+
+
+def item_cell(container, key, label):
+    return ItemCell(container, key, label)
+
+
+def contents_cell(container, label):
+    return ContentsCell(container, label)

@@ -1,0 +1,62 @@
+"""The places (attributes, items) an `if`/`while`/`for` writes through objects, as one runtime argument.
+
+    if x.sum() > 0:                     ...
+        self.n = self.n + 1       →     _jst.convert_ifelse(x.sum() > 0, __true_fn_0, __false_fn_0, (), (),
+                                            state=lambda: (_jst.attr_cell(self, 'n', 'self.n'),))
+
+The lambda is called only when the construct becomes a graph op; its cells
+(`runtime.state`) are carried through the op like names (see
+`runtime.control_flow.cond`). A place whose root name the construct itself
+rebinds is not state of it (`p = Point(); p.x = 1`: the object is new), and a
+place inside another written place is carried with it (`self.d = {}` and
+`self.d['k'] = v`: `self.d` is the state).
+"""
+import copy
+
+import gast
+
+from ..analysis.activity import expr_text
+from .base import const, jst
+
+
+def state_keyword(composites, bound):
+    """`state=lambda: (cells...)` for these Composites, or None when there are none to carry."""
+    places = [c for c in composites if c.root not in bound]
+    texts = {c.text for c in places}
+    places = sorted((c for c in places if not _inside_other(c, texts)), key=lambda c: c.text)
+    if not places:
+        return None
+    cells = gast.Tuple(elts=[_cell(c) for c in places], ctx=gast.Load())
+    args = gast.arguments(args=[], posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                          defaults=[])
+    return gast.keyword(arg="state", value=gast.Lambda(args=args, body=cells))
+
+
+def _inside_other(composite, texts):
+    """Whether an enclosing expression of this place (`self.d` for `self.d['k']`) is written too."""
+    node = getattr(composite.node, "value", None)
+    while isinstance(node, (gast.Attribute, gast.Subscript)):
+        if expr_text(node) in texts:
+            return True
+        node = node.value
+    return False
+
+
+def _cell(composite):
+    container = _load(composite.container)
+    if composite.kind == "attr":
+        return gast.Call(func=jst("attr_cell"), args=[container, const(composite.node.attr), const(composite.text)],
+                         keywords=[])
+    if composite.kind == "item":
+        return gast.Call(func=jst("item_cell"), args=[container, const(composite.node.slice.value),
+                                                     const(composite.text)], keywords=[])
+    return gast.Call(func=jst("contents_cell"), args=[container, const(composite.text)], keywords=[])
+
+
+def _load(node):
+    """A copy of an expression with every context set to Load."""
+    node = copy.deepcopy(node)
+    for child in gast.walk(node):
+        if hasattr(child, "ctx"):
+            child.ctx = gast.Load()
+    return node

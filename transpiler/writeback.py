@@ -1,0 +1,201 @@
+"""Objects a static function writes: the Program computes the new values, each run stores them.
+
+Converted code that writes `self.n` or `cache["k"]` under tensor control flow
+leaves a traced value there (`runtime.state`: `program.written_cells`). After
+the trace, `StateWrites` turns each such place into extra outputs of the
+Program it runs (a copy: the function's Program keeps its own outputs) and
+puts the old value back; after every run of the Program it stores
+the new values on the object: eager Tensors, or a Python number where the
+place held one before (a float counter stays a float).
+
+What the Program read of those places is checked before each run:
+- a Python number was baked into the Program: if the object now holds
+  another value (the last run wrote one), the function is traced again;
+- a Tensor was fed as an input: the run feeds what the place holds now (the
+  Tensor the last run wrote), and traces again if its shape or dtype changed.
+"""
+import inspect
+import numbers
+import types
+
+import numpy as np
+
+from runtime import pytree
+from runtime.control_flow import Undefined
+from runtime.errors import ControlFlowError
+from runtime.ir import Variable
+from runtime.state import AttrCell, ContentsCell
+from runtime.tensor import Tensor
+
+
+class StateWrites:
+    __slots__ = ("entries", "feeds", "checks", "outputs")
+
+    def __init__(self, program, param_tensors):
+        self.entries = []       # (cell, treedef, [output index or ("const", value) per leaf], [type or None])
+        self.outputs = []       # the Variables to add to the Program's outputs for the run
+        self.feeds = {}         # index into param_tensors -> (cell, leaf index, tensor it held at trace time)
+        self.checks = []        # (cell, treedef before, [(leaf index, Python value baked into the Program)])
+        params = {id(t): i for i, t in enumerate(param_tensors)}
+        written = [(cell, before, cell.get()) for cell, before in program.written_cells.values()]
+        for cell, before, now in written:
+            leaves, treedef = pytree.flatten(now)
+            ended = [v for v in leaves if isinstance(v, Variable) and v.block is not program.global_block]
+            if ended:
+                _restore(written)
+                raise ControlFlowError(
+                    f"'{cell.label}' is given a value computed inside a tensor-dependent if/while "
+                    f"({_origin(program, ended[0])}) in a function called from there, so it cannot be carried "
+                    f"out of the graph op; assign it in the function that has the if/while, or return the value")
+            old, old_def = pytree.flatten(before)
+            slots, numbers_ = [], []
+            for k, leaf in enumerate(leaves):
+                if isinstance(leaf, Variable):
+                    slots.append(len(program.outputs) + len(self.outputs))
+                    self.outputs.append(leaf)
+                else:
+                    slots.append(("const", leaf))
+                was = old[k] if old_def == treedef else None
+                keep_number = isinstance(leaf, Variable) and leaf.weak and leaf.static_shape == () and _is_number(was)
+                numbers_.append(type(was) if keep_number else None)
+            self.entries.append((cell, treedef, slots, numbers_))
+            baked = [(k, v) for k, v in enumerate(old) if _is_number(v) or isinstance(v, Undefined)]
+            self.checks.append((cell, old_def, baked))
+            for k, v in enumerate(old):
+                if isinstance(v, Tensor) and id(v) in params:
+                    self.feeds[params[id(v)]] = (cell, k, v)
+        _restore(written)
+        program.written_cells.clear()
+
+    def __bool__(self):
+        return bool(self.entries)
+
+    def runnable(self, program):
+        """What to compile: the Program as traced, or a copy also returning the values to write back.
+
+        The Program itself (`get_program`, save, export) stays the function's
+        own: its outputs are what the function returns.
+        """
+        if not self.outputs:
+            return program
+        copy = program.clone()
+        copy.outputs = copy.outputs + [copy.global_block.vars[v.name] for v in self.outputs]
+        return copy
+
+    def stale(self):
+        """Why the Program no longer fits what the objects hold (a reason for the retrace), or None."""
+        for cell, old_def, baked in self.checks:
+            now, now_def = pytree.flatten(cell.get())
+            if now_def != old_def:
+                return f"{cell.label}: structure {old_def} -> {now_def}"
+            for k, value in baked:
+                if type(now[k]) is not type(value) or not isinstance(value, Undefined) and now[k] != value:
+                    path = pytree.leaf_paths(old_def)[k]
+                    return f"{cell.label}{path}: {_brief(value)} -> {_brief(now[k])}"
+        for cell, k, then in self.feeds.values():
+            now = pytree.flatten(cell.get())[0][k]
+            if not isinstance(now, Tensor) or now.shape != then.shape or now.dtype != then.dtype:
+                return f"{cell.label}: {_brief(then)} -> {_brief(now)}"
+        return None
+
+    def param_tensors(self, tensors):
+        """The tensors to feed this run: what the written places hold now."""
+        if not self.feeds:
+            return tensors
+        tensors = list(tensors)
+        for i, (cell, k, _) in self.feeds.items():
+            tensors[i] = pytree.flatten(cell.get())[0][k]
+        return tensors
+
+    def store(self, outputs):
+        """Write one run's values (wrapped outputs) to the objects."""
+        for cell, treedef, slots, numbers_ in self.entries:
+            leaves = [outputs[s] if isinstance(s, int) else s[1] for s in slots]
+            leaves = [t(v.numpy().item()) if t is not None else v for t, v in zip(numbers_, leaves)]
+            cell._store(pytree.unflatten(treedef, leaves))
+
+
+def _restore(written):
+    for cell, before, _ in reversed(written):
+        cell._store(before)
+
+
+def _origin(program, var):
+    for op in program.ops():
+        if any(out is var for out in op.outputs):
+            return f"at {op.origin}" if op.origin else "in a branch"
+    return "in a branch"
+
+
+def argument_objects(fn, instance, args, kwargs):
+    """{parameter name: object} for `self` and the arguments a function may write attributes on."""
+    try:
+        bound = inspect.signature(fn).bind(*((instance,) if instance is not None else ()), *args, **kwargs)
+    except TypeError:
+        return {}
+    return {name: value for name, value in bound.arguments.items()
+            if value is not None and not isinstance(value, (Tensor, np.ndarray, numbers.Number, str, bytes,
+                                                            tuple, list, dict))}
+
+
+def snapshot(objects):
+    """What the objects a trace may write hold before it: attributes, and the contents of list/dict attributes.
+
+    Writes made outside tensor control flow (`self.total = self.total + x`) go
+    through no cell; comparing with this after the trace finds them.
+    """
+    out = []
+    for name, obj in objects.items():
+        attrs = getattr(obj, "__dict__", None)
+        if not isinstance(attrs, dict) or isinstance(obj, (type, types.ModuleType, types.FunctionType)):
+            continue
+        contents = {k: type(v)(v) for k, v in attrs.items() if type(v) in (list, dict)}
+        out.append((name, obj, dict(attrs), contents))
+    return out
+
+
+def register_writes(program, snap):
+    """Add to `program.written_cells` the places of the snapshot's objects the trace changed.
+
+    A Python value written while tracing (`self.calls += 1`) counts too: it is
+    stored after each run, and the next call sees that the Program was traced
+    with the old value (see `StateWrites.stale`).
+    """
+    for name_of, obj, attrs, contents in snap:
+        for name, value in list(vars(obj).items()):
+            if not (_has_variables(value) or _changed(name, value, attrs, contents)):
+                continue
+            if name in contents and value is attrs.get(name):
+                cell, before = ContentsCell(value, f"{name_of}.{name}"), contents[name]
+            else:
+                cell = AttrCell(obj, name, f"{name_of}.{name}")
+                before = attrs[name] if name in attrs else Undefined(cell.label)
+            program.written_cells.setdefault(cell.identity(), (cell, before))
+
+
+def _changed(name, value, attrs, contents):
+    if name not in attrs or value is not attrs[name]:
+        return True
+    if name in contents:
+        old = contents[name]
+        if len(old) != len(value):
+            return True
+        pairs = zip(old.values(), value.values()) if isinstance(old, dict) else zip(old, value)
+        return (isinstance(old, dict) and list(old) != list(value)) or any(a is not b for a, b in pairs)
+    return False
+
+
+def _has_variables(value):
+    return any(isinstance(v, Variable) for v in pytree.flatten(value)[0])
+
+
+def _is_number(value):
+    return isinstance(value, numbers.Number) and not isinstance(value, Tensor)
+
+
+def _brief(value):
+    if isinstance(value, Undefined):
+        return "no value"
+    if isinstance(value, Tensor):
+        return f"tensor {value.dtype.name}{list(value.shape)}"
+    return repr(value)
