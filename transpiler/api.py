@@ -316,7 +316,7 @@ class StaticFunction:
             with tracing.parameter_names(named):
                 program, _, _ = rt.trace(body, specs, name=self._fn.__name__)
             writeback.register_writes(program, before)
-            outer_names.check(self._fn, outer)
+            outer_names.register(self._fn, outer, program)
         except SymbolicBoolError as e:
             raise _symbolic_bool_conversion_error(e) from None
         except RecursionError as e:

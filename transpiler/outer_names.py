@@ -2,18 +2,33 @@
 
 Converted code keeps them the enclosing scope's names, carried through branches
 and loops like locals, so Python-valued control flow rebinds them as Python
-does. Rebound under a tensor-dependent condition, such a name would hold a
-traced value after the trace, which the Program does not store back after each
-run: `check` puts the old value back and refuses, naming the variable and line.
+does. Rebound under a tensor-dependent condition, such a name holds a traced
+value after the trace: `register` makes it a written place of the Program
+(`runtime.state`), so, like an attribute, it gets its old value back now and
+the Program's value after every run (see `writeback.StateWrites`).
 """
-import gast
-
+from runtime.control_flow import Undefined
 from runtime.ir import Variable
-
-from .errors import ConversionError
-from .parsing import parse_function
+from runtime.state import Cell, ItemCell
 
 _MISSING = object()
+
+
+class ClosureCell(Cell):
+    """A closure variable (`nonlocal n`): a cell object shared with the enclosing function."""
+
+    __slots__ = ()
+
+    def get(self):
+        value = _contents(self.obj)
+        return Undefined(self.label) if value is _MISSING else value
+
+    def _store(self, value):
+        if isinstance(value, Undefined):
+            if _contents(self.obj) is not _MISSING:
+                del self.obj.cell_contents
+        else:
+            self.obj.cell_contents = value
 
 
 def snapshot(fn):
@@ -22,24 +37,19 @@ def snapshot(fn):
     return dict(fn.__globals__), cells
 
 
-def check(fn, before):
-    """Refuse (after restoring it) a global or closure variable left holding a traced value."""
+def register(fn, before, program):
+    """Each global or closure variable the trace left holding a traced value: a written place of the Program."""
     old_globals, cells = before
     for name, value in list(fn.__globals__.items()):
-        if _traced(value) and old_globals.get(name, _MISSING) is not value:
-            if name in old_globals:
-                fn.__globals__[name] = old_globals[name]
-            else:
-                del fn.__globals__[name]
-            raise _error(fn, name, "global")
+        old = old_globals.get(name, _MISSING)
+        if _traced(value) and old is not value:
+            place = ItemCell(fn.__globals__, name, name)
+            program.written_cells.setdefault(place.identity(), (place, Undefined(name) if old is _MISSING else old))
     for name, cell, old in cells:
         value = _contents(cell)
         if _traced(value) and value is not old:
-            if old is _MISSING:
-                del cell.cell_contents
-            else:
-                cell.cell_contents = old
-            raise _error(fn, name, "nonlocal")
+            place = ClosureCell(cell, None, name)
+            program.written_cells.setdefault(place.identity(), (place, Undefined(name) if old is _MISSING else old))
 
 
 def _contents(cell):
@@ -53,18 +63,3 @@ def _traced(value):
     if isinstance(value, (list, tuple)):
         return any(isinstance(v, Variable) for v in value)
     return isinstance(value, Variable)
-
-
-def _error(fn, name, kind):
-    filename, line = fn.__code__.co_filename, fn.__code__.co_firstlineno
-    try:
-        node = parse_function(fn).node
-        line = min((n.lineno for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == name
-                    and isinstance(n.ctx, (gast.Store, gast.Del))), default=line)
-    except ConversionError:
-        pass
-    return ConversionError(
-        f"'{name}' ({kind}) is rebound under a tensor-dependent condition; the Program cannot store its "
-        f"new value back into the {kind} variable after each run", filename, line,
-        f"return '{name}' from the function (or keep it in a local), or use to_static(..., full_graph=False) "
-        "to run the function eagerly")

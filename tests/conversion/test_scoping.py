@@ -359,16 +359,38 @@ def test_nonlocal_rebound_under_python_conditions_as_in_python():
         assert float(static(xp.asarray(np.float32(1.0)), n).numpy()) == float(plain(np.float32(1.0), n))
 
 
-def test_global_rebound_under_tensor_condition_is_refused_and_left_unchanged():
+def test_global_rebound_under_tensor_condition_is_written_back_after_each_run():
     global TOTAL
-    TOTAL = 5
-    with pytest.raises(ConversionError, match="'TOTAL' \\(global\\) is rebound under a tensor-dependent") as info:
-        to_static(bump_global_under_tensor_condition)(xp.asarray(np.ones(2, np.float32)))
-    assert f"line {bump_global_under_tensor_condition.__code__.co_firstlineno + 3}" in str(info.value)
-    assert TOTAL == 5
-    with pytest.warns(ConversionWarning):
-        to_static(bump_global_under_tensor_condition, full_graph=False)(xp.asarray(np.ones(2, np.float32)))
-    assert TOTAL == 6
+    static = to_static(bump_global_under_tensor_condition)
+    for start, sign in [(5, 1.0), (5, -1.0), (5, 1.0)]:
+        TOTAL = start
+        bump_global_under_tensor_condition(np.full(2, sign, np.float32))
+        want = TOTAL
+        TOTAL = start
+        static(xp.asarray(np.full(2, sign, np.float32)))
+        assert TOTAL == want and type(TOTAL) is int
+
+
+def _tensor_counter():
+    count = 0.0
+
+    def step(x):
+        nonlocal count
+        if x.sum() > 0:
+            count = count + x.sum()
+        return x * 2
+    return step
+
+
+def test_nonlocal_rebound_under_tensor_condition_is_written_back_after_each_run():
+    plain, static = _tensor_counter(), to_static(_tensor_counter())
+    for sign in (1.0, -1.0, 1.0, 1.0):
+        x = np.full(2, sign, np.float32)
+        plain(x)
+        static(xp.asarray(x))
+        count = lambda f: f.__closure__[0].cell_contents       # noqa: E731
+        assert float(count(static.rollback()).numpy() if isinstance(count(static.rollback()), xp.Tensor)
+                     else count(static.rollback())) == float(count(plain))
 
 
 # --- lambdas: two on one line are told apart by their code's column positions -------------------------
