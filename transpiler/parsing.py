@@ -89,7 +89,12 @@ def _parse_lambda(fn, source, filename, first, indent):
     found = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)
              and [a.id for a in n.args.args] == params]
     if len(found) > 1 and hasattr(code, "co_positions"):
-        found = [n for n in found if _spans(n.body, _body_positions(code), first, indent, shift)]
+        positions = _body_positions(code)
+        inside = [_inside(n.body, positions, first, indent, shift) for n in found]
+        best = max(inside)
+        found = [n for n, count in zip(found, inside) if best and count == best]
+        if len(found) > 1 and all(_nested(a, b) or _nested(b, a) for a in found for b in found if a is not b):
+            found = [min(found, key=lambda n: (n.end_lineno - n.lineno, n.end_col_offset - n.col_offset))]
     if len(found) != 1:
         hint = ("give the lambda its own line or make it a def" if hasattr(code, "co_positions") else
                 "on Python < 3.11 only one lambda per line can be converted: give it its own line or make it a def")
@@ -111,16 +116,19 @@ def _body_positions(code):
             if line is not None and col is not None and (line, col) != (end_line, end_col)}
 
 
-def _spans(expr, positions, first, indent, shift):
-    """Does expr (parsed-source coordinates) hold every position (file coordinates)?"""
-    if not positions:
-        return False
+def _inside(expr, positions, first, indent, shift):
+    """How many positions (file coordinates) expr (parsed-source coordinates) holds."""
+    count = 0
     for line, col in positions:
         line = line - first + 1
         col = col - indent + (shift if line == 1 else 0)
-        if not (expr.lineno, expr.col_offset) <= (line, col) < (expr.end_lineno, expr.end_col_offset):
-            return False
-    return True
+        count += (expr.lineno, expr.col_offset) <= (line, col) < (expr.end_lineno, expr.end_col_offset)
+    return count
+
+
+def _nested(inner, outer):
+    return ((outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset)
+            and (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset))
 
 
 def _dedented_by(lines, source):

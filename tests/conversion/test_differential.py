@@ -112,8 +112,12 @@ class _Gen:
                 head = [f"{pad}def via{n}():", f"{pad}    return a * 0.25 - b * 0.5 + k"]
             else:
                 head = [f"{pad}via{n} = lambda: xp.tanh(a) + k * 0.1"]
-            use = f"{pad}{self.rng.choice('ab')} = {self.rng.choice('ab')} * 0.5 + via{n}()"
-            return head + self.block(depth + 1, in_loop, indent) + [use]
+            use = [f"{pad}{self.rng.choice('ab')} = {self.rng.choice('ab')} * 0.5 + via{n}()"]
+            if self.rng.random() < 0.5:      # called in a loop that rebinds what it reads
+                m = f"m{n}"
+                use = [f"{pad}{m} = 0", f"{pad}while {self.cond()} and {m} < 3:", f"{pad}    {m} += 1",
+                       f"{pad}    a = a * 0.9 + via{n}() * 0.1", f"{pad}    k = k + 1"]
+            return head + self.block(depth + 1, in_loop, indent) + use
         if r < 0.75:
             out = [f"{pad}try:"] + self.block(depth + 1, in_loop, indent + 1)
             if self.rng.random() < 0.4:

@@ -6,6 +6,7 @@ Functions run as plain Python with NumPy (the oracle, `numpy_twin`) and converte
 and with tensor inputs (graph `while`/`cond` ops); all must agree."""
 import sys
 import time
+import types
 
 import numpy as np
 import pytest
@@ -412,6 +413,21 @@ def test_two_lambdas_on_one_line_each_convert(which, sign):
     static = to_static(fn)
     np.testing.assert_allclose(static(xp.asarray(a)).numpy(), fn(a))
     assert "cond" in {op.type for op in static.get_program(xp.asarray(a)).ops()}
+
+
+_outer_lambda = lambda x: (lambda x: x * 2 if x.sum() > 0 else -x)(x) + 1     # noqa: E731
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="column positions of code objects: Python 3.11+")
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_lambda_nested_in_a_lambda_with_the_same_parameters_converts(sign):
+    inner = types.FunctionType(next(c for c in _outer_lambda.__code__.co_consts if isinstance(c, types.CodeType)),
+                               globals())
+    a = np.arange(1, 4, dtype=np.float32) * sign
+    for fn in (_outer_lambda, inner):
+        static = to_static(fn)
+        np.testing.assert_allclose(static(xp.asarray(a)).numpy(), fn(a))
+        assert "cond" in {op.type for op in static.get_program(xp.asarray(a)).ops()}
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 11), reason="before 3.11 code objects have no column positions")

@@ -19,7 +19,9 @@ on the tree after jumps were lowered:
   `_jst.undefined('y')`: harmless until read, an UnboundLocalError when read;
 - a name a closure captures (`def via(): return i`) stays the enclosing
   function's variable: the body function takes it as `__i_0`, declares
-  `nonlocal i` and sets `i = __i_0` first, so the closure sees what Python shows it.
+  `nonlocal i` and sets `i = __i_0` first, so the closure sees what Python shows it;
+  a `global`/`nonlocal` name the body rebinds is kept the same way (`global n`)
+  and always flows out (its scope outlives the call).
 Inner statements are converted first; the operators decide at run time
 whether the condition is a Python value (plain Python control flow) or a
 tensor (a `cond`/`while` op).
