@@ -457,3 +457,33 @@ def test_bool_of_a_traced_value_is_not_caught_by_except():
         return x + 1 if flag else x - 1
     with pytest.raises(ConversionError, match="tensor-dependent condition"):
         to_static(f)(xp.asarray(np.ones(3, np.float32)))
+
+
+def test_conversion_error_is_not_caught_by_except():
+    def direct(x):
+        try:
+            y = _failing_conversion(x)
+        except Exception:
+            y = x * 0
+        return y
+
+    def in_tensor_if(x):
+        try:
+            y = x * 1
+            if x.sum() > 0:
+                y = _failing_conversion(x)
+        except Exception:
+            y = x * 0
+        return y
+    for fn in (direct, in_tensor_if):
+        with pytest.raises(ConversionError, match=r"^generators \(`yield`\) cannot be converted"):
+            to_static(fn)(xp.asarray(np.ones(3, np.float32)))
+
+
+def _failing_conversion(x):
+    def gen():
+        yield x
+    total = x
+    for v in gen():
+        total = total + v
+    yield total
