@@ -98,7 +98,31 @@ def closure_defined_in_body(n):
     return total
 
 
-CASES = [closure_before_while, lambda_before_while, closure_reads_for_target, closure_reads_branch_value,
+def closure_rebinds_in_while(n):
+    i = 0
+    total = n * 0
+
+    def step():
+        nonlocal i, total
+        total = total + i
+        i += 1
+    while i < n:
+        step()
+    return total * 10 + i
+
+
+def closure_rebinds_in_if(n):
+    count = 1
+
+    def bump():
+        nonlocal count
+        count = count * 3
+    if n > 2:
+        bump()
+    return count + n
+
+
+CASES = [closure_rebinds_in_while, closure_rebinds_in_if, closure_before_while, lambda_before_while, closure_reads_for_target, closure_reads_branch_value,
          closure_reads_name_only_it_reads, closure_in_nested_loops, closure_defined_in_body]
 
 
