@@ -135,8 +135,8 @@ class _graph_region:
 
 def check_caught(exc):
     """First statement of an `except` clause: a graph cannot catch at run time what tracing raised.
-    `bool()` of a traced value goes on up too: eager code never raises it."""
-    if isinstance(exc, SymbolicBoolError):
+    A ConversionError or `bool()` of a traced value goes on up as it is: eager code never raises them."""
+    if isinstance(exc, (SymbolicBoolError, ConversionError)):
         raise exc
     kind, origin = getattr(exc, _GRAPH_ORIGIN, None) or (None, None)
     if origin is None:

@@ -108,10 +108,14 @@ class _Gen:
         self.loops += 1
         r = self.rng.random()
         if r < 0.4:
-            if self.rng.random() < 0.5:
+            r = self.rng.random()
+            if r < 0.35:
                 head = [f"{pad}def via{n}():", f"{pad}    return a * 0.25 - b * 0.5 + k"]
-            else:
+            elif r < 0.7:
                 head = [f"{pad}via{n} = lambda: xp.tanh(a) + k * 0.1"]
+            else:       # a closure that rebinds what the program reads
+                head = [f"{pad}def via{n}():", f"{pad}    nonlocal b", f"{pad}    b = b * 0.5 + a * 0.1",
+                        f"{pad}    return b * 0.1"]
             use = [f"{pad}{self.rng.choice('ab')} = {self.rng.choice('ab')} * 0.5 + via{n}()"]
             if self.rng.random() < 0.5:      # called in a loop that rebinds what it reads
                 m = f"m{n}"

@@ -98,7 +98,31 @@ def closure_defined_in_body(n):
     return total
 
 
-CASES = [closure_before_while, lambda_before_while, closure_reads_for_target, closure_reads_branch_value,
+def closure_rebinds_in_while(n):
+    i = 0
+    total = n * 0
+
+    def step():
+        nonlocal i, total
+        total = total + i
+        i += 1
+    while i < n:
+        step()
+    return total * 10 + i
+
+
+def closure_rebinds_in_if(n):
+    count = 1
+
+    def bump():
+        nonlocal count
+        count = count * 3
+    if n > 2:
+        bump()
+    return count + n
+
+
+CASES = [closure_rebinds_in_while, closure_rebinds_in_if, closure_before_while, lambda_before_while, closure_reads_for_target, closure_reads_branch_value,
          closure_reads_name_only_it_reads, closure_in_nested_loops, closure_defined_in_body]
 
 
@@ -479,3 +503,33 @@ def test_bool_of_a_traced_value_is_not_caught_by_except():
         return x + 1 if flag else x - 1
     with pytest.raises(ConversionError, match="tensor-dependent condition"):
         to_static(f)(xp.asarray(np.ones(3, np.float32)))
+
+
+def test_conversion_error_is_not_caught_by_except():
+    def direct(x):
+        try:
+            y = _failing_conversion(x)
+        except Exception:
+            y = x * 0
+        return y
+
+    def in_tensor_if(x):
+        try:
+            y = x * 1
+            if x.sum() > 0:
+                y = _failing_conversion(x)
+        except Exception:
+            y = x * 0
+        return y
+    for fn in (direct, in_tensor_if):
+        with pytest.raises(ConversionError, match=r"^generators \(`yield`\) cannot be converted"):
+            to_static(fn)(xp.asarray(np.ones(3, np.float32)))
+
+
+def _failing_conversion(x):
+    def gen():
+        yield x
+    total = x
+    for v in gen():
+        total = total + v
+    yield total

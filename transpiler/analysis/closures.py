@@ -7,7 +7,8 @@ stay the enclosing function's variable (a cell) there, not become a parameter
 of the body function (AutoGraph keeps such names in the enclosing scope too).
 
 A captured name is also live everywhere: a call of the closure may read it at
-any later point, which liveness cannot see from the call.
+any later point, which liveness cannot see from the call. One a closure
+rebinds (`nonlocal n`) may change at any call: `rebound_by_closures`.
 """
 import gast
 
@@ -51,3 +52,27 @@ def rebound_names(stmts, names):
         if not isinstance(node, _LATE_SCOPES + (gast.ListComp, gast.SetComp, gast.DictComp)):
             stack.extend(gast.iter_child_nodes(node))
     return frozenset(found)
+
+
+def rebound_by_closures(fn_node, local_names):
+    """Names of `local_names` that a nested def/lambda/class declares `nonlocal` (so any call may rebind)."""
+    found, stack = set(), list(fn_node.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, gast.Nonlocal):
+            found.update(node.names)
+        if not isinstance(node, gast.Nonlocal):
+            stack.extend(gast.iter_child_nodes(node))
+    return frozenset(found) & frozenset(local_names)
+
+
+def has_call(nodes):
+    """Does any of these nodes call something (outside nested scopes)?"""
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, gast.Call):
+            return True
+        if not isinstance(node, _LATE_SCOPES):
+            stack.extend(gast.iter_child_nodes(node))
+    return False

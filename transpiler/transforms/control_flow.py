@@ -29,6 +29,7 @@ tensor (a `cond`/`while` op).
 import gast
 
 from ..analysis import Anno, getanno, maybe_defined_in, rebound_names
+from ..analysis.closures import has_call, rebound_by_closures
 from .base import Transformer, const, jst, load, located, store
 from .jumps import BREAK_FLAG
 from .state import state_keyword
@@ -96,6 +97,7 @@ class ControlFlow(Transformer):
         scope = getanno(fn_node, Anno.SCOPE)
         self.globals, self.declared = scope.globals, scope.globals | scope.nonlocals
         self.captured = getanno(fn_node, Anno.CAPTURED)
+        self.rebound_by_calls = rebound_by_closures(fn_node, scope.params | scope.modified)
         return super().transform(fn_node)
 
     def _def(self, name, params, body, origin):
@@ -113,8 +115,10 @@ class ControlFlow(Transformer):
         return gast.Tuple(elts=[arg(n) for n in names], ctx=gast.Load())
 
     def _rebound_declared(self, *blocks):
-        """global/nonlocal names these blocks rebind: state that is always live (its scope outlives the call)."""
-        return rebound_names([stmt for block in blocks for stmt in block], self.declared)
+        """Names these blocks rebind that flow out whatever liveness says: global/nonlocal names (their
+        scope outlives the call), and names a closure rebinds (`nonlocal n` in a def) when a block calls."""
+        stmts = [stmt for block in blocks for stmt in block]
+        return rebound_names(stmts, self.declared) | (self.rebound_by_calls if has_call(stmts) else frozenset())
 
     def visit_If(self, node):
         declared = self._rebound_declared(node.body, node.orelse)
