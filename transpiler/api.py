@@ -230,7 +230,7 @@ class StaticFunction:
                 traced = None
         if traced is None:
             try:
-                traced = self._trace(key, leaves, treedef, positions)
+                traced = self._trace(key, leaves, treedef, positions, (args, kwargs))
             except ConversionError as e:
                 if self._full_graph:
                     raise
@@ -240,7 +240,7 @@ class StaticFunction:
                 return self.rollback()(*args, **kwargs)
         plan = traced.plan
         arrays = [_array(leaves[i], plan.backend) for i in positions]
-        for t in traced.state.param_tensors(traced.param_tensors):
+        for t in writeback.current(traced.state.param_tensors(traced.param_tensors)):
             if t.backend is not plan.backend:
                 raise _device_mismatch(t, traced, plan)
             arrays.append(t.data)
@@ -248,7 +248,7 @@ class StaticFunction:
         backend = plan.backend
         if not kwargs:
             calls = self.__dict__.setdefault("_fast_calls", {})
-            if key not in calls:
+            if key not in calls or getattr(calls[key], "generation", None) != writeback.GENERATION[0]:
                 calls[key] = _fast_call(self, traced, args, key)
             self._fast_call = calls[key]
         outs = [wrap_output(o, backend) for o in outs]
@@ -290,8 +290,9 @@ class StaticFunction:
         params = list(inspect.signature(self._fn).parameters)
         return params[1:] if self._instance is not None else params
 
-    def _trace(self, key, leaves, treedef, positions):
+    def _trace(self, key, leaves, treedef, positions, call=None):
         fn = self.traceable()
+        containers = writeback.ArgumentWrites(self._fn, self._instance, call)
         specs = []
         names = self._param_names()
         for n, i in enumerate(positions):
@@ -306,6 +307,7 @@ class StaticFunction:
             for i, var in zip(positions, variables):
                 filled[i] = var
             args, kwargs = pytree.unflatten(treedef, filled)
+            containers.traced_with(args, kwargs)
             return fn(*args, **kwargs)
 
         named = list(self._instance.named_parameters()) if isinstance(self._instance, rt.nn.Layer) else []
@@ -317,6 +319,7 @@ class StaticFunction:
                 program, _, _ = rt.trace(body, specs, name=self._fn.__name__)
             writeback.register_writes(program, before)
             outer_names.register(self._fn, outer, program)
+            containers.register(program)
         except SymbolicBoolError as e:
             raise _symbolic_bool_conversion_error(e) from None
         except RecursionError as e:
@@ -394,12 +397,14 @@ def _fast_call(static, traced, args, key):
     if static._instance is not None and key[2] is not None:
         ns["TRAINING"] = key[2]
         lines += ["if getattr(INST, 'training', None) != TRAINING:", "    return MISS"]
-    for j, t in enumerate(traced.param_tensors):
+    for j, t in enumerate(writeback.current(traced.param_tensors)):
         ns[f"P{j}"] = t
         feeds.append(f"P{j}.data")
     if traced.param_tensors:
         lines += ["if " + " or ".join(f"P{j}.backend is not BE" for j in range(len(traced.param_tensors))) + ":",
                   "    return MISS"]
+    ns["GEN"], ns["G0"] = writeback.GENERATION, writeback.GENERATION[0]
+    lines += ["if GEN[0] != G0:", "    return MISS"]       # a write-back replaced a captured tensor
     lines += ["try:", f"    outs = FN({', '.join(feeds)})", "except Exception as e:",
               "    raise LOCATED(e, PLAN) from None"]
     wrapped = [f"(Tensor(outs[{k}], BE) if outs[{k}].__class__ is ND else WRAP(outs[{k}], BE))"
@@ -414,6 +419,7 @@ def _fast_call(static, traced, args, key):
         lines.append(f"return REBUILD(PROGRAM, [{', '.join(wrapped)}])")
     source = "def fast(args):\n" + "\n".join("    " + line for line in lines) + "\n"
     exec(compile(source, f"<dy2static call {static._fn.__qualname__}>", "exec"), ns)
+    ns["fast"].generation = ns["G0"]
     return ns["fast"]
 
 

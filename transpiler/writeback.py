@@ -17,6 +17,7 @@ What the Program read of those places is checked before each run:
 import inspect
 import numbers
 import types
+import weakref
 
 import numpy as np
 
@@ -26,6 +27,38 @@ from runtime.errors import ControlFlowError
 from runtime.ir import Variable
 from runtime.state import AttrCell, ContentsCell
 from runtime.tensor import Tensor
+
+
+# A Tensor a write-back took off an object -> the Tensor put there instead (weakly). Another
+# Program that captured the old one reads the new one (`current`), as Python would.
+_successors = {}
+GENERATION = [0]     # bumped on every replacement: generated fast call paths check it
+
+
+def _replaced(old, new):
+    if isinstance(old, Tensor) and old is not new and isinstance(new, Tensor):
+        for key, (was, now) in list(_successors.items()):
+            if now() is old:       # point straight at the newest: `old` itself may soon be gone
+                _successors[key] = (was, weakref.ref(new))
+        _successors[id(old)] = (weakref.ref(old), weakref.ref(new))
+        weakref.finalize(old, _successors.pop, id(old), None)
+        GENERATION[0] += 1
+
+
+def current(tensors):
+    """The tensors to feed for these captured ones: each followed to the Tensor a write-back put in its place."""
+    if not _successors:
+        return tensors
+    out = list(tensors)
+    for i, t in enumerate(out):
+        while id(t) in _successors:
+            old, new = _successors[id(t)]
+            new = new()
+            if old() is not t or new is None or new.shape != t.shape or new.dtype != t.dtype:
+                break
+            t = new
+        out[i] = t
+    return out
 
 
 class StateWrites:
@@ -112,12 +145,17 @@ class StateWrites:
         for cell, treedef, slots, numbers_ in self.entries:
             leaves = [outputs[s] if isinstance(s, int) else s[1] for s in slots]
             leaves = [t(v.numpy().item()) if t is not None else v for t, v in zip(numbers_, leaves)]
+            previous, previous_def = pytree.flatten(cell.get())
+            if previous_def == treedef:
+                for old, new in zip(previous, leaves):
+                    _replaced(old, new)
             cell._store(pytree.unflatten(treedef, leaves))
 
 
 def _restore(written):
     for cell, before, _ in reversed(written):
-        cell._store(before)
+        if not _has_variables(before):     # a value from earlier in this trace: the run writes the real one
+            cell._store(before)
 
 
 def _origin(program, var):
@@ -127,15 +165,48 @@ def _origin(program, var):
     return "in a branch"
 
 
-def argument_objects(fn, instance, args, kwargs):
-    """{parameter name: object} for `self` and the arguments a function may write attributes on."""
+def _arguments(fn, instance, args, kwargs):
     try:
-        bound = inspect.signature(fn).bind(*((instance,) if instance is not None else ()), *args, **kwargs)
+        return inspect.signature(fn).bind(*((instance,) if instance is not None else ()), *args, **kwargs).arguments
     except TypeError:
         return {}
-    return {name: value for name, value in bound.arguments.items()
+
+
+def argument_objects(fn, instance, args, kwargs):
+    """{parameter name: object} for `self` and the arguments a function may write attributes on."""
+    return {name: value for name, value in _arguments(fn, instance, args, kwargs).items()
             if value is not None and not isinstance(value, (Tensor, np.ndarray, numbers.Number, str, bytes,
                                                             tuple, list, dict))}
+
+
+def _containers(fn, instance, args, kwargs):
+    return {name: value for name, value in _arguments(fn, instance, args, kwargs).items()
+            if type(value) in (list, dict)}
+
+
+class ArgumentWrites:
+    """List/dict arguments: the trace sees copies rebuilt from the call's leaves (tensors as inputs);
+    what the function changes in them goes to the caller's own containers, like any written place."""
+
+    def __init__(self, fn, instance, call):
+        self.fn, self.instance, self.call, self.seen = fn, instance, call, []
+
+    def traced_with(self, args, kwargs):
+        """Called with the rebuilt arguments just before the function runs."""
+        self.seen = [(name, copy, type(copy)(copy)) for name, copy in
+                     _containers(self.fn, self.instance, args, kwargs).items()]
+
+    def register(self, program):
+        if self.call is None:
+            return
+        originals = _containers(self.fn, self.instance, *self.call)
+        for name, copy, initial in self.seen:
+            original = originals.get(name)
+            if type(original) is not type(copy) or not _contents_changed(initial, copy):
+                continue
+            cell = ContentsCell(original, name)
+            program.written_cells[cell.identity()] = (cell, type(original)(original))
+            cell._store(copy)
 
 
 def snapshot(objects):
@@ -159,8 +230,11 @@ def register_writes(program, snap):
 
     A Python value written while tracing (`self.calls += 1`) counts too: it is
     stored after each run, and the next call sees that the Program was traced
-    with the old value (see `StateWrites.stale`).
+    with the old value (see `StateWrites.stale`). The snapshot's values are
+    the true values before the trace, so they come first: put back last, they
+    win over what a cell saw after an earlier write of the same trace.
     """
+    found = {}
     for name_of, obj, attrs, contents in snap:
         for name, value in list(vars(obj).items()):
             if not (_has_variables(value) or _changed(name, value, attrs, contents)):
@@ -170,19 +244,22 @@ def register_writes(program, snap):
             else:
                 cell = AttrCell(obj, name, f"{name_of}.{name}")
                 before = attrs[name] if name in attrs else Undefined(cell.label)
-            program.written_cells.setdefault(cell.identity(), (cell, before))
+            found[cell.identity()] = (cell, before)
+    rest = {k: v for k, v in program.written_cells.items() if k not in found}
+    program.written_cells = {**found, **rest}
 
 
 def _changed(name, value, attrs, contents):
     if name not in attrs or value is not attrs[name]:
         return True
-    if name in contents:
-        old = contents[name]
-        if len(old) != len(value):
-            return True
-        pairs = zip(old.values(), value.values()) if isinstance(old, dict) else zip(old, value)
-        return (isinstance(old, dict) and list(old) != list(value)) or any(a is not b for a, b in pairs)
-    return False
+    return name in contents and _contents_changed(contents[name], value)
+
+
+def _contents_changed(old, new):
+    if len(old) != len(new):
+        return True
+    pairs = zip(old.values(), new.values()) if isinstance(old, dict) else zip(old, new)
+    return (isinstance(old, dict) and list(old) != list(new)) or any(a is not b for a, b in pairs)
 
 
 def _has_variables(value):

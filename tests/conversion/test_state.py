@@ -404,3 +404,80 @@ def test_attribute_written_by_a_called_function_inside_a_tensor_if_is_a_clear_er
     with pytest.raises(ControlFlowError, match=rf"'self\.last' .*line {line}|'self\.last' .*:{line}"):
         to_static(Helper.run)(helper, _t([1.0]))
     assert isinstance(helper.last, rt.Tensor)
+
+
+class Shared:
+    def __init__(self):
+        self.t = rt.asarray(np.float32([1.0, 2.0]))
+
+    def step(self, x):
+        if x.sum() > 0:
+            self.t = self.t * 0.5 + x
+        return x
+
+    def read(self, x):
+        return self.t * x
+
+
+def test_another_function_reads_what_a_write_back_left_on_the_object():
+    eager, static = Shared(), Shared()
+    step, read = to_static(Shared.step), to_static(Shared.read)
+    x = _t([1.0, 1.0])
+    for _ in range(3):
+        _same(read(static, x), Shared.read(eager, x), "read")
+        step(static, x)
+        Shared.step(eager, x)
+        _same(static, eager, "state")
+    _same(read(static, x), Shared.read(eager, x), "read after steps")
+
+
+class Monitored(rt.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = rt.nn.Linear(3, 3)
+        self.hits = rt.asarray(np.float32(0))
+        self.stats = {"max": rt.asarray(np.float32(-1e9))}
+
+    def forward(self, x):
+        y = self.fc(x)
+        if y.sum() > 0:
+            self.hits = self.hits + 1
+        self.stats["max"] = rt.maximum(self.stats["max"], y.max())
+        return y
+
+
+def test_layer_counters_and_stats_are_written_back_every_call():
+    eager, static_layer = Monitored(), Monitored()
+    static_layer.load_state_dict(eager.state_dict())
+    forward = to_static(static_layer.forward)
+    for seed in range(4):
+        x = rt.tensor(np.random.default_rng(seed).standard_normal((2, 3)).astype(np.float32))
+        _same(forward(x), eager(x), "output")
+        _same(static_layer.hits, eager.hits, "hits")
+        _same(static_layer.stats, eager.stats, "stats")
+    assert forward.cache_size == 1
+
+
+def fill_dict_argument(d, x):
+    d["b"] = x * 2
+    if x.sum() > 0:
+        d["a"] = d["a"] + x
+    else:
+        d["a"] = d["a"] - 1
+    return x
+
+
+def test_a_dict_argument_holds_what_the_function_wrote():
+    run_both(fill_dict_argument, lambda: {"a": _t([1.0, 1.0])}, [(_t([1.0, 2.0]),), (_t([-3.0, 1.0]),),
+                                                                 (_t([2.0, 2.0]),), (_t([-1.0, -1.0]),)])
+
+
+def extend_list_argument(items, x):
+    if x.sum() > 0:
+        items[0] = items[0] + x
+    items.append(x)
+    return x
+
+
+def test_a_list_argument_holds_what_the_function_wrote():
+    run_both(extend_list_argument, lambda: [_t([0.0])], [(_t([1.0]),), (_t([-2.0]),), (_t([3.0]),)])

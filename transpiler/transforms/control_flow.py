@@ -32,7 +32,7 @@ from ..analysis import Anno, getanno, maybe_defined_in, rebound_names
 from ..analysis.closures import has_call, rebound_by_closures
 from .base import Transformer, const, jst, load, located, store
 from .jumps import BREAK_FLAG
-from .state import state_keyword
+from .state import changed_arguments, state_keyword
 
 
 def _names_tuple(names):
@@ -129,7 +129,8 @@ class ControlFlow(Transformer):
         live_in = getanno(node, Anno.LIVE_IN)
         live_out = getanno(node, Anno.LIVE_OUT)
         modified = body_act.modified | else_act.modified
-        outputs = sorted(modified & live_out | declared)
+        outputs = sorted(modified & (live_out | changed_arguments(self.ctx.fn_node, node.body + node.orelse))
+                         | declared)
         params = sorted(modified & (live_in | set(outputs)) | declared)
         namer = self.ctx.namer
         true_name, false_name = namer.new("true_fn"), namer.new("false_fn")
@@ -147,7 +148,8 @@ class ControlFlow(Transformer):
         node.body = self.visit_block(node.body)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         live_in, live_out = getanno(node, Anno.LIVE_IN), getanno(node, Anno.LIVE_OUT)
-        loop_vars = sorted(body_act.modified & (live_in | live_out) | declared)
+        loop_vars = sorted(body_act.modified & (live_in | live_out | changed_arguments(self.ctx.fn_node, node.body))
+                           | declared)
         namer = self.ctx.namer
         cond_name, body_name = namer.new("while_cond"), namer.new("while_body")
         stmts = self._undefined_inits(node, loop_vars, live_in)
@@ -167,7 +169,9 @@ class ControlFlow(Transformer):
         live_in, live_out = getanno(node, Anno.LIVE_IN), getanno(node, Anno.LIVE_OUT)
         targets = target_act.modified
         break_flag = getattr(node, BREAK_FLAG, None)
-        loop_vars = set((body_act.modified | targets) & (live_in | live_out)) | declared
+        loop_vars = set((body_act.modified | targets) & (live_in | live_out | changed_arguments(self.ctx.fn_node,
+                                                                                                 node.body)))
+        loop_vars |= declared
         if break_flag:
             loop_vars.add(break_flag)
         loop_vars = sorted(loop_vars)

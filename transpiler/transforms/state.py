@@ -16,7 +16,7 @@ import copy
 import gast
 
 from ..analysis.activity import expr_text
-from .base import const, jst
+from .base import JST, const, jst
 
 
 def state_keyword(composites, bound):
@@ -30,6 +30,35 @@ def state_keyword(composites, bound):
     args = gast.arguments(args=[], posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
                           defaults=[])
     return gast.keyword(arg="state", value=gast.Lambda(args=args, body=cells))
+
+
+_IN_PLACE = {"convert_setitem", "convert_append", "convert_pop", "convert_insert", "convert_extend",
+             "convert_delitem"}
+
+
+def changed_arguments(fn_node, stmts):
+    """Parameters whose list/dict the statements change in place (`d[k] = v`, `xs.pop()`).
+
+    The caller holds that object: a change to it is a result of the construct
+    even where the name is not read again in the function.
+    """
+    from ..analysis import Anno, getanno
+    from ..analysis.activity import MUTATORS
+    params = getanno(fn_node, Anno.SCOPE).params
+    names = set()
+    for node in (n for stmt in stmts for n in gast.walk(stmt)):
+        call = node.value if isinstance(node, gast.Assign) else node
+        if not isinstance(call, gast.Call) or not call.args or not isinstance(call.args[0], gast.Name):
+            continue
+        func = call.func
+        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) and func.value.id == JST \
+                and func.attr in _IN_PLACE:
+            names.add(call.args[0].id)
+    for node in (n for stmt in stmts for n in gast.walk(stmt)):
+        if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and node.func.attr in MUTATORS \
+                and isinstance(node.func.value, gast.Name):
+            names.add(node.func.value.id)
+    return names & params
 
 
 def _inside_other(composite, texts):
