@@ -23,8 +23,8 @@ from runtime.errors import SymbolicBoolError
 from runtime.executor import Executor, wrap_output
 from runtime.passes import run_passes
 
-from . import emit, guards, writeback
-from .errors import ConversionError, relocate, warn_fallback
+from . import emit, guards, outer_names, writeback
+from .errors import ConversionError, recursion_error, relocate, warn_fallback
 from .naming import Namer
 from .parsing import parse_function
 from .transforms import convert_node
@@ -402,6 +402,7 @@ class StaticFunction:
             named += self._instance.named_buffers()
         before = writeback.snapshot(writeback.argument_objects(self._fn, self._instance,
                                                                *pytree.unflatten(treedef, leaves)))
+        outer = outer_names.snapshot(self._fn)
         try:
             with guards.recording() as reads, tracing.parameter_names(named):
                 args, kwargs = pytree.unflatten(treedef, leaves)
@@ -419,9 +420,12 @@ class StaticFunction:
                     return fn(*args, **kwargs)
                 program, _, _ = rt.trace(body, specs, name=self._fn.__name__)
             writeback.register_writes(program, before)
+            outer_names.register(self._fn, outer, program)
             containers.register(program)
         except SymbolicBoolError as e:
             raise _symbolic_bool_conversion_error(e) from None
+        except RecursionError as e:
+            raise recursion_error(e, emit.CONVERTED_CODES) or e from None
         except ConversionError:
             raise
         except Exception as e:
@@ -577,9 +581,9 @@ def _symbolic_bool_conversion_error(error):
     """bool() of a Variable reached from converted code: the user's line, and why it was not converted."""
     filename, lineno = _innermost_outside_us(error.__traceback__)
     return ConversionError(
-        "a tensor-dependent condition is used where it cannot become a graph op (inside try/with, "
+        "a tensor-dependent condition is used where it cannot become a graph op (bool() of a tensor, "
         "in a function marked @not_to_static, or in code that is not converted)", filename, lineno,
-        "move the tensor-dependent if/while out of the try/with block, or use rt.where / rt.cond")
+        "write it as an if/while in converted code, or use rt.where / rt.cond")
 
 
 def _innermost_outside_us(tb):

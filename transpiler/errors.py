@@ -69,6 +69,31 @@ def relocate(error, converted_codes):
     return new
 
 
+def recursion_error(error, converted_codes):
+    """A RecursionError while tracing that a converted function's calls of itself caused: a ConversionError
+    naming that function and the line of its recursive call; None when no user function recurs."""
+    calls, tb = [], error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code in converted_codes:
+            calls.append((code, tb.tb_lineno))
+        tb = tb.tb_next
+    counts = {}
+    for code, _ in calls:
+        if not code.co_name.startswith("__"):
+            counts[code] = counts.get(code, 0) + 1
+    if not counts or max(counts.values()) < 8:
+        return None
+    code = max(counts, key=counts.get)
+    deepest = max(i for i, (c, _) in enumerate(calls) if c is code)
+    line = calls[deepest - 1][1] if deepest > 0 else code.co_firstlineno
+    return ConversionError(
+        f"'{code.co_name}' calls itself without end while it is traced: its base case depends on a tensor, so "
+        "every traced call traces the recursive branch again", code.co_filename, line,
+        "use to_static(..., full_graph=False) to run it eagerly, or write the recursion as a `while` loop "
+        "(which converts to a graph loop)")
+
+
 def warn_fallback(fn, error):
     warnings.warn(f"could not convert {getattr(fn, '__qualname__', fn)!s} to a static graph; running it "
                   f"eagerly (full_graph=False): {error}", ConversionWarning, stacklevel=3)

@@ -14,13 +14,14 @@ import numpy as np
 import runtime as rt
 from runtime import pytree, tracing
 from runtime.control_flow import Undefined, as_predicate, as_variable
-from runtime.errors import ControlFlowError
+from runtime.errors import ControlFlowError, SymbolicBoolError
 from runtime.known import known_value
 from runtime.ops.control import Text
 from runtime.ir import Variable
 from runtime.state import attr_cell, contents_cell, item_cell
 
 from .choices import FunctionChoices
+from .errors import ConversionError
 
 
 def _symbolic(value):
@@ -43,6 +44,14 @@ def _untuple(values, n):
 def undefined(name):
     """The placeholder for a name that has no value yet (see runtime.control_flow.Undefined)."""
     return Undefined(name, tracing.user_origin())
+
+
+def outer_value(read, name):
+    """A global/nonlocal passed into a branch or loop body: its value, or a placeholder while it has none."""
+    try:
+        return read()
+    except NameError:
+        return undefined(name)
 
 
 def return_placeholder():
@@ -80,7 +89,8 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
         return run
 
     try:
-        outs = rt.cond(pred, branch(true_fn, 0), branch(false_fn, 1), names=names, state=state)
+        with _graph_region("if"):
+            outs = rt.cond(pred, branch(true_fn, 0), branch(false_fn, 1), names=names, state=state)
     except ControlFlowError:
         choice.explain()
         raise
@@ -128,6 +138,47 @@ def _write_back(outs, args, names, *returned):
         contents_cell(original, names[k]).set(merged)   # a cell: a static function writes it after each run
         outs[k] = original
     return tuple(outs)
+
+
+# --- exceptions raised while tracing a graph region -----------------------------------------
+
+_GRAPH_ORIGIN = "_dy2s_graph_origin"
+
+
+class _graph_region:
+    """Mark an exception raised while tracing a tensor-dependent region with where that region is."""
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def __enter__(self):
+        self.origin = tracing.user_origin()
+
+    def __exit__(self, kind, error, tb):
+        if isinstance(error, Exception) and getattr(error, _GRAPH_ORIGIN, None) is None:
+            try:
+                setattr(error, _GRAPH_ORIGIN, (self.kind, self.origin))
+            except AttributeError:
+                pass
+        return False
+
+
+def check_caught(exc):
+    """First statement of an `except` clause: a graph cannot catch at run time what tracing raised.
+    A ConversionError or `bool()` of a traced value goes on up as it is: eager code never raises them."""
+    if isinstance(exc, (SymbolicBoolError, ConversionError)):
+        raise exc
+    kind, origin = getattr(exc, _GRAPH_ORIGIN, None) or (None, None)
+    if origin is None:
+        return
+    filename, _, line = tracing.user_origin().rpartition(":")
+    error = ConversionError(
+        f"{type(exc).__name__} raised while tracing the tensor-dependent `{kind}` at {origin} reaches this "
+        f"`except` clause; the graph cannot catch it when the Program runs ({exc})", filename, int(line),
+        "catch it inside the branch or loop body, keep the failing code out of the tensor-dependent region, "
+        "or use to_static(..., full_graph=False) to run the function eagerly")
+    setattr(error, _GRAPH_ORIGIN, (kind, origin))
+    raise error from exc
 
 
 # --- and / or / not ---------------------------------------------------------------------
@@ -297,7 +348,8 @@ def _raise_unless(found, message):
 def convert_while(cond_fn, body_fn, args, names, state=None):
     n = len(names)
     body, returned = _tracking_body(body_fn, n)
-    outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
+    with _graph_region("while"):
+        outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
     return _untuple(_write_back(outs, args, names, returned), n)
 
 
@@ -390,7 +442,8 @@ def _graph_for(it, length, body_fn, values, names, extra_test, state=None):
         return (i + 1,) + inner(i, *s)
 
     index = as_variable(0)      # a symbolic index: iterating a tensor is a while op even for a static length
-    outs = rt.while_loop(cond, body, (index,) + values, names=("for_index",) + tuple(names), state=state)
+    with _graph_region("for"):
+        outs = rt.while_loop(cond, body, (index,) + values, names=("for_index",) + tuple(names), state=state)
     return _untuple(_write_back(outs[1:], args, names, returned), n)
 
 
@@ -841,4 +894,4 @@ _OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins
 
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + [
-    "undefined", "return_placeholder", "attr_cell", "item_cell", "contents_cell"]
+    "undefined", "return_placeholder", "attr_cell", "item_cell", "contents_cell", "check_caught", "outer_value"]

@@ -28,7 +28,7 @@ def parse_function(fn):
                               getattr(fn.__code__, "co_firstlineno", None)) from None
     source = textwrap.dedent("".join(lines))
     if fn.__name__ == "<lambda>":
-        return _parse_lambda(fn, source, filename, first)
+        return _parse_lambda(fn, source, filename, first, _dedented_by(lines, source))
     try:
         module = gast.parse(source)
     except SyntaxError:
@@ -72,23 +72,34 @@ def _last_line(code):
     return last
 
 
-def _parse_lambda(fn, source, filename, first):
-    """The one lambda on fn's source lines with fn's parameter names, as a FunctionDef."""
+def _parse_lambda(fn, source, filename, first, indent):
+    """The lambda on fn's source lines with fn's parameter names, as a FunctionDef. Several such
+    lambdas on one line are told apart by the code object's column positions (Python 3.11+)."""
+    shift = 0
     try:
         module = gast.parse(source)
     except SyntaxError:
         try:
             module = gast.parse("(" + source.strip().rstrip(",") + ")")
+            shift = 1 - (len(source) - len(source.lstrip()))    # columns on the first line moved
         except SyntaxError:
             raise ConversionError("cannot parse the source of this lambda", filename, first) from None
     code = fn.__code__
     params = list(code.co_varnames[:code.co_argcount])
     found = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)
              and [a.id for a in n.args.args] == params]
+    if len(found) > 1 and hasattr(code, "co_positions"):
+        positions = _body_positions(code)
+        inside = [_inside(n.body, positions, first, indent, shift) for n in found]
+        best = max(inside)
+        found = [n for n, count in zip(found, inside) if best and count == best]
+        if len(found) > 1 and all(_nested(a, b) or _nested(b, a) for a in found for b in found if a is not b):
+            found = [min(found, key=lambda n: (n.end_lineno - n.lineno, n.end_col_offset - n.col_offset))]
     if len(found) != 1:
+        hint = ("give the lambda its own line or make it a def" if hasattr(code, "co_positions") else
+                "on Python < 3.11 only one lambda per line can be converted: give it its own line or make it a def")
         raise ConversionError("cannot tell which lambda on this line to convert "
-                              f"({len(found)} candidates)", filename, first,
-                              "give the lambda its own line or make it a def")
+                              f"({len(found)} candidates)", filename, first, hint)
     _shift_lines(module, first - 1)
     lam = found[0]
     node = gast.FunctionDef(name="__lambda", args=lam.args, body=[gast.Return(value=lam.body)],
@@ -96,6 +107,36 @@ def _parse_lambda(fn, source, filename, first):
     gast.copy_location(node, lam)
     node.body[0] = gast.copy_location(node.body[0], lam)
     return ParsedFunction(node, filename, source)
+
+
+def _body_positions(code):
+    """(line, column) where each instruction of the lambda's code starts (empty spans, such as
+    the frame setup's, carry no place)."""
+    return {(line, col) for line, end_line, col, end_col in code.co_positions()
+            if line is not None and col is not None and (line, col) != (end_line, end_col)}
+
+
+def _inside(expr, positions, first, indent, shift):
+    """How many positions (file coordinates) expr (parsed-source coordinates) holds."""
+    count = 0
+    for line, col in positions:
+        line = line - first + 1
+        col = col - indent + (shift if line == 1 else 0)
+        count += (expr.lineno, expr.col_offset) <= (line, col) < (expr.end_lineno, expr.end_col_offset)
+    return count
+
+
+def _nested(inner, outer):
+    return ((outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset)
+            and (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset))
+
+
+def _dedented_by(lines, source):
+    """How many columns dedent removed (the same on every line)."""
+    for original, dedented in zip(lines, source.splitlines(True)):
+        if original.strip():
+            return len(original) - len(dedented)
+    return 0
 
 
 def _shift_lines(tree, offset):

@@ -86,8 +86,8 @@ def second(x):
 BROKEN = {
     "syntax.py": "def f(x):\n    if x > 0\n        return x\n",
     "conversion.py": "def gen(x):\n    yield x\n",
-    "trywith.py": "def f(x):\n    try:\n        if x.sum() > 0:\n            x = x + 1\n    finally:\n        pass\n"
-                  "    return x\n",
+    "eagerif.py": "from transpiler import not_to_static\n\n\n@not_to_static\ndef g(x):\n    if x.sum() > 0:\n"
+                  "        return x\n    return -x\n\n\ndef f(x):\n    return g(x)\n",
     "importfail.py": "import dy2static_no_such_module\n",
     "runtimefail.py": "import runtime as rt\n\n\ndef f(x):\n    return rt.matmul(x, x)\n",
     "undefined.py": "def f(x):\n    if x.sum() > 0:\n        y = x\n    return y + 1\n",
@@ -344,7 +344,7 @@ def test_run_layer_forward_matches_eager(workdir):
     (["convert", "model.py::"], ["nothing after '::'"]),
     (["convert", "syntax.py"], ["syntax.py:2: syntax error"]),
     (["convert", "conversion.py::gen"], ["conversion.py:2: cannot convert", "yield"]),
-    (["program", "trywith.py::f", "--spec", "float32[3]"], ["trywith.py:3: cannot convert", "try/with"]),
+    (["program", "eagerif.py::f", "--spec", "float32[3]"], ["eagerif.py:6: cannot convert", "not_to_static"]),
     (["convert", "importfail.py"], ["importing importfail.py failed", "ModuleNotFoundError", "importfail.py:1"]),
     (["program", "runtimefail.py::f", "--spec", "float32[3,4]"], ["ValueError", "matmul", "runtimefail.py:5"]),
     (["program", "undefined.py::f", "--spec", "float32[3]"], ["'y'"]),

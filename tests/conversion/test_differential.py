@@ -1,7 +1,8 @@
 """Differential test: many generated programs of nested if/while/for/break/continue/return
 over tensors; the converted function must give what Python gives on the same code with NumPy.
 
-The programs also read tensors from outside the function (a module global `G`, an attribute `H.w`)
+The programs also define closures over names they rebind later, wrap control flow in
+try/except/finally and `with`, read tensors from outside the function (a module global `G`, an attribute `H.w`)
 and make constants inside it (`c0`, loop counters from `xp.asarray(0)`): every one of them must
 stay its own Program input through loops, retraces and branches.
 
@@ -101,7 +102,40 @@ class _Gen:
             return [f"{pad}if {self.cond()}:", f"{pad}    {self.rng.choice(['break', 'continue'])}"]
         if r < 0.94:
             return [f"{pad}if {self.cond()}:", f"{pad}    return a - b"]
-        return [pad + self.assign()] + self.state_stmt(depth, indent)
+        return self.scoping(depth, in_loop, indent) + self.state_stmt(depth, indent)
+
+    def scoping(self, depth, in_loop, indent):
+        """A closure (def or lambda) over names later statements rebind, called after them; or
+        try/except/finally and `with` around control flow (a tensor `if` in the `finally` too)."""
+        pad = "    " * indent
+        n = self.loops
+        self.loops += 1
+        r = self.rng.random()
+        if r < 0.4:
+            r = self.rng.random()
+            if r < 0.35:
+                head = [f"{pad}def via{n}():", f"{pad}    return a * 0.25 - b * 0.5 + k"]
+            elif r < 0.7:
+                head = [f"{pad}via{n} = lambda: xp.tanh(a) + k * 0.1"]
+            else:       # a closure that rebinds what the program reads
+                head = [f"{pad}def via{n}():", f"{pad}    nonlocal b", f"{pad}    b = b * 0.5 + a * 0.1",
+                        f"{pad}    return b * 0.1"]
+            use = [f"{pad}{self.rng.choice('ab')} = {self.rng.choice('ab')} * 0.5 + via{n}()"]
+            if self.rng.random() < 0.5:      # called in a loop that rebinds what it reads
+                m = f"m{n}"
+                use = [f"{pad}{m} = 0", f"{pad}while {self.cond()} and {m} < 3:", f"{pad}    {m} += 1",
+                       f"{pad}    a = a * 0.9 + via{n}() * 0.1", f"{pad}    k = k + 1"]
+            return head + self.block(depth + 1, in_loop, indent) + use
+        if r < 0.75:
+            out = [f"{pad}try:"] + self.block(depth + 1, in_loop, indent + 1)
+            if self.rng.random() < 0.4:
+                out += [f"{pad}except ZeroDivisionError:", f"{pad}    a = a * 0"]
+            if self.rng.random() < 0.5:
+                final = [f"{pad}    if {self.cond()}:", f"{pad}        b = b * 0.5 + a * 0.1"]
+            else:
+                final = [f"{pad}    a = a - b * 0.25"]
+            return out + [f"{pad}finally:"] + final
+        return [f"{pad}with CTX:"] + self.block(depth + 1, in_loop, indent + 1)
 
     def state_stmt(self, depth, indent):
         """Writes to attributes and dict items, alone or under a tensor `if`/`while` (drawn from srng)."""
@@ -128,9 +162,12 @@ class _Gen:
         return f"def {name}(x, rows, flag, st):\n" + "\n".join("    " + line for line in body) + "\n"
 
 
-HEADER = """import types
+HEADER = """import contextlib
+import types
 import numpy as np
 import runtime as xp
+
+CTX = contextlib.nullcontext()
 
 G = xp.asarray(np.float32(0.3))
 H = types.SimpleNamespace(w=xp.asarray(np.float32(-0.7)))

@@ -367,7 +367,7 @@ LIVE_OUT = [
             def g(c):  # <
                 return a + c
             return g(b)
-    ''', {'g', 'b'}),
+    ''', {'g', 'b', 'a'}),   # g(b) reads a: a name a closure captures is live everywhere
     case('comprehension-does-not-bind-target', '''
         def f(xs, i):
             ys = [i for i in xs]  # <

@@ -7,11 +7,12 @@ when it is converted itself. Run it again after a transformation: it recomputes
 everything and overwrites the earlier annotations.
 """
 from . import cfg, definedness, liveness
+from .closures import captured_names, rebound_names
 from .activity import Activity, activity_of, annotate_activity
 from .annos import Anno, copyanno, delanno, getanno, hasanno, setanno
 
 __all__ = ['analyze', 'maybe_defined_in', 'Anno', 'getanno', 'setanno', 'hasanno', 'delanno', 'copyanno',
-           'Activity', 'activity_of']
+           'Activity', 'activity_of', 'rebound_names']
 
 
 def analyze(fn_node):
@@ -19,7 +20,9 @@ def analyze(fn_node):
     scope = annotate_activity(fn_node)
     graph = cfg.build(fn_node.body, declared=scope.globals | scope.nonlocals)
     local_names = scope.params | scope.modified
-    liveness.annotate(graph, local_names)
+    captured = captured_names(fn_node, local_names)
+    setanno(fn_node, Anno.CAPTURED, captured)
+    liveness.annotate(graph, local_names, always_live=captured)
     definedness.annotate(graph, scope.params, local_names)
     setanno(fn_node, Anno.CFG, (graph, scope.params))
     return fn_node

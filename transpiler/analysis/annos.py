@@ -26,6 +26,7 @@ class Anno(enum.Enum):
     ORELSE_ACTIVITY = 'Activity of node.orelse'
     TEST_ACTIVITY = 'Activity of an if/while test, or of a for loop iter and target'
     SCOPE = 'Activity of a whole function body, with its parameters'
+    CAPTURED = 'on the FunctionDef: local names a nested def/lambda/class/generator reads (closure cells)'
 
 
 def getanno(node, key, default=_RAISE):

@@ -1,6 +1,7 @@
 """The conversion pipeline: one transform per construct, in this fixed order.
 
 1. Fence           reject unsupported syntax (yield, async, rebinding globals in bodies)
+   FinallyJumps    a `finally` that returns/breaks holds the exception in flight, raised only if it did not
 2. Returns         early returns → one return at the end (flags only inside loops)
 3. Jumps           break/continue → flags and guards; loop `else` → `if not __break_n`
 4. InPlaceUpdates  xs.append(v) / x[i] = v → rebinding, so analysis sees the write
@@ -20,12 +21,13 @@ from .calls import Calls
 from .control_flow import ControlFlow
 from .expressions import Expressions
 from .fence import Fence
+from .finally_jumps import FinallyJumps
 from .jumps import Jumps
 from .lists import InPlaceUpdates
 from .raises import Raises
 from .returns import Returns
 
-BEFORE_ANALYSIS = (Fence, Returns, Jumps, InPlaceUpdates)
+BEFORE_ANALYSIS = (Fence, FinallyJumps, Returns, Jumps, InPlaceUpdates)
 AFTER_ANALYSIS = (ControlFlow, Raises, Expressions, Calls)
 
 

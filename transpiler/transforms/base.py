@@ -47,6 +47,17 @@ class Transformer(gast.NodeTransformer):
         return out
 
 
+def own_scope(fn_node):
+    """Every node of fn_node's body in its own scope: nested defs, lambdas and classes are
+    yielded but not entered (their names and parameters belong to them)."""
+    stack = list(fn_node.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
+            stack.extend(gast.iter_child_nodes(node))
+
+
 def is_jst_call(node):
     """A call to one of our operators (`_jst.x(...)`), which transforms leave alone."""
     return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)

@@ -16,14 +16,20 @@ on the tree after jumps were lowered:
 - a branch/body function takes as parameters the outputs plus the names it
   binds and reads, passed in by value (so `y = y + 1` works in a nested def);
 - a parameter with no value yet (and not read before the statement) starts as
-  `_jst.undefined('y')`: harmless until read, an UnboundLocalError when read.
+  `_jst.undefined('y')`: harmless until read, an UnboundLocalError when read;
+- a name a closure captures (`def via(): return i`) stays the enclosing
+  function's variable: the body function takes it as `__i_0`, declares
+  `nonlocal i` and sets `i = __i_0` first, so the closure sees what Python shows it;
+  a `global`/`nonlocal` name the body rebinds is kept the same way (`global n`)
+  and always flows out (its scope outlives the call).
 Inner statements are converted first; the operators decide at run time
 whether the condition is a Python value (plain Python control flow) or a
 tensor (a `cond`/`while` op).
 """
 import gast
 
-from ..analysis import Anno, getanno, maybe_defined_in
+from ..analysis import Anno, getanno, maybe_defined_in, rebound_names
+from ..analysis.closures import has_call, rebound_by_closures
 from .base import Transformer, const, jst, load, located, store
 from .jumps import BREAK_FLAG
 from .state import changed_arguments, state_keyword
@@ -50,8 +56,20 @@ def _return(names):
     return [gast.Return(value=value)]
 
 
-def _def(name, params, body, origin):
-    fn = gast.FunctionDef(name=name, args=_params(params), body=body or [gast.Pass()], decorator_list=[],
+def _def(name, params, body, origin, cells=None, globals_=frozenset()):
+    """`def name(params): body`; `cells` maps a parameter kept in the enclosing scope (a global
+    when in `globals_`, else the enclosing function's variable) to the parameter's own name."""
+    cells = cells or {}
+    prologue = []
+    outer = sorted(n for n in cells if n in globals_)
+    enclosing = sorted(n for n in cells if n not in globals_)
+    if outer:
+        prologue.append(gast.Global(names=outer))
+    if enclosing:
+        prologue.append(gast.Nonlocal(names=enclosing))
+    prologue += [gast.Assign(targets=[store(n)], value=load(cells[n]), type_comment=None) for n in sorted(cells)]
+    fn = gast.FunctionDef(name=name, args=_params([cells.get(p, p) for p in params]),
+                          body=prologue + body or [gast.Pass()], decorator_list=[],
                           returns=None, type_comment=None, type_params=[])
     return located(fn, origin)
 
@@ -75,7 +93,35 @@ def _add_state(call, composites, bound):
 
 
 class ControlFlow(Transformer):
+    def transform(self, fn_node):
+        scope = getanno(fn_node, Anno.SCOPE)
+        self.globals, self.declared = scope.globals, scope.globals | scope.nonlocals
+        self.captured = getanno(fn_node, Anno.CAPTURED)
+        self.rebound_by_calls = rebound_by_closures(fn_node, scope.params | scope.modified)
+        return super().transform(fn_node)
+
+    def _def(self, name, params, body, origin):
+        """A branch/body function; captured and global/nonlocal names stay the enclosing scope's (module doc)."""
+        cells = {p: self.ctx.namer.new(p.strip("_")) for p in params if p in self.captured or p in self.declared}
+        return _def(name, params, body, origin, cells, self.globals)
+
+    def _args(self, names):
+        """The values passed in: a global/nonlocal may have none yet (`_jst.outer_value` → Undefined)."""
+        def arg(name):
+            if name not in self.declared:
+                return load(name)
+            read = gast.Lambda(args=_params([]), body=load(name))
+            return _call("outer_value", [read, const(name)])
+        return gast.Tuple(elts=[arg(n) for n in names], ctx=gast.Load())
+
+    def _rebound_declared(self, *blocks):
+        """Names these blocks rebind that flow out whatever liveness says: global/nonlocal names (their
+        scope outlives the call), and names a closure rebinds (`nonlocal n` in a def) when a block calls."""
+        stmts = [stmt for block in blocks for stmt in block]
+        return rebound_names(stmts, self.declared) | (self.rebound_by_calls if has_call(stmts) else frozenset())
+
     def visit_If(self, node):
+        declared = self._rebound_declared(node.body, node.orelse)
         node.body = self.visit_block(node.body)
         node.orelse = self.visit_block(node.orelse)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
@@ -83,36 +129,40 @@ class ControlFlow(Transformer):
         live_in = getanno(node, Anno.LIVE_IN)
         live_out = getanno(node, Anno.LIVE_OUT)
         modified = body_act.modified | else_act.modified
-        outputs = sorted(modified & (live_out | changed_arguments(self.ctx.fn_node, node.body + node.orelse)))
-        params = sorted(modified & (live_in | set(outputs)))
+        outputs = sorted(modified & (live_out | changed_arguments(self.ctx.fn_node, node.body + node.orelse))
+                         | declared)
+        params = sorted(modified & (live_in | set(outputs)) | declared)
         namer = self.ctx.namer
         true_name, false_name = namer.new("true_fn"), namer.new("false_fn")
         stmts = self._undefined_inits(node, params, live_in)
-        stmts.append(_def(true_name, params, node.body + _return(outputs), node))
-        stmts.append(_def(false_name, params, node.orelse + _return(outputs), node))
-        call = _call("convert_ifelse", [node.test, load(true_name), load(false_name), _names_tuple(params),
+        stmts.append(self._def(true_name, params, node.body + _return(outputs), node))
+        stmts.append(self._def(false_name, params, node.orelse + _return(outputs), node))
+        call = _call("convert_ifelse", [node.test, load(true_name), load(false_name), self._args(params),
                                         _str_tuple(outputs)])
         _add_state(call, body_act.composites | else_act.composites, modified)
         stmts.append(_bind(outputs, located(call, node), node))
         return stmts
 
     def visit_While(self, node):
+        declared = self._rebound_declared(node.body)
         node.body = self.visit_block(node.body)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         live_in, live_out = getanno(node, Anno.LIVE_IN), getanno(node, Anno.LIVE_OUT)
-        loop_vars = sorted(body_act.modified & (live_in | live_out | changed_arguments(self.ctx.fn_node, node.body)))
+        loop_vars = sorted(body_act.modified & (live_in | live_out | changed_arguments(self.ctx.fn_node, node.body))
+                           | declared)
         namer = self.ctx.namer
         cond_name, body_name = namer.new("while_cond"), namer.new("while_body")
         stmts = self._undefined_inits(node, loop_vars, live_in)
-        stmts.append(_def(cond_name, loop_vars, [located(gast.Return(value=node.test), node.test)], node))
-        stmts.append(_def(body_name, loop_vars, node.body + _return(loop_vars), node))
-        call = _call("convert_while", [load(cond_name), load(body_name), _names_tuple(loop_vars),
+        stmts.append(self._def(cond_name, loop_vars, [located(gast.Return(value=node.test), node.test)], node))
+        stmts.append(self._def(body_name, loop_vars, node.body + _return(loop_vars), node))
+        call = _call("convert_while", [load(cond_name), load(body_name), self._args(loop_vars),
                                        _str_tuple(loop_vars)])
         _add_state(call, body_act.composites, body_act.modified)
         stmts.append(_bind(loop_vars, located(call, node), node))
         return stmts
 
     def visit_For(self, node):
+        declared = self._rebound_declared(node.body, [node.target])
         node.body = self.visit_block(node.body)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         target_act = getanno(node, Anno.TEST_ACTIVITY)
@@ -120,7 +170,8 @@ class ControlFlow(Transformer):
         targets = target_act.modified
         break_flag = getattr(node, BREAK_FLAG, None)
         loop_vars = set((body_act.modified | targets) & (live_in | live_out | changed_arguments(self.ctx.fn_node,
-                                                                                                node.body)))
+                                                                                                 node.body)))
+        loop_vars |= declared
         if break_flag:
             loop_vars.add(break_flag)
         loop_vars = sorted(loop_vars)
@@ -133,12 +184,12 @@ class ControlFlow(Transformer):
             unpack = gast.Assign(targets=[node.target], value=load(item), type_comment=None)
             body = [located(unpack, node)] + node.body
         stmts = self._undefined_inits(node, loop_vars, live_in)
-        stmts.append(_def(body_name, [item] + loop_vars, body + _return(loop_vars), node))
-        args = [node.iter, load(body_name), _names_tuple(loop_vars), _str_tuple(loop_vars)]
+        stmts.append(self._def(body_name, [item] + loop_vars, body + _return(loop_vars), node))
+        args = [node.iter, load(body_name), self._args(loop_vars), _str_tuple(loop_vars)]
         if break_flag:
             test_name = namer.new("for_test")
             test = gast.UnaryOp(op=gast.Not(), operand=load(break_flag))
-            stmts.append(_def(test_name, loop_vars, [located(gast.Return(value=test), node)], node))
+            stmts.append(self._def(test_name, loop_vars, [located(gast.Return(value=test), node)], node))
             args.append(load(test_name))
         call = _call("convert_for", args)
         _add_state(call, body_act.composites, body_act.modified | targets)
@@ -154,7 +205,7 @@ class ControlFlow(Transformer):
         defined = getanno(node, Anno.DEFINED_IN)
         out = []
         for name in names:
-            if name in defined:
+            if name in defined or name in self.declared:
                 continue
             if name not in live_in or name not in maybe_defined_in(self.ctx.fn_node, node):
                 call = _call("undefined", [const(name)])
@@ -162,7 +213,19 @@ class ControlFlow(Transformer):
         return out
 
     def visit_Try(self, node):
-        """Left as Python: a graph cannot catch at run time what Python catches while tracing."""
+        """The try machinery stays Python (it runs while tracing); control flow inside converts.
+
+        A graph cannot catch at run time, so an exception raised while tracing a
+        tensor-dependent region of the body must not be handled as if it had
+        happened: each handler first lets `_jst.check_caught` refuse such an exception.
+        """
+        self.generic_visit(node)
+        if isinstance(node, gast.Try):      # `except*` receives groups: left as written
+            for handler in node.handlers:
+                if handler.name is None:
+                    handler.name = store(self.ctx.namer.new("caught"))
+                check = gast.Expr(value=_call("check_caught", [load(handler.name.id)]))
+                handler.body.insert(0, located(check, handler))
         return node
 
-    visit_With = visit_Try
+    visit_TryStar = visit_Try

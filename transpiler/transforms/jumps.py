@@ -47,15 +47,21 @@ def _assign(name, value, origin):
 
 
 class _Lowering:
-    """Replace each `kind` statement by `flag = True` and guard what follows it."""
+    """Replace each `kind` statement by `flag = True` and guard what follows it.
 
-    def __init__(self, kind, flag):
-        self.kind, self.flag = kind, flag
+    In a `finally`, the jump also discards the jumps pending when it started:
+    `overrides` are those jumps' flags, set back to False there.
+    """
 
-    def lower(self, stmts):
+    def __init__(self, kind, flag, overrides=()):
+        self.kind, self.flag, self.overrides = kind, flag, overrides
+
+    def lower(self, stmts, in_finally=False):
         out = []
         for i, stmt in enumerate(stmts):
             if isinstance(stmt, self.kind):
+                if in_finally:
+                    out.extend(_assign(flag, False, stmt) for flag in self.overrides)
                 out.append(_assign(self.flag, True, stmt))
                 return out
             if not _has(stmt, self.kind):
@@ -64,9 +70,9 @@ class _Lowering:
             for field in ("body", "orelse", "finalbody"):
                 block = getattr(stmt, field, None)
                 if block:
-                    setattr(stmt, field, self.lower(block))
+                    setattr(stmt, field, self.lower(block, in_finally or field == "finalbody"))
             for handler in getattr(stmt, "handlers", []) or []:
-                handler.body = self.lower(handler.body)
+                handler.body = self.lower(handler.body, in_finally)
             out.append(stmt)
             rest = stmts[i + 1:]
             if rest:
@@ -89,12 +95,15 @@ class Jumps(Transformer):
         node.body = self.visit_block(node.body)      # inner loops first
         node.orelse = self.visit_block(node.orelse)
         before, after = [], []
+        has_break = _block_has(node.body, gast.Break)
+        break_flag = self.ctx.namer.new("break") if has_break else None
         if _block_has(node.body, gast.Continue):
             flag = self.ctx.namer.new("continue")
-            node.body = [_assign(flag, False, node)] + _Lowering(gast.Continue, flag).lower(node.body)
-        if _block_has(node.body, gast.Break):
-            flag = self.ctx.namer.new("break")
-            node.body = _Lowering(gast.Break, flag).lower(node.body)
+            lowering = _Lowering(gast.Continue, flag, overrides=[break_flag] if has_break else [])
+            node.body = [_assign(flag, False, node)] + lowering.lower(node.body)
+        if has_break:
+            flag = break_flag
+            node.body = _Lowering(gast.Break, flag, overrides=[]).lower(node.body)
             before.append(_assign(flag, False, node))
             if isinstance(node, gast.While):
                 test = gast.BoolOp(op=gast.And(), values=[_not(flag), node.test])

@@ -116,6 +116,8 @@ class Returns(Transformer):
             else:   # try / with / match: lower every statement list inside
                 for field in ("body", "orelse", "finalbody", "handlers", "cases"):
                     block = getattr(stmt, field, None)
+                    if field == "finalbody" and in_loop and block:
+                        block = self.cancel_on_loop_jump(block)
                     if isinstance(block, list) and block and isinstance(block[0], gast.stmt):
                         setattr(stmt, field, self.lower(block, in_loop))
                     elif isinstance(block, list):
@@ -136,6 +138,23 @@ class Returns(Transformer):
                                 body=self.lower(rest, in_loop), orelse=[])
                 out.append(_locate(guard, stmt))
             return out
+        return out
+
+    def cancel_on_loop_jump(self, stmts):
+        """A `break`/`continue` in `finally` discards a pending return: clear the flag before it."""
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, (gast.Break, gast.Continue)):
+                self.flag_used = True
+                out.append(_locate(gast.Assign(targets=[store(self.flag)], value=const(False), type_comment=None),
+                                   stmt))
+            elif not isinstance(stmt, (gast.While, gast.For, gast.FunctionDef, gast.ClassDef)):
+                for field in ("body", "orelse", "finalbody"):
+                    if getattr(stmt, field, None):
+                        setattr(stmt, field, self.cancel_on_loop_jump(getattr(stmt, field)))
+                for clause in getattr(stmt, "handlers", []) + getattr(stmt, "cases", []):
+                    clause.body = self.cancel_on_loop_jump(clause.body)
+            out.append(stmt)
         return out
 
     def lowered_return(self, node, in_loop):

@@ -1,0 +1,78 @@
+"""Closure cells: the local names a nested scope of the function captures.
+
+Python closures bind late: `def via(): return i + 2` reads the enclosing
+function's `i` when it is called, not when it is defined. Converted branch and
+loop bodies are functions of their own, so a name such a closure reads must
+stay the enclosing function's variable (a cell) there, not become a parameter
+of the body function (AutoGraph keeps such names in the enclosing scope too).
+
+A captured name is also live everywhere: a call of the closure may read it at
+any later point, which liveness cannot see from the call. One a closure
+rebinds (`nonlocal n`) may change at any call: `rebound_by_closures`.
+"""
+import gast
+
+from .activity import activity_of, param_names
+
+# Scopes that may run after the statement that creates them (a list/set/dict
+# comprehension runs at once, so what it reads is read right there).
+_LATE_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef, gast.GeneratorExp)
+
+
+def captured_names(fn_node, local_names):
+    """Names of `local_names` that a def, lambda, class or generator inside fn_node reads or rebinds."""
+    found = set()
+    stack = list(fn_node.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _LATE_SCOPES):
+            found |= _free_names(node)
+            continue
+        stack.extend(gast.iter_child_nodes(node))
+    return frozenset(found) & frozenset(local_names)
+
+
+def _free_names(scope):
+    """What a nested scope reads from outside (a `nonlocal` in it counts: it reads and rebinds)."""
+    if isinstance(scope, gast.GeneratorExp):
+        return activity_of(scope).read
+    body = [scope.body] if isinstance(scope, gast.Lambda) else scope.body
+    params = frozenset() if isinstance(scope, gast.ClassDef) else param_names(scope.args)
+    inner = activity_of(body)
+    return (inner.read | inner.nonlocals) - (inner.modified | params)
+
+
+def rebound_names(stmts, names):
+    """Which of `names` the statements bind or unbind in their own scope (not in a nested def)."""
+    found, stack = set(), list(stmts)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, gast.Name) and node.id in names and not isinstance(node.ctx, gast.Load):
+            found.add(node.id)
+        if not isinstance(node, _LATE_SCOPES + (gast.ListComp, gast.SetComp, gast.DictComp)):
+            stack.extend(gast.iter_child_nodes(node))
+    return frozenset(found)
+
+
+def rebound_by_closures(fn_node, local_names):
+    """Names of `local_names` that a nested def/lambda/class declares `nonlocal` (so any call may rebind)."""
+    found, stack = set(), list(fn_node.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, gast.Nonlocal):
+            found.update(node.names)
+        if not isinstance(node, gast.Nonlocal):
+            stack.extend(gast.iter_child_nodes(node))
+    return frozenset(found) & frozenset(local_names)
+
+
+def has_call(nodes):
+    """Does any of these nodes call something (outside nested scopes)?"""
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, gast.Call):
+            return True
+        if not isinstance(node, _LATE_SCOPES):
+            stack.extend(gast.iter_child_nodes(node))
+    return False

@@ -1,0 +1,65 @@
+"""Globals and closure variables a static function rebinds (`global n` / `nonlocal n`).
+
+Converted code keeps them the enclosing scope's names, carried through branches
+and loops like locals, so Python-valued control flow rebinds them as Python
+does. Rebound under a tensor-dependent condition, such a name holds a traced
+value after the trace: `register` makes it a written place of the Program
+(`runtime.state`), so, like an attribute, it gets its old value back now and
+the Program's value after every run (see `writeback.StateWrites`).
+"""
+from runtime.control_flow import Undefined
+from runtime.ir import Variable
+from runtime.state import Cell, ItemCell
+
+_MISSING = object()
+
+
+class ClosureCell(Cell):
+    """A closure variable (`nonlocal n`): a cell object shared with the enclosing function."""
+
+    __slots__ = ()
+
+    def get(self):
+        value = _contents(self.obj)
+        return Undefined(self.label) if value is _MISSING else value
+
+    def _store(self, value):
+        if isinstance(value, Undefined):
+            if _contents(self.obj) is not _MISSING:
+                del self.obj.cell_contents
+        else:
+            self.obj.cell_contents = value
+
+
+def snapshot(fn):
+    """What fn's globals and closure cells hold before a trace."""
+    cells = [(name, cell, _contents(cell)) for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())]
+    return dict(fn.__globals__), cells
+
+
+def register(fn, before, program):
+    """Each global or closure variable the trace left holding a traced value: a written place of the Program."""
+    old_globals, cells = before
+    for name, value in list(fn.__globals__.items()):
+        old = old_globals.get(name, _MISSING)
+        if _traced(value) and old is not value:
+            place = ItemCell(fn.__globals__, name, name)
+            program.written_cells.setdefault(place.identity(), (place, Undefined(name) if old is _MISSING else old))
+    for name, cell, old in cells:
+        value = _contents(cell)
+        if _traced(value) and value is not old:
+            place = ClosureCell(cell, None, name)
+            program.written_cells.setdefault(place.identity(), (place, Undefined(name) if old is _MISSING else old))
+
+
+def _contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _MISSING
+
+
+def _traced(value):
+    if isinstance(value, (list, tuple)):
+        return any(isinstance(v, Variable) for v in value)
+    return isinstance(value, Variable)

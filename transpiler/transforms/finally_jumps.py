@@ -1,0 +1,60 @@
+"""A `finally` that jumps (`return`, `break`, `continue`) discards the exception in flight.
+
+    try:                              __pending_0 = None
+        y = risky(x)                  try:
+    finally:                  →           try:
+        return x + 1                          y = risky(x)
+                                          except BaseException as __exc_0:
+                                              __pending_0 = __exc_0
+                                      finally:
+                                          return x + 1
+                                      if __pending_0 is not None:
+                                          raise __pending_0
+
+Returns and jumps are lowered to flags later, so a `return` in `finally` no
+longer leaves the function by itself; here the exception is held until the
+`finally` has run, and raised again only when the `finally` did not jump:
+the code after the `try` runs under the jump's guard, like any code after a
+jump. A try whose `finally` does not jump is left as it is.
+"""
+import gast
+
+from .base import Transformer, const, load, located, store
+
+_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
+
+
+def jumps_out(stmts):
+    """Does this block hold a return, or a break/continue of a loop outside it?"""
+    stack = [(s, False) for s in stmts]
+    while stack:
+        node, in_loop = stack.pop()
+        if isinstance(node, gast.Return) or (isinstance(node, (gast.Break, gast.Continue)) and not in_loop):
+            return True
+        if isinstance(node, _SCOPES):
+            continue
+        inner = in_loop or isinstance(node, (gast.For, gast.While))
+        stack.extend((child, inner if child not in getattr(node, "orelse", ()) else in_loop)
+                     for child in gast.iter_child_nodes(node))
+    return False
+
+
+class FinallyJumps(Transformer):
+    def visit_Try(self, node):
+        self.generic_visit(node)
+        if not node.finalbody or not jumps_out(node.finalbody):
+            return node
+        namer = self.ctx.namer
+        pending, caught = namer.new("pending"), namer.new("exc")
+        body = node.body
+        if node.handlers or node.orelse:
+            body = [type(node)(body=node.body, handlers=node.handlers, orelse=node.orelse, finalbody=[])]
+        hold = gast.ExceptHandler(type=load("BaseException"), name=store(caught),
+                                  body=[gast.Assign(targets=[store(pending)], value=load(caught), type_comment=None)])
+        held = gast.Try(body=body, handlers=[hold], orelse=[], finalbody=node.finalbody)
+        start = gast.Assign(targets=[store(pending)], value=const(None), type_comment=None)
+        test = gast.Compare(left=load(pending), ops=[gast.IsNot()], comparators=[const(None)])
+        again = gast.If(test=test, body=[gast.Raise(exc=load(pending), cause=None)], orelse=[])
+        return [located(start, node), located(held, node), located(again, node.finalbody[-1])]
+
+    visit_TryStar = visit_Try
