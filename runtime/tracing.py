@@ -140,16 +140,18 @@ class Checkpoint:
     n_blocks: int
     n_inputs: int
     names: tuple
+    written: dict
 
 
 def checkpoint(block):
     program = block.program
     return Checkpoint(block, len(block.ops), frozenset(block.vars), len(program.blocks), len(program.inputs),
-                      program.name_state())
+                      program.name_state(), dict(program.written_cells))
 
 
 def rollback(point):
-    """Forget everything recorded since `point`: ops, variables, sub-blocks, captured tensors and their names.
+    """Forget everything recorded since `point`: ops, variables, sub-blocks, captured tensors and their names,
+    and the places remembered as written (the caller puts back what those places held).
 
     A captured tensor is undone everywhere at once (input list, parameter table,
     capture map, global block), so its name can never be handed out again while
@@ -169,6 +171,7 @@ def rollback(point):
         del block.vars[name]
     program.drop_blocks_from(point.n_blocks)
     program.restore_name_state(point.names)
+    program.written_cells = dict(point.written)
 
 
 def trace(fn, specs, name=None, args_tree=None):

@@ -372,7 +372,7 @@ def convert_for(iterable, body_fn, args, names, extra_test=None, state=None):
     if isinstance(iterable, SymbolicIterable) or _symbolic(iterable):
         it = _as_symbolic_iterable(iterable)
         length = it.length()
-        if _symbolic(length) or not _changes_structure(it, body_fn, tuple(args), n):
+        if _symbolic(length) or not _changes_structure(it, body_fn, tuple(args), n, state):
             try:
                 return _graph_for(it, length, body_fn, tuple(args), names, extra_test, state)
             except ControlFlowError as e:
@@ -386,13 +386,15 @@ def convert_for(iterable, body_fn, args, names, extra_test=None, state=None):
     return _python_for(iterable, body_fn, tuple(args), names, extra_test, state)
 
 
-def _changes_structure(it, body_fn, state, n):
+def _changes_structure(it, body_fn, state, n, cells=None):
     """Whether a while op cannot carry this loop but Python's unrolled walk can: its items cannot be
     indexed by a symbolic index (a list of strings zipped with a tensor), or one trace of the body
     changes the structure of the loop state (grows a tuple or list, adds a dict key). Nothing
     recorded here is kept."""
     block = tracing.current_block()
     point = tracing.checkpoint(block)
+    cells = tuple(cells()) if cells is not None else ()      # places the body writes: put back after the probe
+    held = [c.get() for c in cells]
     try:
         try:
             item = it.item(as_variable(0))
@@ -407,6 +409,8 @@ def _changes_structure(it, body_fn, state, n):
             return False
         return pytree.flatten(out)[1] != treedef
     finally:
+        for cell, value in zip(cells, held):
+            cell._store(value)
         tracing.rollback(point)
 
 
