@@ -79,6 +79,7 @@ class _Writer:
     def __init__(self, out_dir, total):
         self.out_dir, self.total = out_dir, total
         self.files = None       # [(path, memmap or None for a constant, constant)]
+        self.made_dir = False
 
     def _leaves(self, result, start, stop):
         leaves, _ = pytree.flatten(result)
@@ -114,6 +115,7 @@ class _Writer:
             mm[start:stop] = leaf
 
     def _open(self, leaves):
+        self.made_dir = not os.path.isdir(self.out_dir)
         os.makedirs(self.out_dir, exist_ok=True)
         self.files = []
         for i, leaf in enumerate(leaves):
@@ -147,6 +149,9 @@ class _Writer:
             if os.path.exists(path):
                 os.unlink(path)
         self.files = []
+        if self.made_dir and not os.listdir(self.out_dir):
+            os.rmdir(self.out_dir)
+            self.made_dir = False
 
 
 def _same_constant(a, b):

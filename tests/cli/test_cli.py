@@ -535,6 +535,11 @@ def double(x):
 
 def total(x):
     return rt.sum(x)
+
+
+def bounded(x):
+    rt.assert_(rt.all(x < 3.0), "value out of range")
+    return x
 '''
 
 
@@ -599,12 +604,14 @@ def test_batches_show_a_progress_bar_on_a_terminal_only(rows):
     (["run", "rowwise.py::double", "--input", "x=bx.npy", "--batch-size", "0", "--out", "o"], ["at least 1"]),
     (["run", "rowwise.py::total", "--input", "x=bx.npy", "--batch-size", "64", "--out", "o"],
      ["out0 is float32[] for a batch of 64 rows", "one row per input row"]),
+    (["run", "rowwise.py::bounded", "--input", "x=bx.npy", "--batch-size", "64", "--out", "o"],
+     ["rows ", "AssertionError: value out of range", "rowwise.py:21"]),
 ])
 def test_batch_usage_errors_are_one_line(rows, argv, fragments):
     code, out, err = run_main(*argv)
     assert out == ""
     assert_one_line_error(code, err, *fragments)
-    assert not (rows / "o" / "out0.npy").exists()          # nothing half-written is left behind
+    assert not (rows / "o").exists()                       # nothing half-written is left behind
 
 
 def test_batches_keep_memory_far_below_the_input_size(rows):
