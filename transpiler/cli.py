@@ -456,10 +456,10 @@ def run_target(args):
             positional = [value for name, value in named if name is None]
             keywords = {name: value for name, value in named if name is not None}
             try:
-                return loaded(*[_to_tensor(v, args.device) for v in positional],
-                              **{k: _to_tensor(v, args.device) for k, v in keywords.items()})
+                feed = loaded.bind(positional, keywords)
             except TypeError as e:
                 raise CLIError(f"--input: {e}") from e
+            return loaded.run({name: _to_tensor(value, args.device) for name, value in feed.items()})
         return call, None
 
     path, static = static_target(args)
