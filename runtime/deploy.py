@@ -137,11 +137,15 @@ class LoadedProgram:
         return dict(self.program.parameters)
 
     def __call__(self, *args, **kwargs):
-        feed = self._bind(args, kwargs)
+        return self.run(self.bind(args, kwargs))
+
+    def run(self, feed):
+        """The outputs nest for `feed`, a {input name: value} dict (as `bind` makes it)."""
         outputs = self.executor.run(self.program, feed)
         return rebuild_outputs(self.program, outputs)
 
-    def _bind(self, args, kwargs):
+    def bind(self, args, kwargs):
+        """{input name: value} for a call's arguments; a TypeError for missing, extra or unknown ones."""
         names = self.input_names
         if len(args) > len(names):
             raise TypeError(f"{self.program.name}() takes {len(names)} input(s) {list(names)}, got {len(args)}")

@@ -4,9 +4,12 @@
     dy2static convert model.py::f --diff            unified diff, original vs converted
     dy2static program model.py::f --spec 'x:float32[None,784]' [--format text|json|dot] [--optimized]
     dy2static run model.py::f --input x=x.npy [--out out.npz]
+    dy2static run model.py::f --input x=big.npy --batch-size 128 --out outdir   memory-mapped, in batches
     dy2static export model.py::f --spec 'x:float32[None,784]' --out build/f [--format python|program]
+    dy2static export build/f.program.json --out build/f_np        a saved Program: no --spec needed
 
-TARGET is `FILE.py` or `FILE.py::QUALNAME`. QUALNAME is a dotted path from the
+TARGET is `FILE.py` or `FILE.py::QUALNAME` (`run` and `export` also take a saved
+Program, `PATH.program.json`, which needs no source and no --spec). QUALNAME is a dotted path from the
 module: a function (`f`), a method of a class (`Net.forward`: `convert` only, the
 method is converted as a plain function), or an attribute path through a
 module-level object (`model.forward`, or just `model` for a Layer instance, which
@@ -39,6 +42,7 @@ from runtime import deploy, export, pytree
 from runtime.ir import Variable, sub_block_attrs
 from runtime.tracing import InputSpec
 
+from . import batches
 from .api import StaticFunction, to_source, to_static
 from .errors import ConversionError
 
@@ -264,8 +268,8 @@ def bind_arguments(static, named, target, what):
     return args, kwargs
 
 
-def parse_input(text):
-    """'x=path.npy' → ('x', array); 'path.npy' → (None, array)."""
+def parse_input(text, mmap=False):
+    """'x=path.npy' → ('x', array); 'path.npy' → (None, array); memory-mapped read-only with `mmap`."""
     name, sep, path = text.partition("=")
     if not sep:
         name, path = None, text
@@ -274,7 +278,7 @@ def parse_input(text):
     if not os.path.exists(path):
         raise CLIError(f"--input {text}: {path}: no such file")
     try:
-        array = np.load(path, allow_pickle=False)
+        array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except Exception as e:
         raise CLIError(f"--input {text}: cannot read {path} as a .npy array ({_one_line(e)})") from None
     if not isinstance(array, np.ndarray):
@@ -443,18 +447,55 @@ def cmd_program(args, out):
     return 0
 
 
-def cmd_run(args, out):
-    inputs = [parse_input(text) for text in args.input]
+def run_target(args):
+    """(call, user file or None) for `run`: call([(name or None, array)]) runs TARGET on those inputs."""
+    if is_saved_program(args.target):
+        loaded = load_saved(args.target, device=args.device)
+
+        def call(named):
+            positional = [value for name, value in named if name is None]
+            keywords = {name: value for name, value in named if name is not None}
+            try:
+                feed = loaded.bind(positional, keywords)
+            except TypeError as e:
+                raise CLIError(f"--input: {e}") from e
+            return loaded.run({name: _to_tensor(value, args.device) for name, value in feed.items()})
+        return call, None
+
     path, static = static_target(args)
+
+    def call(named):
+        tensors = [(name, _to_tensor(value, args.device)) for name, value in named]
+        call_args, call_kwargs = bind_arguments(static, tensors, args.target, "--input")
+        return static(*call_args, **call_kwargs)
+    return call, os.path.abspath(path)
+
+
+def _to_tensor(array, device):
     try:
-        tensors = [(name, rt.tensor(array, device=args.device)) for name, array in inputs]
+        return rt.tensor(array, device=device)
     except Exception as e:
-        raise CLIError(f"--device {args.device}: {_one_line(e)}") from e
-    call_args, call_kwargs = bind_arguments(static, tensors, args.target, "--input")
+        raise CLIError(f"--device {device}: {_one_line(e)}") from e
+
+
+def _run_error(error, user_file):
+    if isinstance(error, CLIError):
+        return error
+    rows = getattr(error, "rows", None)
+    where = f"rows {rows[0]}:{rows[1]}: " if rows else ""
+    message = describe_error(error, user_file) if user_file else _one_line(error)
+    return CLIError(where + message)
+
+
+def cmd_run(args, out):
+    if args.batch_size is not None:
+        return run_in_batches(args, out)
+    inputs = [parse_input(text) for text in args.input]
+    call, user_file = run_target(args)
     try:
-        result = static(*call_args, **call_kwargs)
+        result = call(inputs)
     except Exception as e:
-        raise CLIError(describe_error(e, os.path.abspath(path))) from e
+        raise _run_error(e, user_file) from e
     leaves, _ = pytree.flatten(result)
     arrays = {}
     for i, leaf in enumerate(leaves):
@@ -469,8 +510,53 @@ def cmd_run(args, out):
     return 0
 
 
+def run_in_batches(args, out):
+    """`run --batch-size N --out DIR`: memory-mapped inputs in, one .npy per output written batch by batch."""
+    if args.out is None or args.out.endswith(".npz"):
+        raise CLIError("--batch-size writes each output to its own file as it goes: give --out DIR (a folder "
+                       "that receives out0.npy, out1.npy, ...)")
+    inputs = [parse_input(text, mmap=True) for text in args.input]
+    call, user_file = run_target(args)
+    try:
+        total = batches.common_rows([(name or f"input {i}", a) for i, (name, a) in enumerate(inputs)])
+    except batches.BatchError as e:
+        raise CLIError(str(e)) from None
+    stderr = getattr(args, "stderr", None) or sys.stderr
+    show = not args.quiet and total > 0 and hasattr(stderr, "isatty") and stderr.isatty()
+    progress = batches.ProgressBar(stderr, total) if show else None
+    try:
+        written = batches.run_batches(call, inputs, args.batch_size, args.out, progress)
+    except batches.BatchError as e:
+        raise CLIError(str(e)) from None
+    except Exception as e:
+        raise _run_error(e, user_file) from e
+    names = ", ".join(os.path.basename(p) for p in written)
+    out.write(f"wrote {len(written)} output(s) for {total} rows to {args.out}: {names}\n")
+    return 0
+
+
+def is_saved_program(target):
+    """Whether TARGET names a saved Program (`PATH.program.json`) rather than a Python file."""
+    return target.endswith(deploy.PROGRAM_SUFFIX)
+
+
+def load_saved(target, device="cpu"):
+    """The LoadedProgram saved at TARGET; its problems as one-line CLIErrors."""
+    if not os.path.exists(target):
+        raise CLIError(f"{target}: no such file")
+    try:
+        return deploy.load_program(target, device=device)
+    except Exception as e:
+        raise CLIError(f"cannot load {target}: {_one_line(e)}") from e
+
+
 def cmd_export(args, out):
-    program = traced_program(args)
+    if is_saved_program(args.target):
+        if args.spec:
+            raise CLIError(f"{args.target}: a saved Program has its own input specs; leave out --spec")
+        program = load_saved(args.target).program
+    else:
+        program = traced_program(args)
     try:
         _make_parent(args.out)
         if args.format == "python":
@@ -527,23 +613,34 @@ def build_parser():
 
     p = sub.add_parser("run", parents=[common],
                        help="run a function as a static Program on arrays saved with numpy.save",
-                       description="Run FILE.py::QUALNAME (converted and traced) on .npy inputs and print or "
-                                   "save its outputs.")
-    p.add_argument("target", metavar="FILE.py::QUALNAME")
+                       description="Run FILE.py::QUALNAME (converted and traced), or a saved Program "
+                                   "PATH.program.json, on .npy inputs and print or save its outputs; with "
+                                   "--batch-size, in batches over memory-mapped inputs.")
+    p.add_argument("target", metavar="FILE.py::QUALNAME|PATH.program.json")
     p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
                    help="an argument, read with numpy.load(allow_pickle=False); a bare FILE.npy fills the next "
                         "parameter (repeat per argument)")
-    p.add_argument("--out", metavar="FILE.npz", help="write the outputs (out0, out1, ...) to FILE.npz")
+    p.add_argument("--out", metavar="FILE.npz|DIR",
+                   help="write the outputs (out0, out1, ...) to FILE.npz; with --batch-size, to DIR/out0.npy, "
+                        "DIR/out1.npy, ... (one .npy per output, in the order of the returned nest)")
     p.add_argument("--device", default="cpu", choices=("cpu", "gpu"), help="where to run (gpu needs CuPy)")
+    p.add_argument("--batch-size", type=int, metavar="N",
+                   help="stream the inputs, memory-mapped, through the Program N rows (first dim) at a time, "
+                        "writing each batch's outputs straight into --out DIR: inputs larger than memory work. "
+                        "All inputs must have the same number of rows; every output must have one row per "
+                        "input row; rows must not depend on each other (no reductions over the batch)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar (it is shown on stderr with --batch-size when stderr is a terminal)")
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("export", parents=[common],
                        help="save a function's Program for deployment: as a standalone .py, or as IR + weights",
-                       description="Trace FILE.py::QUALNAME for the given specs and write it out: --format python "
+                       description="Trace FILE.py::QUALNAME for the given specs (or load a saved Program, "
+                                   "PATH.program.json, which needs no --spec) and write it out: --format python "
                                    "writes OUT.py + OUT.npz importing only numpy (or cupy with --device gpu); "
                                    "--format program writes OUT.program.json + OUT.params.npz for transpiler.load.",
                        epilog=f"SPEC grammar: {SPEC_GRAMMAR}.")
-    p.add_argument("target", metavar="FILE.py::QUALNAME")
+    p.add_argument("target", metavar="FILE.py::QUALNAME|PATH.program.json")
     p.add_argument("--spec", action="append", default=[], metavar="SPEC",
                    help="an input spec, e.g. 'x:float32[None,784]' (repeat per tensor argument)")
     p.add_argument("--format", choices=("python", "program"), default="python",
@@ -560,6 +657,7 @@ def main(argv=None, stdout=None, stderr=None):
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     args = build_parser().parse_args(argv)
+    args.stderr = stderr
     try:
         return args.handler(args, stdout)
     except CLIError as e:

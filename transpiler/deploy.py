@@ -3,10 +3,11 @@
     transpiler.save(model, "out/model", input_spec=[InputSpec([None, 784], "float32", "x")])
     m = transpiler.load("out/model")          # no import of the user's code
     transpiler.export_python(model, "out/model_np", input_spec=[...])   # one .py + .npz, NumPy only
+    transpiler.export_python(transpiler.load("out/model"), "out/model_np")  # from a saved Program
 
 A thin layer over `runtime.deploy` and `runtime.export`: what it adds is
 getting the Program of a Layer, method, function or StaticFunction for the
-given input spec.
+given input spec, or of a LoadedProgram (whose inputs are fixed by the file).
 """
 import os
 import types
@@ -19,7 +20,13 @@ from .api import StaticFunction, to_static
 
 
 def program_for(obj, input_spec=None):
-    """The traced Program of obj (a Layer, StaticFunction, function or method) for input_spec."""
+    """The traced Program of obj (a Layer, StaticFunction, function or method) for input_spec.
+
+    A LoadedProgram is its own Program: its input specs come from the saved file,
+    so an input_spec that differs from them is refused rather than ignored.
+    """
+    if isinstance(obj, _deploy.LoadedProgram):
+        return _loaded_program(obj, input_spec)
     static = _static_function(obj, input_spec)
     specs = input_spec if input_spec is not None else static._input_spec
     if specs is None:
@@ -30,6 +37,17 @@ def program_for(obj, input_spec=None):
     return static.get_program(*[s if isinstance(s, rt.InputSpec) else rt.InputSpec.from_value(s) for s in specs])
 
 
+def _loaded_program(loaded, input_spec):
+    if input_spec is not None:
+        given = [s if isinstance(s, rt.InputSpec) else rt.InputSpec.from_value(s) for s in input_spec]
+        own = loaded.input_specs
+        if len(given) != len(own) or any(list(g.shape) != list(o.shape) or g.dtype != o.dtype
+                                         for g, o in zip(given, own)):
+            raise ValueError(f"{loaded!r} was saved for inputs {own}; it cannot be re-traced for {given} "
+                             "(leave out input_spec)")
+    return loaded.program
+
+
 def _static_function(obj, input_spec):
     if isinstance(obj, rt.nn.Layer):
         obj = obj.forward
@@ -37,7 +55,8 @@ def _static_function(obj, input_spec):
         return obj
     if isinstance(obj, (types.FunctionType, types.MethodType)):
         return to_static(obj, input_spec=input_spec)
-    raise TypeError(f"cannot save {type(obj).__name__}: expected a Layer, a function or a StaticFunction")
+    raise TypeError(f"cannot save {type(obj).__name__}: expected a Layer, a function, a StaticFunction "
+                    "or a LoadedProgram")
 
 
 def save(obj, path, input_spec=None):

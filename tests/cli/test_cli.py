@@ -148,6 +148,13 @@ def test_help(command, capsys):
     assert {"": "convert", "convert": "--diff", "program": "--spec", "run": "--input"}[" ".join(command)] in out
 
 
+def test_run_help_documents_batches(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--batch-size N" in out and "memory-mapped" in out and "DIR/out0.npy" in out and "--quiet" in out
+
+
 def test_program_help_states_the_spec_grammar(capsys):
     with pytest.raises(SystemExit):
         cli.main(["program", "--help"])
@@ -458,3 +465,174 @@ def test_export_errors_are_one_line(workdir):
     assert_one_line_error(code, err, "nope")
     code, out, err = run_main("export", "model.py::grow", "--spec", "x:float33[3]", "--out", "b/x")
     assert_one_line_error(code, err, "float33")
+
+
+# --- a saved Program as TARGET ------------------------------------------------------------------
+
+def test_export_a_saved_program_needs_no_spec(workdir):
+    import transpiler
+    code, _, err = run_main("export", "model.py::model.forward", "--spec", "x:float32[None,4]", "--format",
+                            "program", "--out", "build/net")
+    assert code == 0, err
+    code, out, err = run_main("export", "build/net.program.json", "--out", "build/net_np")
+    assert (code, err) == (0, "")
+    assert out == "wrote build/net_np.py, build/net_np.npz\n"
+    code, out, err = run_main("export", "build/net.program.json", "--format", "program", "--out", "build/net2")
+    assert (code, err) == (0, "")
+    x = np.load(workdir / "x.npy")
+    want = transpiler.load("build/net")(x).numpy()
+    np.testing.assert_array_equal(transpiler.load("build/net2")(x).numpy(), want)
+    child = ("import sys; sys.path.insert(0, 'build'); import numpy as np, net_np; "
+             "assert 'runtime' not in sys.modules; np.save('got.npy', net_np.run(x=np.load('x.npy')))")
+    done = subprocess.run([sys.executable, "-I", "-c", child], cwd=workdir, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_array_equal(np.load(workdir / "got.npy"), want)
+
+
+def test_run_a_saved_program(workdir):
+    code, _, err = run_main("export", "model.py::split", "--spec", "x:float32[None,4]", "--format", "program",
+                            "--out", "build/split")
+    assert code == 0, err
+    code, out, err = run_main("run", "build/split.program.json", "--input", "x=x.npy", "--out", "o.npz")
+    assert (code, err) == (0, "")
+    x = np.load(workdir / "x.npy")
+    with np.load(workdir / "o.npz") as saved:
+        np.testing.assert_array_equal(saved["out0"], x + 1)
+        np.testing.assert_array_equal(saved["out1"], x * 2)
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["export", "build/split.program.json", "--spec", "x:float32[3]", "--out", "b/x"], ["leave out --spec"]),
+    (["export", "nothing.program.json", "--out", "b/x"], ["nothing.program.json: no such file"]),
+    (["run", "build/split.program.json", "--input", "z=x.npy"], ["'z' is not an input", "['x']"]),
+])
+def test_saved_program_errors_are_one_line(workdir, argv, fragments):
+    assert run_main("export", "model.py::split", "--spec", "x:float32[None,4]", "--format", "program",
+                    "--out", "build/split")[0] == 0
+    code, out, err = run_main(*argv)
+    assert out == ""
+    assert_one_line_error(code, err, *fragments)
+
+
+# --- run --batch-size: memory-mapped inputs, outputs written batch by batch ------------------------
+
+ROWWISE = '''\
+import numpy as np
+import runtime as rt
+
+W = rt.tensor(np.random.default_rng(3).standard_normal((4, 3)).astype(np.float32))
+
+
+def f(x, y):
+    h = rt.tanh(rt.matmul(x, W)) + y
+    return {"h": rt.where(h > 0, h, -2 * h), "norm": rt.sum(x * x, axis=1)}, 3
+
+
+def double(x):
+    return x * 2 + 1
+
+
+def total(x):
+    return rt.sum(x)
+
+
+def bounded(x):
+    rt.assert_(rt.all(x < 3.0), "value out of range")
+    return x
+'''
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.fixture
+def rows(workdir):
+    (workdir / "rowwise.py").write_text(ROWWISE)
+    rng = np.random.default_rng(0)
+    np.save(workdir / "bx.npy", rng.standard_normal((10_000, 4)).astype(np.float32))
+    np.save(workdir / "by.npy", rng.standard_normal((10_000, 1)).astype(np.float32))
+    return workdir
+
+
+def test_batches_equal_one_whole_input_call(rows):
+    code, out, err = run_main("run", "rowwise.py::f", "--input", "x=bx.npy", "--input", "y=by.npy",
+                              "--out", "whole.npz")
+    assert (code, err) == (0, "")
+    code, out, err = run_main("run", "rowwise.py::f", "--input", "x=bx.npy", "--input", "y=by.npy",
+                              "--batch-size", "128", "--out", "parts")
+    assert (code, err) == (0, "")              # stderr is not a terminal: no progress bar
+    assert out == "wrote 3 output(s) for 10000 rows to parts: out0.npy, out1.npy, out2.npy\n"
+    with np.load(rows / "whole.npz", allow_pickle=False) as whole:
+        for key in ("out0", "out1", "out2"):
+            part = np.load(rows / "parts" / f"{key}.npy", allow_pickle=False)
+            assert part.dtype == whole[key].dtype and part.shape == whole[key].shape
+            np.testing.assert_allclose(part, whole[key], rtol=1e-6, atol=1e-7)
+    assert np.load(rows / "parts" / "out2.npy") == 3
+
+
+def test_batches_of_a_saved_program(rows):
+    assert run_main("export", "rowwise.py::double", "--spec", "x:float32[None,4]", "--format", "program",
+                    "--out", "build/double")[0] == 0
+    code, _, err = run_main("run", "build/double.program.json", "--input", "bx.npy", "--batch-size", "999",
+                            "--out", "d")
+    assert (code, err) == (0, "")
+    np.testing.assert_array_equal(np.load(rows / "d" / "out0.npy"), np.load(rows / "bx.npy") * 2 + 1)
+
+
+def test_batches_show_a_progress_bar_on_a_terminal_only(rows):
+    err = FakeTerminal()
+    code = cli.main(["run", "rowwise.py::double", "--input", "x=bx.npy", "--batch-size", "128", "--out", "p"],
+                    stdout=io.StringIO(), stderr=err)
+    assert code == 0
+    text = err.getvalue()
+    assert text.startswith("\r[") and text.endswith("] 10000/10000 rows (100%)\n")
+    assert "[" + "#" * 30 + "]" in text
+    quiet = FakeTerminal()
+    code = cli.main(["run", "rowwise.py::double", "--input", "x=bx.npy", "--batch-size", "128", "--out", "q",
+                     "--quiet"], stdout=io.StringIO(), stderr=quiet)
+    assert (code, quiet.getvalue()) == (0, "")
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["run", "rowwise.py::f", "--input", "x=bx.npy", "--input", "y=y.npy", "--batch-size", "8", "--out", "o"],
+     ["same number of rows", "x has 10000", "y has 2"]),
+    (["run", "rowwise.py::double", "--input", "x=bx.npy", "--batch-size", "8"], ["--out DIR"]),
+    (["run", "rowwise.py::double", "--input", "x=bx.npy", "--batch-size", "8", "--out", "o.npz"], ["--out DIR"]),
+    (["run", "rowwise.py::double", "--input", "x=bx.npy", "--batch-size", "0", "--out", "o"], ["at least 1"]),
+    (["run", "rowwise.py::total", "--input", "x=bx.npy", "--batch-size", "64", "--out", "o"],
+     ["out0 is float32[] for a batch of 64 rows", "one row per input row"]),
+    (["run", "rowwise.py::bounded", "--input", "x=bx.npy", "--batch-size", "64", "--out", "o"],
+     ["rows ", "AssertionError: value out of range", "rowwise.py:21"]),
+])
+def test_batch_usage_errors_are_one_line(rows, argv, fragments):
+    code, out, err = run_main(*argv)
+    assert out == ""
+    assert_one_line_error(code, err, *fragments)
+    assert not (rows / "o").exists()                       # nothing half-written is left behind
+
+
+def test_batches_keep_memory_far_below_the_input_size(rows):
+    import tracemalloc
+    big = np.lib.format.open_memmap(rows / "big.npy", mode="w+", dtype=np.float32, shape=(160_000, 64))
+    for start in range(0, 160_000, 20_000):
+        big[start:start + 20_000] = np.arange(start, start + 20_000, dtype=np.float32)[:, None]
+    big.flush()
+    del big
+    size = os.path.getsize(rows / "big.npy")                 # ~41 MB
+    run_main("run", "rowwise.py::double", "--input", "x=x.npy", "--batch-size", "2", "--out", "warm")
+    tracemalloc.start()
+    try:
+        code, out, err = run_main("run", "rowwise.py::double", "--input", "x=big.npy", "--batch-size", "2048",
+                                  "--out", "bigout")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (code, err) == (0, "")
+    assert peak < size / 8, (peak, size)
+    got = np.load(rows / "bigout" / "out0.npy", mmap_mode="r")
+    assert got.shape == (160_000, 64)
+    for start in (0, 2047, 2048, 80_000, 159_999):
+        np.testing.assert_array_equal(got[start], np.full(64, 2 * start + 1, np.float32))

@@ -310,3 +310,54 @@ def test_export_reproduces_every_op_of_the_conformance_corpus(tmp_path):
                 failures.append(f"{case.id} ({'dynamic' if dynamic else 'static'}): {type(e).__name__}: {e}")
     assert not failures, "\n".join(failures)
     assert checked > 200
+
+
+# --- from a saved Program: transpiler.load(path) exports and re-saves like the function it came from ----------
+
+def test_export_from_a_loaded_program_runs_without_dy2static(tmp_path):
+    import transpiler
+    program = trace(model, [rt.InputSpec([None, 4], "float32", "x")])
+    save_program(program, tmp_path / "saved_m")
+    loaded = transpiler.load(tmp_path / "saved_m")
+    py_path, _ = transpiler.export_python(loaded, tmp_path / "model")
+    assert py_path == str(tmp_path / "model.py")
+    inputs = {f"x{b}": RNG.standard_normal((b, 4)).astype(np.float32) for b in (1, 3, 5)}
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    done = subprocess.run([sys.executable, "-I", "-c", CHILD, REPO], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    consts = json.loads(done.stdout)
+    with np.load(tmp_path / "outputs.npz") as outputs:
+        for batch in (1, 3, 5):
+            expected = loaded(x=inputs[f"x{batch}"])
+            for key, value in expected.items():
+                if isinstance(value, rt.Tensor):
+                    got = outputs[f"{key}{batch}"]
+                    assert got.dtype == value.dtype and got.shape == value.shape
+                    np.testing.assert_array_equal(got, value.numpy())
+                else:
+                    assert consts[f"{key}{batch}"] == value
+
+
+def test_resaving_a_loaded_program_keeps_program_and_parameters(tmp_path):
+    import transpiler
+    program = trace(model, [rt.InputSpec([None, 4], "float32", "x")])
+    first = save_program(program, tmp_path / "a")
+    loaded = transpiler.load(tmp_path / "a")
+    second = transpiler.save(loaded, tmp_path / "copy" / "b")
+    assert second == (str(tmp_path / "copy" / "b.program.json"), str(tmp_path / "copy" / "b.params.npz"))
+    with open(first[0]) as f1, open(second[0]) as f2:
+        assert json.load(f1) == json.load(f2)
+    again = transpiler.load(tmp_path / "copy" / "b")
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    assert_same({k: v.numpy() if isinstance(v, rt.Tensor) else v for k, v in again(x).items()}, loaded(x))
+
+
+def test_loaded_program_refuses_a_different_input_spec(tmp_path):
+    import transpiler
+    save_program(trace(model, [rt.InputSpec([None, 4], "float32", "x")]), tmp_path / "a")
+    loaded = transpiler.load(tmp_path / "a")
+    with pytest.raises(ValueError, match=r"saved for inputs .*leave out input_spec"):
+        transpiler.export_python(loaded, tmp_path / "m", input_spec=[rt.InputSpec([None, 5], "float32", "x")])
+    py_path, _ = transpiler.export_python(loaded, tmp_path / "m", input_spec=[rt.InputSpec([None, 4], "float32")])
+    assert os.path.exists(py_path)
