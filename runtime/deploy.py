@@ -12,6 +12,7 @@ larger than 16x the .npz file's size + 64 MiB unless `max_bytes=` allows more:
 any problem is a `ProgramFormatError` (a ValueError) naming the file; a
 missing file is a FileNotFoundError. `max_iterations=` bounds `while` loops.
 """
+import hashlib
 import json
 import os
 
@@ -51,10 +52,21 @@ def save_program(program, path):
     data = program_to_dict(program)
     # what is saved must load: check it with the reader that will read it
     program_from_dict(data, source=f"Program '{program.name}' (not saved)")
+    # parameters first, then the Program naming their digest: a save interrupted between the two
+    # leaves a Program whose digest the parameters file does not match, which load refuses
+    _atomic_write(npz_path, lambda f: write_params(f, arrays))
+    data["params_sha256"] = _sha256(npz_path)
     text = json.dumps(data, indent=1)
     _atomic_write(json_path, lambda f: f.write(text.encode("utf-8")))
-    _atomic_write(npz_path, lambda f: write_params(f, arrays))
     return json_path, npz_path
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def parameter_arrays(program):
@@ -102,6 +114,10 @@ def load_program(path, device="cpu", max_bytes=None, max_iterations=None):
     program = program_from_json(text, source=json_path)
     expected = {v.name: (v.static_shape, v.dtype) for v in program.inputs if v.persistable}
     arrays = read_params(npz_path, expected, max_bytes=max_bytes)
+    digest = json.loads(text).get("params_sha256")    # after the reader's checks: those say what is wrong first
+    if digest is not None and (not isinstance(digest, str) or digest != _sha256(npz_path)):
+        raise ProgramFormatError(f"{npz_path}: the parameters file is not the one saved with {json_path} (its "
+                                 "SHA-256 differs: a save was interrupted, or files of two saves were mixed)")
     executor = Executor(device, max_iterations=max_iterations)
     backend = executor.backend
     program.parameters = {name: Tensor(backend.asarray(arrays[name]), backend) for name in expected}

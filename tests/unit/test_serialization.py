@@ -284,3 +284,30 @@ def test_save_checks_parameter_values(tmp_path):
     del program.parameters[name]
     with pytest.raises(ValueError, match=f"'{name}' has no value"):
         save_program(program, tmp_path / "m")
+
+
+def test_an_interrupted_save_never_loads_with_wrong_parameters(tmp_path, monkeypatch):
+    """Two saves of one Program with different weights; the second is interrupted after its parameters
+    file is in place but before its Program file: load must refuse the mix, never run old JSON + new weights."""
+    import runtime.deploy as deploy
+    w = rt.tensor(np.ones((3,), np.float32))
+    program, _, _ = rt.trace(lambda x: x * w, [rt.InputSpec([3], "float32", "x")])
+    path = tmp_path / "m"
+    save_program(program, path)
+    np.testing.assert_array_equal(load_program(path)(x=np.ones(3, np.float32)).numpy(), np.ones(3))
+
+    program.parameters[program.inputs[1].name] = rt.tensor(np.full((3,), 7.0, np.float32))
+    real_write = deploy._atomic_write
+
+    def crash_on_the_program_file(target, write):
+        if str(target).endswith(".program.json"):
+            raise KeyboardInterrupt("power cut")
+        real_write(target, write)
+    monkeypatch.setattr(deploy, "_atomic_write", crash_on_the_program_file)
+    with pytest.raises(KeyboardInterrupt):
+        save_program(program, path)
+    monkeypatch.setattr(deploy, "_atomic_write", real_write)
+    with pytest.raises(rt.ProgramFormatError, match="SHA-256"):
+        load_program(path)
+    save_program(program, path)              # a complete save loads again, with the new weights
+    np.testing.assert_array_equal(load_program(path)(x=np.ones(3, np.float32)).numpy(), np.full(3, 7.0))
