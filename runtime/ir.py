@@ -102,14 +102,28 @@ class Variable(ArrayMethods):
                 "the input_spec")
         return (self[i] for i in range(n))
 
+    def describe(self):
+        """This value in the user's terms: the op that computes it and the user's line, when known."""
+        for block in (self.block.program.blocks if self.block is not None else ()):
+            for op in block.ops:
+                if any(o is self for o in op.outputs):
+                    where = f" at {op.origin}" if op.origin else ""
+                    return f"the traced value computed by `{op.type}`{where}"
+        return f"the traced input '{self.name}'"
+
     def _no_value(self, *args, **kwargs):
-        raise TypeError(f"Variable '{self.name}' has no value while tracing: .item()/.numpy()/.tolist() work on "
+        raise TypeError(f"{self.describe()} has no value while tracing: .item()/.numpy()/.tolist() work on "
                         "the function's results, not inside it (use the tensor itself, or rt.print_ to see it)")
 
     item = numpy = tolist = _no_value
 
-    def __index__(self):
-        raise TypeError(f"Variable '{self.name}' has no concrete value while tracing; it cannot be used as a Python int")
+    def _no_python_number(self, *args):
+        raise TypeError(
+            f"{self.describe()} is not known while tracing (it exists only when the Program runs), so it cannot "
+            "become a Python int, float or index: keep it a tensor — index with it (x[i], rt.take), compare it "
+            "(rt.where, a tensor `if`), or take sizes from x.shape")
+
+    __index__ = __int__ = __float__ = __complex__ = _no_python_number
 
 
 class Operator:

@@ -230,3 +230,18 @@ def test_tensor_condition_in_unconverted_code_points_at_that_line():
         to_static(calls_opted_out)(_t(3))
     assert f"line {_line_of(opted_out, 'if x.sum() > 0')}" in str(info.value)
     assert "if x.sum() > 0:" in str(info.value)
+
+
+def test_a_traced_value_used_as_a_python_int_names_where_it_was_computed_and_what_to_do():
+    import numpy as np
+    import runtime as rt
+    from transpiler import to_static
+
+    def head(x):
+        count = x.sum() % 3
+        return x[:int(count)]
+    with pytest.raises(TypeError) as info:
+        to_static(head)(rt.asarray(np.ones(4, np.float32)))
+    message = str(info.value)
+    assert "`remainder`" in message and f"{__file__}:" in message and "keep it a tensor" in message
+    assert "Variable 'remainder'" not in message
