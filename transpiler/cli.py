@@ -580,8 +580,10 @@ def _make_parent(path):
 def build_parser():
     parser = argparse.ArgumentParser(
         prog=PROG, description="Convert Python control flow over tensors into static Programs, and inspect them.",
-        epilog="TARGET is FILE.py or FILE.py::QUALNAME (a function, Class.method, or model.forward through a "
-               "module-level instance). FILE.py is imported, so its top-level code runs: keep scripts under "
+        epilog="TARGET is FILE.py or FILE.py::QUALNAME: a function, or a path through a module-level instance "
+               "(model.forward, or model for a Layer); `convert` also takes Class.method (converted as a plain "
+               "function). `run` and `export` also take a saved PATH.program.json. FILE.py is imported, so its "
+               "top-level code runs: keep scripts under "
                "`if __name__ == '__main__':`. Run `dy2static COMMAND --help` for each command.")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--traceback", action="store_true", help="show the full Python traceback on errors")
