@@ -33,28 +33,38 @@ class Linear(Layer):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+def _conv_channels(layer, name, in_channels, out_channels, groups):
+    """Check and set a convolution's channel counts (both divisible by groups)."""
+    if groups < 1 or in_channels % groups or out_channels % groups:
+        raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must both "
+                         f"be divisible by groups ({groups})")
+    layer.in_channels, layer.out_channels, layer.groups = int(in_channels), int(out_channels), int(groups)
+
+
+def _conv_parameters(layer, shape, bias):
+    """A convolution's weight of `shape` and its bias, initialized as PyTorch does (kaiming/fan-in uniform)."""
+    layer.weight = init.kaiming_uniform_(new_parameter(shape), a=math.sqrt(5))
+    fan_in = init.calculate_fan_in_and_fan_out(shape)[0]
+    if bias:
+        layer.bias = init.fan_in_uniform_(new_parameter((layer.out_channels,)), fan_in)
+    else:
+        layer.register_parameter("bias", None)
+
+
 class Conv2D(Layer):
     """2-D convolution over NCHW input; weight (out_channels, in_channels/groups, kh, kw)."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True):
         super().__init__()
-        if groups < 1 or in_channels % groups or out_channels % groups:
-            raise ValueError(f"Conv2D: in_channels ({in_channels}) and out_channels ({out_channels}) must both "
-                             f"be divisible by groups ({groups})")
-        self.in_channels, self.out_channels, self.groups = int(in_channels), int(out_channels), int(groups)
+        _conv_channels(self, "Conv2D", in_channels, out_channels, groups)
         self.kernel_size = positive_pair(kernel_size, "Conv2D kernel_size")
         self.stride = positive_pair(stride, "Conv2D stride")
         self.dilation = positive_pair(dilation, "Conv2D dilation")
         conv_padding(padding, self.kernel_size, self.dilation, self.stride, "Conv2D")     # validate now
         self.padding = padding if isinstance(padding, str) else int_pair(padding, "Conv2D padding")
         shape = (self.out_channels, self.in_channels // self.groups) + self.kernel_size
-        self.weight = init.kaiming_uniform_(new_parameter(shape), a=math.sqrt(5))
-        fan_in = init.calculate_fan_in_and_fan_out(shape)[0]
-        if bias:
-            self.bias = init.fan_in_uniform_(new_parameter((self.out_channels,)), fan_in)
-        else:
-            self.register_parameter("bias", None)
+        _conv_parameters(self, shape, bias)
 
     def forward(self, x):
         return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
@@ -220,19 +230,11 @@ class Conv1D(Layer):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True):
         super().__init__()
-        if groups < 1 or in_channels % groups or out_channels % groups:
-            raise ValueError(f"Conv1D: in_channels ({in_channels}) and out_channels ({out_channels}) must both "
-                             f"be divisible by groups ({groups})")
-        self.in_channels, self.out_channels, self.groups = int(in_channels), int(out_channels), int(groups)
+        _conv_channels(self, "Conv1D", in_channels, out_channels, groups)
         self.kernel_size, self.stride, self.dilation = int(kernel_size), int(stride), int(dilation)
         self.padding = padding if isinstance(padding, str) else int(padding)
         shape = (self.out_channels, self.in_channels // self.groups, self.kernel_size)
-        self.weight = init.kaiming_uniform_(new_parameter(shape), a=math.sqrt(5))
-        fan_in = init.calculate_fan_in_and_fan_out(shape)[0]
-        if bias:
-            self.bias = init.fan_in_uniform_(new_parameter((self.out_channels,)), fan_in)
-        else:
-            self.register_parameter("bias", None)
+        _conv_parameters(self, shape, bias)
 
     def forward(self, x):
         return composite.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
@@ -280,22 +282,14 @@ class ConvTranspose2D(Layer):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  bias=True, dilation=1):
         super().__init__()
-        if groups < 1 or in_channels % groups or out_channels % groups:
-            raise ValueError(f"ConvTranspose2D: in_channels ({in_channels}) and out_channels ({out_channels}) must "
-                             f"both be divisible by groups ({groups})")
-        self.in_channels, self.out_channels, self.groups = int(in_channels), int(out_channels), int(groups)
+        _conv_channels(self, "ConvTranspose2D", in_channels, out_channels, groups)
         self.kernel_size = positive_pair(kernel_size, "ConvTranspose2D kernel_size")
         self.stride = positive_pair(stride, "ConvTranspose2D stride")
         self.padding = int_pair(padding, "ConvTranspose2D padding")
         self.output_padding = int_pair(output_padding, "ConvTranspose2D output_padding")
         self.dilation = positive_pair(dilation, "ConvTranspose2D dilation")
         shape = (self.in_channels, self.out_channels // self.groups) + self.kernel_size
-        self.weight = init.kaiming_uniform_(new_parameter(shape), a=math.sqrt(5))
-        fan_in = init.calculate_fan_in_and_fan_out(shape)[0]
-        if bias:
-            self.bias = init.fan_in_uniform_(new_parameter((self.out_channels,)), fan_in)
-        else:
-            self.register_parameter("bias", None)
+        _conv_parameters(self, shape, bias)
 
     def forward(self, x):
         return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
