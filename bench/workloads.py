@@ -193,6 +193,12 @@ def ifelse_small(peer_names=()):
 # --- W5: GELU on 1M floats ----------------------------------------------------------------------
 
 def numpy_gelu(x, xp=np):
+    """The floor: what a competent NumPy user writes (`x * x * x`: `x ** 3` is libm `powf`)."""
+    return 0.5 * x * (1 + xp.tanh(0.79788456 * (x + 0.044715 * (x * x * x))))
+
+
+def numpy_gelu_naive(x, xp=np):
+    """The textbook form, `x ** 3`: a second row, never the floor."""
     return 0.5 * x * (1 + xp.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
 
 
@@ -208,7 +214,8 @@ def gelu_1m(device="cpu", peer_names=()):
     static = to_static(rt_gelu)
     ops = _assert_ops(static, [xt])
     floor = "numpy" if device == "cpu" else "cupy"
-    variants = {floor: lambda: numpy_gelu(xd, xp=xp), "dy2static": lambda: static(xt)}
+    variants = {floor: lambda: numpy_gelu(xd, xp=xp), f"{floor} (x ** 3)": lambda: numpy_gelu_naive(xd, xp=xp),
+                "dy2static": lambda: static(xt)}
     extra = {}
     if device == "cpu":
         variants.update(peers.gelu(x, peer_names))
