@@ -342,8 +342,9 @@ class PlanCodegen(Codegen):
     - `constant` values are made once at compile time (copied per run only when the
       value may reach the caller or be viewed);
     - `fused_elementwise` ops run on NumPy as one ufunc call per step writing with
-      `out=` into scratch buffers reused as values die (and into a dying input when
-      the `inplace` pass chose one and liveness confirms it), on other backends as one
+      `out=` into scratch buffers reused as values die (of unknown shape: only a dying
+      argument's buffer that broadcasting cannot grow), and into a dying input when
+      the `inplace` pass chose one and liveness confirms it; on other backends as one
       kernel compiled by `backend.fuse`;
     - a while loop's state lives in the loop's output variables (no copies per iteration).
     The exporter keeps the plain Codegen: its module must not depend on this namespace.
