@@ -1,7 +1,8 @@
 """`python -m bench [--quick] [--json PATH] [--device cpu|gpu] [--only NAME ...] [--no-peers]`
 
-Runs every workload in a fresh subprocess pinned to one thread
-(OMP/OPENBLAS/MKL_NUM_THREADS=1), prints a table of median µs per call and the
+Runs every workload in a fresh subprocess pinned to one CPU (`os.sched_setaffinity`, see
+bench/pin.py; thread variables OMP/OPENBLAS/MKL_NUM_THREADS=1 as well), ours and the peers
+alike, prints a table of median µs per call and the
 ratio to the NumPy floor measured in the same process, then W6 (first call in a
 fresh process; cache-hit overhead) and conversion scaling with its linear fit.
 """
@@ -87,7 +88,7 @@ def _fmt_us(us):
 
 
 def main(argv=None):
-    from . import workloads
+    from . import pin, workloads
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="fewer, shorter repeats (< 1 minute in all)")
     p.add_argument("--json", metavar="PATH", help="also write every number to PATH")
@@ -96,6 +97,9 @@ def main(argv=None):
     p.add_argument("--no-peers", action="store_true", help="skip torch/jax/tf/paddle")
     args = p.parse_args(argv)
     started = time.time()
+    cpu = pin.choose()
+    if cpu is not None:
+        os.environ[pin.ENV] = str(cpu)      # every child pins itself to this CPU
     names = list(workloads.WORKLOADS)
     if args.device == "gpu":
         import runtime
@@ -106,11 +110,12 @@ def main(argv=None):
     if args.only:
         names = [n for n in names if n in args.only]
     report = {"command": "python -m bench " + " ".join(argv if argv is not None else sys.argv[1:]),
-              "machine": _machine(), "versions": _versions(), "workloads": {}, "first_call": {},
+              "machine": _machine(), "pinned_cpu": cpu, "versions": _versions(), "workloads": {}, "first_call": {},
               "scaling": []}
     extra = (["--quick"] if args.quick else []) + (["--no-peers"] if args.no_peers else []) + ["--device", args.device]
 
-    print(f"dy2static benchmarks — {report['machine']['cpu']}, one thread; "
+    where = f"pinned to CPU {cpu} (sched_setaffinity), one thread" if cpu is not None else "one thread (not pinned)"
+    print(f"dy2static benchmarks — {report['machine']['cpu']}, {where}; "
           f"{', '.join(f'{k} {v}' for k, v in report['versions'].items() if v)}")
     print()
     header = f"{'':4} {'workload':<14} {'variant':<18} {'median µs':>12} {'× floor':>9}  {'target':>7}"

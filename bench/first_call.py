@@ -9,6 +9,8 @@ import time
 
 
 def main(workload, variant):
+    from .pin import pin
+    pin()                   # one CPU, as the timed runs
     t0 = time.perf_counter()
     import numpy as np  # noqa: F401
     import runtime as rt  # noqa: F401

@@ -8,7 +8,11 @@ import argparse
 import json
 import sys
 
-from . import peers, timing, workloads
+from .pin import pin
+
+PINNED_CPU = pin()      # before NumPy or a peer starts a thread
+
+from . import peers, timing, workloads  # noqa: E402
 
 
 def main(argv=None):
@@ -31,7 +35,7 @@ def main(argv=None):
                                       warmup_s=0.02 if args.quick else 0.1, sync=sync)
     floor = next(iter(variants))
     result = {
-        "workload": args.workload, "device": args.device, "floor": floor, "repeats": repeats,
+        "workload": args.workload, "device": args.device, "pinned_cpu": PINNED_CPU, "floor": floor, "repeats": repeats,
         "median_us": medians, "ratio": {k: v / medians[floor] for k, v in medians.items()},
         "spread_us": {k: [min(s), max(s)] for k, s in samples.items()},
         "program_ops": w["ops"], "skipped_peers": dict(peers.SKIPPED), **w.get("extra", {}),

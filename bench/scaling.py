@@ -56,6 +56,8 @@ def generate(lines, seed=0):
 
 def main(lines):
     lines = int(lines)
+    from .pin import pin
+    pin()
     import numpy as np
     import runtime as rt
     from transpiler import to_source, to_static

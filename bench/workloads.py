@@ -16,6 +16,7 @@ SEED = 0
 MLP_DIMS = (512, 256, 128, 2)
 RNN_T, RNN_IN, RNN_HIDDEN = 50, 64, 128
 GELU_N = 1_000_000
+KMEANS_N, KMEANS_D, KMEANS_K, KMEANS_ITERS = 5000, 2, 8, 50
 
 
 def _rng():
@@ -193,6 +194,12 @@ def ifelse_small(peer_names=()):
 # --- W5: GELU on 1M floats ----------------------------------------------------------------------
 
 def numpy_gelu(x, xp=np):
+    """The floor: what a competent NumPy user writes (`x * x * x`: `x ** 3` is libm `powf`)."""
+    return 0.5 * x * (1 + xp.tanh(0.79788456 * (x + 0.044715 * (x * x * x))))
+
+
+def numpy_gelu_naive(x, xp=np):
+    """The textbook form, `x ** 3`: a second row, never the floor."""
     return 0.5 * x * (1 + xp.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
 
 
@@ -208,7 +215,8 @@ def gelu_1m(device="cpu", peer_names=()):
     static = to_static(rt_gelu)
     ops = _assert_ops(static, [xt])
     floor = "numpy" if device == "cpu" else "cupy"
-    variants = {floor: lambda: numpy_gelu(xd, xp=xp), "dy2static": lambda: static(xt)}
+    variants = {floor: lambda: numpy_gelu(xd, xp=xp), f"{floor} (x ** 3)": lambda: numpy_gelu_naive(xd, xp=xp),
+                "dy2static": lambda: static(xt)}
     extra = {}
     if device == "cpu":
         variants.update(peers.gelu(x, peer_names))
@@ -234,6 +242,62 @@ def peak_memory(fn):
     return peak - base
 
 
+# --- k-means to convergence (a tensor `while`; broadcast distances, argmin, one-hot update) -------
+
+def kmeans_data():
+    """KMEANS_K Gaussian blobs in KMEANS_D dimensions; the first K points start as centroids."""
+    rng = _rng()
+    centres = rng.uniform(-10, 10, (KMEANS_K, KMEANS_D))
+    x = centres[rng.integers(0, KMEANS_K, KMEANS_N)] + rng.standard_normal((KMEANS_N, KMEANS_D))
+    x = x.astype(np.float32)
+    return x, x[:KMEANS_K].copy()
+
+
+def numpy_kmeans(x, c):
+    ar = np.arange(KMEANS_K)
+    it = 0
+    moved = True
+    while moved and it < KMEANS_ITERS:
+        d = ((x[:, None, :] - c[None, :, :]) ** 2).sum(-1)
+        onehot = (d.argmin(1)[:, None] == ar[None, :]).astype(np.float32)
+        new = (onehot.T @ x) / np.maximum(onehot.sum(0), 1.0)[:, None]
+        moved = np.abs(new - c).max() > 1e-6
+        c = new
+        it += 1
+    return c
+
+
+def rt_kmeans(x, c):
+    ar = rt.arange(KMEANS_K)
+    it = 0
+    moved = rt.abs(c).max() >= 0
+    while moved and it < KMEANS_ITERS:
+        d = ((x[:, None, :] - c[None, :, :]) ** 2).sum(-1)
+        onehot = (d.argmin(1)[:, None] == ar[None, :]).astype("float32")
+        new = (onehot.T @ x) / rt.maximum(onehot.sum(0), 1.0)[:, None]
+        moved = rt.abs(new - c).max() > 1e-6
+        c = new
+        it += 1
+    return c
+
+
+def kmeans(peer_names=()):
+    """Static with the default pipeline and without `fuse_elementwise` (the regression of issue 13)."""
+    from runtime.passes import DEFAULT_PIPELINE
+    x, c = kmeans_data()
+    xt, ct = _to("cpu", [x, c])
+    static = to_static(rt_kmeans)
+    unfused = to_static(rt_kmeans, passes=[p for p in DEFAULT_PIPELINE if p != "fuse_elementwise"])
+    ops = _assert_ops(static, [xt, ct], must=("while",))
+    variants = {"numpy": lambda: numpy_kmeans(x, c), "dy2static": lambda: static(xt, ct),
+                "dy2static no fusion": lambda: unfused(xt, ct), "dy2static eager": lambda: rt_kmeans(xt, ct)}
+
+    def check(results):
+        for name, got in results.items():       # the same float32 steps in the same order: bit-identical
+            assert np.array_equal(np.asarray(got), results["numpy"]), f"{name} differs from numpy"
+    return dict(variants=variants, check=check, ops=ops)
+
+
 # --- cache-hit overhead ---------------------------------------------------------------------------
 
 def rt_add_one(x):
@@ -254,10 +318,11 @@ WORKLOADS = {
     "while_rnn": lambda device, peer_names: while_rnn(device, peer_names),
     "ifelse_small": lambda device, peer_names: ifelse_small(peer_names),
     "gelu_1m": lambda device, peer_names: gelu_1m(device, peer_names),
+    "kmeans": lambda device, peer_names: kmeans(peer_names),
     "cache_hit": lambda device, peer_names: cache_hit(),
 }
 GPU_WORKLOADS = ("mlp_b256", "while_rnn", "gelu_1m")
-LABELS = {"mlp_b1": "W1", "mlp_b256": "W2", "while_rnn": "W3", "ifelse_small": "W4", "gelu_1m": "W5",
+LABELS = {"mlp_b1": "W1", "mlp_b256": "W2", "while_rnn": "W3", "ifelse_small": "W4", "gelu_1m": "W5", "kmeans": "R5",
           "cache_hit": "W6b"}
 
 

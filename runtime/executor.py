@@ -342,8 +342,9 @@ class PlanCodegen(Codegen):
     - `constant` values are made once at compile time (copied per run only when the
       value may reach the caller or be viewed);
     - `fused_elementwise` ops run on NumPy as one ufunc call per step writing with
-      `out=` into scratch buffers reused as values die (and into a dying input when
-      the `inplace` pass chose one and liveness confirms it), on other backends as one
+      `out=` into scratch buffers reused as values die (of unknown shape: only a dying
+      argument's buffer that broadcasting cannot grow), and into a dying input when
+      the `inplace` pass chose one and liveness confirms it; on other backends as one
       kernel compiled by `backend.fuse`;
     - a while loop's state lives in the loop's output variables (no copies per iteration).
     The exporter keeps the plain Codegen: its module must not depend on this namespace.
@@ -536,6 +537,8 @@ class PlanCodegen(Codegen):
                     if buf[1] == shape and buf[2] == dtype and last_read.get(buf[3], -1) <= j:
                         target = buf
                         break
+            elif len(shape) >= 1:
+                target = _dying_argument_buffer(step, j, shape, dtype, buffers, last_read, op, specs)
             last = j == len(steps) - 1
             if target is not None:
                 target[3] = ("step", j)
@@ -547,7 +550,7 @@ class PlanCodegen(Codegen):
                 name = self.name(out) if last else self.temp("buf")
                 names[j] = name
                 lines.append(f"{name} = {fn}({args})")
-                if static:
+                if len(shape) >= 1:
                     buffers.append([name, shape, dtype, ("step", j)])
         temps = [n for j, n in names.items() if n.startswith("buf") and n != self.name(out)]
         temps = list(dict.fromkeys(temps))
@@ -633,6 +636,31 @@ _OPERATORS = {
     "not_equal": "!=", "negative": "-", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^",
 }
 _FUSED_KERNELS = {}
+
+
+def _dying_argument_buffer(step, j, shape, dtype, buffers, last_read, op, specs):
+    """A scratch buffer a step of unknown shape may write into, or None.
+
+    Only the buffer of one of the step's own arguments that dies here, of the result's dtype
+    and symbolic shape, and only where broadcasting cannot grow it: at every unknown dim the
+    other arguments are 1 or absent. (Without this a chain over a dynamic batch allocated a
+    fresh array per step where the unfused plan's in-place writes did not.)"""
+    def arg_shape(a):
+        if not isinstance(a, dict):
+            return ()
+        (kind, k), = a.items()
+        return tuple(op.inputs[k].static_shape) if kind == "in" else tuple(specs[k].shape)
+
+    refs = [tuple(*a.items()) for a in step[1:] if isinstance(a, dict)]
+    for buf in buffers:
+        if buf[3] not in refs or buf[1] != shape or buf[2] != dtype or last_read.get(buf[3], -1) > j:
+            continue
+        others = [arg_shape(a) for a in step[1:] if not (isinstance(a, dict) and tuple(*a.items()) == buf[3])]
+        if all(len(o) <= len(shape) and all(o[i - len(shape)] == 1 for i in range(len(shape))
+                                            if shape[i] == -1 and i - len(shape) >= -len(o))
+               for o in others):
+            return buf
+    return None
 
 
 def _static(var):

@@ -460,6 +460,33 @@ def test_gelu_peak_memory_is_two_buffers():
     np.testing.assert_allclose(out[0], naive(x)[0], rtol=1e-6, atol=1e-6)
 
 
+def test_fused_chain_over_a_dynamic_batch_reuses_its_scratch_buffer():
+    # the k-means distance: before, each step of a chain of unknown shape allocated afresh
+    def dist(x, c):
+        return ((x[:, None, :] - c[None, :, :]) ** 2 * 0.5 + 1.0).sum(-1)
+
+    program = rt.trace(dist, [rt.InputSpec([None, 2], "float32"), rt.InputSpec([8, 2], "float32")])[0]
+    plan = Executor().compile(program)
+    assert len(_allocated_buffers(plan.source)) == 2, plan.source     # one scratch buffer, and the sum
+    rng = np.random.default_rng(0)
+    x, c = rng.standard_normal((300, 2)).astype(np.float32), rng.standard_normal((8, 2)).astype(np.float32)
+    _same(_run(program, [x, c], None), _run(program, [x, c], []), exact=True)
+
+
+def test_fused_chain_of_unknown_shape_never_writes_into_a_buffer_broadcasting_grows():
+    # a * 2 is [-1, 3] like y, but at run time it may be (1, 3) and y (4, 3): no write into it
+    def f(a, y):
+        return (a * 2.0 + y) * 3.0
+
+    program = rt.trace(f, [rt.InputSpec([None, 3], "float32"), rt.InputSpec([None, 3], "float32")])[0]
+    plan = Executor().compile(program)
+    assert "xp_add(buf, y0, buf)" not in plan.source.replace("out=", ""), plan.source
+    a, y = np.ones((1, 3), np.float32), np.arange(12, dtype=np.float32).reshape(4, 3)
+    got = _run(program, [a, y], None)
+    _same(got, _run(program, [a, y], []), exact=True)
+    assert got[0].shape == (4, 3)
+
+
 def test_inplace_writes_only_into_dying_buffers_the_plan_owns():
     w = rt.tensor(np.full((4, 4), 0.5, np.float32))
 
