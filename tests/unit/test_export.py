@@ -114,6 +114,12 @@ def test_exported_module_runs_without_dy2static(tmp_path):
     assert {"while", "cond", "matmul", "sum", "max"} <= {op.type for op in program.ops()}
     py_path, npz_path = export_python(program, tmp_path / "model")
     assert (py_path, npz_path) == (str(tmp_path / "model.py"), str(tmp_path / "model.npz"))
+    _child_matches(tmp_path, lambda x: executor_outputs(program, {"x": x}))
+
+
+def _child_matches(tmp_path, expected_for):
+    """Run the exported tmp_path/model.py in a fresh `python -I` (dy2static not importable) on batches of
+    1, 3 and 5 rows; each output must equal expected_for(x) exactly."""
     inputs = {f"x{b}": RNG.standard_normal((b, 4)).astype(np.float32) for b in (1, 3, 5)}
     np.savez(tmp_path / "inputs.npz", **inputs)
     done = subprocess.run([sys.executable, "-I", "-c", CHILD, REPO], cwd=tmp_path, capture_output=True,
@@ -122,7 +128,7 @@ def test_exported_module_runs_without_dy2static(tmp_path):
     consts = json.loads(done.stdout)
     with np.load(tmp_path / "outputs.npz") as outputs:
         for batch in (1, 3, 5):
-            expected = executor_outputs(program, {"x": inputs[f"x{batch}"]})
+            expected = expected_for(inputs[f"x{batch}"])
             for key, value in expected.items():
                 if isinstance(value, rt.Tensor):
                     got = outputs[f"{key}{batch}"]
@@ -321,22 +327,7 @@ def test_export_from_a_loaded_program_runs_without_dy2static(tmp_path):
     loaded = transpiler.load(tmp_path / "saved_m")
     py_path, _ = transpiler.export_python(loaded, tmp_path / "model")
     assert py_path == str(tmp_path / "model.py")
-    inputs = {f"x{b}": RNG.standard_normal((b, 4)).astype(np.float32) for b in (1, 3, 5)}
-    np.savez(tmp_path / "inputs.npz", **inputs)
-    done = subprocess.run([sys.executable, "-I", "-c", CHILD, REPO], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    consts = json.loads(done.stdout)
-    with np.load(tmp_path / "outputs.npz") as outputs:
-        for batch in (1, 3, 5):
-            expected = loaded(x=inputs[f"x{batch}"])
-            for key, value in expected.items():
-                if isinstance(value, rt.Tensor):
-                    got = outputs[f"{key}{batch}"]
-                    assert got.dtype == value.dtype and got.shape == value.shape
-                    np.testing.assert_array_equal(got, value.numpy())
-                else:
-                    assert consts[f"{key}{batch}"] == value
+    _child_matches(tmp_path, lambda x: loaded(x=x))
 
 
 def test_resaving_a_loaded_program_keeps_program_and_parameters(tmp_path):

@@ -26,6 +26,7 @@ from transpiler import to_static
 
 from tests.conversion.corpus import CASES
 from tests.conversion.oracle import inputs as oracle_inputs
+from bench import pass_scaling     # the Program shapes the pass-scaling benchmark times
 from tests.conversion.test_differential import HEADER, _Gen, _state
 
 ALL = list(passes.PASSES)
@@ -661,26 +662,7 @@ def test_plan_does_not_trust_capture_lists_for_liveness():
 
 # --- scaling: every pass near-linear in the number of ops (bench/pass_scaling.py times them) ---------
 
-def _long_chain(n):
-    def f(x):
-        h = x
-        for i in range(n // 2):
-            h = h * 1.0001 + float(i % 7)
-        return h
-    return f
-
-
-def _many_branches(n):
-    def f(x):
-        h = x
-        for i in range(n // 8):
-            h = h * 0.5 + 1.0
-            h = rt.cond(rt.sum(h) > float(i), lambda: h - 1.0, lambda: h + 1.0)
-        return h
-    return f
-
-
-@pytest.mark.parametrize("shape", [_long_chain, _many_branches])
+@pytest.mark.parametrize("shape", [pass_scaling.chain, pass_scaling.branches], ids=["chain", "branches"])
 def test_every_pass_is_fast_on_6000_ops(shape):
     """8000 elementwise ops took fuse_elementwise 8.6 s (it rescanned the region per added op)."""
     program, _, _ = rt.trace(shape(6000), [rt.InputSpec([8, 8], "float32", "x")])
