@@ -41,6 +41,16 @@ def _append(outs, value):
     return outs + [value]
 
 
+def _reverse(x, lengths):
+    """Each sequence of x (T, N, C) reversed in time within its length (padding stays where it is)."""
+    if lengths is None:
+        return rt.flip(x, axis=0)
+    t = rt.expand_dims(rt.arange(x.shape[0]), axis=1)                  # (T, 1)
+    n = rt.expand_dims(rt.astype(lengths, "int64"), axis=0)             # (1, N)
+    index = rt.where(t < n, n - 1 - t, t)                               # (T, N)
+    return rt.take_along_axis(x, rt.expand_dims(index, axis=-1), axis=0)
+
+
 # --- cells ---------------------------------------------------------------------------------------------
 
 class _Cell(Layer):
@@ -107,37 +117,43 @@ class _Recurrent(Layer):
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False):
         super().__init__()
-        if bidirectional:
-            raise NotImplementedError(f"{type(self).__name__}: bidirectional=True is not supported yet; run a "
-                                      "second layer over rt.flip(x, axis=0) and concatenate")
         self.input_size, self.hidden_size, self.num_layers = int(input_size), int(hidden_size), int(num_layers)
         self.bias, self.batch_first, self.dropout = bool(bias), bool(batch_first), float(dropout)
+        self.bidirectional = bool(bidirectional)
+        self._directions = ("", "_reverse") if self.bidirectional else ("",)
         gates = _GATES[self.mode] * self.hidden_size
         for k in range(self.num_layers):
-            width = self.input_size if k == 0 else self.hidden_size
-            setattr(self, f"weight_ih_l{k}", _uniform((gates, width), self.hidden_size))
-            setattr(self, f"weight_hh_l{k}", _uniform((gates, self.hidden_size), self.hidden_size))
-            if bias:
-                setattr(self, f"bias_ih_l{k}", _uniform((gates,), self.hidden_size))
-                setattr(self, f"bias_hh_l{k}", _uniform((gates,), self.hidden_size))
+            width = self.input_size if k == 0 else self.hidden_size * len(self._directions)
+            for suffix in self._directions:
+                setattr(self, f"weight_ih_l{k}{suffix}", _uniform((gates, width), self.hidden_size))
+                setattr(self, f"weight_hh_l{k}{suffix}", _uniform((gates, self.hidden_size), self.hidden_size))
+                if bias:
+                    setattr(self, f"bias_ih_l{k}{suffix}", _uniform((gates,), self.hidden_size))
+                    setattr(self, f"bias_hh_l{k}{suffix}", _uniform((gates,), self.hidden_size))
 
-    def _weights(self, k):
+    def _weights(self, k, suffix=""):
         names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
-        return tuple(getattr(self, f"{n}_l{k}", None) for n in names)
+        return tuple(getattr(self, f"{n}_l{k}{suffix}", None) for n in names)
 
     def _run(self, x, hx, lengths):
-        """x (T, N, C) time-major; hx a tuple of (layers, N, H) states. Returns (output, final states)."""
+        """x (T, N, C) time-major; hx a tuple of (layers * directions, N, H) states, ordered as PyTorch's
+        (layer 0 forward, layer 0 reverse, layer 1 forward, ...). Returns (output, final states)."""
         n_state = 2 if self.mode == "LSTM" else 1
         if hx is None:
-            zeros = rt.zeros((self.num_layers, x.shape[1], self.hidden_size), dtype=x.dtype)
+            zeros = rt.zeros((self.num_layers * len(self._directions), x.shape[1], self.hidden_size), dtype=x.dtype)
             hx = (zeros,) * n_state
         finals = [[] for _ in range(n_state)]
         layer_input = x
         for k in range(self.num_layers):
-            state = tuple(h[k] for h in hx)
-            layer_input, state = self._scan(layer_input, state, self._weights(k), lengths)
-            for i, s in enumerate(state):
-                finals[i].append(s)
+            outputs = []
+            for d, suffix in enumerate(self._directions):
+                state = tuple(h[k * len(self._directions) + d] for h in hx)
+                seq = layer_input if not d else _reverse(layer_input, lengths)
+                out, state = self._scan(seq, state, self._weights(k, suffix), lengths)
+                outputs.append(out if not d else _reverse(out, lengths))
+                for i, s in enumerate(state):
+                    finals[i].append(s)
+            layer_input = outputs[0] if len(outputs) == 1 else rt.concat(outputs, axis=-1)
             if self.dropout and self.training and k < self.num_layers - 1:
                 layer_input = dropout(layer_input, self.dropout, True)
         return layer_input, tuple(rt.stack(f) for f in finals)
@@ -176,6 +192,8 @@ class _Recurrent(Layer):
             text += f", num_layers={self.num_layers}"
         if self.batch_first:
             text += ", batch_first=True"
+        if self.bidirectional:
+            text += ", bidirectional=True"
         return text
 
 

@@ -48,6 +48,7 @@ LAYERS = {
     "rnn": (lambda: nn.RNN(4, 5, num_layers=2, nonlinearity="relu"), [(6, 2, 4)]),
     "gru": (lambda: nn.GRU(4, 5, num_layers=2), [(6, 2, 4)]),
     "lstm": (lambda: nn.LSTM(4, 5, batch_first=True), [(2, 6, 4)]),
+    "bi_gru": (lambda: nn.GRU(4, 5, num_layers=2, bidirectional=True), [(6, 2, 4)]),
     "mha": (lambda: nn.MultiheadAttention(8, 2), [(4, 2, 8), (5, 2, 8), (5, 2, 8)]),
     "encoder": (lambda: nn.TransformerEncoderLayer(8, 2, 16).eval(), [(4, 2, 8)]),
     "identity": (lambda: nn.Identity(), [(2, 3)]),
@@ -66,12 +67,25 @@ def test_traced_matches_eager(name):
     rt.verify(program)
 
 
-@pytest.mark.parametrize("name", ["rnn", "gru", "lstm"])
+def test_bidirectional_lengths_reverse_each_sequence_within_its_length():
+    lstm = nn.LSTM(3, 4, bidirectional=True)
+    x = arr(5, 2, 3)
+    out, (h, c) = lstm(rt.tensor(x), lengths=rt.tensor(np.array([5, 3])))
+    alone, (h_alone, _) = lstm(rt.tensor(x[:3, 1:2]))       # sequence 1 on its own, 3 steps
+    np.testing.assert_allclose(out.numpy()[:3, 1], alone.numpy()[:, 0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(out.numpy()[3:, 1], 0)
+    np.testing.assert_allclose(h.numpy()[:, 1], h_alone.numpy()[:, 0], rtol=1e-5, atol=1e-6)
+    program, outs = traced(lambda a, n: lstm(a, lengths=n)[0], x, np.array([5, 3]))
+    np.testing.assert_allclose(outs[0].numpy(), out.numpy(), rtol=1e-5, atol=1e-6)
+    assert [op.type for op in program.ops()].count("while") == 2
+
+
+@pytest.mark.parametrize("name", ["rnn", "gru", "lstm", "bi_gru"])
 def test_recurrences_are_one_while_op_per_layer_and_take_any_length(name):
     make, shapes = LAYERS[name]
     layer = make()
     static = to_static(layer.forward)
-    layers = layer.num_layers
+    layers = layer.num_layers * (2 if layer.bidirectional else 1)
     t_axis = 1 if layer.batch_first else 0
     spec = [None] * 3
     spec[2], spec[1 - t_axis] = 4, 2
@@ -179,6 +193,10 @@ TORCH_PAIRS = {
     "gru": (lambda: nn.GRU(4, 5, num_layers=2), lambda: torch.nn.GRU(4, 5, num_layers=2), [(6, 2, 4)]),
     "lstm": (lambda: nn.LSTM(4, 5, num_layers=2, batch_first=True),
              lambda: torch.nn.LSTM(4, 5, num_layers=2, batch_first=True), [(2, 6, 4)]),
+    "bi_lstm": (lambda: nn.LSTM(4, 5, num_layers=2, bidirectional=True),
+                lambda: torch.nn.LSTM(4, 5, num_layers=2, bidirectional=True), [(6, 2, 4)]),
+    "bi_gru": (lambda: nn.GRU(4, 5, bidirectional=True, batch_first=True),
+               lambda: torch.nn.GRU(4, 5, bidirectional=True, batch_first=True), [(2, 6, 4)]),
     "mha": (lambda: nn.MultiheadAttention(8, 2), lambda: torch.nn.MultiheadAttention(8, 2),
             [(4, 2, 8), (5, 2, 8), (5, 2, 8)]),
     "encoder": (lambda: nn.TransformerEncoderLayer(8, 2, 16).eval(),
