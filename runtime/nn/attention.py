@@ -32,7 +32,8 @@ class MultiheadAttention(Layer):
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, batch_first=False):
         super().__init__()
         if embed_dim % num_heads:
-            raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
+            raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads "
+                             f"({num_heads})")
         self.embed_dim, self.num_heads, self.dropout = int(embed_dim), int(num_heads), float(dropout)
         self.head_dim, self.batch_first = self.embed_dim // self.num_heads, bool(batch_first)
         self.in_proj_weight = init.xavier_uniform_(new_parameter((3 * self.embed_dim, self.embed_dim)))

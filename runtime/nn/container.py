@@ -1,25 +1,12 @@
-"""Sequential: layers applied one after another, indexable like a list."""
+"""Containers: Sequential (layers applied one after another), LayerList and LayerDict (layers held by position
+or name, no forward of their own)."""
 from collections import OrderedDict
 
 from .layer import Layer
 
 
-class Sequential(Layer):
-    """`Sequential(l0, l1, ...)` (sublayers named "0", "1", ...) or `Sequential(OrderedDict(name=layer))`."""
-
-    def __init__(self, *layers):
-        super().__init__()
-        if len(layers) == 1 and isinstance(layers[0], (dict, OrderedDict)):
-            for name, layer in layers[0].items():
-                self.add_sublayer(name, layer)
-        else:
-            for i, layer in enumerate(layers):
-                self.add_sublayer(str(i), layer)
-
-    def forward(self, x):
-        for layer in self._sublayers.values():
-            x = layer(x)
-        return x
+class _LayerSequence(Layer):
+    """Sublayers registered in order as "0", "1", ... (or given names), indexable like a list."""
 
     def append(self, layer):
         self.add_sublayer(str(len(self._sublayers)), layer)
@@ -34,23 +21,44 @@ class Sequential(Layer):
     def __getitem__(self, index):
         items = list(self._sublayers.items())
         if isinstance(index, slice):
-            return Sequential(OrderedDict(items[index]))
+            return self._from_items(items[index])
         if not -len(items) <= index < len(items):
-            raise IndexError(f"index {index} is out of range for a Sequential of {len(items)} layers")
+            raise IndexError(f"index {index} is out of range for a {type(self).__name__} of {len(items)} layers")
         return items[index][1]
 
 
-class LayerList(Layer):
+class Sequential(_LayerSequence):
+    """`Sequential(l0, l1, ...)` (sublayers named "0", "1", ...) or `Sequential(OrderedDict(name=layer))`."""
+
+    def __init__(self, *layers):
+        super().__init__()
+        if len(layers) == 1 and isinstance(layers[0], (dict, OrderedDict)):
+            for name, layer in layers[0].items():
+                self.add_sublayer(name, layer)
+        else:
+            for i, layer in enumerate(layers):
+                self.add_sublayer(str(i), layer)
+
+    @staticmethod
+    def _from_items(items):
+        return Sequential(OrderedDict(items))      # a slice keeps the layers' names
+
+    def forward(self, x):
+        for layer in self._sublayers.values():
+            x = layer(x)
+        return x
+
+
+class LayerList(_LayerSequence):
     """A list of layers (PyTorch's ModuleList): registered as "0", "1", ...; no forward of its own."""
 
     def __init__(self, layers=()):
         super().__init__()
-        for layer in layers:
-            self.append(layer)
+        self.extend(layers)
 
-    def append(self, layer):
-        self.add_sublayer(str(len(self._sublayers)), layer)
-        return self
+    @staticmethod
+    def _from_items(items):
+        return LayerList(layer for _, layer in items)
 
     def extend(self, layers):
         for layer in layers:
@@ -61,22 +69,7 @@ class LayerList(Layer):
         items = list(self._sublayers.values())
         items.insert(index, layer)
         self._sublayers.clear()
-        for layer in items:
-            self.append(layer)
-
-    def __len__(self):
-        return len(self._sublayers)
-
-    def __iter__(self):
-        return iter(list(self._sublayers.values()))
-
-    def __getitem__(self, index):
-        items = list(self._sublayers.values())
-        if isinstance(index, slice):
-            return LayerList(items[index])
-        if not -len(items) <= index < len(items):
-            raise IndexError(f"index {index} is out of range for a LayerList of {len(items)} layers")
-        return items[index]
+        self.extend(items)
 
     def __setitem__(self, index, layer):
         names = list(self._sublayers)

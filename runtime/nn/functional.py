@@ -18,10 +18,11 @@ from ..ops.selection import one_hot
 from .composite import (adaptive_avg_pool2d, avg_pool2d, batch_norm, binary_cross_entropy_with_logits, conv1d,
                         group_norm, huber_loss, l1_loss, mse_loss, nll_loss, scaled_dot_product_attention)
 
-__all__ = ["relu", "gelu", "sigmoid", "softmax", "log_softmax", "linear", "conv2d", "conv_transpose2d", "max_pool2d", "layer_norm",
-           "dropout", "cross_entropy", "embedding", "flatten", "elu", "erf", "leaky_relu", "logsumexp", "silu",
-           "softplus", "one_hot", "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy_with_logits",
-           "conv1d", "group_norm", "huber_loss", "l1_loss", "mse_loss", "nll_loss", "scaled_dot_product_attention"]
+__all__ = ["relu", "gelu", "sigmoid", "softmax", "log_softmax", "linear", "conv2d", "conv_transpose2d", "max_pool2d",
+           "layer_norm", "dropout", "cross_entropy", "embedding", "flatten", "elu", "erf", "leaky_relu", "logsumexp",
+           "silu", "softplus", "one_hot", "adaptive_avg_pool2d", "avg_pool2d", "batch_norm",
+           "binary_cross_entropy_with_logits", "conv1d", "group_norm", "huber_loss", "l1_loss", "mse_loss",
+           "nll_loss", "scaled_dot_product_attention"]
 
 
 def flatten(x, start_axis=0, stop_axis=-1):

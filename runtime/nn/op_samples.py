@@ -206,7 +206,8 @@ def _conv_transpose2d(x, w, b=None, stride=1, padding=0, output_padding=0, group
                 for q in range(wd):
                     for i in range(kh):
                         for j in range(kw):
-                            out[b_, g * og:(g + 1) * og, r * sh + i * dh, q * sw + j * dw] += x[b_, ci, r, q] * w[ci, :, i, j]
+                            out[b_, g * og:(g + 1) * og, r * sh + i * dh, q * sw + j * dw] += \
+                                x[b_, ci, r, q] * w[ci, :, i, j]
     out = out[:, :, ph:out.shape[2] - ph, pw:out.shape[3] - pw]
     if b is not None:
         out += b[None, :, None, None]
@@ -215,7 +216,8 @@ def _conv_transpose2d(x, w, b=None, stride=1, padding=0, output_padding=0, group
 
 def _conv_transpose2d_samples():
     tol = dict(rtol=1e-4, atol=1e-4)
-    return [_sample(F.conv_transpose2d, _rand(2, 4, 3, 3), _rand(4, 3, 3, 3), _rand(3), oracle=_conv_transpose2d, **tol),
+    return [_sample(F.conv_transpose2d, _rand(2, 4, 3, 3), _rand(4, 3, 3, 3), _rand(3), oracle=_conv_transpose2d,
+                    **tol),
             _sample(F.conv_transpose2d, _rand(1, 4, 3, 2), _rand(4, 2, 2, 3), _rand(4), oracle=_conv_transpose2d,
                     kwargs={"stride": 2, "padding": (1, 0), "output_padding": 1, "groups": 2}, **tol),
             _sample(F.conv_transpose2d, _rand(4, 3, 3), _rand(4, 2, 3, 3), oracle=_conv_transpose2d,

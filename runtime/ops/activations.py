@@ -10,11 +10,11 @@ from .dispatch import apply
 from .nn_ops import _float_array, _float_result, erf_kernel
 from .registry import OpDef, register
 from .rules import Spec, dtype_of, norm_axes, shape_of
+from .samples import sample_array
 
 
-def _rand(shape, dtype="float32", lo=-4.0, hi=4.0):
-    rng = np.random.default_rng(len(shape) * 11 + sum(shape))
-    return rng.uniform(lo, hi, size=shape).astype(dtype)
+def _rand(shape, dtype="float32", lo=-4.0, hi=4.0):     # activations are sampled well into both tails
+    return sample_array(shape, dtype, lo, hi)
 
 
 def _activation(name, kernel, oracle, **attrs_samples):
@@ -22,11 +22,11 @@ def _activation(name, kernel, oracle, **attrs_samples):
         return Spec(shape_of(x), _float_result(name, dtype_of(x)))
 
     def samples():
-        cases = [dict(fn=lambda a: FUNCTIONS[name](a), args=(_rand((3, 4)),), oracle=oracle, rtol=1e-5, atol=1e-6),
-                 dict(fn=lambda a: FUNCTIONS[name](a), args=(_rand((5,), "float64", -30, 30),), oracle=oracle,
-                      rtol=1e-12, atol=1e-12)]
+        public = ACTIVATION_FUNCTIONS[name]
+        cases = [dict(fn=public, args=(_rand((3, 4)),), oracle=oracle, rtol=1e-5, atol=1e-6),
+                 dict(fn=public, args=(_rand((5,), "float64", -30, 30),), oracle=oracle, rtol=1e-12, atol=1e-12)]
         for kwargs in attrs_samples.get("kwargs", ()):
-            cases.append(dict(fn=lambda a, kw=kwargs: FUNCTIONS[name](a, **kw), args=(_rand((2, 3)),),
+            cases.append(dict(fn=lambda a, kw=kwargs: public(a, **kw), args=(_rand((2, 3)),),
                               oracle=lambda a, kw=kwargs: oracle(a, **kw), rtol=1e-5, atol=1e-6))
         return cases
     return register(OpDef(name, kernel, infer, elementwise=True, example=samples))
@@ -158,5 +158,4 @@ def logsumexp(x, axis=None, keepdims=False):
     return apply(_logsumexp, (x,), {"axis": None if axis is None else axis, "keepdims": bool(keepdims)})
 
 
-FUNCTIONS = {f.__name__: f for f in (erf, softplus, silu, leaky_relu, elu, logsumexp)}
-ACTIVATION_FUNCTIONS = FUNCTIONS
+ACTIVATION_FUNCTIONS = {f.__name__: f for f in (erf, softplus, silu, leaky_relu, elu, logsumexp)}

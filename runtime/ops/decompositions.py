@@ -394,7 +394,3 @@ def outer(x1, x2, /):
 def cross(x1, x2, /, *, axis=-1):
     return apply(_cross, (x1, x2), {"axis": int(axis)})
 
-
-LINALG_FUNCTIONS = {f.__name__: f for f in (inv, cholesky, det, slogdet, eigh, eigvalsh, qr, svd, svdvals, pinv,
-                                             matrix_rank, matrix_power, solve, vector_norm, matrix_norm, diagonal,
-                                             trace, outer, cross)}

@@ -173,7 +173,8 @@ def _einsum_samples():
     rng = np.random.default_rng(5)
     a, b = rng.standard_normal((2, 3)).astype("float32"), rng.standard_normal((3, 4)).astype("float32")
     c = rng.standard_normal((5, 2, 3)).astype("float32")
-    return [dict(fn=lambda x, y: einsum("ij,jk->ik", x, y), args=(a, b), oracle=lambda x, y: np.einsum("ij,jk->ik", x, y)),
+    return [dict(fn=lambda x, y: einsum("ij,jk->ik", x, y), args=(a, b),
+                 oracle=lambda x, y: np.einsum("ij,jk->ik", x, y)),
             dict(fn=lambda x: einsum("bij->bji", x), args=(c,), oracle=lambda x: np.einsum("bij->bji", x)),
             dict(fn=lambda x, y: einsum("bij,jk", x, y), args=(c, b), oracle=lambda x, y: np.einsum("bij,jk", x, y),
                  rtol=1e-4),

@@ -312,15 +312,20 @@ def _image_rank(op, shape):
         raise ValueError(f"{op}: expected a 4-D (N, C, H, W) or 3-D (C, H, W) input, got shape {_fmt(shape)}")
 
 
-def _conv2d_rule(x, weight, bias, stride, padding, dilation, groups):
+def _conv_operands(op, x, weight, bias, layout):
+    """The checks every convolution makes of its operands; returns (input shape, weight shape)."""
     xs, ws = x[0], weight[0]
-    _image_rank("conv2d", xs)
-    _require_float("conv2d", "input", x[1])
-    _require_same_dtype("conv2d", x, "weight", weight)
-    _require_same_dtype("conv2d", x, "bias", bias)
+    _image_rank(op, xs)
+    _require_float(op, "input", x[1])
+    _require_same_dtype(op, x, "weight", weight)
+    _require_same_dtype(op, x, "bias", bias)
     if len(ws) != 4:
-        raise ValueError(f"conv2d: weight must be 4-D (out_channels, in_channels/groups, kh, kw), "
-                         f"got shape {_fmt(ws)}")
+        raise ValueError(f"{op}: weight must be 4-D {layout}, got shape {_fmt(ws)}")
+    return xs, ws
+
+
+def _conv2d_rule(x, weight, bias, stride, padding, dilation, groups):
+    xs, ws = _conv_operands("conv2d", x, weight, bias, "(out_channels, in_channels/groups, kh, kw)")
     out_ch, group_ch, kh, kw = ws
     if out_ch != -1 and out_ch % groups:
         raise ValueError(f"conv2d: out_channels={out_ch} (weight shape {_fmt(ws)}) is not divisible by groups={groups}")
@@ -380,14 +385,7 @@ _conv2d = _defop("conv2d", _conv2d_rule, _conv2d_kernel)
 # --- conv_transpose2d (the gradient of conv2d with respect to its input) --------------------
 
 def _conv_transpose2d_rule(x, weight, bias, stride, padding, output_padding, dilation, groups):
-    xs, ws = x[0], weight[0]
-    _image_rank("conv_transpose2d", xs)
-    _require_float("conv_transpose2d", "input", x[1])
-    _require_same_dtype("conv_transpose2d", x, "weight", weight)
-    _require_same_dtype("conv_transpose2d", x, "bias", bias)
-    if len(ws) != 4:
-        raise ValueError(f"conv_transpose2d: weight must be 4-D (in_channels, out_channels/groups, kh, kw), "
-                         f"got shape {_fmt(ws)}")
+    xs, ws = _conv_operands("conv_transpose2d", x, weight, bias, "(in_channels, out_channels/groups, kh, kw)")
     if ws[0] != -1 and (ws[0] % groups or (xs[-3] != -1 and xs[-3] != ws[0])):
         raise ValueError(f"conv_transpose2d: input has {xs[-3]} channels (shape {_fmt(xs)}) but weight {_fmt(ws)} "
                          f"expects {ws[0]} (groups={groups})")

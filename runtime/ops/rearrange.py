@@ -7,11 +7,12 @@ static dim or the attr itself.
 """
 import numpy as np
 
+from ..dtypes import result_type
 from ..ir import Variable
 from .dispatch import apply
 from .registry import OpDef, register
-from ..dtypes import result_type
 from .rules import Spec, broadcast_shapes, dtype_of, is_weak, norm_axes, promote_operand, shape_of
+from .samples import sample_array as _rand
 
 
 def _ints(values):
@@ -20,13 +21,6 @@ def _ints(values):
 
 def _like(x, shape):
     return Spec(tuple(shape), dtype_of(x), is_weak(x))
-
-
-def _rand(shape, dtype="float32"):
-    rng = np.random.default_rng(sum(shape) + len(shape))
-    if np.dtype(dtype).kind in "iu":
-        return rng.integers(-5, 6, size=shape).astype(dtype)
-    return rng.uniform(-2, 2, size=shape).astype(dtype)
 
 
 # --- moveaxis ---------------------------------------------------------------------------------
@@ -114,20 +108,12 @@ def tile(x, repetitions, /):
 
 def _repeat_infer(x, repeats, axis=None):
     shape = shape_of(x)
-    if isinstance(repeats, Variable):
-        n = -1
-    else:
-        n = None
-    if axis is None:
-        total = -1 if -1 in shape else int(np.prod(shape))
-        count = total
-        shape = (total,)
-        axis = 0
+    if axis is None:                      # the flattened array
+        shape, axis = (-1 if -1 in shape else int(np.prod(shape)),), 0
     else:
         (axis,) = norm_axes(axis, len(shape))
-        count = shape[axis]
-    if n is None:
-        n = -1 if count == -1 else int(repeats) * count
+    count = shape[axis]
+    n = -1 if isinstance(repeats, Variable) or count == -1 else int(repeats) * count   # per-element counts: data
     return _like(x, shape[:axis] + (n,) + shape[axis + 1:])
 
 
@@ -242,26 +228,18 @@ def _diff_infer(x, *extra, axis=-1, n=1, prepend=False, append=False):
     return Spec(tuple(shape), result_type(promote_operand(x), *map(promote_operand, extra)))
 
 
-def _split_extra(extra, prepend, append):
-    it = iter(extra)
-    return [next(it) if prepend else None, next(it) if append else None]
-
-
 def _diff_kernel(xp, x, *extra, axis=-1, n=1, prepend=False, append=False):
-    before, after = _split_extra(extra, prepend, append)
-    parts = []
-    for e in (before, None, after):
-        if e is None:
-            continue
+    def slab(e):              # a scalar or lower-rank value spans one slice along axis
         e = xp.asarray(e)
-        if e.ndim == 0 or e.ndim != x.ndim:
+        if e.ndim != x.ndim:
             shape = list(x.shape)
             shape[axis] = 1
             e = xp.broadcast_to(e, shape)
-        parts.append(e)
-    if parts:
-        pieces = ([parts.pop(0)] if prepend else []) + [x] + ([parts.pop(-1)] if append else [])
-        x = xp.concatenate(pieces, axis=axis)
+        return e
+    before = [slab(extra[0])] if prepend else []
+    after = [slab(extra[-1])] if append else []
+    if before or after:
+        x = xp.concatenate(before + [x] + after, axis=axis)
     return xp.diff(x, n=n, axis=axis)
 
 

@@ -11,15 +11,9 @@ from ..dtypes import as_dtype
 from .dispatch import apply
 from .registry import OpDef, register
 from .rules import Spec, dtype_of, is_weak, norm_axes, shape_of
+from .samples import sample_array as _rand
 
 _INDEX = np.dtype(np.int64)
-
-
-def _rand(shape, dtype="float32", lo=-2, hi=2):
-    rng = np.random.default_rng(sum(shape) + 7 * len(shape))
-    if np.dtype(dtype).kind in "iu":
-        return rng.integers(lo, hi + 1, size=shape).astype(dtype)
-    return rng.uniform(lo, hi, size=shape).astype(dtype)
 
 
 def _check_index_dtype(name, index):

@@ -74,7 +74,8 @@ def _samples():
         dict(fn=lambda a: ihfft(a), args=(real,), oracle=np.fft.ihfft, rtol=1e-4, atol=1e-5),
         dict(fn=lambda a: fftn(a), args=(cplx,), oracle=np.fft.fftn, rtol=1e-4, atol=1e-4),
         dict(fn=lambda a: ifftn(a, s=(2, 4), norm="forward"), args=(cplx,),
-             oracle=lambda a: np.fft.ifftn(a, s=(2, 4), axes=(0, 1), norm="forward"), rtol=1e-4, atol=1e-4, dynamic=False),
+             oracle=lambda a: np.fft.ifftn(a, s=(2, 4), axes=(0, 1), norm="forward"), rtol=1e-4, atol=1e-4,
+             dynamic=False),
         dict(fn=lambda a: rfftn(a), args=(real,), oracle=np.fft.rfftn, rtol=1e-4, atol=1e-4),
         dict(fn=lambda a: irfftn(a, s=(3, 6)), args=(cplx,), oracle=lambda a: np.fft.irfftn(a, s=(3, 6), axes=(0, 1)),
              rtol=1e-4, atol=1e-4, dynamic=False),
@@ -166,6 +167,3 @@ def _axes(axes):
         return axes
     return tuple(int(a) for a in axes)
 
-
-FFT_FUNCTIONS = {f.__name__: f for f in (fft, ifft, fftn, ifftn, rfft, irfft, rfftn, irfftn, hfft, ihfft, fftfreq,
-                                          rfftfreq, fftshift, ifftshift)}
