@@ -14,12 +14,14 @@ import subprocess
 import sys
 import time
 
-TARGETS = {  # workload -> (variant, ratio target) — the issue's bar
-    "mlp_b1": {"dy2static": 1.15, "dy2static eager": 2.0},
+TARGETS = {  # workload -> (variant, ratio target) — issue 13's bar
+    "mlp_b1": {"dy2static": 1.10, "dy2static eager": 2.0},
     "mlp_b256": {"dy2static": 1.0},
-    "while_rnn": {"dy2static": 1.0},
+    "while_rnn": {"dy2static": 0.40},
     "ifelse_small": {"dy2static": 1.2},
-    "gelu_1m": {"dy2static": 0.75},
+    "gelu_1m": {"dy2static": 0.6},
+    **{name: {"dy2static": 1.0} for name in (      # every real model (bench/models.py) at or below NumPy
+        "greedy_decode", "beam_search", "nms", "masked_lstm", "kmeans", "encoder_layer", "lenet_b1", "lenet_b64")},
 }
 FIRST_CALL_TARGET_MS = 20.0
 CACHE_HIT_TARGET_US = 3.0
@@ -88,7 +90,7 @@ def _fmt_us(us):
 
 
 def main(argv=None):
-    from . import pin, workloads
+    from . import pin, suite
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="fewer, shorter repeats (< 1 minute in all)")
     p.add_argument("--json", metavar="PATH", help="also write every number to PATH")
@@ -100,13 +102,13 @@ def main(argv=None):
     cpu = pin.choose()
     if cpu is not None:
         os.environ[pin.ENV] = str(cpu)      # every child pins itself to this CPU
-    names = list(workloads.WORKLOADS)
+    names = list(suite.ALL)
     if args.device == "gpu":
         import runtime
         if not runtime.gpu_available():
             print("--device gpu needs CUDA and CuPy (runtime.gpu_available() is False); nothing to run")
             return 2
-        names = [n for n in names if n in workloads.GPU_WORKLOADS]
+        names = [n for n in names if n in suite.GPU_WORKLOADS]
     if args.only:
         names = [n for n in names if n in args.only]
     report = {"command": "python -m bench " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -124,7 +126,7 @@ def main(argv=None):
     for name in names:
         result = _child("bench.run", name, *extra)
         report["workloads"][name] = result
-        label = workloads.LABELS.get(name, "")
+        label = suite.ALL_LABELS.get(name, "")
         if "error" in result:
             print(f"{label:4} {name:<14} ERROR {result['error']}")
             continue

@@ -12,18 +12,18 @@ from .pin import pin
 
 PINNED_CPU = pin()      # before NumPy or a peer starts a thread
 
-from . import peers, timing, workloads  # noqa: E402
+from . import peers, suite, timing, workloads  # noqa: E402
 
 
 def main(argv=None):
     p = argparse.ArgumentParser()
-    p.add_argument("workload", choices=sorted(workloads.WORKLOADS))
+    p.add_argument("workload", choices=sorted(suite.ALL))
     p.add_argument("--quick", action="store_true")
     p.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
     p.add_argument("--no-peers", action="store_true")
     args = p.parse_args(argv)
     peer_names = () if args.no_peers or args.device == "gpu" else peers.ALL
-    w = workloads.WORKLOADS[args.workload](args.device, peer_names)
+    w = suite.ALL[args.workload](args.device, peer_names)
     variants = w["variants"]
     w["check"](workloads.run_variants_once(variants))
     sync = workloads._sync_of(args.device)

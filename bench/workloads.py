@@ -63,6 +63,8 @@ def _check_close(results, floor, rtol=1e-4, atol=1e-5):
 
 
 def _host(value):
+    if isinstance(value, (tuple, list)):
+        return tuple(_host(v) for v in value)
     if isinstance(value, rt.Tensor):
         return value.numpy()
     if hasattr(value, "get"):

@@ -312,7 +312,16 @@ def _split_infer(x, sections, axis=0):
 
 
 def _split_kernel(xp, x, sections, axis=0):
-    return tuple(xp.split(x, sections if isinstance(sections, int) else list(sections), axis=axis))
+    """Views by slicing (xp.split builds them through array_split: ten times slower on small arrays)."""
+    size = x.shape[axis]
+    if isinstance(sections, int):
+        if sections <= 0 or size % sections:
+            raise ValueError(f"split: an axis of size {size} does not split into {sections} equal sections")
+        bounds = range(0, size + 1, size // sections) if size else [0] * (sections + 1)
+    else:
+        bounds = [0, *(min(max(int(i) + size if int(i) < 0 else int(i), 0), size) for i in sections), size]
+    lead = (slice(None),) * (axis % x.ndim)
+    return tuple(x[lead + (slice(lo, max(lo, hi)),)] for lo, hi in zip(bounds, bounds[1:]))
 
 
 _split = register(OpDef(

@@ -1,0 +1,354 @@
+"""Real-model workloads (issue 13): what users run, each against the NumPy a competent user writes.
+
+Small tensors in data-dependent loops (decoding, beam search, NMS, a masked LSTM) measure the
+per-iteration cost of the generated loop; the Transformer layer and LeNet measure straight-line
+plans of many small ops. Every static variant is checked against its NumPy floor in the same
+process, and must hold the `while` op its source's tensor loop becomes.
+"""
+import math
+
+import numpy as np
+
+import runtime as rt
+from runtime import nn
+from runtime.nn import functional as F
+from transpiler import to_static
+
+from .workloads import _assert_ops, _check_close, _rng, _to
+
+HIDDEN, VOCAB, MAX_LEN, BOS, EOS = 128, 64, 50, 1, 2
+BEAM, BEAM_STEPS = 4, 20
+NMS_N, NMS_IOU = 300, 0.5
+LSTM_T, LSTM_N, LSTM_IN, LSTM_HIDDEN = 50, 8, 32, 64
+ENC_D, ENC_HEADS, ENC_FF, ENC_L, ENC_N = 64, 4, 128, 32, 8
+
+
+def _np(p):
+    return np.asarray(p.numpy())
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _gru(x, h, w_ih, w_hh, b_ih, b_hh):
+    """PyTorch's GRU cell in NumPy, gates (reset, update, new)."""
+    gi, gh = x @ w_ih.T + b_ih, h @ w_hh.T + b_hh
+    i_r, i_z, i_n = np.split(gi, 3, axis=-1)
+    h_r, h_z, h_n = np.split(gh, 3, axis=-1)
+    r, z = _sigmoid(i_r + h_r), _sigmoid(i_z + h_z)
+    n = np.tanh(i_n + r * h_n)
+    return (1 - z) * n + z * h
+
+
+# --- R1: greedy GRU decoding, stops when every sequence has produced EOS ----------------------------
+
+class Decoder(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, HIDDEN)
+        self.cell = nn.GRUCell(HIDDEN, HIDDEN)
+        self.out = nn.Linear(HIDDEN, VOCAB)
+
+    def forward(self, h):
+        token = rt.full((h.shape[0],), BOS, dtype="int64")
+        done = rt.zeros((h.shape[0],), dtype="bool")
+        steps = 0
+        while steps < MAX_LEN and not rt.all(done):
+            h = self.cell(self.embed(token), h)
+            token = rt.where(done, EOS, rt.argmax(self.out(h), axis=-1))
+            done = done | (token == EOS)
+            steps += 1
+        return h, steps
+
+
+def _decoder_weights(model):
+    return [_np(p) for p in (model.embed.weight, model.cell.weight_ih, model.cell.weight_hh, model.cell.bias_ih,
+                             model.cell.bias_hh, model.out.weight, model.out.bias)]
+
+
+def numpy_decode(h, emb, w_ih, w_hh, b_ih, b_hh, w_out, b_out):
+    token = np.full(h.shape[0], BOS, np.int64)
+    done = np.zeros(h.shape[0], bool)
+    steps = 0
+    while steps < MAX_LEN and not done.all():
+        h = _gru(emb[token], h, w_ih, w_hh, b_ih, b_hh)
+        token = np.where(done, EOS, (h @ w_out.T + b_out).argmax(-1))
+        done |= token == EOS
+        steps += 1
+    return h, steps
+
+
+def greedy_decode():
+    rt.seed(0)
+    model = Decoder()
+    model.out.bias.data[EOS] = -1.0              # EOS unlikely: decoding runs close to MAX_LEN steps
+    h = (_rng().standard_normal((1, HIDDEN)) * 0.5).astype(np.float32)
+    (ht,) = _to("cpu", [h])
+    weights = _decoder_weights(model)
+    static = to_static(model.forward)
+    ops = _assert_ops(static, [ht], must=("while",))
+    variants = {"numpy": lambda: numpy_decode(h, *weights), "dy2static": lambda: static(ht),
+                "dy2static eager": lambda: model(ht)}
+
+    def check(results):
+        _check_close({k: v[0] for k, v in results.items()}, "numpy")
+        steps = {k: int(v[1]) for k, v in results.items()}
+        assert len(set(steps.values())) == 1, f"decoders stopped after different step counts: {steps}"
+    return dict(variants=variants, check=check, ops=ops)
+
+
+# --- R2: beam search with top-k ----------------------------------------------------------------------
+
+class Beam(Decoder):
+    def forward(self, h):
+        h = rt.broadcast_to(h, (BEAM, HIDDEN))
+        token = rt.full((BEAM,), BOS, dtype="int64")
+        score = rt.asarray([0.0] + [-1e9] * (BEAM - 1), dtype="float32")
+        step = 0
+        while step < BEAM_STEPS and not rt.all(token == EOS):
+            h = self.cell(self.embed(token), h)
+            logp = F.log_softmax(self.out(h), axis=-1)
+            total = rt.reshape(score[:, None] + logp, (BEAM * VOCAB,))
+            score, best = rt.topk(total, BEAM)
+            parent = best // VOCAB
+            token = best % VOCAB
+            h = rt.take(h, parent, axis=0)
+            step += 1
+        return score, token
+
+
+def _log_softmax(x):
+    m = x.max(-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(-1, keepdims=True))
+
+
+def numpy_beam(h, emb, w_ih, w_hh, b_ih, b_hh, w_out, b_out):
+    h = np.broadcast_to(h, (BEAM, HIDDEN))
+    token = np.full(BEAM, BOS, np.int64)
+    score = np.array([0.0] + [-1e9] * (BEAM - 1), np.float32)
+    step = 0
+    while step < BEAM_STEPS and not (token == EOS).all():
+        step += 1
+        h = _gru(emb[token], h, w_ih, w_hh, b_ih, b_hh)
+        total = (score[:, None] + _log_softmax(h @ w_out.T + b_out)).reshape(-1)
+        best = np.argsort(-total, kind="stable")[:BEAM]
+        score = total[best]
+        token = best % VOCAB
+        h = h[best // VOCAB]
+    return score, token
+
+
+def beam_search():
+    rt.seed(1)
+    model = Beam()
+    h = (_rng().standard_normal((1, HIDDEN)) * 0.5).astype(np.float32)
+    (ht,) = _to("cpu", [h])
+    weights = _decoder_weights(model)
+    static = to_static(model.forward)
+    ops = _assert_ops(static, [ht], must=("while",))
+    variants = {"numpy": lambda: numpy_beam(h, *weights), "dy2static": lambda: static(ht),
+                "dy2static eager": lambda: model(ht)}
+
+    def check(results):
+        _check_close({k: v[0] for k, v in results.items()}, "numpy", rtol=1e-3, atol=1e-3)
+        for k, v in results.items():
+            assert np.array_equal(v[1], results["numpy"][1]), f"{k}: beam tokens differ from numpy"
+    return dict(variants=variants, check=check, ops=ops)
+
+
+# --- R3: non-maximum suppression -------------------------------------------------------------------
+
+def _boxes():
+    rng = _rng()
+    xy = rng.uniform(0, 100, (NMS_N, 2))
+    wh = rng.uniform(5, 30, (NMS_N, 2))
+    return np.concatenate([xy, xy + wh], axis=1).astype(np.float32), rng.uniform(0, 1, NMS_N).astype(np.float32)
+
+
+def numpy_nms(boxes, scores):
+    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    alive = scores.copy()
+    keep = np.zeros(NMS_N, bool)
+    while alive.max() > 0:
+        i = alive.argmax()
+        keep[i] = True
+        lo = np.maximum(boxes[i, :2], boxes[:, :2])
+        hi = np.minimum(boxes[i, 2:], boxes[:, 2:])
+        inter = np.clip(hi - lo, 0, None).prod(-1)
+        iou = inter / (area[i] + area - inter)
+        alive = np.where(iou > NMS_IOU, 0, alive)
+        alive[i] = 0
+    return keep
+
+
+def rt_nms(boxes, scores):
+    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    alive = scores
+    keep = rt.zeros((NMS_N,), dtype="bool")
+    index = rt.arange(NMS_N)
+    while rt.max(alive) > 0:
+        i = rt.argmax(alive)
+        keep = keep | (index == i)
+        lo = rt.maximum(boxes[i, :2], boxes[:, :2])
+        hi = rt.minimum(boxes[i, 2:], boxes[:, 2:])
+        inter = rt.prod(rt.clip(hi - lo, 0, None), axis=-1)
+        iou = inter / (area[i] + area - inter)
+        alive = rt.where((iou > NMS_IOU) | (index == i), 0.0, alive)
+    return keep
+
+
+def nms():
+    boxes, scores = _boxes()
+    bt, st = _to("cpu", [boxes, scores])
+    static = to_static(rt_nms)
+    ops = _assert_ops(static, [bt, st], must=("while",))
+    variants = {"numpy": lambda: numpy_nms(boxes, scores), "dy2static": lambda: static(bt, st),
+                "dy2static eager": lambda: rt_nms(bt, st)}
+
+    def check(results):
+        for k, v in results.items():
+            assert np.array_equal(v, results["numpy"]), f"{k}: kept boxes differ from numpy"
+    return dict(variants=variants, check=check, ops=ops)
+
+
+# --- R4: a masked LSTM over sequence lengths -------------------------------------------------------
+
+def numpy_lstm(x, lengths, w_ih, w_hh, b_ih, b_hh):
+    h = np.zeros((x.shape[1], LSTM_HIDDEN), np.float32)
+    c = np.zeros_like(h)
+    outs = []
+    for t in range(x.shape[0]):
+        i, f, g, o = np.split(x[t] @ w_ih.T + b_ih + h @ w_hh.T + b_hh, 4, axis=-1)
+        c_new = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
+        h_new = _sigmoid(o) * np.tanh(c_new)
+        alive = (t < lengths)[:, None]
+        h, c = np.where(alive, h_new, h), np.where(alive, c_new, c)
+        outs.append(np.where(alive, h_new, 0.0))
+    return np.stack(outs), h
+
+
+def masked_lstm():
+    rt.seed(2)
+    lstm = nn.LSTM(LSTM_IN, LSTM_HIDDEN)
+    rng = _rng()
+    x = rng.standard_normal((LSTM_T, LSTM_N, LSTM_IN)).astype(np.float32)
+    lengths = rng.integers(LSTM_T // 2, LSTM_T + 1, LSTM_N).astype(np.int64)
+    xt, lt = _to("cpu", [x, lengths])
+    weights = [_np(p) for p in (lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0, lstm.bias_hh_l0)]
+
+    def run(x, lengths):
+        out, (h, c) = lstm(x, lengths=lengths)
+        return out, h[0]
+    static = to_static(run)
+    ops = _assert_ops(static, [xt, lt], must=("while",))
+    variants = {"numpy": lambda: numpy_lstm(x, lengths, *weights), "dy2static": lambda: static(xt, lt),
+                "dy2static eager": lambda: run(xt, lt)}
+
+    def check(results):
+        for part in (0, 1):
+            _check_close({k: v[part] for k, v in results.items()}, "numpy")
+    return dict(variants=variants, check=check, ops=ops)
+
+
+# --- R6: a Transformer encoder layer ----------------------------------------------------------------
+
+def _layer_norm(x, w, b, eps=1e-5):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * w + b
+
+
+def numpy_encoder(x, w_in, b_in, w_o, b_o, w1, b1, w2, b2, n1w, n1b, n2w, n2b):
+    L, N, E = x.shape
+    hd = E // ENC_HEADS
+    q, k, v = np.split(x @ w_in.T + b_in, 3, axis=-1)
+    q, k, v = (t.reshape(L, N, ENC_HEADS, hd).transpose(1, 2, 0, 3) for t in (q, k, v))
+    s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(hd)
+    s = np.exp(s - s.max(-1, keepdims=True))
+    a = (s / s.sum(-1, keepdims=True)) @ v
+    a = a.transpose(2, 0, 1, 3).reshape(L, N, E) @ w_o.T + b_o
+    x = _layer_norm(x + a, n1w, n1b)
+    f = np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
+    return _layer_norm(x + f, n2w, n2b)
+
+
+def encoder_layer():
+    rt.seed(3)
+    layer = nn.TransformerEncoderLayer(ENC_D, ENC_HEADS, dim_feedforward=ENC_FF, dropout=0.0)
+    layer.eval()
+    x = _rng().standard_normal((ENC_L, ENC_N, ENC_D)).astype(np.float32)
+    (xt,) = _to("cpu", [x])
+    a = layer.self_attn
+    weights = [_np(p) for p in (a.in_proj_weight, a.in_proj_bias, a.out_proj.weight, a.out_proj.bias,
+                                layer.linear1.weight, layer.linear1.bias, layer.linear2.weight, layer.linear2.bias,
+                                layer.norm1.weight, layer.norm1.bias, layer.norm2.weight, layer.norm2.bias)]
+    static = to_static(layer.forward)
+    ops = _assert_ops(static, [xt])
+    variants = {"numpy": lambda: numpy_encoder(x, *weights), "dy2static": lambda: static(xt),
+                "dy2static eager": lambda: layer(xt)}
+    return dict(variants=variants, check=lambda r: _check_close(r, "numpy", rtol=1e-4, atol=1e-4), ops=ops)
+
+
+# --- R7: LeNet-5 at batch 1 and 64 --------------------------------------------------------------------
+
+class LeNet(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2D(1, 6, 5, padding=2)
+        self.conv2 = nn.Conv2D(6, 16, 5)
+        self.fc1, self.fc2, self.fc3 = nn.Linear(400, 120), nn.Linear(120, 84), nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = rt.reshape(x, (x.shape[0], 400))
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+def _numpy_conv(x, w, b, pad=0):
+    if pad:
+        x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    kh, kw = w.shape[2:]
+    windows = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(2, 3))   # N, C, H, W, kh, kw
+    return np.tensordot(windows, w, axes=((1, 4, 5), (1, 2, 3))).transpose(0, 3, 1, 2) + b[:, None, None]
+
+
+def _numpy_pool(x):
+    n, c, h, w = x.shape
+    return x.reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
+
+
+def numpy_lenet(x, c1w, c1b, c2w, c2b, f1w, f1b, f2w, f2b, f3w, f3b):
+    x = _numpy_pool(np.maximum(_numpy_conv(x, c1w, c1b, pad=2), 0))
+    x = _numpy_pool(np.maximum(_numpy_conv(x, c2w, c2b), 0)).reshape(x.shape[0], 400)
+    x = np.maximum(x @ f1w.T + f1b, 0)
+    return np.maximum(x @ f2w.T + f2b, 0) @ f3w.T + f3b
+
+
+def lenet(batch):
+    rt.seed(4)
+    model = LeNet()
+    model.eval()
+    x = _rng().standard_normal((batch, 1, 28, 28)).astype(np.float32)
+    (xt,) = _to("cpu", [x])
+    weights = [_np(p) for layer in (model.conv1, model.conv2, model.fc1, model.fc2, model.fc3)
+               for p in (layer.weight, layer.bias)]
+    static = to_static(model.forward)
+    ops = _assert_ops(static, [xt])
+    variants = {"numpy": lambda: numpy_lenet(x, *weights), "dy2static": lambda: static(xt),
+                "dy2static eager": lambda: model(xt)}
+    return dict(variants=variants, check=lambda r: _check_close(r, "numpy", rtol=1e-4, atol=1e-4), ops=ops)
+
+
+MODEL_WORKLOADS = {
+    "greedy_decode": lambda device, peer_names: greedy_decode(),
+    "beam_search": lambda device, peer_names: beam_search(),
+    "nms": lambda device, peer_names: nms(),
+    "masked_lstm": lambda device, peer_names: masked_lstm(),
+    "encoder_layer": lambda device, peer_names: encoder_layer(),
+    "lenet_b1": lambda device, peer_names: lenet(1),
+    "lenet_b64": lambda device, peer_names: lenet(64),
+}
+MODEL_LABELS = {"greedy_decode": "R1", "beam_search": "R2", "nms": "R3", "masked_lstm": "R4",
+                "encoder_layer": "R6", "lenet_b1": "R7a", "lenet_b64": "R7b"}
