@@ -72,7 +72,17 @@ def _expand_infer(x, axis):
     return Spec(tuple(shape), dtype_of(x), is_weak(x))
 
 
-_expand = register(OpDef("expand_dims", lambda xp, x, axis: xp.expand_dims(x, axis), _expand_infer))
+def _expand_kernel(xp, x, axis):
+    """A reshape to the longer shape: xp.expand_dims costs ten times as much on a small array."""
+    x = xp.asarray(x)
+    shape = list(x.shape)
+    ndim = len(shape) + len(axis)
+    for a in norm_axes(axis, ndim, "expand_dims axis"):
+        shape.insert(a, 1)
+    return x.reshape(shape)
+
+
+_expand = register(OpDef("expand_dims", _expand_kernel, _expand_infer))
 
 
 def expand_dims(x, axis=0):
