@@ -142,6 +142,8 @@ def main(argv=None):
             mem = result["peak_extra_memory_x_input"]
             print(f"{'':4} {'':<14} peak extra memory: " +
                   ", ".join(f"{k} {v:.2f}× input" for k, v in mem.items()) + "  (target dy2static ≤ 2)")
+        if "while_iteration_us" in result:
+            print(f"{'':4} {'':<14} one iteration of an empty tensor `while`: {result['while_iteration_us']:.2f} µs")
         if name == "cache_hit":
             overhead = result["median_us"]["dy2static"] - result["median_us"]["numpy"]
             report["cache_hit_overhead_us"] = overhead

@@ -341,7 +341,41 @@ def lenet(batch):
     return dict(variants=variants, check=lambda r: _check_close(r, "numpy", rtol=1e-4, atol=1e-4), ops=ops)
 
 
+# --- the cost of one iteration of an empty tensor `while` ---------------------------------------------
+
+EMPTY_WHILE_N = 1000
+
+
+def numpy_count(n):
+    i = np.asarray(0)
+    while i < n:
+        i = i + 1
+    return i
+
+
+def rt_count(n):
+    i = rt.asarray(0)
+    while i < n:
+        i = i + 1
+    return i
+
+
+def empty_while():
+    (nt,) = _to("cpu", [np.asarray(EMPTY_WHILE_N)])
+    static = to_static(rt_count)
+    ops = _assert_ops(static, [nt], must=("while",))
+    variants = {"numpy": lambda: numpy_count(np.asarray(EMPTY_WHILE_N)), "dy2static": lambda: static(nt)}
+
+    def per_iteration_us():
+        import timeit
+        best = min(timeit.repeat(lambda: static(nt), number=20, repeat=5)) / 20
+        return best / EMPTY_WHILE_N * 1e6
+    return dict(variants=variants, check=lambda r: _check_close(r, "numpy"), ops=ops,
+                extra={"while_iteration_us": per_iteration_us()})
+
+
 MODEL_WORKLOADS = {
+    "empty_while": lambda device, peer_names: empty_while(),
     "greedy_decode": lambda device, peer_names: greedy_decode(),
     "beam_search": lambda device, peer_names: beam_search(),
     "nms": lambda device, peer_names: nms(),
@@ -350,5 +384,5 @@ MODEL_WORKLOADS = {
     "lenet_b1": lambda device, peer_names: lenet(1),
     "lenet_b64": lambda device, peer_names: lenet(64),
 }
-MODEL_LABELS = {"greedy_decode": "R1", "beam_search": "R2", "nms": "R3", "masked_lstm": "R4",
+MODEL_LABELS = {"empty_while": "W7", "greedy_decode": "R1", "beam_search": "R2", "nms": "R3", "masked_lstm": "R4",
                 "encoder_layer": "R6", "lenet_b1": "R7a", "lenet_b64": "R7b"}
