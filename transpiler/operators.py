@@ -63,7 +63,7 @@ def return_placeholder():
 
 def _decided(pred):
     """pred's value when it is a Python value or known while tracing (it depends on no input and no
-    captured tensor: runtime.known); pred itself when only the Program can tell."""
+    captured tensor: runtime.ops.known); pred itself when only the Program can tell."""
     if _symbolic(pred):
         known = known_value(pred)
         if known is not None:

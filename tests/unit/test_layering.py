@@ -8,6 +8,7 @@ A function-level import would hide a cycle from a reader, so only optional third
 packages may be imported inside functions. Run this file as a script to print the layers.
 """
 import ast
+import functools
 import pathlib
 import sys
 
@@ -15,7 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ("runtime", "transpiler")
 OPTIONAL = {"cupy", "cupyx", "onnx", "onnxruntime", "dask", "distributed", "torch"}
 
-# Bottom to top. A module belongs to the first layer one of whose names is the module or a package holding it.
+# Bottom to top; see layer_of for which layer a module is in.
 LAYERS = [
     ("base", ["runtime.dtypes", "runtime.errors", "runtime.pytree", "runtime.backends", "runtime.undefined",
               "runtime.rng", "runtime.array_methods"]),
@@ -92,6 +93,7 @@ def depends_on(importer, target, known):
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def graph():
     """({module: {module it depends on: [Import, ...]}}, [every Import])."""
     known = modules()
@@ -142,10 +144,15 @@ def cycles(edges):
 
 
 def layer_of(module):
-    for rank, (_, names) in enumerate(LAYERS):
-        if any(module == n or module.startswith(n + ".") for n in names):
-            return rank
-    return None
+    """The layer of the longest name in LAYERS that is the module or a package holding it
+    (`runtime` and `transpiler` name only their own __init__)."""
+    best, rank = "", None
+    for i, (_, names) in enumerate(LAYERS):
+        for n in names:
+            holds = module == n or (module.startswith(n + ".") and n not in PACKAGES)
+            if holds and len(n) > len(best):
+                best, rank = n, i
+    return rank
 
 
 def _where(imp):
@@ -201,6 +208,7 @@ def test_the_graph_sees_what_python_imports():
     assert [(imp.target, imp.in_function) for imp in probe if imp.target == "cupy"] == [("cupy", True)]
     assert cycles({"a": {"b": []}, "b": {"c": []}, "c": {"a": []}, "d": {"a": []}}) == [["a", "b", "c"]]
     assert layer_of("runtime.ops.nn_ops") == layer_of("runtime.ops") < layer_of("runtime.nn.layers")
+    assert layer_of("transpiler.cli") > layer_of("transpiler") and layer_of("runtime.new_module") is None
 
 
 if __name__ == "__main__":
