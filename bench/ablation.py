@@ -11,7 +11,6 @@ import numpy as np
 import runtime as rt
 from runtime import passes
 from runtime.executor import compile_plan
-from runtime.serialization import clone_program
 from transpiler import to_source, to_static
 
 from . import timing, workloads as W
@@ -42,7 +41,7 @@ def first_call_breakdown():
     t1 = time.perf_counter()
     program = to_static(fn, passes=[]).get_program(xt)      # trace (+ a pass-free compile)
     t2 = time.perf_counter()
-    copy = clone_program(program)
+    copy = program.clone()
     t3 = time.perf_counter()
     for name in passes.DEFAULT_PIPELINE:
         copy = passes.PASSES[name](copy)

@@ -20,7 +20,6 @@ import numpy as np
 
 import runtime as rt
 from runtime import passes as _passes
-from runtime.serialization import clone_program
 
 SIZES = (2000, 4000, 8000, 16000)
 W = rt.tensor(np.full((8, 8), 0.01, np.float32))
@@ -118,7 +117,7 @@ def time_passes(program, repeats=3, collect=False):
 
 
 def _time_once(program, best):
-    current = clone_program(program)
+    current = program.clone()
     for name in _passes.DEFAULT_PIPELINE + ["compile"]:
         start = time.process_time()
         if name == "compile":

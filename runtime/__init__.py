@@ -6,37 +6,27 @@ the Executor compiles and runs on NumPy (CPU) or CuPy (GPU).
 from . import dtypes
 from .dtypes import (bool, complex64, complex128, finfo, float16, float32, float64, iinfo, int8, int16, int32,  # noqa: A004
                      int64, uint8, uint16, uint32, uint64)
-from .tensor import Parameter, Tensor, tensor, asarray
+from .tensor import Parameter, Tensor
 from .ir import Block, Operator, Program, Variable
 from .ops import *  # noqa: F401,F403  (the array namespace)
 from .ops import FUNCTIONS as _FUNCTIONS, print_, assert_, raise_
+from .ops.creation import asarray, tensor
 from .ops.registry import REGISTRY, OpDef, defop, get_op, register
 from .control_flow import Undefined, cond, while_loop
 from .tracing import InputSpec, trace
 from .executor import Executor, Plan
 from .backends import get_backend, gpu_available, DeviceUnavailableError
 from .errors import ControlFlowError, FeedError, IterationLimitError, ProgramRunError, SymbolicBoolError
+from . import printer  # noqa: F401  (gives Program its str)
 from .serialization import ProgramFormatError
 from .verify import verify
+from .rng import default_rng, seed
 from . import nn  # noqa: E402
 import importlib as _importlib  # noqa: E402
 linalg = _importlib.import_module(".linalg", __name__)   # the extension, not runtime.ops.linalg that `*` brought in
 fft = _importlib.import_module(".fft", __name__)
 from .array_api import (__array_api_version__, __array_namespace_info__, can_cast, e, empty, empty_like,  # noqa: E402
                         from_dlpack, inf, isdtype, nan, newaxis, pi, result_type)
-import numpy as _np
-
-_seed_state = {"rng": _np.random.default_rng(0)}
-
-
-def seed(n):
-    """Seed dy2static's random generator (layer initialization, dropout)."""
-    _seed_state["rng"] = _np.random.default_rng(n)
-
-
-def default_rng():
-    return _seed_state["rng"]
-
 
 __all__ = sorted(_FUNCTIONS) + [
     "tensor", "asarray", "Tensor", "Parameter", "Program", "Block", "Operator", "Variable", "cond", "while_loop",

@@ -8,7 +8,11 @@ import math
 
 import numpy as np
 
+from .backends import gpu_available
 from .dtypes import DEFAULT_FLOAT, DEFAULT_INT, as_dtype
+from .ops import zeros, zeros_like
+from .ops.creation import tensor
+from .tensor import Tensor
 
 __array_api_version__ = "2024.12"
 
@@ -70,7 +74,6 @@ class _NamespaceInfo:
         return "cpu"
 
     def devices(self):
-        from .backends import gpu_available
         return ["cpu", "gpu"] if gpu_available() else ["cpu"]
 
     def default_dtypes(self, *, device=None):
@@ -90,18 +93,15 @@ def __array_namespace_info__():
 
 def empty(shape, dtype=None, device=None):
     """A new array of `shape` (zero-filled: never uninitialized memory that could leak into results)."""
-    from .ops import zeros
     return zeros(shape, dtype=dtype, device=device)
 
 
 def empty_like(x, /, *, dtype=None, device=None):
-    from .ops import zeros_like
     return zeros_like(x, dtype=dtype, device=device)
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
     """An eager Tensor sharing (or copying) the memory of any DLPack-capable array."""
-    from .tensor import Tensor, tensor
     if isinstance(x, Tensor):
         return x if device is None else x.to(device)
     target = device or ("gpu" if hasattr(x, "__cuda_array_interface__") else "cpu")

@@ -2,7 +2,10 @@
 
 Every method forwards to the array namespace, so an op's semantics live only in
 the op registry; `_ns` is bound by `runtime.ops` once all ops are defined.
+Tensor and Variable sit below the ops, so they reach them only through `_ns`.
 """
+import sys
+
 import numpy as np
 
 _ns = None
@@ -11,6 +14,11 @@ _ns = None
 def bind_namespace(namespace):
     global _ns
     _ns = namespace
+
+
+def namespace():
+    """The array namespace (`runtime.ops`), for Tensor/Variable methods that call an op."""
+    return _ns
 
 
 class ElementCount(int):
@@ -130,8 +138,7 @@ class ArrayMethods:
         """The array API's entry point: `x.__array_namespace__()` is `runtime` itself."""
         if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
             raise ValueError(f"unsupported array API version {api_version!r}; runtime implements 2024.12")
-        import runtime
-        return runtime
+        return sys.modules[__package__]     # `runtime`: the package holding this module, always loaded first
 
     @property
     def size(self):

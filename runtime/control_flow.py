@@ -7,7 +7,6 @@ the boundary are checked: same structure, same dtype (Python numbers are weak
 and adopt the other side's dtype), shapes relaxed to -1 where they differ.
 """
 import re
-import weakref
 
 import numpy as np
 
@@ -15,57 +14,10 @@ from . import pytree, tracing
 from .dtypes import DEFAULT_INT, result_type, scalar_dtype
 from .errors import ControlFlowError
 from .ir import LITERAL_TYPES, Variable
+from .ops import array_from_list, array_new, astype, full, not_equal, undefined_value, zeros
+from .ops.control import block_raises, mark_raising
 from .tensor import Tensor
-
-
-class Undefined:
-    """The value of a name on a path that never assigned it.
-
-    Harmless while it is only passed around (into and out of branches and
-    loops); any real use of it — arithmetic, an op, truth, attribute access,
-    returning it — raises UnboundLocalError naming the variable, where it was
-    left undefined, and (through the frame) the line that read it.
-    """
-
-    __slots__ = ("name", "origin", "fill")
-
-    def __init__(self, name, origin=None, fill=False):
-        self.name = name
-        self.origin = origin
-        self.fill = fill     # may be replaced by a zeros placeholder (values whose reads are guarded)
-
-    def __repr__(self):
-        return f"Undefined({self.name!r})"
-
-    def error(self):
-        where = f" (it is assigned only on some paths through the code at {self.origin})" if self.origin else ""
-        return UnboundLocalError(
-            f"local variable '{self.name}' is referenced before assignment: it has no value on every "
-            f"path{where}")
-
-    def raise_error(self, *args, **kwargs):
-        raise self.error()
-
-    def __getattr__(self, attr):
-        if attr.startswith("__") and attr.endswith("__"):
-            raise AttributeError(attr)
-        raise self.error()
-
-    __bool__ = __len__ = __iter__ = __call__ = __getitem__ = __setitem__ = raise_error
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = raise_error
-    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pow__ = __rpow__ = __matmul__ = raise_error
-    __rmatmul__ = __neg__ = __pos__ = __abs__ = __invert__ = __index__ = __float__ = __int__ = raise_error
-    __lt__ = __le__ = __gt__ = __ge__ = raise_error
-    __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = raise_error
-    __array__ = raise_error
-
-    def __eq__(self, other):
-        raise self.error()
-
-    def __ne__(self, other):
-        raise self.error()
-
-    __hash__ = object.__hash__
+from .undefined import Undefined
 
 
 # --- helpers ------------------------------------------------------------------------
@@ -127,7 +79,6 @@ def _leaf_names(treedef, names):
 
 def _weak_constant(value):
     """A Python number as a weakly typed scalar Variable of the current block."""
-    from .ops import full
     var = full((), value, scalar_dtype(value))
     var.weak = True
     return var
@@ -151,7 +102,6 @@ def as_predicate(pred):
             f"the truth value of a tensor with shape {pred.static_shape} is ambiguous: "
             "reduce it first with .any() or .all()")
     if pred.dtype.kind != "b":
-        from .ops import not_equal
         pred = not_equal(pred, 0)
     return pred
 
@@ -168,7 +118,6 @@ def _fmt(shape):
 
 def _cast(var, dtype):
     """astype that keeps a weak value weak (a Python number stays a Python number)."""
-    from .ops import astype
     out = astype(var, dtype)
     if var.weak and isinstance(out, Variable):
         out.weak = True
@@ -199,20 +148,6 @@ def captured_inputs(blocks, exclude=()):
     return out
 
 
-# --- blocks that always raise ----------------------------------------------------------
-
-_RAISING = weakref.WeakSet()
-
-
-def mark_raising(block):
-    """`block` ends in a raise op: whatever it yields is never used (see cond)."""
-    _RAISING.add(block)
-
-
-def _raises(block):
-    return block in _RAISING
-
-
 # --- cond ---------------------------------------------------------------------------
 
 def cond(pred, true_fn, false_fn, *operands, names=None, state=None):
@@ -236,11 +171,11 @@ def cond(pred, true_fn, false_fn, *operands, names=None, state=None):
     fb = program.new_block(block)
     with tracing.block_guard(fb):
         f_out = false_fn(*operands)
-    if _raises(tb) or _raises(fb):
+    if block_raises(tb) or block_raises(fb):
         # a branch that raises never yields: it takes the other's values (zeros of its specs)
-        if _raises(tb) and _raises(fb):
+        if block_raises(tb) and block_raises(fb):
             mark_raising(block)
-        raising, like = (fb, t_out) if _raises(fb) else (tb, f_out)
+        raising, like = (fb, t_out) if block_raises(fb) else (tb, f_out)
         with tracing.block_guard(raising):
             filler = _placeholder_tree(like)
         t_out, f_out = (filler, f_out) if raising is tb else (t_out, filler)
@@ -366,7 +301,6 @@ def _placeholder_tree(like, undefined=None):
     raises UnboundLocalError naming the variable if it is ever used (the loop ran
     zero times and the code read it anyway).
     """
-    from .ops import array_new, undefined_value, zeros
     leaves, treedef = pytree.flatten(like)
     out = []
     for leaf in leaves:
@@ -625,7 +559,6 @@ def _is_tensor_list(value):
 
 def _to_array(items, like, block):
     """A Python list of tensors as a tensor array Variable of `block` (element spec from like)."""
-    from .ops import array_from_list, array_new
     with tracing.block_guard(block):
         if items:
             return array_from_list([as_variable(v) for v in items])

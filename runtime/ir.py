@@ -7,12 +7,18 @@ executor can inline every block into one Python function.
 
 Operator inputs are Variables or Python scalar literals (`multiply(x, 2.0)`):
 literals keep the IR readable and keep Python scalars weakly typed.
+
+This module is data and imports nothing above it: `str(program)` and `repr(op)` are
+attached by printer.py, `to_json`/`from_json`/`==` by serialization.py, and a
+Variable's dynamic dims come from the array namespace (`rt.shape`).
 """
 import re
 
 import numpy as np
 
+from . import array_methods
 from .array_methods import ArrayMethods
+from .errors import SymbolicBoolError
 
 _IDENT = re.compile(r"[^0-9a-zA-Z_.]")   # dots kept: parameter names like "fc1.weight"
 LITERAL_TYPES = (bool, int, float, complex)
@@ -46,11 +52,7 @@ class Variable(ArrayMethods):
         """Static dims as ints; unknown dims as scalar int Variables while tracing."""
         if -1 not in self.static_shape:
             return self.static_shape
-        from . import tracing
-        if tracing.current_block() is None:
-            return self.static_shape
-        from .ops import dim
-        return tuple(d if d != -1 else dim(self, i) for i, d in enumerate(self.static_shape))
+        return array_methods.namespace().shape(self)
 
     def type_str(self):
         dims = ", ".join("?" if d == -1 else str(d) for d in self.static_shape)
@@ -70,7 +72,6 @@ class Variable(ArrayMethods):
         return id(self)
 
     def __bool__(self):
-        from .errors import SymbolicBoolError
         raise SymbolicBoolError(self)
 
     def __len__(self):
@@ -144,9 +145,6 @@ class Operator:
 
     def sub_blocks(self):
         return [self.block.program.blocks[self.attrs[k]] for k in _SUB_BLOCK_ATTRS.get(self.type, ())]
-
-    def __repr__(self):
-        return f"Operator({self.type}: {format_op(self).strip()})"
 
 
 _SUB_BLOCK_ATTRS = {"cond": ("true_block", "false_block"), "while": ("cond_block", "body_block")}
@@ -307,26 +305,7 @@ class Program:
         copy._used, copy._names = set(self._used), dict(self._names)
         return copy
 
-    def __str__(self):
-        from .printer import format_program
-        return format_program(self)
-
-    def __eq__(self, other):
-        if not isinstance(other, Program):
-            return NotImplemented
-        from .serialization import program_to_dict
-        return program_to_dict(self) == program_to_dict(other)
-
-    __hash__ = object.__hash__
-
-    def to_json(self, **kw):
-        from .serialization import program_to_json
-        return program_to_json(self, **kw)
-
-    @staticmethod
-    def from_json(text, source="<string>"):
-        from .serialization import program_from_json
-        return program_from_json(text, source)
+    __hash__ = object.__hash__      # kept when serialization.py attaches __eq__
 
 
 def _copy_attrs(value):
@@ -336,8 +315,3 @@ def _copy_attrs(value):
     if isinstance(value, list):
         return [_copy_attrs(v) if isinstance(v, (dict, list)) else v for v in value]
     return value
-
-
-def format_op(op):
-    from .printer import format_op as _format
-    return _format(op)

@@ -1,5 +1,8 @@
-"""The readable text form of a Program (`str(program)`), sub-blocks indented under their op."""
-from .ir import Variable, sub_block_attrs
+"""The readable text form of a Program (`str(program)`), sub-blocks indented under their op.
+
+ir.py is data only; this module gives Program its `str` and Operator its `repr` (bottom).
+"""
+from .ir import Operator, Program, Variable, sub_block_attrs
 
 
 def _value(x):
@@ -40,3 +43,11 @@ def format_program(program):
     _format_block(program.global_block, "  ", lines)
     lines.append(f"  return ({', '.join(v.name for v in program.outputs)})")
     return "\n".join(lines)
+
+
+def _operator_repr(op):
+    return f"Operator({op.type}: {format_op(op).strip()})"
+
+
+Program.__str__ = format_program
+Operator.__repr__ = _operator_repr

@@ -557,11 +557,6 @@ def _kernel_signature(opdef):
     return sig
 
 
-def clone_program(program):
-    """A deep copy of the Program's structure; parameters are shared (same Tensors)."""
-    return program.clone()
-
-
 # --- parameters (.npz) --------------------------------------------------------------------
 
 _CHUNK = 1 << 20
@@ -688,3 +683,16 @@ def _read_npy(member, name, expected, fail, budget):
         fail(f"parameter '{name}' has trailing data after its {nbytes} bytes")
     array = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
     return np.asarray(array.astype(native, copy=False), order="C")
+
+
+def _programs_equal(program, other):
+    """Two Programs are equal when their JSON forms are."""
+    if not isinstance(other, Program):
+        return NotImplemented
+    return program_to_dict(program) == program_to_dict(other)
+
+
+# ir.py is data only: the JSON methods users call on a Program are attached here.
+Program.to_json = program_to_json
+Program.from_json = staticmethod(program_from_json)
+Program.__eq__ = _programs_equal

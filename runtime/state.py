@@ -17,6 +17,7 @@ the Program and writes them back to the object after each run (see
 from . import pytree, tracing
 from .errors import ControlFlowError
 from .ir import Variable
+from .undefined import Undefined
 
 
 class Cell:
@@ -49,12 +50,10 @@ class Cell:
 
 
 def _undefined(label):
-    from .control_flow import Undefined
     return Undefined(label, tracing.user_origin())
 
 
 def _is_undefined(value):
-    from .control_flow import Undefined
     return isinstance(value, Undefined)
 
 

@@ -2,14 +2,14 @@
 
 Eager calls go straight through the op registry's kernels, so eager and static
 results agree by construction. A Tensor is deliberately thin: `data` (the
-backend's array) and `backend`; everything else is derived.
+backend's array) and `backend`; everything else is derived. `rt.tensor`/`rt.asarray`,
+which also take traced Variables, are in ops/creation.py over `to_tensor` here.
 """
 import numpy as np
 
 from . import tracing
-from .array_methods import ArrayMethods, ElementCount
+from .array_methods import ArrayMethods, ElementCount, namespace
 from .backends import get_backend
-from .ir import Variable
 
 
 class Tensor(ArrayMethods):
@@ -109,13 +109,11 @@ class Tensor(ArrayMethods):
         return self.data.__dlpack_device__()
 
     def __setitem__(self, index, value):
-        from . import tracing
-        from .ops import setitem
         if tracing.current_block() is not None:
             raise TypeError(
                 "cannot assign into an eager Tensor inside traced code: the change would not be part of "
                 "the Program; make a new value instead: y = rt.setitem(x, index, value)")
-        self.data = setitem(self, index, value).data
+        self.data = namespace().setitem(self, index, value).data
 
     def __repr__(self):
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
@@ -141,25 +139,17 @@ class Parameter(Tensor):
 
     def __init__(self, data, backend=None, dtype=None):
         if backend is None:
-            made = tensor(data, dtype=dtype, device=_device_of(data))
+            made = to_tensor(data, dtype=dtype, device=_device_of(data))
             data, backend = made.data, made.backend
         super().__init__(data, backend)
 
 
-def tensor(data, dtype=None, device="cpu", copy=None):
-    """Make an eager Tensor from a Python/NumPy/CuPy value (float64 data stays float64; Python floats and
-    complex numbers take the defaults float32 and complex64).
-
-    On a traced Variable (or a list/tuple holding one) it is what NumPy's asarray is on an
-    array: the value itself, a cast with `dtype=`, or the rows stacked. `copy` is the array
-    API's: True always copies, False never does (a ValueError where a copy is needed).
-    """
-    if _holds_variable(data):
-        from .ops.creation import symbolic_asarray
-        return symbolic_asarray(data, dtype)
+def to_tensor(data, dtype=None, device="cpu", copy=None):
+    """An eager Tensor from a Python/NumPy/CuPy value or a Tensor (float64 data stays float64; Python
+    floats and complex numbers take the defaults float32 and complex64). `copy` is the array
+    API's: True always copies, False never does (a ValueError where a copy is needed)."""
     backend = get_backend(device)
     source = data
-    constant = tracing.current_block() is not None and _python_data(data)   # made in a trace from constants (known.py)
     if isinstance(data, Tensor):
         data = data.data if data.backend is backend else data.backend.to_numpy(data.data)
     elif type(data) in _PYTHON_DEFAULTS and dtype is None:   # np.float64 (a float subclass) keeps float64
@@ -174,23 +164,7 @@ def tensor(data, dtype=None, device="cpu", copy=None):
         raise ValueError(f"asarray(copy=False): this {type(source).__name__} cannot become a tensor without a copy")
     if copy and shared:
         arr = backend.xp.array(arr, copy=True)
-    out = Tensor(arr, backend)
-    if constant:
-        from .known import note_trace_constant
-        note_trace_constant(out)
-    return out
-
-
-def _python_data(data, top=True):
-    """Whether data is Python/NumPy values whose copy the new Tensor holds: no tensor, and not an
-    array at the top (the Tensor may share its memory, so an in-place update would show through)."""
-    if isinstance(data, (bool, int, float, complex, np.generic)):
-        return True
-    if isinstance(data, np.ndarray):
-        return not top and data.dtype != object
-    if isinstance(data, (list, tuple)):
-        return all(_python_data(d, top=False) for d in data)
-    return False
+    return Tensor(arr, backend)
 
 
 _PYTHON_DEFAULTS = {float: np.float32, complex: np.complex64}
@@ -212,12 +186,3 @@ def _has_numpy_float64(seq):
                 getattr(item, "dtype", None) in (np.float64, np.complex128):
             return True
     return False
-
-
-def _holds_variable(data):
-    if isinstance(data, Variable):
-        return True
-    return isinstance(data, (list, tuple)) and any(_holds_variable(item) for item in data)
-
-
-asarray = tensor

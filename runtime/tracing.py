@@ -15,7 +15,9 @@ import numpy as np
 
 from . import pytree
 from .dtypes import as_dtype
+from .array_methods import ArrayMethods
 from .ir import Program, Variable
+from .undefined import Undefined
 
 class _ThreadState(threading.local):
     """Tracing state belongs to the thread that traces: another thread's eager ops are never recorded."""
@@ -73,7 +75,7 @@ def parameter_names(named_tensors):
             _name_hints.pop(key, None)
 
 
-call_converter = None   # set by the transpiler: the converted form of a user callable, for library code calling it
+call_converter = None   # set by the transpiler: the converted form of a user callable, for library and converted code
 
 
 def converted(fn):
@@ -200,24 +202,18 @@ def finish_outputs(program, result):
     """Record what the traced function returned as the Program's outputs."""
     leaves, treedef = pytree.flatten(result)
     outputs, consts = [], {}
-    from .control_flow import Undefined
     for i, leaf in enumerate(leaves):
         if isinstance(leaf, Undefined):
             raise leaf.error()
         if isinstance(leaf, Variable):
             outputs.append(leaf)
-        elif _is_tensor(leaf):
+        elif isinstance(leaf, ArrayMethods):      # an eager Tensor (tensor.py is above this layer)
             outputs.append(lift_tensor(leaf))
         else:
             consts[i] = leaf
     program.outputs = outputs
     program.output_tree = treedef
     program.output_consts = consts
-
-
-def _is_tensor(value):
-    from .tensor import Tensor
-    return isinstance(value, Tensor)
 
 
 def is_symbolic(value):

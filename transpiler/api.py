@@ -20,7 +20,7 @@ import numpy as np
 import runtime as rt
 from runtime import pytree, tracing
 from runtime.errors import SymbolicBoolError
-from runtime.executor import Executor, wrap_output
+from runtime.executor import Executor, _located, wrap_output
 from runtime.passes import run_passes
 
 from . import emit, guards, outer_names, writeback
@@ -489,7 +489,6 @@ def _fast_call(static, traced, args, key):
     path, which decides, traces and raises exactly as before. None when the
     signature has arguments the guard does not handle (nests, arrays, other objects).
     """
-    from runtime.executor import _located
     if traced.state:
         return None     # objects to write after each run: the general path
     plan, program = traced.plan, traced.program

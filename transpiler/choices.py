@@ -13,10 +13,13 @@ from runtime.ir import Variable
 
 
 class FunctionChoices:
-    """The callables one cond's branches return, per output: parked while the cond merges the rest."""
+    """The callables one cond's branches return, per output: parked while the cond merges the rest.
 
-    def __init__(self, pred, names):
-        self.pred, self.names = pred, names
+    `convert_call` is operators' (this module sits below it): a chosen function is called converted.
+    """
+
+    def __init__(self, pred, names, convert_call):
+        self.pred, self.names, self.convert_call = pred, names, convert_call
         self.slots, self.picked, self.outputs = {}, ({}, {}), [None, None]
 
     def park(self, side, outs):
@@ -35,7 +38,8 @@ class FunctionChoices:
             if isinstance(value, _Slot):
                 on_true, on_false = self.picked[0][i], self.picked[1][i]
                 same = on_true is on_false or type(on_true) is type(on_false) and _equal(on_true, on_false)
-                value = on_true if same else BranchChoice(self.pred, on_true, on_false, self.names[i])
+                value = on_true if same else BranchChoice(self.pred, on_true, on_false, self.names[i],
+                                                                  self.convert_call)
             resolved.append(value)
         return tuple(resolved)
 
@@ -52,6 +56,11 @@ class FunctionChoices:
                     f"'{self.names[i]}' is the function '{_name_of(fn)}' in the {branch[fn_side]} branch and "
                     f"{_what(other)} in the {branch[1 - fn_side]} branch of a tensor-dependent if: only a "
                     "function in both branches can be chosen at run time")
+
+
+def copy_containers(args):
+    """Each traced branch mutates its own copy of a Python list or dict (only one branch runs later)."""
+    return tuple(type(a)(a) if type(a) in (list, dict) else a for a in args)
 
 
 def _equal(a, b):
@@ -80,15 +89,14 @@ class BranchChoice:
     """The function a tensor-dependent if chose: calling it calls each branch's function in a cond on
     the same predicate (so both must return values a cond can merge)."""
 
-    def __init__(self, pred, on_true, on_false, name):
+    def __init__(self, pred, on_true, on_false, name, convert_call):
         self.pred, self.on_true, self.on_false, self.name = pred, on_true, on_false, name
+        self.convert_call = convert_call
         self.__name__ = name
 
     def __call__(self, *args, **kwargs):
-        from .operators import _copy_containers, convert_call     # operators imports this module
-
         def call(fn):
-            return lambda: (convert_call(fn)(*_copy_containers(args), **kwargs),)
+            return lambda: (self.convert_call(fn)(*copy_containers(args), **kwargs),)
         label = f"{self.name}(...)"
         try:
             return rt.cond(self.pred, call(self.on_true), call(self.on_false), names=(label,))[0]

@@ -15,12 +15,12 @@ import runtime as rt
 from runtime import pytree, tracing
 from runtime.control_flow import Undefined, as_predicate, as_variable
 from runtime.errors import ControlFlowError, SymbolicBoolError
-from runtime.known import known_value
+from runtime.ops.known import known_value
 from runtime.ops.control import Text
 from runtime.ir import Variable
 from runtime.state import attr_cell, contents_cell, item_cell
 
-from .choices import FunctionChoices
+from .choices import FunctionChoices, copy_containers
 from .errors import ConversionError
 
 
@@ -63,7 +63,7 @@ def return_placeholder():
 
 def _decided(pred):
     """pred's value when it is a Python value or known while tracing (it depends on no input and no
-    captured tensor: runtime.known); pred itself when only the Program can tell."""
+    captured tensor: runtime.ops.known); pred itself when only the Program can tell."""
     if _symbolic(pred):
         known = known_value(pred)
         if known is not None:
@@ -78,11 +78,11 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
         return true_fn(*args) if pred else false_fn(*args)
     n = len(names)
     returned = {}
-    choice = FunctionChoices(pred, names)
+    choice = FunctionChoices(pred, names, convert_call)
 
     def branch(fn, side):
         def run():
-            copies = _copy_containers(args)
+            copies = copy_containers(args)
             out = _tuple(fn(*copies), n)
             returned[side] = _returned_args(out, copies, args)
             return choice.park(side, out)
@@ -102,18 +102,13 @@ def convert_ifexp(pred, true_thunk, false_thunk):
     pred = _decided(pred)
     if not _symbolic(pred):
         return true_thunk() if pred else false_thunk()
-    choice = FunctionChoices(pred, ("the function chosen by a conditional expression",))
+    choice = FunctionChoices(pred, ("the function chosen by a conditional expression",), convert_call)
     try:
         out = rt.cond(pred, lambda: choice.park(0, (true_thunk(),)), lambda: choice.park(1, (false_thunk(),)))
     except ControlFlowError:
         choice.explain()
         raise
     return choice.resolve(out)[0]
-
-
-def _copy_containers(args):
-    """Each traced branch mutates its own copy of a Python list or dict (only one branch runs later)."""
-    return tuple(type(a)(a) if type(a) in (list, dict) else a for a in args)
 
 
 def _returned_args(outs, given, originals):
@@ -887,8 +882,7 @@ def convert_call(fn):
     variable (`fn = range; fn(n)`), fn itself otherwise."""
     if isinstance(fn, (types.BuiltinFunctionType, type)):
         return _OVERLOADS.get(fn, fn)
-    from .api import converted_callable
-    return converted_callable(fn)
+    return tracing.call_converter(fn)       # api's converted_callable: api sits above this module
 
 
 _OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins.range: convert_range,

@@ -4,6 +4,7 @@
 of backends is cheap in the eager hot path.
 """
 from .base import Backend, DeviceUnavailableError
+from .cupy_backend import CupyBackend
 from .numpy_backend import NumpyBackend
 
 _BACKENDS = {}
@@ -18,7 +19,6 @@ def get_backend(device="cpu"):
         if name == "cpu":
             backend = NumpyBackend()
         else:
-            from .cupy_backend import CupyBackend
             backend = CupyBackend()
         _BACKENDS[name] = backend
     return backend

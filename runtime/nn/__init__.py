@@ -5,7 +5,7 @@
 traced Program reads as persistable inputs, never as constants.
 """
 from ..tensor import Parameter
-from . import functional, init
+from . import functional, init, op_samples  # noqa: F401  (op_samples: the nn ops' conformance samples)
 from .container import LayerDict, LayerList, Sequential
 from .layer import Layer, LoadResult
 from .layers import (GELU, AdaptiveAvgPool2D, AvgPool2D, Conv1D, Conv2D, ConvTranspose2D, Dropout, Embedding, Flatten,

@@ -8,12 +8,8 @@ import math
 
 import numpy as np
 
+from ..rng import default_rng
 from ..tensor import Tensor
-
-
-def _rng():
-    from .. import default_rng          # runtime/__init__ defines it after importing nn
-    return default_rng()
 
 
 def _fill(tensor, values):
@@ -58,11 +54,11 @@ def _fan(shape, mode):
 
 
 def uniform_(tensor, a=0.0, b=1.0):
-    return _fill(tensor, _rng().uniform(a, b, size=tensor.shape))
+    return _fill(tensor, default_rng().uniform(a, b, size=tensor.shape))
 
 
 def normal_(tensor, mean=0.0, std=1.0):
-    return _fill(tensor, _rng().normal(mean, std, size=tensor.shape))
+    return _fill(tensor, default_rng().normal(mean, std, size=tensor.shape))
 
 
 def constant_(tensor, value):

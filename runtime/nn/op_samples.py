@@ -1,6 +1,6 @@
 """Conformance samples for the nn ops: inputs plus a NumPy-only oracle for each.
 
-`runtime/ops/nn_ops.py` hands these to its OpDefs as `example=`; the registry-wide
+They are attached to the nn ops' OpDefs as `example` (at the bottom: ops sit below nn). The registry-wide
 conformance test (tests/unit/test_ops_conformance.py) runs each sample eagerly,
 traced (static and dynamic batch) and after a JSON round trip, against the oracle.
 The oracles are written independently of the kernels: direct formulas, loops over
@@ -12,6 +12,7 @@ import numpy as np
 
 from . import functional as F
 from .. import ops as rt_ops
+from ..ops.registry import get_op
 
 _rng = np.random.default_rng(2024)
 
@@ -279,3 +280,6 @@ SAMPLES = {
     "max_pool2d": _max_pool2d_samples, "layer_norm": _layer_norm_samples, "dropout": _dropout_samples,
     "cross_entropy": _cross_entropy_samples, "embedding": _embedding_samples,
 }
+
+for _name, _make in SAMPLES.items():
+    get_op(_name).example = _make

@@ -12,7 +12,7 @@ import math
 from .. import ops as rt
 from ..control_flow import while_loop
 from ..ir import Variable
-from ..tensor import tensor
+from ..ops.creation import tensor
 from . import composite, init
 from .functional import dropout
 from .layer import Layer, new_parameter

@@ -7,6 +7,8 @@ import builtins
 import numpy as np
 
 from .. import array_methods
+from ..ir import Variable
+from ..tensor import Tensor
 from .registry import REGISTRY, OpDef, defop, get_op, register
 from .dispatch import apply
 from . import creation, elementwise, reduction, linalg, manipulation, indexing, tensor_array, control
@@ -64,8 +66,6 @@ def dispatch_ufunc(ufunc, method, inputs, kwargs):
     """`np.tanh(x)` on a Tensor/Variable runs our op of that name; other ufunc uses
     (no such op, `out=`, `.reduce`, ...) run NumPy itself on eager Tensors, and are a
     clear TypeError on Variables."""
-    from ..ir import Variable
-    from ..tensor import Tensor
     name = runtime_name(ufunc.__name__)
     if method == "__call__" and not kwargs and name is not None:
         return FUNCTIONS[name](*inputs)
@@ -82,7 +82,6 @@ def dispatch_ufunc(ufunc, method, inputs, kwargs):
 
 def dispatch_array_function(func, types, args, kwargs):
     """Other NumPy functions: our op of that name on Variables; on eager Tensors, NumPy itself."""
-    from ..ir import Variable
     name = runtime_name(func.__name__)
     symbolic = builtins.any(issubclass(t, Variable) for t in types)
     if symbolic:
@@ -94,7 +93,6 @@ def dispatch_array_function(func, types, args, kwargs):
             return FUNCTIONS[name](*args, **kwargs)
         except TypeError:
             pass
-    from ..tensor import Tensor
     unwrapped = [a.numpy() if isinstance(a, Tensor) else a for a in args]
     return func(*unwrapped, **kwargs)
 

@@ -4,6 +4,8 @@ Each is one op computed without overflow (softplus and logsumexp never
 exponentiate a large positive number), in the input's float dtype; integer
 inputs compute in float32, as the other activations do.
 """
+import math
+
 import numpy as np
 
 from .dispatch import apply
@@ -40,7 +42,6 @@ def _erf_kernel(xp, x):
 
 
 def _np_erf(a):
-    import math
     return np.vectorize(math.erf, otypes=[np.float64])(a).astype(a.dtype)
 
 

@@ -7,6 +7,7 @@ Program may hold is known to the registry (serialization checks against it).
 import builtins
 import string
 import sys
+import weakref
 
 import numpy as np
 
@@ -122,6 +123,16 @@ def _raise_infer(*values, exception, message):
 
 
 _raise = register(OpDef("raise", _raise_kernel, _raise_infer, num_outputs=0, pure=False))
+_RAISING = weakref.WeakSet()
+
+
+def mark_raising(block):
+    """`block` ends in a raise op: whatever it yields is never used (see control_flow.cond)."""
+    _RAISING.add(block)
+
+
+def block_raises(block):
+    return block in _RAISING
 
 
 def raise_(exception, message=None, *values):
@@ -135,7 +146,6 @@ def raise_(exception, message=None, *values):
         _raise_kernel(np, *(v.numpy() if isinstance(v, Tensor) else v for v in values), exception=name,
                       message=message)
     apply(_raise, values, {"exception": name, "message": message})
-    from ..control_flow import mark_raising
     mark_raising(block)
 
 

@@ -4,11 +4,13 @@ import operator
 import numpy as np
 
 from .. import tracing
-from ..dtypes import DEFAULT_FLOAT, DEFAULT_INT, as_dtype, scalar_dtype
+from ..dtypes import DEFAULT_FLOAT, DEFAULT_INT, as_dtype, scalar_dtype, weak_example
 from ..ir import Variable
-from ..known import is_trace_constant, known_value
-from ..tensor import Tensor
+from ..tensor import Tensor, to_tensor
 from .dispatch import apply
+from .elementwise import astype
+from .known import is_trace_constant, known_value, note_trace_constant
+from .manipulation import stack
 from .registry import defop
 from .rules import Spec, dtype_of, shape_of
 
@@ -148,7 +150,45 @@ def ones_like(x, dtype=None, device=None):
     return full_like(x, 1, dtype, device)
 
 
-# --- asarray of traced values ------------------------------------------------------
+# --- rt.tensor / rt.asarray ------------------------------------------------------------
+
+def tensor(data, dtype=None, device="cpu", copy=None):
+    """Make an eager Tensor from a Python/NumPy/CuPy value (float64 data stays float64; Python floats and
+    complex numbers take the defaults float32 and complex64).
+
+    On a traced Variable (or a list/tuple holding one) it is what NumPy's asarray is on an
+    array: the value itself, a cast with `dtype=`, or the rows stacked. `copy` is the array
+    API's: True always copies, False never does (a ValueError where a copy is needed).
+    """
+    if _holds_variable(data):
+        return symbolic_asarray(data, dtype)
+    constant = tracing.current_block() is not None and _python_data(data)   # made in a trace from constants (known.py)
+    out = to_tensor(data, dtype, device, copy)
+    if constant:
+        note_trace_constant(out)
+    return out
+
+
+asarray = tensor
+
+
+def _python_data(data, top=True):
+    """Whether data is Python/NumPy values whose copy the new Tensor holds: no tensor, and not an
+    array at the top (the Tensor may share its memory, so an in-place update would show through)."""
+    if isinstance(data, (bool, int, float, complex, np.generic)):
+        return True
+    if isinstance(data, np.ndarray):
+        return not top and data.dtype != object
+    if isinstance(data, (list, tuple)):
+        return all(_python_data(d, top=False) for d in data)
+    return False
+
+
+def _holds_variable(data):
+    if isinstance(data, Variable):
+        return True
+    return isinstance(data, (list, tuple)) and any(_holds_variable(item) for item in data)
+
 
 def symbolic_asarray(data, dtype=None):
     """`rt.asarray` on a Variable or a nested list/tuple holding one, with eager `rt.asarray`'s
@@ -160,8 +200,6 @@ def symbolic_asarray(data, dtype=None):
 
 
 def _cast_and_stack(data, dtype):
-    from .elementwise import astype
-    from .manipulation import stack
     if isinstance(data, (list, tuple)):
         return stack([_cast_and_stack(item, dtype) for item in data])
     return astype(data, dtype)
@@ -177,7 +215,7 @@ def _sequence_dtype(data):
             for sub in item:
                 walk(sub)
         elif isinstance(item, Variable):
-            leaves.append((np.asarray(_weak_scalar(item.dtype)).dtype, False) if item.weak else (item.dtype, True))
+            leaves.append((np.asarray(weak_example(item.dtype)).dtype, False) if item.weak else (item.dtype, True))
         elif type(item) in (bool, int, float, complex):
             leaves.append((np.asarray(item).dtype, False))
         else:
@@ -187,8 +225,3 @@ def _sequence_dtype(data):
     if dtype == np.float64 and not any(strong and d == np.float64 for d, strong in leaves):
         return DEFAULT_FLOAT
     return dtype
-
-
-def _weak_scalar(dtype):
-    from ..dtypes import weak_example
-    return weak_example(dtype)

@@ -10,6 +10,7 @@ from collections import namedtuple
 import numpy as np
 
 from .dispatch import apply
+from .linalg import einsum, matmul
 from .registry import OpDef, register
 from .rules import Spec, broadcast_shapes, dtype_of, norm_axes, shape_of
 
@@ -101,7 +102,6 @@ _eigvalsh = _unary_matrix("eigvalsh", _kernel("eigvalsh"), lambda s, d: Spec(s[:
 
 
 def _outer_products(v):
-    from .linalg import einsum
     return einsum("ik,jk->kij", v, v)
 
 
@@ -122,7 +122,6 @@ _qr = _unary_matrix("qr", lambda xp, x, mode="reduced": tuple(xp.linalg.qr(_as_f
 
 def _qr_product(a):
     q, r = qr(a)
-    from .linalg import matmul
     return matmul(q, r)
 
 

@@ -10,7 +10,7 @@ from .. import tracing
 from ..backends import get_backend
 from ..ir import LITERAL_TYPES, Variable
 from ..tensor import Tensor
-from ..control_flow import Undefined
+from ..undefined import Undefined
 from .registry import get_op
 from .rules import Spec, promote_operand
 from ..dtypes import result_type

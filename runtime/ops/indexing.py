@@ -12,6 +12,7 @@ from ..tensor import Tensor
 from .dispatch import apply
 from .registry import OpDef, register
 from .rules import Spec, broadcast_shapes, dtype_of, is_weak, shape_of
+from .tensor_array import array_read
 
 
 def encode_index(index):
@@ -149,7 +150,6 @@ _getitem = register(OpDef("getitem", _getitem_kernel, _getitem_infer))
 
 def getitem(x, index):
     if isinstance(x, Variable) and x.kind == "array":
-        from .tensor_array import array_read
         return array_read(x, index)
     template, inputs = encode_index(index)
     return apply(_getitem, (x, *inputs), {"index": template})

@@ -1,4 +1,6 @@
 """Products: matmul, tensordot, vecdot, einsum."""
+import numpy as np
+
 from ..dtypes import result_type
 from .dispatch import apply
 from .registry import OpDef, register
@@ -58,7 +60,6 @@ def _tensordot_infer(a, b, axes=2):
 
 
 def _tensordot_samples():
-    import numpy as np
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((2, 3, 4)).astype("float32"), rng.standard_normal((3, 4, 5)).astype("float32")
     return [dict(fn=lambda x, y: tensordot(x, y), args=(a, b), oracle=lambda x, y: np.tensordot(x, y)),
@@ -105,7 +106,6 @@ def _vecdot_kernel(xp, a, b, axis=-1):
 
 
 def _vecdot_samples():
-    import numpy as np
     rng = np.random.default_rng(4)
     a, b = rng.standard_normal((3, 4)).astype("float32"), rng.standard_normal((4,)).astype("float32")
     return [dict(fn=lambda x, y: vecdot(x, y), args=(a, b), oracle=lambda x, y: np.vecdot(x, y)),
@@ -123,7 +123,6 @@ def vecdot(x1, x2, /, *, axis=-1):
 def _einsum_infer(*operands, subscripts):
     """Run NumPy's einsum on small stand-ins: each index letter keeps its known size, unknown sizes
     become 2 and make the output dims they reach unknown."""
-    import numpy as np
     spec = subscripts.replace(" ", "")
     terms = spec.split("->")[0].split(",")
     if len(terms) != len(operands):
@@ -169,7 +168,6 @@ def _output_letters(spec, terms, ndims, out_ndim):
 
 
 def _einsum_samples():
-    import numpy as np
     rng = np.random.default_rng(5)
     a, b = rng.standard_normal((2, 3)).astype("float32"), rng.standard_normal((3, 4)).astype("float32")
     c = rng.standard_normal((5, 2, 3)).astype("float32")

@@ -1,11 +1,13 @@
 """Shape manipulation: reshape, transpose, stack/concat, squeeze, broadcast, flip, dim."""
 import numpy as np
 
+from .. import tracing
 from ..dtypes import result_type
 from ..ir import Variable
 from .dispatch import apply
 from .registry import OpDef, register
 from .rules import Spec, broadcast_shapes, dtype_of, is_weak, norm_axes, promote_operand, shape_of
+from .tensor_array import array_concat, array_stack
 
 
 # --- reshape ---------------------------------------------------------------------
@@ -165,7 +167,6 @@ _stack = register(OpDef("stack", lambda xp, *xs, axis=0: xp.stack(xs, axis=axis)
 def concat(arrays, axis=0):
     """Join arrays along an existing axis; also takes a tensor array built by append in a loop."""
     if isinstance(arrays, Variable) and arrays.kind == "array":
-        from .tensor_array import array_concat
         return array_concat(arrays, axis)
     return apply(_concat, tuple(arrays), {"axis": None if axis is None else int(axis)})
 
@@ -173,7 +174,6 @@ def concat(arrays, axis=0):
 def stack(arrays, axis=0):
     """Join arrays along a new axis; also takes a tensor array built by append in a loop."""
     if isinstance(arrays, Variable) and arrays.kind == "array":
-        from .tensor_array import array_stack
         return array_stack(arrays, axis)
     return apply(_stack, tuple(arrays), {"axis": int(axis)})
 
@@ -231,5 +231,10 @@ def dim(x, axis):
 
 
 def shape(x):
-    """x.shape, with unknown dims as scalar int Variables while tracing."""
-    return x.shape
+    """x.shape, with unknown dims as scalar int Variables while tracing (a Variable's `.shape` is this)."""
+    if not isinstance(x, Variable):
+        return x.shape
+    dims = x.static_shape
+    if -1 not in dims or tracing.current_block() is None:
+        return dims
+    return tuple(d if d != -1 else dim(x, i) for i, d in enumerate(dims))

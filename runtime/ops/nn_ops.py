@@ -15,6 +15,7 @@ import numpy as np
 from .. import tracing
 from ..dtypes import DEFAULT_FLOAT, scalar_dtype
 from ..ir import Variable
+from ..rng import default_rng
 from ..tensor import Tensor
 from .dispatch import apply
 from .registry import OpDef, register
@@ -37,15 +38,11 @@ def _meta(x):
 def _defop(name, rule, kernel, **options):
     """Register an op whose infer rule reads (shape, dtype) pairs; the rule is kept on the OpDef.
 
-    Its conformance samples (inputs and a NumPy-only oracle) live in runtime/nn/op_samples.py.
+    Its conformance samples (inputs and a NumPy-only oracle) are attached by runtime/nn/op_samples.py.
     """
     def infer(*inputs, **attrs):
         return rule(*map(_meta, inputs), **attrs)
-
-    def example():
-        from ..nn.op_samples import SAMPLES
-        return SAMPLES[name]()
-    opdef = register(OpDef(name, kernel, infer, example=example, **options))
+    opdef = register(OpDef(name, kernel, infer, **options))
     opdef.rule = rule
     return opdef
 
@@ -580,7 +577,6 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 def _uniform(xp, shape):
     """Uniform [0, 1) samples from runtime's seeded generator (`rt.seed`), on xp's device."""
-    from .. import default_rng
     rng = default_rng()
     if xp is np:
         return rng.random(shape, dtype=np.float32)

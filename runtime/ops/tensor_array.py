@@ -9,6 +9,7 @@ import numpy as np
 from ..dtypes import as_dtype
 from ..ir import Variable
 from .dispatch import apply
+from .elementwise import astype
 from .registry import OpDef, register
 from .rules import Spec, dtype_of, norm_axes, shape_of
 
@@ -120,7 +121,6 @@ def array_append(arr, value):
     Python numbers and weak values adopt the array's dtype; other dtypes must match it."""
     if isinstance(arr, Variable) and (isinstance(value, (bool, int, float, complex)) or
                                       isinstance(value, Variable) and value.weak):
-        from .elementwise import astype
         value = astype(value, arr.dtype)
     return apply(_append, (arr, value), {})
 
@@ -134,7 +134,6 @@ def array_insert(arr, index, value):
     """`arr.insert(index, value)` in place; the value's dtype follows the rule of `array_append`."""
     if isinstance(arr, Variable) and (isinstance(value, (bool, int, float, complex)) or
                                       isinstance(value, Variable) and value.weak):
-        from .elementwise import astype
         value = astype(value, arr.dtype)
     return apply(_insert, (arr, index, value), {})
 

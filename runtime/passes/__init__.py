@@ -14,38 +14,5 @@ The passes, one module each (their docstrings give the rules):
   fuse_elementwise     elementwise trees -> one fused_elementwise op          fusion.py
   inplace              elementwise results written into dying input buffers   inplace.py
 """
-PASSES = {}            # name -> function(program) -> program
-DEFAULT_PIPELINE = ["strength_reduce", "fold", "licm", "hoist_gather_matmul", "cse", "dce", "fuse_elementwise", "inplace"]
-
-
-def register_pass(name):
-    def wrap(fn):
-        PASSES[name] = fn
-        return fn
-    return wrap
-
-
-def resolve(passes):
-    names = DEFAULT_PIPELINE if passes is None else list(passes)
-    unknown = [n for n in names if n not in PASSES]
-    if unknown:
-        raise ValueError(f"unknown pass(es) {unknown}; available: {sorted(PASSES)}")
-    return names
-
-
-def pipeline_key(passes):
-    return tuple(resolve(passes))
-
-
-def run_passes(program, passes=None):
-    names = resolve(passes)
-    if not names:
-        return program
-    from ..serialization import clone_program
-    program = clone_program(program)
-    for name in names:
-        program = PASSES[name](program)
-    return program
-
-
-from . import strength, fold, licm, cse, dce, fusion, inplace  # noqa: E402,F401  (register the passes)
+from . import strength, fold, licm, cse, dce, fusion, inplace  # noqa: F401  (each registers its pass)
+from .pipeline import DEFAULT_PIPELINE, PASSES, pipeline_key, register_pass, resolve, run_passes  # noqa: F401

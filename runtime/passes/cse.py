@@ -14,7 +14,7 @@ cond/while ops, impure ops and ops touching tensor arrays (mutable lists:
 two `array_new` make two lists) are never merged.
 """
 from ..ir import Variable
-from . import register_pass
+from .pipeline import register_pass
 from ._graph import CONTROL_FLOW, finish, is_pure, remove_ops, replace_uses, sub_blocks, touches_arrays
 
 

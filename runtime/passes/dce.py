@@ -15,7 +15,7 @@ dropped like the rest when unused, as in other graph compilers: a Program
 reports the errors of the work it does.
 """
 from ..ir import Variable
-from . import register_pass
+from .pipeline import register_pass
 from ._graph import finish, is_pure, remove_ops, sub_blocks
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..ir import Variable
 from ..ops.registry import REGISTRY
-from . import register_pass
+from .pipeline import register_pass
 from ._graph import CONTROL_FLOW, CREATION, finish, is_pure, is_static, size_of, touches_arrays
 
 FOLD_LIMIT = 1024

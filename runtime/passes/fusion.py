@@ -25,7 +25,7 @@ from ..ir import Variable
 from ..ops import elementwise as _elementwise
 from ..ops.registry import REGISTRY, OpDef, register
 from ..ops.rules import elementwise as _elementwise_rule
-from . import register_pass
+from .pipeline import register_pass
 from ._graph import finish, remove_ops
 
 FUSED = "fused_elementwise"

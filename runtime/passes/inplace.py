@@ -21,7 +21,7 @@ Program file cannot make it write into memory it does not own.
 """
 from ..ir import Variable
 from ..ops.registry import REGISTRY
-from . import register_pass
+from .pipeline import register_pass
 from ._graph import finish, is_static
 from .fusion import FUSED, ufunc_call
 

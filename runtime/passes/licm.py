@@ -35,7 +35,7 @@ unused slices; P is limited to GATHER_LIMIT elements.
 """
 from ..ir import Variable
 from ..ops.registry import REGISTRY
-from . import register_pass
+from .pipeline import register_pass
 from ._graph import (CONTROL_FLOW, CREATION, Insertions, blocks_under, finish, is_pure, is_static, move_var,
                      size_of, sub_blocks, touches_arrays)
 

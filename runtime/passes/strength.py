@@ -9,7 +9,7 @@ vs the library's `pow`, both within 1 ulp of the true value). Only applied
 when the result has x's dtype (`int ** 3.0` is float64 in NumPy: left alone).
 """
 from ..ir import Variable
-from . import register_pass
+from .pipeline import register_pass
 from ._graph import finish
 
 _CHAINS = {2: ("square",), 3: ("square", "multiply"), 4: ("square", "square")}

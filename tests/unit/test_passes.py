@@ -617,10 +617,9 @@ def test_program_class_is_unchanged_by_passes():
 @pytest.mark.parametrize("case", CASES[::2], ids=[c["fn"].__name__ for c in CASES[::2]])
 def test_refreshed_captures_are_what_tracing_recorded(case):
     from runtime.passes._graph import refresh_captures
-    from runtime.serialization import clone_program
     program = to_static(case["fn"], passes=[]).get_program(
         *[rt.tensor(a) for a in _corpus_inputs(case, 0)], *case["scalars"])
-    copy = clone_program(program)
+    copy = program.clone()
     refresh_captures(copy)
     assert program_to_dict(copy) == program_to_dict(program)
 

@@ -201,10 +201,9 @@ def test_json_is_readable_and_versioned(tmp_path):
     assert program_from_json(text) == program
 
 
-def test_clone_is_not_type_checked_but_structurally_checked():
-    from runtime.serialization import clone_program
+def test_clone_is_an_equal_structural_copy_sharing_parameters():
     program, _ = traced("loop_and_branch")
-    copy = clone_program(program)
+    copy = program.clone()
     assert copy == program and copy is not program
     assert copy.parameters == program.parameters
 

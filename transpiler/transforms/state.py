@@ -15,7 +15,8 @@ import copy
 
 import gast
 
-from ..analysis.activity import expr_text
+from ..analysis import Anno, getanno
+from ..analysis.activity import MUTATORS, expr_text
 from .base import JST, const, jst
 
 
@@ -42,8 +43,6 @@ def changed_arguments(fn_node, stmts):
     The caller holds that object: a change to it is a result of the construct
     even where the name is not read again in the function.
     """
-    from ..analysis import Anno, getanno
-    from ..analysis.activity import MUTATORS
     params = getanno(fn_node, Anno.SCOPE).params
     names = set()
     for node in (n for stmt in stmts for n in gast.walk(stmt)):

@@ -15,9 +15,9 @@ import warnings
 
 import numpy as np
 
-from . import tracing
-from .ir import Variable
-from .ops.registry import REGISTRY
+from .. import tracing
+from ..ir import Variable
+from .registry import REGISTRY
 
 SIZE_LIMIT = 1 << 16     # larger intermediates are not computed while tracing (the graph path stays exact)
 _NOT_EVALUATED = frozenset(["cond", "while", "undefined"])
