@@ -5,7 +5,7 @@
     dy2static program model.py::f --spec 'x:float32[None,784]' [--format text|json|dot] [--optimized]
     dy2static run model.py::f --input x=x.npy [--out out.npz]
     dy2static run model.py::f --input x=big.npy --batch-size 128 --out outdir   memory-mapped, in batches
-    dy2static export model.py::f --spec 'x:float32[None,784]' --out build/f [--format python|program]
+    dy2static export model.py::f --spec 'x:float32[None,784]' --out build/f [--format python|program|onnx]
     dy2static export build/f.program.json --out build/f_np        a saved Program: no --spec needed
 
 TARGET is `FILE.py` or `FILE.py::QUALNAME` (`run` and `export` also take a saved
@@ -561,12 +561,24 @@ def cmd_export(args, out):
         _make_parent(args.out)
         if args.format == "python":
             written = export.export_python(program, args.out, device=args.device)
+        elif args.format == "onnx":
+            written = (_export_onnx(program, args.out),)
         else:
             written = deploy.save_program(program, args.out)
     except (OSError, ValueError) as e:
         raise CLIError(f"cannot write {args.out}: {_one_line(e)}") from e
     out.write(f"wrote {', '.join(written)}\n")
     return 0
+
+
+def _export_onnx(program, path):
+    try:
+        from runtime import onnx as runtime_onnx
+        return runtime_onnx.export_onnx(program, path)
+    except ImportError as e:
+        raise CLIError(str(e)) from e
+    except export.ExportError as e:
+        raise CLIError(_one_line(e)) from e
 
 
 def _make_parent(path):
@@ -640,13 +652,15 @@ def build_parser():
                        description="Trace FILE.py::QUALNAME for the given specs (or load a saved Program, "
                                    "PATH.program.json, which needs no --spec) and write it out: --format python "
                                    "writes OUT.py + OUT.npz importing only numpy (or cupy with --device gpu); "
-                                   "--format program writes OUT.program.json + OUT.params.npz for transpiler.load.",
+                                   "--format program writes OUT.program.json + OUT.params.npz for transpiler.load; "
+                                   "--format onnx writes OUT.onnx (needs the onnx extra).",
                        epilog=f"SPEC grammar: {SPEC_GRAMMAR}.")
     p.add_argument("target", metavar="FILE.py::QUALNAME|PATH.program.json")
     p.add_argument("--spec", action="append", default=[], metavar="SPEC",
                    help="an input spec, e.g. 'x:float32[None,784]' (repeat per tensor argument)")
-    p.add_argument("--format", choices=("python", "program"), default="python",
-                   help="python (a standalone module, the default) or program (JSON IR + .npz weights)")
+    p.add_argument("--format", choices=("python", "program", "onnx"), default="python",
+                   help="python (a standalone module, the default), program (JSON IR + .npz weights) or "
+                        "onnx (one .onnx model, weights as initializers)")
     p.add_argument("--out", required=True, metavar="PATH", help="output path without extension")
     p.add_argument("--device", default="cpu", choices=("cpu", "gpu"),
                    help="the array module the exported .py imports: numpy (cpu) or cupy (gpu)")

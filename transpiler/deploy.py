@@ -4,8 +4,9 @@
     m = transpiler.load("out/model")          # no import of the user's code
     transpiler.export_python(model, "out/model_np", input_spec=[...])   # one .py + .npz, NumPy only
     transpiler.export_python(transpiler.load("out/model"), "out/model_np")  # from a saved Program
+    transpiler.export_onnx(model, "out/model.onnx", input_spec=[...])       # needs the `onnx` extra
 
-A thin layer over `runtime.deploy` and `runtime.export`: what it adds is
+A thin layer over `runtime.deploy`, `runtime.export` and `runtime.onnx`: what it adds is
 getting the Program of a Layer, method, function or StaticFunction for the
 given input spec, or of a LoadedProgram (whose inputs are fixed by the file).
 """
@@ -80,6 +81,18 @@ def export_python(obj, path, input_spec=None, device="cpu"):
     program = program_for(obj, input_spec)
     _make_parent(path)
     return _export.export_python(program, path, device=device)
+
+
+def export_onnx(obj, path, input_spec=None, opset=None):
+    """Write one ONNX model (parameters as initializers) that onnxruntime runs; returns its path.
+
+    `opset` defaults to runtime.onnx.DEFAULT_OPSET. An op with no ONNX lowering is an
+    ExportError naming the op and the line of the user's code that made it.
+    """
+    from runtime import onnx as _onnx
+    program = program_for(obj, input_spec)
+    _make_parent(path)
+    return _onnx.export_onnx(program, path, opset=opset)
 
 
 def _make_parent(path):

@@ -14,6 +14,7 @@ from .dispatch import apply
 from . import creation, elementwise, reduction, linalg, manipulation, indexing, tensor_array, control
 from . import nn_ops  # noqa: F401  (registers the ops behind runtime.nn.functional)
 from . import activations, decompositions, rearrange, selection, sorting, spectral
+from . import onnx_lowerings  # noqa: F401  (attaches each op's `onnx` facet)
 from .creation import arange, eye, full, full_like, linspace, ones, ones_like, zeros, zeros_like
 from .elementwise import astype, clip, where
 from .reduction import argmax, argmin, cumsum
