@@ -7,7 +7,7 @@ backend's array) and `backend`; everything else is derived.
 import numpy as np
 
 from . import tracing
-from .array_methods import ArrayMethods, ElementCount
+from .array_methods import ArrayMethods, ElementCount, _augmented
 from .backends import get_backend
 from .ir import Variable
 
@@ -117,6 +117,12 @@ class Tensor(ArrayMethods):
                 "the Program; make a new value instead: y = rt.setitem(x, index, value)")
         self.data = setitem(self, index, value).data
 
+    def set_value(self, value):
+        """Write `value` into this tensor in place (same shape after broadcasting, cast to its dtype):
+        the object keeps its identity; in traced code each run of the Program writes it (runtime.writes)."""
+        from .writes import set_value
+        return set_value(self, value)
+
     def __repr__(self):
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
         dev = "" if self.backend.name == "cpu" else f", device='{self.backend.name}'"
@@ -135,6 +141,8 @@ class Parameter(Tensor):
 
     `Parameter(array)` makes one from any array-like value (a NumPy/CuPy array, a Tensor, a
     nested list), on that value's device; `Parameter(array, dtype="float32")` casts it.
+    `p -= lr * g` (any `op=`) writes into the Parameter, as in PyTorch, where a plain Tensor
+    rebinds its name: the Layer and its optimizer keep holding the same object.
     """
 
     __slots__ = ()
@@ -144,6 +152,12 @@ class Parameter(Tensor):
             made = tensor(data, dtype=dtype, device=_device_of(data))
             data, backend = made.data, made.backend
         super().__init__(data, backend)
+
+    def __iadd__(self, other): return self.set_value(_augmented("add", self, other))
+    def __isub__(self, other): return self.set_value(_augmented("subtract", self, other))
+    def __imul__(self, other): return self.set_value(_augmented("multiply", self, other))
+    def __itruediv__(self, other): return self.set_value(_augmented("divide", self, other))
+    def __ipow__(self, other): return self.set_value(_augmented("pow", self, other))
 
 
 def tensor(data, dtype=None, device="cpu", copy=None):
