@@ -24,6 +24,7 @@ class Cell:
     """One place in a Python object; `label` is how the user's code writes it (`self.n`)."""
 
     __slots__ = ("obj", "key", "label")
+    in_place = False      # True: storing writes into the object the place holds (it keeps its identity)
 
     def __init__(self, obj, key, label):
         self.obj, self.key, self.label = obj, key, label
@@ -123,6 +124,63 @@ class ContentsCell(Cell):
         else:
             self.obj.clear()
             self.obj.update(value)
+
+
+class TensorCell(Cell):
+    """A Tensor's value (`p.set_value(v)`, an optimizer step, `self.running_mean = ...` on a buffer).
+
+    Written in place: after a run the Tensor object holds the new array, so it keeps
+    its identity (a Layer's registries, an optimizer's list, other Programs that
+    captured it all see the new value). While tracing, `value` is the Variable
+    written last, which later reads of the Tensor in the same trace get.
+    """
+
+    __slots__ = ("value",)
+    in_place = True
+
+    def __init__(self, tensor, label, value=None):
+        super().__init__(tensor, None, label)
+        self.value = value
+
+    def identity(self):
+        return tensor_cell_key(self.obj)
+
+    def get(self):
+        return self.obj if self.value is None else self.value
+
+    def _store(self, value):
+        self.value = None
+        if value is self.obj or isinstance(value, Variable):
+            return
+        if value.backend is not self.obj.backend:
+            raise ValueError(f"'{self.label}' lives on {self.obj.device}, the value written is on {value.device}")
+        self.obj.data = value.data
+
+
+def tensor_cell_key(tensor):
+    return ("TensorCell", id(tensor), None)
+
+
+def write_tensor(tensor, value, label=None):
+    """Record, while tracing, that the Program writes `value` (a Variable of the tensor's dtype) into
+    `tensor`; later reads of it in this trace see `value`, and each run stores the result in place."""
+    program = tracing.current_program()
+    if tracing.current_block() is not program.global_block:
+        raise ControlFlowError(
+            f"{label or 'a tensor'} is written inside a tensor-dependent if/while: a Program writes tensors in "
+            "place only outside such constructs; compute the new value there (rt.where(cond, new, old)) and "
+            "write it after the if/while")
+    key = tensor_cell_key(tensor)
+    entry = program.written_cells.get(key)
+    label = entry[0].label if entry is not None else label or f"tensor{list(tensor.shape)}"
+    # a new cell per write: a rollback (tracing.rollback) puts back the entry, and with it the older value
+    program.written_cells[key] = (TensorCell(tensor, label, value), tensor)
+
+
+def written_value(program, tensor):
+    """The Variable a trace last wrote into `tensor`, or None."""
+    entry = program.written_cells.get(tensor_cell_key(tensor))
+    return None if entry is None else entry[0].value
 
 
 def attr_cell(obj, name, label):

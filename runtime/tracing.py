@@ -121,6 +121,11 @@ class InputSpec:
 def lift_tensor(tensor):
     """The persistable input Variable standing for an eager Tensor during this trace."""
     program = current_block().program
+    if program.written_cells:
+        from .state import written_value
+        written = written_value(program, tensor)
+        if written is not None:
+            return written
     captured = program._captured
     var = captured.get(id(tensor))
     if var is None:

@@ -6,7 +6,9 @@ the trace, `StateWrites` turns each such place into extra outputs of the
 Program it runs (a copy: the function's Program keeps its own outputs) and
 puts the old value back; after every run of the Program it stores
 the new values on the object: eager Tensors, or a Python number where the
-place held one before (a float counter stays a float).
+place held one before (a float counter stays a float). A Tensor written in
+place (`runtime.writes`: a Parameter, a buffer, optimizer state) is a
+`TensorCell`: each run stores the new array into the same Tensor object.
 
 What the Program read of those places is checked before each run:
 - a Python number was baked into the Program: if the object now holds
@@ -146,7 +148,7 @@ class StateWrites:
             leaves = [outputs[s] if isinstance(s, int) else s[1] for s in slots]
             leaves = [t(v.numpy().item()) if t is not None else v for t, v in zip(numbers_, leaves)]
             previous, previous_def = pytree.flatten(cell.get())
-            if previous_def == treedef:
+            if previous_def == treedef and not cell.in_place:
                 for old, new in zip(previous, leaves):
                     _replaced(old, new)
             cell._store(pytree.unflatten(treedef, leaves))

@@ -5,6 +5,8 @@ A Layer owns Parameters and sublayers, registered by plain attribute assignment
 Parameters are eager Tensors: a Program traced through a layer reads them as
 persistable inputs, fed by reference on every run, so updating a Parameter's
 `.data` (what `load_state_dict` does) changes what existing Programs compute.
+Assigning to a buffer (`self.running_mean = ...`) writes into the buffer Tensor
+(`set_value`), so a Program that computes the value writes it after each run.
 """
 from collections import namedtuple
 
@@ -12,6 +14,7 @@ import numpy as np
 
 from .. import tracing
 from ..backends import get_backend
+from ..ir import Variable
 from ..tensor import Parameter, Tensor
 
 LoadResult = namedtuple("LoadResult", ["missing_keys", "unexpected_keys"])
@@ -51,6 +54,9 @@ class Layer:
         sublayers = self.__dict__.get("_sublayers")
         buffers = self.__dict__.get("_buffers")
         if buffers is not None and name in buffers:
+            if _writes_into(buffers[name], value):
+                buffers[name].set_value(value)
+                return
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign {type(value).__name__} as buffer {name!r} of "
                                 f"{type(self).__name__} (a Tensor or None is expected)")
@@ -294,6 +300,16 @@ class Layer:
 
 
 _REGISTRIES = ("_parameters", "_sublayers", "_buffers")
+
+
+def _writes_into(buffer, value):
+    """Whether assigning `value` to a buffer writes into the buffer Tensor (it keeps its identity, and
+    a Program computing the value writes it after each run) rather than replacing it."""
+    if buffer is None or value is buffer:
+        return False
+    if isinstance(value, Variable):
+        return True
+    return isinstance(value, Tensor) and value.shape == buffer.shape and value.dtype == buffer.dtype
 
 
 def _shape_dtype(value):

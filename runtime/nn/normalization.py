@@ -2,13 +2,11 @@
 
 BatchNorm keeps `running_mean`/`running_var` (and `num_batches_tracked`) as
 buffers: in state_dict, moved by `.to()`, read by a traced Program as inputs.
-Training mode normalizes by the batch and updates the running statistics
-eagerly; in a traced Program the update is part of the result only where the
-caller writes the statistics back, so a static forward in training mode is
-refused with a clear message (use eval() for inference, or run the layer eagerly).
+Training mode normalizes by the batch and updates the running statistics by
+assigning the buffers: eagerly now, and in a static forward as outputs of the
+Program that each run writes into the same buffer Tensors (runtime.writes).
 """
 from .. import ops as rt
-from .. import tracing
 from . import composite, init
 from .layer import Layer, new_parameter
 
@@ -42,20 +40,19 @@ class _BatchNorm(Layer):
             raise ValueError(f"{type(self).__name__}: expected {self.num_features} channels, got shape {shape}")
         use_batch = self.training or not self.track_running_stats
         if use_batch and self.track_running_stats:
-            if tracing.current_block() is not None:
-                raise NotImplementedError(
-                    f"{type(self).__name__} in training mode updates its running statistics, which a traced "
-                    "Program cannot write back yet: call .eval() before converting, or run it eagerly")
             self._update_running_stats(x)
         return composite.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
                                     training=use_batch, eps=self.eps)
 
     def _update_running_stats(self, x):
         mean, var = composite.batch_statistics(x)
-        self.num_batches_tracked.data = (self.num_batches_tracked + 1).data
-        m = 1.0 / float(self.num_batches_tracked.item()) if self.momentum is None else self.momentum
-        self.running_mean.data = ((1 - m) * self.running_mean + m * mean).astype(self.running_mean.dtype).data
-        self.running_var.data = ((1 - m) * self.running_var + m * var).astype(self.running_var.dtype).data
+        self.num_batches_tracked = self.num_batches_tracked + 1
+        if self.momentum is None:      # a cumulative average, as PyTorch
+            m = 1.0 / rt.astype(self.num_batches_tracked, self.running_mean.dtype)
+        else:
+            m = self.momentum
+        self.running_mean = (1 - m) * self.running_mean + m * mean
+        self.running_var = (1 - m) * self.running_var + m * var
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "

@@ -1,0 +1,88 @@
+"""Writing a new value into an existing Tensor: `t.set_value(v)`, `param -= lr * g`, a buffer assignment.
+
+Tensors are values everywhere else (`x[i] = v` in traced code rebinds `x`), but
+training needs places that last: a Parameter, a BatchNorm buffer, an optimizer's
+moment estimate. Writing one keeps the Tensor object and replaces its array, so
+everything holding it (a Layer, an optimizer, a Program that captured it) reads
+the new value. Eagerly the array is replaced now; while tracing the write is
+recorded (`state.write_tensor`): the Program computes the value, returns it as
+an extra output, and the static function stores it in the Tensor after every run.
+"""
+import numpy as np
+
+from . import tracing
+from .ir import Variable
+
+
+def set_value(tensor, value):
+    """Write `value` (a Tensor, Variable, array or number broadcastable to tensor's shape, cast to its
+    dtype under NumPy's 'same_kind' rule) into `tensor` in place; returns tensor."""
+    from . import ops
+    from .state import write_tensor
+    block = tracing.current_block()
+    if block is None:
+        new = _eager_value(tensor, value)
+        tensor.data = new
+        return tensor
+    if not isinstance(value, Variable):
+        value = tracing.lift_tensor(value) if _is_tensor(value) else ops.asarray(_eager_array(value, tensor))
+    value = _cast(value, tensor.dtype, _label(block.program, tensor))
+    if tuple(value.static_shape) != tuple(tensor.shape):
+        value = ops.broadcast_to(value, tuple(tensor.shape))
+    write_tensor(tensor, value, _label(block.program, tensor))
+    return tensor
+
+
+def _eager_value(tensor, value):
+    backend = tensor.backend
+    if _is_tensor(value):
+        if value.backend is not backend:
+            raise ValueError(f"set_value: the tensor is on {tensor.device}, the value on {value.device}; "
+                             f"move it first with .to({tensor.device!r})")
+        array = value.data
+    else:
+        array = backend.asarray(_eager_array(value, tensor))
+    if array.dtype != tensor.dtype:
+        _check_cast(array.dtype, tensor.dtype, "the tensor")
+        array = array.astype(tensor.dtype)
+    if tuple(array.shape) != tuple(tensor.shape):
+        try:
+            array = backend.xp.broadcast_to(array, tensor.shape)
+        except ValueError:
+            raise ValueError(f"set_value: a value of shape {tuple(array.shape)} cannot be written into a tensor "
+                             f"of shape {tuple(tensor.shape)}") from None
+        array = backend.xp.array(array, copy=True)   # a broadcast view is read-only
+    return array
+
+
+def _eager_array(value, tensor):
+    """A private copy of a non-tensor value (the caller may change its array later); a Python number
+    is weak: it takes the tensor's dtype."""
+    if isinstance(value, (bool, int, float, complex)):
+        return np.asarray(value, dtype=tensor.dtype)
+    return np.array(value, copy=True)
+
+
+def _cast(value, dtype, label):
+    if value.dtype == dtype:
+        return value
+    from . import ops
+    if not getattr(value, "weak", False):
+        _check_cast(value.dtype, dtype, label)
+    return ops.astype(value, dtype)
+
+
+def _check_cast(source, target, label):
+    if not np.can_cast(source, target, casting="same_kind"):
+        raise TypeError(f"cannot write a {np.dtype(source).name} value into {label} ({np.dtype(target).name}) "
+                        "with casting rule 'same_kind'; cast it with .astype() first")
+
+
+def _label(program, tensor):
+    var = program._captured.get(id(tensor))
+    return f"'{var.name}'" if var is not None else f"a tensor of shape {list(tensor.shape)}"
+
+
+def _is_tensor(value):
+    from .tensor import Tensor
+    return isinstance(value, Tensor)
