@@ -15,7 +15,8 @@ from .ops.registry import REGISTRY, OpDef, defop, get_op, register
 from .control_flow import Undefined, cond, while_loop
 from .tracing import InputSpec, trace
 from .executor import Executor, Plan
-from .ops.gradients import fused as _fused_gradient  # noqa: E402,F401  (its op comes from runtime.passes)
+from .ops.gradients import fused as _fused_gradient  # noqa: E402,F401  (every op's gradient rule; fused's op comes from runtime.passes)
+from . import writes  # noqa: E402,F401  (gives Tensor set_value and Parameter its in-place operators)
 from .backends import get_backend, gpu_available, DeviceUnavailableError
 from .errors import ControlFlowError, FeedError, IterationLimitError, ProgramRunError, SymbolicBoolError
 from . import printer  # noqa: F401  (gives Program its str)

@@ -15,6 +15,7 @@ the Program and writes them back to the object after each run (see
 `transpiler.api`), so the object holds eager Tensors, never Variables.
 """
 from . import pytree, tracing
+from .tracing import tensor_cell_key
 from .errors import ControlFlowError
 from .ir import Variable
 from .undefined import Undefined
@@ -157,10 +158,6 @@ class TensorCell(Cell):
         self.obj.data = value.data
 
 
-def tensor_cell_key(tensor):
-    return ("TensorCell", id(tensor), None)
-
-
 def write_tensor(tensor, value, label=None):
     """Record, while tracing, that the Program writes `value` (a Variable of the tensor's dtype) into
     `tensor`; later reads of it in this trace see `value`, and each run stores the result in place."""
@@ -175,12 +172,6 @@ def write_tensor(tensor, value, label=None):
     label = entry[0].label if entry is not None else label or f"tensor{list(tensor.shape)}"
     # a new cell per write: a rollback (tracing.rollback) puts back the entry, and with it the older value
     program.written_cells[key] = (TensorCell(tensor, label, value), tensor)
-
-
-def written_value(program, tensor):
-    """The Variable a trace last wrote into `tensor`, or None."""
-    entry = program.written_cells.get(tensor_cell_key(tensor))
-    return None if entry is None else entry[0].value
 
 
 def attr_cell(obj, name, label):

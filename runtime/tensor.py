@@ -8,7 +8,7 @@ which also take traced Variables, are in ops/creation.py over `to_tensor` here.
 import numpy as np
 
 from . import tracing
-from .array_methods import ArrayMethods, ElementCount, _augmented, namespace
+from .array_methods import ArrayMethods, ElementCount, namespace
 from .backends import get_backend
 
 
@@ -115,12 +115,6 @@ class Tensor(ArrayMethods):
                 "the Program; make a new value instead: y = rt.setitem(x, index, value)")
         self.data = namespace().setitem(self, index, value).data
 
-    def set_value(self, value):
-        """Write `value` into this tensor in place (same shape after broadcasting, cast to its dtype):
-        the object keeps its identity; in traced code each run of the Program writes it (runtime.writes)."""
-        from .writes import set_value
-        return set_value(self, value)
-
     def __repr__(self):
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
         dev = "" if self.backend.name == "cpu" else f", device='{self.backend.name}'"
@@ -151,11 +145,6 @@ class Parameter(Tensor):
             data, backend = made.data, made.backend
         super().__init__(data, backend)
 
-    def __iadd__(self, other): return self.set_value(_augmented("add", self, other))
-    def __isub__(self, other): return self.set_value(_augmented("subtract", self, other))
-    def __imul__(self, other): return self.set_value(_augmented("multiply", self, other))
-    def __itruediv__(self, other): return self.set_value(_augmented("divide", self, other))
-    def __ipow__(self, other): return self.set_value(_augmented("pow", self, other))
 
 
 def to_tensor(data, dtype=None, device="cpu", copy=None):

@@ -118,14 +118,17 @@ class InputSpec:
         return f"InputSpec([{dims}], {self.dtype.name!r}{name})"
 
 
+def tensor_cell_key(tensor):
+    """The key of a Tensor's state cell (runtime.state.TensorCell) in `program.written_cells`."""
+    return ("TensorCell", id(tensor), None)
+
+
 def lift_tensor(tensor):
     """The persistable input Variable standing for an eager Tensor during this trace."""
     program = current_block().program
-    if program.written_cells:
-        from .state import written_value
-        written = written_value(program, tensor)
-        if written is not None:
-            return written
+    entry = program.written_cells.get(tensor_cell_key(tensor))
+    if entry is not None and entry[0].value is not None:      # a write earlier in this trace (runtime.state)
+        return entry[0].value
     captured = program._captured
     var = captured.get(id(tensor))
     if var is None:

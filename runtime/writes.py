@@ -10,15 +10,16 @@ an extra output, and the static function stores it in the Tensor after every run
 """
 import numpy as np
 
-from . import tracing
+from . import ops, tracing
+from .array_methods import _augmented
 from .ir import Variable
+from .state import write_tensor
+from .tensor import Parameter, Tensor
 
 
 def set_value(tensor, value):
     """Write `value` (a Tensor, Variable, array or number broadcastable to tensor's shape, cast to its
     dtype under NumPy's 'same_kind' rule) into `tensor` in place; returns tensor."""
-    from . import ops
-    from .state import write_tensor
     block = tracing.current_block()
     if block is None:
         new = _eager_value(tensor, value)
@@ -66,7 +67,6 @@ def _eager_array(value, tensor):
 def _cast(value, dtype, label):
     if value.dtype == dtype:
         return value
-    from . import ops
     if not getattr(value, "weak", False):
         _check_cast(value.dtype, dtype, label)
     return ops.astype(value, dtype)
@@ -84,5 +84,13 @@ def _label(program, tensor):
 
 
 def _is_tensor(value):
-    from .tensor import Tensor
     return isinstance(value, Tensor)
+
+
+# Attached here, the layer that owns writing: Tensor sits below the ops these need.
+Tensor.set_value = set_value
+Parameter.__iadd__ = lambda self, other: set_value(self, _augmented("add", self, other))
+Parameter.__isub__ = lambda self, other: set_value(self, _augmented("subtract", self, other))
+Parameter.__imul__ = lambda self, other: set_value(self, _augmented("multiply", self, other))
+Parameter.__itruediv__ = lambda self, other: set_value(self, _augmented("divide", self, other))
+Parameter.__ipow__ = lambda self, other: set_value(self, _augmented("pow", self, other))

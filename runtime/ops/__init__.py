@@ -105,4 +105,3 @@ def _numpy_error(what, name):
 
 array_methods.bind_namespace(__import__(__name__, fromlist=["FUNCTIONS"]))
 del np
-from . import gradients  # noqa: E402,F401  (attaches the gradient rules to the ops above)

@@ -11,6 +11,7 @@ from ..indexing import decode_index
 from ..registry import OpDef, facet, get_op, register
 from ..rules import Spec, dtype_of, shape_of
 from .support import takes_gradient, unbroadcast
+from ..samples import sample_array
 
 
 def _getitem_grad_kernel(xp, g, x, *inputs, index):
@@ -36,7 +37,6 @@ def _getitem_grad_infer(g, x, *inputs, index):
 
 
 def _getitem_grad_samples():
-    from ..samples import sample_array
     g3, x = sample_array((3, 2)), sample_array((4, 2))
 
     def oracle(index):

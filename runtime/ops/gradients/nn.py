@@ -4,6 +4,7 @@ import math
 from ..nn_ops import log_softmax
 from ..registry import facet
 from .support import cast_like, count, rt, takes_gradient, unbroadcast
+from .indexing import scatter_rows
 
 
 @facet("relu", "vjp")
@@ -106,7 +107,6 @@ def _per_sample(g, loss, reduction, n, axis):
 @facet("embedding", "vjp")
 def _embedding_vjp(g, inputs, outputs):
     """Rows picked by ids get g added back (ids repeating a row add up): embedding is weight[ids]."""
-    from .indexing import scatter_rows
     ids, weight = inputs
     return None, (scatter_rows(g, weight, ids) if takes_gradient(weight) else None)
 

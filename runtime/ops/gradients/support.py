@@ -14,6 +14,7 @@ from .. import FUNCTIONS
 from ..dispatch import apply
 from ..registry import OpDef, facet, get_op, register
 from ..rules import Spec, dtype_of, shape_of
+from ..samples import sample_array
 
 rt = SimpleNamespace(**FUNCTIONS)
 
@@ -110,7 +111,6 @@ def _unbroadcast_infer(g, x):
 
 
 def _unbroadcast_samples():
-    from ..samples import sample_array
     g, x = sample_array((4, 2, 3)), sample_array((2, 1), "float64")
     return [dict(fn=lambda g, x: apply(_unbroadcast, (g, x), {}), args=(g, x),
                  oracle=lambda g, x: g.sum(axis=(0, 2), keepdims=True)[0].astype(x.dtype)),
