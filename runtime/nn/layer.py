@@ -76,6 +76,14 @@ class Layer:
         else:
             object.__setattr__(self, name, value)
 
+    def __reduce_ex__(self, protocol):
+        # to_static(layer) puts a static forward on the instance: the layer pickles as that
+        # function's Program and parameters (never code); any other layer as a plain object
+        static = self.__dict__.get("forward")
+        if static is not None and hasattr(type(static), "deployed_program"):
+            return static.__reduce__()
+        return super().__reduce_ex__(protocol)
+
     def __getattr__(self, name):
         # only reached when ordinary lookup fails: parameters and sublayers live in their registries
         d = self.__dict__
