@@ -333,10 +333,10 @@ class StaticFunction:
         if specs is None:
             if self.cache_size == 1:
                 return next(iter(self._cache.values())).program
-            traced = f"traced for {self.cache_size} signatures" if self.cache_size else "not traced yet"
+            traced = f"been traced for {self.cache_size} signatures" if self.cache_size else "not been traced yet"
             raise ValueError(f"{self!r}: pass input_spec=[InputSpec(shape, dtype, name), ...] (to save or export) or "
                              f"use to_static(fn, input_spec=[...]) (to pickle) to say which Program stands for it: "
-                             f"it has been {traced}")
+                             f"it has {traced}")
         return self.get_program(*[_as_spec(s) for s in specs])
 
     def __reduce__(self):
@@ -348,6 +348,15 @@ class StaticFunction:
         program = self.deployed_program()
         device = next((t.device for t in program.parameters.values()), "cpu")
         return program_from_payload, program_payload(program) + (device, None)
+
+    def __copy__(self):         # the copy module would otherwise take __reduce__ and give a LoadedProgram
+        copied = object.__new__(StaticFunction)
+        copied.__dict__.update(self.__dict__)
+        return copied
+
+    def __deepcopy__(self, memo):
+        raise TypeError(f"{self!r} cannot be deep-copied (it pickles as its Program); call to_static on a copy "
+                        "of the function or layer instead")
 
     def _find(self, key):
         """(entry, captured tensors to feed) when a cached Program fits; else (None, why the entry for key did not)."""

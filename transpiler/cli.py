@@ -543,6 +543,8 @@ def run_on_cluster(args, out):
     if args.out is None or args.out.endswith(".npz"):
         raise CLIError("--scheduler has the workers write each output to its own file: give --out DIR (a folder "
                        "that receives out0.npy, out1.npy, ...)")
+    if args.batch_size is not None and args.batch_size < 1:
+        raise CLIError(f"--batch-size must be at least 1, got {args.batch_size}")
     named = [(name, array.filename) for name, array in (parse_input(text, mmap=True) for text in args.input)]
     user_file = None
     if is_saved_program(args.target):

@@ -11,6 +11,7 @@ independently (no reductions over the batch axis). `dask[array,distributed]` is
 an optional extra, imported when first needed.
 """
 import os
+import uuid
 
 import numpy as np
 
@@ -36,20 +37,25 @@ def map_batches(fn_or_loaded, *arrays):
     any Python constant it returned left as it is.
     """
     da = _dask_array()
+    from dask import delayed
     arrays = [a if isinstance(a, da.Array) else da.asarray(a) for a in arrays]
     loaded = _loaded_for(fn_or_loaded, arrays)
     arrays = _aligned(arrays, loaded, da)
     outputs = _output_specs(loaded.program)
+    name = loaded.program.name
+    # one graph key holds the Program: each worker fetches it once, not once per chunk; named here because
+    # dask would otherwise hash it by pickling it
+    program = delayed(loaded, name=f"{name}-program-{uuid.uuid4().hex}", traverse=False)
     pairs = []
     for i, array in enumerate(arrays):
         pairs += [array, ("b",) + tuple(f"in{i}_{d}" for d in range(1, array.ndim))]
-    results = da.blockwise(_run_chunk, ("b",), loaded, None, *pairs, concatenate=True,
+    results = da.blockwise(_run_chunk, ("b",), program, None, *pairs, token=f"{name}-run", concatenate=True,
                            dtype=object, meta=np.empty((0,), dtype=object))
     columns = []
     for k, (shape, dtype) in enumerate(outputs):
         new = {f"out{k}_{d}": n for d, n in enumerate(shape[1:], 1)}
-        columns.append(da.blockwise(_pick, ("b", *new), results, ("b",), k, None, new_axes=new, dtype=dtype,
-                                    meta=np.empty((0,) * len(shape), dtype=dtype)))
+        columns.append(da.blockwise(_pick, ("b", *new), results, ("b",), k, None, token=f"{name}-out{k}",
+                                    new_axes=new, dtype=dtype, meta=np.empty((0,) * len(shape), dtype=dtype)))
     return rebuild_outputs(loaded.program, columns)
 
 
@@ -84,6 +90,8 @@ def _loaded_for(obj, arrays):
 def _aligned(arrays, loaded, da):
     """The arrays checked against the Program's inputs and chunked alike: the first's rows, whole past axis 0."""
     specs = loaded.input_specs
+    if not arrays:
+        raise TypeError("map_batches needs at least one array to split into chunks of rows")
     if len(arrays) != len(specs):
         raise TypeError(f"{loaded.program.name}() takes {len(specs)} input(s) {list(loaded.input_names)}, "
                         f"got {len(arrays)} array(s)")

@@ -60,7 +60,9 @@ def test_control_flow_with_several_inputs_and_outputs(client, data):
     lazy = map_batches(halve_until_small, da.from_array(x, chunks=10), da.from_array(y, chunks=(7, 1)))
     assert [(a.dtype, a.chunks) for a in lazy] == [
         (np.float32, ((10, 10, 10, 7), (4,))), (np.int32, ((10, 10, 10, 7),)), (np.bool_, ((10, 10, 10, 7),))]
-    got = client.compute(lazy, sync=True)
+    with distributed.get_task_stream(client) as stream:
+        got = client.compute(lazy, sync=True)
+    assert {task["worker"] for task in stream.data} <= set(client.scheduler_info()["workers"]) and stream.data
     want = to_static(halve_until_small)(rt.tensor(x), rt.tensor(y))
     assert len(want) == 3 and max(want[1].numpy()) > 1
     for g, w in zip(got, want):
@@ -75,6 +77,7 @@ def test_layer_with_parameters_and_its_loaded_program(client, data, tmp_path):
     transpiler.save(net, tmp_path / "net", input_spec=[InputSpec([None, 4], "float32", "x")])
     loaded = transpiler.load(tmp_path / "net")
     np.testing.assert_array_equal(map_batches(loaded, x).compute(), want)
+    np.testing.assert_array_equal(map_batches(loaded, x).compute(scheduler="threads"), want)
 
 
 def test_outputs_that_are_not_per_row_are_refused_before_running(data):
@@ -88,6 +91,9 @@ def test_outputs_that_are_not_per_row_are_refused_before_running(data):
         map_batches(to_static(Net(), input_spec=[InputSpec([None, 4], "float32", "x")]), x.astype("float64"))
     with pytest.raises(ValueError, match="same number of rows"):
         map_batches(halve_until_small, x, x[:5, :2])
+    with pytest.raises(TypeError, match=r"takes 2 input\(s\) \['x', 'y'\], got 1 array"):
+        map_batches(to_static(halve_until_small, input_spec=[InputSpec([None, 4], "float32", "x"),
+                                                             InputSpec([None, 2], "float32", "y")]), x)
 
 
 def write_model(folder):
@@ -128,6 +134,8 @@ def test_cli_scheduler_errors_are_one_line(client, data, tmp_path, capsys):
     argv = ["run", f"{model}::f", "--input", f"x={tmp_path / 'x.npy'}", "--scheduler", client.scheduler.address]
     assert cli.main(argv + ["--out", str(tmp_path / "o.npz")]) == 1
     assert "give --out DIR" in capsys.readouterr().err
+    assert cli.main(argv + ["--out", str(tmp_path / "o"), "--batch-size", "0"]) == 1
+    assert "--batch-size must be at least 1" in capsys.readouterr().err
     assert cli.main(argv + ["--out", str(tmp_path / "o")]) == 1
     assert "missing --input for parameter 'y'" in capsys.readouterr().err
     np.save(tmp_path / "short.npy", data[0][:3])

@@ -4,6 +4,7 @@ The payload names one global, `runtime.deploy.program_from_payload`, and holds
 only strings, bytes and numbers; unpickling checks it as `load` checks files, so a
 tampered payload is refused like a tampered file.
 """
+import copy
 import io
 import json
 import pickle
@@ -113,7 +114,7 @@ def test_static_function_traced_once_pickles_that_signature():
 
 def test_static_function_needs_one_program_to_pickle():
     static = to_static(scaled)
-    with pytest.raises(ValueError, match="not traced yet"):
+    with pytest.raises(ValueError, match="not been traced yet"):
         pickle.dumps(static)
     static(rt.tensor(X), rt.tensor(X))
     static(rt.tensor(X[:2]), rt.tensor(X[:2]))
@@ -130,6 +131,22 @@ def test_to_static_layer_pickles_as_its_program_and_a_plain_layer_as_an_object()
     assert_same_outputs(pickle.loads(payload)(X), want)
     plain = pickle.loads(pickle.dumps(Net()))
     assert isinstance(plain, Net) and set(plain.state_dict()) == {"fc.weight", "fc.bias"}
+
+
+def test_copies_are_not_programs():
+    net = Net()
+    twin = copy.deepcopy(net)
+    assert isinstance(twin, Net) and twin.fc is not net.fc and twin.fc.weight is not net.fc.weight
+    np.testing.assert_array_equal(twin.fc.weight.numpy(), net.fc.weight.numpy())
+    assert copy.copy(net).fc is net.fc
+    static = to_static(net)
+    for copier in (copy.copy, copy.deepcopy):
+        with pytest.raises(TypeError, match="to_static Net cannot be copied"):
+            copier(static)
+    function = to_static(scaled)
+    assert isinstance(copy.copy(function), type(function))
+    with pytest.raises(TypeError, match="cannot be deep-copied"):
+        copy.deepcopy(function)
 
 
 def reduced(loaded):
