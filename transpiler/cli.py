@@ -563,7 +563,7 @@ def run_on_cluster(args, out):
                            f"{', '.join(keywords)}")
     try:
         from . import cluster
-        written = cluster.run_on_scheduler(args.scheduler, target, paths, args.out, args.batch_size)
+        written = cluster.run_on_scheduler(args.scheduler, target, paths, args.out, args.batch_size, args.device)
     except ImportError as e:
         raise CLIError(f"--scheduler: {e}") from None
     except OSError as e:

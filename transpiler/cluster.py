@@ -68,8 +68,11 @@ def _dask_array():
     return dask.array
 
 
-def _loaded_for(obj, arrays):
-    """A LoadedProgram for obj, a fresh copy (through its pickle payload) unless obj is one."""
+def _loaded_for(obj, arrays, device=None):
+    """A LoadedProgram for obj, a fresh copy (through its pickle payload) unless obj is one.
+
+    It runs on `device`, else where the function's parameters are (else the CPU).
+    """
     if isinstance(obj, deploy.LoadedProgram):
         return obj
     if isinstance(obj, rt.nn.Layer):
@@ -83,7 +86,7 @@ def _loaded_for(obj, arrays):
         program = obj.deployed_program()
     else:
         program = obj.get_program(*[InputSpec((None,) + tuple(a.shape[1:]), a.dtype, None) for a in arrays])
-    device = next((t.device for t in program.parameters.values()), "cpu")
+    device = device or next((t.device for t in program.parameters.values()), "cpu")
     return deploy.program_from_payload(*deploy.program_payload(program), device)
 
 
@@ -185,13 +188,13 @@ class NpyFile:
         return NpyFile, (self.path, self.writable)
 
 
-def run_on_scheduler(address, fn_or_loaded, paths, out_dir, rows_per_chunk=None):
+def run_on_scheduler(address, fn_or_loaded, paths, out_dir, rows_per_chunk=None, device="cpu"):
     """`dy2static run --scheduler`: map_batches over .npy files on the cluster at `address`.
 
     The workers read the inputs and write `out_dir/out0.npy, out1.npy, ...` (one per
     output leaf, as `run --batch-size`) themselves, chunk by chunk: nothing passes
-    through this process but the task graph. Returns the paths written; on failure
-    none are left behind.
+    through this process but the task graph. The workers run the Program on `device`.
+    Returns the paths written; on failure none are left behind.
     """
     da = _dask_array()
     from distributed import Client
@@ -202,7 +205,8 @@ def run_on_scheduler(address, fn_or_loaded, paths, out_dir, rows_per_chunk=None)
             if source.ndim == 0:
                 raise ValueError(f"{path} holds a scalar: inputs are split along their first dim")
             inputs.append(da.from_array(source, chunks=(rows_per_chunk or "auto",) + (-1,) * (source.ndim - 1)))
-        leaves, _ = pytree.flatten(map_batches(fn_or_loaded, *inputs))
+        loaded = _loaded_for(fn_or_loaded, inputs, device)
+        leaves, _ = pytree.flatten(map_batches(loaded, *inputs))
         os.makedirs(out_dir, exist_ok=True)
         written, sources, targets = [], [], []
         try:

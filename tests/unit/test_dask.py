@@ -91,6 +91,8 @@ def test_outputs_that_are_not_per_row_are_refused_before_running(data):
         map_batches(to_static(Net(), input_spec=[InputSpec([None, 4], "float32", "x")]), x.astype("float64"))
     with pytest.raises(ValueError, match="same number of rows"):
         map_batches(halve_until_small, x, x[:5, :2])
+    with pytest.raises(ValueError, match=r"input 'x' has a static first dim 8, but the chunks have \[5, 8\] rows"):
+        map_batches(to_static(Net(), input_spec=[InputSpec([8, 4], "float32", "x")]), x)
     with pytest.raises(TypeError, match=r"takes 2 input\(s\) \['x', 'y'\], got 1 array"):
         map_batches(to_static(halve_until_small, input_spec=[InputSpec([None, 4], "float32", "x"),
                                                              InputSpec([None, 2], "float32", "y")]), x)
