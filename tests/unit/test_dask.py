@@ -145,3 +145,11 @@ def test_cli_scheduler_errors_are_one_line(client, data, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "same number of rows" in err
     assert not (tmp_path / "o").exists() or not list((tmp_path / "o").iterdir())
+
+
+def test_a_static_function_submitted_to_a_worker_travels_as_its_program(client, data):
+    specs = [InputSpec([None, 4], "float32", "x"), InputSpec([None, 2], "float32", "y")]
+    static = to_static(halve_until_small, input_spec=specs)
+    got = client.submit(lambda fn, x, y: [t.numpy() for t in fn(x, y)], static, *data).result()
+    for g, w in zip(got, static(rt.tensor(data[0]), rt.tensor(data[1]))):
+        np.testing.assert_array_equal(g, w.numpy())
