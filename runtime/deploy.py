@@ -13,6 +13,7 @@ any problem is a `ProgramFormatError` (a ValueError) naming the file; a
 missing file is a FileNotFoundError. `max_iterations=` bounds `while` loops.
 """
 import hashlib
+import io
 import json
 import os
 
@@ -27,7 +28,8 @@ from .tracing import InputSpec, rebuild_outputs
 PROGRAM_SUFFIX = ".program.json"
 PARAMS_SUFFIX = ".params.npz"
 
-__all__ = ["save_program", "load_program", "LoadedProgram", "program_paths", "ProgramFormatError"]
+__all__ = ["save_program", "load_program", "LoadedProgram", "program_paths", "program_from_payload", "program_payload",
+           "ProgramFormatError"]
 
 
 def program_paths(path):
@@ -111,17 +113,49 @@ def load_program(path, device="cpu", max_bytes=None, max_iterations=None):
     json_path, npz_path = program_paths(path)
     with open(json_path, "rb") as f:
         text = f.read()
-    program = program_from_json(text, source=json_path)
+    return _checked(text, npz_path, json_path, _sha256, device, max_bytes, max_iterations,
+                    "a save was interrupted, or files of two saves were mixed")
+
+
+def program_from_payload(json_text, params, device="cpu", max_iterations=None):
+    """The LoadedProgram a pickle names (`LoadedProgram.__reduce__`): Program JSON + its .npz as bytes.
+
+    The one constructor a pickled Program or static function calls: the payload
+    is checked exactly as `load_program` checks files (a tampered payload is a
+    ProgramFormatError), and the Program is compiled here, from data only.
+    """
+    if not isinstance(json_text, str) or not isinstance(params, bytes):
+        raise ProgramFormatError(f"a pickled Program is (JSON text, .npz bytes), got ({type(json_text).__name__}, "
+                                 f"{type(params).__name__})")
+    return _checked(json_text, params, "the pickled Program", lambda data: hashlib.sha256(data).hexdigest(),
+                    device, None, max_iterations, "the payload was altered, or two payloads were mixed")
+
+
+def _checked(text, params, source, digest_of, device, max_bytes, max_iterations, why_mismatch):
+    """A LoadedProgram from Program JSON and parameters (a path or bytes), after every check the loader makes."""
+    program = program_from_json(text, source=source)
     expected = {v.name: (v.static_shape, v.dtype) for v in program.inputs if v.persistable}
-    arrays = read_params(npz_path, expected, max_bytes=max_bytes)
+    arrays = read_params(params, expected, max_bytes=max_bytes)
     digest = json.loads(text).get("params_sha256")    # after the reader's checks: those say what is wrong first
-    if digest is not None and (not isinstance(digest, str) or digest != _sha256(npz_path)):
-        raise ProgramFormatError(f"{npz_path}: the parameters file is not the one saved with {json_path} (its "
-                                 "SHA-256 differs: a save was interrupted, or files of two saves were mixed)")
+    if digest is not None and (not isinstance(digest, str) or digest != digest_of(params)):
+        where = "the pickled parameters are" if isinstance(params, bytes) else f"{params}: the parameters file is"
+        raise ProgramFormatError(f"{where} not the one saved with {source} (its SHA-256 differs: {why_mismatch})")
     executor = Executor(device, max_iterations=max_iterations)
     backend = executor.backend
     program.parameters = {name: Tensor(backend.asarray(arrays[name]), backend) for name in expected}
     return LoadedProgram(program, executor)
+
+
+def program_payload(program):
+    """(JSON text, .npz bytes) of a Program and its parameters: what a pickle of it carries."""
+    arrays = parameter_arrays(program)
+    data = program_to_dict(program)
+    program_from_dict(data, source=f"Program '{program.name}' (not pickled)")
+    buffer = io.BytesIO()
+    write_params(buffer, arrays)
+    params = buffer.getvalue()
+    data["params_sha256"] = hashlib.sha256(params).hexdigest()
+    return json.dumps(data), params
 
 
 class LoadedProgram:
@@ -177,6 +211,10 @@ class LoadedProgram:
         if missing:
             raise TypeError(f"{self.program.name}() is missing input(s) {missing}")
         return feed
+
+    def __reduce__(self):
+        """Pickled as its Program JSON and parameters (never code): unpickling checks them as `load` does."""
+        return program_from_payload, program_payload(self.program) + (self.device, self.executor.max_iterations)
 
     def __repr__(self):
         specs = ", ".join(repr(s) for s in self.input_specs)

@@ -12,6 +12,7 @@ file holds are refused before any array is made. Every problem is a
 `ProgramFormatError` naming the file and what is wrong.
 """
 import inspect
+import io
 import json
 import keyword
 import math
@@ -586,7 +587,7 @@ def default_max_bytes(file_size):
 
 
 def read_params(path, expected, max_bytes=None):
-    """{name: np.ndarray} from an .npz, checked against `expected` {name: (shape, dtype)}.
+    """{name: np.ndarray} from an .npz (a path, or its bytes), checked against `expected` {name: (shape, dtype)}.
 
     Each member's .npy header is read and checked (numeric dtype, no Python
     objects, the declared shape and dtype) before its data; data is read in
@@ -596,11 +597,12 @@ def read_params(path, expected, max_bytes=None):
     any data is inflated. FileNotFoundError if the file is absent;
     ProgramFormatError for anything wrong inside it.
     """
-    source = os.fspath(path)
+    in_memory = isinstance(path, bytes)
+    source = "the pickled parameters" if in_memory else os.fspath(path)
     if max_bytes is not None and (not _is_int(max_bytes) or max_bytes < 0):
         raise ValueError(f"max_bytes must be a non-negative int or None, not {max_bytes!r}")
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
+    with io.BytesIO(path) if in_memory else open(path, "rb") as fh:
+        size = len(path) if in_memory else os.fstat(fh.fileno()).st_size
         limit = default_max_bytes(size) if max_bytes is None else max_bytes
         try:
             return _read_npz(fh, source, expected, _Budget(limit, size, max_bytes is None))

@@ -19,6 +19,7 @@ import numpy as np
 
 import runtime as rt
 from runtime import pytree, tracing
+from runtime.deploy import program_from_payload, program_payload
 from runtime.errors import SymbolicBoolError
 from runtime.executor import Executor, _located, wrap_output
 from runtime.passes import run_passes
@@ -320,6 +321,42 @@ class StaticFunction:
         for var, tensor in zip(program.inputs[traced.n_inputs:], params):
             program.parameters[var.name] = tensor      # what a call would feed now (a rebound global, ...)
         return run_passes(program, self._passes) if optimized else program
+
+    def deployed_program(self, input_spec=None):
+        """The Program that stands for this function when it is saved, exported or pickled.
+
+        The one traced for `input_spec` (else the input_spec given to to_static);
+        with neither, the only signature traced so far. Several traced signatures
+        and no spec is a ValueError: which Program to ship is the caller's choice.
+        """
+        specs = input_spec if input_spec is not None else self._input_spec
+        if specs is None:
+            if self.cache_size == 1:
+                return next(iter(self._cache.values())).program
+            traced = f"been traced for {self.cache_size} signatures" if self.cache_size else "not been traced yet"
+            raise ValueError(f"{self!r}: pass input_spec=[InputSpec(shape, dtype, name), ...] (to save or export) or "
+                             f"use to_static(fn, input_spec=[...]) (to pickle) to say which Program stands for it: "
+                             f"it has {traced}")
+        return self.get_program(*[_as_spec(s) for s in specs])
+
+    def __reduce__(self):
+        """Pickled as a LoadedProgram of `deployed_program()`: Program JSON and parameters, never code.
+
+        Unpickling gives that LoadedProgram (called with the Program's tensor inputs),
+        checked as `transpiler.load` checks files.
+        """
+        program = self.deployed_program()
+        device = next((t.device for t in program.parameters.values()), "cpu")
+        return program_from_payload, program_payload(program) + (device, None)
+
+    def __copy__(self):         # the copy module would otherwise take __reduce__ and give a LoadedProgram
+        copied = object.__new__(StaticFunction)
+        copied.__dict__.update(self.__dict__)
+        return copied
+
+    def __deepcopy__(self, memo):
+        raise TypeError(f"{self!r} cannot be deep-copied (it pickles as its Program); call to_static on a copy "
+                        "of the function or layer instead")
 
     def _find(self, key):
         """(entry, captured tensors to feed) when a cached Program fits; else (None, why the entry for key did not)."""

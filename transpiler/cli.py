@@ -5,6 +5,7 @@
     dy2static program model.py::f --spec 'x:float32[None,784]' [--format text|json|dot] [--optimized]
     dy2static run model.py::f --input x=x.npy [--out out.npz]
     dy2static run model.py::f --input x=big.npy --batch-size 128 --out outdir   memory-mapped, in batches
+    dy2static run model.py::f --input x=big.npy --scheduler tcp://host:8786 --out outdir   on a Dask cluster
     dy2static export model.py::f --spec 'x:float32[None,784]' --out build/f [--format python|program|onnx]
     dy2static export build/f.program.json --out build/f_np        a saved Program: no --spec needed
 
@@ -489,6 +490,8 @@ def _run_error(error, user_file):
 
 
 def cmd_run(args, out):
+    if args.scheduler is not None:
+        return run_on_cluster(args, out)
     if args.batch_size is not None:
         return run_in_batches(args, out)
     inputs = [parse_input(text) for text in args.input]
@@ -533,6 +536,43 @@ def run_in_batches(args, out):
         raise _run_error(e, user_file) from e
     names = ", ".join(os.path.basename(p) for p in written)
     out.write(f"wrote {len(written)} output(s) for {total} rows to {args.out}: {names}\n")
+    return 0
+
+
+def run_on_cluster(args, out):
+    """`run --scheduler ADDRESS --out DIR`: chunks of rows on a Dask cluster's workers, outputs as DIR/outI.npy."""
+    if args.out is None or args.out.endswith(".npz"):
+        raise CLIError("--scheduler has the workers write each output to its own file: give --out DIR (a folder "
+                       "that receives out0.npy, out1.npy, ...)")
+    if args.batch_size is not None and args.batch_size < 1:
+        raise CLIError(f"--batch-size must be at least 1, got {args.batch_size}")
+    named = [(name, array.filename) for name, array in (parse_input(text, mmap=True) for text in args.input)]
+    user_file = None
+    if is_saved_program(args.target):
+        target = load_saved(args.target, device=args.device)
+        try:
+            feed = target.bind([p for name, p in named if name is None], {n: p for n, p in named if n is not None})
+        except TypeError as e:
+            raise CLIError(f"--input: {e}") from e
+        paths = [feed[name] for name in target.input_names]
+    else:
+        path, target = static_target(args)
+        user_file = os.path.abspath(path)
+        paths, keywords = bind_arguments(target, named, args.target, "--input")
+        if keywords:
+            raise CLIError(f"--scheduler passes inputs by position; give --input for every parameter before "
+                           f"{', '.join(keywords)}")
+    try:
+        from . import cluster
+        written = cluster.run_on_scheduler(args.scheduler, target, paths, args.out, args.batch_size, args.device)
+    except ImportError as e:
+        raise CLIError(f"--scheduler: {e}") from None
+    except OSError as e:
+        raise CLIError(f"--scheduler {args.scheduler}: {_one_line(e)}") from e
+    except Exception as e:
+        raise _run_error(e, user_file) from e
+    names = ", ".join(os.path.basename(p) for p in written)
+    out.write(f"wrote {len(written)} output(s) to {args.out} on the cluster at {args.scheduler}: {names}\n")
     return 0
 
 
@@ -643,6 +683,11 @@ def build_parser():
                         "writing each batch's outputs straight into --out DIR: inputs larger than memory work. "
                         "All inputs must have the same number of rows; every output must have one row per "
                         "input row; rows must not depend on each other (no reductions over the batch)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786): the "
+                        "workers read the --input .npy files and write --out DIR/out0.npy, ... in chunks of rows "
+                        "(--batch-size rows each, else Dask's automatic size); the files must be on a filesystem "
+                        "the workers share. Needs dy2static[dask] here and on the workers")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (it is shown on stderr with --batch-size when stderr is a terminal)")
     p.set_defaults(handler=cmd_run)

@@ -29,14 +29,7 @@ def program_for(obj, input_spec=None):
     """
     if isinstance(obj, _deploy.LoadedProgram):
         return _loaded_program(obj, input_spec)
-    static = _static_function(obj, input_spec)
-    specs = input_spec if input_spec is not None else static._input_spec
-    if specs is None:
-        if static.cache_size == 1:
-            return next(iter(static._cache.values())).program
-        raise ValueError(f"{obj!r}: pass input_spec=[InputSpec(shape, dtype, name), ...] to say what to save "
-                         f"(it has been traced for {static.cache_size} signatures)")
-    return static.get_program(*[s if isinstance(s, rt.InputSpec) else rt.InputSpec.from_value(s) for s in specs])
+    return _static_function(obj, input_spec).deployed_program(input_spec)
 
 
 def _loaded_program(loaded, input_spec):

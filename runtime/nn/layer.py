@@ -8,6 +8,7 @@ persistable inputs, fed by reference on every run, so updating a Parameter's
 Assigning to a buffer (`self.running_mean = ...`) writes into the buffer Tensor
 (`set_value`), so a Program that computes the value writes it after each run.
 """
+import copy
 from collections import namedtuple
 
 import numpy as np
@@ -81,6 +82,36 @@ class Layer:
             sublayers[name] = None
         else:
             object.__setattr__(self, name, value)
+
+    def __reduce_ex__(self, protocol):
+        # to_static(layer) puts a static forward on the instance: the layer pickles as that
+        # function's Program and parameters (never code); any other layer as a plain object
+        static = self._static_forward()
+        if static is not None:
+            return static.__reduce__()
+        return super().__reduce_ex__(protocol)
+
+    # the copy module would otherwise take __reduce_ex__ and make a to_static layer its Program
+    def __copy__(self):
+        copied = self._blank_copy()
+        copied.__dict__.update(self.__dict__)
+        return copied
+
+    def __deepcopy__(self, memo):
+        copied = self._blank_copy()
+        memo[id(self)] = copied
+        copied.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return copied
+
+    def _blank_copy(self):
+        if self._static_forward() is not None:
+            raise TypeError(f"a to_static {type(self).__name__} cannot be copied (it pickles as its Program); "
+                            "copy the layer before to_static")
+        return object.__new__(type(self))
+
+    def _static_forward(self):
+        static = self.__dict__.get("forward")
+        return static if hasattr(type(static), "deployed_program") else None
 
     def __getattr__(self, name):
         # only reached when ordinary lookup fails: parameters and sublayers live in their registries
