@@ -43,7 +43,7 @@ from runtime import deploy, export, pytree
 from runtime.ir import Variable, sub_block_attrs
 from runtime.tracing import InputSpec
 
-from . import batches
+from . import batches, cluster
 from .api import StaticFunction, to_source, to_static
 from .errors import ConversionError
 from runtime import onnx as runtime_onnx
@@ -563,7 +563,6 @@ def run_on_cluster(args, out):
             raise CLIError(f"--scheduler passes inputs by position; give --input for every parameter before "
                            f"{', '.join(keywords)}")
     try:
-        from . import cluster
         written = cluster.run_on_scheduler(args.scheduler, target, paths, args.out, args.batch_size, args.device)
     except ImportError as e:
         raise CLIError(f"--scheduler: {e}") from None

@@ -38,7 +38,7 @@ LAYERS = [
     ("emit", ["transpiler.emit"]),
     ("trace bookkeeping", ["transpiler.guards", "transpiler.outer_names", "transpiler.writeback"]),
     ("api", ["transpiler.api"]),
-    ("deploy", ["transpiler.deploy"]),
+    ("deploy, cluster", ["transpiler.deploy", "transpiler.cluster"]),
     ("transpiler namespace", ["transpiler"]),
     ("cli", ["transpiler.batches", "transpiler.cli", "transpiler.__main__"]),
 ]
