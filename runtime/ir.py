@@ -212,7 +212,7 @@ class Program:
         self.output_tree = None   # pytree.TreeDef rebuilding the function's return value
         self.output_consts = {}   # leaf index -> Python constant returned as is
         self.parameters = {}      # persistable name -> Tensor whose value is fed by default
-        self.version = 0          # bumped on every mutation: invalidates compiled plans
+        self.version = 0          # bumped by append_op and drop_blocks_from; compiled plans are keyed by it
         self._names = {}
         self._used = set()
         self._plans = {}

@@ -246,7 +246,7 @@ class _Reader:
                 self.fail("block 0 cannot have params (the Program's inputs are listed in \"inputs\")")
             if len(set(names)) != len(names):
                 self.fail(f"block {block.idx} lists a parameter twice")
-        program.inputs = self.read_inputs(program, d)
+        program.inputs = self.read_inputs(d)
         self.used_blocks = set()
         defined = self.read_block(program, 0, {id(v) for v in program.inputs}, 0)
         unused = sorted(set(range(len(program.blocks))) - self.used_blocks)
@@ -281,7 +281,7 @@ class _Reader:
             program.blocks.append(Block(program, i, parent))
         self.blocks_data = blocks_data
 
-    def read_inputs(self, program, d):
+    def read_inputs(self, d):
         names = self.items(d, "inputs", str, "the Program")
         if len(set(names)) != len(names):
             self.fail("an input is listed twice in \"inputs\"")

@@ -141,7 +141,7 @@ def _einsum_infer(*operands, subscripts):
         dims = tuple(d if d != -1 else sizes.get(c, 2) for c, d in zip(letters, shape_of(x)))
         probes.append(np.empty(dims, dtype_of(x)))
     out = np.einsum(subscripts, *probes)
-    out_letters = _output_letters(spec, terms, [len(shape_of(x)) for x in operands], out.ndim)
+    out_letters = _output_letters(spec, terms, out.ndim)
     shape = tuple(-1 if c in unknown else d for c, d in zip(out_letters, out.shape))
     return Spec(shape, result_type(*map(promote_operand, operands)))
 
@@ -156,7 +156,7 @@ def _letters(term, ndim):
     return list(head) + [f".{n - 1 - i}" for i in range(n)] + list(tail)
 
 
-def _output_letters(spec, terms, ndims, out_ndim):
+def _output_letters(spec, terms, out_ndim):
     if "->" in spec:
         return _letters(spec.split("->")[1], out_ndim)
     counts = {}

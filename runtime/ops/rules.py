@@ -101,13 +101,6 @@ def _resolve(ufunc, inputs):
     return resolved
 
 
-def same_as(index=0):
-    def infer(*inputs, **attrs):
-        x = inputs[index]
-        return Spec(shape_of(x), dtype_of(x), is_weak(x))
-    return infer
-
-
 def reduction(dtype_rule=None):
     """Rule for reductions with axis/keepdims; dtype_rule(dtype) gives the result dtype."""
     def infer(x, axis=None, keepdims=False):
