@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..dtypes import result_type
+from ..shape_text import shape_text
 from .dispatch import apply
 from .registry import OpDef, register
 from .rules import Spec, broadcast_shapes, dtype_of, promote_operand, shape_of
@@ -100,7 +101,7 @@ def _drop(shape, axis):
 
 def _vecdot_kernel(xp, a, b, axis=-1):
     if a.shape[axis] != b.shape[axis]:        # the contracted dims must agree: they never broadcast
-        raise ValueError(f"vecdot: dims differ along axis {axis}: {a.shape} and {b.shape}")
+        raise ValueError(f"vecdot: dims differ along axis {axis}: {shape_text(a.shape)} and {shape_text(b.shape)}")
     product = xp.conj(a) * b if a.dtype.kind == "c" else a * b
     return xp.sum(product, axis=axis, dtype=product.dtype)
 

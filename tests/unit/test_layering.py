@@ -19,7 +19,7 @@ OPTIONAL = {"cupy", "cupyx", "onnx", "onnxruntime", "dask", "distributed", "torc
 # Bottom to top; see layer_of for which layer a module is in.
 LAYERS = [
     ("base", ["runtime.dtypes", "runtime.errors", "runtime.pytree", "runtime.backends", "runtime.undefined",
-              "runtime.rng", "runtime.array_methods"]),
+              "runtime.rng", "runtime.shape_text", "runtime.array_methods"]),
     ("ir", ["runtime.ir"]),
     ("tracing", ["runtime.tracing", "runtime.state"]),
     ("tensor", ["runtime.tensor"]),
