@@ -8,6 +8,8 @@ import sys
 
 import numpy as np
 
+from .shape_text import shape_text
+
 _ns = None
 
 
@@ -170,14 +172,11 @@ def _augmented(name, x, y):
         out = _ns.astype(out, x.dtype)
     x_shape, out_shape = _static_shape(x), _static_shape(out)
     if len(x_shape) != len(out_shape) or any(a != b and -1 not in (a, b) for a, b in zip(x_shape, out_shape)):
-        raise ValueError(f"non-broadcastable output operand with shape {_fmt(x_shape)} doesn't match the "
-                         f"broadcast shape {_fmt(out_shape)}")
+        raise ValueError(f"non-broadcastable output operand with shape {shape_text(x_shape)} doesn't match the "
+                         f"broadcast shape {shape_text(out_shape)}")
     return out
 
 
 def _static_shape(x):
     return x.static_shape if hasattr(x, "static_shape") else tuple(x.shape)
 
-
-def _fmt(shape):
-    return "(" + ", ".join("?" if d == -1 else str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"

@@ -16,6 +16,7 @@ from .errors import ControlFlowError
 from .ir import LITERAL_TYPES, Variable
 from .ops import array_from_list, array_new, astype, full, not_equal, undefined_value, zeros
 from .ops.control import block_raises, mark_raising
+from .shape_text import shape_text
 from .tensor import Tensor
 from .undefined import Undefined
 
@@ -34,7 +35,7 @@ def _describe(value):
     if isinstance(value, Variable):
         return f"a tensor ({value.type_str()})"
     if isinstance(value, Tensor):
-        return f"a tensor ({value.dtype.name}{list(value.shape)})"
+        return f"a tensor ({value.dtype.name}{shape_text(value.shape)})"
     if isinstance(value, Undefined):
         return "undefined"
     if callable(value) and hasattr(value, "__name__"):
@@ -99,7 +100,7 @@ def as_predicate(pred):
     """A symbolic truth value: bool, and of size one."""
     if any(d not in (1, -1) for d in pred.static_shape):
         raise ValueError(
-            f"the truth value of a tensor with shape {pred.static_shape} is ambiguous: "
+            f"the truth value of a tensor with shape {shape_text(pred.static_shape)} is ambiguous: "
             "reduce it first with .any() or .all()")
     if pred.dtype.kind != "b":
         pred = not_equal(pred, 0)
@@ -108,12 +109,8 @@ def as_predicate(pred):
 
 def _merge_shapes(a, b, name):
     if len(a) != len(b):
-        raise ControlFlowError(f"{_subject(name)} changes rank: shapes {_fmt(a)} and {_fmt(b)}")
+        raise ControlFlowError(f"{_subject(name)} changes rank: shapes {shape_text(a)} and {shape_text(b)}")
     return tuple(x if x == y else -1 for x, y in zip(a, b))
-
-
-def _fmt(shape):
-    return "[" + ", ".join("?" if d == -1 else str(d) for d in shape) + "]"
 
 
 def _cast(var, dtype):

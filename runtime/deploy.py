@@ -22,6 +22,7 @@ import numpy as np
 from .executor import Executor
 from .serialization import (ProgramFormatError, program_from_dict, program_from_json, program_to_dict, read_params,
                             write_params)
+from .shape_text import shape_text
 from .tensor import Tensor
 from .tracing import InputSpec, rebuild_outputs
 
@@ -83,7 +84,7 @@ def parameter_arrays(program):
         array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
         if array.dtype != var.dtype or len(array.shape) != var.ndim or any(
                 d != -1 and d != a for d, a in zip(var.static_shape, array.shape)):
-            raise ValueError(f"parameter '{var.name}' is {array.dtype.name}{list(array.shape)}; "
+            raise ValueError(f"parameter '{var.name}' is {array.dtype.name}{shape_text(array.shape)}; "
                              f"the Program declares {var.type_str()}")
         arrays[var.name] = array
     return arrays

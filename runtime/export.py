@@ -34,6 +34,7 @@ from .backends import _canonical
 from .deploy import _atomic_write, parameter_arrays
 from .executor import Codegen, _is_literal
 from .serialization import DTYPES, write_params
+from .shape_text import shape_text
 
 __all__ = ["export_python", "python_source", "ExportError"]
 
@@ -75,6 +76,7 @@ def python_source(program, params_file, device="cpu"):
     sources.preload(sys, "sys")
     gen = _ExportCodegen(program, sources)
     gen.function("program")
+    shape_name = sources.function(shape_text, "shape_text", "the module's messages")
     returned = _nest_source(gen, program)
     inputs = {v.name: (v.static_shape, v.dtype.name) for v in program.inputs if not v.persistable}
     params = {v.name: (v.static_shape, v.dtype.name) for v in program.inputs if v.persistable}
@@ -97,7 +99,8 @@ def python_source(program, params_file, device="cpu"):
     out += ["", ""] + gen.lines
     out += ["", "", _WRAPPER.format(
         inputs=_dict_source(inputs), parameters=_dict_source(params),
-        args=repr(tuple(v.name for v in program.inputs)), params_file=repr(params_file), returned=returned)]
+        args=repr(tuple(v.name for v in program.inputs)), params_file=repr(params_file), returned=returned,
+        shape_text=shape_name)]
     source = "\n".join(out).rstrip("\n") + "\n"
     try:
         compile(source, "<exported program>", "exec")
@@ -124,8 +127,8 @@ def load_params(path=PARAMS_FILE):
         for name, (shape, dtype) in PARAMETERS.items():
             array = npz[name]
             if array.shape != shape or array.dtype != np.dtype(dtype):
-                raise ValueError(f"{{path}}: parameter {{name!r}} is {{array.dtype}}{{list(array.shape)}}, "
-                                 f"expected {{dtype}}{{list(shape)}}")
+                raise ValueError(f"{{path}}: parameter {{name!r}} is {{array.dtype}}{{{shape_text}(array.shape)}}, "
+                                 f"expected {{dtype}}{{{shape_text}(shape)}}")
             params[name] = xp.asarray(array)
     return params
 
@@ -138,8 +141,8 @@ def _input(name, value):
         value = xp.asarray(value)
     if (value.dtype != np.dtype(dtype) or value.ndim != len(shape)
             or any(d != -1 and d != n for d, n in zip(shape, value.shape))):
-        raise ValueError(f"input {{name!r}}: expected {{dtype}}{{list(shape)}}, "
-                         f"got {{value.dtype}}{{list(value.shape)}}")
+        raise ValueError(f"input {{name!r}}: expected {{dtype}}{{{shape_text}(shape)}}, "
+                         f"got {{value.dtype}}{{{shape_text}(value.shape)}}")
     return value
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from . import array_methods
 from .array_methods import ArrayMethods
 from .errors import SymbolicBoolError
+from .shape_text import shape_text
 
 _IDENT = re.compile(r"[^0-9a-zA-Z_.]")   # dots kept: parameter names like "fc1.weight"
 LITERAL_TYPES = (bool, int, float, complex)
@@ -55,8 +56,7 @@ class Variable(ArrayMethods):
         return array_methods.namespace().shape(self)
 
     def type_str(self):
-        dims = ", ".join("?" if d == -1 else str(d) for d in self.static_shape)
-        text = f"{self.dtype.name}[{dims}]"
+        text = f"{self.dtype.name}{shape_text(self.static_shape)}"
         if self.kind == "array":
             text = f"array<{text}>"
         if self.weak:
@@ -96,7 +96,7 @@ class Variable(ArrayMethods):
         n = self.static_shape[0]
         if n == -1:
             raise TypeError(
-                f"cannot iterate a tensor of shape {_dims_text(self.static_shape)} in plain Python: dimension 0 "
+                f"cannot iterate a tensor of shape {shape_text(self.static_shape)} in plain Python: dimension 0 "
                 "is dynamic (known only when the Program runs), so Python cannot unroll over its rows. "
                 "Use a `for` loop over it inside @to_static (it becomes a while op), rt.while_loop, a "
                 "reduction such as x.sum(axis=0) instead of sum(x), or give that dimension a fixed size in "
@@ -148,10 +148,6 @@ class Operator:
 
 
 _SUB_BLOCK_ATTRS = {"cond": ("true_block", "false_block"), "while": ("cond_block", "body_block")}
-
-
-def _dims_text(shape):
-    return "[" + ", ".join("None" if d == -1 else str(d) for d in shape) + "]"
 
 
 def sub_block_attrs(op_type):
@@ -212,7 +208,7 @@ class Program:
         self.output_tree = None   # pytree.TreeDef rebuilding the function's return value
         self.output_consts = {}   # leaf index -> Python constant returned as is
         self.parameters = {}      # persistable name -> Tensor whose value is fed by default
-        self.version = 0          # bumped on every mutation: invalidates compiled plans
+        self.version = 0          # bumped by append_op and drop_blocks_from; compiled plans are keyed by it
         self._names = {}
         self._used = set()
         self._plans = {}

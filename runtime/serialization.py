@@ -27,6 +27,7 @@ from . import pytree
 from .ir import Block, Operator, Program, Variable, sub_block_attrs
 from .ops.registry import REGISTRY
 from .ops.rules import Spec
+from .shape_text import shape_text
 
 FORMAT = "dy2static.program"
 VERSION = 1
@@ -247,7 +248,7 @@ class _Reader:
                 self.fail("block 0 cannot have params (the Program's inputs are listed in \"inputs\")")
             if len(set(names)) != len(names):
                 self.fail(f"block {block.idx} lists a parameter twice")
-        program.inputs = self.read_inputs(program, d)
+        program.inputs = self.read_inputs(d)
         self.used_blocks = set()
         defined = self.read_block(program, 0, {id(v) for v in program.inputs}, 0)
         unused = sorted(set(range(len(program.blocks))) - self.used_blocks)
@@ -282,7 +283,7 @@ class _Reader:
             program.blocks.append(Block(program, i, parent))
         self.blocks_data = blocks_data
 
-    def read_inputs(self, program, d):
+    def read_inputs(self, d):
         names = self.items(d, "inputs", str, "the Program")
         if len(set(names)) != len(names):
             self.fail("an input is listed twice in \"inputs\"")
@@ -313,7 +314,7 @@ class _Reader:
         if len(shape) > MAX_RANK or not all(_is_int(s) and -1 <= s <= MAX_ELEMENTS for s in shape):
             self.fail(f"variable '{name}' has an invalid shape {brief(shape)}")
         if _static_size(shape) > MAX_ELEMENTS:
-            self.fail(f"variable '{name}' has an absurd shape {shape} (over 2**40 elements)")
+            self.fail(f"variable '{name}' has an absurd shape {shape_text(shape)} (over 2**40 elements)")
         dtype = self.field(vd, "dtype", str, where)
         if dtype not in DTYPES:
             self.fail(f"variable '{name}' has unsupported dtype {brief(dtype)}")
@@ -669,8 +670,8 @@ def _read_npy(member, name, expected, fail, budget):
     expected_shape = tuple(shape_expected)
     if (native != np.dtype(dtype_expected) or len(shape) != len(expected_shape)
             or any(e != -1 and e != a for e, a in zip(expected_shape, shape))):
-        fail(f"parameter '{name}' is {native.name}{list(shape)} in the file; the Program declares "
-             f"{np.dtype(dtype_expected).name}{list(expected_shape)}")
+        fail(f"parameter '{name}' is {native.name}{shape_text(shape)} in the file; the Program declares "
+             f"{np.dtype(dtype_expected).name}{shape_text(expected_shape)}")
     if any(n < 0 for n in shape) or math.prod(shape) > MAX_ELEMENTS:
         fail(f"parameter '{name}' has an absurd shape {brief(shape)}")
     nbytes = math.prod(shape) * dtype.itemsize

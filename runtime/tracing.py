@@ -11,13 +11,12 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import numpy as np
-
 from . import pytree
-from .dtypes import as_dtype
 from .array_methods import ArrayMethods
+from .dtypes import as_dtype
 from .ir import Program, Variable
 from .undefined import Undefined
+
 
 class _ThreadState(threading.local):
     """Tracing state belongs to the thread that traces: another thread's eager ops are never recorded."""
@@ -184,7 +183,7 @@ def rollback(point):
     program.written_cells = dict(point.written)
 
 
-def trace(fn, specs, name=None, args_tree=None):
+def trace(fn, specs, name=None):
     """Record `fn(*inputs)` into a new Program; returns (program, input_vars, outputs).
 
     `specs` are InputSpecs (or anything with .shape/.dtype) for the tensor
@@ -224,14 +223,6 @@ def finish_outputs(program, result):
     program.output_consts = consts
 
 
-def is_symbolic(value):
-    return isinstance(value, Variable)
-
-
-def any_symbolic(values):
-    return any(isinstance(v, Variable) for v in values)
-
-
 def rebuild_outputs(program, values):
     """Inverse of finish_outputs: the nest the traced function returned, from run results."""
     if not program.output_consts:
@@ -240,7 +231,3 @@ def rebuild_outputs(program, values):
     for i in range(program.output_tree.num_leaves):
         leaves.append(program.output_consts[i] if i in program.output_consts else next(it))
     return pytree.unflatten(program.output_tree, leaves)
-
-
-def np_dtype(value):
-    return np.asarray(value).dtype

@@ -23,6 +23,7 @@ from runtime.deploy import program_from_payload, program_payload
 from runtime.errors import SymbolicBoolError
 from runtime.executor import Executor, _located, wrap_output
 from runtime.passes import run_passes
+from runtime.shape_text import shape_text
 
 from . import emit, guards, outer_names, writeback
 from .errors import ConversionError, recursion_error, relocate, warn_fallback
@@ -605,7 +606,8 @@ def _retrace_reason(old, new):
         if a == b:
             continue
         if a[0] == b[0] == "T":
-            what = [f"{k} {x} -> {y}" for k, x, y in zip(("shape", "dtype", "device"), a[1:], b[1:]) if x != y]
+            what = [f"{k} {guards.key_part(k, x)} -> {guards.key_part(k, y)}"
+                    for k, x, y in zip(("shape", "dtype", "device"), a[1:], b[1:]) if x != y]
             return f"tensor argument {i}: " + ", ".join(what)
         if a[0] == b[0] == "V":
             return f"argument {i}: {guards.show_frozen(a[1])} -> {guards.show_frozen(b[1])}"
@@ -673,9 +675,9 @@ def _array(value, backend):
 
 def _check_against_spec(value, spec, name):
     shape, dtype = tuple(value.shape), np.dtype(value.dtype)
-    expected = ", ".join("None" if d == -1 else str(d) for d in spec.shape)
     if len(shape) != len(spec.shape) or any(e != -1 and e != a for e, a in zip(spec.shape, shape)):
-        raise ValueError(f"argument '{name}': expected shape [{expected}] (input_spec), got {list(shape)}")
+        raise ValueError(f"argument '{name}': expected shape {shape_text(spec.shape)} (input_spec), "
+                         f"got {shape_text(shape)}")
     if dtype != spec.dtype:
         raise TypeError(f"argument '{name}': expected dtype {spec.dtype.name} (input_spec), got {dtype.name}; "
                         f"cast it with .astype('{spec.dtype.name}')")

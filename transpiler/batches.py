@@ -18,6 +18,7 @@ import numpy as np
 
 import runtime as rt
 from runtime import pytree
+from runtime.shape_text import shape_text
 
 __all__ = ["BatchError", "ProgressBar", "run_batches"]
 
@@ -162,7 +163,7 @@ def _same_constant(a, b):
 
 
 def _describe(array):
-    return f"{array.dtype.name}[{', '.join(str(d) for d in array.shape)}]"
+    return f"{array.dtype.name}{shape_text(array.shape)}"
 
 
 class ProgressBar:

@@ -41,6 +41,7 @@ import numpy as np
 import runtime as rt
 from runtime import deploy, export, pytree
 from runtime.ir import Variable, sub_block_attrs
+from runtime.shape_text import shape_text
 from runtime.tracing import InputSpec
 
 from . import batches, cluster
@@ -509,8 +510,7 @@ def cmd_run(args, out):
         out.write(f"wrote {len(arrays)} output(s) to {args.out}: {', '.join(arrays)}\n")
         return 0
     for key, array in arrays.items():
-        dims = ", ".join(str(d) for d in array.shape)
-        out.write(f"{key}: {array.dtype.name}[{dims}]\n{np.array2string(array, threshold=200)}\n")
+        out.write(f"{key}: {array.dtype.name}{shape_text(array.shape)}\n{np.array2string(array, threshold=200)}\n")
     return 0
 
 

@@ -32,6 +32,7 @@ import types
 import numpy as np
 
 import runtime as rt
+from runtime.shape_text import shape_text
 from runtime.tensor import Tensor
 
 from .transforms.calls import is_library_module
@@ -156,8 +157,8 @@ class Watch:
             meta = _tensor_meta(value)
             if meta == self.frozen:
                 return None
-            what = [f"{k} {a} -> {b}" for k, a, b in zip(("type", "device", "shape", "dtype"), self.frozen, meta)
-                    if a != b]
+            what = [f"{k} {key_part(k, a)} -> {key_part(k, b)}"
+                    for k, a, b in zip(("type", "device", "shape", "dtype"), self.frozen, meta) if a != b]
             return f"{self.label}: " + ", ".join(what)
         return f"{self.label}: now another object ({_show(old)} -> {_show(value)})"
 
@@ -193,9 +194,14 @@ def _tensor_meta(t):
     return (type(t).__name__, t.backend.name, tuple(t.data.shape), np.dtype(t.data.dtype).str)
 
 
+def key_part(kind, value):
+    """One part of a tensor's key, as a retrace reason shows it."""
+    return shape_text(value) if kind == "shape" else value
+
+
 def _show(value):
     if isinstance(value, Tensor):
-        return f"tensor(shape={tuple(value.shape)}, dtype={value.dtype.name})"
+        return f"tensor({value.dtype.name}{shape_text(value.shape)})"
     if value is MISS:
         return "(gone)"
     text = repr(value) if freeze(value) is not None else f"<{type(value).__name__} object>"

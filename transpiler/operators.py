@@ -42,7 +42,7 @@ def _untuple(values, n):
 
 
 def undefined(name):
-    """The placeholder for a name that has no value yet (see runtime.control_flow.Undefined)."""
+    """The placeholder for a name that has no value yet (see runtime.undefined.Undefined)."""
     return Undefined(name, tracing.user_origin())
 
 

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from ..rng import default_rng
+from ..shape_text import shape_text
 from ..tensor import Tensor
 
 
@@ -39,7 +40,7 @@ def calculate_fan_in_and_fan_out(shape):
     """(fan_in, fan_out) of a weight of `shape`: (out, in, *kernel) as in PyTorch."""
     shape = tuple(shape)
     if len(shape) < 2:
-        raise ValueError(f"fan in and fan out need a weight with at least 2 dims, got shape {shape}")
+        raise ValueError(f"fan in and fan out need a weight with at least 2 dims, got shape {shape_text(shape)}")
     receptive = math.prod(shape[2:])
     return shape[1] * receptive, shape[0] * receptive
 

@@ -16,6 +16,7 @@ import numpy as np
 from .. import tracing
 from ..backends import get_backend
 from ..ir import Variable
+from ..shape_text import shape_text
 from ..tensor import Parameter, Tensor
 
 LoadResult = namedtuple("LoadResult", ["missing_keys", "unexpected_keys"])
@@ -284,8 +285,8 @@ class Layer:
             value = state_dict[name]
             shape, dtype = _shape_dtype(value)
             if shape != param.shape:
-                problems.append(f"shape mismatch for {name!r}: the value has shape {shape}, "
-                                f"the parameter has shape {param.shape}")
+                problems.append(f"shape mismatch for {name!r}: the value has shape {shape_text(shape)}, "
+                                f"the parameter has shape {shape_text(param.shape)}")
             elif dtype != param.dtype:
                 problems.append(f"dtype mismatch for {name!r}: the value is {dtype}, the parameter is "
                                 f"{param.dtype}; cast it with .astype('{param.dtype}')")

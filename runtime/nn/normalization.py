@@ -7,6 +7,7 @@ assigning the buffers: eagerly now, and in a static forward as outputs of the
 Program that each run writes into the same buffer Tensors (runtime.writes).
 """
 from .. import ops as rt
+from ..shape_text import shape_text
 from . import composite, init
 from .layer import Layer, new_parameter
 
@@ -35,9 +36,9 @@ class _BatchNorm(Layer):
         shape = tuple(x.shape) if not hasattr(x, "static_shape") else x.static_shape
         if len(shape) not in self._ranks:
             raise ValueError(f"{type(self).__name__}: expected input of rank {' or '.join(map(str, self._ranks))}, "
-                             f"got shape {shape}")
+                             f"got shape {shape_text(shape)}")
         if shape[1] not in (self.num_features, -1):
-            raise ValueError(f"{type(self).__name__}: expected {self.num_features} channels, got shape {shape}")
+            raise ValueError(f"{type(self).__name__}: expected {self.num_features} channels, got shape {shape_text(shape)}")
         use_batch = self.training or not self.track_running_stats
         if use_batch and self.track_running_stats:
             self._update_running_stats(x)

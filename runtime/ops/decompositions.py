@@ -9,6 +9,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..shape_text import shape_text
 from .dispatch import apply
 from .linalg import einsum, matmul
 from .registry import OpDef, register
@@ -28,9 +29,9 @@ def _real(dtype):
 def _matrices(name, x, square=True):
     shape = tuple(shape_of(x))
     if len(shape) < 2:
-        raise ValueError(f"linalg.{name}: needs a matrix (at least 2 dims), got shape {shape}")
+        raise ValueError(f"linalg.{name}: needs a matrix (at least 2 dims), got shape {shape_text(shape)}")
     if square and -1 not in shape[-2:] and shape[-1] != shape[-2]:
-        raise ValueError(f"linalg.{name}: needs square matrices, got shape {shape}")
+        raise ValueError(f"linalg.{name}: needs square matrices, got shape {shape_text(shape)}")
     return shape
 
 

@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..dtypes import result_type
+from ..shape_text import shape_text
 from .dispatch import apply
 from .registry import OpDef, register
 from .rules import Spec, broadcast_shapes, dtype_of, promote_operand, shape_of
@@ -100,7 +101,7 @@ def _drop(shape, axis):
 
 def _vecdot_kernel(xp, a, b, axis=-1):
     if a.shape[axis] != b.shape[axis]:        # the contracted dims must agree: they never broadcast
-        raise ValueError(f"vecdot: dims differ along axis {axis}: {a.shape} and {b.shape}")
+        raise ValueError(f"vecdot: dims differ along axis {axis}: {shape_text(a.shape)} and {shape_text(b.shape)}")
     product = xp.conj(a) * b if a.dtype.kind == "c" else a * b
     return xp.sum(product, axis=axis, dtype=product.dtype)
 
@@ -141,7 +142,7 @@ def _einsum_infer(*operands, subscripts):
         dims = tuple(d if d != -1 else sizes.get(c, 2) for c, d in zip(letters, shape_of(x)))
         probes.append(np.empty(dims, dtype_of(x)))
     out = np.einsum(subscripts, *probes)
-    out_letters = _output_letters(spec, terms, [len(shape_of(x)) for x in operands], out.ndim)
+    out_letters = _output_letters(spec, terms, out.ndim)
     shape = tuple(-1 if c in unknown else d for c, d in zip(out_letters, out.shape))
     return Spec(shape, result_type(*map(promote_operand, operands)))
 
@@ -156,7 +157,7 @@ def _letters(term, ndim):
     return list(head) + [f".{n - 1 - i}" for i in range(n)] + list(tail)
 
 
-def _output_letters(spec, terms, ndims, out_ndim):
+def _output_letters(spec, terms, out_ndim):
     if "->" in spec:
         return _letters(spec.split("->")[1], out_ndim)
     counts = {}

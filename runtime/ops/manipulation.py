@@ -4,6 +4,7 @@ import numpy as np
 from .. import tracing
 from ..dtypes import result_type
 from ..ir import Variable
+from ..shape_text import shape_text
 from .dispatch import apply
 from .registry import OpDef, register
 from .rules import Spec, broadcast_shapes, dtype_of, is_weak, norm_axes, promote_operand, shape_of
@@ -28,10 +29,10 @@ def _reshape_infer(x, *shape):
         if -1 not in src and -2 not in dims and known:
             total = int(np.prod(src))
             if total % known:
-                raise ValueError(f"reshape: cannot reshape {tuple(src)} into {tuple(shape)}")
+                raise ValueError(f"reshape: cannot reshape {shape_text(src)} into {tuple(shape)}")
             dims[dims.index(-1)] = total // known
     if -1 not in src and -2 not in dims and -1 not in dims and int(np.prod(src)) != int(np.prod(dims)):
-        raise ValueError(f"reshape: cannot reshape array of shape {tuple(src)} into {tuple(shape)}")
+        raise ValueError(f"reshape: cannot reshape array of shape {shape_text(src)} into {tuple(shape)}")
     return Spec(tuple(-1 if d < 0 or c else d for d, c in zip(dims, cancelled)), dtype_of(x), is_weak(x))
 
 

@@ -16,6 +16,7 @@ from .. import tracing
 from ..dtypes import DEFAULT_FLOAT, scalar_dtype
 from ..ir import Variable
 from ..rng import default_rng
+from ..shape_text import shape_text
 from ..tensor import Tensor
 from .dispatch import apply
 from .registry import OpDef, register
@@ -52,10 +53,6 @@ def _call(opdef, inputs, attrs):
     if not tracing._state.blocks:
         opdef.rule(*map(_meta, inputs), **attrs)
     return apply(opdef, inputs, attrs)
-
-
-def _fmt(shape):
-    return "(" + ", ".join("?" if d == -1 else str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def _same(a, b):
@@ -267,14 +264,14 @@ def _linear_rule(x, weight, bias):
     _require_same_dtype("linear", x, "weight", weight)
     _require_same_dtype("linear", x, "bias", bias)
     if len(ws) != 2:
-        raise ValueError(f"linear: weight must be 2-D (out_features, in_features), got shape {_fmt(ws)}")
+        raise ValueError(f"linear: weight must be 2-D (out_features, in_features), got shape {shape_text(ws)}")
     if not xs:
         raise ValueError("linear: input must have at least one dimension")
     if not _same(xs[-1], ws[1]):
-        raise ValueError(f"linear: input shape {_fmt(xs)} does not fit weight shape {_fmt(ws)}: "
+        raise ValueError(f"linear: input shape {shape_text(xs)} does not fit weight shape {shape_text(ws)}: "
                          f"the last input dim must be in_features={ws[1]}")
     if bias is not None and (len(bias[0]) != 1 or not _same(bias[0][0], ws[0])):
-        raise ValueError(f"linear: bias must have shape ({ws[0]},), got {_fmt(bias[0])}")
+        raise ValueError(f"linear: bias must have shape {shape_text([ws[0]])}, got {shape_text(bias[0])}")
     return Spec(tuple(xs[:-1]) + (ws[0],), x[1])
 
 
@@ -307,7 +304,7 @@ def _out_size(size, pad_total, kernel, stride, dilation, ceil_mode=False):
 
 def _image_rank(op, shape):
     if len(shape) not in (3, 4):
-        raise ValueError(f"{op}: expected a 4-D (N, C, H, W) or 3-D (C, H, W) input, got shape {_fmt(shape)}")
+        raise ValueError(f"{op}: expected a 4-D (N, C, H, W) or 3-D (C, H, W) input, got shape {shape_text(shape)}")
 
 
 def _conv_operands(op, x, weight, bias, layout):
@@ -318,7 +315,7 @@ def _conv_operands(op, x, weight, bias, layout):
     _require_same_dtype(op, x, "weight", weight)
     _require_same_dtype(op, x, "bias", bias)
     if len(ws) != 4:
-        raise ValueError(f"{op}: weight must be 4-D {layout}, got shape {_fmt(ws)}")
+        raise ValueError(f"{op}: weight must be 4-D {layout}, got shape {shape_text(ws)}")
     return xs, ws
 
 
@@ -326,18 +323,18 @@ def _conv2d_rule(x, weight, bias, stride, padding, dilation, groups):
     xs, ws = _conv_operands("conv2d", x, weight, bias, "(out_channels, in_channels/groups, kh, kw)")
     out_ch, group_ch, kh, kw = ws
     if out_ch != -1 and out_ch % groups:
-        raise ValueError(f"conv2d: out_channels={out_ch} (weight shape {_fmt(ws)}) is not divisible by groups={groups}")
+        raise ValueError(f"conv2d: out_channels={out_ch} (weight shape {shape_text(ws)}) is not divisible by groups={groups}")
     channels = xs[-3]
     if channels != -1 and group_ch != -1 and channels != group_ch * groups:
-        raise ValueError(f"conv2d: input has {channels} channels (shape {_fmt(xs)}) but weight {_fmt(ws)} "
+        raise ValueError(f"conv2d: input has {channels} channels (shape {shape_text(xs)}) but weight {shape_text(ws)} "
                          f"with groups={groups} expects {group_ch * groups}")
     if bias is not None and (len(bias[0]) != 1 or not _same(bias[0][0], out_ch)):
-        raise ValueError(f"conv2d: bias must have shape ({out_ch},), got {_fmt(bias[0])}")
+        raise ValueError(f"conv2d: bias must have shape {shape_text([out_ch])}, got {shape_text(bias[0])}")
     top, bottom, left, right = padding
     oh = _out_size(xs[-2], top + bottom, kh, stride[0], dilation[0]) if kh != -1 else -1
     ow = _out_size(xs[-1], left + right, kw, stride[1], dilation[1]) if kw != -1 else -1
     if oh == 0 or ow == 0:
-        raise ValueError(f"conv2d: input spatial size {_fmt(xs[-2:])} with padding {tuple(padding)} is smaller "
+        raise ValueError(f"conv2d: input spatial size {shape_text(xs[-2:])} with padding {tuple(padding)} is smaller "
                          f"than the kernel ({kh}, {kw}) at dilation {tuple(dilation)}")
     return Spec(tuple(xs[:-3]) + (out_ch, oh, ow), x[1])
 
@@ -385,7 +382,7 @@ _conv2d = _defop("conv2d", _conv2d_rule, _conv2d_kernel)
 def _conv_transpose2d_rule(x, weight, bias, stride, padding, output_padding, dilation, groups):
     xs, ws = _conv_operands("conv_transpose2d", x, weight, bias, "(in_channels, out_channels/groups, kh, kw)")
     if ws[0] != -1 and (ws[0] % groups or (xs[-3] != -1 and xs[-3] != ws[0])):
-        raise ValueError(f"conv_transpose2d: input has {xs[-3]} channels (shape {_fmt(xs)}) but weight {_fmt(ws)} "
+        raise ValueError(f"conv_transpose2d: input has {xs[-3]} channels (shape {shape_text(xs)}) but weight {shape_text(ws)} "
                          f"expects {ws[0]} (groups={groups})")
     for o, s_, d in zip(output_padding, stride, dilation):
         if o >= max(s_, d):
@@ -393,7 +390,7 @@ def _conv_transpose2d_rule(x, weight, bias, stride, padding, output_padding, dil
                              f"stride or the dilation")
     out_ch = -1 if ws[1] == -1 else ws[1] * groups
     if bias is not None and (len(bias[0]) != 1 or not _same(bias[0][0], out_ch)):
-        raise ValueError(f"conv_transpose2d: bias must have shape ({out_ch},), got {_fmt(bias[0])}")
+        raise ValueError(f"conv_transpose2d: bias must have shape {shape_text([out_ch])}, got {shape_text(bias[0])}")
     size = [-1 if n == -1 else (n - 1) * s_ - 2 * p + d * (k - 1) + o + 1
             for n, s_, p, d, k, o in zip(xs[-2:], stride, padding, dilation, ws[2:], output_padding)]
     if any(n == 0 or n < -1 for n in size):
@@ -485,7 +482,7 @@ def _max_pool2d_rule(x, kernel_size, stride, padding, dilation, ceil_mode):
     for size, k, s, p, d in zip(xs[-2:], kernel_size, stride, padding, dilation):
         out = _pool_out_size(size, k, s, p, d, ceil_mode)
         if out == 0:
-            raise ValueError(f"max_pool2d: input spatial size {_fmt(xs[-2:])} with padding {tuple(padding)} "
+            raise ValueError(f"max_pool2d: input spatial size {shape_text(xs[-2:])} with padding {tuple(padding)} "
                              f"is smaller than the kernel {tuple(kernel_size)}")
         dims.append(out)
     return Spec(tuple(xs[:-2]) + tuple(dims), x[1])
@@ -542,10 +539,10 @@ def _layer_norm_rule(x, weight, bias, normalized_shape, eps):
     _require_same_dtype("layer_norm", x, "weight", weight)
     _require_same_dtype("layer_norm", x, "bias", bias)
     if not norm or len(norm) > len(xs) or not all(_same(a, b) for a, b in zip(xs[len(xs) - len(norm):], norm)):
-        raise ValueError(f"layer_norm: input shape {_fmt(xs)} does not end with normalized_shape {_fmt(norm)}")
+        raise ValueError(f"layer_norm: input shape {shape_text(xs)} does not end with normalized_shape {shape_text(norm)}")
     for what, p in (("weight", weight), ("bias", bias)):
         if p is not None and (len(p[0]) != len(norm) or not all(_same(a, b) for a, b in zip(p[0], norm))):
-            raise ValueError(f"layer_norm: {what} shape {_fmt(p[0])} must equal normalized_shape {_fmt(norm)}")
+            raise ValueError(f"layer_norm: {what} shape {shape_text(p[0])} must equal normalized_shape {shape_text(norm)}")
     return Spec(xs, x[1])
 
 
@@ -625,13 +622,13 @@ def _cross_entropy_rule(logits, target, reduction, ignore_index, label_smoothing
     if target[1].kind == "f":
         _require_same_dtype("cross_entropy", logits, "probability target", target)
         if len(ts) != len(ls) or not all(_same(a, b) for a, b in zip(ts, ls)):
-            raise ValueError(f"cross_entropy: a probability target must have the logits' shape {_fmt(ls)}, "
-                             f"got {_fmt(ts)}")
+            raise ValueError(f"cross_entropy: a probability target must have the logits' shape {shape_text(ls)}, "
+                             f"got {shape_text(ts)}")
     elif target[1].kind in "iu":
         expected = ls[:class_axis] + ls[class_axis + 1:]
         if len(ts) != len(expected) or not all(_same(a, b) for a, b in zip(ts, expected)):
-            raise ValueError(f"cross_entropy: logits of shape {_fmt(ls)} (classes on axis {class_axis}) need "
-                             f"class-index targets of shape {_fmt(expected)}, got {_fmt(ts)}")
+            raise ValueError(f"cross_entropy: logits of shape {shape_text(ls)} (classes on axis {class_axis}) need "
+                             f"class-index targets of shape {shape_text(expected)}, got {shape_text(ts)}")
     else:
         raise TypeError(f"cross_entropy: target must hold integer class indices or float probabilities, "
                         f"got dtype {target[1]}")
@@ -695,7 +692,7 @@ def _embedding_rule(ids, weight):
     if ids[1].kind not in "iu":
         raise TypeError(f"embedding: ids must be integers, got dtype {ids[1]}")
     if len(weight[0]) != 2:
-        raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got {_fmt(weight[0])}")
+        raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got {shape_text(weight[0])}")
     return Spec(tuple(ids[0]) + (weight[0][1],), weight[1])
 
 

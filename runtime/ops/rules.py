@@ -10,6 +10,7 @@ import numpy as np
 
 from ..dtypes import as_dtype, result_type, scalar_dtype
 from ..ir import Variable
+from ..shape_text import shape_text
 
 
 class Spec(NamedTuple):
@@ -45,7 +46,7 @@ def broadcast_shapes(*shapes):
         dims = [s[axis] for s in shapes if len(s) >= -axis]
         known = {d for d in dims if d not in (1, -1)}
         if len(known) > 1:
-            raise ValueError(f"shapes {' and '.join(_fmt(s) for s in shapes)} cannot be broadcast together")
+            raise ValueError(f"shapes {' and '.join(shape_text(s) for s in shapes)} cannot be broadcast together")
         if known:
             out.append(known.pop())
         elif -1 in dims:
@@ -53,10 +54,6 @@ def broadcast_shapes(*shapes):
         else:
             out.append(1)
     return tuple(out)
-
-
-def _fmt(shape):
-    return "(" + ", ".join("?" if d == -1 else str(d) for d in shape) + ")"
 
 
 def norm_axes(axis, ndim, what="axis"):
@@ -99,13 +96,6 @@ def _resolve(ufunc, inputs):
             raise TypeError(f"{ufunc.__name__} does not support dtype {common}") from e
         _RESOLVED[key] = resolved
     return resolved
-
-
-def same_as(index=0):
-    def infer(*inputs, **attrs):
-        x = inputs[index]
-        return Spec(shape_of(x), dtype_of(x), is_weak(x))
-    return infer
 
 
 def reduction(dtype_rule=None):

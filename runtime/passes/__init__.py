@@ -2,7 +2,9 @@
 
 The pipeline is an ordered list of named passes; `passes=` on the Executor
 (or `to_static`) picks them: None = the default pipeline, [] = none. Each pass
-takes a Program and returns an equivalent one; none may change a result.
+takes a Program and returns an equivalent one. Results stay bit for bit the same,
+except that `strength_reduce` (x**3 as x*x*x) and `hoist_gather_matmul` (another
+summation order) may differ by an ulp (tests/unit/test_passes.py, EXACT).
 
 The passes, one module each (their docstrings give the rules):
   strength_reduce      x**2, x**3, x**4 as products                          strength.py

@@ -55,27 +55,6 @@ def size_of(var):
     return n
 
 
-def defining_ops(program):
-    """id(Variable) -> the Operator whose output it is."""
-    return {id(o): op for op in program.ops() for o in op.outputs}
-
-
-def use_counts(program):
-    """id(Variable) -> how many times it is read (op inputs, block results, program outputs)."""
-    counts = {}
-    for block in program.blocks:
-        for op in block.ops:
-            for v in op.inputs:
-                if isinstance(v, Variable):
-                    counts[id(v)] = counts.get(id(v), 0) + 1
-        for v in block.results:
-            if isinstance(v, Variable):
-                counts[id(v)] = counts.get(id(v), 0) + 1
-    for v in program.outputs:
-        counts[id(v)] = counts.get(id(v), 0) + 1
-    return counts
-
-
 def replace_uses(program, mapping):
     """Read mapping[id(v)] wherever v was read (op inputs, block results, program outputs)."""
     if not mapping:

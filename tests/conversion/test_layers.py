@@ -205,7 +205,7 @@ def test_retraces_are_explained():
     static(rt.tensor(np.ones(2, np.float32)), 1)
     static(rt.tensor(np.ones(3, np.float32)), 1)
     static(rt.tensor(np.ones(3, np.float32)), 2)
-    assert static.retrace_reasons == ["tensor argument 0: shape (2,) -> (3,)", "argument 1: 1 -> 2"]
+    assert static.retrace_reasons == ["tensor argument 0: shape [2] -> [3]", "argument 1: 1 -> 2"]
     with pytest.warns(UserWarning, match=r"traced for 8 input signatures \(latest retraces: .*shape"):
         for n in range(4, 9):
             static(rt.tensor(np.ones(n, np.float32)), 2)

@@ -50,7 +50,7 @@ def test_rebinding_a_global_tensor_is_seen_without_retracing():
         assert static.cache_size == 1 and static.retrace_reasons == []
         P = rt.asarray(np.float32([1, -1]))                 # another shape: retraced
         np.testing.assert_array_equal(static(_x()).numpy(), [1, -2])
-        assert static.retrace_reasons == ["global 'P': shape () -> (2,)"]
+        assert static.retrace_reasons == ["global 'P': shape [] -> [2]"]
     finally:
         P = saved
 

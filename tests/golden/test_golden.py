@@ -69,8 +69,16 @@ def test_no_stale_golden_files(update_golden):
     assert not stale, f"golden_outputs/ holds files of no case: {stale} (`--update-golden` removes them)"
 
 
-def test_enough_cases():
-    assert len(CASES) >= 30
+# what the converter writes, by transform: each must show in some golden case's converted source
+SHOWN = ["__return_value", "__return_flag", "__break_", "__continue_", "_jst.convert_append", "_jst.convert_setitem",
+         "_jst.convert_ifelse", "_jst.convert_while", "_jst.convert_for", "_jst.undefined", "_jst.convert_test_and",
+         "_jst.convert_ifexp", "_jst.convert_logical_not", "_jst.convert_call", "_jst.convert_range",
+         "_jst.convert_len", "_jst.convert_print", "_jst.convert_assert"]
+
+
+def test_cases_show_every_conversion():
+    sources = "\n".join(_source(name) for name in NAMES)
+    assert [marker for marker in SHOWN if marker not in sources] == []
 
 
 def _concrete(arg, rng):

@@ -1,5 +1,6 @@
 """The IR: Program.ops() walks nested blocks, str(program) is readable, JSON round-trips, names are unique."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -225,3 +226,15 @@ def test_append_op_bumps_version():
     with tracing.block_guard(prog.global_block):
         out * 2.0
     assert prog.version > before
+
+
+def test_shapes_are_spelled_one_way():
+    """`[2, ?, 3]` in str(program), in errors of every layer, and in retrace reasons (runtime.shape_text)."""
+    from runtime.shape_text import shape_text
+    assert [shape_text(s) for s in [(), (3,), (-1, 3), [2, -1, 3]]] == ["[]", "[3]", "[?, 3]", "[2, ?, 3]"]
+    program, _, _ = rt.trace(lambda x: x * 2.0, [SPEC])
+    assert "x: float32[?, 3]" in str(program)
+    with pytest.raises(ValueError, match=re.escape("shapes [?, 3] and [4] cannot be broadcast together")):
+        rt.trace(lambda x: x + rt.ones(4), [SPEC])
+    with pytest.raises(TypeError, match=re.escape("cannot iterate a tensor of shape [?, 3]")):
+        rt.trace(lambda x: list(x), [SPEC])

@@ -9,9 +9,9 @@ everything and overwrites the earlier annotations.
 from . import cfg, definedness, liveness
 from .closures import captured_names, rebound_names
 from .activity import Activity, activity_of, annotate_activity
-from .annos import Anno, copyanno, delanno, getanno, hasanno, setanno
+from .annos import Anno, getanno, hasanno, setanno
 
-__all__ = ['analyze', 'maybe_defined_in', 'Anno', 'getanno', 'setanno', 'hasanno', 'delanno', 'copyanno',
+__all__ = ['analyze', 'maybe_defined_in', 'Anno', 'getanno', 'setanno', 'hasanno',
            'Activity', 'activity_of', 'rebound_names']
 
 

@@ -51,14 +51,3 @@ def setanno(node, key, value):
 
 def hasanno(node, key):
     return key in getattr(node, _ATTR, {})
-
-
-def delanno(node, key):
-    """Forget `key` on `node`; no error when it was never set."""
-    getattr(node, _ATTR, {}).pop(key, None)
-
-
-def copyanno(source, target, key):
-    """Copy one annotation, so a replacement node keeps what its original knew."""
-    if hasanno(source, key):
-        setanno(target, key, getanno(source, key))

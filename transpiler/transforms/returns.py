@@ -1,7 +1,7 @@
 """Early `return` → one return at the end, so every branch and loop body is a plain block.
 
     def f(x):                         def f(x):
-        if x.sum() > 0:                   __return_value = None
+        if x.sum() > 0:                   __return_value = _jst.return_placeholder()
             return x          →           if x.sum() > 0:
         y = -x                                __return_value = x
         return y                          else:
@@ -9,10 +9,12 @@
                                               __return_value = y
                                           return __return_value
 
-Statements after an `if` one of whose branches always returns move into the
-other branch (as AutoGraph does), which removes most guards. A return inside a
-loop sets `__return_flag` and breaks (the break transform takes it from there);
-code after such a loop runs under `if not __return_flag:`.
+The placeholder is an Undefined that may become zeros where a graph needs a value
+(`operators.return_placeholder`). Statements after an `if` one of whose branches
+always returns move into the other branch (as AutoGraph does), which removes most
+guards. A return inside a loop sets `__return_flag` and breaks (the break transform
+takes it from there); code after such a loop runs under `if not __return_flag:`,
+and then every return sets the flag.
 """
 import copy
 
@@ -107,7 +109,7 @@ class Returns(Transformer):
             if isinstance(stmt, gast.If):
                 stmt.body = self.lower(stmt.body, in_loop)
                 stmt.orelse = self.lower(stmt.orelse, in_loop)
-                if _always_returns_lowered(stmt, self):
+                if _always_returns_lowered(stmt):
                     out.append(stmt)
                     return out
             elif isinstance(stmt, (gast.While, gast.For)):
@@ -171,7 +173,7 @@ class Returns(Transformer):
         return stmts
 
 
-def _always_returns_lowered(if_node, tr):
+def _always_returns_lowered(if_node):
     """After lowering: does every path through this if assign the return value (and not fall through)?"""
     def ends(stmts):
         if not stmts:
