@@ -21,7 +21,8 @@ from .ops.registry import get_op
 from .ops.control import UndefinedValue
 from .tensor import Tensor
 from . import passes as _passes
-from .passes import fusion as _fusion, inplace as _inplace
+from .ops import fused as _fused
+from .passes import _graph, inplace as _inplace
 
 _RESERVED = {"xp", "plan", "True", "False", "None", "int"}   # int: slice bounds call it
 INLINE_LIMIT = 200          # longest attr repr pasted into generated source
@@ -357,7 +358,7 @@ class PlanCodegen(Codegen):
         self.xp = backend.xp
         self.numpy = backend.xp is _np
         self.donations = _inplace.donations(program)
-        self.readers = _readers(program)
+        self.readers = _graph.readers(program)
         self.globals = {}
         self.temp_counts = {}
         self.read_cache = {}
@@ -393,8 +394,8 @@ class PlanCodegen(Codegen):
         return name
 
     def op(self, op, indent):
-        special = getattr(self, "op_" + op.type, None)
-        line = special(op) if special is not None else None
+        opdef = get_op(op.type)
+        line = opdef.emit(self, op) if opdef.emit is not None else None
         if line is None:
             line = self.generic(op)
         if line is None:
@@ -411,82 +412,21 @@ class PlanCodegen(Codegen):
         if opdef.template is None or op.attrs:
             return None
         args = [self.value(x) for x in op.inputs]
-        ufunc = getattr(opdef, "ufunc", None)
-        if (ufunc in _OPERATORS and len(op.outputs) == 1 and op.outputs[0].ndim == 0
+        symbol = opdef.operator
+        if (symbol is not None and len(op.outputs) == 1 and op.outputs[0].ndim == 0
                 and op.outputs[0].kind == "dense" and any(isinstance(x, Variable) for x in op.inputs)):
-            symbol = _OPERATORS[ufunc]
             return f"({symbol}{args[0]})" if len(args) == 1 else f"({args[0]} {symbol} {args[1]})"
         return _XP_CALL.sub(lambda m: self.bound(m.group(1)) + "(", opdef.template).format(*args)
 
-    # --- ops with attrs --------------------------------------------------------------------
-    def _reduction(self, op, ufunc):
-        x = op.inputs[0]
-        if not self.numpy or not isinstance(x, Variable) or x.dtype.kind != "f" or set(op.attrs) - {"axis", "keepdims"}:
-            return None
-        axis, keepdims = op.attrs.get("axis"), op.attrs.get("keepdims", False)
-        tail = ", None, None, True" if keepdims else ""
-        return f"{self.bound(ufunc + '.reduce')}({self.value(x)}, {self.attr(axis)}{tail})"
+    # --- what an op's `emit` code generator may ask (ops/*.py) ---------------------------
+    def only_copying_readers(self, var):
+        """Whether every reader of var is an op of its block that copies (none can hand var, or a view
+        of it, to the caller): then one array may serve every run."""
+        found = self.readers.get(id(var), [])
+        return all(r is not None and r.block is var.block and get_op(r.type).copies for r in found)
 
-    def op_sum(self, op):
-        return self._reduction(op, "add")
-
-    def op_prod(self, op):
-        return self._reduction(op, "multiply")
-
-    def op_max(self, op):
-        return self._reduction(op, "maximum")
-
-    def op_min(self, op):
-        return self._reduction(op, "minimum")
-
-    def op_mean(self, op):
-        x = op.inputs[0]
-        if (not self.numpy or not isinstance(x, Variable) or x.dtype.name not in ("float32", "float64")
-                or op.attrs.get("axis") is not None or op.attrs.get("keepdims") or not _static(x)):
-            return None
-        n = math.prod(x.static_shape)
-        if not 0 < n <= (1 << 24):
-            return None
-        return f"{self.bound('add.reduce')}({self.value(x)}, None) / {n}"
-
-    def op_getitem(self, op):
-        index = op.attrs.get("index")
-        if set(op.attrs) != {"index"} or not isinstance(index, (list, tuple)) or not isinstance(op.inputs[0], Variable):
-            return None
-        inputs = op.inputs[1:]
-        items = []
-        for item in index:
-            text = _index_item(item, [self.value(v) for v in inputs])
-            if text is None:
-                return None
-            items.append(text)
-        if not items:
-            return f"{self.value(op.inputs[0])}[()]"
-        return f"{self.value(op.inputs[0])}[{', '.join(items)}{',' if len(items) == 1 and items[0] == '...' else ''}]"
-
-    def op_constant(self, op):
-        if len(op.outputs) != 1:
-            return None
-        value = get_op("constant").kernel(self.xp, **op.attrs)
-        name = self.constant(value)
-        # shared between runs only when no reader can hand it (or a view of it) to the caller
-        readers = self.readers.get(id(op.outputs[0]), [])
-        shared = all(r is not None and _inplace.copying_reader(r) for r in readers)
-        return name if shared else f"{name}.copy()"
-
-    def op_full(self, op):
-        """A 0-d `full` of a literal (a loop counter's start) is a host NumPy scalar, on every backend:
-        counters then stay on the host (`i + 1`, `i < n`, `x[i]` with no device kernel or sync)."""
-        out = op.outputs[0]
-        if out.ndim != 0 or len(op.inputs) != 1 or isinstance(op.inputs[0], Variable):
-            return None
-        return self.constant(_np.asarray(op.inputs[0], dtype=out.dtype)[()])
-
-    def op_fused_elementwise(self, op):
-        steps = op.attrs.get("steps")
-        _fusion.check_steps(steps, len(op.inputs))
-        if set(op.attrs) - {"steps", "into"}:
-            raise ValueError(f"{_fusion.FUSED}: unknown attrs {sorted(set(op.attrs) - {'steps', 'into'})}")
+    def ufunc_steps(self, op, steps):
+        """A fused op's steps: on NumPy one ufunc call each into reused buffers; else one backend.fuse kernel."""
         if not self.numpy:
             return self.fused_kernel(op, steps)
         return self.fused_chain(op, steps)
@@ -510,7 +450,7 @@ class PlanCodegen(Codegen):
 
     def fused_chain(self, op, steps):
         """NumPy: one ufunc call per step, results in scratch buffers reused as values die."""
-        specs = _fusion.step_specs(op.inputs, steps)
+        specs = _fused.step_specs(op.inputs, steps)
         last_read = {}
         for j, step in enumerate(steps):
             for a in step[1:]:
@@ -544,7 +484,7 @@ class PlanCodegen(Codegen):
                 target[3] = ("step", j)
                 names[j] = target[0]
                 # NumPy 2.4 deprecates a positional `out` for maximum/minimum only
-                out_arg = f"out={target[0]}" if step[0] in ("maximum", "minimum") else target[0]
+                out_arg = f"out={target[0]}" if step[0] in _fused.KEYWORD_OUT else target[0]
                 lines.append(f"{self.name(out) + ' = ' if last else ''}{fn}({args}, {out_arg})")
             else:
                 name = self.name(out) if last else self.temp("buf")
@@ -630,11 +570,6 @@ class PlanCodegen(Codegen):
 
 _np = np
 _XP_CALL = re.compile(r"\bxp\.([A-Za-z_][A-Za-z0-9_]*)\(")
-_OPERATORS = {
-    "add": "+", "subtract": "-", "multiply": "*", "divide": "/", "floor_divide": "//", "remainder": "%",
-    "power": "**", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=", "equal": "==",
-    "not_equal": "!=", "negative": "-", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^",
-}
 _FUSED_KERNELS = {}
 
 
@@ -675,48 +610,6 @@ def _big(var):
     if var.kind != "dense" or not _static(var):
         return True
     return math.prod(var.static_shape) * var.dtype.itemsize >= _BIG_BYTES
-
-
-def _readers(program):
-    """id(Variable) -> its readers: ops, or None for a block result / Program output."""
-    readers = {}
-    for block in program.blocks:
-        for op in block.ops:
-            for v in op.input_vars():
-                readers.setdefault(id(v), []).append(op if v.block is block else None)
-        for v in block.results:
-            if isinstance(v, Variable):
-                readers.setdefault(id(v), []).append(None)
-    for v in program.outputs:
-        readers.setdefault(id(v), []).append(None)
-    return readers
-
-
-def _index_item(item, inputs):
-    """Python source of one index item (see ops.indexing), or None when it is not plain."""
-    if item is None:
-        return "None"
-    if item == "...":
-        return "..."
-    if isinstance(item, bool):
-        return None
-    if isinstance(item, int):
-        return repr(item)
-    if isinstance(item, dict) and set(item) == {"$"} and isinstance(item["$"], int) and 1 <= item["$"] <= len(inputs):
-        return inputs[item["$"] - 1]
-    if isinstance(item, (list, tuple)) and len(item) == 4 and item[0] == "slice":
-        parts = []
-        for bound in item[1:]:
-            if bound is None:
-                parts.append("")
-            elif isinstance(bound, int) and not isinstance(bound, bool):
-                parts.append(repr(bound))
-            elif isinstance(bound, dict) and set(bound) == {"$"} and isinstance(bound["$"], int) and 1 <= bound["$"] <= len(inputs):
-                parts.append(f"int({inputs[bound['$'] - 1]})")
-            else:
-                return None
-        return ":".join(parts)
-    return None
 
 
 def _fused_function(steps, n_inputs, xp):
@@ -777,7 +670,7 @@ def _located(error, plan):
         tb = tb.tb_next
     if op is None or isinstance(error, AssertionError):
         return error
-    if op.type == "raise":          # the user's own exception: its message stays theirs, the line is a note
+    if get_op(op.type).user_error:      # the user's own exception: its message stays theirs, the line is a note
         if op.origin and hasattr(error, "add_note"):      # Python 3.11+
             error.add_note(f"raised at {op.origin}")
         return error

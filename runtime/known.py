@@ -20,7 +20,7 @@ from .ir import Variable
 from .ops.registry import REGISTRY
 
 SIZE_LIMIT = 1 << 16     # larger intermediates are not computed while tracing (the graph path stays exact)
-_NOT_EVALUATED = frozenset(["cond", "while", "undefined"])
+_NOT_EVALUATED = frozenset(["cond", "while"])     # their blocks are not evaluated here
 
 
 def note_trace_constant(tensor):

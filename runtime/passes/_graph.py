@@ -11,9 +11,6 @@ from ..ops.registry import REGISTRY
 
 CONTROL_FLOW = ("cond", "while")
 
-# Ops that make their value from literal inputs and attrs alone (no Variable needed).
-CREATION = frozenset(["constant", "zeros", "ones", "full", "eye", "arange", "linspace"])
-
 
 def sub_blocks(op):
     program = op.block.program
@@ -53,6 +50,22 @@ def size_of(var):
     for d in var.static_shape:
         n *= d
     return n
+
+
+def readers(program):
+    """id(Variable) -> who reads it: ops (any block's), or None for a block result / Program output."""
+    found = {}
+    for block in program.blocks:
+        for op in block.ops:
+            for v in op.inputs:
+                if isinstance(v, Variable):
+                    found.setdefault(id(v), []).append(op)
+        for v in block.results:
+            if isinstance(v, Variable):
+                found.setdefault(id(v), []).append(None)
+    for v in program.outputs:
+        found.setdefault(id(v), []).append(None)
+    return found
 
 
 def defining_ops(program):

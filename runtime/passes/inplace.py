@@ -6,12 +6,12 @@
 
 The input's buffer may be written when all of these hold (checked from
 liveness, per block):
-- the plan owns it: a `matmul`, an elementwise ufunc op or a fused op of the
-  same block made it (a fresh array; never a Program input, a parameter, a
+- the plan owns it: an op of the same block whose OpDef says `fresh` made it
+  (matmul, a ufunc op, a fused op: never a Program input, a parameter, a
   constant, a loop variable or a view made by reshape/getitem/astype);
-- this op is its last reader, and every earlier reader is an op whose result
-  never shares memory with its inputs (a later `reshape` view would see the
-  write);
+- this op is its last reader, and every earlier reader is an op whose OpDef
+  says `copies` (its result never shares memory with its inputs: a later
+  `reshape` view would see the write);
 - nothing outside the block reads it (no branch or loop body, no block
   result, no Program output);
 - it has the result's static shape and dtype (so no broadcast into it).
@@ -20,33 +20,22 @@ executor checks the same conditions again before it writes in place: a
 Program file cannot make it write into memory it does not own.
 """
 from ..ir import Variable
-from ..ops.registry import REGISTRY
+from ..ops.fused import FUSED, ufunc_call
+from ..ops.registry import get_op
 from . import register_pass
 from ._graph import finish, is_static
-from .fusion import FUSED, ufunc_call
-
-_NEW_ARRAY = frozenset([FUSED, "matmul", "relu"])
-# readers whose results never alias their inputs
-_COPYING_READERS = _NEW_ARRAY | frozenset([
-    "sum", "mean", "prod", "max", "min", "any", "all", "std", "var", "argmax", "argmin", "cumsum",
-    "where", "clip", "sigmoid", "gelu", "softmax", "log_softmax", "linear", "layer_norm", "cross_entropy",
-    "print", "assert"])
-
-
-def _is_ufunc(op_type):
-    return getattr(REGISTRY.get(op_type), "ufunc", None) is not None
 
 
 def _makes_new_array(op):
-    return op.type in _NEW_ARRAY or _is_ufunc(op.type)
+    return get_op(op.type).fresh
 
 
 def copying_reader(op):
-    return op.type in _COPYING_READERS or _is_ufunc(op.type)
+    return get_op(op.type).copies
 
 
 def _writes_elementwise(op):
-    return op.type == FUSED or (ufunc_call(op) is not None and op.type != FUSED)
+    return op.type == FUSED or ufunc_call(op) is not None
 
 
 def donations(program):
