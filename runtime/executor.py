@@ -7,13 +7,19 @@ bound as literals (runtime/codegen/). Running a plan costs about what the same
 NumPy calls written by hand cost. When an op fails, the plan's line tells which
 op, and the op's origin tells the user's file and line.
 """
+import weakref
+
 from .backends import get_backend
 from . import passes as _passes
 from .codegen.plan import Plan, compile_plan, located as _located, wrap_output  # noqa: F401  (this module's API)
 
+# Program -> {(backend, passes, max_iterations): (stamp, plan)}; a plan never holds the Program
+# it is keyed by (it runs a copy), so a Program nobody else holds takes its plans with it
+_PLANS = weakref.WeakKeyDictionary()
+
 
 class Executor:
-    """Runs Programs on one device; compiled plans are cached on the Program.
+    """Runs Programs on one device; compiled plans are cached per Program (weakly) and per settings.
 
     `max_iterations` (opt-in, None = unbounded) stops any one run of a `while` loop
     after that many iterations with an IterationLimitError naming the loop's line:
@@ -32,12 +38,17 @@ class Executor:
         key = (self.backend.name, _passes.pipeline_key(self.passes), self.max_iterations)
         # version counts recorded ops; inputs/outputs are plain lists a caller may reassign
         stamp = (program.version, tuple(map(id, program.inputs)), tuple(map(id, program.outputs)))
-        cached = program._plans.get(key)
+        plans = _PLANS.get(program)
+        cached = plans.get(key) if plans is not None else None
         if cached is not None and cached[0] == stamp:
             return cached[1]
         optimized = _passes.run_passes(program, self.passes)
+        if optimized is program:        # no passes: the plan runs a copy, or it would keep its key alive
+            optimized = program.clone()
         plan = compile_plan(optimized, self.backend, self.max_iterations)
-        program._plans[key] = (stamp, plan)
+        if plans is None:
+            plans = _PLANS.setdefault(program, {})
+        plans[key] = (stamp, plan)
         return plan
 
     def run(self, program, feed=None):

@@ -42,7 +42,6 @@ class PlanCodegen(Codegen):
         self.readers = _graph.readers(program)
         self.globals = {}
         self.temp_counts = {}
-        self.read_cache = {}
 
     def bound(self, attr, obj=None):
         """A global name for xp.<attr> (or obj)."""
@@ -122,7 +121,7 @@ class PlanCodegen(Codegen):
         """Ops in order; a big value's name is deleted after its last reader, so its memory is
         reused by the next allocation instead of piling up until the plan returns (which
         makes the allocator hand pages back to the OS and fault them in again next call)."""
-        dead = dead_after(block, self.program, self.read_cache)
+        dead = dead_after(block, self.program)
         for i, op in enumerate(block.ops):
             self.any_op(op, indent)
             if i in dead:

@@ -5,7 +5,7 @@ The pipeline is an ordered list of named passes; `passes=` on the Executor
 takes a Program and returns an equivalent one; none may change a result.
 
 The passes, one module each (their docstrings give the rules):
-  strength_reduce      x**2, x**3, x**4 as products                          strength.py
+  strength_reduce      ops with a cheaper equivalent (x**2, x**3, x**4)      strength.py
   fold                 ops on constants evaluated at compile time             fold.py
   licm                 loop-invariant ops moved before their while op         licm.py
   hoist_gather_matmul  matmul(x[i], u) in a loop -> matmul(x, u)[i], hoisted  licm.py

@@ -23,7 +23,7 @@ from ..ir import Variable
 from ..ops.fused import FUSED, ufunc_call
 from ..ops.registry import get_op
 from . import register_pass
-from ._graph import finish, is_static
+from ._graph import finish, is_static, last_reads
 
 
 def _makes_new_array(op):
@@ -49,24 +49,22 @@ def donations(program):
                     escaping.add(id(v))          # read from a nested block (or captured by cond/while)
     found = {}
     for block in program.blocks:
-        owned, last_reader, aliased = set(), {}, set()
+        owned, aliased, last = set(), set(), last_reads(block)
         for op in block.ops:
-            for v in op.input_vars():
-                last_reader[id(v)] = op
-                if not copying_reader(op):
-                    aliased.add(id(v))
+            if not copying_reader(op):
+                aliased.update(id(v) for v in op.input_vars())
             if len(op.outputs) == 1 and _makes_new_array(op):
                 out = op.outputs[0]
                 if out.kind == "dense" and out.ndim >= 1 and is_static(out):
                     owned.add(id(out))
-        for op in block.ops:
+        for i, op in enumerate(block.ops):
             if len(op.outputs) != 1 or not _writes_elementwise(op):
                 continue
             out = op.outputs[0]
             if out.kind != "dense" or out.ndim < 1 or not is_static(out):
                 continue
             for k, v in enumerate(op.inputs):
-                if (isinstance(v, Variable) and id(v) in owned and last_reader.get(id(v)) is op
+                if (isinstance(v, Variable) and id(v) in owned and last.get(id(v)) == i
                         and id(v) not in escaping and id(v) not in aliased
                         and v.static_shape == out.static_shape and v.dtype == out.dtype):
                     found[id(op)] = k
