@@ -11,6 +11,7 @@ into input k's buffer; the code generator checks that again.
 """
 import numpy as np
 
+from ..ir import Variable
 from .registry import REGISTRY, OpDef, register
 
 FUSED = "fused_elementwise"
@@ -73,7 +74,6 @@ def check_steps(steps, n_inputs):
 
 def step_specs(inputs, steps):
     """The Spec of every step's value (the shape rules of the ops the steps were)."""
-    from ..ir import Variable
     values, specs = [], []
     for step in steps:
         args = [step_arg(a, inputs, values) for a in step[1:]]
