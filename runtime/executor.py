@@ -43,8 +43,9 @@ class Executor:
         if cached is not None and cached[0] == stamp:
             return cached[1]
         optimized = _passes.run_passes(program, self.passes)
-        if optimized is program:        # no passes: the plan runs a copy, or it would keep its key alive
+        if optimized is program:        # no passes: the plan runs a copy (holding its key would keep it alive)
             optimized = program.clone()
+            optimized.parameters = program.parameters       # fed by default as before: the live table
         plan = compile_plan(optimized, self.backend, self.max_iterations)
         if plans is None:
             plans = _PLANS.setdefault(program, {})
