@@ -13,7 +13,7 @@ import numpy as np
 from . import pytree, tracing
 from .dtypes import DEFAULT_INT, result_type, scalar_dtype
 from .errors import ControlFlowError
-from .ir import LITERAL_TYPES, Variable
+from .ir import LITERAL_TYPES, Variable, captures
 from .ops import array_from_list, array_new, astype, full, not_equal, undefined_value, zeros
 from .ops.control import block_raises, mark_raising
 from .shape_text import shape_text
@@ -121,28 +121,6 @@ def _cast(var, dtype):
     return out
 
 
-def captured_inputs(blocks, exclude=()):
-    """Variables the given sub-blocks (and their nested blocks) read from enclosing blocks."""
-    program = blocks[0].program
-    inner = {b.idx for b in blocks}
-    for b in program.blocks[min(inner):]:      # nested blocks come after their parents
-        if b.parent_idx in inner:
-            inner.add(b.idx)
-    seen, out = set(exclude), []
-
-    def visit(v):
-        if isinstance(v, Variable) and v.block.idx not in inner and id(v) not in seen:
-            seen.add(id(v))
-            out.append(v)
-
-    for b in program.blocks[min(inner):]:
-        if b.idx in inner:
-            for op in b.ops:
-                for v in op.inputs:
-                    visit(v)
-            for v in b.results:
-                visit(v)
-    return out
 
 
 # --- cond ---------------------------------------------------------------------------
@@ -213,7 +191,7 @@ def cond(pred, true_fn, false_fn, *operands, names=None, state=None):
         outs.append(out)
         out_leaves.append(out)
     tb.results, fb.results = t_res, f_res
-    block.append_op("cond", [pred] + captured_inputs([tb, fb], exclude=(id(pred),)), outs,
+    block.append_op("cond", [pred] + captures([tb, fb], exclude=(pred,)), outs,
                     {"true_block": tb.idx, "false_block": fb.idx}, origin=tracing.user_origin())
     return pytree.unflatten(t_def, out_leaves)
 
@@ -658,7 +636,7 @@ def _finish_while(block, cb, bb, carry, c_params, b_params, results, treedef, le
     bb.results = results
     outs = [block.create_var(_hint(name, "loop"), p.static_shape, p.dtype, weak=p.weak, kind=p.kind)
             for name, p in zip(leaf_names, b_params) if p is not None]
-    captured = captured_inputs([cb, bb], exclude={id(p) for p in cb.params + bb.params})
+    captured = captures([cb, bb])
     block.append_op("while", inits + captured, outs, {"cond_block": cb.idx, "body_block": bb.idx},
                     origin=tracing.user_origin())
     it = iter(outs)

@@ -5,7 +5,7 @@
     outputs = model.run(x=x)               # inputs by name; the outputs nest, as arrays
 
 The module's `program(...)` function is written by the executor's own code
-generator (`executor.Codegen`): straight-line code under the Program's variable
+generator (`codegen.generic.Codegen`): straight-line code under the Program's variable
 names, `cond` as `if`/`else`, `while` as `while True: ... break`. Ops are not
 re-implemented here: an op with a `template` is inlined from it; any other
 calls its registry kernel, whose source (with the helpers, modules and
@@ -32,7 +32,7 @@ import numpy as np
 
 from .backends import _canonical
 from .deploy import _atomic_write, parameter_arrays
-from .executor import Codegen, _is_literal
+from .codegen.generic import Codegen, is_literal
 from .serialization import DTYPES, write_params
 from .shape_text import shape_text
 
@@ -222,7 +222,7 @@ class _ExportCodegen(Codegen):
         return name
 
     def attr(self, value):
-        if _is_literal(value) and len(repr(value)) <= _INLINE_LIMIT:
+        if is_literal(value) and len(repr(value)) <= _INLINE_LIMIT:
             return repr(value)
         return self.constant(value)
 

@@ -1,9 +1,13 @@
 """The static graph: Program → Blocks → Operators over Variables.
 
 A Program is what tracing produces, passes rewrite, the executor compiles and
-serialization writes. Variable names are unique across the whole Program, so a
-sub-block reads its enclosing blocks' values by name (lexical scoping) and the
-executor can inline every block into one Python function.
+serialization writes; it holds the graph and nothing else (compiled plans are
+cached by the executor, trace-time memos kept by the tracer). Variable names are
+unique across the whole Program, so a sub-block reads its enclosing blocks'
+values by name (lexical scoping) and the executor can inline every block into
+one Python function. What a cond/while op's blocks read from enclosing blocks is
+listed among its inputs (`captures`), so every reader of the graph sees a
+block's outside reads at the op.
 
 Operator inputs are Variables or Python scalar literals (`multiply(x, 2.0)`):
 literals keep the IR readable and keep Python scalars weakly typed.
@@ -150,6 +154,29 @@ class Operator:
 _SUB_BLOCK_ATTRS = {"cond": ("true_block", "false_block"), "while": ("cond_block", "body_block")}
 
 
+def own_inputs(op):
+    """A cond/while op's inputs before its captures: the predicate (cond), the loop state's start (while)."""
+    return op.inputs[:1] if op.type == "cond" else op.inputs[:len(op.outputs)]
+
+
+def captures(blocks, exclude=()):
+    """What `blocks` (one cond/while op's sub-blocks) read from enclosing blocks, in the order first read.
+
+    The one rule for an op's captured inputs: tracing lists them, passes refresh them,
+    the loader checks them. A nested cond/while counts as reading its inputs (its own
+    captures must be current), so each op's blocks are read once.
+    """
+    seen, out = {id(v) for v in exclude}, []
+    for block in blocks:
+        for values in [op.inputs for op in block.ops] + [block.results]:
+            for v in values:
+                if isinstance(v, Variable) and id(v) not in seen:
+                    seen.add(id(v))
+                    if not any(b.is_ancestor_of(v.block) for b in blocks):
+                        out.append(v)
+    return out
+
+
 def sub_block_attrs(op_type):
     return _SUB_BLOCK_ATTRS.get(op_type, ())
 
@@ -211,15 +238,7 @@ class Program:
         self.version = 0          # bumped by append_op and drop_blocks_from; compiled plans are keyed by it
         self._names = {}
         self._used = set()
-        self._plans = {}
-        self._captured = {}       # id(eager Tensor) -> its persistable Variable, while tracing
-        self.written_cells = {}   # state cells (runtime.state) left holding traced values, while tracing
-        self._trace_constants = {}    # id(eager Tensor) -> Tensor made in this trace from Python data (known.py)
-        self._known, self._defs = {}, ({}, {})     # known.py's memo and definition index
-
-    def forget_trace_state(self):
-        """Drop what only tracing needs (known.py's memo and the tensors made in the trace)."""
-        self._trace_constants, self._known, self._defs = {}, {}, ({}, {})
+        self.written_cells = {}   # state cells (runtime.state) the trace left holding traced values: for its caller
 
     @property
     def global_block(self):

@@ -4,7 +4,8 @@ Reading treats the file as hostile. Nothing from it is executed: op types must
 be in the registry, attrs are plain data whose keys are identifiers, and every
 reference is checked (variables declared once, defined before use, in a block
 that encloses the use; sub-block indices in range, each block used by exactly
-one op, no cycles; `cond`/`while` arities consistent). Each op's own shape
+one op, no cycles; `cond`/`while` arities consistent, and every value their
+blocks read from outside listed among their inputs). Each op's own shape
 rule re-derives its outputs, so a file cannot declare types the op does not
 make. Nothing is allocated beyond the file's real content: absurd shapes,
 nesting deeper than `MAX_DEPTH` and npy headers that claim more data than the
@@ -24,7 +25,7 @@ import zipfile
 import numpy as np
 
 from . import pytree
-from .ir import Block, Operator, Program, Variable, sub_block_attrs
+from .ir import Block, Operator, Program, Variable, captures, sub_block_attrs
 from .ops.registry import REGISTRY
 from .ops.rules import Spec
 from .shape_text import shape_text
@@ -407,8 +408,10 @@ class _Reader:
             self.read_block(program, sub.idx, defined, inner_loop_depth)
         if op_type == "cond":
             self.check_cond(where, inputs, outputs, *subs)
+            self.check_captures(where, inputs, subs, exclude=inputs[:1])
         elif op_type == "while":
             self.check_while(where, inputs, outputs, *subs)
+            self.check_captures(where, inputs, subs)
         elif self.check_types:
             self.check_inferred(where, opdef, inputs, attrs, outputs)
         elif opdef.num_outputs >= 0 and len(outputs) != opdef.num_outputs:
@@ -464,6 +467,13 @@ class _Reader:
         if self.check_types:
             for i, out in enumerate(outputs):
                 self.check_same(where, out, inputs[i], cb.params[i], bb.params[i], bb.results[i])
+
+    def check_captures(self, where, inputs, subs, exclude=()):
+        listed = {id(v) for v in inputs if isinstance(v, Variable)}
+        for v in captures(subs, exclude):
+            if id(v) not in listed:
+                self.fail(f"{where}: its blocks read '{v.name}' from an enclosing block, but the op does not "
+                          "list it among its inputs")
 
     def check_same(self, where, out, *values):
         for v in values:

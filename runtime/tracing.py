@@ -24,6 +24,23 @@ class _ThreadState(threading.local):
     def __init__(self):
         self.blocks = []           # the stack of blocks being recorded into
         self.name_hints = {}       # id(tensor) -> preferred Program name (layer parameters)
+        self.traces = {}           # id(Program) -> (Program, TraceState) of the Programs being recorded
+
+
+class TraceState:
+    """What recording one Program needs besides its graph; dropped when recording ends."""
+
+    def __init__(self):
+        self.captured = {}         # id(eager Tensor) -> its persistable Variable
+        self.constants = {}        # id(eager Tensor) -> a Tensor made in this trace from Python data (known.py)
+        self.known = {}            # known.py's memo: id(Variable) -> (Variable, value or None)
+        self.defs = ({}, {})       # known.py's index of defining ops
+
+
+def trace_state(program):
+    """The state of program's recording (a fresh one, kept nowhere, when it is not being recorded)."""
+    entry = _state.traces.get(id(program))
+    return entry[1] if entry is not None and entry[0] is program else TraceState()
 
 
 _state = _ThreadState()
@@ -49,12 +66,16 @@ def block_guard(block):
     if not blocks:
         with _active_lock:
             _active[0] += 1
+    traces = _state.traces
+    if id(block.program) not in traces:
+        traces[id(block.program)] = (block.program, TraceState())
     blocks.append(block)
     try:
         yield block
     finally:
         blocks.pop()
         if not blocks:
+            traces.clear()
             with _active_lock:
                 _active[0] -= 1
 
@@ -128,7 +149,7 @@ def lift_tensor(tensor):
     entry = program.written_cells.get(tensor_cell_key(tensor))
     if entry is not None and entry[0].value is not None:      # a write earlier in this trace (runtime.state)
         return entry[0].value
-    captured = program._captured
+    captured = trace_state(program).captured
     var = captured.get(id(tensor))
     if var is None:
         hint = _state.name_hints.get(id(tensor), "const")
@@ -174,7 +195,8 @@ def rollback(point):
         program.global_block.vars.pop(var.name, None)
     if dropped:
         dropped_ids = {id(v) for v in dropped}
-        program._captured = {k: v for k, v in program._captured.items() if id(v) not in dropped_ids}
+        state = trace_state(program)
+        state.captured = {k: v for k, v in state.captured.items() if id(v) not in dropped_ids}
     del block.ops[point.n_ops:]
     for name in set(block.vars) - point.var_names:
         del block.vars[name]
@@ -201,7 +223,6 @@ def trace(fn, specs, name=None):
     with block_guard(block):
         result = fn(*inputs)
         finish_outputs(program, result)
-    program.forget_trace_state()
     return program, inputs, result
 
 

@@ -79,7 +79,7 @@ def _check_cast(source, target, label):
 
 
 def _label(program, tensor):
-    var = program._captured.get(id(tensor))
+    var = tracing.trace_state(program).captured.get(id(tensor))
     return f"'{var.name}'" if var is not None else f"a tensor of shape {list(tensor.shape)}"
 
 

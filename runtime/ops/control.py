@@ -39,7 +39,7 @@ def _print_infer(*values, template):
     return []
 
 
-_print = register(OpDef("print", _print_kernel, _print_infer, num_outputs=0, pure=False))
+_print = register(OpDef("print", _print_kernel, _print_infer, num_outputs=0, pure=False, copies=True))
 
 
 class Text:
@@ -83,7 +83,7 @@ def _assert_infer(cond, *values, message="", origin=None):
     return []
 
 
-_assert = register(OpDef("assert", _assert_kernel, _assert_infer, num_outputs=0, pure=False))
+_assert = register(OpDef("assert", _assert_kernel, _assert_infer, num_outputs=0, pure=False, copies=True))
 
 
 def assert_(cond, message="", origin=None):
@@ -122,7 +122,7 @@ def _raise_infer(*values, exception, message):
     return _print_infer(*values, template=message)
 
 
-_raise = register(OpDef("raise", _raise_kernel, _raise_infer, num_outputs=0, pure=False))
+_raise = register(OpDef("raise", _raise_kernel, _raise_infer, num_outputs=0, pure=False, user_error=True))
 _RAISING = weakref.WeakSet()
 
 

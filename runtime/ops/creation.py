@@ -53,22 +53,47 @@ def _concrete(dims):
     return tuple(int(d) for d in dims)
 
 
-@defop("constant", infer=lambda value, dtype, shape: Spec(tuple(shape), as_dtype(dtype)))
+def _emit_constant(gen, op):
+    """Plan code: the value is made once, when the plan is compiled; copied on each run only
+    when a reader may hand it (or a view of it) to the caller."""
+    if len(op.outputs) != 1:
+        return None
+    name = gen.constant(_constant.kernel(gen.xp, **op.attrs))
+    return name if gen.only_copying_readers(op.outputs[0]) else f"{name}.copy()"
+
+
+def _emit_full(gen, op):
+    """Plan code: a 0-d `full` of a literal (a loop counter's start) is a host NumPy scalar, on every
+    backend: counters then stay on the host (`i + 1`, `i < n`, `x[i]` with no device kernel or sync)."""
+    out = op.outputs[0]
+    if out.ndim != 0 or len(op.inputs) != 1 or isinstance(op.inputs[0], Variable):
+        return None
+    return gen.constant(np.asarray(op.inputs[0], dtype=out.dtype)[()])
+
+
+_CREATION = {"creation": True, "safe_when_static": True}
+
+
+@defop("constant", infer=lambda value, dtype, shape: Spec(tuple(shape), as_dtype(dtype)), emit=_emit_constant,
+       **_CREATION)
 def _constant(xp, value, dtype, shape):
     return xp.asarray(value, dtype=dtype).reshape(shape)
 
 
-@defop("zeros", infer=lambda *dims, dtype: Spec(_static(dims), as_dtype(dtype)))
+CONSTANT = _constant      # the op folded values become (passes/fold.py)
+
+
+@defop("zeros", infer=lambda *dims, dtype: Spec(_static(dims), as_dtype(dtype)), **_CREATION)
 def _zeros(xp, *dims, dtype):
     return xp.zeros(_concrete(dims), dtype=dtype)
 
 
-@defop("ones", infer=lambda *dims, dtype: Spec(_static(dims), as_dtype(dtype)))
+@defop("ones", infer=lambda *dims, dtype: Spec(_static(dims), as_dtype(dtype)), **_CREATION)
 def _ones(xp, *dims, dtype):
     return xp.ones(_concrete(dims), dtype=dtype)
 
 
-@defop("full", infer=lambda value, *dims, dtype: Spec(_static(dims), as_dtype(dtype)))
+@defop("full", infer=lambda value, *dims, dtype: Spec(_static(dims), as_dtype(dtype)), emit=_emit_full, **_CREATION)
 def _full(xp, value, *dims, dtype):
     return xp.full(_concrete(dims), value, dtype=dtype)
 
@@ -80,17 +105,17 @@ def _arange_infer(start, stop, step, dtype):
     return Spec((-1,), as_dtype(dtype))
 
 
-@defop("arange", infer=_arange_infer)
+@defop("arange", infer=_arange_infer, **_CREATION)
 def _arange(xp, start, stop, step, dtype):
     return xp.arange(start, stop, step, dtype=dtype)
 
 
-@defop("linspace", infer=lambda start, stop, num, dtype, endpoint: Spec((num,), as_dtype(dtype)))
+@defop("linspace", infer=lambda start, stop, num, dtype, endpoint: Spec((num,), as_dtype(dtype)), **_CREATION)
 def _linspace(xp, start, stop, num, dtype, endpoint):
     return xp.linspace(start, stop, num, dtype=dtype, endpoint=endpoint)
 
 
-@defop("eye", infer=lambda n, m, k, dtype: Spec((n, m), as_dtype(dtype)))
+@defop("eye", infer=lambda n, m, k, dtype: Spec((n, m), as_dtype(dtype)), **_CREATION)
 def _eye(xp, n, m, k, dtype):
     return xp.eye(n, m, k, dtype=dtype)
 

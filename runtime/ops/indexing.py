@@ -68,6 +68,42 @@ def _scalar(v):
     return v if isinstance(v, int) else int(v)
 
 
+def index_source(template, names):
+    """The index as Python subscript source over the inputs' source `names` (a plan inlines `x[i, 1:n]`),
+    or None when an item is not plain (a bool, a malformed item from a file: the kernel call decides)."""
+    def ref(item):
+        if isinstance(item, dict) and set(item) == {"$"} and _is_int(item["$"]) and 1 <= item["$"] <= len(names):
+            return names[item["$"] - 1]
+        return None
+
+    def bound(b):
+        if b is None:
+            return ""
+        if _is_int(b):
+            return repr(b)
+        name = ref(b)
+        return None if name is None else f"int({name})"
+
+    def src(item):
+        if item is None or item == "...":
+            return str(item)
+        if _is_int(item):
+            return repr(item)
+        if isinstance(item, (list, tuple)) and len(item) == 4 and item[0] == "slice":
+            parts = [bound(b) for b in item[1:]]
+            return None if None in parts else ":".join(parts)
+        return ref(item)
+
+    items = [src(item) for item in template]
+    if None in items:
+        return None
+    return ", ".join(items) + ("," if items == ["..."] else "") if items else "()"
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 # --- shape inference ---------------------------------------------------------------
 
 def _slice_len(dim, start, stop, step):
@@ -145,14 +181,25 @@ def _getitem_kernel(xp, x, *inputs, index):
     return x[decode_index(index, inputs)]
 
 
-_getitem = register(OpDef("getitem", _getitem_kernel, _getitem_infer))
+def _emit_getitem(gen, op):
+    """Plan code: an inline subscript."""
+    index = op.attrs.get("index")
+    if set(op.attrs) != {"index"} or not isinstance(index, (list, tuple)) or not isinstance(op.inputs[0], Variable):
+        return None
+    subscript = index_source(index, [gen.value(v) for v in op.inputs[1:]])
+    return None if subscript is None else f"{gen.value(op.inputs[0])}[{subscript}]"
+
+
+# with constant indices (range-checked while tracing) a getitem of static shapes cannot fail
+GETITEM = register(OpDef("getitem", _getitem_kernel, _getitem_infer, emit=_emit_getitem,
+                         safe_when_static=lambda op: not op.input_vars()[1:]))
 
 
 def getitem(x, index):
     if isinstance(x, Variable) and x.kind == "array":
         return array_read(x, index)
     template, inputs = encode_index(index)
-    return apply(_getitem, (x, *inputs), {"index": template})
+    return apply(GETITEM, (x, *inputs), {"index": template})
 
 
 def _setitem_infer(x, value, *inputs, index):

@@ -20,18 +20,18 @@ from ..ir import Variable
 from .registry import REGISTRY
 
 SIZE_LIMIT = 1 << 16     # larger intermediates are not computed while tracing (the graph path stays exact)
-_NOT_EVALUATED = frozenset(["cond", "while", "undefined"])
+_NOT_EVALUATED = frozenset(["cond", "while"])     # their blocks are not evaluated here
 
 
 def note_trace_constant(tensor):
     """Record an eager Tensor made inside the current trace from Python/NumPy data alone."""
     block = tracing.current_block()
     if block is not None:
-        block.program._trace_constants[id(tensor)] = tensor     # held, so the id stays this tensor's
+        tracing.trace_state(block.program).constants[id(tensor)] = tensor     # held, so the id stays this tensor's
 
 
 def is_trace_constant(program, tensor):
-    return program._trace_constants.get(id(tensor)) is tensor
+    return tracing.trace_state(program).constants.get(id(tensor)) is tensor
 
 
 def known_value(value):
@@ -39,14 +39,15 @@ def known_value(value):
     if not isinstance(value, Variable) or value.kind != "dense" or value.block is None:
         return None
     program = value.block.program
-    memo = program._known                     # id(var) -> (var, value or None); the var is held
+    state = tracing.trace_state(program)
+    memo = state.known                        # id(var) -> (var, value or None); the var is held
     stack = [value]
     while stack:
         var = stack[-1]
         if _memo_get(memo, var) is not _MISSING:
             stack.pop()
             continue
-        op = _defining_op(program, var)
+        op = _defining_op(state, var)
         if var.persistable:
             tensor = program.parameters.get(var.name)
             known = tensor.numpy() if tensor is not None and is_trace_constant(program, tensor) else None
@@ -104,9 +105,9 @@ def _evaluate_into(memo, op):
         memo[id(out)] = (out, None if results is None else results[i])
 
 
-def _defining_op(program, var):
+def _defining_op(state, var):
     """The op whose output var is: looked up in an index of var's block, extended as ops are recorded."""
-    index, scanned = program._defs          # id(var) -> (var, op); id(block) -> (block, ops indexed)
+    index, scanned = state.defs             # id(var) -> (var, op); id(block) -> (block, ops indexed)
     block = var.block
     for full in (False, True):
         entry = index.get(id(var))

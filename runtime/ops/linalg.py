@@ -26,13 +26,13 @@ def _matmul_infer(a, b):
     return Spec(out, result_type(promote_operand(a), promote_operand(b)))
 
 
-_matmul = register(OpDef("matmul", lambda xp, a, b: xp.matmul(a, b), _matmul_infer, promote=True,
-                           template="xp.matmul({0}, {1})"))
+MATMUL = register(OpDef("matmul", lambda xp, a, b: xp.matmul(a, b), _matmul_infer, promote=True,
+                        template="xp.matmul({0}, {1})", fresh=True, safe_when_static=True))
 
 
 def matmul(a, b):
     """Matrix product with NumPy's batching and 1-D rules (`a @ b`)."""
-    return apply(_matmul, (a, b), {})
+    return apply(MATMUL, (a, b), {})
 
 
 # --- products over chosen axes ------------------------------------------------------------------

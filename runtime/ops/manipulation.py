@@ -40,7 +40,7 @@ def _reshape_kernel(xp, x, *shape):
     return xp.reshape(x, tuple(int(d) for d in shape))
 
 
-_reshape = register(OpDef("reshape", _reshape_kernel, _reshape_infer))
+_reshape = register(OpDef("reshape", _reshape_kernel, _reshape_infer, safe_when_static=True))
 
 
 def reshape(x, /, shape, *, copy=None):
@@ -59,7 +59,8 @@ def _permute_infer(x, axes=None):
     return Spec(tuple(shape[a] for a in axes), dtype_of(x), is_weak(x))
 
 
-_permute = register(OpDef("permute_dims", lambda xp, x, axes=None: xp.transpose(x, axes), _permute_infer))
+_permute = register(OpDef("permute_dims", lambda xp, x, axes=None: xp.transpose(x, axes), _permute_infer,
+                          safe_when_static=True))
 
 
 def permute_dims(x, axes=None):
@@ -85,7 +86,7 @@ def _expand_kernel(xp, x, axis):
     return x.reshape(shape)
 
 
-_expand = register(OpDef("expand_dims", _expand_kernel, _expand_infer))
+_expand = register(OpDef("expand_dims", _expand_kernel, _expand_infer, safe_when_static=True))
 
 
 def expand_dims(x, axis=0):
@@ -106,7 +107,8 @@ def _squeeze_infer(x, axis=None):
     return Spec(tuple(d for i, d in enumerate(shape) if i not in axes), dtype_of(x), is_weak(x))
 
 
-_squeeze = register(OpDef("squeeze", lambda xp, x, axis=None: xp.squeeze(x, axis), _squeeze_infer))
+_squeeze = register(OpDef("squeeze", lambda xp, x, axis=None: xp.squeeze(x, axis), _squeeze_infer,
+                          safe_when_static=True))
 
 
 def squeeze(x, axis=None):
@@ -190,7 +192,8 @@ def _broadcast_to_infer(x, *shape):
 
 
 _broadcast_to = register(OpDef(
-    "broadcast_to", lambda xp, x, *shape: xp.broadcast_to(x, tuple(int(d) for d in shape)), _broadcast_to_infer))
+    "broadcast_to", lambda xp, x, *shape: xp.broadcast_to(x, tuple(int(d) for d in shape)), _broadcast_to_infer,
+    safe_when_static=True))
 
 
 def broadcast_to(x, shape):
@@ -202,7 +205,7 @@ def _flip_infer(x, axis=None):
     return Spec(shape_of(x), dtype_of(x), is_weak(x))
 
 
-_flip = register(OpDef("flip", lambda xp, x, axis=None: xp.flip(x, axis), _flip_infer))
+_flip = register(OpDef("flip", lambda xp, x, axis=None: xp.flip(x, axis), _flip_infer, safe_when_static=True))
 
 
 def flip(x, axis=None):

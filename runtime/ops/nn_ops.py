@@ -118,7 +118,8 @@ def _relu_kernel(xp, x):
     return xp.maximum(x, 0)
 
 
-_relu = _defop("relu", _relu_rule, _relu_kernel, elementwise=True, template="xp.maximum({0}, 0)")
+_relu = _defop("relu", _relu_rule, _relu_kernel, elementwise=True, template="xp.maximum({0}, 0)", fresh=True,
+               safe_when_static=True, as_ufunc=lambda inputs: ("maximum", [inputs[0], 0]) if len(inputs) == 1 else None)
 
 
 def relu(x):
@@ -133,7 +134,8 @@ def _sigmoid_kernel(xp, x):
     return xp.exp(xp.minimum(x, 0)) / (1 + xp.exp(xp.minimum(x, -x)))
 
 
-_sigmoid = _defop("sigmoid", _activation_rule("sigmoid"), _sigmoid_kernel, elementwise=True)
+_sigmoid = _defop("sigmoid", _activation_rule("sigmoid"), _sigmoid_kernel, elementwise=True, copies=True,
+                  safe_when_static=True)
 
 
 def sigmoid(x):
@@ -208,7 +210,7 @@ def _gelu_rule(x, approximate="none"):
     return Spec(x[0], _float_result("gelu", x[1]))
 
 
-_gelu = _defop("gelu", _gelu_rule, _gelu_kernel, elementwise=True)
+_gelu = _defop("gelu", _gelu_rule, _gelu_kernel, elementwise=True, copies=True, safe_when_static=True)
 
 
 def gelu(x, approximate="none"):
@@ -242,8 +244,8 @@ def _log_softmax_kernel(xp, x, axis=-1):
     return shifted
 
 
-_softmax = _defop("softmax", _softmax_rule("softmax"), _softmax_kernel)
-_log_softmax = _defop("log_softmax", _softmax_rule("log_softmax"), _log_softmax_kernel)
+_softmax = _defop("softmax", _softmax_rule("softmax"), _softmax_kernel, copies=True)
+_log_softmax = _defop("log_softmax", _softmax_rule("log_softmax"), _log_softmax_kernel, copies=True)
 
 
 def softmax(x, axis=-1):
@@ -282,7 +284,7 @@ def _linear_kernel(xp, x, weight, bias):
     return out
 
 
-_linear = _defop("linear", _linear_rule, _linear_kernel)
+_linear = _defop("linear", _linear_rule, _linear_kernel, copies=True)
 
 
 def linear(x, weight, bias=None):
@@ -559,7 +561,7 @@ def _layer_norm_kernel(xp, x, weight, bias, normalized_shape, eps):
     return centered
 
 
-_layer_norm = _defop("layer_norm", _layer_norm_rule, _layer_norm_kernel)
+_layer_norm = _defop("layer_norm", _layer_norm_rule, _layer_norm_kernel, copies=True)
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -669,7 +671,7 @@ def _cross_entropy_kernel(xp, logits, target, reduction="mean", ignore_index=-10
     return xp.asarray(total, dtype=logits.dtype)
 
 
-_cross_entropy = _defop("cross_entropy", _cross_entropy_rule, _cross_entropy_kernel)
+_cross_entropy = _defop("cross_entropy", _cross_entropy_rule, _cross_entropy_kernel, copies=True)
 
 
 def cross_entropy(logits, target, reduction="mean", ignore_index=-100, label_smoothing=0.0):

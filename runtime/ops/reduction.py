@@ -1,6 +1,9 @@
 """Reductions over axes, with NumPy's result dtypes (asked of NumPy itself)."""
+import math
+
 import numpy as np
 
+from ..ir import Variable
 from .dispatch import apply
 from .registry import OpDef, register
 from .rules import Spec, norm_axes, reduction, shape_of
@@ -30,6 +33,34 @@ def _reduction_infer(name):
     return infer
 
 
+def _reduce_with(ufunc):
+    """Plan code on NumPy: a float reduction is `ufunc.reduce` (what np.sum calls, less its Python layers)."""
+    def emit(gen, op):
+        x = op.inputs[0]
+        if not gen.numpy or not isinstance(x, Variable) or x.dtype.kind != "f" or set(op.attrs) - {"axis", "keepdims"}:
+            return None
+        axis, keepdims = op.attrs.get("axis"), op.attrs.get("keepdims", False)
+        tail = ", None, None, True" if keepdims else ""
+        return f"{gen.bound(ufunc + '.reduce')}({gen.value(x)}, {gen.attr(axis)}{tail})"
+    return emit
+
+
+def _emit_mean(gen, op):
+    """Plan code on NumPy: the mean of a whole static float array is `add.reduce(x) / n` (what np.mean computes)."""
+    x = op.inputs[0]
+    if (not gen.numpy or not isinstance(x, Variable) or x.dtype.name not in ("float32", "float64")
+            or op.attrs.get("axis") is not None or op.attrs.get("keepdims") or -1 in x.static_shape):
+        return None
+    n = math.prod(x.static_shape)
+    if not 0 < n <= (1 << 24):
+        return None
+    return f"{gen.bound('add.reduce')}({gen.value(x)}, None) / {n}"
+
+
+_EMIT = {"sum": _reduce_with("add"), "prod": _reduce_with("multiply"), "max": _reduce_with("maximum"),
+         "min": _reduce_with("minimum"), "mean": _emit_mean}
+_NEED_NONEMPTY = ("max", "min")     # no identity: an empty input raises
+
 _OPS = {}
 for _name in REDUCTIONS:      # kernels bind their method's name by a default (what export copies)
     # the array's method, not xp.<fn>(x): the function form costs 1-2 µs of dispatch per call
@@ -44,7 +75,8 @@ for _name in REDUCTIONS:      # kernels bind their method's name by a default (w
     else:
         def _kernel(xp, x, axis=None, keepdims=False, _fn=_name):
             return getattr(xp.asarray(x), _fn)(axis=axis, keepdims=keepdims)
-    _OPS[_name] = register(OpDef(_name, _kernel, _reduction_infer(_name)))
+    _OPS[_name] = register(OpDef(_name, _kernel, _reduction_infer(_name), copies=True, emit=_EMIT.get(_name),
+                                 safe_when_static=_name not in ("std", "var"), needs_nonempty=_name in _NEED_NONEMPTY))
 
 
 def _axis_attr(axis):
@@ -93,8 +125,8 @@ def _argmin_kernel(xp, x, axis=None, keepdims=False):
     return xp.asarray(x).argmin(axis=axis, keepdims=keepdims)
 
 
-_argmax = register(OpDef("argmax", _argmax_kernel, _arg_infer))
-_argmin = register(OpDef("argmin", _argmin_kernel, _arg_infer))
+_argmax = register(OpDef("argmax", _argmax_kernel, _arg_infer, copies=True, safe_when_static=True, needs_nonempty=True))
+_argmin = register(OpDef("argmin", _argmin_kernel, _arg_infer, copies=True, safe_when_static=True, needs_nonempty=True))
 
 
 def argmax(x, axis=None, keepdims=False):
@@ -115,7 +147,7 @@ def _cumsum_infer(x, axis=None):
     return Spec(tuple(shape), np.cumsum(np.ones((1,), x.dtype)).dtype)
 
 
-_cumsum = register(OpDef("cumsum", lambda xp, x, axis=None: xp.cumsum(x, axis=axis), _cumsum_infer))
+_cumsum = register(OpDef("cumsum", lambda xp, x, axis=None: xp.cumsum(x, axis=axis), _cumsum_infer, copies=True))
 
 
 def cumsum(x, axis=None):

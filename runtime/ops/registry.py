@@ -1,11 +1,14 @@
 """The op registry: every op is defined here ONCE.
 
 An OpDef holds the kernel (written against the backend's array module `xp`),
-the shape/dtype inference rule used while tracing, and the facets later stages
-need (the gradient rule, the ONNX lowering). Eager execution, tracing, the
-executor, autodiff and export all read the same OpDef, so no op's semantics
-exist in two places. A facet written in another module is attached with
-`facet(op_name, "vjp")(fn)`, the way JAX registers a primitive's rules beside it.
+the shape/dtype inference rule used while tracing, the facets later stages
+need (the plan's code generator, the gradient rule, the ONNX lowering) and the
+properties passes ask (creation op, fresh array, copying reader, safe to hoist).
+Eager execution, tracing, the passes, the executor, autodiff and export all
+read the same OpDef, so no op's semantics exist in two places and no module
+outside `runtime/ops` keeps a list of op names. A facet written in another
+module is attached with `facet(op_name, "vjp")(fn)`, the way JAX registers a
+primitive's rules beside it.
 """
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -27,6 +30,27 @@ class OpDef:
     onnx: Optional[Callable] = None  # ONNX lowering, see transpiler's ONNX exporter
     template: Optional[str] = None   # inline form for generated code, e.g. "xp.tanh({0})"; else a kernel call
     example: Optional[Callable] = field(default=None, repr=False)  # makes sample inputs for conformance tests
+    # --- what the passes and the plan's code generator ask -------------------------------------
+    ufunc: Optional[str] = None      # the NumPy/CuPy ufunc the op is (a fusable step; fresh, copying, safe)
+    operator: Optional[str] = None   # Python operator for 0-d arithmetic: "+" (binary), "-" (unary negative)
+    as_ufunc: Optional[Callable] = None   # as_ufunc(inputs) -> (ufunc name, args): an op that is one ufunc call
+    creation: bool = False           # makes its value from literal inputs and attrs alone
+    fresh: bool = False              # its result is a new array the plan owns (may be written in place)
+    copies: bool = False             # its result never shares memory with an input (a fresh op copies)
+    safe_when_static: object = False  # cannot raise once the tracer checked static shapes; or a predicate of the op
+    needs_nonempty: bool = False     # raises on an empty first input (max, argmin): safe only when it is not
+    user_error: bool = False         # raises the user's own exception: its message stays theirs
+    cheaper: Optional[Callable] = None   # cheaper(op) -> [(OpDef, inputs)] computing the same faster, or None
+    emit: Optional[Callable] = None  # emit(gen, op) -> plan source for the op's value, a list of statements, or None
+
+    def __post_init__(self):
+        if self.ufunc is not None:
+            self.fresh = self.copies = True
+            self.safe_when_static = self.safe_when_static or True
+        self.copies = self.copies or self.fresh
+
+
+PREVIOUS = object()     # in a `cheaper` rewrite: the value of the step before
 
 
 def register(opdef):

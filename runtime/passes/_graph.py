@@ -1,18 +1,15 @@
-"""Graph facts the passes share: who defines and who reads a Variable, which
-values a sub-block captures, and the clean-up every rewrite ends with.
+"""Graph facts the passes share (and the plan's liveness: `readers`): who defines
+and who reads a Variable, and the clean-up every rewrite ends with.
 
 Passes mutate the Program they are given (a clone made by `run_passes`); they
 call `finish(program)` last so the result is again a valid Program: cond/while
-ops list exactly the values their sub-blocks capture, every block is used by
+ops list exactly the values their sub-blocks capture (`ir.captures`), every block is used by
 one op, and compiled plans of the old version are invalid.
 """
-from ..ir import Variable, sub_block_attrs
+from ..ir import Variable, captures, own_inputs, sub_block_attrs
 from ..ops.registry import REGISTRY
 
 CONTROL_FLOW = ("cond", "while")
-
-# Ops that make their value from literal inputs and attrs alone (no Variable needed).
-CREATION = frozenset(["constant", "zeros", "ones", "full", "eye", "arange", "linspace"])
 
 
 def sub_blocks(op):
@@ -55,6 +52,32 @@ def size_of(var):
     return n
 
 
+def readers(program):
+    """id(Variable) -> who reads it: ops (any block's), or None for a block result / Program output."""
+    found = {}
+    for block in program.blocks:
+        for op in block.ops:
+            for v in op.inputs:
+                if isinstance(v, Variable):
+                    found.setdefault(id(v), []).append(op)
+        for v in block.results:
+            if isinstance(v, Variable):
+                found.setdefault(id(v), []).append(None)
+    for v in program.outputs:
+        found.setdefault(id(v), []).append(None)
+    return found
+
+
+def last_reads(block):
+    """id(Variable) -> index of the last op of block that reads it (a cond/while reads its captures)."""
+    last = {}
+    for i, op in enumerate(block.ops):
+        for v in op.inputs:
+            if isinstance(v, Variable):
+                last[id(v)] = i
+    return last
+
+
 def replace_uses(program, mapping):
     """Read mapping[id(v)] wherever v was read (op inputs, block results, program outputs)."""
     if not mapping:
@@ -71,50 +94,22 @@ def replace_uses(program, mapping):
 
 
 def refresh_captures(program):
-    """Make each cond/while op's inputs list what its sub-blocks read from outside, as tracing does.
+    """Make each cond/while op's inputs list what its sub-blocks read from outside (`ir.captures`).
 
-    Linear in the Program's size times its nesting depth: blocks get depth-first
-    numbers, so "declared inside this op's blocks" is an interval test.
+    Inner ops first, so an outer op reads a nested op's fresh inputs: each block is
+    read once (times the nesting depth, for the "declared outside" test).
     """
-    enter, leave, order = {}, {}, []
-
-    def number(block):
-        enter[block.idx] = len(order)
-        order.append(block)
+    def visit(block):
         for op in block.ops:
-            for sub in sub_blocks(op):
-                number(sub)
-        leave[block.idx] = len(order) - 1
-
-    number(program.global_block)
-    own_reads = {}
-    for block in order:
-        reads = []
-        for op in block.ops:
-            if op.type == "cond":
-                reads.append(op.inputs[0])
-            elif op.type == "while":
-                reads.extend(op.inputs[:len(op.outputs)])
-            else:
-                reads.extend(op.inputs)
-        reads.extend(block.results)
-        own_reads[block.idx] = [v for v in reads if isinstance(v, Variable)]
-    for block in order:
-        for op in block.ops:
-            if op.type not in CONTROL_FLOW:
-                continue
             subs = sub_blocks(op)
-            lo, hi = enter[subs[0].idx], leave[subs[-1].idx]
-            inner = sorted(order[lo:hi + 1], key=lambda b: b.idx)
-            head = op.inputs[:1] if op.type == "cond" else op.inputs[:len(op.outputs)]
-            seen = {id(v) for v in head if isinstance(v, Variable)} if op.type == "cond" else set()
-            captured = []
-            for b in inner:
-                for v in own_reads[b.idx]:
-                    if id(v) not in seen and not lo <= enter.get(v.block.idx, -1) <= hi:
-                        seen.add(id(v))
-                        captured.append(v)
-            op.inputs = list(head) + captured
+            if not subs:
+                continue
+            for sub in subs:
+                visit(sub)
+            head = own_inputs(op)
+            op.inputs = list(head) + captures(subs, exclude=head if op.type == "cond" else ())
+
+    visit(program.global_block)
 
 
 def compact_blocks(program):

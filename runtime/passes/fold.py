@@ -19,9 +19,10 @@ import warnings
 import numpy as np
 
 from ..ir import Variable
-from ..ops.registry import REGISTRY
+from ..ops.creation import CONSTANT
+from ..ops.registry import get_op
 from .pipeline import register_pass
-from ._graph import CONTROL_FLOW, CREATION, finish, is_pure, is_static, size_of, touches_arrays
+from ._graph import CONTROL_FLOW, finish, is_pure, is_static, size_of, touches_arrays
 
 FOLD_LIMIT = 1024
 
@@ -37,7 +38,7 @@ def fold_constants(program):
             if not is_static(out) or size_of(out) > FOLD_LIMIT:
                 continue
             variables = op.input_vars()
-            if op.type in CREATION:
+            if get_op(op.type).creation:
                 if not variables:
                     value = _evaluate(op, list(op.inputs))
                     if value is not None:
@@ -49,7 +50,7 @@ def fold_constants(program):
             if value is None or value.dtype.kind == "c":
                 continue
             known[id(out)] = value
-            op.type = "constant"
+            op.type = CONSTANT.name
             op.inputs = []
             op.attrs = {"value": value.tolist(), "dtype": value.dtype.name, "shape": list(value.shape)}
     return finish(program)
@@ -61,7 +62,7 @@ def _evaluate(op, args):
     try:
         with warnings.catch_warnings(), np.errstate(all="raise"):
             warnings.simplefilter("error")
-            value = np.asarray(REGISTRY[op.type].kernel(np, *args, **op.attrs))
+            value = np.asarray(get_op(op.type).kernel(np, *args, **op.attrs))
     except Exception:  # noqa: BLE001 - whatever the kernel raises, it raises again at run time
         return None
     if value.shape != out.static_shape or value.dtype != out.dtype or value.dtype.kind not in "biufc":

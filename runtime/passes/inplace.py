@@ -6,12 +6,12 @@
 
 The input's buffer may be written when all of these hold (checked from
 liveness, per block):
-- the plan owns it: a `matmul`, an elementwise ufunc op or a fused op of the
-  same block made it (a fresh array; never a Program input, a parameter, a
+- the plan owns it: an op of the same block whose OpDef says `fresh` made it
+  (matmul, a ufunc op, a fused op: never a Program input, a parameter, a
   constant, a loop variable or a view made by reshape/getitem/astype);
-- this op is its last reader, and every earlier reader is an op whose result
-  never shares memory with its inputs (a later `reshape` view would see the
-  write);
+- this op is its last reader, and every earlier reader is an op whose OpDef
+  says `copies` (its result never shares memory with its inputs: a later
+  `reshape` view would see the write);
 - nothing outside the block reads it (no branch or loop body, no block
   result, no Program output);
 - it has the result's static shape and dtype (so no broadcast into it).
@@ -20,33 +20,22 @@ executor checks the same conditions again before it writes in place: a
 Program file cannot make it write into memory it does not own.
 """
 from ..ir import Variable
-from ..ops.registry import REGISTRY
+from ..ops.fused import FUSED, ufunc_call
+from ..ops.registry import get_op
 from .pipeline import register_pass
-from ._graph import finish, is_static
-from .fusion import FUSED, ufunc_call
-
-_NEW_ARRAY = frozenset([FUSED, "matmul", "relu"])
-# readers whose results never alias their inputs
-_COPYING_READERS = _NEW_ARRAY | frozenset([
-    "sum", "mean", "prod", "max", "min", "any", "all", "std", "var", "argmax", "argmin", "cumsum",
-    "where", "clip", "sigmoid", "gelu", "softmax", "log_softmax", "linear", "layer_norm", "cross_entropy",
-    "print", "assert"])
-
-
-def _is_ufunc(op_type):
-    return getattr(REGISTRY.get(op_type), "ufunc", None) is not None
+from ._graph import finish, is_static, last_reads
 
 
 def _makes_new_array(op):
-    return op.type in _NEW_ARRAY or _is_ufunc(op.type)
+    return get_op(op.type).fresh
 
 
 def copying_reader(op):
-    return op.type in _COPYING_READERS or _is_ufunc(op.type)
+    return get_op(op.type).copies
 
 
 def _writes_elementwise(op):
-    return op.type == FUSED or (ufunc_call(op) is not None and op.type != FUSED)
+    return op.type == FUSED or ufunc_call(op) is not None
 
 
 def donations(program):
@@ -60,24 +49,22 @@ def donations(program):
                     escaping.add(id(v))          # read from a nested block (or captured by cond/while)
     found = {}
     for block in program.blocks:
-        owned, last_reader, aliased = set(), {}, set()
+        owned, aliased, last = set(), set(), last_reads(block)
         for op in block.ops:
-            for v in op.input_vars():
-                last_reader[id(v)] = op
-                if not copying_reader(op):
-                    aliased.add(id(v))
+            if not copying_reader(op):
+                aliased.update(id(v) for v in op.input_vars())
             if len(op.outputs) == 1 and _makes_new_array(op):
                 out = op.outputs[0]
                 if out.kind == "dense" and out.ndim >= 1 and is_static(out):
                     owned.add(id(out))
-        for op in block.ops:
+        for i, op in enumerate(block.ops):
             if len(op.outputs) != 1 or not _writes_elementwise(op):
                 continue
             out = op.outputs[0]
             if out.kind != "dense" or out.ndim < 1 or not is_static(out):
                 continue
             for k, v in enumerate(op.inputs):
-                if (isinstance(v, Variable) and id(v) in owned and last_reader.get(id(v)) is op
+                if (isinstance(v, Variable) and id(v) in owned and last.get(id(v)) == i
                         and id(v) not in escaping and id(v) not in aliased
                         and v.static_shape == out.static_shape and v.dtype == out.dtype):
                     found[id(op)] = k

@@ -14,10 +14,10 @@ runs zero times:
 - from the condition block: any pure op (the condition runs at least once
   whenever the loop runs, so the op ran before too);
 - from the body: only pure ops that cannot raise for the shapes the tracer
-  checked: elementwise ops, matmul, casts, creation ops, reshapes/transposes
-  and reductions over non-empty arrays, getitem with constant in-range
-  indices — all with fully static shapes (a dynamic dim could break a
-  broadcast at run time). Such an op may still emit a NumPy floating-point
+  checked (their OpDef's `safe_when_static`: elementwise ops, matmul, casts,
+  creation ops, reshapes/transposes, reductions — over non-empty arrays when
+  the op has `needs_nonempty` —, getitem with constant in-range indices), all
+  with fully static shapes (a dynamic dim could break a broadcast at run time). Such an op may still emit a NumPy floating-point
   warning (overflow, 0/0) for a loop that runs zero times; it cannot raise
   (unless the user turned warnings into errors).
 Never moved: ops inside branches of the body (they run conditionally), cond/
@@ -34,17 +34,13 @@ alone). It is speculative like any hoist: a loop that stops early wasted the
 unused slices; P is limited to GATHER_LIMIT elements.
 """
 from ..ir import Variable
-from ..ops.registry import REGISTRY
+from ..ops.indexing import GETITEM
+from ..ops.linalg import MATMUL
+from ..ops.registry import get_op
 from .pipeline import register_pass
-from ._graph import (CONTROL_FLOW, CREATION, Insertions, blocks_under, finish, is_pure, is_static, move_var,
-                     size_of, sub_blocks, touches_arrays)
+from ._graph import (CONTROL_FLOW, Insertions, blocks_under, finish, is_pure, is_static, move_var, size_of,
+                     sub_blocks, touches_arrays)
 
-# Ops that cannot raise once the tracer has checked their (fully static) shapes.
-SAFE_WHEN_STATIC = frozenset([
-    "matmul", "astype", "where", "clip", "reshape", "permute_dims", "expand_dims", "squeeze", "broadcast_to",
-    "flip", "relu", "sigmoid", "gelu", "sum", "mean", "prod", "any", "all", "max", "min", "argmax", "argmin",
-]) | CREATION
-_NEED_NONEMPTY = frozenset(["max", "min", "argmax", "argmin"])
 GATHER_LIMIT = 1 << 24
 
 
@@ -116,14 +112,12 @@ def cannot_fail(op):
     """Whether op is pure and cannot raise at run time for the static shapes the tracer checked."""
     if not all(is_static(v) for v in op.input_vars() + op.outputs):
         return False
-    opdef = REGISTRY[op.type]
-    if getattr(opdef, "ufunc", None) is not None:
-        return True
-    if op.type == "getitem":
-        return not op.input_vars()[1:]              # constant indices, range-checked while tracing
-    if op.type in _NEED_NONEMPTY:
-        return size_of(op.input_vars()[0]) > 0
-    return op.type in SAFE_WHEN_STATIC
+    opdef = get_op(op.type)
+    if callable(opdef.safe_when_static):
+        return opdef.safe_when_static(op)
+    if opdef.needs_nonempty:
+        return opdef.safe_when_static and size_of(op.input_vars()[0]) > 0
+    return opdef.safe_when_static
 
 
 # --- matmul(x[i], u) -> matmul(x, u)[i] ---------------------------------------------------------
@@ -143,11 +137,11 @@ def _batch_gathers(loop, pending):
     defs = {id(o): op for op in body.ops for o in op.outputs}
     products = []
     for op in body.ops:
-        if op.type != "matmul" or not all(isinstance(x, Variable) for x in op.inputs):
+        if op.type != MATMUL.name or not all(isinstance(x, Variable) for x in op.inputs):
             continue
         rows, u = op.inputs
         gather = defs.get(id(rows))
-        if gather is None or gather.type != "getitem" or id(u) in inside:
+        if gather is None or gather.type != GETITEM.name or id(u) in inside:
             continue
         x = gather.inputs[0]
         index = gather.attrs.get("index")
@@ -161,9 +155,9 @@ def _batch_gathers(loop, pending):
             n *= d
         if n > GATHER_LIMIT or x.static_shape[-1] != u.static_shape[0]:
             continue
-        product = loop.block.create_var("matmul", shape, op.outputs[0].dtype)
-        products.append(type(op)("matmul", [x, u], [product], {}, op.origin, loop.block))
-        op.type = "getitem"
+        product = loop.block.create_var(MATMUL.name, shape, op.outputs[0].dtype)
+        products.append(type(op)(MATMUL.name, [x, u], [product], {}, op.origin, loop.block))
+        op.type = GETITEM.name
         op.inputs = [product] + list(gather.inputs[1:])
         op.attrs = {"index": index}
     if products:

@@ -107,10 +107,10 @@ def test_scalar_operator_forms_on_device_scalars():
 
 
 def test_fused_kernels_are_cached_per_expression():
-    from runtime import executor
+    from runtime.codegen import cupy_fusion
     program = rt.trace(_gelu, [rt.InputSpec([128], "float32")])[0]
     Executor("gpu").compile(program)
-    before = len(executor._FUSED_KERNELS)
+    before = len(cupy_fusion.FUSED_KERNELS)
     again = rt.trace(_gelu, [rt.InputSpec([128], "float32")])[0]
     Executor("gpu").compile(again)
-    assert len(executor._FUSED_KERNELS) == before
+    assert len(cupy_fusion.FUSED_KERNELS) == before

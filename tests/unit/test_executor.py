@@ -1,5 +1,7 @@
 """The Executor: plan caching, run-time print/assert, dynamic dims, feed checks, op errors."""
+import gc
 import os
+import weakref
 
 import numpy as np
 import pytest
@@ -27,8 +29,19 @@ def test_plan_compiled_once_and_cached():
     assert ex.compile(prog) is plan
     ex.run(prog, {"x": X})
     assert ex.compile(prog) is plan
-    assert rt.Executor().compile(prog) is plan          # the cache lives on the Program
+    assert rt.Executor().compile(prog) is plan          # one cache per Program, shared by executors
     assert "def plan(x):" in plan.source
+
+
+@pytest.mark.parametrize("passes", [None, []], ids=["default", "no passes"])
+def test_cached_plans_do_not_keep_their_program_alive(passes):
+    prog = trace(lambda x: x.sum(axis=1) * 2.0)
+    plan = rt.Executor(passes=passes).compile(prog)
+    np.testing.assert_array_equal(plan.run({"x": X})[0].numpy(), X.sum(axis=1) * 2)
+    alive = weakref.ref(prog)
+    del prog
+    gc.collect()
+    assert alive() is None
 
 
 def test_plan_recompiled_after_program_changes():

@@ -1,0 +1,165 @@
+"""PlanCodegen: the executor's generator, Codegen plus what brings a plan to the NumPy floor."""
+import re
+
+import numpy as np
+
+from ..errors import IterationLimitError
+from ..ir import Variable, sub_block_attrs
+from ..ops.registry import get_op
+from ..passes import _graph, inplace as _inplace
+from .chains import fused_chain
+from .cupy_fusion import fused_kernel
+from .generic import Codegen
+from .liveness import dead_after
+
+_XP_CALL = re.compile(r"\bxp\.([A-Za-z_][A-Za-z0-9_]*)\(")
+
+
+class PlanCodegen(Codegen):
+    """The executor's generator: Codegen plus what brings a plan to the NumPy floor.
+
+    - array-module functions are bound as globals (`xp_tanh(x)`: no attribute lookup);
+    - ops with a 0-d result are Python operators (`i + 1`, `s < 100`: NumPy scalar
+      arithmetic, ~20x cheaper than a ufunc call on a 0-d array);
+    - an op's own fast form, its OpDef's `emit(gen, op)` (ops/*.py): float reductions
+      as `ufunc.reduce`, getitem as an inline subscript, constants made once at compile
+      time, ...; `emit` may ask this generator for `numpy`, `xp`, `value`, `attr`,
+      `bound`, `constant`, `only_copying_readers` and `ufunc_steps`;
+    - `fused_elementwise` ops run on NumPy as one ufunc call per step writing with
+      `out=` into scratch buffers reused as values die (`chains.py`), on other
+      backends as one kernel compiled by `backend.fuse` (`cupy_fusion.py`);
+    - a while loop's state lives in the loop's output variables (no copies per iteration).
+    The exporter keeps the plain Codegen: its module must not depend on this namespace.
+    """
+
+    def __init__(self, program, backend, max_iterations=None):
+        super().__init__(program, backend.xp)
+        self.backend = backend
+        self.max_iterations = max_iterations
+        self.xp = backend.xp
+        self.numpy = backend.xp is np
+        self.donations = _inplace.donations(program)
+        self.readers = _graph.readers(program)
+        self.globals = {}
+        self.temp_counts = {}
+
+    def bound(self, attr, obj=None):
+        """A global name for xp.<attr> (or obj)."""
+        key = (attr, id(obj))
+        name = self.globals.get(key)
+        if name is None:
+            base = "xp_" + attr.replace(".", "_")
+            name, n = base, 1
+            while name in self.used or name in self.namespace:
+                name, n = f"{base}_{n}", n + 1
+            self.used.add(name)
+            value = obj
+            if value is None:
+                value = self.xp
+                for part in attr.split("."):
+                    value = getattr(value, part)
+            self.namespace[name] = value
+            self.globals[key] = name
+        return name
+
+    def temp(self, hint="buf"):
+        """A fresh local name (`buf`, `buf_1`, ...); the count per hint carries on (no rescan from 1)."""
+        n = self.temp_counts.get(hint, 0)
+        name = hint if n == 0 else f"{hint}_{n}"
+        while name in self.used or name in self.namespace:
+            n += 1
+            name = f"{hint}_{n}"
+        self.temp_counts[hint] = n + 1
+        self.used.add(name)
+        return name
+
+    def op(self, op, indent):
+        opdef = get_op(op.type)
+        line = opdef.emit(self, op) if opdef.emit is not None else None
+        if line is None:
+            line = self.generic(op)
+        if line is None:
+            return super().op(op, indent)
+        if isinstance(line, list):          # several statements (a fused op); the op marks each
+            for text in line:
+                self.emit(indent, text, op)
+            return
+        self.emit(indent, f"{self.targets(op)} = {line}" if op.outputs else line, op)
+
+    # --- generic forms ----------------------------------------------------------------
+    def generic(self, op):
+        opdef = get_op(op.type)
+        if opdef.template is None or op.attrs:
+            return None
+        args = [self.value(x) for x in op.inputs]
+        symbol = opdef.operator
+        if (symbol is not None and len(op.outputs) == 1 and op.outputs[0].ndim == 0
+                and op.outputs[0].kind == "dense" and any(isinstance(x, Variable) for x in op.inputs)):
+            return f"({symbol}{args[0]})" if len(args) == 1 else f"({args[0]} {symbol} {args[1]})"
+        return _XP_CALL.sub(lambda m: self.bound(m.group(1)) + "(", opdef.template).format(*args)
+
+    # --- what an op's `emit` code generator may ask (ops/*.py) ---------------------------
+    def only_copying_readers(self, var):
+        """Whether every reader of var is an op of its block that copies (none can hand var, or a view
+        of it, to the caller): then one array may serve every run."""
+        found = self.readers.get(id(var), [])
+        return all(r is not None and r.block is var.block and get_op(r.type).copies for r in found)
+
+    def ufunc_steps(self, op, steps):
+        """A fused op's steps: on NumPy one ufunc call each into reused buffers; else one backend.fuse kernel."""
+        return fused_chain(self, op, steps) if self.numpy else fused_kernel(self, op, steps)
+
+    def step_arg(self, a, op, names):
+        """Source of a fused step's argument: an input, an earlier step's name, or a number."""
+        if isinstance(a, dict):
+            (kind, k), = a.items()
+            return self.value(op.inputs[k]) if kind == "in" else names[k]
+        return self.value(a)
+
+    # --- control flow -----------------------------------------------------------------------
+    def block(self, block, indent):
+        """Ops in order; a big value's name is deleted after its last reader, so its memory is
+        reused by the next allocation instead of piling up until the plan returns (which
+        makes the allocator hand pages back to the OS and fault them in again next call)."""
+        dead = dead_after(block, self.program)
+        for i, op in enumerate(block.ops):
+            self.any_op(op, indent)
+            if i in dead:
+                self.emit(indent, "del " + ", ".join(self.name(v) for v in dead[i]))
+
+    def while_(self, op, indent):
+        cb, bb = (self.program.blocks[op.attrs[k]] for k in sub_block_attrs("while"))
+        for block in (cb, bb):
+            for param, out in zip(block.params, op.outputs):
+                self.names[id(param)] = self.name(out)
+        n = len(bb.params)
+        self.assign(op.outputs, op.inputs[:n], indent)
+        count = None
+        if self.max_iterations is not None:     # iterations of this run of the loop (not mapped to the op:
+            count = self.temp("iterations")     # the error names the loop itself)
+            self.emit(indent, f"{count} = 0")
+        self.emit(indent, "while True:", op)
+        self.block(cb, indent + 1)
+        self.emit(indent + 1, f"if not {self.value(cb.results[0])}:", op)
+        self.emit(indent + 2, "break")
+        start = len(self.lines)
+        if count is not None:
+            stop = self.constant(iteration_limit(op, self.max_iterations))
+            self.emit(indent + 1, f"{count} += 1")
+            self.emit(indent + 1, f"if {count} > {self.max_iterations}:")
+            self.emit(indent + 2, f"{stop}()")
+        self.block(bb, indent + 1)
+        self.assign(op.outputs, bb.results, indent + 1)
+        if len(self.lines) == start:
+            self.emit(indent + 1, "pass")
+
+
+def iteration_limit(op, limit):
+    """What a loop calls when it has run `limit` iterations (its message names the loop's line)."""
+    where = f" at {op.origin}" if op.origin else ""
+    message = (f"while loop{where} ran more than {limit} iterations (the executor's max_iterations; "
+               f"pass a larger max_iterations, or None, to run it longer)")
+
+    def stop():
+        raise IterationLimitError(message)
+    return stop

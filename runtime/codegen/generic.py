@@ -1,0 +1,181 @@
+"""Codegen: a Program as the source of one Python function, every block inlined.
+
+`cond` becomes `if/else`, `while` becomes `while True: ... if not pred: break ...`,
+every other op a call of its kernel (or its `template`) with attrs as literals.
+Shared by the executor's plans (`fast.PlanCodegen` adds the NumPy-fast forms) and
+by `runtime.export` (a standalone module).
+"""
+import keyword
+import math
+
+from ..ir import Variable, sub_block_attrs
+from ..ops.registry import get_op
+
+_RESERVED = {"xp", "plan", "True", "False", "None", "int"}   # int: slice bounds call it
+INLINE_LIMIT = 200          # longest attr repr pasted into generated source
+
+
+class Codegen:
+    """Program -> the source of one Python function, every block inlined.
+
+    Used by the executor (the plan) and by `runtime.export` (a standalone
+    module). The two differ only in how the function reaches kernels and
+    constants: here they are bound in the exec namespace; the exporter
+    overrides `kernel` and `constant` to write them into the module.
+    """
+
+    def __init__(self, program, xp=None):
+        self.program = program
+        self.lines = []
+        self.line_ops = {}
+        self.namespace = {"xp": xp}
+        self.kernel_names = {}
+        self.name_counts = {}
+        self.names = {}
+        self.used = set(_RESERVED)
+
+    # --- how the function reaches kernels and constants (hooks) ---------------------
+    def kernel(self, op_type, opdef):
+        """The name the function calls op_type's kernel by (an ASCII identifier, one per op type)."""
+        name = self.kernel_names.get(op_type)
+        if name is None:
+            base = "k_" + "".join(c if c.isascii() and c.isalnum() else "_" for c in op_type)
+            name, n = base, 1
+            while name in self.namespace:
+                name, n = f"{base}_{n}", n + 1
+            self.namespace[name] = opdef.kernel
+            self.kernel_names[op_type] = name
+        return name
+
+    def constant(self, value):
+        """The name the function reads a value that has no literal form by."""
+        const = f"c_{len(self.namespace)}"
+        self.namespace[const] = value
+        return const
+
+    # --- emission ----------------------------------------------------------------
+    def function(self, fn_name):
+        """Emit `def fn_name(<program.inputs>): ... return (<program.outputs>,)`."""
+        params = ", ".join(self.name(v) for v in self.program.inputs)
+        self.emit(0, f"def {fn_name}({params}):")
+        self.block(self.program.global_block, 1)
+        outs = ", ".join(self.value(v) for v in self.program.outputs)
+        self.emit(1, f"return ({outs}{',' if len(self.program.outputs) == 1 else ''})")
+
+    def name(self, var):
+        name = self.names.get(id(var))
+        if name is None:
+            name = var.name
+            # k_* and c_* name kernels and constants; a variable must not shadow them
+            # ASCII only: Python NFKC-normalizes identifiers, so `ｖ` would be the same local as `v`
+            if (not _is_ascii_identifier(name) or name in self.used or name.startswith(("k_", "c_"))):
+                base = "v_" + "".join(c if c.isascii() and c.isalnum() else "_" for c in name)
+                n = self.name_counts.get(base, 0)
+                name = base if n == 0 else f"{base}_{n}"
+                while name in self.used:
+                    n += 1
+                    name = f"{base}_{n}"
+                self.name_counts[base] = n + 1
+            self.used.add(name)
+            self.names[id(var)] = name
+        return name
+
+    def value(self, x):
+        if isinstance(x, Variable):
+            return self.name(x)
+        if x is None or isinstance(x, (bool, int)) or (isinstance(x, float) and math.isfinite(x)):
+            return repr(x)
+        return self.constant(x)
+
+    def emit(self, indent, text, op=None):
+        self.lines.append("    " * indent + text)
+        if op is not None:
+            self.line_ops[len(self.lines)] = op
+
+    def block(self, block, indent):
+        for op in block.ops:
+            self.any_op(op, indent)
+
+    def any_op(self, op, indent):
+        if op.type == "cond":
+            self.cond(op, indent)
+        elif op.type == "while":
+            self.while_(op, indent)
+        else:
+            self.op(op, indent)
+
+    def branch(self, block, indent, outputs):
+        start = len(self.lines)
+        self.block(block, indent)
+        self.assign(outputs, block.results, indent)
+        if len(self.lines) == start:
+            self.emit(indent, "pass")
+
+    def assign(self, targets, sources, indent):
+        if targets:
+            lhs = ", ".join(self.name(t) for t in targets)
+            rhs = ", ".join(self.value(s) for s in sources)
+            self.emit(indent, f"{lhs} = {rhs}")
+
+    def op(self, op, indent):
+        opdef = get_op(op.type)
+        args = [self.value(x) for x in op.inputs]
+        if opdef.template is not None and not op.attrs:
+            call = opdef.template.format(*args)
+        else:
+            for key in op.attrs:
+                if not isinstance(key, str) or not _is_ascii_identifier(key):
+                    raise ValueError(f"op '{op.type}' has an attr named {key!r}, which is not an identifier")
+            kwargs = [f"{k}={self.attr(v)}" for k, v in op.attrs.items()]
+            call = f"{self.kernel(op.type, opdef)}(xp{''.join(', ' + a for a in args + kwargs)})"
+        self.emit(indent, f"{self.targets(op)} = {call}" if op.outputs else call, op)
+
+    def targets(self, op):
+        """The assignment targets of op's outputs (`a,` for a one-piece result of a multi-output op)."""
+        outs = ", ".join(self.name(o) for o in op.outputs)
+        return outs + "," if len(op.outputs) == 1 and get_op(op.type).num_outputs != 1 else outs
+
+    def attr(self, value):
+        """A literal in the source when short; else a constant: a 25 MiB message pasted into the
+        source would cost the compiler GBs."""
+        if is_literal(value):
+            text = repr(value)
+            if len(text) <= INLINE_LIMIT:
+                return text
+        return self.constant(value)
+
+    def cond(self, op, indent):
+        tb, fb = (self.program.blocks[op.attrs[k]] for k in sub_block_attrs("cond"))
+        self.emit(indent, f"if {self.value(op.inputs[0])}:", op)
+        self.branch(tb, indent + 1, op.outputs)
+        self.emit(indent, "else:")
+        self.branch(fb, indent + 1, op.outputs)
+
+    def while_(self, op, indent):
+        cb, bb = (self.program.blocks[op.attrs[k]] for k in sub_block_attrs("while"))
+        n = len(bb.params)
+        self.assign(op.outputs, op.inputs[:n], indent)
+        self.emit(indent, "while True:", op)
+        self.assign(cb.params, op.outputs, indent + 1)
+        self.block(cb, indent + 1)
+        self.emit(indent + 1, f"if not {self.value(cb.results[0])}:", op)
+        self.emit(indent + 2, "break")
+        self.assign(bb.params, op.outputs, indent + 1)
+        self.block(bb, indent + 1)
+        self.assign(op.outputs, bb.results, indent + 1)
+
+
+def _is_ascii_identifier(name):
+    return name.isascii() and name.isidentifier() and not keyword.iskeyword(name)
+
+
+def is_literal(value):
+    if value is None or isinstance(value, (bool, int, str)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (tuple, list)):
+        return all(is_literal(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and is_literal(v) for k, v in value.items())
+    return False
