@@ -4,7 +4,8 @@
 properties the passes read (`safe_when_static`: licm may hoist it; `fresh`: its
 result is a new array) and a NumPy fast path for the plan (`emit`). Eager calls,
 tracing, every default pass, the compiled plan, JSON save/load and
-`export_python` then handle it like a built-in op. Loading still refuses op
+`export_python` then handle it like a built-in op, and its gradient rule (a `vjp` facet)
+passes the registry-wide finite-difference check. Loading still refuses op
 types nobody registered (checked at the end).
 """
 import importlib.util
@@ -16,7 +17,7 @@ import pytest
 import runtime as rt
 import transpiler
 from runtime.ops.dispatch import apply
-from runtime.ops.registry import REGISTRY, defop
+from runtime.ops.registry import REGISTRY, defop, facet
 from runtime.ops.rules import Spec, dtype_of, shape_of
 from runtime.passes import DEFAULT_PIPELINE, PASSES
 from runtime.serialization import ProgramFormatError
@@ -47,6 +48,11 @@ if NAME not in REGISTRY:         # pytest may import this module twice (a rerun)
     @defop(NAME, infer=_infer, elementwise=True, fresh=True, safe_when_static=True, emit=_emit, example=_example)
     def _softsign_scaled(xp, x, scale):
         return x / (1 + xp.abs(x)) * xp.asarray(scale, dtype=x.dtype)
+
+    @facet(NAME, "vjp")           # its gradient rule, registered beside it like every facet
+    def _softsign_scaled_vjp(g, inputs, outputs, scale):
+        (x,) = inputs
+        return (g * (scale / (1 + rt.abs(x)) ** 2),)
 SOFTSIGN = REGISTRY[NAME]
 
 
