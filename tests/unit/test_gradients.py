@@ -22,7 +22,7 @@ from runtime.ops.gradients import NO_RULE_YET
 from runtime.ops.registry import REGISTRY
 from runtime.tensor import Tensor
 
-from test_ops_conformance import samples_of
+from test_ops_conformance import Sample, samples_of
 
 ENGINE_OPS = {"cond", "while"} | {name for name in REGISTRY if name.startswith("array_")}   # wt-engine's rules
 EPS = 1e-6
@@ -42,6 +42,10 @@ def test_every_op_has_a_rule_or_is_marked(name):
     assert opdef.vjp is not None or name in NO_RULE_YET, (
         f"op {name!r} has no gradient rule: attach one with facet({name!r}, 'vjp') in runtime/ops/gradients/, "
         f"or mark it with nondifferentiable({name!r}) there if no gradient flows through it")
+
+
+def test_extra_samples_name_ops_with_rules():
+    assert all(REGISTRY[name].vjp is not None for name in EXTRA), sorted(n for n in EXTRA if REGISTRY[n].vjp is None)
 
 
 def test_no_rule_yet_lists_real_ops_without_rules():
@@ -144,6 +148,93 @@ def _check_finite_differences(name, opdef, inputs, attrs, rng):
     return g_values, grads
 
 
+_rng = np.random.default_rng(5)
+
+
+def _r(*shape, lo=-2.0, hi=2.0):
+    return _rng.uniform(lo, hi, size=shape)
+
+
+def _spd(n, *batch):
+    a = _rng.standard_normal(batch + (n, n))
+    return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+
+
+def _x(fn, *args, **kwargs):
+    return Sample(fn, args, oracle=None, kwargs=kwargs)
+
+
+F = rt.nn.functional
+# branches of the rules that the conformance samples do not reach
+EXTRA = {
+    "matmul": [_x(rt.matmul, _r(3), _r(2, 3, 4)), _x(rt.matmul, _r(2, 1, 3, 4), _r(5, 4, 2)),
+               _x(rt.matmul, _r(3), _r(3))],
+    "einsum": [_x(lambda a, b: rt.einsum("...ij,jk->...ik", a, b), _r(2, 3, 4), _r(4, 2)),
+               _x(lambda a: rt.einsum("iij->j", a), _r(3, 3, 2))],
+    "where": [_x(lambda c, x, y: rt.where(c > 0, x, y), _r(3, 1), _r(4), _r(3, 4))],
+    "clip": [_x(rt.clip, _r(3, 4), _r(4, lo=-2, hi=-0.5), _r(3, 1, lo=0.5, hi=2))],
+    "pow": [_x(rt.pow, _r(3, 4, lo=0.5, hi=2), _r(4))],
+    "maximum": [_x(rt.maximum, _r(3, 4), _r(3, 1))],
+    "mean": [_x(lambda x: rt.mean(x, axis=(0, 2)), _r(3, 4, 2))],
+    "prod": [_x(lambda x: rt.prod(x, axis=1, keepdims=True), _r(3, 4, lo=0.5, hi=2))],
+    "concat": [_x(lambda a, b: rt.concat([a, b], axis=None), _r(2, 3), _r(4))],
+    "stack": [_x(lambda a, b: rt.stack([a, b], axis=-1), _r(2, 3), _r(2, 3))],
+    "getitem": [_x(lambda x: x[np.array([0, 2, 0, 0])], _r(3, 2)),
+                _x(lambda x: x[:, np.array([[1, 1], [0, 1]])], _r(2, 3))],
+    "setitem": [_x(lambda x, v: rt.setitem(x, (slice(None), np.array([0, 2])), v), _r(3, 4), _r(3, 1))],
+    "take": [_x(lambda x: rt.take(x, np.array([[2, 0], [2, 2]]), axis=1), _r(2, 3)),
+             _x(lambda x: rt.take(x, np.array([1, 1, -1])), _r(4))],
+    "take_along_axis": [_x(lambda x: rt.take_along_axis(x, np.array([[0, 0, 2]]), axis=1), _r(3, 3))],
+    "scatter": [_x(lambda x, s: rt.put_along_axis(x, np.array([[0], [2]]), s, axis=1), _r(2, 3), _r(2, 1))],
+    "cumulative": [_x(lambda x: rt.cumulative_sum(x, axis=1, include_initial=True), _r(2, 3)),
+                   _x(lambda x: rt.cumulative_prod(x, axis=0, include_initial=True), _r(3, 2, lo=0.5, hi=2))],
+    "sort": [_x(lambda x: rt.sort(x, axis=0, descending=True), _r(4, 3))],
+    "topk": [_x(lambda x: rt.topk(x, 2, axis=0, largest=False)[0], _r(4, 3))],
+    "repeat": [_x(lambda x: rt.repeat(x, np.array([2, 0, 1]), axis=0), _r(3, 2)), _x(lambda x: rt.repeat(x, 2), _r(2, 2))],
+    "tile": [_x(lambda x: rt.tile(x, (2, 1, 3)), _r(2, 3))],
+    "roll": [_x(lambda x: rt.roll(x, (1, -2), axis=(0, 1)), _r(3, 4))],
+    "pad": [_x(lambda x: rt.pad(x, ((1, 2), (2, 0)), mode="reflect"), _r(3, 4)),
+            _x(lambda x: rt.pad(x, 2, mode="wrap"), _r(3))],
+    "diff": [_x(lambda x: rt.diff(x, n=2, axis=0, append=0.5), _r(4, 3)),
+             _x(lambda x, p, a: rt.diff(x, prepend=p, append=a), _r(2, 3), _r(2, 2), _r(2, 1))],
+    "unstack": [_x(lambda x: rt.unstack(x, axis=1)[1], _r(2, 3))],
+    "split": [_x(lambda x: rt.split(x, [1, 3], axis=1)[2], _r(2, 5))],
+    "meshgrid": [_x(lambda a, b, c: rt.meshgrid(a, b, c)[2], _r(2), _r(3), _r(4)),
+                 _x(lambda a, b: rt.meshgrid(a, b, indexing="ij")[0], _r(2), _r(3))],
+    "softplus": [_x(lambda x: rt.softplus(x, beta=2.0, threshold=1.0), _r(3, 4))],
+    "logsumexp": [_x(lambda x: rt.logsumexp(x, axis=(0, 2)), _r(2, 3, 2))],
+    "gelu": [_x(lambda x: F.gelu(x, approximate="tanh"), _r(3, 4))],
+    "softmax": [_x(lambda x: F.softmax(x, axis=0), _r(3, 4))],
+    "linear": [_x(F.linear, _r(4), _r(3, 4)), _x(F.linear, _r(2, 5, 4), _r(3, 4), _r(3))],
+    "cross_entropy": [_x(lambda l, t: F.cross_entropy(l, t, ignore_index=1, label_smoothing=0.1), _r(4, 3),
+                         np.array([0, 1, 2, 2])),
+                      _x(lambda l, t: F.cross_entropy(l, t, reduction="none", label_smoothing=0.3), _r(2, 3, 2),
+                         _rng.dirichlet(np.ones(3), size=(2, 2)).transpose(0, 2, 1))],
+    "embedding": [_x(F.embedding, np.array([[1, 3], [1, 1]]), _r(4, 3))],
+    "conv2d": [_x(lambda x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=1, dilation=(1, 2), groups=2),
+                  _r(2, 4, 6, 5), _r(6, 2, 3, 2), _r(6))],
+    "conv_transpose2d": [_x(lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1, groups=2),
+                            _r(1, 4, 3, 3), _r(4, 3, 3, 3)),
+                         _x(lambda x, w: F.conv_transpose2d(x, w, stride=1, output_padding=1, dilation=2),
+                            _r(1, 2, 3, 3), _r(2, 2, 2, 2))],
+    "max_pool2d": [_x(lambda x: F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True), _r(1, 2, 6, 5))],
+    "layer_norm": [_x(lambda x, b: F.layer_norm(x, (2, 3), None, b), _r(4, 2, 3), _r(2, 3))],
+    "linalg_cholesky": [_x(lambda a: rt.linalg.cholesky(a, upper=True), _spd(3, 2))],
+    "linalg_solve": [_x(rt.linalg.solve, _spd(3, 2), _r(3)), _x(rt.linalg.solve, _spd(2), _r(3, 2, 4))],
+    "linalg_slogdet": [_x(lambda a: rt.linalg.slogdet(a)[1], _spd(3) - 6 * np.eye(3))],
+    "linalg_eigh": [_x(lambda a: rt.linalg.eigh(a)[1], _spd(3))],
+    "linalg_matrix_power": [_x(lambda a: rt.linalg.matrix_power(a, 3), _r(2, 3, 3)),
+                            _x(lambda a: rt.linalg.matrix_power(a, -2), _spd(3))],
+    "linalg_vector_norm": [_x(lambda a: rt.linalg.vector_norm(a, axis=0, ord=float("-inf")), _r(3, 4)),
+                           _x(lambda a: rt.linalg.vector_norm(a, axis=1, keepdims=True), _r(3, 4))],
+    "linalg_matrix_norm": [_x(lambda a: rt.linalg.matrix_norm(a, ord=o), _r(2, 3, 4))
+                           for o in (2, -2, float("inf"), float("-inf"), -1)],
+    "linalg_diagonal": [_x(lambda a: rt.linalg.diagonal(a, offset=o), _r(2, 3, 4)) for o in (1, -1)],
+    "linalg_trace": [_x(lambda a: rt.linalg.trace(a, offset=-1), _r(2, 3, 4))],
+    "linalg_cross": [_x(lambda a, b: rt.linalg.cross(a, b), _r(2, 3), _r(3))],
+}
+
+
 def _gradient_cases():
     for name in sorted(REGISTRY):
         opdef = REGISTRY[name]
@@ -151,6 +242,8 @@ def _gradient_cases():
             continue
         for i, sample in enumerate(samples_of(name) or ()):
             yield pytest.param(name, sample, id=f"{name}-{i}")
+        for i, sample in enumerate(EXTRA.get(name, ())):
+            yield pytest.param(name, sample, id=f"{name}-extra{i}")
 
 
 CASES = list(_gradient_cases())

@@ -51,7 +51,8 @@ def _einsum_grads(g, operands, subscripts):
         # ones of x's shape name every index of x, also those only x has (summed away in the forward);
         # an identity per repeated index puts the cotangent on that diagonal only
         others = [t for j, t in enumerate(terms) if j != i]
-        spec = ",".join([out] + others + [pair for pair, _ in diagonals] + [term]) + "->" + term
+        wanted = term if "..." in term or "..." not in out else "..." + term   # others' broadcast dims: summed below
+        spec = ",".join([out] + others + [pair for pair, _ in diagonals] + [term]) + "->" + wanted
         eyes = [rt.eye(n, dtype=x.dtype) for _, n in diagonals]
         back = rt.einsum(spec, g, *[o for j, o in enumerate(operands) if j != i], *eyes, rt.ones_like(x))
         grads.append(unbroadcast(back, x))
