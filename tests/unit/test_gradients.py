@@ -97,7 +97,7 @@ def _inner(gs, outs):
                if g is not None)
 
 
-def _cotangents(outs, rng):
+def _cotangents(outs, rng, name, attrs, inputs):
     gs = []
     for o in _outputs(outs):
         if o.dtype.kind != "f":
@@ -105,7 +105,15 @@ def _cotangents(outs, rng):
             continue
         g = rng.standard_normal(o.shape)
         gs.append(np.where(np.isfinite(o.numpy()), g, 0.0))     # a NaN output (sort's sample) counts for nothing
-    return gs
+    return _unique_part(name, attrs, inputs, gs)
+
+
+def _unique_part(name, attrs, inputs, g_values):
+    """No cotangent on outputs that are not functions of the input: U and Vh of a full SVD of a
+    matrix that is not square hold an arbitrary orthonormal completion."""
+    if name == "linalg_svd" and attrs.get("full_matrices", True) and inputs[0].shape[-1] != inputs[0].shape[-2]:
+        return [None, g_values[1], None]
+    return g_values
 
 
 def _vjp(opdef, g_values, inputs, outs, attrs):
@@ -119,7 +127,7 @@ def _is_float_tensor(x):
 
 def _check_finite_differences(name, opdef, inputs, attrs, rng):
     outs = _run(opdef, inputs, attrs)
-    g_values = _cotangents(outs, rng)
+    g_values = _cotangents(outs, rng, name, attrs, inputs)
     if all(g is None for g in g_values):
         return                   # no real floating output: complex cotangents are not checked here
     grads = _vjp(opdef, g_values, inputs, outs, attrs)
@@ -223,6 +231,11 @@ EXTRA = {
     "linalg_solve": [_x(rt.linalg.solve, _spd(3, 2), _r(3)), _x(rt.linalg.solve, _spd(2), _r(3, 2, 4))],
     "linalg_slogdet": [_x(lambda a: rt.linalg.slogdet(a)[1], _spd(3) - 6 * np.eye(3))],
     "linalg_eigh": [_x(lambda a: rt.linalg.eigh(a)[1], _spd(3))],
+    "linalg_qr": [_x(lambda a: rt.linalg.qr(a)[0], _r(2, 4, 3)), _x(lambda a: rt.linalg.qr(a, mode="complete")[1],
+                                                                  _r(3, 3))],
+    "linalg_svd": [_x(lambda a: rt.linalg.svd(a, full_matrices=False)[0], _r(2, 4, 3)),
+                   _x(lambda a: rt.linalg.svd(a, full_matrices=False)[2], _r(3, 5)),
+                   _x(lambda a: rt.linalg.svd(a)[0] * rt.linalg.svd(a)[2], _r(3, 3))],
     "linalg_matrix_power": [_x(lambda a: rt.linalg.matrix_power(a, 3), _r(2, 3, 3)),
                             _x(lambda a: rt.linalg.matrix_power(a, -2), _spd(3))],
     "linalg_vector_norm": [_x(lambda a: rt.linalg.vector_norm(a, axis=0, ord=float("-inf")), _r(3, 4)),
@@ -247,6 +260,32 @@ def _gradient_cases():
 
 
 CASES = list(_gradient_cases())
+
+
+@pytest.mark.parametrize("name,sample", CASES)
+def test_float32_cotangents_keep_their_dtype(name, sample):
+    """A rule run on float32 inputs gives float32 cotangents, eagerly and as traced (where a
+    Python number meets a float32 array, the array's dtype must win in both)."""
+    opdef = REGISTRY[name]
+    rng = np.random.default_rng(3)
+    for inputs, attrs in _calls_of(name, sample):
+        inputs = [rt.tensor(x.numpy().astype(np.float32)) if _is_float_tensor(x) else x for x in inputs]
+        try:
+            outs = _run(opdef, inputs, attrs)
+        except (TypeError, ValueError):
+            continue                    # the op wants float64 here (a sample mixing dtypes on purpose)
+        g_values = [None if g is None else g.astype(o.dtype)
+                    for g, o in zip(_cotangents(outs, rng, name, attrs, inputs), _outputs(outs))]
+        if all(g is None for g in g_values):
+            continue
+        grads = _vjp(opdef, g_values, inputs, outs, attrs)
+        for x, gx in zip(inputs, grads):
+            if gx is not None:
+                assert gx.dtype == x.dtype, f"{name}: eager cotangent {gx.dtype} for a {x.dtype} input"
+        program, feed = _trace_rule(opdef, inputs, attrs, g_values, dynamic=False)
+        declared = [v.dtype for v in program.outputs]
+        for got, dtype in zip(rt.Executor(passes=[]).run(program, feed), declared):
+            assert got.dtype == dtype, f"{name}: the traced cotangent is {got.dtype}, its Variable says {dtype}"
 
 
 @pytest.mark.parametrize("name,sample", CASES)
@@ -301,7 +340,7 @@ def test_traced_rule_matches_eager(name, sample, dynamic):
     rng = np.random.default_rng(11)
     for inputs, attrs in _calls_of(name, sample):
         outs = _run(opdef, inputs, attrs)
-        g_values = _cotangents(outs, rng)
+        g_values = _cotangents(outs, rng, name, attrs, inputs)
         if all(g is None for g in g_values):
             continue
         expected = [g for g in _vjp(opdef, g_values, inputs, outs, attrs) if g is not None]
