@@ -35,7 +35,7 @@ import gast
 from ..analysis import Anno, getanno, maybe_defined_in, rebound_names
 from ..analysis.closures import has_call, rebound_by_closures
 from .base import Transformer, const, jst, load, located, store
-from .expressions import python_valued
+from .expressions import mark_truth_only, python_valued
 from .state import changed_arguments, state_keyword
 
 
@@ -146,7 +146,7 @@ class ControlFlow(Transformer):
             stmts.append(self._def(false_fn.id, params, node.orelse + _return(outputs), node))
         else:                               # nothing to do but pass the outputs through
             false_fn = const(None)
-        call = _call("convert_ifelse", [node.test, load(true_name), false_fn, self._args(params),
+        call = _call("convert_ifelse", [mark_truth_only(node.test), load(true_name), false_fn, self._args(params),
                                         _str_tuple(outputs)])
         _add_state(call, body_act.composites | else_act.composites, modified)
         stmts.append(_bind(outputs, located(call, node), node))

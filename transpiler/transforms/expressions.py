@@ -12,7 +12,8 @@ and tensor operands alike (a tensor left operand gives a `cond` op). Applies
 inside lambdas too (an expression has no scope of its own to respect).
 
 An and/or (or chained comparison) marked `Anno.TRUTH_ONLY` (see `mark_truth_only`:
-the test of an if/while/ternary/assert, or a loop test another transform built,
+the test of an if/while/ternary/assert, marked by the transform that makes it a
+test (ControlFlow, Jumps, Returns, or here), or a loop test another transform built,
 such as `not __break_0 and x > 0`) is used only for its truth, so it becomes
 `_jst.convert_test_and/or`, whose operands may differ in rank and dtype. In value
 position (`y = a and b`) Python's operand semantics hold: the result is one of
@@ -49,19 +50,6 @@ def python_valued(test):
     return isinstance(test, gast.Constant) and isinstance(test.value, bool)
 
 
-def _mark_tests(fn_node):
-    """The tests of if/while (already calls to our operators) are used only for their truth."""
-    cond_fns = set()
-    for node in gast.walk(fn_node):
-        if is_jst_call(node) and node.func.attr == "convert_ifelse":
-            mark_truth_only(node.args[0])
-        elif is_jst_call(node) and node.func.attr == "convert_while" and isinstance(node.args[0], gast.Name):
-            cond_fns.add(node.args[0].id)
-    for node in gast.walk(fn_node):
-        if isinstance(node, gast.FunctionDef) and node.name in cond_fns and isinstance(node.body[-1], gast.Return):
-            mark_truth_only(node.body[-1].value)
-
-
 def _membership(compare):
     """`a in b` / `a not in b` → `_jst.convert_in(a, b)` / `_jst.convert_not_in(a, b)`; other comparisons stay."""
     op = compare.ops[0]
@@ -88,10 +76,6 @@ def _call(op, args, origin):
 
 
 class Expressions(Transformer):
-    def transform(self, fn_node):
-        _mark_tests(fn_node)
-        return super().transform(fn_node)
-
     def visit_BoolOp(self, node):
         self.generic_visit(node)
         op = "convert_logical_and" if isinstance(node.op, gast.And) else "convert_logical_or"
