@@ -23,8 +23,7 @@ def elif_chain(x):
             def __false_fn_0(y):
                 y = x * 4
                 return y
-            y = _jst.convert_ifelse(s > -1, __true_fn_0, __false_fn_0, (y,),
-                ('y',))
+            y = _jst.convert_ifelse(s > -1, __true_fn_0, __false_fn_0, (y,), ('y',))
             return y
         y = _jst.convert_ifelse(s > 0, __true_fn_1, __false_fn_1, (y,), ('y',))
         return y

@@ -8,24 +8,12 @@ def for_else(x):
             found = v
             __break_0 = True
             return __break_0, found
-
-        def __false_fn_0(__break_0, found):
-            return __break_0, found
-        __break_0, found = _jst.convert_ifelse(v > 100, __true_fn_0,
-            __false_fn_0, (__break_0, found), ('__break_0', 'found'))
+        __break_0, found = _jst.convert_ifelse(v > 100, __true_fn_0, None, (__break_0, found), ('__break_0', 'found'))
         return __break_0, found
-
-    def __for_test_0(__break_0, found):
-        return _jst.convert_logical_not(__break_0)
-    __break_0, found = _jst.convert_for(x, __for_body_0, (__break_0, found),
-        ('__break_0', 'found'), __for_test_0)
+    __break_0, found = _jst.convert_for(x, __for_body_0, (__break_0, found), ('__break_0', 'found'), until='__break_0')
 
     def __true_fn_1(found):
         found = found - 1
         return found
-
-    def __false_fn_1(found):
-        return found
-    found = _jst.convert_ifelse(_jst.convert_logical_not(__break_0),
-        __true_fn_1, __false_fn_1, (found,), ('found',))
+    found = _jst.convert_ifelse(_jst.convert_logical_not(__break_0), __true_fn_1, None, (found,), ('found',))
     return found

@@ -5,6 +5,5 @@ def for_enumerate(x):
         i, row = __item_0
         acc = acc + row * i
         return acc
-    acc = _jst.convert_for(_jst.convert_enumerate(x), __for_body_0, (acc,),
-        ('acc',))
+    acc = _jst.convert_for(_jst.convert_enumerate(x), __for_body_0, (acc,), ('acc',))
     return acc

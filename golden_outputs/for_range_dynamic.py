@@ -4,6 +4,5 @@ def for_range_dynamic(x):
     def __for_body_0(i, total):
         total = total + x[i] * i
         return total
-    total = _jst.convert_for(_jst.convert_range(x.shape[0]), __for_body_0,
-        (total,), ('total',))
+    total = _jst.convert_for(_jst.convert_range(x.shape[0]), __for_body_0, (total,), ('total',))
     return total

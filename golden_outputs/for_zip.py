@@ -5,6 +5,5 @@ def for_zip(x, y):
         a, b = __item_0
         acc = acc + a * b
         return acc
-    acc = _jst.convert_for(_jst.convert_zip(x, y), __for_body_0, (acc,), (
-        'acc',))
+    acc = _jst.convert_for(_jst.convert_zip(x, y), __for_body_0, (acc,), ('acc',))
     return acc

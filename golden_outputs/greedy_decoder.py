@@ -5,26 +5,12 @@ def forward(self, h):
     __break_0 = False
 
     def __for_body_0(_, __break_0, done, h, token, tokens):
-        h = _jst.convert_call(self.cell)(_jst.convert_call(self.embed)(
-            token), h)
-        token = rt.where(done, EOS, rt.argmax(_jst.convert_call(self.out)(h
-            ), axis=-1))
+        h = _jst.convert_call(self.cell)(_jst.convert_call(self.embed)(token), h)
+        token = rt.where(done, EOS, rt.argmax(_jst.convert_call(self.out)(h), axis=-1))
         tokens = _jst.convert_append(tokens, token)
         done = done | (token == EOS)
-
-        def __true_fn_0(__break_0):
-            __break_0 = True
-            return __break_0
-
-        def __false_fn_0(__break_0):
-            return __break_0
-        __break_0 = _jst.convert_ifelse(rt.all(done), __true_fn_0,
-            __false_fn_0, (__break_0,), ('__break_0',))
+        __break_0 = _jst.convert_ifexp(rt.all(done), lambda: True, lambda: __break_0, name='__break_0')
         return __break_0, done, h, token, tokens
-
-    def __for_test_0(__break_0, done, h, token, tokens):
-        return _jst.convert_logical_not(__break_0)
-    __break_0, done, h, token, tokens = _jst.convert_for(_jst.convert_range
-        (self.max_len), __for_body_0, (__break_0, done, h, token, tokens),
-        ('__break_0', 'done', 'h', 'token', 'tokens'), __for_test_0)
+    __break_0, done, h, token, tokens = _jst.convert_for(_jst.convert_range(self.max_len), __for_body_0,
+        (__break_0, done, h, token, tokens), ('__break_0', 'done', 'h', 'token', 'tokens'), until='__break_0')
     return rt.stack(tokens, axis=1)

@@ -4,9 +4,5 @@ def if_without_else(x):
     def __true_fn_0(y):
         y = y * 3
         return y
-
-    def __false_fn_0(y):
-        return y
-    y = _jst.convert_ifelse(x.sum() > 0, __true_fn_0, __false_fn_0, (y,), (
-        'y',))
+    y = _jst.convert_ifelse(x.sum() > 0, __true_fn_0, None, (y,), ('y',))
     return y

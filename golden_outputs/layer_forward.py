@@ -4,9 +4,5 @@ def forward(self, x):
     def __true_fn_0(h):
         h = h * 0.5
         return h
-
-    def __false_fn_0(h):
-        return h
-    h = _jst.convert_ifelse(h.mean() > 0.5, __true_fn_0, __false_fn_0, (h,),
-        ('h',))
+    h = _jst.convert_ifelse(h.mean() > 0.5, __true_fn_0, None, (h,), ('h',))
     return _jst.convert_call(self.fc2)(h)

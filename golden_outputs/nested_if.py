@@ -11,14 +11,12 @@ def nested_if(x):
         def __false_fn_0(y):
             y = x
             return y
-        y = _jst.convert_ifelse(x.min() < 0, __true_fn_0, __false_fn_0, (y,
-            ), ('y',))
+        y = _jst.convert_ifelse(x.min() < 0, __true_fn_0, __false_fn_0, (y,), ('y',))
         z = y * 2
         return z
 
     def __false_fn_1(z):
         z = -x
         return z
-    z = _jst.convert_ifelse(x.max() > 0, __true_fn_1, __false_fn_1, (z,), (
-        'z',))
+    z = _jst.convert_ifelse(x.max() > 0, __true_fn_1, __false_fn_1, (z,), ('z',))
     return z

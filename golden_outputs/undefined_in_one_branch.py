@@ -9,6 +9,5 @@ def undefined_in_one_branch(x):
     def __false_fn_0(y):
         y = x
         return y
-    y = _jst.convert_ifelse(x.sum() > 0, __true_fn_0, __false_fn_0, (y,), (
-        'y',))
+    y = _jst.convert_ifelse(x.sum() > 0, __true_fn_0, __false_fn_0, (y,), ('y',))
     return y

@@ -8,25 +8,13 @@ def while_continue(x):
     def __while_body_0(i, total):
         __continue_0 = False
         i += 1
+        __continue_0 = _jst.convert_ifexp(_jst.convert_call((x * i).sum)() < 0, lambda: True, lambda: __continue_0,
+            name='__continue_0')
 
-        def __true_fn_0(__continue_0):
-            __continue_0 = True
-            return __continue_0
-
-        def __false_fn_0(__continue_0):
-            return __continue_0
-        __continue_0 = _jst.convert_ifelse(_jst.convert_call((x * i).sum)() <
-            0, __true_fn_0, __false_fn_0, (__continue_0,), ('__continue_0',))
-
-        def __true_fn_1(total):
+        def __true_fn_0(total):
             total = total + x
             return total
-
-        def __false_fn_1(total):
-            return total
-        total = _jst.convert_ifelse(_jst.convert_logical_not(__continue_0),
-            __true_fn_1, __false_fn_1, (total,), ('total',))
+        total = _jst.convert_ifelse(_jst.convert_logical_not(__continue_0), __true_fn_0, None, (total,), ('total',))
         return i, total
-    i, total = _jst.convert_while(__while_cond_0, __while_body_0, (i, total
-        ), ('i', 'total'))
+    i, total = _jst.convert_while(__while_cond_0, __while_body_0, (i, total), ('i', 'total'))
     return total

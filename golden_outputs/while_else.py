@@ -3,31 +3,18 @@ def while_else(x):
     __break_0 = False
 
     def __while_cond_0(__break_0, i, x):
-        return _jst.convert_test_and(_jst.convert_logical_not(__break_0), 
-            lambda : _jst.convert_test_and(x.sum() < 30, lambda : i < 20))
+        return _jst.convert_test_and(_jst.convert_logical_not(__break_0),
+            lambda: _jst.convert_test_and(x.sum() < 30, lambda: i < 20))
 
     def __while_body_0(__break_0, i, x):
         x = x + 1
         i += 1
-
-        def __true_fn_0(__break_0):
-            __break_0 = True
-            return __break_0
-
-        def __false_fn_0(__break_0):
-            return __break_0
-        __break_0 = _jst.convert_ifelse(x.max() > 10, __true_fn_0,
-            __false_fn_0, (__break_0,), ('__break_0',))
+        __break_0 = _jst.convert_ifexp(x.max() > 10, lambda: True, lambda: __break_0, name='__break_0')
         return __break_0, i, x
-    __break_0, i, x = _jst.convert_while(__while_cond_0, __while_body_0, (
-        __break_0, i, x), ('__break_0', 'i', 'x'))
+    __break_0, i, x = _jst.convert_while(__while_cond_0, __while_body_0, (__break_0, i, x), ('__break_0', 'i', 'x'))
 
-    def __true_fn_1(x):
+    def __true_fn_0(x):
         x = x + 1000
         return x
-
-    def __false_fn_1(x):
-        return x
-    x = _jst.convert_ifelse(_jst.convert_logical_not(__break_0),
-        __true_fn_1, __false_fn_1, (x,), ('x',))
+    x = _jst.convert_ifelse(_jst.convert_logical_not(__break_0), __true_fn_0, None, (x,), ('x',))
     return x

@@ -8,6 +8,5 @@ def while_python(x):
         x = x + i
         i += 1
         return i, x
-    i, x = _jst.convert_while(__while_cond_0, __while_body_0, (i, x), ('i',
-        'x'))
+    i, x = _jst.convert_while(__while_cond_0, __while_body_0, (i, x), ('i', 'x'))
     return x

@@ -8,6 +8,8 @@ globals and closure cells: globals stay live, closures stay shared.
 """
 import ast
 import copy
+import io
+import tokenize
 import types
 
 import astor
@@ -15,6 +17,7 @@ import gast
 
 from . import operators
 
+WIDTH = 120        # converted source wraps its lines at the width of our own code, between arguments only
 FACTORY = "__dy2static_factory"
 CONVERTED = "__dy2static_converted"
 CONVERTED_CODES = set()    # code objects of converted functions: frames worth showing the user
@@ -29,13 +32,75 @@ def emit(fn_node, filename, freevars):
 
 
 def source_text(fn_node):
-    """The converted source: astor's text, or ast.unparse for syntax astor 0.8.1 predates (`match`)."""
+    """The converted source: astor's text, or ast.unparse for syntax astor 0.8.1 predates (`match`).
+
+    astor's own line wrapping breaks anywhere (`rt.` / `where`); lines are wrapped here instead.
+    """
     tree = gast.gast_to_ast(fn_node)
     ast.fix_missing_locations(tree)
     try:
-        return astor.to_source(tree)
+        text = astor.to_source(tree, pretty_source="".join)
     except Exception:
-        return ast.unparse(tree) + "\n"
+        text = ast.unparse(tree) + "\n"
+    return wrap_lines(text)
+
+
+def wrap_lines(text, width=WIDTH):
+    """Lines longer than `width` broken after commas inside brackets (outermost first), indented by 4.
+
+    Nothing else is ever split, so `rt.where` or `_jst.convert_ifelse` stays whole; a line with
+    no such comma stays long. `lambda :` (astor's spelling) becomes `lambda:`.
+    """
+    tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    lines = text.splitlines(keepends=True)
+    breaks, lambdas, depth = {}, [], 0     # breaks: line number -> [(column after a comma, depth)]
+    for tok, nxt in zip(tokens, tokens[1:]):
+        if tok.type == tokenize.OP and tok.string in "([{":
+            depth += 1
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            depth -= 1
+        elif tok.type == tokenize.OP and tok.string == "," and depth and nxt.start[0] == tok.end[0]:
+            breaks.setdefault(tok.end[0], []).append((tok.end[1], depth))
+        elif tok.type == tokenize.NAME and tok.string == "lambda" and nxt.string == ":":
+            lambdas.append((tok.end[0], tok.end[1]))
+    for row, col in reversed(lambdas):     # right to left: earlier columns stay valid
+        line = lines[row - 1]
+        lines[row - 1] = line[:col] + line[col:].lstrip(" ")
+        breaks[row] = [(c - (len(line) - len(lines[row - 1])) if c > col else c, d) for c, d in breaks.get(row, [])]
+    out = []
+    for row, line in enumerate(lines, 1):
+        body = line.rstrip("\n")
+        if len(body) <= width or row not in breaks:
+            out.append(line)
+            continue
+        indent = " " * (len(body) - len(body.lstrip()) + 4)
+        out.append("\n".join(_fill(body, breaks[row], indent, width)) + "\n")
+    return "".join(out)
+
+
+def _fill(body, cuts, indent, width):
+    """body cut at the shallowest commas that make it fit, greedily packed."""
+    first, *rest = _split(body, cuts, len(indent), width, 0, len(body))
+    lines, current = [], body[:len(body) - len(body.lstrip())] + first
+    for piece in rest:
+        if len(current) + 1 + len(piece) > width:
+            lines.append(current)
+            current = indent + piece
+        else:
+            current += " " + piece
+    return lines + [current]
+
+
+def _split(body, cuts, indent, width, start, end):
+    """Pieces of body[start:end] cut after commas: the shallowest depth first, deeper ones inside a piece
+    that is still too long for a line of its own."""
+    inside = [(c, d) for c, d in cuts if start < c < end]
+    text = body[start:end].strip()
+    if not inside or len(text) + indent <= width:
+        return [text]
+    shallowest = min(d for _, d in inside)
+    bounds = [start] + [c for c, d in inside if d == shallowest] + [end]
+    return [piece for a, b in zip(bounds, bounds[1:]) for piece in _split(body, cuts, indent, width, a, b)]
 
 
 def _compile(tree, filename, freevars):

@@ -72,11 +72,14 @@ def _decided(pred):
 
 
 def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
-    """`state`: a function returning the cells (attributes, items) the branches write; see runtime.state."""
+    """`false_fn` None: an `if` without `else` whose outputs are its arguments (they pass through).
+    `state`: a function returning the cells (attributes, items) the branches write; see runtime.state."""
+    n = len(names)
+    if false_fn is None:
+        false_fn = lambda *values: _untuple(values, n)   # noqa: E731
     pred = _decided(pred)
     if not _symbolic(pred):
         return true_fn(*args) if pred else false_fn(*args)
-    n = len(names)
     returned = {}
     choice = FunctionChoices(pred, names, convert_call)
 
@@ -98,13 +101,15 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
     return _untuple(outs, n)
 
 
-def convert_ifexp(pred, true_thunk, false_thunk):
+def convert_ifexp(pred, true_thunk, false_thunk, name=None):
+    """`a if pred else b`; `name`: the variable (or `__return_value`) it gives its value to, for errors."""
     pred = _decided(pred)
     if not _symbolic(pred):
         return true_thunk() if pred else false_thunk()
     choice = FunctionChoices(pred, ("the function chosen by a conditional expression",), convert_call)
     try:
-        out = rt.cond(pred, lambda: choice.park(0, (true_thunk(),)), lambda: choice.park(1, (false_thunk(),)))
+        out = rt.cond(pred, lambda: choice.park(0, (true_thunk(),)), lambda: choice.park(1, (false_thunk(),)),
+                      names=None if name is None else (name,))
     except ControlFlowError:
         choice.explain()
         raise
@@ -362,8 +367,10 @@ def _tracking_body(body_fn, n, offset=0):
     return body, returned
 
 
-def convert_for(iterable, body_fn, args, names, extra_test=None, state=None):
+def convert_for(iterable, body_fn, args, names, until=None, state=None):
+    """`until`: the name (one of `names`) of a flag that ends the loop once true: a lowered `break`."""
     n = len(names)
+    extra_test = None if until is None else _not_flag(names.index(until))
     if isinstance(iterable, SymbolicIterable) or _symbolic(iterable):
         it = _as_symbolic_iterable(iterable)
         length = it.length()
@@ -379,6 +386,10 @@ def convert_for(iterable, body_fn, args, names, extra_test=None, state=None):
                 raise
         iterable = it       # a static length and a body that grows what it carries: unroll as Python does
     return _python_for(iterable, body_fn, tuple(args), names, extra_test, state)
+
+
+def _not_flag(k):
+    return lambda *state: convert_logical_not(state[k])
 
 
 def _changes_structure(it, body_fn, state, n, cells=None):

@@ -1,28 +1,31 @@
-"""Functions written once against `xp`: run with xp = numpy they are the oracle,
-converted with xp = runtime they are the system under test.
+"""The corpus: functions written once against `rt`. Run with rt = numpy they are the
+oracle, converted with rt = runtime they are the system under test.
 
-Each case names its inputs and which graph ops its Program must (or must not) hold.
+Each case names its inputs, which graph ops its Program must (or must not) hold,
+and its tags: the suite that runs it (`ifelse`, `loops`, ...) and `golden` where
+its converted source and Program text are pinned too (tests/golden). A `None`
+dimension is dynamic in the golden trace and of size 5 in the oracle runs.
 """
 import numpy as np
 
-import runtime as xp
+import runtime as rt
 
 CASES = []
 
 
-def case(*shapes, ops=(), no_ops=(), dtype="float32", ints=False, scalars=(), positive=False, tag=""):
-    """Register fn with input shapes, the op types its Program must hold and must not hold."""
+def case(*shapes, ops=(), no_ops=(), dtype="float32", scalars=(), positive=False, tags=()):
+    """Register fn with input shapes, the op types its Program must hold and must not hold, and its tags."""
     def wrap(fn):
-        CASES.append(dict(fn=fn, shapes=shapes, ops=set(ops), no_ops=set(no_ops), dtype=dtype, ints=ints,
-                          scalars=scalars, positive=positive, tag=tag))
+        CASES.append(dict(fn=fn, shapes=shapes, ops=set(ops), no_ops=set(no_ops), dtype=dtype,
+                          scalars=scalars, positive=positive, tags=frozenset(tags)))
         return fn
     return wrap
 
 
 # --- if / elif / else ---------------------------------------------------------------------
 
-@case((4, 3), ops={"cond"}, tag="ifelse")
-def if_else_tensor(x):
+@case((None, 4), ops={"cond"}, tags={"ifelse", "golden"})
+def if_else(x):
     if x.mean() > 0:
         y = x * 2
     else:
@@ -30,7 +33,7 @@ def if_else_tensor(x):
     return y
 
 
-@case((4, 3), ops={"cond"}, tag="ifelse")
+@case((4,), ops={"cond"}, tags={"ifelse", "golden"})
 def if_without_else(x):
     y = x + 1
     if x.sum() > 0:
@@ -38,7 +41,7 @@ def if_without_else(x):
     return y
 
 
-@case((5,), ops={"cond"}, tag="ifelse")
+@case((4,), ops={"cond"}, tags={"ifelse", "golden"})
 def elif_chain(x):
     s = x.sum()
     if s > 1:
@@ -52,7 +55,7 @@ def elif_chain(x):
     return y
 
 
-@case((3, 3), ops={"cond"}, tag="ifelse")
+@case((None, 3), ops={"cond"}, tags={"ifelse", "golden"})
 def nested_if(x):
     if x.max() > 0:
         if x.min() < 0:
@@ -65,7 +68,7 @@ def nested_if(x):
     return z
 
 
-@case((4,), no_ops={"cond", "while"}, scalars=(True,), tag="ifelse")
+@case((4,), no_ops={"cond", "while"}, scalars=(True,), tags={"ifelse", "golden"})
 def if_python_flag(x, flag):
     if flag:
         x = x + 1
@@ -74,12 +77,12 @@ def if_python_flag(x, flag):
     return x
 
 
-@case((4,), ops={"cond"}, tag="expressions")
+@case((4,), ops={"cond"}, tags={"expressions", "golden"})
 def ternary(x):
     return x * 2 if x.sum() > 0 else x / 2
 
 
-@case((4,), ops={"cond"}, tag="expressions")
+@case((4,), ops={"cond"}, tags={"expressions", "golden"})
 def and_or_not(x):
     if x.sum() > 0 and x.max() < 5 or not x.min() > -5:
         y = x + 10
@@ -88,14 +91,14 @@ def and_or_not(x):
     return y
 
 
-@case((4,), ops={"cond"}, tag="expressions")
+@case((4,), ops={"cond"}, tags={"expressions", "golden"})
 def chained_compare(x):
     if -1 < x.mean() < 1:
         return x * 0
     return x
 
 
-@case((4,), ops={"cond"}, tag="expressions")
+@case((4,), ops={"cond"}, tags={"expressions"})
 def mixed_python_tensor_and(x):
     n = 3
     if n > 2 and x.sum() > 0:
@@ -103,7 +106,7 @@ def mixed_python_tensor_and(x):
     return x - n
 
 
-@case((4,), ops={"cond"}, tag="ifelse")
+@case((4,), ops={"cond"}, tags={"ifelse", "golden"})
 def tuple_outputs(x):
     if x.sum() > 0:
         a, b = x + 1, x * 2
@@ -112,7 +115,7 @@ def tuple_outputs(x):
     return a, b
 
 
-@case((4,), ops={"cond"}, tag="ifelse")
+@case((4,), ops={"cond"}, tags={"ifelse"})
 def branch_python_number(x):
     if x.sum() > 0:
         k = 2
@@ -121,10 +124,30 @@ def branch_python_number(x):
     return x * k
 
 
+@case((4,), ops={"cond"}, tags={"ifelse", "golden"})
+def undefined_in_one_branch(x):
+    if x.sum() > 0:
+        scratch = x * 2
+        y = scratch + 1
+    else:
+        y = x
+    return y
+
+
 # --- while ------------------------------------------------------------------------------
 
-@case((2, 3), ops={"while"}, positive=True, tag="loops")
+@case((None, 3), ops={"while"}, tags={"loops", "golden"})
 def while_tensor(x):
+    h = rt.tanh(x)
+    i = 0
+    while rt.sum(h) < 100 and i < 10:
+        h = h * 2
+        i += 1
+    return h, i
+
+
+@case((2, 3), ops={"while"}, positive=True, tags={"loops"})
+def while_tensor_unbounded(x):
     h = x
     i = 0
     while h.sum() < 100:
@@ -133,7 +156,7 @@ def while_tensor(x):
     return h, i
 
 
-@case((2, 3), ops={"while"}, tag="loops")
+@case((2, 3), ops={"while"}, tags={"loops"})
 def while_counter_times_tensor(x):
     i = 0
     acc = x * 0
@@ -143,7 +166,7 @@ def while_counter_times_tensor(x):
     return acc
 
 
-@case((3,), no_ops={"while"}, tag="loops")
+@case((3,), no_ops={"while"}, tags={"loops", "golden"})
 def while_python(x):
     i = 0
     while i < 3:
@@ -152,7 +175,7 @@ def while_python(x):
     return x
 
 
-@case((3,), ops={"while", "cond"}, positive=True, tag="loops")
+@case((3,), ops={"while", "cond"}, positive=True, tags={"loops"})
 def while_with_if(x):
     s = x.sum() * 0
     while s < 20:
@@ -163,10 +186,10 @@ def while_with_if(x):
     return s
 
 
-@case((3,), ops={"while"}, positive=True, tag="jumps")
+@case((3,), ops={"while"}, tags={"jumps", "golden"})
 def while_break(x):
     i = 0
-    while i < 100:
+    while i < 8:
         x = x * 1.5
         if x.sum() > 50:
             break
@@ -174,36 +197,36 @@ def while_break(x):
     return x, i
 
 
-@case((3,), ops={"cond"}, no_ops={"while"}, positive=True, tag="jumps")
+@case((3,), ops={"cond"}, no_ops={"while"}, tags={"jumps", "golden"})
 def while_continue(x):
     i = 0
     total = x * 0
-    while i < 10:
+    while i < 6:
         i += 1
-        if (x * i).sum() < 10:
+        if (x * i).sum() < 0:
             continue
         total = total + x
     return total
 
 
-@case((3,), ops={"while"}, positive=True, tag="jumps")
+@case((3,), ops={"while"}, tags={"jumps", "golden"})
 def while_else(x):
     i = 0
-    while x.sum() < 30:
-        x = x * 2
+    while x.sum() < 30 and i < 20:
+        x = x + 1
         i += 1
-        if i > 50:
+        if x.max() > 10:
             break
     else:
         x = x + 1000
     return x
 
 
-@case((3,), ops={"while"}, positive=True, tag="loops")
+@case((3,), ops={"while"}, tags={"loops", "golden"})
 def nested_while(x):
     i = 0
     total = x.sum() * 0
-    while total < 50:
+    while total < 50 and i < 5:
         j = 0
         while j < 3:
             total = total + x.sum()
@@ -212,7 +235,7 @@ def nested_while(x):
     return total, i
 
 
-@case((3,), ops={"while"}, positive=True, tag="returns")
+@case((3,), ops={"while"}, positive=True, tags={"returns"})
 def return_in_while(x):
     while x.sum() < 1000:
         x = x * 2
@@ -221,15 +244,26 @@ def return_in_while(x):
     return x
 
 
-@case((4,), ops={"cond"}, tag="returns")
-def early_return_if(x):
+@case((3,), ops={"while"}, tags={"returns", "golden"})
+def return_in_loop(x):
+    i = 0
+    while i < 10:
+        x = x * 2
+        if x.max() > 20:
+            return x - 1
+        i += 1
+    return x
+
+
+@case((4,), ops={"cond"}, tags={"returns", "golden"})
+def early_return(x):
     if x.sum() > 0:
         return x * 10
     y = x - 1
     return y
 
 
-@case((4,), ops={"cond"}, tag="returns")
+@case((4,), ops={"cond"}, tags={"returns", "golden"})
 def several_returns(x):
     s = x.sum()
     if s > 2:
@@ -241,57 +275,65 @@ def several_returns(x):
     return x - 2
 
 
-@case((3,), ops={"while"}, positive=True, tag="loops")
+@case((3,), ops={"while"}, tags={"loops", "golden"})
 def var_created_in_loop(x):
     i = 0
-    while x.sum() < 10:
+    while x.sum() < 10 and i < 6:
         last = x
-        x = x * 2
+        x = x + 1
         i += 1
-    return last if i > 0 else x
+    return last
 
 
 # --- for ----------------------------------------------------------------------------------
 
-@case((3,), no_ops={"while"}, tag="loops")
+@case((None, 2), tags={"loops", "golden"})
+def for_range_dynamic(x):
+    total = x[0] * 0
+    for i in range(x.shape[0]):
+        total = total + x[i] * i
+    return total
+
+
+@case((3,), no_ops={"while"}, tags={"loops", "golden"})
 def for_python_range(x):
     for i in range(4):
         x = x + i
     return x
 
 
-@case((5, 3), ops={"while"}, tag="loops")
-def for_over_tensor_rows(x):
+@case((None, 3), ops={"while"}, tags={"loops", "golden"})
+def for_over_tensor(x):
     total = x[0] * 0
     for row in x:
         total = total + row * 2
     return total
 
 
-@case((4, 2), ops={"while"}, tag="loops")
-def for_enumerate_tensor(x):
+@case((4, 2), ops={"while"}, tags={"loops", "golden"})
+def for_enumerate(x):
     acc = x[0] * 0
     for i, row in enumerate(x):
         acc = acc + row * i
     return acc
 
 
-@case((4, 2), (4, 2), ops={"while"}, tag="loops")
-def for_zip_tensors(x, y):
+@case((4, 2), (4, 2), ops={"while"}, tags={"loops", "golden"})
+def for_zip(x, y):
     acc = x[0] * 0
     for a, b in zip(x, y):
         acc = acc + a * b
     return acc
 
 
-@case((3,), no_ops={"while"}, tag="loops")
+@case((3,), no_ops={"while"}, tags={"loops", "golden"})
 def for_python_list(x):
     for k in [1.0, 2.0, 3.0]:
         x = x * k
     return x
 
 
-@case((3,), no_ops={"while"}, tag="loops")
+@case((3,), no_ops={"while"}, tags={"loops"})
 def for_python_dict(x):
     weights = {"a": 1.0, "b": 2.0}
     for key in weights:
@@ -301,7 +343,7 @@ def for_python_dict(x):
     return x
 
 
-@case((6,), no_ops={"while"}, tag="loops")
+@case((6,), no_ops={"while"}, tags={"loops"})
 def for_range_of_len(x):
     total = x[0] * 0
     for i in range(len(x)):
@@ -309,7 +351,7 @@ def for_range_of_len(x):
     return total
 
 
-@case((4,), ops={"while"}, tag="jumps")
+@case((4,), ops={"while"}, tags={"jumps", "golden"})
 def for_break(x):
     total = x[0] * 0
     for v in x:
@@ -319,7 +361,7 @@ def for_break(x):
     return total
 
 
-@case((4,), ops={"while"}, tag="jumps")
+@case((4,), ops={"while"}, tags={"jumps", "golden"})
 def for_continue(x):
     total = x[0] * 0
     for v in x:
@@ -329,7 +371,7 @@ def for_continue(x):
     return total
 
 
-@case((4,), ops={"while"}, tag="jumps")
+@case((4,), ops={"while"}, tags={"jumps", "golden"})
 def for_else(x):
     found = x[0] * 0
     for v in x:
@@ -341,8 +383,8 @@ def for_else(x):
     return found
 
 
-@case((3,), ops={"cond"}, tag="jumps")
-def for_python_range_tensor_break(x):
+@case((3,), ops={"cond"}, tags={"jumps", "golden"})
+def python_range_tensor_break(x):
     for i in range(5):
         if x.sum() > 10:
             break
@@ -352,23 +394,23 @@ def for_python_range_tensor_break(x):
 
 # --- lists, subscripts, builtins ---------------------------------------------------------
 
-@case((5, 2), no_ops={"while"}, tag="lists")    # a static first dim and a growing list: unrolls (DESIGN §3)
-def append_in_tensor_loop(x):
+@case((None, 2), no_ops={"while"}, tags={"lists", "golden"})   # a static first dim and a growing list: unrolls (DESIGN §3)
+def list_append_in_tensor_loop(x):
     outs = []
     for row in x:
         outs.append(row * 2)
-    return xp.stack(outs)
+    return rt.stack(outs)
 
 
-@case((3,), no_ops={"while"}, tag="lists")
+@case((3,), no_ops={"while"}, tags={"lists"})
 def append_python_loop(x):
     outs = []
     for i in range(3):
         outs.append(x * i)
-    return xp.stack(outs)
+    return rt.stack(outs)
 
 
-@case((4, 3), no_ops={"cond", "while"}, tag="lists")
+@case((4, 3), no_ops={"cond", "while"}, tags={"lists", "golden"})
 def subscript_assign(x):
     x[0] = x[1] * 2
     x[:, 1] = 0
@@ -376,14 +418,21 @@ def subscript_assign(x):
     return x
 
 
-@case((4, 3), no_ops={"cond", "while"}, tag="calls")
+@case((None, 2, 3), no_ops={"cond", "while"}, tags={"calls", "golden"})
 def len_and_shape(x):
+    n = len(x)
+    flat = x.reshape(x.shape[0], -1)
+    return flat * x.shape[2] + n
+
+
+@case((4, 3), no_ops={"cond", "while"}, tags={"calls"})
+def len_and_shape_unpacked(x):
     n = len(x)
     rows, cols = x.shape
     return x * n + rows * cols
 
 
-@case((6, 4), tag="lists")
+@case((6, 4), tags={"lists"})
 def aug_assign_and_unpacking(x):
     a, (b, c) = x[0], (x[1], x[2])
     a += b
@@ -393,8 +442,8 @@ def aug_assign_and_unpacking(x):
     return a
 
 
-@case((3,), tag="calls")
-def nested_function_and_closure(x):
+@case((3,), tags={"calls", "golden"})
+def nested_function(x):
     scale = 3.0
 
     def helper(v):
@@ -404,31 +453,33 @@ def nested_function_and_closure(x):
     return helper(x) + helper(-x)
 
 
-@case((3,), tag="calls")
+@case((3,), tags={"calls", "golden"})
 def lambda_call(x):
     g = lambda v: v * 2 if v.sum() > 0 else v * 3  # noqa: E731
     return g(x)
 
 
-def _user_helper(v, k=2):
-    while v.sum() < 10:
+def _bounded_grow(v, k=2):
+    i = 0
+    while v.sum() < 10 and i < 5:
         v = v + k
+        i += 1
     return v
 
 
-@case((3,), ops={"while"}, tag="calls")
+@case((3,), ops={"while"}, tags={"calls", "golden"})
 def calls_user_function(x):
-    return _user_helper(x, k=3) + _user_helper(x)
+    return _bounded_grow(x, k=3) + _bounded_grow(x)
 
 
-@case((3,), tag="calls")
+@case((3,), tags={"calls"})
 def default_and_kwargs(x, scale=2.0, *args, **kwargs):
     if x.sum() > 0:
         return x * scale
     return x
 
 
-@case((4,), ops={"cond"}, tag="returns")
+@case((4,), ops={"cond"}, tags={"returns"})
 def return_none_or_tuple(x):
     if x.sum() > 0:
         out = (x, x + 1)
@@ -437,7 +488,7 @@ def return_none_or_tuple(x):
     return out
 
 
-@case((3, 4), no_ops={"while", "cond"}, tag="calls")
-def numpy_constant_at_trace_time(x):
-    w = np.ones((4,), np.float32) * 2
+@case((3,), no_ops={"while", "cond"}, tags={"calls", "golden"})
+def numpy_constant(x):
+    w = np.ones((3,), np.float32) * 2
     return x * w

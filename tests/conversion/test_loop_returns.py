@@ -114,3 +114,37 @@ def test_a_while_test_is_used_only_for_its_truth(fn, start):
     x = rt.tensor(np.array([start], np.float32))
     bias = rt.tensor(np.array([0.5], np.float32))
     _same(to_static(fn)(x, bias), fn(x, bias))
+
+
+def return_from_tensor_for(x):
+    for row in x:
+        if row.sum() > 1:
+            return row * 2
+    return x[0]
+
+
+def return_from_loop_with_finally(x):
+    total = x[0] * 0
+    for row in x:
+        try:
+            if row.sum() > 1:
+                return row + total
+        finally:
+            total = total + 1
+    return total
+
+
+@pytest.mark.parametrize("fn", [return_from_tensor_for, return_from_loop_with_finally])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_loop_that_returns_stops_on_the_return_flag(fn, seed):
+    """A loop with no break of its own exits on `__return_flag` (one with a `finally` keeps a break flag)."""
+    x = np.random.default_rng(seed).standard_normal((5, 3)).astype(np.float32)
+    want = fn(rt.tensor(x.copy()))
+    got = to_static(fn)(rt.tensor(x.copy()))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_the_return_flag_is_the_loops_exit_test():
+    from transpiler import to_source
+    assert "until='__return_flag'" in to_source(return_from_tensor_for)
+    assert "until='__break_0'" in to_source(return_from_loop_with_finally)

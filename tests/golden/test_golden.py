@@ -1,7 +1,10 @@
 """Converted source and Program text of every golden case == golden_outputs/ (`--update-golden` rewrites them)."""
+import ast
 import difflib
+import inspect
 import os
 import re
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +13,7 @@ import pytest
 import runtime as rt
 from runtime import pytree
 from transpiler import InputSpec, to_source, to_static
+from transpiler.emit import WIDTH, wrap_lines
 
 from .cases import CASES
 
@@ -79,6 +83,49 @@ SHOWN = ["__return_value", "__return_flag", "__break_", "__continue_", "_jst.con
 def test_cases_show_every_conversion():
     sources = "\n".join(_source(name) for name in NAMES)
     assert [marker for marker in SHOWN if marker not in sources] == []
+
+
+def _non_blank(text):
+    return sum(1 for line in text.splitlines() if line.strip())
+
+
+def _original_lines(fn):
+    """The function's own non-blank lines, from `def` on (decorators are not its code)."""
+    source = textwrap.dedent(inspect.getsource(getattr(fn, "__dy2static_original__", fn)))
+    node = ast.parse(source).body[0]
+    return _non_blank("\n".join(source.splitlines()[node.lineno - 1:node.end_lineno]))
+
+
+MAX_GROWTH = 2.5    # converted code a person would write: at most this many lines per original line
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_converted_source_stays_short(name):
+    fn = CASES[name]["fn"]
+    converted, original = _non_blank(_source(name)), _original_lines(fn)
+    assert converted <= MAX_GROWTH * original, \
+        f"{name}: {converted} converted lines for {original} original ones ({converted / original:.1f}x):\n" \
+        f"{_source(name)}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_line_breaks_fall_between_arguments(name):
+    """Never inside `rt.where` or `_jst.convert_ifelse`: no line ends or starts at a dot."""
+    for line in _source(name).splitlines():
+        assert not line.rstrip().endswith(".") and not line.lstrip().startswith("."), line
+
+
+def test_long_lines_wrap_after_commas_only():
+    line = ("    token, state = rt.where(done, EOS, rt.argmax(_jst.convert_call(self.out)(h), axis=-1)), "
+            "_jst.convert_ifelse(rt.all(done), __true_fn_0, __false_fn_0, (a_long_name, another_long_name), "
+            "('a_long_name', 'another_long_name'))\n")
+    text = "def f():\n" + line
+    wrapped = wrap_lines(text)
+    assert ast.dump(ast.parse(wrapped)) == ast.dump(ast.parse(text))
+    lines = wrapped.splitlines()
+    assert len(lines) > 2 and all(len(x) <= WIDTH for x in lines), wrapped
+    assert all(x.rstrip().endswith(",") for x in lines[1:-1]), wrapped
+    assert "rt.where(" in wrapped and "_jst.convert_ifelse(" in wrapped
 
 
 def _concrete(arg, rng):

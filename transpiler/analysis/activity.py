@@ -29,6 +29,7 @@ import dataclasses
 import gast
 
 from .annos import Anno, setanno
+from .scope import own_scope
 
 _EMPTY = frozenset()
 MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update",
@@ -304,21 +305,13 @@ def effects_of(parts, declared=_EMPTY):
     return frozenset(c.read) - declared, bound, deleted
 
 
-_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
 TRY_STMTS = (gast.Try, getattr(gast, 'TryStar', gast.Try))  # TryStar: gast >= 0.5.4
 _COMPOUND = (gast.If, gast.While, gast.For, gast.AsyncFor, gast.With, gast.AsyncWith) + TRY_STMTS
 
 
 def scope_statements(stmts):
     """Every statement of a scope, depth first, not entering nested defs/classes."""
-    for stmt in stmts:
-        yield stmt
-        if isinstance(stmt, _SCOPES):
-            continue
-        for field in ('body', 'orelse', 'finalbody'):
-            yield from scope_statements(getattr(stmt, field, ()))
-        for clause in [*getattr(stmt, 'handlers', ()), *getattr(stmt, 'cases', ())]:
-            yield from scope_statements(clause.body)
+    return (node for node in own_scope(stmts) if isinstance(node, gast.stmt))
 
 
 def annotate_activity(fn_node):

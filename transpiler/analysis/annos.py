@@ -6,7 +6,9 @@ place, and every reader and writer of a fact can be found with grep.
 
 The values live in one dict attribute on the node rather than in `_fields`, so
 gast/astor printers and `gast.dump` never see them; a node built by a
-transformer simply carries none until `analyze` runs again.
+transformer simply carries none until `analyze` runs again. The facts a
+transform leaves for later ones (a loop's exit flag, a lowered return) are
+keys here too, never attributes of their own.
 """
 import enum
 
@@ -27,6 +29,11 @@ class Anno(enum.Enum):
     TEST_ACTIVITY = 'Activity of an if/while test, or of a for loop iter and target'
     SCOPE = 'Activity of a whole function body, with its parameters'
     CAPTURED = 'on the FunctionDef: local names a nested def/lambda/class/generator reads (closure cells)'
+    # set by transforms, for the transforms and analyses after them
+    EXIT_FLAG = 'on a loop: the flag whose truth ends it (a lowered break, or the return flag)'
+    RETURN_VALUE = 'on an Assign: it stores the value of a lowered `return`'
+    TRUTH_ONLY = 'on an and/or/not/comparison: only its truth is used (a test)'
+    CONVERTED = 'on a nested user FunctionDef: converted on its own already'
 
 
 def getanno(node, key, default=_RAISE):

@@ -23,9 +23,9 @@ import collections
 import gast
 
 from .activity import TRY_STMTS, effects_of
+from .annos import Anno, getanno
 
 _EMPTY = frozenset()
-EXTRA_TEST_READS = "_dy2s_extra_test_reads"   # names a `for` loop's hidden exit test reads (set by transforms)
 
 
 class Node:
@@ -161,9 +161,9 @@ class _Builder:
 
     def _For(self, stmt, entry):
         iterable = self.node(stmt, [stmt.iter], [entry])
-        # next(): the target is not bound yet; a lowered `break` adds an exit test reading its flag
-        extra = [gast.Name(id=n, ctx=gast.Load(), annotation=None, type_comment=None)
-                 for n in getattr(stmt, EXTRA_TEST_READS, ())]
+        # next(): the target is not bound yet; an exit flag (a lowered `break`) is read there too
+        flag = getanno(stmt, Anno.EXIT_FLAG, None)
+        extra = [gast.Name(id=flag, ctx=gast.Load(), annotation=None, type_comment=None)] if flag else []
         head = self.node(None, extra, preds=[iterable])
         target = self.node(stmt, [stmt.target], [head])
         return self._loop(head, target, stmt)

@@ -13,6 +13,7 @@ rebinds (`nonlocal n`) may change at any call: `rebound_by_closures`.
 import gast
 
 from .activity import activity_of, param_names
+from .scope import assigned_names, own_scope
 
 # Scopes that may run after the statement that creates them (a list/set/dict
 # comprehension runs at once, so what it reads is read right there).
@@ -22,13 +23,9 @@ _LATE_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.Class
 def captured_names(fn_node, local_names):
     """Names of `local_names` that a def, lambda, class or generator inside fn_node reads or rebinds."""
     found = set()
-    stack = list(fn_node.body)
-    while stack:
-        node = stack.pop()
+    for node in own_scope(fn_node.body, stop=_LATE_SCOPES):
         if isinstance(node, _LATE_SCOPES):
             found |= _free_names(node)
-            continue
-        stack.extend(gast.iter_child_nodes(node))
     return frozenset(found) & frozenset(local_names)
 
 
@@ -44,14 +41,7 @@ def _free_names(scope):
 
 def rebound_names(stmts, names):
     """Which of `names` the statements bind or unbind in their own scope (not in a nested def)."""
-    found, stack = set(), list(stmts)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, gast.Name) and node.id in names and not isinstance(node.ctx, gast.Load):
-            found.add(node.id)
-        if not isinstance(node, _LATE_SCOPES + (gast.ListComp, gast.SetComp, gast.DictComp)):
-            stack.extend(gast.iter_child_nodes(node))
-    return frozenset(found)
+    return assigned_names(stmts) & frozenset(names)
 
 
 def rebound_by_closures(fn_node, local_names):
@@ -68,11 +58,4 @@ def rebound_by_closures(fn_node, local_names):
 
 def has_call(nodes):
     """Does any of these nodes call something (outside nested scopes)?"""
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, gast.Call):
-            return True
-        if not isinstance(node, _LATE_SCOPES):
-            stack.extend(gast.iter_child_nodes(node))
-    return False
+    return any(isinstance(node, gast.Call) for node in own_scope(nodes, stop=_LATE_SCOPES))

@@ -2,7 +2,7 @@
 
 1. Fence           reject unsupported syntax (yield, async, rebinding globals in bodies)
    FinallyJumps    a `finally` that returns/breaks holds the exception in flight, raised only if it did not
-2. Returns         early returns → one return at the end (flags only inside loops)
+2. Returns         `if c: return a` + `return b` → `return a if c else b`; other early returns → one return at the end
 3. Jumps           break/continue → flags and guards; loop `else` → `if not __break_n`
 4. InPlaceUpdates  xs.append(v) / x[i] = v → rebinding, so analysis sees the write
    -- analysis: activity, liveness, definedness (annotations on the lowered tree) --
@@ -15,8 +15,9 @@ Nested user functions are converted first, each through the whole pipeline.
 """
 import gast
 
-from ..analysis import analyze
-from .base import DONE, Context
+from ..analysis import Anno, analyze, getanno, setanno
+from ..analysis.scope import own_scope
+from .base import Context
 from .calls import Calls
 from .control_flow import ControlFlow
 from .expressions import Expressions
@@ -41,20 +42,11 @@ def convert_node(fn_node, filename, namer, resolve):
     analyze(fn_node)
     for transform in AFTER_ANALYSIS:
         transform(ctx).transform(fn_node)
-    setattr(fn_node, DONE, True)
+    setanno(fn_node, Anno.CONVERTED, True)
     return fn_node
 
 
 def _nested_functions(fn_node):
     """User functions defined directly in fn_node's scope (not inside another nested def)."""
-    out, stack = [], list(fn_node.body)
-    while stack:
-        node = stack.pop(0)
-        if isinstance(node, gast.FunctionDef):
-            if not getattr(node, DONE, False):
-                out.append(node)
-            continue
-        if isinstance(node, (gast.Lambda, gast.ClassDef)):
-            continue
-        stack.extend(gast.iter_child_nodes(node))
-    return out
+    return [node for node in own_scope(fn_node.body)
+            if isinstance(node, gast.FunctionDef) and not getanno(node, Anno.CONVERTED, False)]

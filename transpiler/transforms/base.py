@@ -1,6 +1,7 @@
 """What every transform shares: the conversion context and a base transformer."""
 import gast
 
+from ..analysis import Anno, getanno
 from ..errors import ConversionError
 
 JST = "_jst"   # the name converted code uses for transpiler.operators
@@ -19,9 +20,6 @@ class Context:
         return ConversionError(message, self.filename, getattr(node, "lineno", None), hint)
 
 
-DONE = "_dy2s_converted"   # set on a user's nested def once it has been converted on its own
-
-
 class Transformer(gast.NodeTransformer):
     """Base: holds the context; skips nested user functions (already converted on their own)."""
 
@@ -29,7 +27,7 @@ class Transformer(gast.NodeTransformer):
         self.ctx = ctx
 
     def visit_FunctionDef(self, node):
-        if getattr(node, DONE, False):
+        if getanno(node, Anno.CONVERTED, False):
             return node
         return self.generic_visit(node)
 
@@ -45,17 +43,6 @@ class Transformer(gast.NodeTransformer):
                 continue
             out.extend(new if isinstance(new, list) else [new])
         return out
-
-
-def own_scope(fn_node):
-    """Every node of fn_node's body in its own scope: nested defs, lambdas and classes are
-    yielded but not entered (their names and parameters belong to them)."""
-    stack = list(fn_node.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
-            stack.extend(gast.iter_child_nodes(node))
 
 
 def is_jst_call(node):

@@ -24,14 +24,18 @@ on the tree after jumps were lowered:
   and always flows out (its scope outlives the call).
 Inner statements are converted first; the operators decide at run time
 whether the condition is a Python value (plain Python control flow) or a
-tensor (a `cond`/`while` op).
+tensor (a `cond`/`while` op). Two things are decided here instead: an `if`
+whose test is a Python bool whatever its operands (`x is not None`) stays as
+written, and an `if` without `else` that only passes its parameters through
+gets `None` for its false function. A `for` loop's exit flag
+(`Anno.EXIT_FLAG`) is passed by name: `_jst.convert_for(..., until='__break_0')`.
 """
 import gast
 
 from ..analysis import Anno, getanno, maybe_defined_in, rebound_names
 from ..analysis.closures import has_call, rebound_by_closures
 from .base import Transformer, const, jst, load, located, store
-from .jumps import BREAK_FLAG
+from .expressions import mark_truth_only, python_valued
 from .state import changed_arguments, state_keyword
 
 
@@ -124,6 +128,8 @@ class ControlFlow(Transformer):
         declared = self._rebound_declared(node.body, node.orelse)
         node.body = self.visit_block(node.body)
         node.orelse = self.visit_block(node.orelse)
+        if python_valued(node.test):        # `if self.downsample is not None:` is Python's own `if`
+            return node
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         else_act = getanno(node, Anno.ORELSE_ACTIVITY)
         live_in = getanno(node, Anno.LIVE_IN)
@@ -132,12 +138,15 @@ class ControlFlow(Transformer):
         outputs = sorted(modified & (live_out | changed_arguments(self.ctx.fn_node, node.body + node.orelse))
                          | declared)
         params = sorted(modified & (live_in | set(outputs)) | declared)
-        namer = self.ctx.namer
-        true_name, false_name = namer.new("true_fn"), namer.new("false_fn")
+        true_name = self.ctx.namer.new("true_fn")
         stmts = self._undefined_inits(node, params, live_in)
         stmts.append(self._def(true_name, params, node.body + _return(outputs), node))
-        stmts.append(self._def(false_name, params, node.orelse + _return(outputs), node))
-        call = _call("convert_ifelse", [node.test, load(true_name), load(false_name), self._args(params),
+        if node.orelse or params != outputs or any(p in self.captured or p in self.declared for p in params):
+            false_fn = load(self.ctx.namer.new("false_fn"))
+            stmts.append(self._def(false_fn.id, params, node.orelse + _return(outputs), node))
+        else:                               # nothing to do but pass the outputs through
+            false_fn = const(None)
+        call = _call("convert_ifelse", [mark_truth_only(node.test), load(true_name), false_fn, self._args(params),
                                         _str_tuple(outputs)])
         _add_state(call, body_act.composites | else_act.composites, modified)
         stmts.append(_bind(outputs, located(call, node), node))
@@ -168,7 +177,7 @@ class ControlFlow(Transformer):
         target_act = getanno(node, Anno.TEST_ACTIVITY)
         live_in, live_out = getanno(node, Anno.LIVE_IN), getanno(node, Anno.LIVE_OUT)
         targets = target_act.modified
-        break_flag = getattr(node, BREAK_FLAG, None)
+        break_flag = getanno(node, Anno.EXIT_FLAG, None)
         loop_vars = set((body_act.modified | targets) & (live_in | live_out | changed_arguments(self.ctx.fn_node,
                                                                                                  node.body)))
         loop_vars |= declared
@@ -185,13 +194,9 @@ class ControlFlow(Transformer):
             body = [located(unpack, node)] + node.body
         stmts = self._undefined_inits(node, loop_vars, live_in)
         stmts.append(self._def(body_name, [item] + loop_vars, body + _return(loop_vars), node))
-        args = [node.iter, load(body_name), self._args(loop_vars), _str_tuple(loop_vars)]
+        call = _call("convert_for", [node.iter, load(body_name), self._args(loop_vars), _str_tuple(loop_vars)])
         if break_flag:
-            test_name = namer.new("for_test")
-            test = gast.UnaryOp(op=gast.Not(), operand=load(break_flag))
-            stmts.append(self._def(test_name, loop_vars, [located(gast.Return(value=test), node)], node))
-            args.append(load(test_name))
-        call = _call("convert_for", args)
+            call.keywords.append(gast.keyword(arg="until", value=const(break_flag)))
         _add_state(call, body_act.composites, body_act.modified | targets)
         stmts.append(_bind(loop_vars, located(call, node), node))
         return stmts

@@ -11,8 +11,9 @@ Right operands and branches are thunks, so short-circuiting holds for Python
 and tensor operands alike (a tensor left operand gives a `cond` op). Applies
 inside lambdas too (an expression has no scope of its own to respect).
 
-An and/or (or chained comparison) marked `TRUTH_ONLY` (see `mark_truth_only`:
-the test of an if/while/ternary/assert, or a loop test another transform built,
+An and/or (or chained comparison) marked `Anno.TRUTH_ONLY` (see `mark_truth_only`:
+the test of an if/while/ternary/assert, marked by the transform that makes it a
+test (ControlFlow, Jumps, Returns, or here), or a loop test another transform built,
 such as `not __break_0 and x > 0`) is used only for its truth, so it becomes
 `_jst.convert_test_and/or`, whose operands may differ in rank and dtype. In value
 position (`y = a and b`) Python's operand semantics hold: the result is one of
@@ -20,16 +21,14 @@ the operands, and `name='y'` lets an error about operands that cannot merge name
 """
 import gast
 
+from ..analysis import Anno, getanno, setanno
 from .base import Transformer, is_jst_call, jst, load, located, store
-
-
-TRUTH_ONLY = "_dy2s_truth_only"
 
 
 def mark_truth_only(test):
     """Mark `test` (and the and/or/not/comparison chains inside it) as used only for its truth value."""
     if isinstance(test, (gast.BoolOp, gast.Compare)):
-        setattr(test, TRUTH_ONLY, True)
+        setanno(test, Anno.TRUTH_ONLY, True)
         for value in getattr(test, "values", ()):
             mark_truth_only(value)
     elif isinstance(test, gast.UnaryOp) and isinstance(test.op, gast.Not):
@@ -37,17 +36,18 @@ def mark_truth_only(test):
     return test
 
 
-def _mark_tests(fn_node):
-    """The tests of if/while (already calls to our operators) are used only for their truth."""
-    cond_fns = set()
-    for node in gast.walk(fn_node):
-        if is_jst_call(node) and node.func.attr == "convert_ifelse":
-            mark_truth_only(node.args[0])
-        elif is_jst_call(node) and node.func.attr == "convert_while" and isinstance(node.args[0], gast.Name):
-            cond_fns.add(node.args[0].id)
-    for node in gast.walk(fn_node):
-        if isinstance(node, gast.FunctionDef) and node.name in cond_fns and isinstance(node.body[-1], gast.Return):
-            mark_truth_only(node.body[-1].value)
+def python_valued(test):
+    """Is `test` a Python bool whatever its operands are? `is`/`is not` cannot be overloaded, and
+    `not`/`and`/`or` of such tests stay Python bools (operands holding no test of their own)."""
+    if isinstance(test, gast.Compare):
+        operands = [n for operand in [test.left, *test.comparators] for n in gast.walk(operand)]
+        return all(isinstance(op, (gast.Is, gast.IsNot)) for op in test.ops) and not any(
+            isinstance(n, (gast.BoolOp, gast.IfExp, gast.Compare, gast.UnaryOp, gast.NamedExpr)) for n in operands)
+    if isinstance(test, gast.UnaryOp) and isinstance(test.op, gast.Not):
+        return python_valued(test.operand)
+    if isinstance(test, gast.BoolOp):
+        return all(python_valued(v) for v in test.values)
+    return isinstance(test, gast.Constant) and isinstance(test.value, bool)
 
 
 def _membership(compare):
@@ -57,6 +57,12 @@ def _membership(compare):
         name = "convert_in" if isinstance(op, gast.In) else "convert_not_in"
         return _call(name, [compare.left, compare.comparators[0]], compare)
     return compare
+
+
+def _name_result(value, name):
+    """An and/or/ternary's result is named after where it goes: errors speak of it, the Program shows it."""
+    if is_jst_call(value) and value.func.attr in ("convert_logical_and", "convert_logical_or", "convert_ifexp"):
+        value.keywords.append(gast.keyword(arg="name", value=gast.Constant(value=name, kind=None)))
 
 
 def _thunk(expr):
@@ -70,14 +76,10 @@ def _call(op, args, origin):
 
 
 class Expressions(Transformer):
-    def transform(self, fn_node):
-        _mark_tests(fn_node)
-        return super().transform(fn_node)
-
     def visit_BoolOp(self, node):
         self.generic_visit(node)
         op = "convert_logical_and" if isinstance(node.op, gast.And) else "convert_logical_or"
-        if getattr(node, TRUTH_ONLY, False):
+        if getanno(node, Anno.TRUTH_ONLY, False):
             op = "convert_test_and" if isinstance(node.op, gast.And) else "convert_test_or"
         first, *rest = node.values
         return _call(op, [first] + [_thunk(v) for v in rest], node)
@@ -85,10 +87,22 @@ class Expressions(Transformer):
     def visit_Assign(self, node):
         """`y = a and b` names y, so an error about operands that cannot merge speaks of y."""
         self.generic_visit(node)
-        value = node.value
-        if (len(node.targets) == 1 and isinstance(node.targets[0], gast.Name) and is_jst_call(value)
-                and value.func.attr in ("convert_logical_and", "convert_logical_or")):
-            value.keywords.append(gast.keyword(arg="name", value=gast.Constant(value=node.targets[0].id, kind=None)))
+        if len(node.targets) == 1 and isinstance(node.targets[0], gast.Name):
+            _name_result(node.value, node.targets[0].id)
+        return node
+
+    def visit_Return(self, node):
+        """`return a if c else b` (also a folded `if c: return a`) speaks of the return value."""
+        self.generic_visit(node)
+        _name_result(node.value, "__return_value")
+        return node
+
+    def visit_If(self, node):
+        """An `if` ControlFlow left as written (a Python-valued test) keeps its test as written too."""
+        if not python_valued(node.test):
+            return self.generic_visit(node)
+        node.body = self.visit_block(node.body)
+        node.orelse = self.visit_block(node.orelse)
         return node
 
     def visit_Assert(self, node):
@@ -118,7 +132,7 @@ class Expressions(Transformer):
                 pairs.append(_membership(located(gast.Compare(left=left, ops=[op], comparators=[right]), node)))
                 left = right
         first, *rest = pairs
-        op = "convert_test_and" if getattr(node, TRUTH_ONLY, False) else "convert_logical_and"
+        op = "convert_test_and" if getanno(node, Anno.TRUTH_ONLY, False) else "convert_logical_and"
         return _call(op, [first] + [_thunk(p) for p in rest], node)
 
     def visit_IfExp(self, node):

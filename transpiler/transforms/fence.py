@@ -5,13 +5,14 @@ transforms handle.
 """
 import gast
 
+from ..analysis.scope import own_scope
 from .base import Transformer
 
 
 class Fence(Transformer):
     def transform(self, fn_node):
-        for stmt in fn_node.body:
-            self.check(stmt)
+        for node in own_scope(fn_node.body):    # a nested def is fenced when it is converted itself
+            self.check(node)
         return fn_node
 
     def check(self, node):
@@ -21,7 +22,3 @@ class Fence(Transformer):
         if isinstance(node, (gast.Await, gast.AsyncFor, gast.AsyncWith, gast.AsyncFunctionDef)):
             raise self.ctx.error(node, "async code cannot be converted to a static graph",
                                  "call it outside the @to_static function")
-        if isinstance(node, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
-            return  # its own scope, fenced when converted
-        for child in gast.iter_child_nodes(node):
-            self.check(child)

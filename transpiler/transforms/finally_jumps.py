@@ -19,24 +19,17 @@ jump. A try whose `finally` does not jump is left as it is.
 """
 import gast
 
+from ..analysis.scope import NESTED_SCOPES, own_scope
 from .base import Transformer, const, load, located, store
-
-_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
 
 
 def jumps_out(stmts):
-    """Does this block hold a return, or a break/continue of a loop outside it?"""
-    stack = [(s, False) for s in stmts]
-    while stack:
-        node, in_loop = stack.pop()
-        if isinstance(node, gast.Return) or (isinstance(node, (gast.Break, gast.Continue)) and not in_loop):
-            return True
-        if isinstance(node, _SCOPES):
-            continue
-        inner = in_loop or isinstance(node, (gast.For, gast.While))
-        stack.extend((child, inner if child not in getattr(node, "orelse", ()) else in_loop)
-                     for child in gast.iter_child_nodes(node))
-    return False
+    """Does this block hold a return, or a break/continue of a loop outside it (a loop's `else` is outside it)?"""
+    if any(isinstance(node, gast.Return) for node in own_scope(stmts)):
+        return True
+    loops = (gast.For, gast.While)
+    return any(isinstance(node, (gast.Break, gast.Continue)) or (isinstance(node, loops) and jumps_out(node.orelse))
+               for node in own_scope(stmts, stop=NESTED_SCOPES + loops))
 
 
 class FinallyJumps(Transformer):

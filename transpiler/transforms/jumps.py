@@ -9,32 +9,25 @@
 
 `continue` sets a flag reset at the top of each iteration; the statements after
 it run under `if not __continue_0:`. A `for` loop keeps its break flag as an
-extra exit test (the loop transform reads it). `while/else` and `for/else`
-become `if not __break_0: <else>` after the loop.
+extra exit test (`Anno.EXIT_FLAG`, which the loop transform reads). `while/else`
+and `for/else` become `if not __break_0: <else>` after the loop. A guard that
+only sets flags is one expression: `if c: break` → `__break_0 = True if c else __break_0`.
 """
 import gast
 
-from ..analysis.cfg import EXTRA_TEST_READS
+from ..analysis import Anno, setanno
+from ..analysis.scope import NESTED_SCOPES, own_scope
 from .base import Transformer, const, load, located, store
 from .expressions import mark_truth_only
-
-BREAK_FLAG = "_dy2s_break_flag"
 
 
 def _has(node, kind):
     """Does `node` contain `kind` (Break/Continue) belonging to the current loop?"""
-    stack = list(gast.iter_child_nodes(node))
-    while stack:
-        n = stack.pop()
-        if isinstance(n, kind):
-            return True
-        if isinstance(n, (gast.While, gast.For, gast.FunctionDef, gast.Lambda, gast.ClassDef)):
-            continue
-        stack.extend(gast.iter_child_nodes(n))
-    return False
+    return any(isinstance(n, kind) for n in own_scope(gast.iter_child_nodes(node),
+                                                      stop=NESTED_SCOPES + (gast.While, gast.For)))
 
 
-def _block_has(stmts, kind):
+def block_has(stmts, kind):
     return any(isinstance(s, kind) or _has(s, kind) for s in stmts)
 
 
@@ -73,13 +66,24 @@ class _Lowering:
                     setattr(stmt, field, self.lower(block, in_finally or field == "finalbody"))
             for handler in getattr(stmt, "handlers", []) or []:
                 handler.body = self.lower(handler.body, in_finally)
-            out.append(stmt)
+            out.append(self.one_expression(stmt))
             rest = stmts[i + 1:]
             if rest:
                 guard = gast.If(test=_not(self.flag), body=self.lower(rest), orelse=[])
                 out.append(located(guard, rest[0]))
             return out
         return out
+
+    def one_expression(self, stmt):
+        """`if c: flag = True` → `flag = True if c else flag`: what Python computes, in one line."""
+        if not (isinstance(stmt, gast.If) and not stmt.orelse and len(stmt.body) == 1):
+            return stmt
+        only = stmt.body[0]
+        if not (isinstance(only, gast.Assign) and isinstance(only.targets[0], gast.Name)
+                and only.targets[0].id == self.flag):
+            return stmt
+        value = gast.IfExp(test=stmt.test, body=only.value, orelse=load(self.flag))
+        return located(gast.Assign(targets=[store(self.flag)], value=value, type_comment=None), stmt)
 
 
 class Jumps(Transformer):
@@ -95,9 +99,9 @@ class Jumps(Transformer):
         node.body = self.visit_block(node.body)      # inner loops first
         node.orelse = self.visit_block(node.orelse)
         before, after = [], []
-        has_break = _block_has(node.body, gast.Break)
+        has_break = block_has(node.body, gast.Break)
         break_flag = self.ctx.namer.new("break") if has_break else None
-        if _block_has(node.body, gast.Continue):
+        if block_has(node.body, gast.Continue):
             flag = self.ctx.namer.new("continue")
             lowering = _Lowering(gast.Continue, flag, overrides=[break_flag] if has_break else [])
             node.body = [_assign(flag, False, node)] + lowering.lower(node.body)
@@ -109,8 +113,7 @@ class Jumps(Transformer):
                 test = gast.BoolOp(op=gast.And(), values=[_not(flag), node.test])
                 node.test = located(mark_truth_only(test), node.test)
             else:
-                setattr(node, BREAK_FLAG, flag)
-                setattr(node, EXTRA_TEST_READS, (flag,))
+                setanno(node, Anno.EXIT_FLAG, flag)
             if node.orelse:
                 after.append(located(gast.If(test=_not(flag), body=node.orelse, orelse=[]), node.orelse[0]))
                 node.orelse = []

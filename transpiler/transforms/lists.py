@@ -20,21 +20,16 @@ import copy
 
 import gast
 
-from .base import Transformer, jst, load, located, own_scope, store
+from ..analysis.scope import assigned_names, declared_names
+from .base import Transformer, jst, load, located, store
 
 
 class InPlaceUpdates(Transformer):
     """Only names local to the function are rebound; a global or closure container is mutated as written."""
 
     def transform(self, fn_node):
-        declared = set()
-        bound = {p.id for p in gast.walk(fn_node.args) if isinstance(p, gast.Name) and isinstance(p.ctx, gast.Param)}
-        for node in own_scope(fn_node):     # a nested def's parameter `log` is not this function's `log`
-            if isinstance(node, (gast.Global, gast.Nonlocal)):
-                declared.update(node.names)
-            elif isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
-                bound.add(node.id)
-        self.locals = bound - declared
+        # a nested def's parameter `log` is not this function's `log`
+        self.locals = assigned_names([fn_node.args, *fn_node.body]) - declared_names(fn_node.body)
         self.appended = {_receiver(node, self.locals, _GROWING) for node in gast.walk(fn_node)} - {None}
         return super().transform(fn_node)
 

@@ -2,38 +2,66 @@
 
     def f(x):                         def f(x):
         if x.sum() > 0:                   __return_value = _jst.return_placeholder()
-            return x          →           if x.sum() > 0:
-        y = -x                                __return_value = x
+            z = x * 2                     if x.sum() > 0:
+            return z          →               z = x * 2
+        y = -x                                __return_value = z
         return y                          else:
                                               y = -x
                                               __return_value = y
                                           return __return_value
 
-The placeholder is an Undefined that may become zeros where a graph needs a value
-(`operators.return_placeholder`). Statements after an `if` one of whose branches
-always returns move into the other branch (as AutoGraph does), which removes most
-guards. A return inside a loop sets `__return_flag` and breaks (the break transform
-takes it from there); code after such a loop runs under `if not __return_flag:`,
-and then every return sets the flag.
+`if c: return a` followed by `return b` (or with `else: return b`) is first
+folded into `return a if c else b`, exactly what Python computes, so a chain of
+guarded returns needs no return variable at all. Statements after an `if` one
+of whose branches always returns move into the other branch (as AutoGraph does),
+which removes most guards. A return inside a loop sets `__return_flag`; a loop
+with no `break`, `else` or `try` of its own exits on that flag itself, any other
+loop gets a `break` (the break transform takes it from there). Code after such a
+loop runs under `if not __return_flag:`, and a last `return y` there becomes
+`return __return_value if __return_flag else y`.
 """
 import copy
 
 import gast
 
+from ..analysis import Anno, getanno, hasanno, setanno
+from ..analysis.scope import own_scope
 from .base import Transformer, const, jst, load, located, store
+from .expressions import mark_truth_only
+from .jumps import block_has
 
 
 def _contains_return(node):
     """Does node hold a `return` of the function being converted (not of a nested def)?"""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, gast.Return):
-            return True
-        if isinstance(n, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
-            continue
-        stack.extend(gast.iter_child_nodes(n))
-    return False
+    return any(isinstance(n, gast.Return) for n in own_scope([node]))
+
+
+def fold_returns(stmts):
+    """`if c: return a` + `return b` (or `else: return b`) → `return a if c else b`, innermost first."""
+    out = []
+    for stmt in reversed(stmts):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, field, None)
+            if block and not isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+                setattr(stmt, field, fold_returns(block))
+        for clause in getattr(stmt, "handlers", []) + getattr(stmt, "cases", []):
+            clause.body = fold_returns(clause.body)
+        if isinstance(stmt, gast.If) and _single_return(stmt.body):
+            other = stmt.orelse or out[:1]          # the `else`, or the statement after the `if`
+            if _single_return(other):
+                out = out if stmt.orelse else out[1:]
+                stmt = located(gast.Return(value=gast.IfExp(test=stmt.test, body=_value(stmt.body[0]),
+                                                            orelse=_value(other[0]))), stmt)
+        out.insert(0, stmt)
+    return out
+
+
+def _single_return(stmts):
+    return len(stmts) == 1 and isinstance(stmts[0], gast.Return)
+
+
+def _value(ret):
+    return ret.value if ret.value is not None else located(const(None), ret)
 
 
 def _always_returns(stmts):
@@ -49,7 +77,7 @@ def _always_returns(stmts):
 
 class Returns(Transformer):
     def transform(self, fn_node):
-        body = fn_node.body
+        body = fn_node.body = fold_returns(fn_node.body)
         if not any(_contains_return(s) for s in body[:-1]) and not any(
                 _contains_return(s) for s in body[-1:] if not isinstance(s, gast.Return)):
             return fn_node
@@ -60,18 +88,21 @@ class Returns(Transformer):
             body = body + [located(gast.Return(value=None), body[-1])]
         normalized = self.normalize(body)
         self.flag_every_return = False
-        body = self.lower(copy.deepcopy(normalized), in_loop=False)
+        body = self.lower(copy.deepcopy(normalized), top=True)
         if self.flag_used:     # some code runs under `if not __return_flag`: every return must set it
             self.flag_every_return = True
-            body = self.lower(normalized, in_loop=False)
+            body = self.lower(normalized, top=True)
         placeholder = gast.Call(func=jst("return_placeholder"), args=[], keywords=[])
-        prologue = [gast.Assign(targets=[store(self.value)], value=placeholder, type_comment=None)]
         if self.flag_used:
-            prologue.append(gast.Assign(targets=[store(self.flag)], value=const(False), type_comment=None))
-        for stmt in prologue:
-            located(stmt, fn_node.body[0] if fn_node.body else fn_node)
-        ret = located(gast.Return(value=load(self.value)), body[-1] if body else fn_node)
-        fn_node.body = prologue + body + [ret]
+            names = gast.Tuple(elts=[store(self.value), store(self.flag)], ctx=gast.Store())
+            start = gast.Assign(targets=[names], value=gast.Tuple(elts=[placeholder, const(False)], ctx=gast.Load()),
+                                type_comment=None)
+        else:
+            start = gast.Assign(targets=[store(self.value)], value=placeholder, type_comment=None)
+        located(start, fn_node.body[0] if fn_node.body else fn_node)
+        if not (body and isinstance(body[-1], gast.Return)):
+            body.append(located(gast.Return(value=load(self.value)), body[-1] if body else fn_node))
+        fn_node.body = [start] + body
         return fn_node
 
     def normalize(self, stmts):
@@ -97,50 +128,64 @@ class Returns(Transformer):
                 return out
         return out
 
-    def lower(self, stmts, in_loop):
+    def lower(self, stmts, loop=None, in_finally=False, top=False):
+        """`loop`: the innermost loop around stmts; `top`: stmts is the function's own body."""
         out = []
         for i, stmt in enumerate(stmts):
             if isinstance(stmt, gast.Return):
-                out.extend(self.lowered_return(stmt, in_loop))
+                out.extend(self.lowered_return(stmt, loop))
                 return out
             if not _contains_return(stmt):
                 out.append(stmt)
                 continue
             if isinstance(stmt, gast.If):
-                stmt.body = self.lower(stmt.body, in_loop)
-                stmt.orelse = self.lower(stmt.orelse, in_loop)
+                stmt.body = self.lower(stmt.body, loop, in_finally)
+                stmt.orelse = self.lower(stmt.orelse, loop, in_finally)
                 if _always_returns_lowered(stmt):
                     out.append(stmt)
                     return out
             elif isinstance(stmt, (gast.While, gast.For)):
-                stmt.body = self.lower(stmt.body, in_loop=True)
-                stmt.orelse = self.lower(stmt.orelse, in_loop)
+                if not in_finally and _may_exit_on_flag(stmt):
+                    self.exit_on_flag(stmt)
+                stmt.body = self.lower(stmt.body, stmt, in_finally)
+                stmt.orelse = self.lower(stmt.orelse, loop, in_finally)
             else:   # try / with / match: lower every statement list inside
                 for field in ("body", "orelse", "finalbody", "handlers", "cases"):
                     block = getattr(stmt, field, None)
-                    if field == "finalbody" and in_loop and block:
+                    if field == "finalbody" and loop is not None and block:
                         block = self.cancel_on_loop_jump(block)
                     if isinstance(block, list) and block and isinstance(block[0], gast.stmt):
-                        setattr(stmt, field, self.lower(block, in_loop))
+                        setattr(stmt, field, self.lower(block, loop, in_finally or field == "finalbody"))
                     elif isinstance(block, list):
                         for handler in block:
-                            handler.body = self.lower(handler.body, in_loop)
+                            handler.body = self.lower(handler.body, loop, in_finally)
             out.append(stmt)
             rest = stmts[i + 1:]
-            leaves_loop = in_loop and isinstance(stmt, (gast.While, gast.For))
-            if not rest and not leaves_loop:
+            breaks = loop is not None and not hasanno(loop, Anno.EXIT_FLAG)
+            if not rest and not (breaks and isinstance(stmt, (gast.While, gast.For))):
                 return out
             self.flag_used = True
-            if in_loop:
+            if breaks:
                 guard = gast.If(test=load(self.flag), body=[gast.Break()], orelse=[])
                 out.append(_locate(guard, stmt))
-                out.extend(self.lower(rest, in_loop))
+                out.extend(self.lower(rest, loop, in_finally))
+            elif top and _single_return(rest):    # the function's last return: one expression
+                value = gast.IfExp(test=load(self.flag), body=load(self.value), orelse=_value(rest[0]))
+                out.append(_locate(gast.Return(value=value), rest[0]))
             else:
                 guard = gast.If(test=gast.UnaryOp(op=gast.Not(), operand=load(self.flag)),
-                                body=self.lower(rest, in_loop), orelse=[])
+                                body=self.lower(rest, loop, in_finally), orelse=[])
                 out.append(_locate(guard, stmt))
             return out
         return out
+
+    def exit_on_flag(self, loop):
+        """The loop stops once `__return_flag` is set: no break, no flag of its own."""
+        setanno(loop, Anno.EXIT_FLAG, self.flag)
+        if isinstance(loop, gast.While):
+            test = gast.BoolOp(op=gast.And(), values=[gast.UnaryOp(op=gast.Not(), operand=load(self.flag)),
+                                                      loop.test])
+            loop.test = located(mark_truth_only(test), loop.test)
 
     def cancel_on_loop_jump(self, stmts):
         """A `break`/`continue` in `finally` discards a pending return: clear the flag before it."""
@@ -159,18 +204,24 @@ class Returns(Transformer):
             out.append(stmt)
         return out
 
-    def lowered_return(self, node, in_loop):
-        value = node.value if node.value is not None else const(None)
-        stmts = [gast.Assign(targets=[store(self.value)], value=value, type_comment=None)]
-        if in_loop or self.flag_every_return:
+    def lowered_return(self, node, loop):
+        stmts = [gast.Assign(targets=[store(self.value)], value=_value(node), type_comment=None)]
+        if loop is not None or self.flag_every_return:
             self.flag_used = True
             stmts.append(gast.Assign(targets=[store(self.flag)], value=const(True), type_comment=None))
-        if in_loop:
+        if loop is not None and not hasanno(loop, Anno.EXIT_FLAG):
             stmts.append(gast.Break())
         for stmt in stmts:
             _locate(stmt, node)
-        setattr(stmts[0], "_dy2s_return", True)
+        setanno(stmts[0], Anno.RETURN_VALUE, True)
         return stmts
+
+
+def _may_exit_on_flag(loop):
+    """A loop with no break, `else` or `try` of its own can stop on the return flag alone (a `finally`
+    could clear the flag and a break needs its own; a loop in a `finally` may start with the flag set)."""
+    return (not loop.orelse and not block_has(loop.body, gast.Break)
+            and not any(isinstance(n, (gast.Try, gast.TryStar)) for n in own_scope(loop.body)))
 
 
 def _always_returns_lowered(if_node):
@@ -179,9 +230,10 @@ def _always_returns_lowered(if_node):
         if not stmts:
             return False
         last = stmts[-1]
-        if getattr(last, "_dy2s_return", False) or isinstance(last, gast.Raise):
+        if getanno(last, Anno.RETURN_VALUE, False) or isinstance(last, gast.Raise):
             return True
-        if isinstance(last, (gast.Break, gast.Assign)) and any(getattr(s, "_dy2s_return", False) for s in stmts[-3:]):
+        if isinstance(last, (gast.Break, gast.Assign)) and any(getanno(s, Anno.RETURN_VALUE, False)
+                                                               for s in stmts[-3:]):
             return True
         if isinstance(last, gast.If):
             return ends(last.body) and ends(last.orelse)
