@@ -95,7 +95,7 @@ def _graph_proto(onnx, graph, initializers=()):
     nodes = [_node_proto(onnx, n) for n in graph.nodes]
     inputs = [_value_info(onnx, name, t) for name, t in graph.inputs]
     outputs = [_value_info(onnx, name, t) for name, t in graph.outputs]
-    inits = [onnx.numpy_helper.from_array(np.ascontiguousarray(a), name) for name, a in dict(initializers).items()]
+    inits = [onnx.numpy_helper.from_array(np.asarray(a, order="C"), name) for name, a in dict(initializers).items()]
     return helper.make_graph(nodes, graph.name, inputs, outputs, initializer=inits)
 
 

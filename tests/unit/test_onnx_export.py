@@ -154,6 +154,45 @@ def test_example(name, tmp_path):
     assert_runs_like_program(program, feeds, tmp_path / "m.onnx")
 
 
+class ConvNet(rt.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn, self.pool = rt.nn.Conv2D(3, 4, 3, padding=1), rt.nn.BatchNorm2D(4), rt.nn.MaxPool2D(2)
+        self.fc = rt.nn.Linear(4 * 4 * 4, 5)
+
+    def forward(self, x):
+        h = self.pool(rt.nn.functional.relu(self.bn(self.conv(x))))
+        return self.fc(h.reshape(h.shape[0], -1))
+
+
+class Recurrent(rt.nn.Layer):
+    def __init__(self, kind):
+        super().__init__()
+        self.rnn = getattr(rt.nn, kind)(6, 8)
+
+    def forward(self, x):
+        return self.rnn(x)
+
+
+LAYERS = {   # name -> (make the layer, input spec); a recurrent layer's time loop is a Loop with a 0-d counter
+    "conv_bn_pool": (ConvNet, InputSpec([None, 3, 8, 8], "float32", "x")),
+    "gru": (lambda: Recurrent("GRU"), InputSpec([None, 2, 6], "float32", "x")),
+    "lstm": (lambda: Recurrent("LSTM"), InputSpec([None, 2, 6], "float32", "x")),
+    "transformer": (lambda: rt.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True),
+                    InputSpec([2, None, 8], "float32", "x")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_layer(name, tmp_path):
+    rt.seed(0)
+    make, spec = LAYERS[name]
+    layer = make()
+    layer.eval()
+    program = program_for(layer, [spec])
+    assert_runs_like_program(program, random_feeds(program, sizes=(1, 5)), tmp_path / "m.onnx")
+
+
 def test_not_exportable_list_is_exact():
     """Every entry names a real case whose Program holds the op it blames."""
     names = set(GOLDEN) | {c["fn"].__name__ for c in CORPUS}
@@ -296,6 +335,12 @@ def test_cli_export_format_onnx(tmp_path, capsys):
     x = np.array([[1, -2, 0.5], [3, 0, -1]], np.float32)
     (got,) = session(path).run(None, {"x": x})
     np.testing.assert_allclose(got, np.tanh(x * 2), rtol=1e-6)
+    assert cli_main(["export", f"{source}::net", "--spec", "x:float32[None,3]", "--format", "program",
+                     "--out", str(tmp_path / "saved")]) == 0
+    status = cli_main(["export", str(tmp_path / "saved.program.json"), "--format", "onnx", "--out", str(tmp_path / "s")])
+    assert status == 0, capsys.readouterr()
+    (from_saved,) = session(tmp_path / "s.onnx").run(None, {"x": x})
+    np.testing.assert_array_equal(from_saved, got)
     bad = tmp_path / "bad.py"
     bad.write_text("import runtime as rt\n\ndef net(x):\n    return rt.unique_values(x)\n")
     status = cli_main(["export", f"{bad}::net", "--spec", "x:float32[3]", "--format", "onnx",
