@@ -256,6 +256,8 @@ def test_parameters_are_initializers(tmp_path):
     assert params == {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}
     assert {t.name for t in model.graph.initializer} == params
     assert [i.name for i in model.graph.input] == ["x"]
+    (out,) = model.graph.output
+    assert [d.dim_param or d.dim_value for d in out.type.tensor_type.shape.dim] == ["x_dim0", 3]
     weight = next(t for t in model.graph.initializer if t.name == "fc1.weight")
     np.testing.assert_array_equal(onnx.numpy_helper.to_array(weight), program.parameters["fc1.weight"].numpy())
 
@@ -281,7 +283,8 @@ def test_export_from_a_loaded_program_and_opset(tmp_path):
 def integer_semantics(a, b):
     return (a // b, a % b, a / b, rt.floor_divide(a, 3), a % -3, -a // 2, a * 2.5, a > 1.5,
             rt.sum(a > 0), rt.mean(a, axis=0, keepdims=True), rt.max(a, axis=1), a.astype("bool") & (b > 0),
-            rt.where(a > 0, a, 0.5), (a + True), rt.abs(a) ** 2)
+            rt.where(a > 0, a, 0.5), (a + True), rt.abs(a) ** 2, (a > 0) + (b > 0), (a > 0) * (b < 0),
+            rt.maximum(a > 1, b > 1), rt.minimum(a > 1, b > 1), rt.abs(a > 2), (a > 0) < (b > 0))
 
 
 def float_semantics(x, y):

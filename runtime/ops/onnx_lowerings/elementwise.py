@@ -52,6 +52,8 @@ def refuse_float64(g, op, onnx_op):
 def _unary(onnx_op):
     def lower(g, op):
         (x,) = operands(g, op)
+        if op.outputs[0].dtype.kind == "b" and onnx_op == "Abs":
+            return g.node("Identity", [x])
         if onnx_op in _FLOAT_ONLY and op.outputs[0].dtype.kind != "f":
             g.fail(f"{op.type} of {op.outputs[0].dtype.name} has no ONNX form")
         refuse_float64(g, op, onnx_op)
@@ -61,8 +63,16 @@ def _unary(onnx_op):
     return lower
 
 
+# on booleans NumPy's + and maximum are `or`, * and minimum are `and`
+_ON_BOOLS = {"Add": "Or", "Max": "Or", "Mul": "And", "Min": "And"}
+
+
 def _binary(onnx_op):
     def lower(g, op):
+        if op.outputs[0].dtype.kind == "b":
+            if onnx_op not in _ON_BOOLS:
+                g.fail(f"{op.type} of booleans has no ONNX form")
+            return g.node(_ON_BOOLS[onnx_op], operands(g, op))
         return g.node(onnx_op, operands(g, op))
     return lower
 
