@@ -45,6 +45,7 @@ PARTIAL = {
     "conj": "complex inputs", "real": "complex inputs", "imag": "complex inputs",
     "cumulative": "kind='prod' (no ONNX operator)",
     "repeat": "per-element repeat counts",
+    "linalg_diagonal": "matrix dims unknown while tracing", "linalg_trace": "matrix dims unknown while tracing",
     "scatter": "reduce='set' (ONNX leaves repeated indices unspecified)",
     "max_pool2d": "integer inputs (no onnxruntime kernel)",
     **{name: "float64 (no onnxruntime kernel)" for name in

@@ -3,7 +3,9 @@ import string
 
 import numpy as np
 
+from ...dtypes import result_type
 from ..registry import facet
+from ..rules import promote_operand
 from .nn import batched
 from .reduction import reduce
 
@@ -399,3 +401,54 @@ def _conv_transpose2d(g, op):
         output_padding=list(op.attrs["output_padding"]), dilations=list(op.attrs["dilation"]),
         group=int(op.attrs["groups"])))
 
+
+
+@facet("searchsorted", "onnx")
+def _searchsorted(g, op):
+    """How many sorted values come before each query: a < v ('left') or a <= v ('right'), NaN sorting last."""
+    x1, x2, sorter = op.inputs
+    dtype = result_type(promote_operand(x1), promote_operand(x2))
+    values = g.value(x1, dtype)
+    if sorter is not None:
+        values = g.node("Gather", [values, g.value(sorter, np.int64)], axis=0)
+    queries = g.node("Unsqueeze", [g.value(x2, dtype), g.ints([-1])])
+    right = op.attrs.get("side", "left") == "right"
+    before = g.node("LessOrEqual" if right else "Less", [values, queries])
+    if dtype.kind == "f":
+        nan_query = g.node("IsNaN", [queries])
+        if not right:
+            nan_query = g.node("And", [nan_query, g.node("Not", [g.node("IsNaN", [values])])])
+        before = g.node("Or", [before, nan_query])
+    return reduce(g, "ReduceSum", g.cast(before, np.int64), -1, False)
+
+
+def _diagonal_mask(g, op, x):
+    """A constant bool mask of the last two (static) dims marking the diagonal at op.attrs['offset']."""
+    n, m = g.shape(x)[-2:]
+    if -1 in (n, m):
+        g.fail(f"{op.type} needs the last two dims known while tracing")
+    offset = int(op.attrs.get("offset", 0))
+    return g.const(np.eye(n, m, offset, dtype=np.bool_)), n, m, offset
+
+
+@facet("linalg_diagonal", "onnx")
+def _diagonal(g, op):
+    """Each row's diagonal element (zeros elsewhere, summed away), for the rows the diagonal crosses."""
+    (x,) = op.inputs
+    mask, n, m, offset = _diagonal_mask(g, op, x)
+    value = g.value(x)
+    picked = g.node("Where", [mask, value, g.const(0, g.dtype(x))])
+    rows = g.cast(picked, np.int8) if g.dtype(x).kind == "b" else picked
+    summed = reduce(g, "ReduceSum", rows, -1, False)
+    summed = g.cast(summed, np.bool_) if g.dtype(x).kind == "b" else summed
+    start, stop = max(0, -offset), max(0, min(n, m - offset))
+    return g.node("Slice", [summed, g.ints([start]), g.ints([stop]), g.ints([-1])])
+
+
+@facet("linalg_trace", "onnx")
+def _trace(g, op):
+    (x,) = op.inputs
+    mask, _, _, _ = _diagonal_mask(g, op, x)
+    dtype = op.outputs[0].dtype
+    picked = g.node("Where", [mask, g.value(x, dtype), g.const(0, dtype)])
+    return reduce(g, "ReduceSum", picked, [-2, -1], False)
