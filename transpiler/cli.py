@@ -45,6 +45,7 @@ from runtime.tracing import InputSpec
 from . import batches
 from .api import StaticFunction, to_source, to_static
 from .errors import ConversionError
+from runtime import onnx as runtime_onnx
 
 PROG = "dy2static"
 SPEC_GRAMMAR = ("[NAME:]DTYPE[DIM, ...] where DIM is an integer, or None / ? / -1 for a dynamic dim, "
@@ -573,7 +574,6 @@ def cmd_export(args, out):
 
 def _export_onnx(program, path):
     try:
-        from runtime import onnx as runtime_onnx
         return runtime_onnx.export_onnx(program, path)
     except ImportError as e:
         raise CLIError(str(e)) from e

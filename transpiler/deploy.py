@@ -18,6 +18,7 @@ from runtime import deploy as _deploy
 from runtime import export as _export
 
 from .api import StaticFunction, to_static
+from runtime import onnx as _onnx
 
 
 def program_for(obj, input_spec=None):
@@ -89,7 +90,6 @@ def export_onnx(obj, path, input_spec=None, opset=None):
     `opset` defaults to runtime.onnx.DEFAULT_OPSET. An op with no ONNX lowering is an
     ExportError naming the op and the line of the user's code that made it.
     """
-    from runtime import onnx as _onnx
     program = program_for(obj, input_spec)
     _make_parent(path)
     return _onnx.export_onnx(program, path, opset=opset)

@@ -14,6 +14,7 @@ from ..deploy import parameter_arrays
 from ..export import ExportError
 from ..ops.registry import get_op
 from .builder import GraphBuilder, Names, ValueType
+from ..passes import run_passes
 
 MIN_OPSET = 18           # Reduce* take axes as an input, Split takes num_outputs, Bitwise* exist
 DEFAULT_OPSET = 18
@@ -34,7 +35,6 @@ def model_proto(program, opset=None):
     opset = DEFAULT_OPSET if opset is None else int(opset)
     if opset < MIN_OPSET:
         raise ExportError(f"opset {opset} is too old: dy2static's lowerings need opset {MIN_OPSET} or newer")
-    from ..passes import run_passes
     program = run_passes(program, ["dce"])        # an unused op needs no ONNX form
     names = Names(v.name for v in program.all_vars())
     graph = GraphBuilder(names, lower_op, name=program.name)

@@ -6,6 +6,7 @@ import numpy as np
 from ..nn_ops import _pool_out_size
 from ..registry import facet
 from .elementwise import expm1, refuse_float64
+from .reduction import reduce
 
 
 def _float_input(g, op):
@@ -93,7 +94,6 @@ def _log_softmax(g, op):
 
 @facet("logsumexp", "onnx")
 def _logsumexp(g, op):
-    from .reduction import reduce
     x = _float_input(g, op)
     axis, keepdims = op.attrs.get("axis"), op.attrs.get("keepdims")
     top = reduce(g, "ReduceMax", x, axis, True)
