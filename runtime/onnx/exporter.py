@@ -83,8 +83,11 @@ def lower_op(graph, op):
     results = [results] if isinstance(results, str) else list(results)
     if len(results) != len(op.outputs):
         raise AssertionError(f"the ONNX lowering of {op.type} made {len(results)} values for {len(op.outputs)} outputs")
+    renamed = {}
     for var, value in zip(op.outputs, results):
-        graph.env[var.name] = _renamed(graph, start, value, var.name)
+        if value not in renamed:          # one value for two outputs keeps the first output's name
+            renamed[value] = _renamed(graph, start, value, var.name)
+        graph.env[var.name] = renamed[value]
 
 
 def _renamed(graph, start, value, var_name):
