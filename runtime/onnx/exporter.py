@@ -4,7 +4,8 @@ Walks the Program's blocks in order and calls each op's registered lowering
 (`OpDef.onnx`); `cond`/`while` lowerings build If branches and Loop bodies as
 subgraphs through the same builder. Feeds become graph inputs (unknown dims as
 named `dim_param`s, `<input>_dim<axis>`), parameters become initializers, the
-Program's outputs the graph's outputs in order. onnx is imported here, lazily:
+Program's outputs the graph's outputs in order (an output dim that ONNX shape
+inference shows to be an input's dim_param is named so too). onnx is imported here, lazily:
 the rest of dy2static never needs it.
 """
 import numpy as np
@@ -52,8 +53,23 @@ def model_proto(program, opset=None):
     opset_id = onnx.helper.make_opsetid("", opset)
     model = onnx.helper.make_model(proto, opset_imports=[opset_id], producer_name="dy2static",
                                    ir_version=onnx.helper.find_min_ir_version_for([opset_id]))
+    _name_output_dims(onnx, model, {name for _, t in graph.inputs for name in t.dim_params.values()})
     onnx.checker.check_model(model, full_check=True)
     return model
+
+
+def _name_output_dims(onnx, model, dim_params):
+    """An output dim the Program leaves unknown takes an input's dim_param where ONNX shape inference shows it is one."""
+    inferred = onnx.shape_inference.infer_shapes(model).graph.output
+    for ours, theirs in zip(model.graph.output, inferred):
+        if not (ours.type.HasField("tensor_type") and theirs.type.HasField("tensor_type")):
+            continue
+        dims, found = ours.type.tensor_type.shape.dim, theirs.type.tensor_type.shape.dim
+        if len(dims) != len(found):
+            continue
+        for dim, seen in zip(dims, found):
+            if not dim.HasField("dim_value") and not dim.dim_param and seen.dim_param in dim_params:
+                dim.dim_param = seen.dim_param
 
 
 def lower_op(graph, op):
@@ -67,8 +83,11 @@ def lower_op(graph, op):
     results = [results] if isinstance(results, str) else list(results)
     if len(results) != len(op.outputs):
         raise AssertionError(f"the ONNX lowering of {op.type} made {len(results)} values for {len(op.outputs)} outputs")
+    renamed = {}
     for var, value in zip(op.outputs, results):
-        graph.env[var.name] = _renamed(graph, start, value, var.name)
+        if value not in renamed:          # one value for two outputs keeps the first output's name
+            renamed[value] = _renamed(graph, start, value, var.name)
+        graph.env[var.name] = renamed[value]
 
 
 def _renamed(graph, start, value, var_name):
@@ -95,7 +114,7 @@ def _graph_proto(onnx, graph, initializers=()):
     nodes = [_node_proto(onnx, n) for n in graph.nodes]
     inputs = [_value_info(onnx, name, t) for name, t in graph.inputs]
     outputs = [_value_info(onnx, name, t) for name, t in graph.outputs]
-    inits = [onnx.numpy_helper.from_array(np.ascontiguousarray(a), name) for name, a in dict(initializers).items()]
+    inits = [onnx.numpy_helper.from_array(np.asarray(a, order="C"), name) for name, a in dict(initializers).items()]
     return helper.make_graph(nodes, graph.name, inputs, outputs, initializer=inits)
 
 

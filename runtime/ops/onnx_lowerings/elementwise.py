@@ -52,6 +52,8 @@ def refuse_float64(g, op, onnx_op):
 def _unary(onnx_op):
     def lower(g, op):
         (x,) = operands(g, op)
+        if op.outputs[0].dtype.kind == "b" and onnx_op == "Abs":
+            return g.node("Identity", [x])
         if onnx_op in _FLOAT_ONLY and op.outputs[0].dtype.kind != "f":
             g.fail(f"{op.type} of {op.outputs[0].dtype.name} has no ONNX form")
         refuse_float64(g, op, onnx_op)
@@ -61,8 +63,16 @@ def _unary(onnx_op):
     return lower
 
 
+# on booleans NumPy's + and maximum are `or`, * and minimum are `and`
+_ON_BOOLS = {"Add": "Or", "Max": "Or", "Mul": "And", "Min": "And"}
+
+
 def _binary(onnx_op):
     def lower(g, op):
+        if op.outputs[0].dtype.kind == "b":
+            if onnx_op not in _ON_BOOLS:
+                g.fail(f"{op.type} of booleans has no ONNX form")
+            return g.node(_ON_BOOLS[onnx_op], operands(g, op))
         return g.node(onnx_op, operands(g, op))
     return lower
 
@@ -189,33 +199,60 @@ for _name, (_logical, _bitwise) in _BITWISE.items():
 
 @facet("floor_divide", "onnx")
 def _floor_divide(g, op):
-    """NumPy rounds the quotient down; ONNX's integer Div truncates toward zero."""
+    """NumPy rounds the quotient down (ONNX's integer Div truncates toward zero); x // 0 is 0 for integers."""
     a, b = operands(g, op)
     dtype = op.outputs[0].dtype
     if dtype.kind == "f":
-        return g.node("Floor", [g.node("Div", [a, b])])
+        return _float_floor_divide(g, a, b, dtype)
     if dtype.kind == "b":
         g.fail("floor_divide of booleans has no ONNX form")
+    zero = g.const(0, dtype)
+    by_zero, b = _safe_divisor(g, b, dtype)
     quotient = g.node("Div", [a, b])
     remainder = g.node("Mod", [a, b], fmod=1)
-    zero = g.const(0, dtype)
     inexact = g.node("Not", [g.node("Equal", [remainder, zero])])
     signs_differ = g.node("Xor", [g.node("Less", [a, zero]), g.node("Less", [b, zero])])
     adjust = g.node("Cast", [g.node("And", [inexact, signs_differ])], to=dtype)
-    return g.node("Sub", [quotient, adjust])
+    return g.node("Where", [by_zero, zero, g.node("Sub", [quotient, adjust])])
+
+
+def _safe_divisor(g, b, dtype):
+    """(b == 0, b with its zeros replaced by 1): integer division by zero must not reach onnxruntime."""
+    by_zero = g.node("Equal", [b, g.const(0, dtype)])
+    return by_zero, g.node("Where", [by_zero, g.const(1, dtype), b])
+
+
+def _float_floor_divide(g, a, b, dtype):
+    """NumPy's npy_divmod: (a - fmod(a, b)) / b, moved down when fmod's sign is not b's, rounded to the nearest
+    integer (so 1 // 0.1 is 9, not floor(1 / 0.1) = 10); a / b where b == 0."""
+    zero, one = g.const(0, dtype), g.const(1, dtype)
+    mod = g.node("Mod", [a, b], fmod=1)
+    div = g.node("Div", [g.node("Sub", [a, mod]), b])
+    moved = g.node("And", [g.node("Not", [g.node("Equal", [mod, zero])]),
+                           g.node("Xor", [g.node("Less", [b, zero]), g.node("Less", [mod, zero])])])
+    div = g.node("Where", [moved, g.node("Sub", [div, one]), div])
+    floor = g.node("Floor", [div])
+    floor = g.node("Where", [g.node("Greater", [g.node("Sub", [div, floor]), g.const(0.5, dtype)]),
+                             g.node("Add", [floor, one]), floor])
+    quotient = g.node("Div", [a, b])
+    signed_zero = g.node("Mul", [zero, quotient])
+    floor = g.node("Where", [g.node("Equal", [div, zero]), signed_zero, floor])
+    return g.node("Where", [g.node("Equal", [b, zero]), quotient, floor])
 
 
 @facet("remainder", "onnx")
 def _remainder(g, op):
-    """NumPy's remainder takes the divisor's sign (ONNX Mod fmod=0 for integers; fixed up for floats)."""
+    """NumPy's remainder takes the divisor's sign (ONNX Mod fmod=0 for integers; fixed up for floats);
+    x % 0 is 0 for integers."""
     a, b = operands(g, op)
     dtype = op.outputs[0].dtype
     if dtype.kind == "b":
         g.fail("remainder of booleans has no ONNX form")
-    if dtype.kind != "f":
-        return g.node("Mod", [a, b], fmod=0)
-    rem = g.node("Mod", [a, b], fmod=1)
     zero = g.const(0, dtype)
+    if dtype.kind != "f":
+        by_zero, b = _safe_divisor(g, b, dtype)
+        return g.node("Where", [by_zero, zero, g.node("Mod", [a, b], fmod=0)])
+    rem = g.node("Mod", [a, b], fmod=1)
     nonzero = g.node("Not", [g.node("Equal", [rem, zero])])
     signs_differ = g.node("Xor", [g.node("Less", [rem, zero]), g.node("Less", [b, zero])])
     fix = g.node("And", [nonzero, signs_differ])

@@ -1,25 +1,29 @@
-"""ONNX lowerings of x[index] (Slice, Gather, Unsqueeze) and x[index] = v (ScatterND / ScatterElements).
+"""ONNX lowerings of x[index] (Slice, Gather/GatherND, Unsqueeze) and x[index] = v (ScatterND).
 
 The index template (see runtime/ops/indexing.py) is read item by item after the
-ellipsis is expanded: slices keep their axis, integer and scalar-tensor indices
-drop it (Gather with a 0-d index; ONNX takes negative indices as Python does),
-one integer array puts its dims in place of its axis, None adds an axis.
-Boolean masks and several array indices (NumPy's advanced-index reordering)
-are refused by name.
+ellipsis is expanded: slices keep their axis (Slice), integer and scalar-tensor
+indices drop it (Gather with a 0-d index; ONNX takes negative indices as Python
+does), None adds an axis. Integer arrays and boolean masks (a mask is its
+`nonzero()` coordinates, as in NumPy) are NumPy's advanced indexing: one GatherND
+over those axes moved to the front, its dims then placed where NumPy puts them.
+x[index] = v scatters v at the coordinates the same selection picks from a grid
+of coordinates; integer-array indices are refused there (ScatterND leaves a
+repeated index unspecified, NumPy's last write wins).
 """
 import numpy as np
 
-from ..indexing import decode_index
+from ...ir import Variable
 from ..registry import facet
 
 _BIG = np.iinfo(np.int64)
 _FULL = ["slice", None, None, None]
 
 
-def expand_ellipsis(g, index, rank):
+def expand_ellipsis(g, index, rank, refs=()):
     """The index with '...' (explicit or implied at the end) replaced by full slices."""
     index = [list(it) if isinstance(it, tuple) else it for it in index]
-    consumed = sum(1 for it in index if it is not None and it != "...")
+    consumed = sum(g.rank(_ref(refs, it)) if _is_mask(g, refs, it) else 1
+                   for it in index if it is not None and it != "...")
     fill = [list(_FULL)] * (rank - consumed)
     if "..." in index:
         at = index.index("...")
@@ -31,6 +35,10 @@ def _ref(refs, item):
     return refs[item["$"] - 1]
 
 
+def _is_mask(g, refs, item):
+    return isinstance(item, dict) and g.dtype(_ref(refs, item)).kind == "b"
+
+
 def _bound(g, refs, v):
     return _ref(refs, v) if isinstance(v, dict) else v
 
@@ -38,36 +46,94 @@ def _bound(g, refs, v):
 @facet("getitem", "onnx")
 def _getitem(g, op):
     x, *refs = op.inputs
-    items = expand_ellipsis(g, op.attrs["index"], g.rank(x))
-    slices, gathers, new_axes = [], [], []
-    axis = position = 0
+    items = expand_ellipsis(g, op.attrs["index"], g.rank(x), refs)
+    value = select(g, g.value(x), g.rank(x), items, refs)
+    return g.node("Identity", [value]) if value == g.value(x) else value
+
+
+def select(g, value, rank, items, refs):
+    """value[items]: slices first (axes stay), then the integer/array indices, then one Unsqueeze for the Nones."""
+    slices, advanced, kinds = [], [], []       # kinds: per item, "new" / "slice" / "advanced"
+    axis = 0
     for item in items:
         if item is None:
-            new_axes.append(position)
-            position += 1
+            kinds.append("new")
         elif isinstance(item, list):
             if item != _FULL:
                 slices.append((axis, *(_bound(g, refs, v) for v in item[1:])))
+            kinds.append("slice")
             axis += 1
-            position += 1
         else:
             index = _ref(refs, item) if isinstance(item, dict) else item
+            kinds.append("advanced")
             if g.dtype(index).kind == "b":
-                g.fail("boolean-mask indexing has no ONNX lowering here; use rt.where or rt.nonzero + rt.take")
-            gathers.append((axis, index))
-            axis += 1
-            position += g.rank(index)
-    if any(g.rank(i) for _, i in gathers) and len(gathers) > 1:
-        g.fail("an index with an integer array and other integer indices (NumPy's advanced indexing) "
-               "has no ONNX lowering here; index one axis at a time")
-    value = g.value(x)
+                if g.rank(index) == 0:
+                    g.fail("indexing with a 0-d boolean has no ONNX lowering here")
+                found = g.node("NonZero", [g.value(index)])      # x[mask] is x[mask.nonzero()]
+                for k in range(g.rank(index)):
+                    advanced.append((axis + k, g.node("Gather", [found, g.const(k, np.int64)], axis=0), 1))
+                axis += g.rank(index)
+            else:
+                advanced.append((axis, g.value(index, np.int64), g.rank(index)))
+                axis += 1
     if slices:
         value = _slice(g, value, slices)
-    for axis, index in sorted(gathers, key=lambda item: -item[0]):
-        value = g.node("Gather", [value, g.value(index, np.int64)], axis=axis)
+    if not any(r for _, _, r in advanced):          # scalars only: each Gather drops its axis
+        for axis, index, _ in sorted(advanced, key=lambda item: -item[0]):
+            value = g.node("Gather", [value, index], axis=axis)
+        new_axes = _positions(kinds, 0, front=False)
+    else:
+        value, width = _gather_nd(g, value, advanced, rank)
+        first = kinds.index("advanced")
+        last = len(kinds) - kinds[::-1].index("advanced")
+        front = any(k != "advanced" for k in kinds[first:last])   # NumPy: split advanced indices go first
+        if not front:
+            before = kinds[:first].count("slice")
+            rest = kinds.count("slice")
+            perm = list(range(width, width + before)) + list(range(width)) + list(range(width + before, width + rest))
+            if perm != sorted(perm):
+                value = g.node("Transpose", [value], perm=perm)
+        new_axes = _positions(kinds, width, front)
     if new_axes:
         value = g.node("Unsqueeze", [value, g.ints(new_axes)])
-    return g.node("Identity", [value]) if value == g.value(x) else value
+    return value
+
+
+def _positions(kinds, width, front):
+    """Output positions of the Nones: advanced indices give `width` dims, once, at the first of them (or in front)."""
+    positions, at, placed = [], width if front else 0, front
+    for kind in kinds:
+        if kind == "new":
+            positions.append(at)
+            at += 1
+        elif kind == "slice":
+            at += 1
+        elif not placed:
+            at += width
+            placed = True
+    return positions
+
+
+def _gather_nd(g, value, advanced, rank):
+    """GatherND over the advanced axes moved to the front: (broadcast index dims, remaining dims); its width."""
+    axes = [a for a, _, _ in advanced]
+    rest = [a for a in range(rank) if a not in axes]
+    if axes + rest != list(range(rank)):
+        value = g.node("Transpose", [value], perm=axes + rest)
+    shape = g.node("Shape", [value])
+    indices = []
+    for k, (_, index, _) in enumerate(advanced):
+        size = g.node("Gather", [shape, g.const(k, np.int64)])
+        negative = g.cast(g.node("Less", [index, g.const(0, np.int64)]), np.int64)
+        indices.append(g.node("Add", [index, g.node("Mul", [negative, size])]))
+    probe = g.const(np.zeros((), np.bool_))
+    for index in indices:
+        probe = g.node("Expand", [probe, g.node("Shape", [index])])
+    common = g.node("Shape", [probe])
+    stacked = g.node("Concat", [g.node("Unsqueeze", [g.node("Expand", [i, common]), g.ints([-1])]) for i in indices],
+                     axis=-1)
+    width = max(r for _, _, r in advanced)
+    return g.node("GatherND", [value, stacked]), width
 
 
 def _slice(g, value, slices):
@@ -87,44 +153,31 @@ def _slice(g, value, slices):
 
 @facet("setitem", "onnx")
 def _setitem(g, op):
+    """ScatterND at the coordinates the index selects: the same selection applied to a grid of coordinates."""
     x, new, *refs = op.inputs
-    dtype = g.dtype(x)
-    items = expand_ellipsis(g, op.attrs["index"], g.rank(x))
-    n = _prefix(items)
-    leading = [_ref(refs, it) if isinstance(it, dict) else it for it in items[:n]]
-    if n and all(it == _FULL for it in items[n:]) and all(g.rank(i) == 0 and g.dtype(i).kind in "iu" for i in leading):
-        return _set_rows(g, x, new, leading)
-    if -1 in g.shape(x) or refs:
-        g.fail("x[index] = v has an ONNX lowering for integer/tensor-scalar indices followed by full slices, or "
-               "for constant indices into an array whose shape is known while tracing")
-    shape = g.shape(x)
-    positions = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)[decode_index(op.attrs["index"], [])]
-    region = g.ints(positions.shape)
-    updates = g.node("Reshape", [g.node("Expand", [g.value(new, dtype), region]), g.ints([-1])])
-    flat = g.node("Reshape", [g.value(x), g.ints([-1])])
-    scattered = g.node("ScatterElements", [flat, g.ints(positions.reshape(-1)), updates], axis=0)
-    return g.node("Reshape", [scattered, g.ints(shape)])
-
-
-def _prefix(items):
-    """How many leading items are integer or tensor indices."""
-    n = 0
-    while n < len(items) and isinstance(items[n], (int, dict)):
-        n += 1
-    return n
-
-
-def _set_rows(g, x, new, indices):
-    """x[i, j] = v for scalar i, j: one ScatterND row; negative indices counted from the end first."""
+    if any(isinstance(r, Variable) and g.rank(r) and g.dtype(r).kind in "iu" for r in refs):
+        g.fail("x[index] = v with an integer-array index has no exact ONNX lowering (a repeated index is "
+               "unspecified in ONNX's ScatterND; NumPy's last write wins)")
+    rank = g.rank(x)
+    if rank == 0:
+        g.fail("x[index] = v on a 0-d array has no ONNX lowering here")
     data = g.value(x)
+    items = expand_ellipsis(g, op.attrs["index"], rank, refs) + [list(_FULL)]
+    coordinates = select(g, _coordinate_grid(g, data, rank), rank + 1, items, refs)
+    region = g.node("Slice", [g.node("Shape", [coordinates]), g.ints([0]), g.ints([-1])])
+    updates = g.node("Expand", [g.value(new, g.dtype(x)), region])
+    return g.node("ScatterND", [data, coordinates, updates])
+
+
+def _coordinate_grid(g, data, rank):
+    """An int64 array of data's shape + (rank,): at [i, j, ...] it holds (i, j, ...)."""
     shape = g.node("Shape", [data])
-    parts = []
-    for axis, index in enumerate(indices):
-        i = g.scalar_int(index)
-        size = g.node("Squeeze", [g.node("Shape", [data], start=axis, end=axis + 1), g.ints([0])])
-        negative = g.cast(g.node("Less", [i, g.const(0, np.int64)]), np.int64)
-        parts.append(g.node("Reshape", [g.node("Add", [i, g.node("Mul", [negative, size])]), g.ints([1])]))
-    row = g.node("Unsqueeze", [g.node("Concat", parts, axis=0), g.ints([0])])
-    tail = g.node("Slice", [shape, g.ints([len(indices)]), g.ints([_BIG.max])])
-    update = g.node("Expand", [g.value(new, g.dtype(x)), tail])
-    return g.node("ScatterND", [data, row, g.node("Unsqueeze", [update, g.ints([0])])])
+    columns = []
+    for axis in range(rank):
+        size = g.node("Gather", [shape, g.const(axis, np.int64)])
+        line = g.node("Range", [g.const(0, np.int64), size, g.const(1, np.int64)])
+        along = [1] * rank
+        along[axis] = -1
+        column = g.node("Expand", [g.node("Reshape", [line, g.ints(along)]), shape])
+        columns.append(g.node("Unsqueeze", [column, g.ints([-1])]))
+    return g.node("Concat", columns, axis=-1)

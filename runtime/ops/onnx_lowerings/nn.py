@@ -130,7 +130,7 @@ def _layer_norm(g, op):
     return g.node("LayerNormalization", inputs, axis=-len(shape), epsilon=float(op.attrs["eps"]))
 
 
-def _batched(g, op, make):
+def batched(g, op, make):
     """Run `make(value)` on NCHW input; an unbatched CHW input gets a batch of one around it."""
     x = g.value(op.inputs[0])
     if g.rank(op.inputs[0]) == 4:
@@ -144,7 +144,7 @@ def _conv2d(g, op):
     _, weight, bias = op.inputs
     top, bottom, left, right = op.attrs["padding"]
     inputs = [g.value(weight)] + ([g.value(bias)] if bias is not None else [])
-    return _batched(g, op, lambda x: g.node(
+    return batched(g, op, lambda x: g.node(
         "Conv", [x, *inputs], strides=list(op.attrs["stride"]), pads=[top, left, bottom, right],
         dilations=list(op.attrs["dilation"]), group=int(op.attrs["groups"])))
 
@@ -165,6 +165,6 @@ def _max_pool2d(g, op):
         for i, (size, k, s, p, d) in enumerate(zip(sizes, kernel, stride, begin, dilation)):
             out = _pool_out_size(size, k, s, p, d, True)
             end[i] = max(p, (out - 1) * s + d * (k - 1) + 1 - size - p)
-    return _batched(g, op, lambda x: g.node(
+    return batched(g, op, lambda x: g.node(
         "MaxPool", [x], kernel_shape=list(kernel), strides=list(stride), pads=begin + end,
         dilations=list(dilation)))
