@@ -19,6 +19,7 @@ from .errors import ControlFlowError, FeedError, IterationLimitError, ProgramRun
 from .serialization import ProgramFormatError
 from .verify import verify
 from . import nn  # noqa: E402
+from . import optim  # noqa: E402
 import importlib as _importlib  # noqa: E402
 linalg = _importlib.import_module(".linalg", __name__)   # the extension, not runtime.ops.linalg that `*` brought in
 fft = _importlib.import_module(".fft", __name__)
@@ -43,6 +44,6 @@ __all__ = sorted(_FUNCTIONS) + [
     "InputSpec", "trace", "verify", "Executor", "Plan", "get_backend", "gpu_available", "seed", "print_", "assert_",
     "raise_",
     "Undefined", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
-    "float32", "float64", "complex64", "complex128", "finfo", "iinfo", "nn", "linalg", "fft", "can_cast", "isdtype",
+    "float32", "float64", "complex64", "complex128", "finfo", "iinfo", "nn", "optim", "linalg", "fft", "can_cast", "isdtype",
     "result_type", "e", "pi", "inf", "nan", "newaxis", "empty", "empty_like", "from_dlpack",
 ]
