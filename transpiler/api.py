@@ -490,8 +490,8 @@ def _fast_call(static, traced, args, key):
     signature has arguments the guard does not handle (nests, arrays, other objects).
     """
     from runtime.executor import _located
-    if traced.state:
-        return None     # objects to write after each run: the general path
+    if traced.state.entries:
+        return None     # places written through Python objects after each run: the general path
     plan, program = traced.plan, traced.program
     backend = plan.backend
     ns = {"MISS": _MISS, "STATE": tracing._state, "ACTIVE": tracing._active, "Tensor": rt.Tensor, "BE": backend,
@@ -538,10 +538,16 @@ def _fast_call(static, traced, args, key):
     feeds += [f"{p}.data" for p in params]
     if params:
         lines += ["if " + " or ".join(f"{p}.backend is not BE" for p in params) + ":", "    return MISS"]
+    stores = []
+    for j, (tensor, k, shape, dtype) in enumerate(traced.state.in_place):   # tensors the Program writes
+        ns[f"WT{j}"], ns[f"WS{j}"], ns[f"WD{j}"] = tensor, shape, dtype
+        lines += [f"if WT{j}.data.shape != WS{j} or WT{j}.data.dtype != WD{j} or WT{j}.backend is not BE:",
+                  "    return MISS"]
+        stores.append(f"WT{j}.data = outs[{k}] if outs[{k}].__class__ is ND else WRAP(outs[{k}], BE).data")
     ns["GEN"], ns["G0"] = writeback.GENERATION, writeback.GENERATION[0]
     lines += ["if GEN[0] != G0:", "    return MISS"]       # a write-back replaced a captured tensor
     lines += ["try:", f"    outs = FN({', '.join(feeds)})", "except Exception as e:",
-              "    raise LOCATED(e, PLAN) from None"]
+              "    raise LOCATED(e, PLAN) from None"] + stores
     wrapped = [f"(Tensor(outs[{k}], BE) if outs[{k}].__class__ is ND else WRAP(outs[{k}], BE))"
                for k in range(len(program.outputs))]
     tree = program.output_tree

@@ -307,11 +307,11 @@ class Reads:
         if d is None:
             return
         if isinstance(obj, rt.nn.Layer):
-            for registry in ("_parameters", "_buffers", "_sublayers"):
+            for registry in ("_parameters", "_sublayers"):
                 for name, value in list(d.get(registry, {}).items()):
                     if value is not None:
                         self._place(f"{label}.{name}", d[registry], name, value, names, depth)
-            if "training" in d:        # read by library forwards (BatchNorm, Dropout): train()/eval() retrace
+            if "training" in d:        # read by library forwards (BatchNorm's): train()/eval() retrace
                 self._place(f"{label}.training", d, "training", d["training"], names, depth)
         owners = [] if isinstance(obj, (type, types.ModuleType)) else type(obj).__mro__[:-1]
         for name in sorted(names):
