@@ -18,6 +18,9 @@ from .backends import get_backend, gpu_available, DeviceUnavailableError
 from .errors import ControlFlowError, FeedError, IterationLimitError, ProgramRunError, SymbolicBoolError
 from .serialization import ProgramFormatError
 from .verify import verify
+from .autodiff import control_flow as _control_flow_gradients, arrays as _array_gradients  # noqa: F401  (vjp rules)
+from .autodiff.functional import grad, value_and_grad
+from .autodiff.tape import enable_grad, no_grad
 from . import nn  # noqa: E402
 import importlib as _importlib  # noqa: E402
 linalg = _importlib.import_module(".linalg", __name__)   # the extension, not runtime.ops.linalg that `*` brought in
@@ -41,7 +44,7 @@ def default_rng():
 __all__ = sorted(_FUNCTIONS) + [
     "tensor", "asarray", "Tensor", "Parameter", "Program", "Block", "Operator", "Variable", "cond", "while_loop",
     "InputSpec", "trace", "verify", "Executor", "Plan", "get_backend", "gpu_available", "seed", "print_", "assert_",
-    "raise_",
+    "raise_", "grad", "value_and_grad", "no_grad", "enable_grad",
     "Undefined", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
     "float32", "float64", "complex64", "complex128", "finfo", "iinfo", "nn", "linalg", "fft", "can_cast", "isdtype",
     "result_type", "e", "pi", "inf", "nan", "newaxis", "empty", "empty_like", "from_dlpack",
