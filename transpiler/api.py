@@ -19,7 +19,7 @@ import numpy as np
 
 import runtime as rt
 from runtime import pytree, tracing
-from runtime.autodiff.static_call import record_call
+from runtime.autodiff.static_call import backward_program, record_call
 from runtime.autodiff.tape import GRAD_ENABLED
 from runtime.errors import SymbolicBoolError
 from runtime.executor import Executor, wrap_output
@@ -322,14 +322,20 @@ class StaticFunction:
         traced.state.store(outs)
         return tracing.rebuild_outputs(traced.program, outs)
 
-    def get_program(self, *args, optimized=False, **kwargs):
-        """The Program for these arguments (Tensors, arrays or InputSpecs), as traced or after passes."""
+    def get_program(self, *args, optimized=False, grad=False, **kwargs):
+        """The Program for these arguments (Tensors, arrays or InputSpecs), as traced or after passes.
+
+        `grad=True`: its backward Program instead — what `backward()` runs for this call: inputs are
+        the forward's inputs (captured tensors included) and `d_<output>` cotangents, outputs the
+        cotangents of every float input, in order."""
         leaves, treedef = pytree.flatten((args, kwargs))
         key, positions, keep = self._signature(leaves, treedef)
         traced, params = self._find_or_trace(key, leaves, treedef, positions, keep)
         program = traced.program
         for var, tensor in zip(program.inputs[traced.n_inputs:], params):
             program.parameters[var.name] = tensor      # what a call would feed now (a rebound global, ...)
+        if grad:
+            program = backward_program(program)
         return run_passes(program, self._passes) if optimized else program
 
     def _find(self, key):

@@ -33,4 +33,18 @@ def traced_backward(loss, grad=None):
         if g is None:
             continue
         before = tensor.grad
+        if tracing.place_reader is not None:     # None now and a tensor next call (or back): retrace
+            tracing.place_reader(f"{var.name}.grad", GradPlace(tensor), "grad", before)
         attr_cell(tensor, "grad", f"{var.name}.grad").set(g if before is None else before + g)
+
+
+class GradPlace:
+    """A tensor's `.grad` as a place the transpiler's guards can read (`get("grad")`) on every call."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def get(self, name, default=None):
+        return self.tensor.grad

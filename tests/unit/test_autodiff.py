@@ -178,3 +178,76 @@ def test_grad_of_static_function_is_static():
     assert static.cache_size == 1
     program = static.get_program(rt.tensor(A), rt.tensor(B))
     assert [op.type for op in program.ops()].count("matmul") >= 3
+
+
+# --- a static forward on the tape, and backward() inside traced code ------------------------------
+
+class _Net(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 4)
+
+    def forward(self, x):
+        h = rt.tanh(self.fc(x))
+        if h.sum() > 0:
+            h = h * 2.0
+        return h
+
+
+def _eager_and_static_nets():
+    rt.seed(3)
+    eager = _Net()
+    rt.seed(3)
+    static = to_static(_Net())
+    return eager, static
+
+
+def test_static_layer_takes_part_in_backward_like_an_eager_op():
+    eager, static = _eager_and_static_nets()
+    x_e = rt.tensor(A.astype(np.float32), requires_grad=True)
+    x_s = rt.tensor(A.astype(np.float32), requires_grad=True)
+    (eager(x_e) * 3.0).sum().backward()
+    for _ in range(2):                       # the second call takes the fast path: still on the tape
+        static.fc.weight.grad = static.fc.bias.grad = x_s.grad = None
+        (static(x_s) * 3.0).sum().backward()
+    np.testing.assert_allclose(static.fc.weight.grad.numpy(), eager.fc.weight.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(static.fc.bias.grad.numpy(), eager.fc.bias.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(x_s.grad.numpy(), x_e.grad.numpy(), rtol=1e-6)
+
+
+def test_get_program_grad_is_the_backward_program():
+    _, static = _eager_and_static_nets()
+    program = static.forward.get_program(rt.InputSpec([None, 3], "float32"), grad=True)
+    names = [v.name for v in program.inputs]
+    assert names[:3] == ["x", "fc.weight", "fc.bias"] and names[3].startswith("d_")
+    assert len(program.outputs) == 3 and [op.type for op in program.ops()].count("cond") == 2
+
+
+def test_no_grad_inference_records_nothing_for_a_static_layer():
+    _, static = _eager_and_static_nets()
+    with rt.no_grad():
+        out = static(rt.tensor(A.astype(np.float32)))
+    assert not out.requires_grad
+
+
+def test_backward_inside_traced_code_writes_grad_after_each_run():
+    rt.seed(1)
+    layer = nn.Linear(3, 2)
+    x = rt.tensor(A.astype(np.float32))
+    rt.tanh(layer(x)).sum().backward()
+    want = layer.weight.grad.numpy().copy()
+    layer.weight.grad = layer.bias.grad = None
+
+    @to_static
+    def step(x):
+        loss = rt.tanh(layer(x)).sum()
+        loss.backward()
+        return loss
+
+    step(x)
+    assert isinstance(layer.weight.grad, rt.Tensor)
+    np.testing.assert_allclose(layer.weight.grad.numpy(), want, rtol=1e-6)
+    step(x)                                   # .grad was None when traced, a tensor now: retraced, accumulates
+    step(x)
+    np.testing.assert_allclose(layer.weight.grad.numpy(), 3 * want, rtol=1e-6)
+    assert len(step.retrace_reasons) == 1 and ".grad" in step.retrace_reasons[0]
