@@ -14,6 +14,7 @@ from .ops.registry import REGISTRY, OpDef, defop, get_op, register
 from .control_flow import Undefined, cond, while_loop
 from .tracing import InputSpec, trace
 from .executor import Executor, Plan
+from .ops.gradients import fused as _fused_gradient  # noqa: E402,F401  (its op comes from runtime.passes)
 from .backends import get_backend, gpu_available, DeviceUnavailableError
 from .errors import ControlFlowError, FeedError, IterationLimitError, ProgramRunError, SymbolicBoolError
 from .serialization import ProgramFormatError

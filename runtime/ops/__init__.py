@@ -109,3 +109,4 @@ FUNCTIONS["stop_gradient"] = stop_gradient
 
 array_methods.bind_namespace(__import__(__name__, fromlist=["FUNCTIONS"]))
 del np
+from . import gradients  # noqa: E402,F401  (attaches the gradient rules to the ops above)
