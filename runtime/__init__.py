@@ -14,10 +14,14 @@ from .ops.registry import REGISTRY, OpDef, defop, get_op, register
 from .control_flow import Undefined, cond, while_loop
 from .tracing import InputSpec, trace
 from .executor import Executor, Plan
+from .ops.gradients import fused as _fused_gradient  # noqa: E402,F401  (its op comes from runtime.passes)
 from .backends import get_backend, gpu_available, DeviceUnavailableError
 from .errors import ControlFlowError, FeedError, IterationLimitError, ProgramRunError, SymbolicBoolError
 from .serialization import ProgramFormatError
 from .verify import verify
+from .autodiff import control_flow as _control_flow_gradients, arrays as _array_gradients  # noqa: F401  (vjp rules)
+from .autodiff.functional import grad, value_and_grad
+from .autodiff.tape import enable_grad, no_grad
 from . import nn  # noqa: E402
 from . import optim  # noqa: E402
 import importlib as _importlib  # noqa: E402
@@ -42,7 +46,7 @@ def default_rng():
 __all__ = sorted(_FUNCTIONS) + [
     "tensor", "asarray", "Tensor", "Parameter", "Program", "Block", "Operator", "Variable", "cond", "while_loop",
     "InputSpec", "trace", "verify", "Executor", "Plan", "get_backend", "gpu_available", "seed", "print_", "assert_",
-    "raise_",
+    "raise_", "grad", "value_and_grad", "no_grad", "enable_grad",
     "Undefined", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
     "float32", "float64", "complex64", "complex128", "finfo", "iinfo", "nn", "optim", "linalg", "fft", "can_cast", "isdtype",
     "result_type", "e", "pi", "inf", "nan", "newaxis", "empty", "empty_like", "from_dlpack",

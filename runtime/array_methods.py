@@ -29,6 +29,16 @@ class ElementCount(int):
 class ArrayMethods:
     __slots__ = ()
 
+    # gradients (runtime.autodiff) -----------------------------------------
+    def backward(self, grad=None):
+        """Add d self / d t to `t.grad` for every tensor t requiring grad that self was computed from."""
+        from .autodiff.backward import backward
+        backward(self, grad)
+
+    def detach(self):
+        """The same value, with no gradient flowing back through it."""
+        return _ns.stop_gradient(self)
+
     # arithmetic -----------------------------------------------------------
     def __add__(self, other): return _ns.add(self, other)
     def __radd__(self, other): return _ns.add(other, self)

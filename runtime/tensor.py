@@ -13,12 +13,59 @@ from .ir import Variable
 
 
 class Tensor(ArrayMethods):
-    __slots__ = ("data", "backend", "__weakref__")
+    __slots__ = ("data", "backend", "_ag", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, data, backend):
         self.data = data
         self.backend = backend
+        self._ag = None          # autodiff.tape.Slot once it requires grad, was made by a recorded op, or has .grad
+
+    # --- gradients (see runtime.autodiff) -------------------------------------------
+    @property
+    def requires_grad(self):
+        return self._ag is not None and self._ag.tracks()
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        from .autodiff.tape import Slot
+        if self._ag is not None and self._ag.record is not None:
+            if not value:
+                raise RuntimeError("requires_grad=False on a tensor computed from others: use .detach()")
+            return
+        if self._ag is None:
+            if value:
+                self._ag = Slot()
+        else:
+            self._ag.requires = bool(value)
+
+    @property
+    def stop_gradient(self):
+        """Paddle's spelling: True when no gradient flows to this tensor."""
+        return not self.requires_grad
+
+    @stop_gradient.setter
+    def stop_gradient(self, value):
+        self.requires_grad = not value
+
+    @property
+    def is_leaf(self):
+        return self._ag is None or self._ag.record is None
+
+    @property
+    def grad(self):
+        """The gradient accumulated by backward() (a Tensor), or None."""
+        return None if self._ag is None else self._ag.grad
+
+    @grad.setter
+    def grad(self, value):
+        from .autodiff.tape import Slot
+        if self._ag is None:
+            if value is None:
+                return
+            self._ag = Slot(requires=False)
+        self._ag.grad = value
+
 
     # --- facts -------------------------------------------------------------
     @property
@@ -147,11 +194,13 @@ class Parameter(Tensor):
 
     __slots__ = ()
 
-    def __init__(self, data, backend=None, dtype=None):
+    def __init__(self, data, backend=None, dtype=None, requires_grad=True):
         if backend is None:
             made = tensor(data, dtype=dtype, device=_device_of(data))
             data, backend = made.data, made.backend
         super().__init__(data, backend)
+        if requires_grad:
+            self.requires_grad = True
 
     def __iadd__(self, other): return self.set_value(_augmented("add", self, other))
     def __isub__(self, other): return self.set_value(_augmented("subtract", self, other))
@@ -160,17 +209,24 @@ class Parameter(Tensor):
     def __ipow__(self, other): return self.set_value(_augmented("pow", self, other))
 
 
-def tensor(data, dtype=None, device="cpu", copy=None):
+def tensor(data, dtype=None, device="cpu", copy=None, requires_grad=False):
     """Make an eager Tensor from a Python/NumPy/CuPy value (float64 data stays float64; Python floats and
     complex numbers take the defaults float32 and complex64).
 
     On a traced Variable (or a list/tuple holding one) it is what NumPy's asarray is on an
     array: the value itself, a cast with `dtype=`, or the rows stacked. `copy` is the array
     API's: True always copies, False never does (a ValueError where a copy is needed).
+    `requires_grad=True` makes it a leaf whose `.grad` backward() fills (see runtime.autodiff).
     """
     if _holds_variable(data):
         from .ops.creation import symbolic_asarray
         return symbolic_asarray(data, dtype)
+    if requires_grad:
+        made = tensor(data, dtype, device, copy)
+        if made.dtype.kind not in "fc":
+            raise TypeError(f"requires_grad=True needs a float or complex tensor, got {made.dtype.name}")
+        made.requires_grad = True
+        return made
     backend = get_backend(device)
     source = data
     constant = tracing.current_block() is not None and _python_data(data)   # made in a trace from constants (known.py)

@@ -74,6 +74,7 @@ def parameter_names(named_tensors):
 
 
 call_converter = None   # set by the transpiler: the converted form of a user callable, for library code calling it
+place_reader = None     # set by the transpiler: note that the trace read `container.get(name)` (guarded per call)
 
 
 def converted(fn):

@@ -32,6 +32,7 @@ import types
 import numpy as np
 
 import runtime as rt
+from runtime import tracing
 from runtime.tensor import Tensor
 
 from .transforms.calls import is_library_module
@@ -261,6 +262,10 @@ class Reads:
         for obj, label in self._arguments:
             self._attributes(obj, label, names, 0)
 
+    def place(self, label, container, name, value):
+        """A place library code read while tracing (e.g. a tensor's `.grad`): `container.get(name)`."""
+        self._place(label, container, name, value, frozenset(), 0)
+
     def _place(self, label, container, name, value, names, depth, shadow=None, source="dict"):
         key = (id(container), name)
         if key in self._places:
@@ -343,6 +348,15 @@ def _is_user_object(value):
 def current():
     """The Reads of the trace this thread is running, or None."""
     return getattr(_local, "reads", None)
+
+
+def _note_place(label, container, name, value):
+    reads = current()
+    if reads is not None:
+        reads.place(label, container, name, value)
+
+
+tracing.place_reader = _note_place
 
 
 class recording:

@@ -89,6 +89,9 @@ class StateWrites:
                     f"({_origin(program, ended[0])}) in a function called from there, so it cannot be carried "
                     f"out of the graph op; assign it in the function that has the if/while, or return the value")
             old, old_def = pytree.flatten(before)
+            if old_def == treedef and all(a is b and not isinstance(a, (Variable, Tensor, Undefined)) and
+                                          not _is_number(a) for a, b in zip(leaves, old)):
+                continue    # left as it was (`p.grad` None again after zero_grad): nothing to store or check
             slots, numbers_ = [], []
             for k, leaf in enumerate(leaves):
                 if isinstance(leaf, Variable):

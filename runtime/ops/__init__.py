@@ -104,5 +104,9 @@ def _numpy_error(what, name):
     raise TypeError(f"{what} cannot run on a traced Variable (it has no value while tracing): {hint}")
 
 
+from ..autodiff.stop import stop_gradient  # noqa: E402  (an op, defined beside the engine)
+FUNCTIONS["stop_gradient"] = stop_gradient
+
 array_methods.bind_namespace(__import__(__name__, fromlist=["FUNCTIONS"]))
 del np
+from . import gradients  # noqa: E402,F401  (attaches the gradient rules to the ops above)

@@ -1,0 +1,143 @@
+"""Gradients of tensor arrays (the IR form of a list that grows in a loop).
+
+The cotangent of a tensor array is a tensor array of the elements'
+cotangents. An append's VJP pops the last cotangent off (the reverse of the
+append); a stack's VJP unstacks. The helper ops below exist only for these
+rules; each builds a fresh list, except where a rule consumes its cotangent
+array (an append's VJP pops from it, like the append it undoes).
+"""
+from ..ops import array_insert, array_pop, array_read
+from ..ops.dispatch import apply
+from ..ops.registry import OpDef, facet, get_op, register
+from ..ops.rules import Spec, norm_axes
+
+
+def _array_spec(shape, dtype):
+    return Spec(tuple(shape), dtype, False, "array")
+
+
+def _unstack_infer(x, axis=0):
+    (axis,) = norm_axes(axis, len(x.static_shape))
+    return _array_spec(x.static_shape[:axis] + x.static_shape[axis + 1:], x.dtype)
+
+
+def _unstack_kernel(xp, x, axis=0):
+    return [xp.take(x, i, axis=axis) for i in range(x.shape[axis])]
+
+
+def _split_like_kernel(xp, x, like, axis=0):
+    out, start = [], 0
+    for a in like:
+        n = a.shape[axis]
+        out.append(xp.take(x, xp.arange(start, start + n), axis=axis))
+        start += n
+    return out
+
+
+def _zeros_like_kernel(xp, arr):
+    return [xp.zeros_like(a) for a in arr]
+
+
+def _onehot_kernel(xp, arr, index, g):
+    i = int(index) % len(arr)
+    return [g if j == i else xp.zeros_like(a) for j, a in enumerate(arr)]
+
+
+def _add_kernel(xp, a, b):
+    if len(a) != len(b):
+        raise ValueError(f"array_add: tensor arrays of lengths {len(a)} and {len(b)}")
+    return [x + y for x, y in zip(a, b)]
+
+
+_unstack = register(OpDef("array_unstack", _unstack_kernel, _unstack_infer))
+_split_like = register(OpDef("array_split_like", _split_like_kernel,
+                             lambda x, like, axis=0: _array_spec(like.static_shape, x.dtype)))
+_zeros_like = register(OpDef("array_zeros_like", _zeros_like_kernel,
+                             lambda arr: _array_spec(arr.static_shape, arr.dtype)))
+_onehot = register(OpDef("array_onehot", _onehot_kernel, lambda arr, index, g: _array_spec(arr.static_shape, arr.dtype)))
+_add = register(OpDef("array_add", _add_kernel, lambda a, b: _array_spec(a.static_shape, a.dtype)))
+
+
+def array_add(a, b):
+    return apply(_add, (a, b), {})
+
+
+def _zeros_array(arr):
+    return apply(_zeros_like, (arr,), {})
+
+
+@facet("array_from_list", "vjp")
+def _from_list_vjp(g, inputs, outputs):
+    return tuple(array_read(g, i) for i in range(len(inputs)))
+
+
+@facet("array_append", "vjp")
+def _append_vjp(g, inputs, outputs):
+    rest, last = array_pop(g, -1)
+    return rest, last
+
+
+@facet("array_insert", "vjp")
+def _insert_vjp(g, inputs, outputs):
+    rest, item = array_pop(g, inputs[1])
+    return rest, None, item
+
+
+@facet("array_pop", "vjp")
+def _pop_vjp(g, inputs, outputs):
+    from ..ops import zeros_like
+    g_arr, g_value = g
+    if g_arr is None:
+        g_arr = _zeros_array(outputs[0])
+    if g_value is None:
+        g_value = zeros_like(outputs[1])
+    index = inputs[1]
+    if isinstance(index, int) and index == -1:
+        return array_insert(g_arr, _length(g_arr), g_value), None
+    return array_insert(g_arr, index, g_value), None
+
+
+def _length(arr):
+    from ..ops import array_length
+    return array_length(arr)
+
+
+@facet("array_read", "vjp")
+def _read_vjp(g, inputs, outputs):
+    return apply(_onehot, (inputs[0], inputs[1], g), {}), None
+
+
+@facet("array_stack", "vjp")
+def _stack_vjp(g, inputs, outputs, axis=0):
+    return (apply(_unstack, (g,), {"axis": axis}),)
+
+
+@facet("array_concat", "vjp")
+def _concat_vjp(g, inputs, outputs, axis=0):
+    return (apply(_split_like, (g, inputs[0]), {"axis": axis}),)
+
+
+@facet("array_add", "vjp")
+def _add_vjp(g, inputs, outputs):
+    return g, g
+
+
+@facet("array_unstack", "vjp")
+def _unstack_vjp(g, inputs, outputs, axis=0):
+    from ..ops import array_stack
+    return (array_stack(g, axis),)
+
+
+@facet("array_split_like", "vjp")
+def _split_like_vjp(g, inputs, outputs, axis=0):
+    from ..ops import array_concat
+    return array_concat(g, axis), None
+
+
+@facet("array_onehot", "vjp")
+def _onehot_vjp(g, inputs, outputs):
+    return None, None, array_read(g, inputs[1])
+
+
+for _name in ("array_new", "array_length", "array_zeros_like"):
+    get_op(_name).differentiable = False

@@ -1,0 +1,140 @@
+"""The eager tape: what `loss.backward()` walks.
+
+While grad mode is on, every differentiable op that `dispatch.apply` runs on a
+Tensor that requires grad leaves a Record, reachable from its outputs through
+their `Slot`. The tape is that graph of Records: it lives exactly as long as
+the tensors that can still reach it (no global list to clear), and
+`backward()` orders the part its loss reaches and hands it to the engine.
+Records keep their own handles on the arrays (not the caller's Tensors), so a
+later `x[...] = v` on a Tensor never changes what an earlier op saw.
+"""
+import threading
+from contextlib import contextmanager
+
+from .engine import Record, backprop, carries_gradient
+
+GRAD_ENABLED = [True]     # read on the eager hot path; no_grad() turns it off
+_mode_lock = threading.Lock()
+
+
+class Slot:
+    """A Tensor's autodiff state: the Record that made it (None for a leaf), its output index,
+    whether a leaf requires grad, and the leaf's accumulated `.grad`."""
+
+    __slots__ = ("record", "index", "requires", "grad")
+
+    def __init__(self, record=None, index=0, requires=True):
+        self.record, self.index, self.requires, self.grad = record, index, requires, None
+
+    def tracks(self):
+        return self.record is not None or self.requires
+
+
+@contextmanager
+def no_grad():
+    """Run ops without recording them for backward() (inference, optimizer updates)."""
+    with _mode_lock:
+        before = GRAD_ENABLED[0]
+        GRAD_ENABLED[0] = False
+    try:
+        yield
+    finally:
+        with _mode_lock:
+            GRAD_ENABLED[0] = before
+
+
+@contextmanager
+def enable_grad():
+    with _mode_lock:
+        before = GRAD_ENABLED[0]
+        GRAD_ENABLED[0] = True
+    try:
+        yield
+    finally:
+        with _mode_lock:
+            GRAD_ENABLED[0] = before
+
+
+def record(opdef, inputs, attrs, result):
+    """Called by dispatch after an eager op on a tracked Tensor: link its outputs to a new Record."""
+    from ..tensor import Tensor
+    if not opdef.differentiable or result is None or type(result) is list:
+        return
+    in_keys = [x._ag if isinstance(x, Tensor) and x._ag is not None and x._ag.tracks() else None
+               for x in inputs]
+    if not any(k is not None for k in in_keys):
+        return
+    single = not isinstance(result, tuple)
+    outs = (result,) if single else result
+    saved_in = [Tensor(x.data, x.backend) if isinstance(x, Tensor) else x for x in inputs]
+    saved_out = tuple(Tensor(o.data, o.backend) for o in outs)
+    out_keys = []
+    rec = Record(opdef, saved_in, saved_out[0] if single else saved_out, attrs, in_keys, out_keys, single)
+    for i, out in enumerate(outs):
+        if carries_gradient(out):
+            out._ag = Slot(rec, i, requires=False)
+            out_keys.append(out._ag)
+        else:
+            out_keys.append(None)
+
+
+def reachable(slot):
+    """The Records `slot` depends on, inputs before users (a depth-first postorder), and the leaf
+    slots that require grad among their inputs."""
+    order, leaves, seen = [], [], set()
+    if slot.record is None:
+        return order, [slot] if slot.requires else []
+    stack = [(slot.record, False)]
+    while stack:
+        rec, done = stack.pop()
+        if done:
+            order.append(rec)
+            continue
+        if id(rec) in seen:
+            continue
+        seen.add(id(rec))
+        stack.append((rec, True))
+        for key in rec.in_keys:
+            if key is None:
+                continue
+            if key.record is None:
+                if key.requires and id(key) not in seen:
+                    seen.add(id(key))
+                    leaves.append(key)
+            elif id(key.record) not in seen:
+                stack.append((key.record, False))
+    return order, leaves
+
+
+def eager_backward(tensor, grad=None):
+    """`tensor.backward()`: add d tensor / d leaf to every leaf's `.grad` (creating it if None)."""
+    slot = tensor._ag
+    if slot is None or not slot.tracks():
+        raise RuntimeError(
+            "backward(): this tensor does not require grad: none of the tensors it was computed from has "
+            "requires_grad=True (make inputs with rt.tensor(a, requires_grad=True), or use Parameters)")
+    grad = _seed(tensor, grad)
+    records, leaves = reachable(slot)
+    with no_grad():
+        cots = backprop(records, {slot: grad}, leaves)
+        for leaf in leaves:
+            g = cots.get(leaf)
+            if g is not None:
+                leaf.grad = g if leaf.grad is None else leaf.grad + g
+
+
+def _seed(tensor, grad):
+    from ..ops import ones_like
+    from ..tensor import Tensor
+    if grad is None:
+        if tensor.size != 1:
+            raise RuntimeError(
+                f"backward(): grad can be implied only for a single-element tensor, this one has shape "
+                f"{tuple(tensor.shape)}; pass the cotangent: t.backward(grad)")
+        return ones_like(tensor)
+    if not isinstance(grad, Tensor):
+        from ..tensor import tensor as make
+        grad = make(grad, dtype=tensor.dtype, device=tensor.device)
+    if tuple(grad.shape) != tuple(tensor.shape):
+        raise ValueError(f"backward(grad): grad has shape {tuple(grad.shape)}, the tensor {tuple(tensor.shape)}")
+    return grad

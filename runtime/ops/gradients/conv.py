@@ -1,0 +1,142 @@
+"""Gradient rules of conv2d, conv_transpose2d and max_pool2d (runtime/ops/nn_ops.py).
+
+Their cotangents are ops of their own, each one kernel against `xp` (as the forward
+ops are), reading the run-time shapes, so they work with unknown dims:
+`conv2d_input_grad` (the adjoint of conv2d in its input: a transposed convolution
+onto the padded input, cropped), `conv2d_weight_grad` (the windows of the padded
+input against g) and `max_pool2d_grad` (g added at each window's first maximum).
+"""
+import numpy as np
+
+from ..nn_ops import _pool_out_size, _windows, conv2d
+from ..registry import OpDef, facet, register
+from ..dispatch import apply
+from ..rules import Spec, dtype_of, shape_of
+from .support import no_rule_yet, rt, takes_gradient
+
+
+def _conv2d_input_grad_kernel(xp, g, x, weight, stride, padding, dilation, groups):
+    """The cotangent of conv2d's input: each output pixel's g sent back through the filter taps."""
+    unbatched = g.ndim == 3
+    if unbatched:
+        g = g[None]
+    n, out_ch, oh, ow = g.shape
+    c, h, w = x.shape[-3:]
+    top, bottom, left, right = padding
+    group_ch, kh, kw = weight.shape[1:]
+    (sh, sw), (dh, dw) = stride, dilation
+    full = xp.zeros((n, c, h + top + bottom, w + left + right), dtype=g.dtype)
+    per_group = out_ch // groups
+    for k in range(groups):
+        gk = g[:, k * per_group:(k + 1) * per_group]
+        wk = weight[k * per_group:(k + 1) * per_group]
+        taps = xp.tensordot(gk, wk, axes=([1], [0]))                 # (n, oh, ow, group_ch, kh, kw)
+        for i in range(kh):
+            for j in range(kw):
+                full[:, k * group_ch:(k + 1) * group_ch, i * dh:i * dh + (oh - 1) * sh + 1:sh,
+                     j * dw:j * dw + (ow - 1) * sw + 1:sw] += taps[..., i, j].transpose(0, 3, 1, 2)
+    out = full[:, :, top:top + h, left:left + w]
+    return out[0] if unbatched else xp.ascontiguousarray(out)
+
+
+def _conv2d_weight_grad_kernel(xp, g, x, weight, stride, padding, dilation, groups):
+    """The cotangent of conv2d's weight: every window of the padded input weighted by g."""
+    if g.ndim == 3:
+        g, x = g[None], x[None]
+    top, bottom, left, right = padding
+    if top or bottom or left or right:
+        x = xp.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    out_ch, group_ch, kh, kw = weight.shape
+    windows = _windows(xp, x, (kh, kw), stride, dilation, g.shape[-2:])   # (n, c, oh, ow, kh, kw)
+    per_group = out_ch // groups
+    parts = [xp.tensordot(g[:, k * per_group:(k + 1) * per_group], windows[:, k * group_ch:(k + 1) * group_ch],
+                          axes=([0, 2, 3], [0, 2, 3])) for k in range(groups)]
+    return (parts[0] if groups == 1 else xp.concatenate(parts, axis=0)).astype(weight.dtype, copy=False)
+
+
+def _max_pool2d_grad_kernel(xp, g, x, kernel_size, stride, padding, dilation, ceil_mode):
+    """g added at the first maximum of each window (as PyTorch picks it)."""
+    unbatched = x.ndim == 3
+    if unbatched:
+        g, x = g[None], x[None]
+    n, c, h, w = x.shape
+    oh, ow = g.shape[-2:]
+    extra = [max(0, (o - 1) * s + d * (k - 1) + 1 - size - 2 * p)
+             for o, size, k, s, p, d in zip((oh, ow), (h, w), kernel_size, stride, padding, dilation)]
+    (ph, pw), (sh, sw), (dh, dw), (kh, kw) = padding, stride, dilation, kernel_size
+    padded = xp.pad(x, ((0, 0), (0, 0), (ph, ph + extra[0]), (pw, pw + extra[1])), constant_values=-np.inf)
+    windows = _windows(xp, padded, kernel_size, stride, dilation, (oh, ow)).reshape(n, c, oh, ow, kh * kw)
+    first = xp.argmax(windows, axis=-1)
+    rows = xp.arange(oh).reshape(1, 1, oh, 1) * sh + (first // kw) * dh
+    cols = xp.arange(ow).reshape(1, 1, 1, ow) * sw + (first % kw) * dw
+    where = (xp.arange(n).reshape(n, 1, 1, 1), xp.arange(c).reshape(1, c, 1, 1), rows, cols)
+    out = xp.zeros(padded.shape, dtype=g.dtype)
+    add = getattr(xp, "add")
+    if hasattr(add, "at"):
+        add.at(out, where, g)
+    else:                     # CuPy: scatter_add lives in cupyx
+        import cupyx
+        cupyx.scatter_add(out, where, g)
+    out = out[:, :, ph:ph + h, pw:pw + w]
+    return out[0] if unbatched else xp.ascontiguousarray(out)
+
+
+def _like_infer(position):
+    def infer(g, *inputs, **attrs):
+        like = inputs[position]
+        return Spec(shape_of(like), dtype_of(g))
+    return infer
+
+
+def _grad_samples(name):
+    def samples():
+        from .conv_samples import SAMPLES
+        return SAMPLES[name]()
+    return samples
+
+
+_conv2d_input_grad = register(OpDef("conv2d_input_grad", _conv2d_input_grad_kernel, _like_infer(0),
+                                    example=_grad_samples("conv2d_input_grad")))
+_conv2d_weight_grad = register(OpDef("conv2d_weight_grad", _conv2d_weight_grad_kernel, _like_infer(1),
+                                     example=_grad_samples("conv2d_weight_grad")))
+_max_pool2d_grad = register(OpDef("max_pool2d_grad", _max_pool2d_grad_kernel, _like_infer(0),
+                                  example=_grad_samples("max_pool2d_grad")))
+no_rule_yet("second-order gradients of convolution and pooling are not written yet",
+            "conv2d_input_grad", "conv2d_weight_grad", "max_pool2d_grad")
+
+
+def _bias_grad(g, bias):
+    if not takes_gradient(bias):
+        return None
+    return rt.sum(g, axis=(0, 2, 3) if g.ndim == 4 else (1, 2))
+
+
+@facet("conv2d", "vjp")
+def _conv2d_vjp(g, inputs, outputs, **attrs):
+    x, weight, bias = inputs
+    gx = apply(_conv2d_input_grad, (g, x, weight), attrs) if takes_gradient(x) else None
+    gw = apply(_conv2d_weight_grad, (g, x, weight), attrs) if takes_gradient(weight) else None
+    return gx, gw, _bias_grad(g, bias)
+
+
+@facet("conv_transpose2d", "vjp")
+def _conv_transpose2d_vjp(g, inputs, outputs, stride, padding, output_padding, dilation, groups):
+    """conv_transpose2d is the adjoint of conv2d with the same weight: its input's cotangent is
+    conv2d of g (cropped: output_padding rows reach no input), its weight's the conv2d weight
+    cotangent with the roles of input and output swapped."""
+    x, weight, bias = inputs
+    ph, pw = padding
+    attrs = {"stride": tuple(stride), "padding": (ph, ph, pw, pw), "dilation": tuple(dilation), "groups": groups}
+    gx = gw = None
+    if takes_gradient(x):
+        gx = conv2d(g, weight, None, stride, (ph, pw), dilation, groups)
+        gx = gx[(Ellipsis, slice(0, rt.shape(x)[-2]), slice(0, rt.shape(x)[-1]))]
+    if takes_gradient(weight):
+        gw = apply(_conv2d_weight_grad, (x, g, weight), attrs)
+    return gx, gw, _bias_grad(g, bias)
+
+
+@facet("max_pool2d", "vjp")
+def _max_pool2d_vjp(g, inputs, outputs, **attrs):
+    (x,) = inputs
+    return (apply(_max_pool2d_grad, (g, x), attrs) if takes_gradient(x) else None,)
