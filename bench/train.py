@@ -117,10 +117,11 @@ def _steps(rt, make_model, loss_fn, x, y, torch, torch_model, torch_loss, to_sta
         return loss
 
     variants = {"our eager": eager_step, "static": lambda: static_step(tx, ty)}
-    first = {name: float(fn()) for name, fn in variants.items()}
     if torch is not None:
         net = torch_model()
         net.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in twin.state_dict().items()})
+    first = {name: float(fn()) for name, fn in variants.items()}
+    if torch is not None:
         topt = torch.optim.Adam(net.parameters(), lr=1e-3)
         px, py = torch.from_numpy(x), torch.from_numpy(y)
 
@@ -131,7 +132,7 @@ def _steps(rt, make_model, loss_fn, x, y, torch, torch_model, torch_loss, to_sta
             topt.zero_grad()
             return loss
         variants["torch eager"] = torch_step
-        first["torch eager"] = float(torch_step())
+        first["torch eager"] = float(torch_step().detach())
     return variants, first, static_step
 
 
