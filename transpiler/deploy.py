@@ -30,11 +30,24 @@ def program_for(obj, input_spec=None):
     static = _static_function(obj, input_spec)
     specs = input_spec if input_spec is not None else static._input_spec
     if specs is None:
-        if static.cache_size == 1:
-            return next(iter(static._cache.values())).program
-        raise ValueError(f"{obj!r}: pass input_spec=[InputSpec(shape, dtype, name), ...] to say what to save "
-                         f"(it has been traced for {static.cache_size} signatures)")
-    return static.get_program(*[s if isinstance(s, rt.InputSpec) else rt.InputSpec.from_value(s) for s in specs])
+        if static.cache_size != 1:
+            raise ValueError(f"{obj!r}: pass input_spec=[InputSpec(shape, dtype, name), ...] to say what to save "
+                             f"(it has been traced for {static.cache_size} signatures)")
+        program = next(iter(static._cache.values())).program
+    else:
+        program = static.get_program(*[s if isinstance(s, rt.InputSpec) else rt.InputSpec.from_value(s)
+                                       for s in specs])
+    _refuse_writes(static, program)
+    return program
+
+
+def _refuse_writes(static, program):
+    """A Program that writes objects (a training step) would lose those writes in a file: refuse it."""
+    for traced in list(static._cache.values()):
+        if traced.program is program and traced.state:
+            raise ValueError(f"{static!r} writes tensors or attributes after each run (a training step, "
+                             "BatchNorm in training mode); a saved Program keeps only what it returns: save the "
+                             "inference function, or the model after .eval()")
 
 
 def _loaded_program(loaded, input_spec):

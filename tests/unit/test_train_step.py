@@ -106,3 +106,14 @@ def test_value_and_grad_with_a_hand_written_update_in_one_program():
         want = want - 0.5 * x.T @ p / len(y)
     np.testing.assert_allclose(w.numpy(), want, rtol=1e-4, atol=1e-6)
     assert sgd_step.cache_size == 1
+
+
+def test_saving_a_training_step_is_refused(tmp_path):
+    import transpiler
+    model = make()
+    opt = rt.optim.SGD(model.parameters(), lr=0.1)
+    step = to_static(stepper(model, opt))
+    x, y = batches(1)[0]
+    step(rt.tensor(x), rt.tensor(y))
+    with pytest.raises(ValueError, match="training step"):
+        transpiler.save(step, str(tmp_path / "step"))
