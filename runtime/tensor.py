@@ -137,6 +137,10 @@ class Tensor(ArrayMethods):
     def __iter__(self):
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
+        if self._ag is not None and self._ag.tracks():     # rows are ops on the tape, as x[i] is
+            for i in range(self.data.shape[0]):
+                yield self[i]
+            return
         for i in range(self.data.shape[0]):
             yield Tensor(self.data[i], self.backend)
 
@@ -162,7 +166,16 @@ class Tensor(ArrayMethods):
             raise TypeError(
                 "cannot assign into an eager Tensor inside traced code: the change would not be part of "
                 "the Program; make a new value instead: y = rt.setitem(x, index, value)")
-        self.data = setitem(self, index, value).data
+        slot = self._ag
+        if slot is not None and slot.record is None and slot.keeps_grad:
+            from .autodiff.tape import no_grad
+            with no_grad():             # a leaf collecting .grad (a Parameter being initialized): new data only
+                self.data = setitem(self, index, value).data
+            return
+        out = setitem(self, index, value)
+        if out._ag is not None:         # the tape follows the new value: self is now computed by the setitem
+            self._ag = out._ag
+        self.data = out.data
 
     def set_value(self, value):
         """Write `value` into this tensor in place (same shape after broadcasting, cast to its dtype):

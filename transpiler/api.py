@@ -20,7 +20,7 @@ import numpy as np
 import runtime as rt
 from runtime import pytree, tracing
 from runtime.autodiff.static_call import backward_program, record_call
-from runtime.autodiff.tape import GRAD_ENABLED
+from runtime.autodiff.tape import GRAD_MODE
 from runtime.errors import SymbolicBoolError
 from runtime.executor import Executor, wrap_output
 from runtime.passes import run_passes
@@ -317,7 +317,7 @@ class StaticFunction:
                 if args and args[0].__class__ is rt.Tensor:
                     self._fast_by_shape[args[0].data.shape] = traced.fast
         outs = [wrap_output(o, backend) for o in outs]
-        if GRAD_ENABLED[0] and not traced.state.in_place:   # on the tape as one op when some input or
+        if GRAD_MODE.enabled and not traced.state.in_place:   # on the tape as one op when some input or
             # captured tensor requires grad; a Program that writes tensors (a training step) is not a
             # function of them that a later backward() could go through
             record_call(traced.program, arrays, [leaves[i] for i in positions] + list(params), outs, backend)
@@ -572,9 +572,9 @@ def _fast_call(static, traced, args, key):
         lines.append(f"fed = [{', '.join(feeds)}]")     # the arrays this run read, before the writes below
     lines += stores
     if sources:     # some input requires grad: the call goes on the tape (see runtime.autodiff.static_call)
-        ns["GRAD"], ns["TRACKED"] = GRAD_ENABLED, _tracked_call
+        ns["GRAD"], ns["TRACKED"] = GRAD_MODE, _tracked_call
         tracked = " or ".join(f"{s}._ag is not None" for s in sources)
-        lines += [f"if GRAD[0] and ({tracked}):",
+        lines += [f"if ({tracked}) and GRAD.enabled:",
                   f"    return TRACKED(PROGRAM, fed, [{', '.join(sources)}], outs, BE)"]
     wrapped = [f"(Tensor(outs[{k}], BE) if outs[{k}].__class__ is ND else WRAP(outs[{k}], BE))"
                for k in range(len(program.outputs))]

@@ -72,8 +72,10 @@ def _split_value(out, has_aux, name):
         value, aux = out, None
     if not isinstance(value, (Tensor, Variable)) or value.dtype.kind not in "fc":
         raise TypeError(f"grad: {name} must return a float tensor, got {_describe(value)}")
-    if any(d != 1 for d in value.shape if isinstance(d, int)) or any(not isinstance(d, int) for d in value.shape):
-        raise TypeError(f"grad: {name} must return a scalar (one element), got shape {_shape(value)}; "
+    shape = value.static_shape if isinstance(value, Variable) else tuple(value.shape)
+    if any(d != 1 for d in shape):
+        dims = ", ".join("None" if d == -1 else str(d) for d in shape)
+        raise TypeError(f"grad: {name} must return a scalar (one element), got shape [{dims}]; "
                         "reduce it first (e.g. .sum()), or call backward(grad) with a cotangent")
     return value, aux
 
@@ -82,11 +84,6 @@ def _describe(value):
     if isinstance(value, (Tensor, Variable)):
         return f"a {value.dtype.name} tensor"
     return type(value).__name__
-
-
-def _shape(value):
-    return tuple(-1 if isinstance(value, Variable) and d == -1 else d for d in
-                 (value.static_shape if isinstance(value, Variable) else value.shape))
 
 
 def _leaves(args, nums, name):
@@ -114,10 +111,11 @@ def _eager(fn, nums, has_aux, args, kwargs):
     name = getattr(fn, "__name__", "fn")
     flat, trees = _leaves(args, nums, name)
     fresh = [[_fresh(t) for t in leaves] for leaves in flat]
+    keys = [t._ag for leaves in fresh for t in leaves]      # before fn: `x[i] = v` inside moves x._ag on
+    slot_of = {id(t): t._ag for leaves in fresh for t in leaves}
     with enable_grad():
         out = fn(*_with_leaves(args, nums, trees, fresh), **kwargs)
     value, aux = _split_value(out, has_aux, name)
-    keys = [t._ag for leaves in fresh for t in leaves]
     if value._ag is not None and value._ag.tracks():
         records, _ = reachable(value._ag)
         from ..ops import ones_like
@@ -125,7 +123,7 @@ def _eager(fn, nums, has_aux, args, kwargs):
             cots = backprop(records, {value._ag: ones_like(value)}, keys)
     else:
         cots = {}
-    grads = _rebuild(fresh, trees, lambda t: cots.get(t._ag))
+    grads = _rebuild(fresh, trees, lambda t: cots.get(slot_of[id(t)]))
     value = value.detach()
     return ((value, aux) if has_aux else value), grads
 
@@ -134,7 +132,7 @@ def _fresh(t):
     if isinstance(t, Variable):
         raise TypeError("grad: a traced value reached an eager gradient")
     out = Tensor(t.data, t.backend)
-    out._ag = Slot()
+    out._ag = Slot(keeps_grad=False)
     return out
 
 

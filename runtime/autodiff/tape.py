@@ -13,18 +13,27 @@ from contextlib import contextmanager
 
 from .engine import Record, backprop, carries_gradient
 
-GRAD_ENABLED = [True]     # read on the eager hot path; no_grad() turns it off
-_mode_lock = threading.Lock()
+
+
+class _GradMode(threading.local):
+    """Whether ops on tracked tensors are recorded, per thread (a thread serving under no_grad
+    never stops another from training)."""
+
+    enabled = True
+
+
+GRAD_MODE = _GradMode()
 
 
 class Slot:
     """A Tensor's autodiff state: the Record that made it (None for a leaf), its output index,
     whether a leaf requires grad, and the leaf's accumulated `.grad`."""
 
-    __slots__ = ("record", "index", "requires", "grad")
+    __slots__ = ("record", "index", "requires", "grad", "keeps_grad")
 
-    def __init__(self, record=None, index=0, requires=True):
+    def __init__(self, record=None, index=0, requires=True, keeps_grad=True):
         self.record, self.index, self.requires, self.grad = record, index, requires, None
+        self.keeps_grad = keeps_grad     # False for rt.grad's own leaves: nothing reads their .grad
 
     def tracks(self):
         return self.record is not None or self.requires
@@ -32,27 +41,22 @@ class Slot:
 
 @contextmanager
 def no_grad():
-    """Run ops without recording them for backward() (inference, optimizer updates)."""
-    with _mode_lock:
-        before = GRAD_ENABLED[0]
-        GRAD_ENABLED[0] = False
+    """Run ops without recording them for backward() (inference, optimizer updates); also a decorator."""
+    before, GRAD_MODE.enabled = GRAD_MODE.enabled, False
     try:
         yield
     finally:
-        with _mode_lock:
-            GRAD_ENABLED[0] = before
+        GRAD_MODE.enabled = before
 
 
 @contextmanager
 def enable_grad():
-    with _mode_lock:
-        before = GRAD_ENABLED[0]
-        GRAD_ENABLED[0] = True
+    """Record again inside a no_grad region (what rt.grad does for the function it differentiates)."""
+    before, GRAD_MODE.enabled = GRAD_MODE.enabled, True
     try:
         yield
     finally:
-        with _mode_lock:
-            GRAD_ENABLED[0] = before
+        GRAD_MODE.enabled = before
 
 
 def record(opdef, inputs, attrs, result):

@@ -13,7 +13,7 @@ from ..tensor import Tensor
 from ..control_flow import Undefined
 from .registry import get_op
 from .rules import Spec, promote_operand
-from ..autodiff.tape import GRAD_ENABLED, record as record_on_tape
+from ..autodiff.tape import GRAD_MODE, record as record_on_tape
 from ..dtypes import result_type
 
 _CPU = get_backend("cpu")
@@ -66,7 +66,7 @@ def run_eager(opdef, inputs, attrs, device=None):
         return [Tensor(o, backend) for o in out]
     else:
         result = Tensor(out, backend)
-    if tracked and GRAD_ENABLED[0]:
+    if tracked and GRAD_MODE.enabled:
         record_on_tape(opdef, inputs, attrs, result)
     return result
 

@@ -12,6 +12,7 @@ import numpy as np
 from ..backends import get_backend
 from ..tensor import Tensor
 from .. import ops
+from ..autodiff.tape import no_grad
 
 # Hyperparameters whose being zero or not changes the form of the update (which ops a step runs).
 _FORM_KEYS = ("momentum", "weight_decay", "nesterov", "amsgrad", "maximize")
@@ -104,11 +105,12 @@ class Optimizer:
 
     def step(self):
         """Update every parameter that has a `.grad` (parameters without one are left alone)."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                grad = p.grad
-                if grad is not None:
-                    self._update(p, grad, self.state[p], group)
+        with no_grad():            # an update is not part of what a later backward() differentiates
+            for group in self.param_groups:
+                for p in group["params"]:
+                    grad = p.grad
+                    if grad is not None:
+                        self._update(p, grad, self.state[p], group)
 
     def zero_grad(self, set_to_none=True):
         """Forget the gradients: `.grad = None` (PyTorch's default), or zeros with set_to_none=False."""

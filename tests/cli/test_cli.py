@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conversion import gradcheck  # noqa: F401  (gradient rules until every op has its own)
 
 import runtime as rt
 from transpiler import InputSpec, cli, to_source, to_static

@@ -178,3 +178,108 @@ def test_backward_through_a_static_forward_with_a_loop():
     x = rt.tensor(POINTS[grow][0], requires_grad=True)
     to_static(grow)(x).backward()
     np.testing.assert_allclose(x.grad.numpy(), grow_np_grad(POINTS[grow][0]), rtol=1e-12)
+
+
+# --- the conversion corpus: every case with float outputs ------------------------------------------
+
+from .corpus import CASES  # noqa: E402
+from .oracle import inputs  # noqa: E402
+
+
+def _float_leaves(out):
+    from runtime import pytree
+    return [leaf for leaf in pytree.flatten(out)[0]
+            if isinstance(leaf, (rt.Tensor, rt.Variable)) and leaf.dtype.kind == "f"]
+
+
+def _scalar_loss(fn, scalars):
+    """A scalar of fn's float outputs that every output element moves: sum(sin(output))."""
+    def loss(*xs):
+        total = 0.0
+        for leaf in _float_leaves(fn(*xs, *scalars)):
+            total = total + rt.sin(leaf).sum()
+        return total
+    loss.__name__ = f"loss_of_{fn.__name__}"
+    return loss
+
+
+def _float_cases():
+    for case in CASES:
+        if case["ints"] or np.dtype(case["dtype"]).kind != "f" or not case["shapes"]:
+            continue
+        arrays = [a.astype(np.float64) for a in inputs(case, 0)]
+        if _float_leaves(case["fn"](*[rt.tensor(a) for a in arrays], *case["scalars"])):
+            yield pytest.param(case, id=case["fn"].__name__)
+
+
+@pytest.mark.parametrize("case", list(_float_cases()))
+def test_corpus_gradients_against_finite_differences(case):
+    loss = _scalar_loss(case["fn"], case["scalars"])
+    nums = tuple(range(len(case["shapes"])))
+    static = rt.grad(to_static(loss), argnums=nums)
+    for seed in (0, 1):
+        arrays = [a.astype(np.float64) for a in inputs(case, seed)]
+        got = static(*[rt.tensor(a) for a in arrays])
+        tape = rt.grad(loss, argnums=nums)(*[rt.tensor(a) for a in arrays])
+        want = numeric_grad(of_tensors(loss), [a.copy() for a in arrays])
+        for g, t, w in zip(got, tape, want):
+            np.testing.assert_allclose(g.numpy(), w, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-10, atol=1e-12)
+
+
+# --- nesting, and a recurrent net over a dynamic number of steps -----------------------------------
+
+def loops_in_loops(x):
+    i = 0
+    while i < 3:
+        j = 0
+        while (x * x).sum() < 4.0 * (i + 1) and j < 20:
+            x = x * 1.1 + rt.sin(x) * 0.1
+            j += 1
+        x = rt.tanh(x) * 2.0
+        i += 1
+    return x.sum()
+
+
+def loop_in_branch(x):
+    if x.sum() > 0:
+        while x.sum() < 5.0:
+            x = x * 1.3 + 0.1
+        y = x * x
+    else:
+        y = rt.exp(x)
+    return y.sum()
+
+
+@pytest.mark.parametrize("fn, a", [(loops_in_loops, [0.3, 0.2]), (loop_in_branch, [0.3, 0.2]),
+                                   (loop_in_branch, [-0.3, 0.2])], ids=["while-in-while", "while-in-cond+",
+                                                                        "while-in-cond-"])
+def test_nested_control_flow(fn, a):
+    a = np.array(a)
+    got = rt.grad(to_static(fn))(rt.tensor(a)).numpy()
+    (num,) = numeric_grad(of_tensors(fn), [a.copy()])
+    np.testing.assert_allclose(got, num, rtol=1e-6, atol=1e-8)
+
+
+def rnn(h, w, xs):
+    t = 0
+    while t < xs.shape[0]:
+        h = rt.tanh(rt.matmul(h, w) + xs[t])
+        t += 1
+    return (h * h).sum()
+
+
+def test_recurrent_net_over_a_dynamic_number_of_steps():
+    from transpiler import InputSpec
+    spec = [InputSpec([2, 4], "float64"), InputSpec([4, 4], "float64"), InputSpec([None, 2, 4], "float64")]
+    static = rt.grad(to_static(rnn, input_spec=spec), argnums=(0, 1, 2))
+    rng = np.random.default_rng(0)
+    for steps in (1, 7):
+        args = [rng.normal(size=(2, 4)), rng.normal(size=(4, 4)) * 0.5, rng.normal(size=(steps, 2, 4))]
+        got = static(*[rt.tensor(a) for a in args])
+        for g, n in zip(got, numeric_grad(of_tensors(rnn), [a.copy() for a in args])):
+            np.testing.assert_allclose(g.numpy(), n, rtol=1e-6, atol=1e-8)
+    assert static.cache_size == 1
+    program = static.get_program(*spec)
+    types = [op.type for op in program.ops()]
+    assert types.count("while") == 2 and types.count("matmul") <= 4     # one body forward, one reverse: not unrolled

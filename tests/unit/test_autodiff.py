@@ -251,3 +251,42 @@ def test_backward_inside_traced_code_writes_grad_after_each_run():
     step(x)
     np.testing.assert_allclose(layer.weight.grad.numpy(), 3 * want, rtol=1e-6)
     assert len(step.retrace_reasons) == 1 and ".grad" in step.retrace_reasons[0]
+
+
+def test_assigning_into_a_leaf_changes_its_data_and_keeps_it_a_leaf():
+    p = rt.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    p[0] = 0.0                                # e.g. initializing a padding row
+    assert p.is_leaf and p.requires_grad
+    (p * p).sum().backward()
+    np.testing.assert_allclose(p.grad.numpy(), [0.0, 4.0, 6.0])
+
+
+def test_assigning_into_an_argument_inside_grad_is_differentiated():
+    def f(x):
+        x[0] = x[1] * 3.0
+        return (x * x).sum()
+    a = np.array([1.0, 2.0])
+    g = rt.grad(f)(rt.tensor(a))
+    np.testing.assert_allclose(g.numpy(), [0.0, 2 * 2.0 + 2 * 6.0 * 3.0])
+    np.testing.assert_array_equal(a, [1.0, 2.0])          # the caller's array is untouched
+
+
+def test_no_grad_is_per_thread_and_a_decorator():
+    import threading
+    x = rt.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    seen = {}
+
+    @rt.no_grad()
+    def serve():
+        seen["serving"] = (x * 2.0).requires_grad
+        ready.set()
+        done.wait(5)
+
+    ready, done = threading.Event(), threading.Event()
+    worker = threading.Thread(target=serve)
+    worker.start()
+    ready.wait(5)
+    seen["training"] = (x * 2.0).requires_grad        # while the other thread is inside no_grad
+    done.set()
+    worker.join()
+    assert seen == {"serving": False, "training": True}

@@ -3,14 +3,16 @@
 The test walks the whole registry: an op must have a gradient rule or be marked
 `differentiable=False` (or sit in `runtime.ops.gradients.NO_RULE_YET`, which says why
 it has none yet). For each differentiable op, every conformance sample of
-test_ops_conformance.py is run with its float arrays in float64, and each call of the
-op it makes is checked:
+test_ops_conformance.py (and of EXTRA below) is run with its float arrays in float64, and
+each call of the op it makes is checked:
 
-  (a) eager: for a random cotangent g and random directions dx of the float inputs,
+  (a) eager: for a random cotangent g and random directions dx of the floating inputs
+      (complex ones as pairs of reals, cotangents as dL/dRe + i dL/dIm),
       <vjp(g), dx> equals (<g, f(x + eps dx)> - <g, f(x - eps dx)>) / (2 eps), at the
       sample point and at a nearby one; integer and literal inputs get None;
   (b) traced: a Program applying the op and its rule, run by the executor, gives the
-      eager cotangents, also with every array input's first dim unknown.
+      eager cotangents, also with every array input's first dim unknown;
+  (c) float32: cotangents keep their input's dtype, eagerly and as the executor computes them.
 """
 import numpy as np
 import pytest
@@ -24,7 +26,8 @@ from runtime.tensor import Tensor
 
 from test_ops_conformance import Sample, samples_of
 
-ENGINE_OPS = {"cond", "while"} | {name for name in REGISTRY if name.startswith("array_")}   # wt-engine's rules
+# control flow and tensor arrays: the autodiff engine differentiates them itself
+ENGINE_OPS = {"cond", "while"} | {name for name in REGISTRY if name.startswith("array_")}
 EPS = 1e-6
 # ops whose samples sit where they are not differentiable (remainder jumps at the whole numbers
 # the samples hold; sort and topk samples hold ties on purpose): checked at a point near each sample
@@ -54,9 +57,13 @@ def test_no_rule_yet_lists_real_ops_without_rules():
         assert reason
 
 
+_WIDE = {"float32": np.float64, "complex64": np.complex128}
+_NARROW = {"f": np.float32, "c": np.complex64}
+
+
 def _as64(value):
-    if isinstance(value, np.ndarray) and value.dtype == np.float32:
-        return value.astype(np.float64)
+    if isinstance(value, np.ndarray) and value.dtype.name in _WIDE:
+        return value.astype(_WIDE[value.dtype.name])
     return value
 
 
@@ -77,8 +84,7 @@ def _calls_of(name, sample):
         dispatch.run_eager = run_eager
     calls = []
     for inputs, attrs in seen[:2]:
-        inputs = [rt.tensor(x.numpy().astype(np.float64)) if isinstance(x, Tensor) and x.dtype.kind == "f" else x
-                  for x in inputs]
+        inputs = [rt.tensor(_as64(x.numpy())) if isinstance(x, Tensor) else x for x in inputs]
         calls.append((inputs, attrs))
     return calls
 
@@ -93,19 +99,33 @@ def _run(opdef, inputs, attrs):
 
 
 def _inner(gs, outs):
-    return sum(float(np.sum(np.where(g == 0, 0.0, g * o.numpy()))) for g, o in zip(gs, _outputs(outs))
+    """<g, out>, the real inner product (complex values as pairs of reals)."""
+    return sum(float(np.sum(np.where(g == 0, 0.0, np.conj(g) * o.numpy())).real) for g, o in zip(gs, _outputs(outs))
                if g is not None)
 
 
-def _cotangents(outs, rng):
+def _random_like(shape, dtype, rng):
+    value = rng.standard_normal(shape)
+    return value + 1j * rng.standard_normal(shape) if np.dtype(dtype).kind == "c" else value
+
+
+def _cotangents(outs, rng, name, attrs, inputs):
     gs = []
     for o in _outputs(outs):
-        if o.dtype.kind != "f":
+        if o.dtype.kind not in "fc":
             gs.append(None)
             continue
-        g = rng.standard_normal(o.shape)
+        g = _random_like(o.shape, o.dtype, rng)
         gs.append(np.where(np.isfinite(o.numpy()), g, 0.0))     # a NaN output (sort's sample) counts for nothing
-    return gs
+    return _unique_part(name, attrs, inputs, gs)
+
+
+def _unique_part(name, attrs, inputs, g_values):
+    """No cotangent on outputs that are not functions of the input: U and Vh of a full SVD of a
+    matrix that is not square hold an arbitrary orthonormal completion."""
+    if name == "linalg_svd" and attrs.get("full_matrices", True) and inputs[0].shape[-1] != inputs[0].shape[-2]:
+        return [None, g_values[1], None]
+    return g_values
 
 
 def _vjp(opdef, g_values, inputs, outs, attrs):
@@ -114,28 +134,29 @@ def _vjp(opdef, g_values, inputs, outs, attrs):
 
 
 def _is_float_tensor(x):
-    return isinstance(x, Tensor) and x.dtype.kind == "f"
+    """An input that takes a cotangent: a floating or complex tensor."""
+    return isinstance(x, Tensor) and x.dtype.kind in "fc"
 
 
 def _check_finite_differences(name, opdef, inputs, attrs, rng):
     outs = _run(opdef, inputs, attrs)
-    g_values = _cotangents(outs, rng)
+    g_values = _cotangents(outs, rng, name, attrs, inputs)
     if all(g is None for g in g_values):
-        return                   # no real floating output: complex cotangents are not checked here
+        return
     grads = _vjp(opdef, g_values, inputs, outs, attrs)
     assert isinstance(grads, tuple) and len(grads) == len(inputs), (
         f"{name}: the rule returned {type(grads).__name__} of {len(grads)}, want a tuple of {len(inputs)}")
     directions = {}
     for i, (x, gx) in enumerate(zip(inputs, grads)):
-        if not (isinstance(x, Tensor) and x.dtype.kind in "fc"):
+        if not _is_float_tensor(x):
             assert gx is None, f"{name}: input {i} ({type(x).__name__}) takes no gradient, got one"
             continue
-        if gx is None or not _is_float_tensor(x):
+        if gx is None:
             continue
         assert gx.shape == x.shape and gx.dtype == x.dtype, (
             f"{name}: cotangent of input {i} is {gx.dtype}{gx.shape}, the input is {x.dtype}{x.shape}")
-        directions[i] = rng.standard_normal(x.shape)
-    predicted = sum(float(np.sum(grads[i].numpy() * d)) for i, d in directions.items())
+        directions[i] = _random_like(x.shape, x.dtype, rng)
+    predicted = sum(float(np.sum(np.conj(grads[i].numpy()) * d).real) for i, d in directions.items())
     if name in SINGULAR and not np.isfinite(predicted):
         return
 
@@ -176,7 +197,8 @@ EXTRA = {
     "pow": [_x(rt.pow, _r(3, 4, lo=0.5, hi=2), _r(4))],
     "maximum": [_x(rt.maximum, _r(3, 4), _r(3, 1))],
     "mean": [_x(lambda x: rt.mean(x, axis=(0, 2)), _r(3, 4, 2))],
-    "prod": [_x(lambda x: rt.prod(x, axis=1, keepdims=True), _r(3, 4, lo=0.5, hi=2))],
+    "prod": [_x(lambda x: rt.prod(x, axis=(0, 2), keepdims=True), _r(3, 4, 2, lo=0.5, hi=2)),
+             _x(lambda x: rt.prod(x, axis=1), np.array([[1.5, 0.0, 2.0], [0.0, 0.0, 3.0], [1.0, 2.0, -1.0]]))],
     "concat": [_x(lambda a, b: rt.concat([a, b], axis=None), _r(2, 3), _r(4))],
     "stack": [_x(lambda a, b: rt.stack([a, b], axis=-1), _r(2, 3), _r(2, 3))],
     "getitem": [_x(lambda x: x[np.array([0, 2, 0, 0])], _r(3, 2)),
@@ -223,6 +245,11 @@ EXTRA = {
     "linalg_solve": [_x(rt.linalg.solve, _spd(3, 2), _r(3)), _x(rt.linalg.solve, _spd(2), _r(3, 2, 4))],
     "linalg_slogdet": [_x(lambda a: rt.linalg.slogdet(a)[1], _spd(3) - 6 * np.eye(3))],
     "linalg_eigh": [_x(lambda a: rt.linalg.eigh(a)[1], _spd(3))],
+    "linalg_qr": [_x(lambda a: rt.linalg.qr(a)[0], _r(2, 4, 3)), _x(lambda a: rt.linalg.qr(a, mode="complete")[1],
+                                                                  _r(3, 3))],
+    "linalg_svd": [_x(lambda a: rt.linalg.svd(a, full_matrices=False)[0], _r(2, 4, 3)),
+                   _x(lambda a: rt.linalg.svd(a, full_matrices=False)[2], _r(3, 5)),
+                   _x(lambda a: rt.linalg.svd(a)[0] * rt.linalg.svd(a)[2], _r(3, 3))],
     "linalg_matrix_power": [_x(lambda a: rt.linalg.matrix_power(a, 3), _r(2, 3, 3)),
                             _x(lambda a: rt.linalg.matrix_power(a, -2), _spd(3))],
     "linalg_vector_norm": [_x(lambda a: rt.linalg.vector_norm(a, axis=0, ord=float("-inf")), _r(3, 4)),
@@ -250,6 +277,32 @@ CASES = list(_gradient_cases())
 
 
 @pytest.mark.parametrize("name,sample", CASES)
+def test_float32_cotangents_keep_their_dtype(name, sample):
+    """A rule run on float32 inputs gives float32 cotangents, eagerly and as traced (where a
+    Python number meets a float32 array, the array's dtype must win in both)."""
+    opdef = REGISTRY[name]
+    rng = np.random.default_rng(3)
+    for inputs, attrs in _calls_of(name, sample):
+        inputs = [rt.tensor(x.numpy().astype(_NARROW[x.dtype.kind])) if _is_float_tensor(x) else x for x in inputs]
+        try:
+            outs = _run(opdef, inputs, attrs)
+        except (TypeError, ValueError):
+            continue                    # the op wants float64 here (a sample mixing dtypes on purpose)
+        g_values = [None if g is None else g.astype(o.dtype)
+                    for g, o in zip(_cotangents(outs, rng, name, attrs, inputs), _outputs(outs))]
+        if all(g is None for g in g_values):
+            continue
+        grads = _vjp(opdef, g_values, inputs, outs, attrs)
+        for x, gx in zip(inputs, grads):
+            if gx is not None:
+                assert gx.dtype == x.dtype, f"{name}: eager cotangent {gx.dtype} for a {x.dtype} input"
+        program, feed = _trace_rule(opdef, inputs, attrs, g_values, dynamic=False)
+        declared = [v.dtype for v in program.outputs]
+        for got, dtype in zip(rt.Executor(passes=[]).run(program, feed), declared):
+            assert got.dtype == dtype, f"{name}: the traced cotangent is {got.dtype}, its Variable says {dtype}"
+
+
+@pytest.mark.parametrize("name,sample", CASES)
 def test_rule_matches_finite_differences(name, sample):
     opdef = REGISTRY[name]
     calls = _calls_of(name, sample)
@@ -258,7 +311,7 @@ def test_rule_matches_finite_differences(name, sample):
     for inputs, attrs in calls:
         if name not in KINKED_SAMPLES:
             _check_finite_differences(name, opdef, inputs, attrs, rng)
-        nearby = [rt.tensor(x.numpy() + 0.01 * rng.standard_normal(x.shape)) if _is_float_tensor(x) else x
+        nearby = [rt.tensor(x.numpy() + 0.01 * _random_like(x.shape, x.dtype, rng)) if _is_float_tensor(x) else x
                   for x in inputs]
         _check_finite_differences(name, opdef, nearby, attrs, rng)
 
@@ -290,25 +343,25 @@ def _trace_rule(opdef, inputs, attrs, g_values, dynamic):
     return program, feed
 
 
-@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 @pytest.mark.parametrize("name,sample", CASES)
-def test_traced_rule_matches_eager(name, sample, dynamic):
-    if dynamic and not sample.dynamic:
-        pytest.skip("the sample cannot be traced with unknown dims")
+def test_traced_rule_matches_eager(name, sample):
+    """The op and its rule traced into a Program (static, then with every first dim unknown)
+    and run by the executor give the eager cotangents."""
     opdef = REGISTRY[name]
-    if not opdef.pure:
-        pytest.skip("an impure op (dropout) draws anew in each run")
     rng = np.random.default_rng(11)
     for inputs, attrs in _calls_of(name, sample):
         outs = _run(opdef, inputs, attrs)
-        g_values = _cotangents(outs, rng)
+        g_values = _cotangents(outs, rng, name, attrs, inputs)
         if all(g is None for g in g_values):
             continue
         expected = [g for g in _vjp(opdef, g_values, inputs, outs, attrs) if g is not None]
-        program, feed = _trace_rule(opdef, inputs, attrs, g_values, dynamic)
-        results = rt.Executor().run(program, feed)
-        assert len(results) == len(expected)
-        for got, want in zip(results, expected):
-            assert got.dtype == want.dtype and got.shape == want.shape, (
-                f"{name}: traced cotangent {got.dtype}{got.shape}, eager {want.dtype}{want.shape}")
-            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
+        for dynamic in (False, True) if sample.dynamic else (False,):
+            program, feed = _trace_rule(opdef, inputs, attrs, g_values, dynamic)
+            rt.seed(0)                  # dropout draws the mask the eager run drew
+            results = rt.Executor().run(program, feed)
+            assert len(results) == len(expected)
+            for got, want in zip(results, expected):
+                assert got.dtype == want.dtype and got.shape == want.shape, (
+                    f"{name}: traced cotangent {got.dtype}{got.shape}, eager {want.dtype}{want.shape}")
+                np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-9, atol=1e-12,
+                                           err_msg=f"{name}, {'unknown' if dynamic else 'known'} first dims")

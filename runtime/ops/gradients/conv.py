@@ -8,8 +8,8 @@ input against g) and `max_pool2d_grad` (g added at each window's first maximum).
 """
 import numpy as np
 
-from ..nn_ops import _pool_out_size, _windows, conv2d
-from ..registry import OpDef, facet, register
+from ..nn_ops import _windows, conv2d
+from ..registry import OpDef, facet, get_op, register
 from ..dispatch import apply
 from ..rules import Spec, dtype_of, shape_of
 from .support import no_rule_yet, rt, takes_gradient
@@ -101,8 +101,7 @@ _conv2d_weight_grad = register(OpDef("conv2d_weight_grad", _conv2d_weight_grad_k
                                      example=_grad_samples("conv2d_weight_grad")))
 _max_pool2d_grad = register(OpDef("max_pool2d_grad", _max_pool2d_grad_kernel, _like_infer(0),
                                   example=_grad_samples("max_pool2d_grad")))
-no_rule_yet("second-order gradients of convolution and pooling are not written yet",
-            "conv2d_input_grad", "conv2d_weight_grad", "max_pool2d_grad")
+no_rule_yet("a second-order gradient of max pooling is not written yet", "max_pool2d_grad")
 
 
 def _bias_grad(g, bias):
@@ -134,6 +133,24 @@ def _conv_transpose2d_vjp(g, inputs, outputs, stride, padding, output_padding, d
     if takes_gradient(weight):
         gw = apply(_conv2d_weight_grad, (x, g, weight), attrs)
     return gx, gw, _bias_grad(g, bias)
+
+
+@facet("conv2d_input_grad", "vjp")
+def _conv2d_input_grad_vjp(gg, inputs, outputs, **attrs):
+    """conv2d_input_grad(g, x, w) is the adjoint of conv2d(., w) applied to g: linear in g and w."""
+    g, x, weight = inputs
+    d_g = apply(get_op("conv2d"), (gg, weight, None), attrs) if takes_gradient(g) else None
+    d_w = apply(_conv2d_weight_grad, (g, gg, weight), attrs) if takes_gradient(weight) else None
+    return d_g, None, d_w
+
+
+@facet("conv2d_weight_grad", "vjp")
+def _conv2d_weight_grad_vjp(gw, inputs, outputs, **attrs):
+    """conv2d_weight_grad(g, x, w) pairs g with the windows of x: linear in g and x (w gives a shape)."""
+    g, x, weight = inputs
+    d_g = apply(get_op("conv2d"), (x, gw, None), attrs) if takes_gradient(g) else None
+    d_x = apply(_conv2d_input_grad, (g, x, gw), attrs) if takes_gradient(x) else None
+    return d_g, d_x, None
 
 
 @facet("max_pool2d", "vjp")

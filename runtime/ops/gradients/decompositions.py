@@ -7,12 +7,10 @@ for itself and its mirror image.
 from ..decompositions import cross, eigh, inv, solve, svd
 from ..dispatch import apply
 from ..registry import facet, get_op
-from .support import (as_tuple, broadcast_back, cast_like, no_rule_yet, nondifferentiable, rt, takes_gradient,
-                      unbroadcast)
+from .support import (as_tuple, broadcast_back, cast_like, nondifferentiable, rt, takes_gradient,
+                      unbroadcast, zeros_for_missing)
 
 nondifferentiable("linalg_matrix_rank")
-no_rule_yet("the rules of the factor matrices are not written yet (their signs and phases are not unique)",
-            "linalg_qr", "linalg_svd")
 
 
 def _mT(a):
@@ -121,6 +119,57 @@ def _eigvalsh_vjp(g, inputs, outputs):
     return (cast_like(_on_lower_triangle(0.5 * (grad + _mT(grad))), x),)
 
 
+@facet("linalg_qr", "vjp")
+def _qr_vjp(g, inputs, outputs, mode="reduced"):
+    """TensorFlow's QrGrad, for A with at least as many rows as columns (R invertible; the
+    signs LAPACK picks for R's diagonal stay put under small changes of A)."""
+    (a,) = inputs
+    if not takes_gradient(a):
+        return (None,)
+    rows, cols = rt.shape(a)[-2:]
+    if isinstance(rows, int) and isinstance(cols, int) and (rows < cols or (mode == "complete" and rows != cols)):
+        raise NotImplementedError(f"linalg.qr: gradients need rows >= columns (and a square matrix for "
+                                  f"mode='complete'), got a {rows}x{cols} matrix")
+    q, r = outputs
+    g_q, g_r = zeros_for_missing(g, outputs)
+    qdq = rt.matmul(_mT(q), g_q)
+    rdr = rt.matmul(r, _mT(g_r))
+    lower = rt.tril(qdq - _mT(qdq) + rdr - _mT(rdr))
+    r_inv_t = _mT(inv(r))
+    grad = rt.matmul(q, g_r + rt.matmul(lower, r_inv_t)) + rt.matmul(g_q - rt.matmul(q, qdq), r_inv_t)
+    return (cast_like(grad, a),)
+
+
+@facet("linalg_svd", "vjp")
+def _svd_vjp(g, inputs, outputs, full_matrices=True):
+    """Townsend (2016), for distinct nonzero singular values. The columns of U and V beyond
+    k = min(m, n) (full_matrices=True, not square) are any orthonormal completion, not a
+    function of A: a cotangent on them is ignored."""
+    (a,) = inputs
+    if not takes_gradient(a):
+        return (None,)
+    u, s, vh = outputs
+    g_u, g_s, g_vh = as_tuple(g)
+    k = rt.shape(s)[-1]
+    u, vh = u[..., :, :k], vh[..., :k, :]
+    v = _mT(vh)
+    grad = rt.matmul(u * rt.expand_dims(g_s, -2) if g_s is not None else rt.zeros_like(u), vh)
+    if g_u is None and g_vh is None:
+        return (cast_like(grad, a),)
+    s_row, s_col = rt.expand_dims(s, -2), rt.expand_dims(s, -1)
+    square = _eye_mask(rt.matmul(_mT(u), u))
+    f = rt.where(square, 0, rt.reciprocal(rt.where(square, 1, s_row * s_row - s_col * s_col)))
+    g_u = rt.zeros_like(u) if g_u is None else g_u[..., :, :k]
+    g_v = rt.zeros_like(v) if g_vh is None else _mT(g_vh[..., :k, :])
+    ut_gu, vt_gv = rt.matmul(_mT(u), g_u), rt.matmul(_mT(v), g_v)
+    inner = f * (ut_gu - _mT(ut_gu)) * s_row + s_col * (f * (vt_gv - _mT(vt_gv)))
+    grad = grad + rt.matmul(rt.matmul(u, inner), vh)
+    inv_s = rt.reciprocal(s_row)
+    grad = grad + rt.matmul((g_u - rt.matmul(u, ut_gu)) * inv_s, vh)
+    grad = grad + rt.matmul(u * inv_s, _mT(g_v - rt.matmul(v, vt_gv)))
+    return (cast_like(grad, a),)
+
+
 @facet("linalg_svdvals", "vjp")
 def _svdvals_vjp(g, inputs, outputs):
     """U diag(g) Vh (distinct singular values)."""
@@ -140,8 +189,8 @@ def _pinv_vjp(g, inputs, outputs, rtol=None):
         return (None,)
     p = outputs
     p_t = _mT(p)
-    rows = rt.where(_eye_mask(rt.matmul(a, p)), 1.0, 0.0)
-    cols = rt.where(_eye_mask(rt.matmul(p, a)), 1.0, 0.0)
+    rows = rt.astype(_eye_mask(rt.matmul(a, p)), p.dtype)
+    cols = rt.astype(_eye_mask(rt.matmul(p, a)), p.dtype)
     g_t = _mT(g)
     grad = (-rt.matmul(rt.matmul(p_t, g), p_t)
             + rt.matmul(rt.matmul(rows - rt.matmul(a, p), g_t), rt.matmul(p, p_t))

@@ -3,7 +3,7 @@ summed back over broadcast dims by `unbroadcast`."""
 import math
 
 from ..registry import facet
-from .support import cast_like, nondifferentiable, rt, takes_gradient, unbroadcast
+from .support import cast_like, is_array, nondifferentiable, rt, takes_gradient, unbroadcast
 
 nondifferentiable(
     "sign", "floor", "ceil", "trunc", "round", "isnan", "isinf", "isfinite", "logical_not", "bitwise_invert",
@@ -99,6 +99,8 @@ _extremum("minimum", rt.less)
 
 def _pow_dy(x, y, out):
     """out * log(x), taken as 0 where x is 0 (there x**y is flat in y for y > 0)."""
+    if not is_array(x):                      # a Python number: its log is one too (an array would be float64)
+        return out * (math.log(x) if x > 0 else 0.0 if x == 0 else math.nan)
     safe = rt.where(rt.equal(x, 0), 1.0, x)
     return rt.where(rt.equal(x, 0), 0.0, out * rt.log(safe))
 

@@ -1,7 +1,7 @@
 """Gradient rules of the products (runtime/ops/linalg.py). tensordot and einsum share one
 rule: the cotangent of an einsum operand is an einsum of g with the other operands."""
 from ..registry import facet
-from .support import cast_like, norm_axes, rt, takes_gradient, unbroadcast
+from .support import norm_axes, rt, takes_gradient, unbroadcast
 
 
 def _swap_last(a):
@@ -107,6 +107,6 @@ def _tensordot_vjp(g, inputs, outputs, axes=2):
 def _vecdot_vjp(g, inputs, outputs, axis=-1):
     a, b = inputs
     spread = rt.expand_dims(g, norm_axes(axis, g.ndim + 1))
-    ga = unbroadcast(spread * rt.conj(b) if b.dtype.kind == "c" else spread * b, a) if takes_gradient(a) else None
+    ga = unbroadcast(spread * b, a) if takes_gradient(a) else None
     gb = unbroadcast(spread * a, b) if takes_gradient(b) else None
-    return ga, (cast_like(gb, b) if gb is not None else None)
+    return ga, gb

@@ -24,12 +24,25 @@ def _mean_vjp(g, inputs, outputs, axis=None, keepdims=False):
 
 @facet("prod", "vjp")
 def _prod_vjp(g, inputs, outputs, axis=None, keepdims=False, dtype=None):
-    """g * prod / x: the product of the other elements (exact where x has no zeros)."""
+    """g times the product of the other elements, from products before and after each element
+    along the reduced axes (flattened into one): exact also where x holds zeros."""
     (x,) = inputs
     if not takes_gradient(x):
         return (None,)
-    spread = broadcast_back(g * outputs, x, axis, keepdims)
-    return (cast_like(spread / x, x),)
+    axes = norm_axes(axis, x.ndim)
+    if not axes:
+        return (cast_like(g, x),)
+    kept = [a for a in range(x.ndim) if a not in axes]
+    order = tuple(kept + list(axes))
+    kept_shape = tuple(rt.shape(x)[a] for a in kept)
+    moved = rt.permute_dims(x, order)
+    flat = rt.reshape(moved, kept_shape + (-1,))
+    before = rt.cumulative_prod(flat, axis=-1, include_initial=True)[..., :-1]
+    after = rt.flip(rt.cumulative_prod(rt.flip(flat, axis=-1), axis=-1, include_initial=True)[..., :-1], axis=-1)
+    spread = before * after * rt.reshape(g, kept_shape + (1,))
+    back = rt.reshape(spread, rt.shape(moved))
+    inverse = tuple(sorted(range(x.ndim), key=order.__getitem__))
+    return (cast_like(rt.permute_dims(back, inverse), x),)
 
 
 def _extremum_vjp(g, inputs, outputs, axis=None, keepdims=False):

@@ -47,7 +47,7 @@ def _bincount_vjp(g, inputs, outputs, minlength=0):
 @facet("cumulative", "vjp")
 def _cumulative_vjp(g, inputs, outputs, axis=None, dtype=None, include_initial=False, kind="sum"):
     """A cumulative sum taken from the end; for products, of g * out, over x (exact where x
-    has no zeros, as `prod`)."""
+    has no zeros)."""
     (x,) = inputs
     if not takes_gradient(x):
         return (None,)
