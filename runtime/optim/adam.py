@@ -22,9 +22,10 @@ class Adam(Optimizer):
                                       amsgrad=amsgrad, maximize=maximize))
 
     def _check(self, group):
+        super()._check(group)
         name = type(self).__name__
-        if group["lr"] < 0 or group["eps"] < 0 or group["weight_decay"] < 0:
-            raise ValueError(f"{name}: lr, eps and weight_decay must be >= 0")
+        if group["eps"] < 0 or group["weight_decay"] < 0:
+            raise ValueError(f"{name}: eps and weight_decay must be >= 0")
         if len(group["betas"]) != 2 or not all(0 <= b < 1 for b in group["betas"]):
             raise ValueError(f"{name}: betas must be two numbers in [0, 1), got {group['betas']!r}")
 

@@ -95,7 +95,9 @@ class Optimizer:
             self.state[p] = self._new_state(p, values)
 
     def _check(self, group):
-        """Raise ValueError for a hyperparameter out of its range (each optimizer's own)."""
+        """Raise ValueError for a hyperparameter out of its range (subclasses add their own)."""
+        if group["lr"] < 0:
+            raise ValueError(f"{type(self).__name__}: invalid lr {group['lr']!r} (must be >= 0)")
 
     def _new_state(self, p, group):
         raise NotImplementedError

@@ -16,7 +16,8 @@ class SGD(Optimizer):
                                       nesterov=nesterov, maximize=maximize))
 
     def _check(self, group):
-        for key in ("lr", "momentum", "weight_decay"):
+        super()._check(group)
+        for key in ("momentum", "weight_decay"):
             if group[key] < 0:
                 raise ValueError(f"SGD: invalid {key} {group[key]!r} (must be >= 0)")
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):

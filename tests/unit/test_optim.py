@@ -167,3 +167,9 @@ def test_matches_torch_optim(name):
         theirs.grad = torch.from_numpy(g)
         opt.step()
     np.testing.assert_allclose(params[0].numpy(), theirs.detach().numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_negative_learning_rate_is_refused_by_every_optimizer():
+    for cls in (rt.optim.SGD, rt.optim.Adam, rt.optim.AdamW):
+        with pytest.raises(ValueError, match="invalid lr"):
+            cls([rt.Parameter(np.zeros(2, np.float32))], lr=-0.1)
