@@ -11,8 +11,10 @@ import numpy as np
 
 from ..backends import get_backend
 from ..tensor import Tensor
-from .. import ops
+from .. import ops, tracing
 from ..autodiff.tape import no_grad
+from ..autodiff.traced import GradPlace
+from ..ir import Variable
 
 # Hyperparameters whose being zero or not changes the form of the update (which ops a step runs).
 _FORM_KEYS = ("momentum", "weight_decay", "nesterov", "amsgrad", "maximize")
@@ -108,9 +110,11 @@ class Optimizer:
     def step(self):
         """Update every parameter that has a `.grad` (parameters without one are left alone)."""
         with no_grad():            # an update is not part of what a later backward() differentiates
+            number = 0
             for group in self.param_groups:
                 for p in group["params"]:
-                    grad = p.grad
+                    grad = _read_grad(p, f"{type(self).__name__} parameter {number}")
+                    number += 1
                     if grad is not None:
                         self._update(p, grad, self.state[p], group)
 
@@ -171,6 +175,15 @@ class Optimizer:
             lines.append(f"Parameter Group {i}")
             lines += [f"    {k}: {v}" for k, v in sorted(group.items()) if k != "params"]
         return "\n".join(lines + [")"])
+
+
+def _read_grad(p, label):
+    """p.grad; while tracing, an eager gradient (from a backward() before the call) is a place read on
+    every call: a Program feeds the `.grad` each call finds there, and None <-> tensor retraces."""
+    grad = p.grad
+    if tracing.current_block() is not None and tracing.place_reader is not None and not isinstance(grad, Variable):
+        tracing.place_reader(f"{label}.grad", GradPlace(p), "grad", grad)
+    return grad
 
 
 def eager_zeros(p):

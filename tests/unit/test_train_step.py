@@ -117,3 +117,32 @@ def test_saving_a_training_step_is_refused(tmp_path):
     step(rt.tensor(x), rt.tensor(y))
     with pytest.raises(ValueError, match="training step"):
         transpiler.save(step, str(tmp_path / "step"))
+
+
+def test_a_static_update_reads_the_gradients_each_eager_backward_leaves():
+    w = nn.Parameter(np.ones(3, np.float32))
+    unused = nn.Parameter(np.ones(2, np.float32))
+    opt = rt.optim.SGD([w, unused], lr=0.1, momentum=0.5)
+
+    @to_static
+    def update(x):
+        opt.step()
+        return x
+
+    x = rt.tensor(np.zeros(1, np.float32))
+    want, buf = np.ones(3), None
+    for k in (1.0, 2.0, 3.0):
+        (w * k).sum().backward()
+        update(x)
+        opt.zero_grad()
+        g = np.full(3, k)
+        buf = g if buf is None else 0.5 * buf + g
+        want = want - 0.1 * buf
+    np.testing.assert_allclose(w.numpy(), want, rtol=1e-6)
+    np.testing.assert_array_equal(unused.numpy(), [1, 1])
+    assert update.cache_size == 1
+    unused.grad = rt.tensor(np.ones(2, np.float32))          # a gradient where the trace saw None: retrace
+    w.grad = rt.tensor(np.zeros(3, np.float32))
+    update(x)
+    np.testing.assert_allclose(unused.numpy(), [0.9, 0.9], rtol=1e-6)
+    assert update.retrace_reasons and "parameter 1.grad" in update.retrace_reasons[-1]
