@@ -113,6 +113,7 @@ def test_static_gradient_matches_tape_and_finite_differences(fn):
         np.testing.assert_allclose(got, num, rtol=1e-5, atol=1e-7)
         np.testing.assert_allclose(got, eager, rtol=1e-12, atol=1e-14)
     assert static.cache_size == 1       # one Program for every trip count and branch
+    rt.verify(static.get_program(rt.tensor(POINTS[fn][0])))   # a well-formed Program (no orphaned blocks)
 
 
 @pytest.mark.parametrize("fn, oracle", [(branchy, branchy_np_grad), (grow, grow_np_grad)],
@@ -256,7 +257,9 @@ def loop_in_branch(x):
                                                                         "while-in-cond-"])
 def test_nested_control_flow(fn, a):
     a = np.array(a)
-    got = rt.grad(to_static(fn))(rt.tensor(a)).numpy()
+    static = rt.grad(to_static(fn))
+    got = static(rt.tensor(a)).numpy()
+    rt.verify(static.get_program(rt.tensor(a)))
     (num,) = numeric_grad(of_tensors(fn), [a.copy()])
     np.testing.assert_allclose(got, num, rtol=1e-6, atol=1e-8)
 
@@ -283,3 +286,4 @@ def test_recurrent_net_over_a_dynamic_number_of_steps():
     program = static.get_program(*spec)
     types = [op.type for op in program.ops()]
     assert types.count("while") == 2 and types.count("matmul") <= 4     # one body forward, one reverse: not unrolled
+    assert "array_scatter_add" in types and "getitem_grad" not in types  # xs[t]'s cotangent: one scatter, after
