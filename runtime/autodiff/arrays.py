@@ -64,7 +64,8 @@ def array_add(a, b):
     return apply(_add, (a, b), {})
 
 
-def _zeros_array(arr):
+def array_zeros_like(arr):
+    """A tensor array of zeros shaped like each element of arr (a cotangent where none flows)."""
     return apply(_zeros_like, (arr,), {})
 
 
@@ -90,7 +91,7 @@ def _pop_vjp(g, inputs, outputs):
     from ..ops import zeros_like
     g_arr, g_value = g
     if g_arr is None:
-        g_arr = _zeros_array(outputs[0])
+        g_arr = array_zeros_like(outputs[0])
     if g_value is None:
         g_value = zeros_like(outputs[1])
     index = inputs[1]

@@ -18,7 +18,7 @@ from .. import tracing
 from ..ir import Variable
 from ..ops.registry import facet, get_op
 from .engine import add_cotangents, backprop, carries_gradient
-from .arrays import array_scatter_add
+from .arrays import array_scatter_add, array_zeros_like
 from .replay import hint, needed_ops, replay
 
 
@@ -75,6 +75,8 @@ def _nested_ops(block):
 
 
 def _zeros_like(v):
+    if v.kind == "array":
+        return array_zeros_like(v)
     from ..ops import zeros_like
     return zeros_like(v)
 
@@ -86,16 +88,13 @@ def _cond_vjp(g, inputs, outputs, *, true_block, false_block):
     from ..control_flow import cond
     pred, captured = inputs[0], inputs[1:]
     program = pred.block.program
-    wrt = [c for c in captured if _dense_float(c)]
+    wrt = [c for c in captured if isinstance(c, Variable) and carries_gradient(c)]   # tensor arrays too
     if not wrt:
         return (None,) * len(inputs)
-    seeds_of = []
-    for out, gi in zip(outputs, g):
-        seeds_of.append(gi if gi is not None or not _dense_float(out) else None)
 
     def branch(block):
         def run():
-            seeds = [(r, gi) for r, gi in zip(block.results, seeds_of) if gi is not None]
+            seeds = [(r, gi) for r, gi in zip(block.results, g) if gi is not None]
             cots = block_vjp(block.ops, {}, seeds, wrt, tracing.current_block())
             return tuple(cots[w] if cots[w] is not None else _zeros_like(w) for w in wrt)
         return run

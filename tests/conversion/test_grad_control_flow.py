@@ -93,12 +93,25 @@ def nested(x):
     return (x * x).sum()
 
 
+def collects_some(x):
+    """A list appended to under a tensor condition inside the loop: a tensor array through a cond."""
+    rows = [x]
+    i = 0
+    while i < 4:
+        x = rt.sin(x) * 1.5
+        if x.sum() > 0:
+            rows.append(x * 2.0)
+        i += 1
+    return rt.stack(rows).sum()
+
+
 POINTS = {
     branchy: [np.array([0.5, 1.0, -0.2]), np.array([-0.5, -1.0, 0.2])],
     grow: [np.array([1.0, 2.0]), np.array([0.1, 0.2]), np.array([3.0, 8.0])],
     grow_with_break: [np.array([0.3, -0.4]), np.array([2.0, 1.0])],
     loop_with_continue: [np.array([0.1, 0.05]), np.array([0.4, 0.3])],
     collects: [np.array([0.5, 1.0]), np.array([2.0, 3.0])],
+    collects_some: [np.array([0.3, 0.9]), np.array([-0.5, 0.2])],
     nested: [np.array([0.5, 0.2]), np.array([1.5, 0.2])],
 }
 
