@@ -199,6 +199,8 @@ def trace(fn, specs, name=None, args_tree=None):
         result = fn(*inputs)
         finish_outputs(program, result)
     program.forget_trace_state()
+    from .passes._graph import compact_blocks
+    compact_blocks(program)     # sub-blocks of ops a gradient recorded and then pruned
     return program, inputs, result
 
 

@@ -7,6 +7,8 @@ rules; each builds a fresh list, except where a rule consumes its cotangent
 array (an append's VJP pops from it, like the append it undoes).
 """
 from ..ops import array_insert, array_pop, array_read
+from ..ops.gradients.indexing import _add_at
+from ..ops.indexing import decode_index
 from ..ops.dispatch import apply
 from ..ops.registry import OpDef, facet, get_op, register
 from ..ops.rules import Spec, norm_axes
@@ -62,7 +64,8 @@ def array_add(a, b):
     return apply(_add, (a, b), {})
 
 
-def _zeros_array(arr):
+def array_zeros_like(arr):
+    """A tensor array of zeros shaped like each element of arr (a cotangent where none flows)."""
     return apply(_zeros_like, (arr,), {})
 
 
@@ -88,7 +91,7 @@ def _pop_vjp(g, inputs, outputs):
     from ..ops import zeros_like
     g_arr, g_value = g
     if g_arr is None:
-        g_arr = _zeros_array(outputs[0])
+        g_arr = array_zeros_like(outputs[0])
     if g_value is None:
         g_value = zeros_like(outputs[1])
     index = inputs[1]
@@ -141,3 +144,62 @@ def _onehot_vjp(g, inputs, outputs):
 
 for _name in ("array_new", "array_length", "array_zeros_like"):
     get_op(_name).differentiable = False
+
+
+# --- sparse accumulation: the cotangent of `x[i]` read once per loop iteration ---------------------
+# A reverse loop would otherwise add a full-size scatter of g into x's cotangent every iteration
+# (O(T * x.size)); instead it appends g and the index values to tensor arrays, and one
+# `array_scatter_add` after the loop adds them all into zeros of x's shape.
+
+def _index_values(arr_idx, k):
+    return [a[k] for a in arr_idx]
+
+
+def _scatter_add_kernel(xp, like, arr_g, *arr_idx, index):
+    out = xp.zeros(like.shape, dtype=arr_g[0].dtype if arr_g else like.dtype)
+    for k, g in enumerate(arr_g):
+        inputs = _index_values(arr_idx, k)
+        where = decode_index(index, inputs)
+        if any(getattr(v, "ndim", 0) and v.dtype.kind != "b" for v in inputs):
+            _add_at(xp)(out, where, g)        # an integer array may name one element twice
+        else:
+            out[where] += g
+    return out
+
+
+def _gather_kernel(xp, x, *arr_idx, index):
+    n = len(arr_idx[0]) if arr_idx else 0
+    return [x[decode_index(index, _index_values(arr_idx, k))] for k in range(n)]
+
+
+def _scatter_add_infer(like, arr_g, *arr_idx, index):
+    return Spec(like.static_shape, arr_g.dtype)
+
+
+def _gather_infer(x, *arr_idx, index):
+    from ..ops.indexing import _getitem_infer
+    from ..ir import Variable
+    probes = [Variable("?", a.static_shape, a.dtype, None) for a in arr_idx]
+    spec = _getitem_infer(x, *probes, index=index)
+    return _array_spec(spec.shape, spec.dtype)
+
+
+_scatter_add = register(OpDef("array_scatter_add", _scatter_add_kernel, _scatter_add_infer))
+_gather = register(OpDef("array_gather", _gather_kernel, _gather_infer))
+
+
+def array_scatter_add(like, arr_g, arr_idx, index):
+    """zeros like `like`, plus every arr_g[k] added at index `index` filled with the arr_idx[j][k]."""
+    return apply(_scatter_add, (like, arr_g, *arr_idx), {"index": index})
+
+
+@facet("array_scatter_add", "vjp")
+def _scatter_add_vjp(g, inputs, outputs, index):
+    arr_idx = inputs[2:]
+    return (None, apply(_gather, (g, *arr_idx), {"index": index})) + (None,) * len(arr_idx)
+
+
+@facet("array_gather", "vjp")
+def _gather_vjp(g, inputs, outputs, index):
+    x, arr_idx = inputs[0], inputs[1:]
+    return (array_scatter_add(x, g, arr_idx, index),) + (None,) * len(arr_idx)

@@ -18,6 +18,7 @@ from .. import tracing
 from ..ir import Variable
 from ..ops.registry import facet, get_op
 from .engine import add_cotangents, backprop, carries_gradient
+from .arrays import array_scatter_add, array_zeros_like
 from .replay import hint, needed_ops, replay
 
 
@@ -74,6 +75,8 @@ def _nested_ops(block):
 
 
 def _zeros_like(v):
+    if v.kind == "array":
+        return array_zeros_like(v)
     from ..ops import zeros_like
     return zeros_like(v)
 
@@ -85,16 +88,13 @@ def _cond_vjp(g, inputs, outputs, *, true_block, false_block):
     from ..control_flow import cond
     pred, captured = inputs[0], inputs[1:]
     program = pred.block.program
-    wrt = [c for c in captured if _dense_float(c)]
+    wrt = [c for c in captured if isinstance(c, Variable) and carries_gradient(c)]   # tensor arrays too
     if not wrt:
         return (None,) * len(inputs)
-    seeds_of = []
-    for out, gi in zip(outputs, g):
-        seeds_of.append(gi if gi is not None or not _dense_float(out) else None)
 
     def branch(block):
         def run():
-            seeds = [(r, gi) for r, gi in zip(block.results, seeds_of) if gi is not None]
+            seeds = [(r, gi) for r, gi in zip(block.results, g) if gi is not None]
             cots = block_vjp(block.ops, {}, seeds, wrt, tracing.current_block())
             return tuple(cots[w] if cots[w] is not None else _zeros_like(w) for w in wrt)
         return run
@@ -162,9 +162,10 @@ def _extend_forward(op, save):
     return tape
 
 
-def _read_by_backward(op, bb, carried, wrt_captured):
-    """Liveness: the body params that one reverse iteration really reads, found by tracing that
-    iteration once into a scratch block (then dropped) and keeping only what its cotangents need."""
+def _dry_run(op, bb, carried, wrt_captured):
+    """Trace one reverse iteration into a scratch block (then dropped) to learn two facts:
+    liveness — the body params its pruned ops really read (all the forward loop must save) — and
+    which captured values get their cotangent from one `x[i]` read (`_sparse_plan`)."""
     program = op.block.program
     first, names = len(program.blocks), program.name_state()
     scratch = program.new_block(op.block)
@@ -174,12 +175,33 @@ def _read_by_backward(op, bb, carried, wrt_captured):
         seeds = [(bb.results[i], scratch.create_var("g", bb.results[i].static_shape, bb.results[i].dtype,
                                                     kind=bb.results[i].kind)) for i in carried]
         wrt = [params[i] for i in carried] + wrt_captured
-        block_vjp(bb.ops, dict(stand_ins), seeds, wrt, scratch)
+        cots = block_vjp(bb.ops, dict(stand_ins), seeds, wrt, scratch)
     live = {v for inner in _nested_ops(scratch) for v in inner.input_vars()}
     read = {p for p, s in stand_ins.items() if s in live}
+    sparse = {}
+    for c in wrt_captured:
+        gather = _sparse_gather(scratch, cots[c], c)
+        if gather is not None:
+            g, idx = gather.inputs[0], gather.inputs[2:]
+            sparse[c] = ((g.static_shape, g.dtype), [(i.static_shape, i.dtype) for i in idx], gather.attrs["index"])
     program.drop_blocks_from(first)
     program.restore_name_state(names)
-    return read
+    return read, sparse
+
+
+def _sparse_gather(block, cotangent, captured):
+    """The `getitem_grad` op of `block` that alone makes `cotangent` (the scatter of one `captured[i]`
+    read, by dynamic index values only), or None."""
+    if not isinstance(cotangent, Variable) or cotangent.block is not block:
+        return None
+    for op in block.ops:
+        if op.outputs and op.outputs[0] is cotangent:
+            dynamic = all(isinstance(i, Variable) and i.kind == "dense" for i in op.inputs[2:])
+            if op.type == "getitem_grad" and op.inputs[1] is captured and op.inputs[2:] and dynamic:
+                uses = sum(1 for other in _nested_ops(block) for v in other.input_vars() if v is cotangent)
+                return op if uses == 0 else None
+            return None
+    return None
 
 
 @facet("while", "vjp")
@@ -206,8 +228,9 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
     wrt_body = [params[i] for i in carried] + wrt_captured
     if tape is None:     # what to save does not depend on this call's cotangents: one tape serves every gradient
         every = [i for i in range(n) if carries_gradient(params[i])]
-        read = _read_by_backward(op, bb, every, [c for c in captured if _dense_float(c)])
+        read, _ = _dry_run(op, bb, every, wrt_captured)
         tape = _extend_forward(op, [i for i in range(n) if params[i].kind == "dense" and params[i] in read])
+    _, sparse = _dry_run(op, bb, carried, wrt_captured)
     array_outs = {i: outs[i] for i in range(n) if params[i].kind == "array"}
 
     def reverse_cond(k, gs, accs):
@@ -224,7 +247,7 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
         cots = block_vjp(bb.ops, mapping, seeds, wrt_body, block)
         new_gs = tuple(cots[params[i]] if cots[params[i]] is not None else _like_cotangent(gi)
                        for i, gi in zip(carried, gs))
-        new_accs = tuple(acc if cots[c] is None else acc + cots[c] for acc, c in zip(accs, wrt_captured))
+        new_accs = tuple(_accumulate(block, acc, cots[c], c, c in sparse) for acc, c in zip(accs, wrt_captured))
         read = {v for op in _nested_ops(block) for v in op.input_vars()}
         for stand_in in mapping.values():
             if stand_in.block is block and stand_in.name in block.vars and stand_in not in read and \
@@ -233,13 +256,35 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
         return k, new_gs, new_accs
 
     g0 = tuple(g[i] if g[i] is not None else _zeros_like(outs[i]) for i in carried)
-    acc0 = tuple(_zeros_like(c) for c in wrt_captured)
+    acc0 = tuple(_sparse_start(sparse[c]) if c in sparse else _zeros_like(c) for c in wrt_captured)
     _, g_init, g_captured = while_loop(reverse_cond, reverse_body, (tape.count, g0, acc0))
     by_init = dict(zip(carried, g_init))
-    by_captured = dict(zip(wrt_captured, g_captured))
+    by_captured = {c: array_scatter_add(c, acc[0], acc[1:], sparse[c][2]) if c in sparse else acc
+                   for c, acc in zip(wrt_captured, g_captured)}
     n_extra = len(inputs) - n - len(captured)
     return (tuple(by_init.get(i) for i in range(n)) + (None,) * n_extra +
             tuple(by_captured.get(c) if isinstance(c, Variable) else None for c in captured))
+
+
+def _sparse_start(plan):
+    from ..ops import array_new
+    (g_shape, g_dtype), idx_specs, _ = plan
+    return (array_new(g_shape, g_dtype),) + tuple(array_new(shape, dtype) for shape, dtype in idx_specs)
+
+
+def _accumulate(block, acc, cotangent, captured, sparse):
+    """Add one iteration's cotangent of a captured value: densely, or (sparse) by appending the
+    scattered slice and its index values to the accumulator's tensor arrays."""
+    from ..ops import array_append
+    if not sparse:
+        return acc if cotangent is None else acc + cotangent
+    gather = _sparse_gather(block, cotangent, captured)
+    if gather is None:
+        raise RuntimeError("autodiff: a loop body's gradient changed shape between two traces of it")
+    block.ops.remove(gather)
+    block.vars.pop(cotangent.name, None)
+    g, idx = gather.inputs[0], gather.inputs[2:]
+    return (array_append(acc[0], g),) + tuple(array_append(arr, i) for arr, i in zip(acc[1:], idx))
 
 
 def _like_cotangent(g):

@@ -93,12 +93,25 @@ def nested(x):
     return (x * x).sum()
 
 
+def collects_some(x):
+    """A list appended to under a tensor condition inside the loop: a tensor array through a cond."""
+    rows = [x]
+    i = 0
+    while i < 4:
+        x = rt.sin(x) * 1.5
+        if x.sum() > 0:
+            rows.append(x * 2.0)
+        i += 1
+    return rt.stack(rows).sum()
+
+
 POINTS = {
     branchy: [np.array([0.5, 1.0, -0.2]), np.array([-0.5, -1.0, 0.2])],
     grow: [np.array([1.0, 2.0]), np.array([0.1, 0.2]), np.array([3.0, 8.0])],
     grow_with_break: [np.array([0.3, -0.4]), np.array([2.0, 1.0])],
     loop_with_continue: [np.array([0.1, 0.05]), np.array([0.4, 0.3])],
     collects: [np.array([0.5, 1.0]), np.array([2.0, 3.0])],
+    collects_some: [np.array([0.3, 0.9]), np.array([-0.5, 0.2])],
     nested: [np.array([0.5, 0.2]), np.array([1.5, 0.2])],
 }
 
@@ -113,6 +126,7 @@ def test_static_gradient_matches_tape_and_finite_differences(fn):
         np.testing.assert_allclose(got, num, rtol=1e-5, atol=1e-7)
         np.testing.assert_allclose(got, eager, rtol=1e-12, atol=1e-14)
     assert static.cache_size == 1       # one Program for every trip count and branch
+    rt.verify(static.get_program(rt.tensor(POINTS[fn][0])))   # a well-formed Program (no orphaned blocks)
 
 
 @pytest.mark.parametrize("fn, oracle", [(branchy, branchy_np_grad), (grow, grow_np_grad)],
@@ -256,7 +270,9 @@ def loop_in_branch(x):
                                                                         "while-in-cond-"])
 def test_nested_control_flow(fn, a):
     a = np.array(a)
-    got = rt.grad(to_static(fn))(rt.tensor(a)).numpy()
+    static = rt.grad(to_static(fn))
+    got = static(rt.tensor(a)).numpy()
+    rt.verify(static.get_program(rt.tensor(a)))
     (num,) = numeric_grad(of_tensors(fn), [a.copy()])
     np.testing.assert_allclose(got, num, rtol=1e-6, atol=1e-8)
 
@@ -283,3 +299,4 @@ def test_recurrent_net_over_a_dynamic_number_of_steps():
     program = static.get_program(*spec)
     types = [op.type for op in program.ops()]
     assert types.count("while") == 2 and types.count("matmul") <= 4     # one body forward, one reverse: not unrolled
+    assert "array_scatter_add" in types and "getitem_grad" not in types  # xs[t]'s cotangent: one scatter, after

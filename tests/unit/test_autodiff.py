@@ -290,3 +290,16 @@ def test_no_grad_is_per_thread_and_a_decorator():
     done.set()
     worker.join()
     assert seen == {"serving": False, "training": True}
+
+
+def test_tensor_array_cotangent_ops():
+    from runtime.autodiff.arrays import _gather, array_scatter_add
+    from runtime.ops.dispatch import apply
+    like = rt.tensor(np.zeros((3, 2)))
+    gs = [rt.tensor(np.array([1.0, 2.0])), rt.tensor(np.array([10.0, 20.0])), rt.tensor(np.array([5.0, 5.0]))]
+    idx = [rt.tensor(np.int64(2)), rt.tensor(np.int64(0)), rt.tensor(np.int64(2))]
+    index = [{"$": 1}]
+    out = array_scatter_add(like, gs, [idx], index)          # one index named twice: both added
+    np.testing.assert_array_equal(out.numpy(), [[10.0, 20.0], [0.0, 0.0], [6.0, 7.0]])
+    rows = apply(_gather, (rt.tensor(np.arange(6.0).reshape(3, 2)), idx), {"index": index})
+    np.testing.assert_array_equal(np.stack([r.numpy() for r in rows]), [[4.0, 5.0], [0.0, 1.0], [4.0, 5.0]])

@@ -8,11 +8,11 @@ input against g) and `max_pool2d_grad` (g added at each window's first maximum).
 """
 import numpy as np
 
-from ..nn_ops import _windows, conv2d
+from ..nn_ops import _pool_out_size, _windows, conv2d
 from ..registry import OpDef, facet, get_op, register
 from ..dispatch import apply
 from ..rules import Spec, dtype_of, shape_of
-from .support import no_rule_yet, rt, takes_gradient
+from .support import rt, takes_gradient
 
 
 def _conv2d_input_grad_kernel(xp, g, x, weight, stride, padding, dilation, groups):
@@ -54,13 +54,11 @@ def _conv2d_weight_grad_kernel(xp, g, x, weight, stride, padding, dilation, grou
     return (parts[0] if groups == 1 else xp.concatenate(parts, axis=0)).astype(weight.dtype, copy=False)
 
 
-def _max_pool2d_grad_kernel(xp, g, x, kernel_size, stride, padding, dilation, ceil_mode):
-    """g added at the first maximum of each window (as PyTorch picks it)."""
-    unbatched = x.ndim == 3
-    if unbatched:
-        g, x = g[None], x[None]
+def _first_maxima(xp, x, out_hw, kernel_size, stride, padding, dilation):
+    """(padded shape, index) of the first maximum of each pooling window of NCHW x, as PyTorch
+    picks it: the index addresses x padded by (padding, padding + what ceil_mode adds)."""
     n, c, h, w = x.shape
-    oh, ow = g.shape[-2:]
+    oh, ow = out_hw
     extra = [max(0, (o - 1) * s + d * (k - 1) + 1 - size - 2 * p)
              for o, size, k, s, p, d in zip((oh, ow), (h, w), kernel_size, stride, padding, dilation)]
     (ph, pw), (sh, sw), (dh, dw), (kh, kw) = padding, stride, dilation, kernel_size
@@ -69,16 +67,43 @@ def _max_pool2d_grad_kernel(xp, g, x, kernel_size, stride, padding, dilation, ce
     first = xp.argmax(windows, axis=-1)
     rows = xp.arange(oh).reshape(1, 1, oh, 1) * sh + (first // kw) * dh
     cols = xp.arange(ow).reshape(1, 1, 1, ow) * sw + (first % kw) * dw
-    where = (xp.arange(n).reshape(n, 1, 1, 1), xp.arange(c).reshape(1, c, 1, 1), rows, cols)
-    out = xp.zeros(padded.shape, dtype=g.dtype)
+    return padded.shape, (xp.arange(n).reshape(n, 1, 1, 1), xp.arange(c).reshape(1, c, 1, 1), rows, cols)
+
+
+def _max_pool2d_grad_kernel(xp, g, x, kernel_size, stride, padding, dilation, ceil_mode):
+    """g added at the first maximum of each window."""
+    unbatched = x.ndim == 3
+    if unbatched:
+        g, x = g[None], x[None]
+    shape, where = _first_maxima(xp, x, g.shape[-2:], kernel_size, stride, padding, dilation)
+    out = xp.zeros(shape, dtype=g.dtype)
     add = getattr(xp, "add")
     if hasattr(add, "at"):
         add.at(out, where, g)
     else:                     # CuPy: scatter_add lives in cupyx
         import cupyx
         cupyx.scatter_add(out, where, g)
+    (ph, pw), (h, w) = padding, x.shape[-2:]
     out = out[:, :, ph:ph + h, pw:pw + w]
     return out[0] if unbatched else xp.ascontiguousarray(out)
+
+
+def _max_pool2d_select_kernel(xp, g, x, kernel_size, stride, padding, dilation, ceil_mode):
+    """g (x's shape) read at the first maximum of each window: max_pool2d_grad's adjoint."""
+    unbatched = x.ndim == 3
+    if unbatched:
+        g, x = g[None], x[None]
+    out_hw = [_pool_out_size(size, k, s, p, d, ceil_mode)
+              for size, k, s, p, d in zip(x.shape[-2:], kernel_size, stride, padding, dilation)]
+    shape, where = _first_maxima(xp, x, out_hw, kernel_size, stride, padding, dilation)
+    (ph, pw), (h, w) = padding, x.shape[-2:]
+    padded = xp.pad(g, ((0, 0), (0, 0), (ph, shape[2] - h - ph), (pw, shape[3] - w - pw)))
+    out = padded[where]
+    return out[0] if unbatched else out
+
+
+def _select_infer(g, x, **attrs):
+    return Spec(get_op("max_pool2d").infer(x, **attrs).shape, dtype_of(g))
 
 
 def _like_infer(position):
@@ -101,7 +126,8 @@ _conv2d_weight_grad = register(OpDef("conv2d_weight_grad", _conv2d_weight_grad_k
                                      example=_grad_samples("conv2d_weight_grad")))
 _max_pool2d_grad = register(OpDef("max_pool2d_grad", _max_pool2d_grad_kernel, _like_infer(0),
                                   example=_grad_samples("max_pool2d_grad")))
-no_rule_yet("a second-order gradient of max pooling is not written yet", "max_pool2d_grad")
+_max_pool2d_select = register(OpDef("max_pool2d_select", _max_pool2d_select_kernel, _select_infer,
+                                    example=_grad_samples("max_pool2d_select")))
 
 
 def _bias_grad(g, bias):
@@ -151,6 +177,19 @@ def _conv2d_weight_grad_vjp(gw, inputs, outputs, **attrs):
     d_g = apply(get_op("conv2d"), (x, gw, None), attrs) if takes_gradient(g) else None
     d_x = apply(_conv2d_input_grad, (g, x, gw), attrs) if takes_gradient(x) else None
     return d_g, d_x, None
+
+
+@facet("max_pool2d_grad", "vjp")
+def _max_pool2d_grad_vjp(gg, inputs, outputs, **attrs):
+    """Linear in g; in x only the positions of the maxima matter (no gradient)."""
+    g, x = inputs
+    return (apply(_max_pool2d_select, (gg, x), attrs) if takes_gradient(g) else None), None
+
+
+@facet("max_pool2d_select", "vjp")
+def _max_pool2d_select_vjp(gs, inputs, outputs, **attrs):
+    g, x = inputs
+    return (apply(_max_pool2d_grad, (gs, x), attrs) if takes_gradient(g) else None), None
 
 
 @facet("max_pool2d", "vjp")

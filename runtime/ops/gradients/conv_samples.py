@@ -79,23 +79,42 @@ def _pool_oracle(attrs):
     return oracle
 
 
-def _pool_samples():
+def _select_oracle(attrs):
+    def oracle(g, x):
+        grad = _pool_oracle(attrs)
+        out_hw = _POOLED[x.shape]
+        out = np.zeros(x.shape[:2] + out_hw, g.dtype)
+        for pos in np.ndindex(*out.shape):
+            unit = np.zeros(out.shape, g.dtype)
+            unit[pos] = 1
+            out[pos] = np.sum(grad(unit, x) * g)          # the adjoint, one output at a time
+        return out
+    return oracle
+
+
+def _pool_samples(op="max_pool2d_grad"):
     cases = []
     for x_shape, g_hw, attrs in [
             ((2, 3, 4, 4), (2, 2), dict(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0), dilation=(1, 1),
                                         ceil_mode=False)),
             ((1, 2, 5, 5), (3, 3), dict(kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), dilation=(1, 1),
                                         ceil_mode=False)),
-            ((1, 2, 5, 4), (2, 4), dict(kernel_size=(3, 2), stride=(2, 1), padding=(0, 0), dilation=(2, 1),
+            ((1, 2, 5, 4), (1, 3), dict(kernel_size=(3, 2), stride=(2, 1), padding=(0, 0), dilation=(2, 1),
                                         ceil_mode=True))]:
-        g = sample_array(x_shape[:2] + g_hw)
-        cases.append(dict(fn=lambda g, x, a=attrs: apply(get_op("max_pool2d_grad"), (g, x), a),
-                          args=(g, sample_array(x_shape, lo=-3, hi=3)), oracle=_pool_oracle(attrs)))
+        _POOLED[x_shape] = g_hw
+        g = sample_array(x_shape[:2] + (g_hw if op == "max_pool2d_grad" else x_shape[2:]))
+        oracle = _pool_oracle if op == "max_pool2d_grad" else _select_oracle
+        cases.append(dict(fn=lambda g, x, a=attrs: apply(get_op(op), (g, x), a),
+                          args=(g, sample_array(x_shape, lo=-3, hi=3)), oracle=oracle(attrs)))
     return cases
+
+
+_POOLED = {}
 
 
 SAMPLES = {
     "conv2d_input_grad": lambda: _conv_samples("conv2d_input_grad", _input_grad_oracle),
     "conv2d_weight_grad": lambda: _conv_samples("conv2d_weight_grad", _weight_grad_oracle),
     "max_pool2d_grad": _pool_samples,
+    "max_pool2d_select": lambda: _pool_samples("max_pool2d_select"),
 }

@@ -3,6 +3,7 @@ import math
 
 from ..nn_ops import log_softmax
 from ..registry import facet
+from .indexing import scatter_rows
 from .support import cast_like, count, rt, takes_gradient, unbroadcast
 
 
@@ -74,12 +75,12 @@ def _cross_entropy_vjp(g, inputs, outputs, reduction="mean", ignore_index=-100, 
     cotangent (g itself, or g spread evenly under "sum"/"mean")."""
     logits, target = inputs
     axis = 1 if logits.ndim > 1 else 0
-    classes = rt.shape(logits)[axis]
+    classes = count(logits, axis)          # a number of logits' dtype when unknown while tracing
     logp = log_softmax(logits, axis)
     p = rt.exp(logp)
     if target.dtype.kind == "f":
         smooth = target * (1.0 - label_smoothing) + label_smoothing / classes if label_smoothing else target
-        per_sample = _per_sample(g, outputs, reduction, count(logits, None) / classes, axis)
+        per_sample = _per_sample(g, reduction, count(logits, None) / classes, axis)
         glogits = per_sample * (p * rt.sum(smooth, axis=axis, keepdims=True) - smooth)
         gtarget = None
         if takes_gradient(target):
@@ -87,16 +88,16 @@ def _cross_entropy_vjp(g, inputs, outputs, reduction="mean", ignore_index=-100, 
         return cast_like(glogits, logits), gtarget
     valid = rt.not_equal(target, ignore_index)
     safe = rt.where(valid, target, 0)
-    iota = rt.reshape(rt.arange(classes), (-1,) + (1,) * (logits.ndim - axis - 1))
+    iota = rt.reshape(rt.arange(rt.shape(logits)[axis]), (-1,) + (1,) * (logits.ndim - axis - 1))
     picked = rt.astype(rt.equal(rt.expand_dims(safe, axis), iota), logits.dtype)
     glogits = p - (1.0 - label_smoothing) * picked - label_smoothing / classes
     glogits = rt.where(rt.expand_dims(valid, axis), glogits, 0)
     n = rt.sum(rt.astype(valid, logits.dtype))
-    per_sample = _per_sample(g, outputs, reduction, rt.maximum(n, 1.0), axis)
+    per_sample = _per_sample(g, reduction, rt.maximum(n, 1.0), axis)
     return cast_like(glogits * per_sample, logits), None
 
 
-def _per_sample(g, loss, reduction, n, axis):
+def _per_sample(g, reduction, n, axis):
     """The cotangent of each sample's loss, with a class axis to broadcast over the logits."""
     if reduction == "none":
         return rt.expand_dims(g, axis)
@@ -106,7 +107,6 @@ def _per_sample(g, loss, reduction, n, axis):
 @facet("embedding", "vjp")
 def _embedding_vjp(g, inputs, outputs):
     """Rows picked by ids get g added back (ids repeating a row add up): embedding is weight[ids]."""
-    from .indexing import scatter_rows
     ids, weight = inputs
     return None, (scatter_rows(g, weight, ids) if takes_gradient(weight) else None)
 

@@ -15,8 +15,8 @@ from ..rules import Spec, dtype_of, shape_of
 
 rt = SimpleNamespace(**FUNCTIONS)
 
-# Ops that carry a gradient in principle but whose rule is not written yet: the engine
-# raises a clear error for them, the conformance test knows them by this list.
+# Differentiable ops whose rule is not written yet, op name -> why (empty today): an engine
+# can report the reason, and tests/unit/test_gradients.py accepts exactly these.
 NO_RULE_YET = {}
 
 
@@ -27,13 +27,6 @@ def nondifferentiable(*names):
         if opdef.vjp is not None:
             raise ValueError(f"op {name!r} has a gradient rule; it cannot also be non-differentiable")
         opdef.differentiable = False
-
-
-def no_rule_yet(reason, *names):
-    """Record differentiable ops still without a rule, with why (the test suite lists them)."""
-    for name in names:
-        get_op(name)
-        NO_RULE_YET[name] = reason
 
 
 def is_array(x):
@@ -88,6 +81,42 @@ def count(x, axis):
     return n if isinstance(n, int) else rt.astype(n, x.dtype)
 
 
+def size_of(x):
+    """x's element count: a Python int, or a symbolic int for unknown dims."""
+    n = 1
+    for d in rt.shape(x):
+        n = n * d
+    return n
+
+
+def element_indices(x):
+    """An int64 array of x's shape holding each element's flat index: run through an op that
+    only moves elements, it tells where every output element came from."""
+    return rt.reshape(rt.arange(size_of(x)), rt.shape(x))
+
+
+def gather_back(g, x, source):
+    """x's cotangent when output element k is x.flat[source.flat[k]] (source < 0: a filled-in
+    element that came from no input): g scatter-added to its sources."""
+    if not takes_gradient(x):
+        return None
+    source = rt.reshape(source, (-1,))
+    valid = rt.greater_equal(source, 0)
+    flat_g = rt.where(valid, rt.reshape(g, (-1,)), 0)
+    flat = apply(get_op("getitem_grad"), (flat_g, rt.reshape(x, (-1,)), rt.where(valid, source, 0)),
+                 {"index": [{"$": 1}]})
+    return cast_like(rt.reshape(flat, rt.shape(x)), x)
+
+
+def as_tuple(value):
+    return value if isinstance(value, tuple) else (value,)
+
+
+def zeros_for_missing(gs, outputs):
+    """The cotangents of several outputs, with zeros where none flowed (None)."""
+    return [rt.zeros_like(o) if g is None else g for g, o in zip(as_tuple(gs), as_tuple(outputs))]
+
+
 # --- the unbroadcast op ----------------------------------------------------------------
 
 def _unbroadcast_kernel(xp, g, x):
@@ -125,39 +154,3 @@ _unbroadcast = register(OpDef("unbroadcast", _unbroadcast_kernel, _unbroadcast_i
 def _unbroadcast_vjp(g, inputs, outputs):
     grad, x = inputs
     return (rt.broadcast_to(cast_like(g, grad), rt.shape(grad)) if takes_gradient(grad) else None), None
-
-
-def size_of(x):
-    """x's element count: a Python int, or a symbolic int for unknown dims."""
-    n = 1
-    for d in rt.shape(x):
-        n = n * d
-    return n
-
-
-def element_indices(x):
-    """An int64 array of x's shape holding each element's flat index: run through an op that
-    only moves elements, it tells where every output element came from."""
-    return rt.reshape(rt.arange(size_of(x)), rt.shape(x))
-
-
-def gather_back(g, x, source):
-    """x's cotangent when output element k is x.flat[source.flat[k]] (source < 0: a filled-in
-    element that came from no input): g scatter-added to its sources."""
-    if not takes_gradient(x):
-        return None
-    source = rt.reshape(source, (-1,))
-    valid = rt.greater_equal(source, 0)
-    flat_g = rt.where(valid, rt.reshape(g, (-1,)), 0)
-    flat = apply(get_op("getitem_grad"), (flat_g, rt.reshape(x, (-1,)), rt.where(valid, source, 0)),
-                 {"index": [{"$": 1}]})
-    return cast_like(rt.reshape(flat, rt.shape(x)), x)
-
-
-def as_tuple(value):
-    return value if isinstance(value, tuple) else (value,)
-
-
-def zeros_for_missing(gs, outputs):
-    """The cotangents of several outputs, with zeros where none flowed (None)."""
-    return [rt.zeros_like(o) if g is None else g for g, o in zip(as_tuple(gs), as_tuple(outputs))]
