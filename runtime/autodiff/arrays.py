@@ -56,7 +56,8 @@ _split_like = register(OpDef("array_split_like", _split_like_kernel,
                              lambda x, like, axis=0: _array_spec(like.static_shape, x.dtype)))
 _zeros_like = register(OpDef("array_zeros_like", _zeros_like_kernel,
                              lambda arr: _array_spec(arr.static_shape, arr.dtype)))
-_onehot = register(OpDef("array_onehot", _onehot_kernel, lambda arr, index, g: _array_spec(arr.static_shape, arr.dtype)))
+_onehot = register(OpDef("array_onehot", _onehot_kernel,
+                         lambda arr, index, g: _array_spec(arr.static_shape, arr.dtype)))
 _add = register(OpDef("array_add", _add_kernel, lambda a, b: _array_spec(a.static_shape, a.dtype)))
 
 
