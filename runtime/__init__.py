@@ -23,7 +23,11 @@ from . import printer  # noqa: F401  (gives Program its str)
 from .serialization import ProgramFormatError
 from .verify import verify
 from .rng import default_rng, seed
+from .autodiff import control_flow as _control_flow_gradients, arrays as _array_gradients  # noqa: F401  (vjp rules)
+from .autodiff.functional import grad, value_and_grad
+from .autodiff.tape import enable_grad, no_grad
 from . import nn  # noqa: E402
+from . import optim  # noqa: E402
 import importlib as _importlib  # noqa: E402
 linalg = _importlib.import_module(".linalg", __name__)   # the extension, not runtime.ops.linalg that `*` brought in
 fft = _importlib.import_module(".fft", __name__)
@@ -33,8 +37,8 @@ from .array_api import (__array_api_version__, __array_namespace_info__, can_cas
 __all__ = sorted(_FUNCTIONS) + [
     "tensor", "asarray", "Tensor", "Parameter", "Program", "Block", "Operator", "Variable", "cond", "while_loop",
     "InputSpec", "trace", "verify", "Executor", "Plan", "get_backend", "gpu_available", "seed", "print_", "assert_",
-    "raise_",
+    "raise_", "grad", "value_and_grad", "no_grad", "enable_grad",
     "Undefined", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
-    "float32", "float64", "complex64", "complex128", "finfo", "iinfo", "nn", "linalg", "fft", "can_cast", "isdtype",
+    "float32", "float64", "complex64", "complex128", "finfo", "iinfo", "nn", "optim", "linalg", "fft", "can_cast", "isdtype",
     "result_type", "e", "pi", "inf", "nan", "newaxis", "empty", "empty_like", "from_dlpack",
 ]

@@ -39,6 +39,11 @@ class ElementCount(int):
 class ArrayMethods:
     __slots__ = ()
 
+    # gradients (runtime.autodiff; `backward` is attached by runtime.autodiff.backward) ---------
+    def detach(self):
+        """The same value, with no gradient flowing back through it."""
+        return _ns.stop_gradient(self)
+
     # arithmetic -----------------------------------------------------------
     def __add__(self, other): return _ns.add(self, other)
     def __radd__(self, other): return _ns.add(other, self)

@@ -330,3 +330,29 @@ def _copy_attrs(value):
     if isinstance(value, list):
         return [_copy_attrs(v) if isinstance(v, (dict, list)) else v for v in value]
     return value
+
+
+def compact_blocks(program):
+    """Drop blocks no op uses any more (their op was removed) and renumber the rest."""
+    used, order = set(), []
+
+    def visit(block):
+        used.add(block.idx)
+        order.append(block)
+        for op in block.ops:
+            for sub in [block.program.blocks[op.attrs[k]] for k in sub_block_attrs(op.type)]:
+                visit(sub)
+
+    visit(program.global_block)
+    if len(used) == len(program.blocks):
+        return
+    keep = [b for b in program.blocks if b.idx in used]      # parents still come before children
+    new_idx = {b.idx: i for i, b in enumerate(keep)}
+    for block in keep:
+        for op in block.ops:
+            for key in sub_block_attrs(op.type):
+                op.attrs[key] = new_idx[op.attrs[key]]
+    for block in keep:
+        block.parent_idx = new_idx[block.parent_idx] if block.parent_idx >= 0 else -1
+        block.idx = new_idx[block.idx]
+    program.blocks = keep

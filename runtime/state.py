@@ -25,7 +25,7 @@ class Cell:
     """One place in a Python object; `label` is how the user's code writes it (`self.n`)."""
 
     __slots__ = ("obj", "key", "label")
-    in_place = False      # True: storing writes into the object the place holds (it keeps its identity)
+    in_place = False      # True: a run writes into the Tensor the place is (it keeps its identity)
 
     def __init__(self, obj, key, label):
         self.obj, self.key, self.label = obj, key, label
@@ -130,7 +130,7 @@ class ContentsCell(Cell):
 class TensorCell(Cell):
     """A Tensor's value (`p.set_value(v)`, an optimizer step, `self.running_mean = ...` on a buffer).
 
-    Written in place: after a run the Tensor object holds the new array, so it keeps
+    Written in place: after a run the same Tensor object holds the new array, so it keeps
     its identity (a Layer's registries, an optimizer's list, other Programs that
     captured it all see the new value). While tracing, `value` is the Variable
     written last, which later reads of the Tensor in the same trace get.
@@ -150,12 +150,9 @@ class TensorCell(Cell):
         return self.obj if self.value is None else self.value
 
     def _store(self, value):
+        """Only the trace's end stores here (the Tensor itself): later reads see the Tensor again. A run's
+        value goes straight into `obj.data` (transpiler.writeback)."""
         self.value = None
-        if value is self.obj or isinstance(value, Variable):
-            return
-        if value.backend is not self.obj.backend:
-            raise ValueError(f"'{self.label}' lives on {self.obj.device}, the value written is on {value.device}")
-        self.obj.data = value.data
 
 
 def write_tensor(tensor, value, label=None):

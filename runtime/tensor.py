@@ -10,15 +10,62 @@ import numpy as np
 from . import tracing
 from .array_methods import ArrayMethods, ElementCount, namespace
 from .backends import get_backend
+from .autodiff.tape import Slot
+from .autodiff.tape import no_grad
 
 
 class Tensor(ArrayMethods):
-    __slots__ = ("data", "backend", "__weakref__")
+    __slots__ = ("data", "backend", "_ag", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, data, backend):
         self.data = data
         self.backend = backend
+        self._ag = None          # autodiff.tape.Slot once it requires grad, was made by a recorded op, or has .grad
+
+    # --- gradients (see runtime.autodiff) -------------------------------------------
+    @property
+    def requires_grad(self):
+        return self._ag is not None and self._ag.tracks()
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        if self._ag is not None and self._ag.record is not None:
+            if not value:
+                raise RuntimeError("requires_grad=False on a tensor computed from others: use .detach()")
+            return
+        if self._ag is None:
+            if value:
+                self._ag = Slot()
+        else:
+            self._ag.requires = bool(value)
+
+    @property
+    def stop_gradient(self):
+        """Paddle's spelling: True when no gradient flows to this tensor."""
+        return not self.requires_grad
+
+    @stop_gradient.setter
+    def stop_gradient(self, value):
+        self.requires_grad = not value
+
+    @property
+    def is_leaf(self):
+        return self._ag is None or self._ag.record is None
+
+    @property
+    def grad(self):
+        """The gradient accumulated by backward() (a Tensor), or None."""
+        return None if self._ag is None else self._ag.grad
+
+    @grad.setter
+    def grad(self, value):
+        if self._ag is None:
+            if value is None:
+                return
+            self._ag = Slot(requires=False)
+        self._ag.grad = value
+
 
     # --- facts -------------------------------------------------------------
     @property
@@ -90,6 +137,10 @@ class Tensor(ArrayMethods):
     def __iter__(self):
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
+        if self._ag is not None and self._ag.tracks():     # rows are ops on the tape, as x[i] is
+            for i in range(self.data.shape[0]):
+                yield self[i]
+            return
         for i in range(self.data.shape[0]):
             yield Tensor(self.data[i], self.backend)
 
@@ -113,7 +164,15 @@ class Tensor(ArrayMethods):
             raise TypeError(
                 "cannot assign into an eager Tensor inside traced code: the change would not be part of "
                 "the Program; make a new value instead: y = rt.setitem(x, index, value)")
-        self.data = namespace().setitem(self, index, value).data
+        slot = self._ag
+        if slot is not None and slot.record is None and slot.keeps_grad:
+            with no_grad():             # a leaf collecting .grad (a Parameter being initialized): new data only
+                self.data = namespace().setitem(self, index, value).data
+            return
+        out = namespace().setitem(self, index, value)
+        if out._ag is not None:         # the tape follows the new value: self is now computed by the setitem
+            self._ag = out._ag
+        self.data = out.data
 
     def __repr__(self):
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
@@ -139,11 +198,13 @@ class Parameter(Tensor):
 
     __slots__ = ()
 
-    def __init__(self, data, backend=None, dtype=None):
+    def __init__(self, data, backend=None, dtype=None, requires_grad=True):
         if backend is None:
             made = to_tensor(data, dtype=dtype, device=_device_of(data))
             data, backend = made.data, made.backend
         super().__init__(data, backend)
+        if requires_grad:
+            self.requires_grad = True
 
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from . import pytree
 from .array_methods import ArrayMethods
 from .dtypes import as_dtype
-from .ir import Program, Variable
+from .ir import Program, Variable, compact_blocks
 from .undefined import Undefined
 
 
@@ -96,6 +96,7 @@ def parameter_names(named_tensors):
 
 
 call_converter = None   # set by the transpiler: the converted form of a user callable, for library and converted code
+place_reader = None     # set by the transpiler: note that the trace read `container.get(name)` (guarded per call)
 
 
 def converted(fn):
@@ -223,6 +224,7 @@ def trace(fn, specs, name=None):
     with block_guard(block):
         result = fn(*inputs)
         finish_outputs(program, result)
+    compact_blocks(program)     # sub-blocks of ops a gradient recorded and then pruned
     return program, inputs, result
 
 

@@ -20,6 +20,8 @@ import numpy as np
 import runtime as rt
 from runtime import pytree, tracing
 from runtime.deploy import program_from_payload, program_payload
+from runtime.autodiff.static_call import backward_program, record_call
+from runtime.autodiff.tape import GRAD_MODE
 from runtime.errors import SymbolicBoolError
 from runtime.executor import Executor, _located, wrap_output
 from runtime.passes import run_passes
@@ -256,7 +258,7 @@ class StaticFunction:
 
     def traceable(self):
         """The converted function, bound: what another static function calls to inline this one."""
-        fn = convert_function(self._fn)
+        fn = self._fn if getattr(self._fn, NOT_TO_STATIC, False) else convert_function(self._fn)
         reads = guards.current()
         if reads is not None:
             reads.function(self._fn, self._instance)
@@ -264,6 +266,13 @@ class StaticFunction:
 
     def __repr__(self):
         return f"<StaticFunction {self._fn.__qualname__}>"
+
+    def derived(self, wrapper):
+        """A static function of `wrapper` (library code calling this one, e.g. its gradient), with this
+        one's input_spec and options; it is traced as is, not converted."""
+        setattr(wrapper, NOT_TO_STATIC, True)
+        return StaticFunction(wrapper, self._input_spec, self._full_graph, self._passes,
+                              max_signatures=self._max_signatures)
 
     # --- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -310,17 +319,27 @@ class StaticFunction:
                 if args and args[0].__class__ is rt.Tensor:
                     self._fast_by_shape[args[0].data.shape] = traced.fast
         outs = [wrap_output(o, backend) for o in outs]
+        if GRAD_MODE.enabled and not traced.state.in_place:   # on the tape as one op when some input or
+            # captured tensor requires grad; a Program that writes tensors (a training step) is not a
+            # function of them that a later backward() could go through
+            record_call(traced.program, arrays, [leaves[i] for i in positions] + list(params), outs, backend)
         traced.state.store(outs)
         return tracing.rebuild_outputs(traced.program, outs)
 
-    def get_program(self, *args, optimized=False, **kwargs):
-        """The Program for these arguments (Tensors, arrays or InputSpecs), as traced or after passes."""
+    def get_program(self, *args, optimized=False, grad=False, **kwargs):
+        """The Program for these arguments (Tensors, arrays or InputSpecs), as traced or after passes.
+
+        `grad=True`: its backward Program instead — what `backward()` runs for this call: inputs are
+        the forward's inputs (captured tensors included) and `d_<output>` cotangents, outputs the
+        cotangents of every float input, in order."""
         leaves, treedef = pytree.flatten((args, kwargs))
         key, positions, keep = self._signature(leaves, treedef)
         traced, params = self._find_or_trace(key, leaves, treedef, positions, keep)
         program = traced.program
         for var, tensor in zip(program.inputs[traced.n_inputs:], params):
             program.parameters[var.name] = tensor      # what a call would feed now (a rebound global, ...)
+        if grad:
+            program = backward_program(program)
         return run_passes(program, self._passes) if optimized else program
 
     def deployed_program(self, input_spec=None):
@@ -527,8 +546,8 @@ def _fast_call(static, traced, args, key):
     path, which decides, traces and raises exactly as before. None when the
     signature has arguments the guard does not handle (nests, arrays, other objects).
     """
-    if traced.state:
-        return None     # objects to write after each run: the general path
+    if traced.state.entries:
+        return None     # places written through Python objects after each run: the general path
     plan, program = traced.plan, traced.program
     backend = plan.backend
     ns = {"MISS": _MISS, "STATE": tracing._state, "ACTIVE": tracing._active, "Tensor": rt.Tensor, "BE": backend,
@@ -575,10 +594,25 @@ def _fast_call(static, traced, args, key):
     feeds += [f"{p}.data" for p in params]
     if params:
         lines += ["if " + " or ".join(f"{p}.backend is not BE" for p in params) + ":", "    return MISS"]
+    stores = []
+    for j, (tensor, k, shape, dtype) in enumerate(traced.state.in_place):   # tensors the Program writes
+        ns[f"WT{j}"], ns[f"WS{j}"], ns[f"WD{j}"] = tensor, shape, dtype
+        lines += [f"if WT{j}.data.shape != WS{j} or WT{j}.data.dtype != WD{j} or WT{j}.backend is not BE:",
+                  "    return MISS"]
+        stores.append(f"WT{j}.data = outs[{k}] if outs[{k}].__class__ is ND else WRAP(outs[{k}], BE).data")
     ns["GEN"], ns["G0"] = writeback.GENERATION, writeback.GENERATION[0]
     lines += ["if GEN[0] != G0:", "    return MISS"]       # a write-back replaced a captured tensor
     lines += ["try:", f"    outs = FN({', '.join(feeds)})", "except Exception as e:",
               "    raise LOCATED(e, PLAN) from None"]
+    sources = [] if stores else [f"a{i}" for i, a in enumerate(args) if type(a) is rt.Tensor] + params
+    if sources:
+        lines.append(f"fed = [{', '.join(feeds)}]")     # the arrays this run read, before the writes below
+    lines += stores
+    if sources:     # some input requires grad: the call goes on the tape (see runtime.autodiff.static_call)
+        ns["GRAD"], ns["TRACKED"] = GRAD_MODE, _tracked_call
+        tracked = " or ".join(f"{s}._ag is not None" for s in sources)
+        lines += [f"if ({tracked}) and GRAD.enabled:",
+                  f"    return TRACKED(PROGRAM, fed, [{', '.join(sources)}], outs, BE)"]
     wrapped = [f"(Tensor(outs[{k}], BE) if outs[{k}].__class__ is ND else WRAP(outs[{k}], BE))"
                for k in range(len(program.outputs))]
     tree = program.output_tree
@@ -593,6 +627,13 @@ def _fast_call(static, traced, args, key):
     exec(compile(source, f"<dy2static call {static._fn.__qualname__}>", "exec"), ns)
     ns["fast"].generation = ns["G0"]
     return ns["fast"]
+
+
+def _tracked_call(program, arrays, sources, outs, backend):
+    """The fast call's tail when some input requires grad: wrap, record on the tape, rebuild."""
+    outs = [wrap_output(o, backend) for o in outs]
+    record_call(program, arrays, sources, outs, backend)
+    return tracing.rebuild_outputs(program, outs)
 
 
 def _retrace_reason(old, new):

@@ -2,7 +2,7 @@
 
     dy2static convert model.py                      every @to_static function (else every top-level one)
     dy2static convert model.py::f --diff            unified diff, original vs converted
-    dy2static program model.py::f --spec 'x:float32[None,784]' [--format text|json|dot] [--optimized]
+    dy2static program model.py::f --spec 'x:float32[None,784]' [--format text|json|dot] [--optimized] [--grad]
     dy2static run model.py::f --input x=x.npy [--out out.npz]
     dy2static run model.py::f --input x=big.npy --batch-size 128 --out outdir   memory-mapped, in batches
     dy2static run model.py::f --input x=big.npy --scheduler tcp://host:8786 --out outdir   on a Dask cluster
@@ -417,19 +417,20 @@ def static_target(args):
     return path, static_callable(obj, parent, args.target)
 
 
-def traced_program(args, optimized=False):
-    """The Program of args.target for the --spec inputs; errors as CLIError with the user's line."""
+def traced_program(args, optimized=False, grad=False):
+    """The Program of args.target for the --spec inputs (its backward Program with grad=True); errors as
+    CLIError with the user's line."""
     specs = [parse_spec(text) for text in args.spec]
     path, static = static_target(args)
     call_args, call_kwargs = bind_arguments(static, [(s.name, s) for s in specs], args.target, "--spec")
     try:
-        return static.get_program(*call_args, optimized=optimized, **call_kwargs)
+        return static.get_program(*call_args, optimized=optimized, grad=grad, **call_kwargs)
     except Exception as e:
         raise CLIError(describe_error(e, os.path.abspath(path))) from e
 
 
 def cmd_program(args, out):
-    program = traced_program(args, optimized=args.optimized)
+    program = traced_program(args, optimized=args.optimized, grad=args.grad)
     if args.format == "json":
         text = program.to_json()
         text = text if text.endswith("\n") else text + "\n"
@@ -659,6 +660,8 @@ def build_parser():
     p.add_argument("--format", choices=("text", "json", "dot"), default="text",
                    help="text (readable IR, the default), json (the saved form) or dot (Graphviz)")
     p.add_argument("--optimized", action="store_true", help="show the Program after the optimization passes")
+    p.add_argument("--grad", action="store_true",
+                   help="show the backward Program (inputs and d_<output> cotangents -> the inputs' cotangents)")
     p.add_argument("--out", metavar="FILE",
                    help="write to FILE instead of stdout; with --format dot and a .svg/.png/.pdf name, "
                         "render it with Graphviz's `dot`")

@@ -29,7 +29,19 @@ def program_for(obj, input_spec=None):
     """
     if isinstance(obj, _deploy.LoadedProgram):
         return _loaded_program(obj, input_spec)
-    return _static_function(obj, input_spec).deployed_program(input_spec)
+    static = _static_function(obj, input_spec)
+    program = static.deployed_program(input_spec)
+    _refuse_writes(static, program)
+    return program
+
+
+def _refuse_writes(static, program):
+    """A Program that writes objects (a training step) would lose those writes in a file: refuse it."""
+    for traced in list(static._cache.values()):
+        if traced.program is program and traced.state:
+            raise ValueError(f"{static!r} writes tensors or attributes after each run (a training step, "
+                             "BatchNorm in training mode); a saved Program keeps only what it returns: save the "
+                             "inference function, or the model after .eval()")
 
 
 def _loaded_program(loaded, input_spec):

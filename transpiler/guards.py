@@ -33,6 +33,7 @@ import numpy as np
 
 import runtime as rt
 from runtime.shape_text import shape_text
+from runtime import tracing
 from runtime.tensor import Tensor
 
 from .transforms.calls import is_library_module
@@ -267,6 +268,10 @@ class Reads:
         for obj, label in self._arguments:
             self._attributes(obj, label, names, 0)
 
+    def place(self, label, container, name, value):
+        """A place library code read while tracing (e.g. a tensor's `.grad`): `container.get(name)`."""
+        self._place(label, container, name, value, frozenset(), 0)
+
     def _place(self, label, container, name, value, names, depth, shadow=None, source="dict"):
         key = (id(container), name)
         if key in self._places:
@@ -313,11 +318,11 @@ class Reads:
         if d is None:
             return
         if isinstance(obj, rt.nn.Layer):
-            for registry in ("_parameters", "_buffers", "_sublayers"):
+            for registry in ("_parameters", "_sublayers"):
                 for name, value in list(d.get(registry, {}).items()):
                     if value is not None:
                         self._place(f"{label}.{name}", d[registry], name, value, names, depth)
-            if "training" in d:        # read by library forwards (BatchNorm, Dropout): train()/eval() retrace
+            if "training" in d:        # read by library forwards (BatchNorm's): train()/eval() retrace
                 self._place(f"{label}.training", d, "training", d["training"], names, depth)
         owners = [] if isinstance(obj, (type, types.ModuleType)) else type(obj).__mro__[:-1]
         for name in sorted(names):
@@ -349,6 +354,15 @@ def _is_user_object(value):
 def current():
     """The Reads of the trace this thread is running, or None."""
     return getattr(_local, "reads", None)
+
+
+def _note_place(label, container, name, value):
+    reads = current()
+    if reads is not None:
+        reads.place(label, container, name, value)
+
+
+tracing.place_reader = _note_place
 
 
 class recording:

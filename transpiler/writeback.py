@@ -64,9 +64,10 @@ def current(tensors):
 
 
 class StateWrites:
-    __slots__ = ("entries", "feeds", "checks", "outputs")
+    __slots__ = ("entries", "feeds", "checks", "outputs", "in_place")
 
     def __init__(self, program, param_tensors):
+        self.in_place = []      # (Tensor, output index, shape, dtype): tensors written in place (TensorCell)
         self.entries = []       # (cell, treedef, [output index or ("const", value) per leaf], [type or None])
         self.outputs = []       # the Variables to add to the Program's outputs for the run
         self.feeds = {}         # index into param_tensors -> (cell, leaf index, tensor it held at trace time)
@@ -74,6 +75,11 @@ class StateWrites:
         params = {id(t): i for i, t in enumerate(param_tensors)}
         written = [(cell, before, cell.get()) for cell, before in program.written_cells.values()]
         for cell, before, now in written:
+            if cell.in_place:
+                tensor = cell.obj
+                self.in_place.append((tensor, len(program.outputs) + len(self.outputs), tensor.shape, tensor.dtype))
+                self.outputs.append(now)
+                continue
             leaves, treedef = pytree.flatten(now)
             ended = [v for v in leaves if isinstance(v, Variable) and v.block is not program.global_block]
             if ended:
@@ -83,6 +89,9 @@ class StateWrites:
                     f"({_origin(program, ended[0])}) in a function called from there, so it cannot be carried "
                     f"out of the graph op; assign it in the function that has the if/while, or return the value")
             old, old_def = pytree.flatten(before)
+            if old_def == treedef and all(a is b and not isinstance(a, (Variable, Tensor, Undefined)) and
+                                          not _is_number(a) for a, b in zip(leaves, old)):
+                continue    # left as it was (`p.grad` None again after zero_grad): nothing to store or check
             slots, numbers_ = [], []
             for k, leaf in enumerate(leaves):
                 if isinstance(leaf, Variable):
@@ -103,7 +112,7 @@ class StateWrites:
         program.written_cells.clear()
 
     def __bool__(self):
-        return bool(self.entries)
+        return bool(self.entries or self.in_place)
 
     def runnable(self, program):
         """What to compile: the Program as traced, or a copy also returning the values to write back.
@@ -119,6 +128,9 @@ class StateWrites:
 
     def stale(self):
         """Why the Program no longer fits what the objects hold (a reason for the retrace), or None."""
+        for tensor, _, shape, dtype in self.in_place:
+            if tensor.data.shape != shape or tensor.data.dtype != dtype:
+                return f"a written tensor: {_brief(tensor)}, traced as {dtype.name}{list(shape)}"
         for cell, old_def, baked in self.checks:
             now, now_def = pytree.flatten(cell.get())
             if now_def != old_def:
@@ -144,11 +156,13 @@ class StateWrites:
 
     def store(self, outputs):
         """Write one run's values (wrapped outputs) to the objects."""
+        for tensor, k, _, _ in self.in_place:
+            tensor.data = outputs[k].data
         for cell, treedef, slots, numbers_ in self.entries:
             leaves = [outputs[s] if isinstance(s, int) else s[1] for s in slots]
             leaves = [t(v.numpy().item()) if t is not None else v for t, v in zip(numbers_, leaves)]
             previous, previous_def = pytree.flatten(cell.get())
-            if previous_def == treedef and not cell.in_place:
+            if previous_def == treedef:
                 for old, new in zip(previous, leaves):
                     _replaced(old, new)
             cell._store(pytree.unflatten(treedef, leaves))

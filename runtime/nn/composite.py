@@ -198,14 +198,16 @@ def scaled_dot_product_attention(q, k, v, mask=None):
 
 # --- recurrent cells ------------------------------------------------------------------------------------------
 
-def rnn_cell(x, h, w_ih, w_hh, b_ih=None, b_hh=None, nonlinearity="tanh"):
-    pre = linear(x, w_ih, b_ih) + linear(h, w_hh, b_hh)
+def rnn_cell_from_input_gates(gi, h, w_hh, b_hh=None, nonlinearity="tanh"):
+    """A simple RNN step from the input's projection `gi` (x @ w_ih.T + b_ih: a time loop computes every
+    step's in one matmul before the loop, as PyTorch does)."""
+    pre = gi + linear(h, w_hh, b_hh)
     return rt.tanh(pre) if nonlinearity == "tanh" else rt.maximum(pre, 0)
 
 
-def gru_cell(x, h, w_ih, w_hh, b_ih=None, b_hh=None):
-    """PyTorch's GRU cell: gates ordered (reset, update, new)."""
-    gi, gh = linear(x, w_ih, b_ih), linear(h, w_hh, b_hh)
+def gru_cell_from_input_gates(gi, h, w_hh, b_hh=None):
+    """PyTorch's GRU cell from the input's projection: gates ordered (reset, update, new)."""
+    gh = linear(h, w_hh, b_hh)
     i_r, i_z, i_n = rt.split(gi, 3, axis=-1)
     h_r, h_z, h_n = rt.split(gh, 3, axis=-1)
     r = sigmoid(i_r + h_r)
@@ -214,9 +216,9 @@ def gru_cell(x, h, w_ih, w_hh, b_ih=None, b_hh=None):
     return (1 - z) * n + z * h
 
 
-def lstm_cell(x, h, c, w_ih, w_hh, b_ih=None, b_hh=None):
-    """PyTorch's LSTM cell: gates ordered (input, forget, cell, output); returns (h, c)."""
-    gates = linear(x, w_ih, b_ih) + linear(h, w_hh, b_hh)
+def lstm_cell_from_input_gates(gi, h, c, w_hh, b_hh=None):
+    """PyTorch's LSTM cell from the input's projection: gates ordered (input, forget, cell, output); (h, c)."""
+    gates = gi + linear(h, w_hh, b_hh)
     i, f, g, o = rt.split(gates, 4, axis=-1)
     c = sigmoid(f) * c + sigmoid(i) * rt.tanh(g)
     return sigmoid(o) * rt.tanh(c), c
@@ -224,4 +226,4 @@ def lstm_cell(x, h, c, w_ih, w_hh, b_ih=None, b_hh=None):
 
 __all__ = ["mse_loss", "l1_loss", "huber_loss", "nll_loss", "binary_cross_entropy_with_logits", "avg_pool2d",
            "adaptive_avg_pool2d", "batch_norm", "group_norm", "conv1d", "scaled_dot_product_attention",
-           "rnn_cell", "gru_cell", "lstm_cell"]
+           "rnn_cell_from_input_gates", "gru_cell_from_input_gates", "lstm_cell_from_input_gates"]

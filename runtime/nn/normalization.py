@@ -8,6 +8,7 @@ Program that each run writes into the same buffer Tensors (runtime.writes).
 """
 from .. import ops as rt
 from ..shape_text import shape_text
+from ..autodiff.tape import no_grad
 from . import composite, init
 from .layer import Layer, new_parameter
 
@@ -46,14 +47,15 @@ class _BatchNorm(Layer):
                                     training=use_batch, eps=self.eps)
 
     def _update_running_stats(self, x):
-        mean, var = composite.batch_statistics(x)
-        self.num_batches_tracked = self.num_batches_tracked + 1
-        if self.momentum is None:      # a cumulative average, as PyTorch
-            m = 1.0 / rt.astype(self.num_batches_tracked, self.running_mean.dtype)
-        else:
-            m = self.momentum
-        self.running_mean = (1 - m) * self.running_mean + m * mean
-        self.running_var = (1 - m) * self.running_var + m * var
+        with no_grad():            # the statistics are not part of what backward() differentiates
+            mean, var = composite.batch_statistics(x)
+            self.num_batches_tracked = self.num_batches_tracked + 1
+            if self.momentum is None:      # a cumulative average, as PyTorch
+                m = 1.0 / rt.astype(self.num_batches_tracked, self.running_mean.dtype)
+            else:
+                m = self.momentum
+            self.running_mean = (1 - m) * self.running_mean + m * mean
+            self.running_var = (1 - m) * self.running_var + m * var
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "

@@ -25,13 +25,14 @@ def _uniform(shape, hidden_size):
     return init.uniform_(new_parameter(shape), -bound, bound)
 
 
-def _step(mode, x, state, weights):
-    """One time step of one layer: the new state ((h,) or (h, c)) from input x."""
+def _step(mode, gi, state, w_hh, b_hh):
+    """One time step of one layer: the new state ((h,) or (h, c)) from the input's projection gi."""
     if mode == "LSTM":
-        return composite.lstm_cell(x, state[0], state[1], *weights)
+        return composite.lstm_cell_from_input_gates(gi, state[0], state[1], w_hh, b_hh)
     if mode == "GRU":
-        return (composite.gru_cell(x, state[0], *weights),)
-    return (composite.rnn_cell(x, state[0], *weights, nonlinearity="tanh" if mode == "RNN_TANH" else "relu"),)
+        return (composite.gru_cell_from_input_gates(gi, state[0], w_hh, b_hh),)
+    nonlinearity = "tanh" if mode == "RNN_TANH" else "relu"
+    return (composite.rnn_cell_from_input_gates(gi, state[0], w_hh, b_hh, nonlinearity),)
 
 
 def _append(outs, value):
@@ -72,6 +73,10 @@ class _Cell(Layer):
     def _weights(self):
         return self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
 
+    def _cell_step(self, x, state):
+        w_ih, w_hh, b_ih, b_hh = self._weights()
+        return _step(self.mode, composite.linear(x, w_ih, b_ih), state, w_hh, b_hh)
+
     def _zeros(self, x):
         batch = x.shape[:-1]
         return rt.zeros(tuple(batch) + (self.hidden_size,), dtype=x.dtype)
@@ -90,14 +95,14 @@ class RNNCell(_Cell):
         super().__init__(input_size, hidden_size, bias)
 
     def forward(self, x, h=None):
-        return _step(self.mode, x, (self._zeros(x) if h is None else h,), self._weights())[0]
+        return self._cell_step(x, (self._zeros(x) if h is None else h,))[0]
 
 
 class GRUCell(_Cell):
     mode = "GRU"
 
     def forward(self, x, h=None):
-        return _step(self.mode, x, (self._zeros(x) if h is None else h,), self._weights())[0]
+        return self._cell_step(x, (self._zeros(x) if h is None else h,))[0]
 
 
 class LSTMCell(_Cell):
@@ -106,7 +111,7 @@ class LSTMCell(_Cell):
     def forward(self, x, hx=None):
         """Returns (h', c')."""
         h, c = (self._zeros(x), self._zeros(x)) if hx is None else hx
-        return _step(self.mode, x, (h, c), self._weights())
+        return self._cell_step(x, (h, c))
 
 
 # --- multi-layer, over time ----------------------------------------------------------------------------
@@ -160,12 +165,14 @@ class _Recurrent(Layer):
 
     def _scan(self, x, state, weights, lengths):
         mode = self.mode
+        w_ih, w_hh, b_ih, b_hh = weights
+        gates = composite.linear(x, w_ih, b_ih)    # every step's input projection in one matmul, as PyTorch
 
         def cond(t, state, outs):
             return t < x.shape[0]
 
         def body(t, state, outs):
-            new = _step(mode, x[t], state, weights)
+            new = _step(mode, gates[t], state, w_hh, b_hh)
             out = new[0]
             if lengths is not None:
                 alive = rt.expand_dims(t < lengths, axis=-1)

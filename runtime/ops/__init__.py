@@ -103,5 +103,8 @@ def _numpy_error(what, name):
     raise TypeError(f"{what} cannot run on a traced Variable (it has no value while tracing): {hint}")
 
 
+from .stop import stop_gradient  # noqa: E402  (an op whose only job is to stop gradients)
+FUNCTIONS["stop_gradient"] = stop_gradient
+
 array_methods.bind_namespace(__import__(__name__, fromlist=["FUNCTIONS"]))
 del np

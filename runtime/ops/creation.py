@@ -177,16 +177,23 @@ def ones_like(x, dtype=None, device=None):
 
 # --- rt.tensor / rt.asarray ------------------------------------------------------------
 
-def tensor(data, dtype=None, device="cpu", copy=None):
+def tensor(data, dtype=None, device="cpu", copy=None, requires_grad=False):
     """Make an eager Tensor from a Python/NumPy/CuPy value (float64 data stays float64; Python floats and
     complex numbers take the defaults float32 and complex64).
 
     On a traced Variable (or a list/tuple holding one) it is what NumPy's asarray is on an
     array: the value itself, a cast with `dtype=`, or the rows stacked. `copy` is the array
     API's: True always copies, False never does (a ValueError where a copy is needed).
+    `requires_grad=True` makes it a leaf whose `.grad` backward() fills (see runtime.autodiff).
     """
     if _holds_variable(data):
         return symbolic_asarray(data, dtype)
+    if requires_grad:
+        made = tensor(data, dtype, device, copy)
+        if made.dtype.kind not in "fc":
+            raise TypeError(f"requires_grad=True needs a float or complex tensor, got {made.dtype.name}")
+        made.requires_grad = True
+        return made
     constant = tracing.current_block() is not None and _python_data(data)   # made in a trace from constants (known.py)
     out = to_tensor(data, dtype, device, copy)
     if constant:

@@ -13,6 +13,7 @@ from ..tensor import Tensor
 from ..undefined import Undefined
 from .registry import get_op
 from .rules import Spec, promote_operand
+from ..autodiff.tape import GRAD_MODE, record as record_on_tape
 from ..dtypes import result_type
 
 _CPU = get_backend("cpu")
@@ -29,8 +30,11 @@ def apply(opdef, inputs, attrs, device=None):
 def run_eager(opdef, inputs, attrs, device=None):
     backend = None if device is None else get_backend(device)
     args = []
+    tracked = False
     for x in inputs:
         if isinstance(x, Tensor):
+            if x._ag is not None:
+                tracked = True
             if backend is None:
                 backend = x.backend
             elif x.backend is not backend:
@@ -57,10 +61,14 @@ def run_eager(opdef, inputs, attrs, device=None):
     if out is None:
         return None
     if type(out) is tuple:
-        return tuple(Tensor(o, backend) for o in out)
-    if type(out) is list:
+        result = tuple(Tensor(o, backend) for o in out)
+    elif type(out) is list:
         return [Tensor(o, backend) for o in out]
-    return Tensor(out, backend)
+    else:
+        result = Tensor(out, backend)
+    if tracked and GRAD_MODE.enabled:
+        record_on_tape(opdef, inputs, attrs, result, Tensor)
+    return result
 
 
 def explain_failure(opdef, inputs, attrs, error):

@@ -6,7 +6,7 @@ call `finish(program)` last so the result is again a valid Program: cond/while
 ops list exactly the values their sub-blocks capture (`ir.captures`), every block is used by
 one op, and compiled plans of the old version are invalid.
 """
-from ..ir import Variable, captures, own_inputs, sub_block_attrs
+from ..ir import Variable, captures, compact_blocks, own_inputs, sub_block_attrs
 from ..ops.registry import REGISTRY
 
 CONTROL_FLOW = ("cond", "while")
@@ -110,32 +110,6 @@ def refresh_captures(program):
             op.inputs = list(head) + captures(subs, exclude=head if op.type == "cond" else ())
 
     visit(program.global_block)
-
-
-def compact_blocks(program):
-    """Drop blocks no op uses any more (their op was removed) and renumber the rest."""
-    used, order = set(), []
-
-    def visit(block):
-        used.add(block.idx)
-        order.append(block)
-        for op in block.ops:
-            for sub in sub_blocks(op):
-                visit(sub)
-
-    visit(program.global_block)
-    if len(used) == len(program.blocks):
-        return
-    keep = [b for b in program.blocks if b.idx in used]      # parents still come before children
-    new_idx = {b.idx: i for i, b in enumerate(keep)}
-    for block in keep:
-        for op in block.ops:
-            for key in sub_block_attrs(op.type):
-                op.attrs[key] = new_idx[op.attrs[key]]
-    for block in keep:
-        block.parent_idx = new_idx[block.parent_idx] if block.parent_idx >= 0 else -1
-        block.idx = new_idx[block.idx]
-    program.blocks = keep
 
 
 def remove_ops(program, dead):

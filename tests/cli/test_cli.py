@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+
 import runtime as rt
 from transpiler import InputSpec, cli, to_source, to_static
 
@@ -234,6 +235,15 @@ def test_program_optimized(workdir):
     code, out, _ = run_main("program", "model.py::grow", "--spec", "x:float32[None,8]", "--optimized")
     assert code == 0
     assert out == str(load(workdir).grow.get_program(InputSpec([None, 8], "float32"), optimized=True)) + "\n"
+
+
+def test_program_grad_shows_the_backward_program(workdir):
+    code, out, err = run_main("program", "model.py::grow", "--spec", "x:float32[None,8]", "--grad")
+    assert code == 0, err
+    assert out == str(load(workdir).grow.get_program(InputSpec([None, 8], "float32"), grad=True)) + "\n"
+    types = [line.split("= ")[1].split("(")[0] for line in out.splitlines() if "= " in line]
+    assert types.count("while") == 2 and types.count("cond") >= 2     # differentiated, not unrolled
+    assert "d_" in out.splitlines()[0]                                 # the cotangent input
 
 
 def test_program_specs_by_name_and_position(workdir):

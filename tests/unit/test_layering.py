@@ -20,7 +20,8 @@ OPTIONAL = {"cupy", "cupyx", "onnx", "onnxruntime", "dask", "distributed", "torc
 # Bottom to top; see layer_of for which layer a module is in.
 LAYERS = [
     ("base", ["runtime.dtypes", "runtime.errors", "runtime.pytree", "runtime.backends", "runtime.undefined",
-              "runtime.rng", "runtime.shape_text", "runtime.array_methods"]),
+              "runtime.rng", "runtime.shape_text", "runtime.array_methods", "runtime.autodiff",
+              "runtime.autodiff.records", "runtime.autodiff.tape"]),
     ("ir", ["runtime.ir"]),
     ("tracing", ["runtime.tracing", "runtime.state"]),
     ("tensor", ["runtime.tensor"]),
@@ -31,7 +32,11 @@ LAYERS = [
     ("executor", ["runtime.codegen", "runtime.executor"]),
     ("deploy, export", ["runtime.deploy", "runtime.export", "runtime.onnx"]),
     ("array API extras", ["runtime.array_api", "runtime.linalg", "runtime.fft"]),
+    ("autodiff", ["runtime.autodiff.engine", "runtime.autodiff.replay", "runtime.autodiff.arrays",
+                  "runtime.autodiff.control_flow", "runtime.autodiff.traced", "runtime.autodiff.backward",
+                  "runtime.autodiff.functional", "runtime.autodiff.static_call"]),
     ("nn", ["runtime.nn"]),
+    ("optim", ["runtime.optim"]),
     ("runtime namespace", ["runtime"]),
     ("analysis", ["transpiler.analysis"]),
     ("transforms", ["transpiler.errors", "transpiler.naming", "transpiler.parsing", "transpiler.transforms"]),

@@ -5,7 +5,6 @@ from ..nn_ops import log_softmax
 from ..registry import facet
 from .indexing import scatter_rows
 from .support import cast_like, count, rt, takes_gradient, unbroadcast
-from .indexing import scatter_rows
 
 
 @facet("relu", "vjp")

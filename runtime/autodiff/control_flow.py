@@ -1,0 +1,292 @@
+"""Gradients of `cond` and `while`: control flow is differentiated, not unrolled.
+
+cond: the backward is a `cond` on the same predicate whose branches are the
+VJPs of the forward branches (each recomputes what its VJP needs of its
+branch, then runs the engine over it).
+
+while: the forward loop is extended, once, to save what the backward needs —
+the loop variables that the needed ops of the body read (liveness: nothing
+else), pushed onto tensor arrays each iteration — and to count its
+iterations. The backward is a reverse `while` that runs that many iterations;
+iteration k reads the values saved at k, recomputes the needed body ops,
+and turns the cotangents of the body's results into those of its loop
+variables (carried) and captured values (summed). A data-dependent trip
+count, `break`/`continue`/`return` (lowered to flag variables) and tensor
+arrays are all just loop state.
+"""
+from .. import tracing
+from ..ir import Variable
+from ..ops.registry import facet, get_op
+from .engine import add_cotangents, backprop, carries_gradient
+from .arrays import array_scatter_add, array_zeros_like
+from .replay import hint, needed_ops, replay
+from ..ops import zeros_like
+from ..control_flow import cond
+from ..ops import add, array_append, array_new, full
+from ..control_flow import while_loop
+from ..ops import array_read, greater, subtract
+
+
+def _dense_float(v):
+    return isinstance(v, Variable) and v.kind == "dense" and carries_gradient(v)
+
+
+def block_vjp(ops, mapping, seeds, wrt, block):
+    """Recompute the `ops` that the gradient needs into `block` (inputs through `mapping`), then
+    backpropagate `seeds` (forward value -> cotangent) to `wrt` (forward values). {wrt value: cotangent}."""
+    selected, _ = needed_ops(ops, wrt)
+    keys = {}
+    start = len(block.ops)
+    records = replay(selected, mapping, block, keys)
+    mapped_seeds = {}
+    for value, g in seeds:
+        key = keys.get(value, mapping.get(value, value))
+        mapped_seeds[key] = g if key not in mapped_seeds else add_cotangents(mapped_seeds[key], g)
+    wrt_keys = [keys.get(w, mapping.get(w, w)) for w in wrt]
+    cots = backprop(records, mapped_seeds, wrt_keys)
+    result = {w: cots.get(k) for w, k in zip(wrt, wrt_keys)}
+    prune(block, start, [g for g in result.values() if g is not None])
+    return result
+
+
+def prune(block, start, targets):
+    """Drop the ops recorded into `block` since `start` that no target depends on (recomputed forward
+    values the VJPs did not read): what stays is what the backward really needs."""
+    live = {t: True for t in targets if isinstance(t, Variable)}
+    kept = []
+    for op in reversed(block.ops[start:]):
+        if any(o in live for o in op.outputs) or not get_op(op.type).pure:
+            kept.append(op)
+            for v in op.input_vars():
+                live[v] = True
+            for sub in op.sub_blocks():
+                for inner in _nested_ops(sub):
+                    for v in inner.input_vars():
+                        live[v] = True
+                live.update((r, True) for r in sub.results if isinstance(r, Variable))
+        else:
+            for o in op.outputs:
+                block.vars.pop(o.name, None)
+    kept.reverse()
+    block.ops[start:] = kept
+    return live
+
+
+def _nested_ops(block):
+    for op in block.ops:
+        yield op
+        for sub in op.sub_blocks():
+            yield from _nested_ops(sub)
+
+
+def _zeros_like(v):
+    if v.kind == "array":
+        return array_zeros_like(v)
+    return zeros_like(v)
+
+
+# --- cond -----------------------------------------------------------------------------------
+
+@facet("cond", "vjp")
+def _cond_vjp(g, inputs, outputs, *, true_block, false_block):
+    pred, captured = inputs[0], inputs[1:]
+    program = pred.block.program
+    wrt = [c for c in captured if isinstance(c, Variable) and carries_gradient(c)]   # tensor arrays too
+    if not wrt:
+        return (None,) * len(inputs)
+
+    def branch(block):
+        def run():
+            seeds = [(r, gi) for r, gi in zip(block.results, g) if gi is not None]
+            cots = block_vjp(block.ops, {}, seeds, wrt, tracing.current_block())
+            return tuple(cots[w] if cots[w] is not None else _zeros_like(w) for w in wrt)
+        return run
+
+    grads = cond(pred, branch(program.blocks[true_block]), branch(program.blocks[false_block]))
+    by_var = dict(zip(wrt, grads))
+    return (None,) + tuple(by_var.get(c) if isinstance(c, Variable) else None for c in captured)
+
+
+# --- while ----------------------------------------------------------------------------------
+
+class _LoopTape:
+    """What a forward while op was extended with: its original state count, the loop variables it
+    saves (body param index -> tensor array output) and its iteration count output."""
+
+    def __init__(self, n_state, saved, count):
+        self.n_state, self.saved, self.count = n_state, saved, count
+
+
+def _find_op(outputs):
+    block = outputs[0].block
+    first = outputs[0]
+    for op in block.ops:
+        if op.outputs and op.outputs[0] is first:
+            return op
+    raise ValueError("while vjp: the forward op is not in its outputs' block")
+
+
+def _tapes(program):
+    tapes = getattr(program, "_loop_tapes", None)
+    if tapes is None:
+        tapes = program._loop_tapes = {}
+    return tapes
+
+
+def _extend_forward(op, save):
+    """Make the forward while op push body params `save` each iteration and count iterations."""
+    program, block = op.block.program, op.block
+    cb, bb = (program.blocks[op.attrs[k]] for k in ("cond_block", "body_block"))
+    n = len(bb.params)
+    params = [bb.params[i] for i in save]
+    first = len(block.ops)
+    with tracing.block_guard(block):
+        inits = [array_new(p.static_shape, p.dtype) for p in params] + [full((), 0, "int64")]
+    made = block.ops[first:]
+    del block.ops[first:]
+    at = block.ops.index(op)
+    block.ops[at:at] = made
+    new_b = [bb.create_var(f"saved_{hint(p)}", p.static_shape, p.dtype, kind="array") for p in params]
+    new_b.append(bb.create_var("iteration", (), "int64"))
+    new_c = [cb.create_var(v.name, v.static_shape, v.dtype, kind=v.kind) for v in new_b]
+    with tracing.block_guard(bb):
+        pushed = [array_append(arr, p) for arr, p in zip(new_b, params)] + [add(new_b[-1], 1)]
+    outs = [block.create_var(f"saved_{hint(p)}", p.static_shape, p.dtype, kind="array") for p in params]
+    outs.append(block.create_var("trip_count", (), "int64"))
+    op.inputs[n:n] = inits
+    op.outputs.extend(outs)
+    bb.params.extend(new_b)
+    bb.results.extend(pushed)
+    cb.params.extend(new_c)
+    program.version += 1
+    tape = _LoopTape(n, dict(zip(save, outs[:-1])), outs[-1])
+    _tapes(program)[id(op)] = (op, tape)
+    return tape
+
+
+def _dry_run(op, bb, carried, wrt_captured):
+    """Trace one reverse iteration into a scratch block (then dropped) to learn two facts:
+    liveness — the body params its pruned ops really read (all the forward loop must save) — and
+    which captured values get their cotangent from one `x[i]` read (`_sparse_plan`)."""
+    program = op.block.program
+    first, names = len(program.blocks), program.name_state()
+    scratch = program.new_block(op.block)
+    params = list(bb.params)
+    stand_ins = {p: scratch.create_var(hint(p), p.static_shape, p.dtype, weak=p.weak, kind=p.kind) for p in params}
+    with tracing.block_guard(scratch):
+        seeds = [(bb.results[i], scratch.create_var("g", bb.results[i].static_shape, bb.results[i].dtype,
+                                                    kind=bb.results[i].kind)) for i in carried]
+        wrt = [params[i] for i in carried] + wrt_captured
+        cots = block_vjp(bb.ops, dict(stand_ins), seeds, wrt, scratch)
+    live = {v for inner in _nested_ops(scratch) for v in inner.input_vars()}
+    read = {p for p, s in stand_ins.items() if s in live}
+    sparse = {}
+    for c in wrt_captured:
+        gather = _sparse_gather(scratch, cots[c], c)
+        if gather is not None:
+            g, idx = gather.inputs[0], gather.inputs[2:]
+            sparse[c] = ((g.static_shape, g.dtype), [(i.static_shape, i.dtype) for i in idx], gather.attrs["index"])
+    program.drop_blocks_from(first)
+    program.restore_name_state(names)
+    return read, sparse
+
+
+def _sparse_gather(block, cotangent, captured):
+    """The `getitem_grad` op of `block` that alone makes `cotangent` (the scatter of one `captured[i]`
+    read, by dynamic index values only), or None."""
+    if not isinstance(cotangent, Variable) or cotangent.block is not block:
+        return None
+    for op in block.ops:
+        if op.outputs and op.outputs[0] is cotangent:
+            dynamic = all(isinstance(i, Variable) and i.kind == "dense" for i in op.inputs[2:])
+            if op.type == "getitem_grad" and op.inputs[1] is captured and op.inputs[2:] and dynamic:
+                uses = sum(1 for other in _nested_ops(block) for v in other.input_vars() if v is cotangent)
+                return op if uses == 0 else None
+            return None
+    return None
+
+
+@facet("while", "vjp")
+def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
+    op = _find_op(outputs)
+    program = op.block.program
+    bb = program.blocks[body_block]
+    known = _tapes(program).get(id(op))
+    tape = known[1] if known is not None and known[0] is op else None
+    n = tape.n_state if tape is not None else len(bb.params)
+    k_extra = len(inputs) - len(op.inputs) + (len(tape.saved) + 1 if tape is not None else 0)
+    params, results = bb.params[:n], bb.results[:n]
+    captured = inputs[n + k_extra:] if tape is not None else inputs[n:]
+    g = tuple(g[:n]) if isinstance(g, tuple) else (g,)
+    outs = tuple(outputs[:n])
+
+    carried = [i for i in range(n) if _dense_float(params[i]) or
+               (params[i].kind == "array" and carries_gradient(params[i]) and g[i] is not None)]
+    wrt_captured = [c for c in captured if _dense_float(c)]
+    if not carried:
+        return (None,) * len(inputs)
+    wrt_body = [params[i] for i in carried] + wrt_captured
+    if tape is None:     # what to save does not depend on this call's cotangents: one tape serves every gradient
+        every = [i for i in range(n) if carries_gradient(params[i])]
+        read, _ = _dry_run(op, bb, every, wrt_captured)
+        tape = _extend_forward(op, [i for i in range(n) if params[i].kind == "dense" and params[i] in read])
+    _, sparse = _dry_run(op, bb, carried, wrt_captured)
+    array_outs = {i: outs[i] for i in range(n) if params[i].kind == "array"}
+
+    def reverse_cond(k, gs, accs):
+        return greater(k, 0)
+
+    def reverse_body(k, gs, accs):
+        k = subtract(k, 1)
+        block = tracing.current_block()
+        # loop state the backward does not read (liveness): a stand-in that no kept op uses
+        mapping = {p: block.create_var(hint(p), p.static_shape, p.dtype, weak=p.weak, kind=p.kind) for p in params}
+        mapping.update({params[i]: array_read(tape.saved[i], k) for i in tape.saved})
+        mapping.update({params[i]: arr for i, arr in array_outs.items()})
+        seeds = [(results[i], gi) for i, gi in zip(carried, gs)]
+        cots = block_vjp(bb.ops, mapping, seeds, wrt_body, block)
+        new_gs = tuple(cots[params[i]] if cots[params[i]] is not None else _like_cotangent(gi)
+                       for i, gi in zip(carried, gs))
+        new_accs = tuple(_accumulate(block, acc, cots[c], c, c in sparse) for acc, c in zip(accs, wrt_captured))
+        read = {v for op in _nested_ops(block) for v in op.input_vars()}
+        for stand_in in mapping.values():
+            if stand_in.block is block and stand_in.name in block.vars and stand_in not in read and \
+                    not any(o is stand_in for op in block.ops for o in op.outputs):
+                del block.vars[stand_in.name]
+        return k, new_gs, new_accs
+
+    g0 = tuple(g[i] if g[i] is not None else _zeros_like(outs[i]) for i in carried)
+    acc0 = tuple(_sparse_start(sparse[c]) if c in sparse else _zeros_like(c) for c in wrt_captured)
+    _, g_init, g_captured = while_loop(reverse_cond, reverse_body, (tape.count, g0, acc0))
+    by_init = dict(zip(carried, g_init))
+    by_captured = {c: array_scatter_add(c, acc[0], acc[1:], sparse[c][2]) if c in sparse else acc
+                   for c, acc in zip(wrt_captured, g_captured)}
+    n_extra = len(inputs) - n - len(captured)
+    return (tuple(by_init.get(i) for i in range(n)) + (None,) * n_extra +
+            tuple(by_captured.get(c) if isinstance(c, Variable) else None for c in captured))
+
+
+def _sparse_start(plan):
+    (g_shape, g_dtype), idx_specs, _ = plan
+    return (array_new(g_shape, g_dtype),) + tuple(array_new(shape, dtype) for shape, dtype in idx_specs)
+
+
+def _accumulate(block, acc, cotangent, captured, sparse):
+    """Add one iteration's cotangent of a captured value: densely, or (sparse) by appending the
+    scattered slice and its index values to the accumulator's tensor arrays."""
+    if not sparse:
+        return acc if cotangent is None else acc + cotangent
+    gather = _sparse_gather(block, cotangent, captured)
+    if gather is None:
+        raise RuntimeError("autodiff: a loop body's gradient changed shape between two traces of it")
+    block.ops.remove(gather)
+    block.vars.pop(cotangent.name, None)
+    g, idx = gather.inputs[0], gather.inputs[2:]
+    return (array_append(acc[0], g),) + tuple(array_append(arr, i) for arr, i in zip(acc[1:], idx))
+
+
+def _like_cotangent(g):
+    if g.kind == "array":
+        raise NotImplementedError("a tensor array's cotangent vanished inside a loop body")
+    return _zeros_like(g)
+

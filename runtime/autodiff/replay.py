@@ -1,0 +1,92 @@
+"""Copy recorded ops into the block being traced: how a gradient recomputes a forward it needs.
+
+The gradient of a Program, of a `cond` branch or of a `while` body is built by
+re-recording (replaying) the forward ops it needs into the block where the
+backward is traced, with their inputs mapped to the values available there,
+then running the engine over the copies. Sub-blocks of `cond`/`while` ops are
+copied too. Impure ops (tensor-array appends, prints) are never run twice: an
+append's result is the array it appended to.
+"""
+import re
+
+from ..ir import Variable, sub_block_attrs
+from ..ops.registry import get_op
+from .engine import Record, active_records, records_of_ops
+
+_SUFFIX = re.compile(r"_\d+$")
+_IN_PLACE_ARRAY_OPS = ("array_append", "array_insert")
+
+
+def hint(var):
+    return _SUFFIX.sub("", var.name) or "t"
+
+
+class Alias:
+    """The engine's name for an in-place array op's result: the same list at run time as its input
+    (what later ops read), yet a value of its own for the gradient (the array after the append)."""
+
+    __slots__ = ("var",)
+
+    def __init__(self, var):
+        self.var = var
+
+
+def replay(ops, mapping, block, keys=None):
+    """Record copies of `ops` into `block`; `mapping` (forward Variable -> value) grows with their outputs.
+    Returns engine Records of the copies; `keys` (forward Variable -> engine key) grows too, where a
+    key differs from the value (in-place array ops)."""
+    keys = {} if keys is None else keys
+    records = []
+    for op in ops:
+        ins = [mapping.get(x, x) if isinstance(x, Variable) else x for x in op.inputs]
+        in_keys = [keys.get(x, mapping.get(x, x)) if isinstance(x, Variable) else None for x in op.inputs]
+        opdef = get_op(op.type)
+        if not opdef.pure:
+            if op.type in _IN_PLACE_ARRAY_OPS:
+                mapping[op.outputs[0]] = ins[0]
+                keys[op.outputs[0]] = alias = Alias(ins[0])
+                records.append(Record(opdef, ins, ins[0], op.attrs, in_keys, [alias], True, op.origin))
+                continue
+            if op.outputs:
+                raise NotImplementedError(f"cannot differentiate through '{op.type}' inside a loop or branch "
+                                          f"(at {op.origin}): it changes its input in place")
+            continue
+        attrs = dict(op.attrs)
+        for key in sub_block_attrs(op.type):
+            attrs[key] = copy_block(op.block.program.blocks[op.attrs[key]], mapping, block).idx
+        outs = [block.create_var(hint(o), o.static_shape, o.dtype, weak=o.weak, kind=o.kind) for o in op.outputs]
+        mapping.update(zip(op.outputs, outs))
+        copy = block.append_op(op.type, ins, outs, attrs, op.origin)
+        record = records_of_ops([copy])[0]
+        record.in_keys = in_keys
+        records.append(record)
+    return records
+
+
+def copy_block(source, mapping, parent):
+    """A new child block of `parent` holding a copy of `source` (params, ops, results)."""
+    new = parent.program.new_block(parent)
+    new.params = [new.create_var(hint(p), p.static_shape, p.dtype, weak=p.weak, kind=p.kind) for p in source.params]
+    mapping.update(zip(source.params, new.params))
+    replay(source.ops, mapping, new)
+    new.results = [mapping.get(r, r) for r in source.results]
+    return new
+
+
+def needed_ops(ops, wrt):
+    """The ops a gradient w.r.t. `wrt` must recompute: every op on a differentiable path from wrt
+    (its vjp may read any of its inputs and outputs) and the ops computing those values."""
+    live, _ = active_records(records_of_ops(ops), wrt)
+    needed = {}
+    for r in live:
+        for v in list(r.inputs) + list(r.out_keys):
+            if isinstance(v, Variable):
+                needed[v] = True
+    selected = []
+    for op in reversed(ops):
+        if any(o in needed for o in op.outputs):
+            selected.append(op)
+            for v in op.input_vars():
+                needed[v] = True
+    selected.reverse()
+    return selected, needed

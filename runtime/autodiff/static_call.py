@@ -1,0 +1,102 @@
+"""A static function's call as one entry of the eager tape.
+
+When a Program runs on tensors that require grad (its arguments, or captured
+parameters), the call leaves ONE Record on the tape. Its VJP runs the
+*backward Program* of that forward Program: built once per Program by
+tracing — replaying the forward ops and running the engine over them with
+symbolic cotangents — then compiled like any Program. So a `to_static`
+Layer takes part in `loss.backward()` like any eager op.
+"""
+import weakref
+
+from .. import tracing
+from ..ops.registry import OpDef
+from ..tensor import Tensor
+from .engine import Record, backprop, carries_gradient
+from .replay import replay
+from .tape import Slot
+from ..ops import zeros_like
+from ..tracing import InputSpec, trace
+from ..executor import Executor
+
+_BACKWARD = weakref.WeakKeyDictionary()     # forward Program -> its backward Program (built on first use)
+_CALL_OPS = weakref.WeakKeyDictionary()     # forward Program -> the OpDef standing for a call of it
+
+
+def backward_program(program):
+    """The Program computing the forward Program's input cotangents from its inputs and the
+    cotangents of its float outputs: inputs (x..., params..., d_out...), outputs (d_x..., d_params...),
+    one per float input (zeros where no gradient flows)."""
+    bprog = _BACKWARD.get(program)
+    if bprog is None:
+        bprog = _BACKWARD[program] = _trace_backward(program)
+    return bprog
+
+
+def _differentiable(var):
+    return var.kind == "dense" and carries_gradient(var)
+
+
+def _trace_backward(program):
+    ins = list(program.inputs)
+    outs = [o for o in program.outputs if _differentiable(o)]
+    specs = [InputSpec(v.static_shape, v.dtype, v.name) for v in ins]
+    specs += [InputSpec(o.static_shape, o.dtype, f"d_{o.name}") for o in outs]
+
+    def body(*values):
+        mapping = dict(zip(ins, values[:len(ins)]))
+        block = tracing.current_block()
+        keys = {}
+        records = replay(program.global_block.ops, mapping, block, keys)
+        seeds = {}
+        for o, g in zip(outs, values[len(ins):]):
+            key = keys.get(o, mapping.get(o, o))
+            seeds[key] = g if key not in seeds else seeds[key] + g
+        wrt = [mapping[v] for v in ins if _differentiable(v)]
+        cots = backprop(records, seeds, wrt)
+        return [cots[w] if w in cots else zeros_like(w) for w in wrt]
+
+    grad_program, _, _ = trace(body, specs, name=f"{program.name}_grad")
+    return grad_program
+
+
+def _call_opdef(program):
+    """An (unregistered) op standing for one call of the Program on the tape."""
+    ref = weakref.ref(program)
+
+    def vjp(g, inputs, outputs):
+        forward = ref()
+        bprog = backward_program(forward)
+        backend = inputs[0].backend if inputs else None
+        float_outs = [i for i, o in enumerate(forward.outputs) if _differentiable(o)]
+        gs = g if isinstance(g, tuple) else (g,)
+        feeds = [t.data for t in inputs]
+        for i in float_outs:
+            feeds.append((gs[i] if gs[i] is not None else zeros_like(outputs[i])).data)
+        plan = Executor(backend.name).compile(bprog)
+        results = iter(plan(*feeds))
+        return tuple(Tensor(next(results), backend) if _differentiable(v) else None for v in forward.inputs)
+
+    return OpDef(f"call {program.name}", None, None, num_outputs=-1, vjp=vjp)
+
+
+def record_call(program, arrays, sources, outputs, backend):
+    """After a run of `program` fed `arrays` (from `sources`: the argument Tensors and captured tensors,
+    in input order): link the float outputs to one Record when some source requires grad."""
+    in_keys = [s._ag if isinstance(s, Tensor) and s._ag is not None and s._ag.tracks() and
+               _differentiable(v) else None for s, v in zip(sources, program.inputs)]
+    if not any(k is not None for k in in_keys):
+        return
+    opdef = _CALL_OPS.get(program)
+    if opdef is None:
+        opdef = _CALL_OPS[program] = _call_opdef(program)
+    saved_in = [Tensor(a, backend) for a in arrays]
+    saved_out = tuple(Tensor(o.data, o.backend) if isinstance(o, Tensor) else o for o in outputs)
+    out_keys = []
+    record = Record(opdef, saved_in, saved_out, {}, in_keys, out_keys, False)
+    for i, (out, var) in enumerate(zip(outputs, program.outputs)):
+        if isinstance(out, Tensor) and _differentiable(var):
+            out._ag = Slot(record, i, requires=False)
+            out_keys.append(out._ag)
+        else:
+            out_keys.append(None)

@@ -1,0 +1,196 @@
+"""The optimizer base: parameter groups, per-parameter state, zero_grad, state_dict (PyTorch's shapes).
+
+Everything a step reads lives in Tensors made when the optimizer is: the state
+(moments, step counts) and each group's numeric hyperparameters (a 0-d float64
+Tensor beside the Python number). A traced step therefore reads them as inputs
+and writes the state in place: `group["lr"] = 0.01` (a schedule) reaches a
+compiled training step on its next run without retracing, and the state a
+Program wrote is the state the next eager step continues from.
+"""
+import numpy as np
+
+from ..backends import get_backend
+from ..tensor import Tensor
+from .. import ops, tracing
+from ..autodiff.tape import no_grad
+from ..autodiff.traced import GradPlace
+from ..ir import Variable
+
+# Hyperparameters whose being zero or not changes the form of the update (which ops a step runs).
+_FORM_KEYS = ("momentum", "weight_decay", "nesterov", "amsgrad", "maximize")
+
+
+class ParamGroup(dict):
+    """One group: `params` and its hyperparameters, a dict as in PyTorch. Each number (or tuple of
+    numbers, `betas`) also lives in 0-d float64 Tensors (`tensors[key]`), updated on assignment."""
+
+    def __init__(self, values, device):
+        super().__init__()
+        self.device = device
+        self.tensors = {}
+        for key, value in values.items():
+            self[key] = value
+
+    def __setitem__(self, key, value):
+        if key in _FORM_KEYS and key in self and bool(self[key]) != bool(value):
+            raise ValueError(f"changing {key!r} from {self[key]!r} to {value!r} changes the form of the update; "
+                             "make a new optimizer (with load_state_dict to keep its state)")
+        super().__setitem__(key, value)
+        if key == "params" or isinstance(value, bool):
+            return
+        if _is_number(value):
+            self._hold(key, value)
+        elif isinstance(value, tuple) and value and all(_is_number(v) for v in value):
+            for i, v in enumerate(value):
+                self._hold((key, i), v)
+
+    def _hold(self, key, value):
+        held = self.tensors.get(key)
+        if held is None:
+            backend = get_backend(self.device)
+            self.tensors[key] = Tensor(backend.asarray(np.float64(value)), backend)
+        else:
+            held.data = held.backend.asarray(np.float64(value))
+
+    def scalar(self, key, dtype):
+        """The hyperparameter as a 0-d tensor of `dtype` (read by reference in a traced step)."""
+        return ops.astype(self.tensors[key], dtype)
+
+
+def _is_number(value):
+    return isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
+
+
+class Optimizer:
+    """Holds parameter groups and state; subclasses define `defaults`, `_new_state(p)` and `_update`."""
+
+    def __init__(self, params, defaults):
+        params = list(params)
+        if not params:
+            raise ValueError(f"{type(self).__name__} got an empty parameter list")
+        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        self.defaults = dict(defaults)
+        self.param_groups = []
+        self.state = {}                 # Parameter -> {name: Tensor}, as PyTorch's optimizer.state
+        for group in groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, group):
+        group = dict(group)
+        params = group["params"]
+        params = [params] if isinstance(params, Tensor) else list(params)
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"{type(self).__name__} optimizes Tensors (Parameters), got {type(p).__name__}")
+            if p.dtype.kind not in "fc":
+                raise TypeError(f"{type(self).__name__} can only optimize float tensors, got {p.dtype}")
+            if any(p is q for g in self.param_groups for q in g["params"]):
+                raise ValueError("a parameter appears in more than one parameter group")
+        unknown = set(group) - set(self.defaults) - {"params"}
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: unknown hyperparameter(s) {sorted(unknown)}")
+        values = {**self.defaults, **group, "params": params}
+        self._check(values)
+        device = params[0].device if params else "cpu"
+        self.param_groups.append(ParamGroup(values, device))
+        for p in params:
+            self.state[p] = self._new_state(p, values)
+
+    def _check(self, group):
+        """Raise ValueError for a hyperparameter out of its range (subclasses add their own)."""
+        if group["lr"] < 0:
+            raise ValueError(f"{type(self).__name__}: invalid lr {group['lr']!r} (must be >= 0)")
+
+    def _new_state(self, p, group):
+        raise NotImplementedError
+
+    def _update(self, p, grad, state, group):
+        raise NotImplementedError
+
+    def step(self):
+        """Update every parameter that has a `.grad` (parameters without one are left alone)."""
+        with no_grad():            # an update is not part of what a later backward() differentiates
+            number = 0
+            for group in self.param_groups:
+                for p in group["params"]:
+                    grad = _read_grad(p, f"{type(self).__name__} parameter {number}")
+                    number += 1
+                    if grad is not None:
+                        self._update(p, grad, self.state[p], group)
+
+    def zero_grad(self, set_to_none=True):
+        """Forget the gradients: `.grad = None` (PyTorch's default), or zeros with set_to_none=False."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if set_to_none:
+                    p.grad = None
+                elif p.grad is not None:
+                    p.grad = ops.zeros_like(p.grad)
+
+    # --- state ----------------------------------------------------------------------------
+    def state_dict(self):
+        """{"state": {index: {name: Tensor}}, "param_groups": [{hyperparameters, "params": [index]}]},
+        parameters numbered in group order, as PyTorch's."""
+        index, groups, state = 0, [], {}
+        for group in self.param_groups:
+            numbers = []
+            for p in group["params"]:
+                state[index] = {k: Tensor(v.data, v.backend) for k, v in self.state[p].items()}
+                numbers.append(index)
+                index += 1
+            groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": numbers})
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Take hyperparameters and state from `state_dict` (PyTorch's layout; Tensors or arrays), writing
+        into this optimizer's own state Tensors, so compiled training steps continue from it."""
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups) or any(
+                len(g["params"]) != len(own["params"]) for g, own in zip(groups, self.param_groups)):
+            raise ValueError("load_state_dict: the state has a different number of parameter groups or "
+                             "parameters per group than this optimizer")
+        writes = []
+        for g, own in zip(groups, self.param_groups):
+            for number, p in zip(g["params"], own["params"]):
+                saved = state_dict["state"].get(number, {})
+                for name, tensor in self.state[p].items():
+                    if name not in saved:
+                        raise ValueError(f"load_state_dict: parameter {number} has no {name!r} in the state")
+                    value = saved[name]
+                    shape = tuple(getattr(value, "shape", np.shape(value)))
+                    if shape != tensor.shape:
+                        raise ValueError(f"load_state_dict: {name!r} of parameter {number} has shape {shape}, "
+                                         f"expected {tensor.shape}")
+                    writes.append((tensor, value))
+        for tensor, value in writes:
+            tensor.set_value(value)
+        for g, own in zip(groups, self.param_groups):
+            for key, value in g.items():
+                if key != "params":
+                    own[key] = tuple(value) if isinstance(value, list) else value
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines += [f"    {k}: {v}" for k, v in sorted(group.items()) if k != "params"]
+        return "\n".join(lines + [")"])
+
+
+def _read_grad(p, label):
+    """p.grad; while tracing, an eager gradient (from a backward() before the call) is a place read on
+    every call: a Program feeds the `.grad` each call finds there, and None <-> tensor retraces."""
+    grad = p.grad
+    if tracing.current_block() is not None and tracing.place_reader is not None and not isinstance(grad, Variable):
+        tracing.place_reader(f"{label}.grad", GradPlace(p), "grad", grad)
+    return grad
+
+
+def eager_zeros(p):
+    """A zero Tensor like `p` (same backend), made directly: never recorded, even while tracing."""
+    return Tensor(p.backend.xp.zeros(p.shape, dtype=p.dtype), p.backend)
+
+
+def step_counter(p):
+    """A parameter's step count: a 0-d float32 Tensor beside it, as PyTorch keeps it."""
+    return Tensor(p.backend.xp.zeros((), dtype="float32"), p.backend)

@@ -1,0 +1,175 @@
+"""rt.optim against hand-written NumPy updates (and torch.optim when PyTorch is importable)."""
+import numpy as np
+import pytest
+
+import runtime as rt
+
+RNG = np.random.default_rng(0)
+STEPS = 5
+
+
+def numpy_sgd(p, grads, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, maximize=False):
+    buf = None
+    for g in grads:
+        g = (-g if maximize else g) + weight_decay * p
+        if momentum:
+            buf = g.copy() if buf is None else momentum * buf + (1 - dampening) * g
+            g = g + momentum * buf if nesterov else buf
+        p = p - lr * g
+    return p
+
+
+def numpy_adam(p, grads, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, maximize=False,
+               decoupled=False):
+    (b1, b2), m, v, v_max = betas, np.zeros_like(p), np.zeros_like(p), np.zeros_like(p)
+    for t, g in enumerate(grads, 1):
+        g = -g if maximize else g
+        if decoupled:
+            p = p * (1 - lr * weight_decay)
+        else:
+            g = g + weight_decay * p
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        if amsgrad:
+            v_max = np.maximum(v_max, v)
+        p = p - lr / (1 - b1 ** t) * m / (np.sqrt(v_max if amsgrad else v) / np.sqrt(1 - b2 ** t) + eps)
+    return p
+
+
+def numpy_adamw(p, grads, weight_decay=1e-2, **kw):
+    return numpy_adam(p, grads, weight_decay=weight_decay, decoupled=True, **kw)
+
+
+CASES = {
+    "sgd": (rt.optim.SGD, numpy_sgd, {"lr": 0.1}),
+    "sgd_momentum": (rt.optim.SGD, numpy_sgd, {"lr": 0.1, "momentum": 0.9, "dampening": 0.3, "weight_decay": 0.05}),
+    "sgd_nesterov": (rt.optim.SGD, numpy_sgd, {"lr": 0.05, "momentum": 0.8, "nesterov": True, "maximize": True}),
+    "adam": (rt.optim.Adam, numpy_adam, {"lr": 0.1}),
+    "adam_l2_amsgrad": (rt.optim.Adam, numpy_adam, {"lr": 0.05, "betas": (0.8, 0.99), "weight_decay": 0.1,
+                                                    "amsgrad": True}),
+    "adamw": (rt.optim.AdamW, numpy_adamw, {"lr": 0.1}),
+    "adamw_maximize": (rt.optim.AdamW, numpy_adamw, {"lr": 0.02, "eps": 1e-6, "weight_decay": 0.3,
+                                                     "maximize": True}),
+}
+
+
+def run_ours(cls, kwargs, start, grads):
+    params = [rt.Parameter(a.copy()) for a in start]
+    opt = cls(params, **kwargs)
+    for step in grads:
+        for p, g in zip(params, step):
+            p.grad = rt.tensor(g)
+        opt.step()
+    return params, opt
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_the_numpy_formula_over_several_steps(name, dtype):
+    cls, oracle, kwargs = CASES[name]
+    start = [RNG.standard_normal((3, 4)).astype(dtype), RNG.standard_normal(5).astype(dtype)]
+    grads = [[RNG.standard_normal(a.shape).astype(dtype) for a in start] for _ in range(STEPS)]
+    params, _ = run_ours(cls, kwargs, start, grads)
+    rtol = 1e-12 if dtype == "float64" else 2e-5
+    for i, p in enumerate(params):
+        want = oracle(start[i].astype(np.float64), [g[i].astype(np.float64) for g in grads], **kwargs)
+        assert p.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(p.numpy(), want, rtol=rtol, atol=rtol * 1e-2)
+
+
+def test_defaults_are_pytorchs():
+    p = [rt.Parameter(np.zeros(2, np.float32))]
+    assert rt.optim.SGD(p).defaults == dict(lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
+                                            nesterov=False, maximize=False)
+    adam = rt.optim.Adam(p).defaults
+    assert (adam["lr"], adam["betas"], adam["eps"], adam["weight_decay"], adam["amsgrad"]) == \
+        (1e-3, (0.9, 0.999), 1e-8, 0.0, False)
+    assert rt.optim.AdamW(p).defaults["weight_decay"] == 1e-2
+
+
+def test_parameters_keep_identity_and_without_grad_are_left_alone():
+    a, b = rt.Parameter(np.ones(2, np.float32)), rt.Parameter(np.ones(2, np.float32))
+    opt = rt.optim.SGD([a, b], lr=0.5)
+    a.grad = rt.tensor(np.ones(2, np.float32))
+    opt.step()
+    assert opt.param_groups[0]["params"][0] is a
+    np.testing.assert_array_equal(a.numpy(), [0.5, 0.5])
+    np.testing.assert_array_equal(b.numpy(), [1, 1])
+
+
+def test_zero_grad_sets_none_or_zeros():
+    p = rt.Parameter(np.ones(2, np.float32))
+    opt = rt.optim.Adam([p])
+    p.grad = rt.tensor(np.ones(2, np.float32))
+    opt.zero_grad(set_to_none=False)
+    np.testing.assert_array_equal(p.grad.numpy(), [0, 0])
+    opt.zero_grad()
+    assert p.grad is None
+
+
+def test_param_groups_have_their_own_hyperparameters():
+    a, b = rt.Parameter(np.ones(2)), rt.Parameter(np.ones(2))
+    opt = rt.optim.SGD([{"params": [a]}, {"params": [b], "lr": 0.5}], lr=0.1, momentum=0.9)
+    for p in (a, b):
+        p.grad = rt.tensor(np.ones(2))
+    opt.step()
+    np.testing.assert_allclose(a.numpy(), [0.9, 0.9])
+    np.testing.assert_allclose(b.numpy(), [0.5, 0.5])
+    opt.param_groups[0]["lr"] = 1.0                  # a schedule: the next step uses it
+    opt.step()
+    np.testing.assert_allclose(a.numpy(), 0.9 - 1.0 * (0.9 * 1 + 1))
+
+
+def test_state_dict_round_trip_continues_the_same_trajectory():
+    start = [RNG.standard_normal(4).astype(np.float32)]
+    grads = [[RNG.standard_normal(4).astype(np.float32)] for _ in range(6)]
+    straight, _ = run_ours(rt.optim.Adam, {"lr": 0.1}, start, grads)
+    first, opt = run_ours(rt.optim.Adam, {"lr": 0.1}, start, grads[:3])
+    saved = opt.state_dict()
+    assert sorted(saved["state"][0]) == ["exp_avg", "exp_avg_sq", "step"] and saved["param_groups"][0]["params"] == [0]
+    copy = [rt.Parameter(first[0].numpy())]
+    resumed = rt.optim.Adam(copy, lr=0.5)
+    resumed.load_state_dict(saved)
+    assert resumed.param_groups[0]["lr"] == 0.1
+    for (g,) in grads[3:]:
+        copy[0].grad = rt.tensor(g)
+        resumed.step()
+    np.testing.assert_allclose(copy[0].numpy(), straight[0].numpy(), rtol=1e-6)
+
+
+def test_bad_arguments_are_clear_errors():
+    p = rt.Parameter(np.zeros(2, np.float32))
+    with pytest.raises(ValueError, match="Nesterov"):
+        rt.optim.SGD([p], momentum=0.0, nesterov=True)
+    with pytest.raises(ValueError, match="betas"):
+        rt.optim.Adam([p], betas=(0.9, 1.5))
+    with pytest.raises(ValueError, match="empty parameter list"):
+        rt.optim.Adam([])
+    with pytest.raises(TypeError, match="float tensors"):
+        rt.optim.SGD([rt.tensor(np.zeros(2, np.int64))])
+    opt = rt.optim.SGD([p], momentum=0.9)
+    with pytest.raises(ValueError, match="form of the update"):
+        opt.param_groups[0]["momentum"] = 0.0
+    with pytest.raises(ValueError, match="different number"):
+        opt.load_state_dict({"state": {}, "param_groups": []})
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_torch_optim(name):
+    torch = pytest.importorskip("torch")
+    cls, _, kwargs = CASES[name]
+    start = [RNG.standard_normal((3, 4)).astype(np.float32)]
+    grads = [[RNG.standard_normal((3, 4)).astype(np.float32)] for _ in range(STEPS)]
+    params, _ = run_ours(cls, kwargs, start, grads)
+    theirs = torch.nn.Parameter(torch.from_numpy(start[0].copy()))
+    opt = getattr(torch.optim, cls.__name__)([theirs], **kwargs)
+    for (g,) in grads:
+        theirs.grad = torch.from_numpy(g)
+        opt.step()
+    np.testing.assert_allclose(params[0].numpy(), theirs.detach().numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_negative_learning_rate_is_refused_by_every_optimizer():
+    for cls in (rt.optim.SGD, rt.optim.Adam, rt.optim.AdamW):
+        with pytest.raises(ValueError, match="invalid lr"):
+            cls([rt.Parameter(np.zeros(2, np.float32))], lr=-0.1)
