@@ -26,6 +26,7 @@ from .rng import default_rng, seed
 from .autodiff import control_flow as _control_flow_gradients, arrays as _array_gradients  # noqa: F401  (vjp rules)
 from .autodiff.functional import grad, value_and_grad
 from .autodiff.tape import enable_grad, no_grad
+from .autodiff import backward as _backward  # noqa: E402,F401  (gives Tensor and Variable .backward())
 from . import nn  # noqa: E402
 from . import optim  # noqa: E402
 import importlib as _importlib  # noqa: E402

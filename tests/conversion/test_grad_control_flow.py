@@ -219,7 +219,7 @@ def _scalar_loss(fn, scalars):
 
 def _float_cases():
     for case in CASES:
-        if case["ints"] or np.dtype(case["dtype"]).kind != "f" or not case["shapes"]:
+        if case.get("ints") or np.dtype(case["dtype"]).kind != "f" or not case["shapes"]:
             continue
         arrays = [a.astype(np.float64) for a in inputs(case, 0)]
         if _float_leaves(case["fn"](*[rt.tensor(a) for a in arrays], *case["scalars"])):
