@@ -59,7 +59,7 @@ def model_proto(program, opset=None):
 
 
 def _name_output_dims(onnx, model, dim_params):
-    """An output dim the Program leaves unknown takes an input's dim_param where ONNX shape inference shows it is one."""
+    """An output dim the Program leaves unknown takes an input's dim_param where shape inference shows it is one."""
     inferred = onnx.shape_inference.infer_shapes(model).graph.output
     for ours, theirs in zip(model.graph.output, inferred):
         if not (ours.type.HasField("tensor_type") and theirs.type.HasField("tensor_type")):

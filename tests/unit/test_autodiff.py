@@ -303,3 +303,16 @@ def test_tensor_array_cotangent_ops():
     np.testing.assert_array_equal(out.numpy(), [[10.0, 20.0], [0.0, 0.0], [6.0, 7.0]])
     rows = apply(_gather, (rt.tensor(np.arange(6.0).reshape(3, 2)), idx), {"index": index})
     np.testing.assert_array_equal(np.stack([r.numpy() for r in rows]), [[4.0, 5.0], [0.0, 1.0], [4.0, 5.0]])
+
+
+def test_value_and_grad_of_a_static_layer_forward():
+    _, static = _eager_and_static_nets()
+    x = A.astype(np.float32)
+    both = rt.value_and_grad(lambda x: static(x).sum())
+    value, g = both(rt.tensor(x))
+    through_method = rt.grad(static.forward)
+    assert type(through_method).__name__ == "StaticFunction"      # a static function's gradient is static
+    leaf = rt.tensor(x, requires_grad=True)
+    static(leaf).sum().backward()
+    np.testing.assert_allclose(g.numpy(), leaf.grad.numpy(), rtol=1e-6)
+    assert float(value) == pytest.approx(float(static(rt.tensor(x)).sum()))

@@ -49,7 +49,7 @@ PARTIAL = {
     "scatter": "reduce='set' (ONNX leaves repeated indices unspecified)",
     "max_pool2d": "integer inputs (no onnxruntime kernel)",
     **{name: "float64 (no onnxruntime kernel)" for name in
-       ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "gelu")},
+       ("asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "gelu")},
 }
 
 
@@ -72,7 +72,8 @@ def assert_runs_like_program(program, feeds, path):
         assert len(got) == len(want)
         for g, w in zip(got, want):
             w = w.numpy()
-            assert (g.dtype, g.shape) == (w.dtype, w.shape), f"onnx {g.dtype}{list(g.shape)} vs {w.dtype}{list(w.shape)}"
+            assert (g.dtype, g.shape) == (w.dtype, w.shape), \
+                f"onnx {g.dtype}{list(g.shape)} vs {w.dtype}{list(w.shape)}"
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
     return model
 
@@ -289,12 +290,14 @@ def integer_semantics(a, b):
 
 
 def float_semantics(x, y):
-    return (x // y, x % y, (y * 0 + 1) // 0.1, x // (y - y), rt.remainder(x, -0.75), x[::-1, 1:], x[-1], x[None, ..., ::2], x[..., -2:, None],
+    return (x // y, x % y, (y * 0 + 1) // 0.1, x // (y - y), rt.remainder(x, -0.75), x[::-1, 1:], x[-1],
+            x[None, ..., ::2], x[..., -2:, None],
             x[1:-1:2, ::-2], rt.sum(x, axis=(0, 1), keepdims=True), rt.prod(x, axis=-1), rt.any(x > 1, axis=0),
             rt.all(x > -3), rt.argmax(x, keepdims=True), rt.cumsum(x), x.astype("float64") * y, rt.log1p(x * 1e-9),
             rt.expm1(x * 1e-9), rt.std(x, axis=0, correction=1), rt.clip(x, -0.5, None), rt.trunc(x * 3),
             rt.setitem(x, (1, slice(None)), 7.0), rt.setitem(x, -1, y[0]), x[x > 0], x[[0, -1], 1:], x[:, [3, 0]],
-            x[y > 0, None], rt.setitem(x, x > 1, 0.0), rt.setitem(x, (slice(None), slice(1, None, 2)), y[:, :2]),
+            x[y > 0, None], rt.setitem(x, x > 1, 0.0), rt.atan2(x, x[::-1] - 1),
+            rt.setitem(x, (slice(None), slice(1, None, 2)), y[:, :2]),
             rt.setitem(x, (Ellipsis, -1), -2.0))
 
 
@@ -342,7 +345,8 @@ def test_cli_export_format_onnx(tmp_path, capsys):
     np.testing.assert_allclose(got, np.tanh(x * 2), rtol=1e-6)
     assert cli_main(["export", f"{source}::net", "--spec", "x:float32[None,3]", "--format", "program",
                      "--out", str(tmp_path / "saved")]) == 0
-    status = cli_main(["export", str(tmp_path / "saved.program.json"), "--format", "onnx", "--out", str(tmp_path / "s")])
+    status = cli_main(["export", str(tmp_path / "saved.program.json"), "--format", "onnx",
+                       "--out", str(tmp_path / "s")])
     assert status == 0, capsys.readouterr()
     (from_saved,) = session(tmp_path / "s.onnx").run(None, {"x": x})
     np.testing.assert_array_equal(from_saved, got)

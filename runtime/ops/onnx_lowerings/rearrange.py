@@ -452,3 +452,28 @@ def _trace(g, op):
     dtype = op.outputs[0].dtype
     picked = g.node("Where", [mask, g.value(x, dtype), g.const(0, dtype)])
     return reduce(g, "ReduceSum", picked, [-2, -1], False)
+
+
+@facet("atan2", "onnx")
+def _atan2(g, op):
+    """atan(y / x) moved by ±pi into the quadrant of (x, y), with IEEE's answers on the axes and at infinities."""
+    dtype = op.outputs[0].dtype
+    if dtype != np.float32:
+        g.fail(f"atan2 of {dtype.name}: onnxruntime's Atan has a float32 kernel only")
+    y, x = (g.value(v, dtype) for v in op.inputs)
+    zero, pi = g.const(0, dtype), g.const(np.pi, dtype)
+    y_negative, x_negative = signbit(g, y, dtype), signbit(g, x, dtype)
+    y_sign = g.node("Where", [y_negative, g.const(-1, dtype), g.const(1, dtype)])
+    turn = g.node("Mul", [y_sign, pi])
+    out = g.node("Atan", [g.node("Div", [y, x])])
+    out = g.node("Where", [g.node("Less", [x, zero]), g.node("Add", [out, turn]), out])
+    on_y_axis = g.node("Where", [g.node("IsNaN", [y]), y, g.node("Mul", [y_sign, g.const(np.pi / 2, dtype)])])
+    x_zero = g.node("Equal", [x, zero])
+    out = g.node("Where", [x_zero, on_y_axis, out])
+    signed_zero = g.node("Mul", [y_sign, zero])                 # atan2(±0, +0) = ±0, atan2(±0, -0) = ±pi
+    at_origin = g.node("Where", [x_negative, turn, signed_zero])
+    out = g.node("Where", [g.node("And", [x_zero, g.node("Equal", [y, zero])]), at_origin, out])
+    corner = g.node("Mul", [y_sign, g.node("Where", [x_negative, g.const(3 * np.pi / 4, dtype),
+                                                      g.const(np.pi / 4, dtype)])])
+    both_infinite = g.node("And", [g.node("IsInf", [x]), g.node("IsInf", [y])])
+    return g.node("Where", [both_infinite, corner, out])
