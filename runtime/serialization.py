@@ -699,7 +699,10 @@ def _read_npy(member, name, expected, fail, budget):
 
 
 def _programs_equal(program, other):
-    """Two Programs are equal when their JSON forms are."""
+    """Two Programs are equal when their JSON forms are (the same Program without serializing: weak
+    dictionaries keyed by Program compare a key with itself on every lookup)."""
+    if other is program:
+        return True
     if not isinstance(other, Program):
         return NotImplemented
     return program_to_dict(program) == program_to_dict(other)
