@@ -10,8 +10,7 @@ import numpy as np
 from . import tracing
 from .array_methods import ArrayMethods, ElementCount, namespace
 from .backends import get_backend
-from .autodiff.tape import Slot
-from .autodiff.tape import no_grad
+from .autodiff.tape import Slot, no_grad
 
 
 class Tensor(ArrayMethods):

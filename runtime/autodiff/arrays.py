@@ -6,18 +6,13 @@ append); a stack's VJP unstacks. The helper ops below exist only for these
 rules; each builds a fresh list, except where a rule consumes its cotangent
 array (an append's VJP pops from it, like the append it undoes).
 """
-from ..ops import array_insert, array_pop, array_read
-from ..ops.gradients.indexing import _add_at
-from ..ops.indexing import decode_index
+from ..ir import Variable
+from ..ops import array_concat, array_insert, array_length, array_pop, array_read, array_stack, zeros_like
 from ..ops.dispatch import apply
+from ..ops.gradients.indexing import _add_at
+from ..ops.indexing import _getitem_infer, decode_index
 from ..ops.registry import OpDef, facet, get_op, register
 from ..ops.rules import Spec, norm_axes
-from ..ops import zeros_like
-from ..ops import array_length
-from ..ops import array_stack
-from ..ops import array_concat
-from ..ops.indexing import _getitem_infer
-from ..ir import Variable
 
 
 def _array_spec(shape, dtype):

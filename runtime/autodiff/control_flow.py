@@ -15,16 +15,13 @@ count, `break`/`continue`/`return` (lowered to flag variables) and tensor
 arrays are all just loop state.
 """
 from .. import tracing
+from ..control_flow import cond, while_loop
 from ..ir import Variable
+from ..ops import add, array_append, array_new, array_read, full, greater, subtract, zeros_like
 from ..ops.registry import facet, get_op
-from .engine import add_cotangents, backprop, carries_gradient
 from .arrays import array_scatter_add, array_zeros_like
+from .engine import add_cotangents, backprop, carries_gradient
 from .replay import hint, needed_ops, replay
-from ..ops import zeros_like
-from ..control_flow import cond
-from ..ops import add, array_append, array_new, full
-from ..control_flow import while_loop
-from ..ops import array_read, greater, subtract
 
 
 def _dense_float(v):

@@ -13,10 +13,10 @@ cotangents are Tensors) or while tracing (the backward ops are recorded into
 the Program being built, next to the forward ops).
 """
 from ..ir import Variable
-from .records import Record, carries_gradient
+from ..ops import add
 from ..ops.registry import get_op
 from .arrays import array_add
-from ..ops import add
+from .records import Record, carries_gradient
 
 
 def records_of_ops(ops):

@@ -9,13 +9,12 @@ too: its Program computes the value and the gradient.
 import functools
 
 from .. import pytree, tracing
+from ..control_flow import as_variable
 from ..ir import Variable
+from ..ops import ones_like, zeros_like
 from ..tensor import Tensor
 from .engine import backprop, records_of_ops
 from .tape import Slot, enable_grad, no_grad, reachable
-from ..ops import ones_like
-from ..ops import zeros_like
-from ..control_flow import as_variable
 
 NOT_TO_STATIC = "__dy2static_not_to_static__"
 

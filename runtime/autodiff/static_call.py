@@ -10,14 +10,15 @@ Layer takes part in `loss.backward()` like any eager op.
 import weakref
 
 from .. import tracing
+from ..executor import Executor
+from ..ops import zeros_like
 from ..ops.registry import OpDef
 from ..tensor import Tensor
-from .engine import Record, backprop, carries_gradient
+from ..tracing import InputSpec, trace
+from .engine import backprop
+from .records import Record, carries_gradient
 from .replay import replay
 from .tape import Slot
-from ..ops import zeros_like
-from ..tracing import InputSpec, trace
-from ..executor import Executor
 
 _BACKWARD = weakref.WeakKeyDictionary()     # forward Program -> its backward Program (built on first use)
 _CALL_OPS = weakref.WeakKeyDictionary()     # forward Program -> the OpDef standing for a call of it

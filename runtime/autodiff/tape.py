@@ -40,23 +40,22 @@ class Slot:
 
 
 @contextmanager
+def _grad_mode(enabled):
+    before, GRAD_MODE.enabled = GRAD_MODE.enabled, enabled
+    try:
+        yield
+    finally:
+        GRAD_MODE.enabled = before
+
+
 def no_grad():
     """Run ops without recording them for backward() (inference, optimizer updates); also a decorator."""
-    before, GRAD_MODE.enabled = GRAD_MODE.enabled, False
-    try:
-        yield
-    finally:
-        GRAD_MODE.enabled = before
+    return _grad_mode(False)
 
 
-@contextmanager
 def enable_grad():
     """Record again inside a no_grad region (what rt.grad does for the function it differentiates)."""
-    before, GRAD_MODE.enabled = GRAD_MODE.enabled, True
-    try:
-        yield
-    finally:
-        GRAD_MODE.enabled = before
+    return _grad_mode(True)
 
 
 def record(opdef, inputs, attrs, result, Tensor):
