@@ -9,7 +9,7 @@ unknown shape only into a dying argument's buffer that broadcasting cannot grow.
 With `into=k` (the `inplace` pass) input k's buffer is the first scratch buffer,
 when the plan's own liveness agrees it is the plan's to overwrite.
 
-A long chain over a big array runs block by block (`block_rows`): each step of a
+A chain over arrays too big for the cache runs block by block (`block_rows`): each step of a
 block reads what the step before it wrote a moment ago, from cache, where over the
 whole array every step streams the array through memory again. The scratch buffers
 are block-sized, the last step writes straight into the result's block, and the
@@ -38,14 +38,17 @@ import numpy as np
 from ..ops import fused as _fused
 from .liveness import is_big, is_static
 
-# One block's buffer. Measured on GELU (one EPYC core, 512 KiB L2, 32 MiB L3 shared): 128,
-# 256 and 512 KiB blocks are within noise of each other, 64 KiB loses (each block pays ~1 µs
-# of Python per ufunc call), and over 4M float32 all three run at 0.71-0.72x of the floor
-# where the whole-array chain runs at 0.88x.
+# One block's buffer. Measured on GELU over 1M float32 (one EPYC core, 512 KiB L2): 128, 256
+# and 512 KiB blocks are within noise of each other; 64 KiB loses, each block paying ~1 µs of
+# Python per ufunc call.
 BLOCK_BYTES = 256 * 1024
-# No blocks below this result size: the whole-array chain then runs out of L2/L3 anyway and
-# the loop only adds calls (GELU: break-even at 256K-512K float32, a gain from 1M up).
-MIN_BLOCKED_BYTES = 2 * 1024 * 1024
+# Blocks only when the arrays the whole-array chain streams (its full-size inputs, scratch
+# buffers and result) add up to more than this share of the last-level cache. Below it every
+# step already reads from cache, as fast as from a block in L2 for the cheap ufuncs (measured:
+# `multiply` costs ~0.14 ns an element at 16K, 64K and 1M float32), and the block loop only
+# adds calls: chains over two 4 MB arrays ran 10-20% slower blocked, GELU over three ran ~5%
+# faster, and every chain measured over 8 MB arrays ran as fast or faster blocked.
+CACHE_BYTES = 8 * 1024 * 1024
 # A block boundary falls on a multiple of this many elements, so a SIMD loop splits each
 # block into the same vectors it splits the whole array into.
 _ALIGN = 64
@@ -57,7 +60,7 @@ def fused_chain(gen, op, steps):
     into = op.attrs.get("into")
     if into is not None and gen.donations.get(id(op)) != into:
         into = None                     # not provably ours to overwrite: allocate instead
-    rows = block_rows(op, specs)
+    rows = block_rows(op, steps, specs, into)
     if rows is not None:
         return _blocked_chain(gen, op, steps, specs, into, rows)
     buffers = []                        # [python name, shape, dtype, key of the value it holds]
@@ -137,7 +140,7 @@ def _arg(gen, a, inputs, names):
     return gen.value(a)
 
 
-def block_rows(op, specs):
+def block_rows(op, steps, specs, into=None):
     """Rows of the result per block when the chain is worth running block by block, else None.
 
     Blocks are runs of whole rows (leading-axis slices): a slice of any array along its
@@ -156,47 +159,71 @@ def block_rows(op, specs):
         if -1 in vs or (len(vs) == len(shape) and vs[0] not in (1, shape[0])):
             return None
     itemsize = max(np.dtype(s.dtype).itemsize for s in specs)
-    if math.prod(shape) * itemsize < MIN_BLOCKED_BYTES:
-        return None
     row = math.prod(shape[1:])
+    if row == 0:
+        return None
     unit = _ALIGN // math.gcd(row, _ALIGN)
     rows = BLOCK_BYTES // (itemsize * row) // unit * unit
     if rows == 0 or 2 * rows > shape[0]:
         return None
+    sliced, scratch, _, _ = _block_arrays(_DryRun(), op, steps, specs, into, rows)
+    arrays = [op.inputs[k].dtype for k in sliced] + [dtype for _, _, dtype in scratch]
+    if into is None:
+        arrays.append(op.outputs[0].dtype)
+    if math.prod(shape) * sum(np.dtype(d).itemsize for d in arrays) <= CACHE_BYTES:
+        return None
     return rows
+
+
+class _DryRun:
+    """Stands in for the plan's generator to learn which buffers a blocked chain would use."""
+
+    def __init__(self):
+        self.count = 0
+
+    def bound(self, attr):
+        return attr
+
+    def value(self, x):
+        return repr(x)
+
+    def temp(self, hint="buf"):
+        self.count += 1
+        return f"{hint}_{self.count}"
+
+
+def _block_arrays(gen, op, steps, specs, into, rows):
+    """The buffers one block uses: (indices of the inputs sliced per block, the scratch
+    buffers as [name, shape, dtype], the calls computing a block, (what each step reads
+    each input as: its block's name or, broadcast, its own; the result block's name))."""
+    shape = tuple(op.outputs[0].static_shape)
+    block_shape = (rows,) + shape[1:]
+    sliced = [k for k, v in enumerate(op.inputs)
+              if len(v.static_shape) == len(shape) and v.static_shape[0] == shape[0]]
+    inputs = [gen.temp(f"{gen.value(v)}_block") if k in sliced else gen.value(v) for k, v in enumerate(op.inputs)]
+    if into is not None:
+        out_block, key = inputs[into], ("in", into)
+    else:
+        out_block, key = gen.temp(f"{gen.value(op.outputs[0])}_block"), ("out",)
+    buffers = [[out_block, block_shape, np.dtype(op.outputs[0].dtype), key]]
+    scratch = []
+    _, calls = _steps(gen, op, steps, specs, inputs, buffers, out_block, scratch)
+    return sliced, scratch, calls, (inputs, out_block)
 
 
 def _blocked_chain(gen, op, steps, specs, into, rows):
     out_var = op.outputs[0]
     shape, dtype = tuple(out_var.static_shape), np.dtype(out_var.dtype)
     n = shape[0]
-    block_shape = (rows,) + shape[1:]
     out = gen.name(out_var)
     start = gen.temp("start")
     window = f"[{start}:{start} + {rows}]"
-    head, body, views = [], [], []
-    inputs = []
-    for k, v in enumerate(op.inputs):
-        vs = tuple(v.static_shape)
-        if len(vs) == len(shape) and vs[0] == n:
-            view = gen.temp(f"{gen.value(v)}_block")
-            body.append(f"    {view} = {gen.value(v)}{window}")
-            views.append(view)
-            inputs.append(view)
-        else:
-            inputs.append(gen.value(v))
-    if into is not None:
-        head.append(f"{out} = {gen.value(op.inputs[into])}")
-        out_block = inputs[into]
-        buffers = [[out_block, block_shape, dtype, ("in", into)]]
-    else:
-        head.append(f"{out} = {gen.bound('empty')}({shape!r}, {dtype.name!r})")
-        out_block = gen.temp(f"{out}_block")
-        body.append(f"    {out_block} = {out}{window}")
-        views.append(out_block)
-        buffers = [[out_block, block_shape, dtype, ("out",)]]
-    scratch = []
-    _, calls = _steps(gen, op, steps, specs, inputs, buffers, out_block, scratch)
+    sliced, scratch, calls, (inputs, out_block) = _block_arrays(gen, op, steps, specs, into, rows)
+    head = [f"{out} = {gen.value(op.inputs[into])}" if into is not None
+            else f"{out} = {gen.bound('empty')}({shape!r}, {dtype.name!r})"]
+    views = [(inputs[k], gen.value(op.inputs[k])) for k in sliced]
+    if into is None:
+        views.append((out_block, out))
     for name, buf_shape, buf_dtype in scratch:
         head.append(f"{name} = {gen.bound('empty')}({buf_shape!r}, {buf_dtype.name!r})")
     head.append(f"for {start} in range(0, {n}, {rows}):")
@@ -204,8 +231,9 @@ def _blocked_chain(gen, op, steps, specs, into, rows):
     if tail and scratch:
         head.append(f"    if {start} == {n - tail}:")
         head.extend(f"        {name} = {name}[:{tail}]" for name, _, _ in scratch)
-    temps = [name for name, _, _ in scratch] + views + [start]
-    return head + body + ["    " + c for c in calls] + ["del " + ", ".join(temps)]
+    body = [f"    {view} = {whole}{window}" for view, whole in views] + ["    " + c for c in calls]
+    temps = [name for name, _, _ in scratch] + [view for view, _ in views] + [start]
+    return head + body + ["del " + ", ".join(temps)]
 
 
 def _dying_argument_buffer(step, j, shape, dtype, buffers, last_read, op, specs):

@@ -1,6 +1,7 @@
 """Fused chains over big arrays run block by block (runtime/codegen/chains.py): the same bits as
 the whole-array chain and as NumPy, on sizes around block boundaries, broadcast, strided and
-mixed-dtype inputs; no blocks where they cannot win; memory O(block) beyond the result.
+mixed-dtype inputs; no blocks where they cannot win (the whole-array chain fits the cache,
+broadcast steps, dynamic shapes); memory O(block) beyond the result.
 
 Blocks are made small here (`small_blocks`) so boundaries fall at sizes a test can afford.
 """
@@ -22,19 +23,19 @@ UNIT = BLOCK_BYTES // 4
 @pytest.fixture
 def small_blocks(monkeypatch):
     monkeypatch.setattr(chains, "BLOCK_BYTES", BLOCK_BYTES)
-    monkeypatch.setattr(chains, "MIN_BLOCKED_BYTES", 2 * BLOCK_BYTES)
+    monkeypatch.setattr(chains, "CACHE_BYTES", 4 * BLOCK_BYTES)
 
 
 def _plans(fn, specs):
     """(blocked plan, whole-array plan) of fn's optimized Program; the caller sets the block sizes."""
     program = passes.run_passes(rt.trace(fn, [rt.InputSpec(s, d) for s, d in specs])[0], None)
     blocked = compile_plan(program, get_backend("cpu"))
-    min_bytes = chains.MIN_BLOCKED_BYTES
-    chains.MIN_BLOCKED_BYTES = 1 << 62
+    min_bytes = chains.CACHE_BYTES
+    chains.CACHE_BYTES = 1 << 62
     try:
         whole = compile_plan(program, get_backend("cpu"))
     finally:
-        chains.MIN_BLOCKED_BYTES = min_bytes
+        chains.CACHE_BYTES = min_bytes
     assert "for start" not in whole.source, whole.source
     return blocked, whole
 
@@ -190,7 +191,7 @@ def test_result_read_by_other_ops_and_returned(small_blocks):
 
 def test_no_blocks_where_they_cannot_win(small_blocks):
     specs = {
-        "small": ([2 * UNIT - 1], "float32"),             # below MIN_BLOCKED_BYTES
+        "one_block": ([2 * UNIT - 1], "float32"),         # fewer than two blocks
         "dynamic": ([None], "float32"),                     # unknown extent: no static blocks
         "one_long_row": ([1, 8 * UNIT], "float32"),        # a row is more than a block
         "zero_d": ([], "float32"),
@@ -203,6 +204,17 @@ def test_no_blocks_where_they_cannot_win(small_blocks):
         return x + rt.exp(b * 2.0)          # exp(b * 2) is a (d,) step: it would rerun per block
     blocked, _ = _plans(broadcast_step, [([8 * UNIT, 4], "float32"), ([4], "float32")])
     assert not _is_blocked(blocked), blocked.source
+
+
+def test_blocks_only_where_the_whole_array_chain_outgrows_the_cache(monkeypatch, small_blocks):
+    monkeypatch.setattr(chains, "CACHE_BYTES", 64 * 1024)
+    n = 6000                          # 24 KB a float32 array
+    short, _ = _plans(lambda x: (x + 1.0) * x, [([n], "float32")])           # x and the result: 48 KB
+    assert not _is_blocked(short), short.source
+    long, whole = _plans(gelu, [([n], "float32")])                         # x, a buffer, the result: 72 KB
+    assert _is_blocked(long), long.source
+    x = np.random.default_rng(8).standard_normal(n).astype(np.float32)
+    _exact(long(x)[0], whole(x)[0])
 
 
 def test_gelu_over_1m_blocks_by_default_with_one_scratch_buffer():
