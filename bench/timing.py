@@ -25,7 +25,9 @@ def calibrate(fn, target_s, sync=None):
 
 def measure(variants, repeats=7, target_s=0.05, warmup_s=0.05, sync=None):
     """{name: median µs per call}: every variant warmed up, then `repeats` rounds, each
-    round timing every variant once (interleaved, so drift hits all of them alike)."""
+    round timing every variant once (interleaved, so drift hits all of them alike). Each
+    round starts one variant later than the last: a variant that always ran right after
+    another would inherit its cache and allocator state in every round."""
     numbers = {}
     for name, fn in variants.items():
         deadline = time.perf_counter() + warmup_s
@@ -37,8 +39,10 @@ def measure(variants, repeats=7, target_s=0.05, warmup_s=0.05, sync=None):
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for _ in range(repeats):
-            for name, fn in variants.items():
+        order = list(variants.items())
+        for r in range(repeats):
+            k = r % max(len(order), 1)
+            for name, fn in order[k:] + order[:k]:
                 samples[name].append(_loop(fn, numbers[name], sync) / numbers[name] * 1e6)
             gc.collect()
     finally:
