@@ -475,10 +475,11 @@ class StaticFunction:
                     args, kwargs = pytree.unflatten(treedef, filled)
                     containers.traced_with(args, kwargs)
                     return fn(*args, **kwargs)
-                program, _, _ = rt.trace(body, specs, name=self._fn.__name__)
-            writeback.register_writes(program, before)
-            outer_names.register(self._fn, outer, program)
-            containers.register(program)
+                recording = tracing.record(body, specs, name=self._fn.__name__)
+            program, written = recording.program, recording.written
+            writeback.register_writes(written, before)
+            outer_names.register(self._fn, outer, written)
+            containers.register(written)
         except SymbolicBoolError as e:
             raise _symbolic_bool_conversion_error(e) from None
         except RecursionError as e:
@@ -492,7 +493,7 @@ class StaticFunction:
             located.original = e
             raise located from None
         device = _device(leaves[positions[0]]) if positions else "cpu"
-        state = StateWrites(program, [program.parameters[v.name] for v in program.inputs[len(positions):]])
+        state = StateWrites(program, written, [program.parameters[v.name] for v in program.inputs[len(positions):]])
         plan = Executor(device, self._passes).compile(state.runnable(program))
         traced = _Traced(program, plan, len(positions), reads.watches, keep, state)
         self._store(key, traced, stale)
