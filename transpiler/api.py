@@ -23,11 +23,13 @@ from runtime.deploy import program_from_payload, program_payload
 from runtime.autodiff.static_call import backward_program, record_call
 from runtime.autodiff.tape import GRAD_MODE
 from runtime.errors import SymbolicBoolError
-from runtime.executor import Executor, _located, wrap_output
+from runtime.codegen.plan import located as located_in_plan, wrap_output
+from runtime.executor import Executor
 from runtime.passes import run_passes
 from runtime.shape_text import shape_text
 
 from . import emit, guards, outer_names, writeback
+from .analysis.scope import own_scope
 from .errors import ConversionError, recursion_error, relocate, warn_fallback
 from .naming import Namer
 from .parsing import parse_function
@@ -84,14 +86,7 @@ def converted_source(fn):
 
 def return_lines(fn_node):
     """Lines of fn's own `return` statements (where a returned value is read)."""
-    lines, stack = [], list(fn_node.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, gast.Return):
-            lines.append(node.lineno)
-        if not isinstance(node, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
-            stack.extend(gast.iter_child_nodes(node))
-    return sorted(lines)
+    return sorted(node.lineno for node in own_scope(fn_node.body) if isinstance(node, gast.Return))
 
 
 def _resolver(fn):
@@ -552,7 +547,7 @@ def _fast_call(static, traced, args, key):
     plan, program = traced.plan, traced.program
     backend = plan.backend
     ns = {"MISS": _MISS, "STATE": tracing._state, "ACTIVE": tracing._active, "Tensor": rt.Tensor, "BE": backend,
-          "FN": plan.fn, "PLAN": plan, "LOCATED": _located, "WRAP": wrap_output,
+          "FN": plan.fn, "PLAN": plan, "LOCATED": located_in_plan, "WRAP": wrap_output,
           "ND": type(backend.asarray(np.zeros(1))), "REBUILD": tracing.rebuild_outputs, "PROGRAM": program,
           "INST": static._instance, "COPYSIGN": math.copysign}
     lines = [f"if (ACTIVE[0] and STATE.blocks) or len(args) != {len(args)}:", "    return MISS"]
