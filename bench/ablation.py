@@ -10,7 +10,7 @@ import numpy as np
 
 import runtime as rt
 from runtime import passes
-from runtime.executor import compile_plan
+from runtime.codegen.plan import compile_plan
 from transpiler import to_source, to_static
 
 from . import timing, workloads as W

@@ -14,7 +14,8 @@ from .ops.creation import asarray, tensor
 from .ops.registry import REGISTRY, OpDef, defop, get_op, register
 from .control_flow import Undefined, cond, while_loop
 from .tracing import InputSpec, trace
-from .executor import Executor, Plan
+from .codegen.plan import Plan
+from .executor import Executor
 from .ops.gradients import fused as _fused_gradient  # noqa: E402,F401  (every op's gradient rule; fused's op comes from runtime.passes)
 from . import writes  # noqa: E402,F401  (gives Tensor set_value and Parameter its in-place operators)
 from .backends import get_backend, gpu_available, DeviceUnavailableError

@@ -11,7 +11,7 @@ import weakref
 
 from .backends import get_backend
 from . import passes as _passes
-from .codegen.plan import Plan, compile_plan, located as _located, wrap_output  # noqa: F401  (this module's API)
+from .codegen.plan import compile_plan
 
 # Program -> {(backend, passes, max_iterations): (stamp, plan)}; a plan never holds the Program
 # it is keyed by (it runs a copy), so a Program nobody else holds takes its plans with it

@@ -238,7 +238,6 @@ class Program:
         self.version = 0          # bumped by append_op and drop_blocks_from; compiled plans are keyed by it
         self._names = {}
         self._used = set()
-        self.written_cells = {}   # state cells (runtime.state) the trace left holding traced values: for its caller
 
     @property
     def global_block(self):

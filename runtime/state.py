@@ -10,9 +10,10 @@ A place with no value (a missing attribute or key) reads as `Undefined`;
 storing `Undefined` removes it again.
 
 While a Program is traced, every cell that is left holding traced values is
-remembered (`written_cells`): the caller makes those values extra outputs of
-the Program and writes them back to the object after each run (see
-`transpiler.api`), so the object holds eager Tensors, never Variables.
+remembered (`tracing.TraceState.written`, handed out as `Recording.written`):
+the caller makes those values extra outputs of the Program and writes them
+back to the object after each run (see `transpiler.writeback`), so the object
+holds eager Tensors, never Variables.
 """
 from . import pytree, tracing
 from .tracing import tensor_cell_key
@@ -43,8 +44,9 @@ class Cell:
         if program is not None and tracing.current_block() is program.global_block and \
                 any(isinstance(v, Variable) for v in pytree.flatten(value)[0]):
             key = self.identity()     # (a set inside a branch/body is carried out by the enclosing op)
-            if key not in program.written_cells:
-                program.written_cells[key] = (self, self.get())
+            written = tracing.trace_state(program).written
+            if key not in written:
+                written[key] = (self, self.get())
         self._store(value)
 
     def _store(self, value):
@@ -165,10 +167,11 @@ def write_tensor(tensor, value, label=None):
             "place only outside such constructs; compute the new value there (rt.where(cond, new, old)) and "
             "write it after the if/while")
     key = tensor_cell_key(tensor)
-    entry = program.written_cells.get(key)
+    written = tracing.trace_state(program).written
+    entry = written.get(key)
     label = entry[0].label if entry is not None else label or f"tensor{list(tensor.shape)}"
     # a new cell per write: a rollback (tracing.rollback) puts back the entry, and with it the older value
-    program.written_cells[key] = (TensorCell(tensor, label, value), tensor)
+    written[key] = (TensorCell(tensor, label, value), tensor)
 
 
 def attr_cell(obj, name, label):

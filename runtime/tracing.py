@@ -35,6 +35,7 @@ class TraceState:
         self.constants = {}        # id(eager Tensor) -> a Tensor made in this trace from Python data (known.py)
         self.known = {}            # known.py's memo: id(Variable) -> (Variable, value or None)
         self.defs = ({}, {})       # known.py's index of defining ops
+        self.written = {}          # cell identity -> (cell, value before): places left holding traced values
 
 
 def trace_state(program):
@@ -140,17 +141,18 @@ class InputSpec:
 
 
 def tensor_cell_key(tensor):
-    """The key of a Tensor's state cell (runtime.state.TensorCell) in `program.written_cells`."""
+    """The key of a Tensor's state cell (runtime.state.TensorCell) among the places a trace wrote."""
     return ("TensorCell", id(tensor), None)
 
 
 def lift_tensor(tensor):
     """The persistable input Variable standing for an eager Tensor during this trace."""
     program = current_block().program
-    entry = program.written_cells.get(tensor_cell_key(tensor))
+    state = trace_state(program)
+    entry = state.written.get(tensor_cell_key(tensor))
     if entry is not None and entry[0].value is not None:      # a write earlier in this trace (runtime.state)
         return entry[0].value
-    captured = trace_state(program).captured
+    captured = state.captured
     var = captured.get(id(tensor))
     if var is None:
         hint = _state.name_hints.get(id(tensor), "const")
@@ -177,7 +179,7 @@ class Checkpoint:
 def checkpoint(block):
     program = block.program
     return Checkpoint(block, len(block.ops), frozenset(block.vars), len(program.blocks), len(program.inputs),
-                      program.name_state(), dict(program.written_cells))
+                      program.name_state(), dict(trace_state(program).written))
 
 
 def rollback(point):
@@ -189,6 +191,7 @@ def rollback(point):
     something still refers to it: the next capture of it makes a fresh Variable.
     """
     block, program = point.block, point.block.program
+    state = trace_state(program)
     dropped = program.inputs[point.n_inputs:]
     del program.inputs[point.n_inputs:]
     for var in dropped:
@@ -196,14 +199,30 @@ def rollback(point):
         program.global_block.vars.pop(var.name, None)
     if dropped:
         dropped_ids = {id(v) for v in dropped}
-        state = trace_state(program)
         state.captured = {k: v for k, v in state.captured.items() if id(v) not in dropped_ids}
     del block.ops[point.n_ops:]
     for name in set(block.vars) - point.var_names:
         del block.vars[name]
     program.drop_blocks_from(point.n_blocks)
     program.restore_name_state(point.names)
-    program.written_cells = dict(point.written)
+    state.written.clear()
+    state.written.update(point.written)
+
+
+@dataclass(frozen=True)
+class Recording:
+    """A finished trace: the Program, and what the trace did outside it.
+
+    `written` maps each place (runtime.state) the trace left holding traced
+    values to (cell, value before). It belongs to the caller that makes those
+    values outputs and writes them back (transpiler.writeback), not to the
+    Program, which stays the graph alone.
+    """
+
+    program: Program
+    inputs: list
+    result: object
+    written: dict
 
 
 def trace(fn, specs, name=None):
@@ -213,6 +232,12 @@ def trace(fn, specs, name=None):
     arguments, in order. The returned Program's outputs are the flat Variables
     of what `fn` returned; `program.output_tree` rebuilds the nest.
     """
+    recording = record(fn, specs, name)
+    return recording.program, recording.inputs, recording.result
+
+
+def record(fn, specs, name=None):
+    """`trace`, also handing back the places the trace wrote (a `Recording`)."""
     program = Program(name or getattr(fn, "__name__", "main"))
     block = program.global_block
     inputs = []
@@ -224,8 +249,9 @@ def trace(fn, specs, name=None):
     with block_guard(block):
         result = fn(*inputs)
         finish_outputs(program, result)
+        written = trace_state(program).written
     compact_blocks(program)     # sub-blocks of ops a gradient recorded and then pruned
-    return program, inputs, result
+    return Recording(program, inputs, result, written)
 
 
 def finish_outputs(program, result):

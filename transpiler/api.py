@@ -23,11 +23,13 @@ from runtime.deploy import program_from_payload, program_payload
 from runtime.autodiff.static_call import backward_program, record_call
 from runtime.autodiff.tape import GRAD_MODE
 from runtime.errors import SymbolicBoolError
-from runtime.executor import Executor, _located, wrap_output
+from runtime.codegen.plan import located as located_in_plan, wrap_output
+from runtime.executor import Executor
 from runtime.passes import run_passes
 from runtime.shape_text import shape_text
 
 from . import emit, guards, outer_names, writeback
+from .analysis.scope import own_scope
 from .errors import ConversionError, recursion_error, relocate, warn_fallback
 from .naming import Namer
 from .parsing import parse_function
@@ -84,14 +86,7 @@ def converted_source(fn):
 
 def return_lines(fn_node):
     """Lines of fn's own `return` statements (where a returned value is read)."""
-    lines, stack = [], list(fn_node.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, gast.Return):
-            lines.append(node.lineno)
-        if not isinstance(node, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
-            stack.extend(gast.iter_child_nodes(node))
-    return sorted(lines)
+    return sorted(node.lineno for node in own_scope(fn_node.body) if isinstance(node, gast.Return))
 
 
 def _resolver(fn):
@@ -475,10 +470,11 @@ class StaticFunction:
                     args, kwargs = pytree.unflatten(treedef, filled)
                     containers.traced_with(args, kwargs)
                     return fn(*args, **kwargs)
-                program, _, _ = rt.trace(body, specs, name=self._fn.__name__)
-            writeback.register_writes(program, before)
-            outer_names.register(self._fn, outer, program)
-            containers.register(program)
+                recording = tracing.record(body, specs, name=self._fn.__name__)
+            program, written = recording.program, recording.written
+            writeback.register_writes(written, before)
+            outer_names.register(self._fn, outer, written)
+            containers.register(written)
         except SymbolicBoolError as e:
             raise _symbolic_bool_conversion_error(e) from None
         except RecursionError as e:
@@ -492,7 +488,7 @@ class StaticFunction:
             located.original = e
             raise located from None
         device = _device(leaves[positions[0]]) if positions else "cpu"
-        state = StateWrites(program, [program.parameters[v.name] for v in program.inputs[len(positions):]])
+        state = StateWrites(program, written, [program.parameters[v.name] for v in program.inputs[len(positions):]])
         plan = Executor(device, self._passes).compile(state.runnable(program))
         traced = _Traced(program, plan, len(positions), reads.watches, keep, state)
         self._store(key, traced, stale)
@@ -551,7 +547,7 @@ def _fast_call(static, traced, args, key):
     plan, program = traced.plan, traced.program
     backend = plan.backend
     ns = {"MISS": _MISS, "STATE": tracing._state, "ACTIVE": tracing._active, "Tensor": rt.Tensor, "BE": backend,
-          "FN": plan.fn, "PLAN": plan, "LOCATED": _located, "WRAP": wrap_output,
+          "FN": plan.fn, "PLAN": plan, "LOCATED": located_in_plan, "WRAP": wrap_output,
           "ND": type(backend.asarray(np.zeros(1))), "REBUILD": tracing.rebuild_outputs, "PROGRAM": program,
           "INST": static._instance, "COPYSIGN": math.copysign}
     lines = [f"if (ACTIVE[0] and STATE.blocks) or len(args) != {len(args)}:", "    return MISS"]

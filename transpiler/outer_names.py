@@ -3,7 +3,7 @@
 Converted code keeps them the enclosing scope's names, carried through branches
 and loops like locals, so Python-valued control flow rebinds them as Python
 does. Rebound under a tensor-dependent condition, such a name holds a traced
-value after the trace: `register` makes it a written place of the Program
+value after the trace: `register` makes it one of the places the trace wrote
 (`runtime.state`), so, like an attribute, it gets its old value back now and
 the Program's value after every run (see `writeback.StateWrites`).
 """
@@ -37,19 +37,19 @@ def snapshot(fn):
     return dict(fn.__globals__), cells
 
 
-def register(fn, before, program):
+def register(fn, before, written):
     """Each global or closure variable the trace left holding a traced value: a written place of the Program."""
     old_globals, cells = before
     for name, value in list(fn.__globals__.items()):
         old = old_globals.get(name, _MISSING)
         if _traced(value) and old is not value:
             place = ItemCell(fn.__globals__, name, name)
-            program.written_cells.setdefault(place.identity(), (place, Undefined(name) if old is _MISSING else old))
+            written.setdefault(place.identity(), (place, Undefined(name) if old is _MISSING else old))
     for name, cell, old in cells:
         value = _contents(cell)
         if _traced(value) and value is not old:
             place = ClosureCell(cell, None, name)
-            program.written_cells.setdefault(place.identity(), (place, Undefined(name) if old is _MISSING else old))
+            written.setdefault(place.identity(), (place, Undefined(name) if old is _MISSING else old))
 
 
 def _contents(cell):

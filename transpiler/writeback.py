@@ -1,8 +1,8 @@
 """Objects a static function writes: the Program computes the new values, each run stores them.
 
 Converted code that writes `self.n` or `cache["k"]` under tensor control flow
-leaves a traced value there (`runtime.state`: `program.written_cells`). After
-the trace, `StateWrites` turns each such place into extra outputs of the
+leaves a traced value there (`runtime.state`; the trace hands the places back
+as `Recording.written`). After the trace, `StateWrites` turns each such place into extra outputs of the
 Program it runs (a copy: the function's Program keeps its own outputs) and
 puts the old value back; after every run of the Program it stores
 the new values on the object: eager Tensors, or a Python number where the
@@ -66,14 +66,14 @@ def current(tensors):
 class StateWrites:
     __slots__ = ("entries", "feeds", "checks", "outputs", "in_place")
 
-    def __init__(self, program, param_tensors):
+    def __init__(self, program, written, param_tensors):
         self.in_place = []      # (Tensor, output index, shape, dtype): tensors written in place (TensorCell)
         self.entries = []       # (cell, treedef, [output index or ("const", value) per leaf], [type or None])
         self.outputs = []       # the Variables to add to the Program's outputs for the run
         self.feeds = {}         # index into param_tensors -> (cell, leaf index, tensor it held at trace time)
         self.checks = []        # (cell, treedef before, [(leaf index, Python value baked into the Program)])
         params = {id(t): i for i, t in enumerate(param_tensors)}
-        written = [(cell, before, cell.get()) for cell, before in program.written_cells.values()]
+        written = [(cell, before, cell.get()) for cell, before in written.values()]
         for cell, before, now in written:
             if cell.in_place:
                 tensor = cell.obj
@@ -109,7 +109,6 @@ class StateWrites:
                 if isinstance(v, Tensor) and id(v) in params:
                     self.feeds[params[id(v)]] = (cell, k, v)
         _restore(written)
-        program.written_cells.clear()
 
     def __bool__(self):
         return bool(self.entries or self.in_place)
@@ -212,7 +211,7 @@ class ArgumentWrites:
         self.seen = [(name, copy, type(copy)(copy)) for name, copy in
                      _containers(self.fn, self.instance, args, kwargs).items()]
 
-    def register(self, program):
+    def register(self, written):
         if self.call is None:
             return
         originals = _containers(self.fn, self.instance, *self.call)
@@ -221,7 +220,7 @@ class ArgumentWrites:
             if type(original) is not type(copy) or not _contents_changed(initial, copy):
                 continue
             cell = ContentsCell(original, name)
-            program.written_cells[cell.identity()] = (cell, type(original)(original))
+            written[cell.identity()] = (cell, type(original)(original))
             cell._store(copy)
 
 
@@ -241,8 +240,8 @@ def snapshot(objects):
     return out
 
 
-def register_writes(program, snap):
-    """Add to `program.written_cells` the places of the snapshot's objects the trace changed.
+def register_writes(written, snap):
+    """Add to `written` (a trace's places: cell identity -> (cell, value before)) the places of the snapshot's objects the trace changed.
 
     A Python value written while tracing (`self.calls += 1`) counts too: it is
     stored after each run, and the next call sees that the Program was traced
@@ -261,8 +260,10 @@ def register_writes(program, snap):
                 cell = AttrCell(obj, name, f"{name_of}.{name}")
                 before = attrs[name] if name in attrs else Undefined(cell.label)
             found[cell.identity()] = (cell, before)
-    rest = {k: v for k, v in program.written_cells.items() if k not in found}
-    program.written_cells = {**found, **rest}
+    rest = {k: v for k, v in written.items() if k not in found}
+    written.clear()
+    written.update(found)
+    written.update(rest)
 
 
 def _changed(name, value, attrs, contents):

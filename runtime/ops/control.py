@@ -27,10 +27,6 @@ def _print_kernel(xp, *values, template):
     print(template.format(*(_host(v) for v in values)), file=sys.stdout)
 
 
-def _no_output(*inputs, **attrs):
-    return []
-
-
 def _print_infer(*values, template):
     """Only plain `{}` fields: a format spec in a loaded file could ask for gigabytes of padding."""
     fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(template) if name is not None]

@@ -17,7 +17,8 @@ import pytest
 import runtime as rt
 from runtime import passes
 from runtime.backends.numpy_backend import NumpyBackend
-from runtime.executor import Executor, compile_plan
+from runtime.codegen.plan import compile_plan
+from runtime.executor import Executor
 from runtime.ir import Program
 from runtime.ops.dispatch import constant
 from runtime.passes.fusion import FUSED

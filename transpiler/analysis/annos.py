@@ -32,6 +32,7 @@ class Anno(enum.Enum):
     # set by transforms, for the transforms and analyses after them
     EXIT_FLAG = 'on a loop: the flag whose truth ends it (a lowered break, or the return flag)'
     RETURN_VALUE = 'on an Assign: it stores the value of a lowered `return`'
+    RETURNED = 'on an IfExp the return lowering built (a folded if/return): it picks the return value'
     TRUTH_ONLY = 'on an and/or/not/comparison: only its truth is used (a test)'
     CONVERTED = 'on a nested user FunctionDef: converted on its own already'
 

@@ -46,13 +46,8 @@ def rebound_names(stmts, names):
 
 def rebound_by_closures(fn_node, local_names):
     """Names of `local_names` that a nested def/lambda/class declares `nonlocal` (so any call may rebind)."""
-    found, stack = set(), list(fn_node.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, gast.Nonlocal):
-            found.update(node.names)
-        if not isinstance(node, gast.Nonlocal):
-            stack.extend(gast.iter_child_nodes(node))
+    found = {name for stmt in fn_node.body for node in gast.walk(stmt) if isinstance(node, gast.Nonlocal)
+             for name in node.names}
     return frozenset(found) & frozenset(local_names)
 
 

@@ -61,7 +61,8 @@ def _membership(compare):
 
 def _name_result(value, name):
     """An and/or/ternary's result is named after where it goes: errors speak of it, the Program shows it."""
-    if is_jst_call(value) and value.func.attr in ("convert_logical_and", "convert_logical_or", "convert_ifexp"):
+    if is_jst_call(value) and value.func.attr in ("convert_logical_and", "convert_logical_or", "convert_ifexp") \
+            and not any(k.arg == "name" for k in value.keywords):       # a folded return is named already
         value.keywords.append(gast.keyword(arg="name", value=gast.Constant(value=name, kind=None)))
 
 
@@ -89,12 +90,6 @@ class Expressions(Transformer):
         self.generic_visit(node)
         if len(node.targets) == 1 and isinstance(node.targets[0], gast.Name):
             _name_result(node.value, node.targets[0].id)
-        return node
-
-    def visit_Return(self, node):
-        """`return a if c else b` (also a folded `if c: return a`) speaks of the return value."""
-        self.generic_visit(node)
-        _name_result(node.value, "__return_value")
         return node
 
     def visit_If(self, node):
@@ -138,7 +133,10 @@ class Expressions(Transformer):
     def visit_IfExp(self, node):
         mark_truth_only(node.test)
         self.generic_visit(node)
-        return _call("convert_ifexp", [node.test, _thunk(node.body), _thunk(node.orelse)], node)
+        call = _call("convert_ifexp", [node.test, _thunk(node.body), _thunk(node.orelse)], node)
+        if getanno(node, Anno.RETURNED, False):     # a folded `if c: return a`: errors speak of the return value
+            _name_result(call, "__return_value")
+        return call
 
     def visit_Call(self, node):
         if is_jst_call(node) and node.func.attr == "undefined":

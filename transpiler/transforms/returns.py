@@ -50,8 +50,9 @@ def fold_returns(stmts):
             other = stmt.orelse or out[:1]          # the `else`, or the statement after the `if`
             if _single_return(other):
                 out = out if stmt.orelse else out[1:]
-                stmt = located(gast.Return(value=gast.IfExp(test=stmt.test, body=_value(stmt.body[0]),
-                                                            orelse=_value(other[0]))), stmt)
+                value = gast.IfExp(test=stmt.test, body=_value(stmt.body[0]), orelse=_value(other[0]))
+                setanno(value, Anno.RETURNED, True)
+                stmt = located(gast.Return(value=value), stmt)
         out.insert(0, stmt)
     return out
 
@@ -171,6 +172,7 @@ class Returns(Transformer):
                 out.extend(self.lower(rest, loop, in_finally))
             elif top and _single_return(rest):    # the function's last return: one expression
                 value = gast.IfExp(test=load(self.flag), body=load(self.value), orelse=_value(rest[0]))
+                setanno(value, Anno.RETURNED, True)
                 out.append(_locate(gast.Return(value=value), rest[0]))
             else:
                 guard = gast.If(test=gast.UnaryOp(op=gast.Not(), operand=load(self.flag)),
