@@ -189,14 +189,14 @@ def _dry_run(op, bb, carried, wrt_captured):
 
 
 def _sparse_gather(block, cotangent, captured):
-    """The `getitem_grad` op of `block` that alone makes `cotangent` (the scatter of one `captured[i]`
+    """The gather-gradient op (`scatters_cotangent`: `getitem_grad`) of `block` that alone makes `cotangent` (the scatter of one `captured[i]`
     read, by dynamic index values only), or None."""
     if not isinstance(cotangent, Variable) or cotangent.block is not block:
         return None
     for op in block.ops:
         if op.outputs and op.outputs[0] is cotangent:
             dynamic = all(isinstance(i, Variable) and i.kind == "dense" for i in op.inputs[2:])
-            if op.type == "getitem_grad" and op.inputs[1] is captured and op.inputs[2:] and dynamic:
+            if get_op(op.type).scatters_cotangent and op.inputs[1] is captured and op.inputs[2:] and dynamic:
                 uses = sum(1 for other in _nested_ops(block) for v in other.input_vars() if v is cotangent)
                 return op if uses == 0 else None
             return None

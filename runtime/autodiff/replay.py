@@ -14,7 +14,6 @@ from ..ops.registry import get_op
 from .engine import Record, active_records, records_of_ops
 
 _SUFFIX = re.compile(r"_\d+$")
-_IN_PLACE_ARRAY_OPS = ("array_append", "array_insert")
 
 
 def hint(var):
@@ -42,7 +41,7 @@ def replay(ops, mapping, block, keys=None):
         in_keys = [keys.get(x, mapping.get(x, x)) if isinstance(x, Variable) else None for x in op.inputs]
         opdef = get_op(op.type)
         if not opdef.pure:
-            if op.type in _IN_PLACE_ARRAY_OPS:
+            if opdef.grows_input:
                 mapping[op.outputs[0]] = ins[0]
                 keys[op.outputs[0]] = alias = Alias(ins[0])
                 records.append(Record(opdef, ins, ins[0], op.attrs, in_keys, [alias], True, op.origin))

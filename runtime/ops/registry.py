@@ -40,6 +40,8 @@ class OpDef:
     safe_when_static: object = False  # cannot raise once the tracer checked static shapes; or a predicate of the op
     needs_nonempty: bool = False     # raises on an empty first input (max, argmin): safe only when it is not
     user_error: bool = False         # raises the user's own exception: its message stays theirs
+    grows_input: bool = False        # impure: changes its first input (a tensor array) in place and returns it
+    scatters_cotangent: bool = False  # zeros like input 1 with input 0 added at an index: a gather's gradient
     cheaper: Optional[Callable] = None   # cheaper(op) -> [(OpDef, inputs)] computing the same faster, or None
     emit: Optional[Callable] = None  # emit(gen, op) -> plan source for the op's value, a list of statements, or None
 

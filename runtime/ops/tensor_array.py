@@ -50,7 +50,7 @@ def _append_infer(arr, x, op="array_append"):
     return _array_spec(_merge(arr.static_shape, shape_of(x)), arr.dtype)
 
 
-_append = register(OpDef("array_append", _append_kernel, _append_infer, pure=False))
+_append = register(OpDef("array_append", _append_kernel, _append_infer, pure=False, grows_input=True))
 
 
 def _pop_kernel(xp, arr, index):
@@ -72,7 +72,7 @@ def _insert_infer(arr, index, x):
 
 
 _pop = register(OpDef("array_pop", _pop_kernel, _pop_infer, num_outputs=2, pure=False))
-_insert = register(OpDef("array_insert", _insert_kernel, _insert_infer, pure=False))
+_insert = register(OpDef("array_insert", _insert_kernel, _insert_infer, pure=False, grows_input=True))
 _length = register(OpDef("array_length", lambda xp, arr: np.int64(len(arr)),
                          lambda arr: Spec((), np.dtype(np.int64))))
 _read = register(OpDef("array_read", lambda xp, arr, i: arr[int(i)],

@@ -242,3 +242,36 @@ if __name__ == "__main__":
         members = sorted(m for m in edges if layer_of(m) == rank)
         print(f"{rank:2d} {label}: {', '.join(members)}")
     sys.exit(1 if cycles(edges) else 0)
+
+
+def _op_names_compared(tree):
+    """String constants an `<x>.type` is compared with (`op.type == "getitem"`, `op.type in (...)`,
+    or `op.type in NAMES` with NAMES a module-level tuple of strings)."""
+    named = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+             for t in node.targets if isinstance(t, ast.Name)}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        if not any(isinstance(s, ast.Attribute) and s.attr == "type" for s in sides):
+            continue
+        for side in sides:
+            if isinstance(side, ast.Name) and side.id in named:
+                side = named[side.id]
+            for const in ast.walk(side):
+                if isinstance(const, ast.Constant) and isinstance(const.value, str):
+                    yield const.value, node.lineno
+
+
+def test_only_runtime_ops_names_an_op_type():
+    """What a stage asks about an op is a property of its OpDef: outside runtime/ops/ no module
+    compares an op's type with a name, except the control-flow ops `cond` and `while`."""
+    from runtime.ops.registry import REGISTRY
+    found = []
+    for name, (path, _) in modules().items():
+        if name.startswith("runtime.ops"):
+            continue
+        for value, line in _op_names_compared(ast.parse(path.read_text())):
+            if value in REGISTRY and value not in ("cond", "while"):
+                found.append(f"{path.relative_to(ROOT)}:{line} names op {value!r}")
+    assert not found, "\n".join(found)

@@ -53,7 +53,7 @@ def _getitem_grad_samples():
 
 
 _getitem_grad = register(OpDef("getitem_grad", _getitem_grad_kernel, _getitem_grad_infer,
-                               example=_getitem_grad_samples))
+                               scatters_cotangent=True, example=_getitem_grad_samples))
 
 
 @facet("getitem", "vjp")
