@@ -10,6 +10,7 @@ from ..passes import _graph, inplace as _inplace
 from .chains import fused_chain
 from .cupy_fusion import fused_kernel
 from .generic import Codegen
+from .layout import blas_ready, c_contiguous_facts
 from .liveness import dead_after
 
 _XP_CALL = re.compile(r"\bxp\.([A-Za-z_][A-Za-z0-9_]*)\(")
@@ -24,7 +25,8 @@ class PlanCodegen(Codegen):
     - an op's own fast form, its OpDef's `emit(gen, op)` (ops/*.py): float reductions
       as `ufunc.reduce`, getitem as an inline subscript, constants made once at compile
       time, ...; `emit` may ask this generator for `numpy`, `xp`, `value`, `attr`,
-      `bound`, `constant`, `only_copying_readers` and `ufunc_steps`;
+      `bound`, `constant`, `only_copying_readers`, `c_contiguous` and `ufunc_steps`; matmul asks
+      `c_contiguous` for its `a.dot(b)` form (`layout.py`), whose input checks open the plan;
     - `fused_elementwise` ops run on NumPy as one ufunc call per step writing with
       `out=` into scratch buffers reused as values die (`chains.py`), on other
       backends as one kernel compiled by `backend.fuse` (`cupy_fusion.py`);
@@ -42,6 +44,8 @@ class PlanCodegen(Codegen):
         self.readers = _graph.readers(program)
         self.globals = {}
         self.temp_counts = {}
+        self.layout = None          # c_contiguous_facts, made when an emit first asks
+        self.layout_checks = {}     # frozenset of input ids -> the name of the plan's check of them
 
     def bound(self, attr, obj=None):
         """A global name for xp.<attr> (or obj)."""
@@ -104,6 +108,35 @@ class PlanCodegen(Codegen):
         of it, to the caller): then one array may serve every run."""
         found = self.readers.get(id(var), [])
         return all(r is not None and r.block is var.block and get_op(r.type).copies for r in found)
+
+    def c_contiguous(self, *values):
+        """Whether the values are C-contiguous arrays when the plan runs (`layout.py`): True, False, or
+        the name of a check the plan makes of its inputs at its start."""
+        if self.layout is None:
+            self.layout = c_contiguous_facts(self.program)
+        needed = frozenset()
+        for v in values:
+            fact = self.layout.get(id(v)) if isinstance(v, Variable) else None
+            if fact is None:
+                return False
+            needed |= fact
+        if not needed:
+            return True
+        name = self.layout_checks.get(needed)
+        if name is None:
+            name = self.layout_checks[needed] = self.temp("c_contiguous")
+        return name
+
+    def function(self, fn_name):
+        super().function(fn_name)
+        if self.layout_checks:          # each check once, before the body: the inputs do not change
+            check = self.bound("blas_ready", blas_ready)
+            lines = []
+            for needed, name in self.layout_checks.items():
+                args = ", ".join(self.name(v) for v in self.program.inputs if id(v) in needed)
+                lines.append(f"    {name} = {check}({args})")
+            self.lines[1:1] = lines
+            self.line_ops = {(n + len(lines) if n > 1 else n): op for n, op in self.line_ops.items()}
 
     def ufunc_steps(self, op, steps):
         """A fused op's steps: on NumPy one ufunc call each into reused buffers; else one backend.fuse kernel."""

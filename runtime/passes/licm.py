@@ -38,8 +38,8 @@ from ..ops.indexing import GETITEM
 from ..ops.linalg import MATMUL
 from ..ops.registry import get_op
 from .pipeline import register_pass
-from ._graph import (CONTROL_FLOW, Insertions, blocks_under, finish, is_pure, is_static, move_var, size_of,
-                     sub_blocks, touches_arrays)
+from ._graph import (CONTROL_FLOW, Insertions, blocks_under, finish, first_axis_scalar, is_pure, is_static, move_var,
+                     size_of, sub_blocks, touches_arrays)
 
 GATHER_LIMIT = 1 << 24
 
@@ -145,7 +145,7 @@ def _batch_gathers(loop, pending):
             continue
         x = gather.inputs[0]
         index = gather.attrs.get("index")
-        if id(x) in inside or not _first_axis_scalar(index, gather.inputs[1:]):
+        if id(x) in inside or not first_axis_scalar(index, gather.inputs[1:]):
             continue
         if not (is_static(x) and is_static(u) and x.ndim >= 3 and u.ndim == 2 and x.dtype == u.dtype):
             continue
@@ -162,18 +162,3 @@ def _batch_gathers(loop, pending):
         op.attrs = {"index": index}
     if products:
         pending.add(loop, products)
-
-
-def _first_axis_scalar(index, dynamic):
-    """index is one scalar integer on the first axis: a literal int or one 0-d integer input."""
-    if not isinstance(index, (list, tuple)) or len(index) != 1:
-        return False
-    item = index[0]
-    if isinstance(item, bool):
-        return False
-    if isinstance(item, int):
-        return not dynamic
-    if isinstance(item, dict) and len(dynamic) == 1 and isinstance(dynamic[0], Variable):
-        v = dynamic[0]
-        return v.ndim == 0 and v.dtype.kind in "iu"
-    return False

@@ -587,6 +587,113 @@ def test_fused_kernel_path_for_other_backends():
 
 # --- the plan's fast forms ---------------------------------------------------------------------
 
+def _layouts(a):
+    """a in the layouts a caller may feed: C order, Fortran order, a strided view, reversed rows, a
+    transposed copy's transpose (also C-contiguous flags on a 1-row view), a misaligned copy."""
+    out = {"C": a, "F": np.asfortranarray(a)}
+    wide = np.repeat(a, 2, axis=-1)
+    out["strided"] = wide[..., ::2]
+    out["reversed"] = a[::-1].copy()[::-1]
+    raw = np.zeros(a.nbytes + a.itemsize, np.uint8)[1:]
+    if a.size:
+        misaligned = raw[:a.nbytes].view(a.dtype).reshape(a.shape)
+        misaligned[...] = a
+        out["misaligned"] = misaligned
+    return out
+
+
+DOT_SHAPES = [(1, 16, 8), (3, 16, 8), (1, 128, 128), (64, 3, 5), (1, 1, 8), (4, 1, 8), (1, 16, 1), (4, 16, 1),
+              (0, 16, 8), (4, 0, 8), (4, 16, 0), (1, 2, 2)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+@pytest.mark.parametrize("m,k,n", DOT_SHAPES, ids=["x".join(map(str, s)) for s in DOT_SHAPES])
+def test_two_d_products_as_dot_equal_matmul_bit_for_bit(m, k, n, dtype):
+    """A plan may run a 2-D float matmul as `a.dot(b)` (k > 1 and n > 1 only); in every layout the
+    caller feeds, its result is NumPy's matmul bit for bit (the plan checks its inputs' layout)."""
+    program = rt.trace(lambda a, b: a @ b, [rt.InputSpec([m, k], dtype), rt.InputSpec([k, n], dtype)])[0]
+    plan = Executor().compile(program)
+    assert (".dot(" in plan.source) == (dtype != "int32" and k > 1 and n > 1), plan.source
+    rng = np.random.default_rng(m * 100 + k * 10 + n)
+    a = (rng.standard_normal((m, k)) * 10).astype(dtype)
+    b = (rng.standard_normal((k, n)) * 10).astype(dtype)
+    if dtype != "int32" and b.size:
+        b[0, 0] = np.inf                        # an inf reaches the output the same way
+    for la, fa in _layouts(a).items():
+        for lb, fb in _layouts(b).items():
+            (got,) = plan(fa, fb)
+            want = np.matmul(fa, fb)
+            assert got.dtype == want.dtype and got.shape == want.shape, (la, lb)
+            np.testing.assert_array_equal(got, want, err_msg=f"{la} @ {lb}")
+
+
+def test_dot_form_only_for_values_of_known_layout():
+    """An operand that may be a strided view (a transpose) keeps matmul; ufunc results of the
+    inputs need the plan's check of the inputs; matmul results need none."""
+    def f(a, b):
+        c = a @ b.T                             # b.T: a view of any layout
+        d = rt.tanh(a) @ rt.exp(b)              # C-contiguous when a and b are
+        e = c @ (b.T @ b)                       # matmul results: always C-contiguous
+        return c, d, e
+
+    program = _trace(f, [3, 4], [4, 4])
+    plan = Executor().compile(program)
+    src = plan.source
+    assert src.count(".dot(") == 2 and src.count("xp_matmul(") == 3, src      # the checked one keeps a fallback
+    assert src.count("xp_blas_ready(x0, x1)") == 1 and src.splitlines()[1].endswith("xp_blas_ready(x0, x1)"), src
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in [(3, 4), (4, 4)])
+    for fb in _layouts(b).values():
+        c = a @ fb.T
+        _same(plan(a, fb), [c, np.tanh(a) @ np.exp(fb), c @ (fb.T @ fb)], exact=True)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_dot_form_follows_the_layout_of_a_loops_state(transposed):
+    """A loop state is C-contiguous only when every iteration's result is: a transposed view as the
+    next state keeps the product a matmul."""
+    w = rt.tensor(np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32) * 0.3)
+
+    def f(h):
+        def body(i, h):
+            h = rt.tanh(h @ w)
+            return i + 1, h.T if transposed else h
+        return rt.while_loop(lambda i, h: i < 3, body, (_counter(), h))[1]
+
+    program = _trace(f, [4, 4])
+    plan = Executor().compile(program)
+    loop = plan.source[plan.source.index("while True:"):]
+    assert (".dot(" in loop) != transposed, plan.source
+    h = np.random.default_rng(1).standard_normal((4, 4)).astype(np.float32)
+    want = h
+    for _ in range(3):
+        want = np.tanh(want @ w.numpy())
+        want = want.T if transposed else want
+    _same(_run(program, [h], None), [want], exact=True)
+
+
+def test_rnn_plan_runs_its_recurrent_product_as_dot():
+    """The loop state h = tanh(...) is C-contiguous on every iteration (a fixed point over the loop),
+    so h @ w runs as `h.dot(w)`; the result is the NumPy loop's bit for bit."""
+    rng = np.random.default_rng(0)
+    u, w = (rng.standard_normal(s).astype(np.float32) * 0.2 for s in [(16, 32), (32, 32)])
+    b = rng.standard_normal(32).astype(np.float32)
+    static = to_static(_rnn(rt.tensor(u), rt.tensor(w), rt.tensor(b), steps=20),
+                       passes=["licm", "cse", "dce", "fuse_elementwise", "inplace"])
+    x = rng.standard_normal((20, 1, 16)).astype(np.float32)
+    got = static(rt.tensor(x)).numpy()
+    plan = Executor(passes=["licm", "cse", "dce", "fuse_elementwise", "inplace"]).compile(
+        static.get_program(rt.tensor(x)))
+    loop = plan.source[plan.source.index("while True:"):]
+    assert re.search(r"= h\w*\.dot\(", loop), plan.source
+    h = np.zeros((1, 32), np.float32)
+    i = 0
+    while i < 20 and h.sum() < 1e9:
+        h = np.tanh(x[i] @ u + h @ w + b)
+        i += 1
+    np.testing.assert_array_equal(got, h)
+
+
 def test_constants_reaching_the_caller_are_fresh_each_run():
     def f(x):
         return x + 0, constant(np.array([1.0, 2.0], np.float32))
