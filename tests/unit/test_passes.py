@@ -31,7 +31,7 @@ from tests.conversion.test_differential import HEADER, _Gen, _state
 
 ALL = list(passes.PASSES)
 # passes that change no arithmetic: their results are bit for bit the same
-EXACT = [p for p in ALL if p not in ("strength_reduce", "hoist_gather_matmul")]
+EXACT = [p for p in ALL if p not in ("strength_reduce", "hoist_gather_matmul", "fold_gather_addend")]
 
 
 def _feed(program, arrays):
@@ -414,6 +414,69 @@ def test_hoist_gather_matmul_batches_the_input_projection():
     assert [op.type for op in optimized.global_block.ops].count("matmul") == 1
     _same(_run(optimized, [x], []), _run(program, [x], []), exact=False)
     _valid(optimized)
+
+
+def test_fold_gather_addend_adds_the_bias_once():
+    """(x[i] @ u + h @ w) + b: after hoist_gather_matmul, b is added to the whole product once, and the
+    step adds two operands of one shape; the result is NumPy's in that summation order, bit for bit."""
+    rng = np.random.default_rng(0)
+    u, w = (rng.standard_normal(s).astype(np.float32) * 0.2 for s in [(16, 32), (32, 32)])
+    b = rng.standard_normal(32).astype(np.float32)
+    static = to_static(_rnn(rt.tensor(u), rt.tensor(w), rt.tensor(b), steps=20), passes=[])
+    x = rng.standard_normal((20, 1, 16)).astype(np.float32)
+    program = static.get_program(rt.tensor(x))
+    optimized = _optimize(program, ["hoist_gather_matmul", "fold_gather_addend", "dce"])
+    assert _loop_body_ops(optimized).count("add") == 2              # the step's sum and i + 1
+    assert [op.type for op in optimized.global_block.ops].count("add") == 1
+    _valid(optimized)
+    got = _run(optimized, [x], [])
+    _same(got, _run(program, [x], []), exact=False)
+    xub = np.matmul(x, u) + b
+    h = np.zeros((1, 32), np.float32)
+    for i in range(20):
+        h = np.tanh(xub[i] + h @ w)
+    _same(got, [h], exact=True)
+
+
+def _step_program(step, c_shape=(32,), c_dtype="float32"):
+    """A 3-step loop h = step(x[i], h, c, i) over x: (3, 1, 32), with c a captured tensor."""
+    c = rt.tensor(np.linspace(-1, 1, int(np.prod(c_shape))).reshape(c_shape).astype(c_dtype))
+
+    def f(x, h):
+        return rt.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, step(x, h, c, i)), (_counter(), h))[1]
+
+    return _trace(f, [3, 1, 32], [1, 32])
+
+
+def _twice(s, c):
+    return rt.tanh((s + c) * s)
+
+
+FOLD_CASES = {
+    "folds": (lambda x, h, c, i: rt.tanh((x[i] + h) + c), {}, True),
+    "folds, operands swapped": (lambda x, h, c, i: rt.tanh(c + (h + x[i])), {}, True),
+    "c made in the loop": (lambda x, h, c, i: rt.tanh((x[i] + h) + c * h), {}, False),
+    "c widens x[i]": (lambda x, h, c, i: rt.tanh((x[i] + h) + c)[:1], {"c_shape": (2, 32)}, False),
+    "c of another dtype": (lambda x, h, c, i: rt.tanh((x[i] + h) + c).astype("float32"), {"c_dtype": "float64"},
+                           False),
+    "x[i] + h read twice": (lambda x, h, c, i: _twice(x[i] + h, c), {}, False),
+    "not a first-axis gather": (lambda x, h, c, i: rt.tanh((x[:, 0][i] + h[0]) + c)[None], {}, False),
+    "subtract": (lambda x, h, c, i: rt.tanh((x[i] - h) + c), {}, False),
+}
+
+
+@pytest.mark.parametrize("case", FOLD_CASES, ids=list(FOLD_CASES))
+def test_fold_gather_addend_applies_only_where_valid(case):
+    step, options, folds = FOLD_CASES[case]
+    program = _step_program(step, **options)
+    optimized = _optimize(program, ["fold_gather_addend", "dce"])
+    hoisted = [op.type for op in optimized.global_block.ops].count("add") - \
+        [op.type for op in program.global_block.ops].count("add")
+    assert hoisted == (1 if folds else 0), optimized
+    _valid(optimized)
+    rng = np.random.default_rng(1)
+    x, h = rng.standard_normal((3, 1, 32)).astype(np.float32), rng.standard_normal((1, 32)).astype(np.float32)
+    _same(_run(optimized, [x, h], []), _run(program, [x, h], []), exact=not folds)
 
 
 # --- strength reduction ------------------------------------------------------------------------
