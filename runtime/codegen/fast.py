@@ -7,6 +7,7 @@ from ..errors import IterationLimitError
 from ..ir import Variable, sub_block_attrs
 from ..ops.registry import get_op
 from ..passes import _graph, inplace as _inplace
+from ..passes.licm import cannot_fail
 from .chains import fused_chain
 from .cupy_fusion import fused_kernel
 from .generic import Codegen
@@ -30,7 +31,8 @@ class PlanCodegen(Codegen):
     - `fused_elementwise` ops run on NumPy as one ufunc call per step writing with
       `out=` into scratch buffers reused as values die (`chains.py`), on other
       backends as one kernel compiled by `backend.fuse` (`cupy_fusion.py`);
-    - a while loop's state lives in the loop's output variables (no copies per iteration).
+    - a while loop's state lives in the loop's output variables (no copies per iteration), and
+      a condition block that cannot raise is the `while` test itself (`loop_test`).
     The exporter keeps the plain Codegen: its module must not depend on this namespace.
     """
 
@@ -171,10 +173,14 @@ class PlanCodegen(Codegen):
         if self.max_iterations is not None:     # iterations of this run of the loop (not mapped to the op:
             count = self.temp("iterations")     # the error names the loop itself)
             self.emit(indent, f"{count} = 0")
-        self.emit(indent, "while True:", op)
-        self.block(cb, indent + 1)
-        self.emit(indent + 1, f"if not {self.value(cb.results[0])}:", op)
-        self.emit(indent + 2, "break")
+        test = self.loop_test(cb)
+        if test is not None:
+            self.emit(indent, f"while {test}:", op)
+        else:
+            self.emit(indent, "while True:", op)
+            self.block(cb, indent + 1)
+            self.emit(indent + 1, f"if not {self.value(cb.results[0])}:", op)
+            self.emit(indent + 2, "break")
         start = len(self.lines)
         if count is not None:
             stop = self.constant(iteration_limit(op, self.max_iterations))
@@ -185,6 +191,103 @@ class PlanCodegen(Codegen):
         self.assign(op.outputs, bb.results, indent + 1)
         if len(self.lines) == start:
             self.emit(indent + 1, "pass")
+
+
+    def loop_test(self, block):
+        """A loop's condition block as one expression (`while i < n and s < 1e9:`), or None.
+
+        Each iteration then stores and loads no temporaries and takes no `if ...: break` (W7's empty
+        loop, the RNN's test). Only where no op can raise (`licm.cannot_fail`): an error would name
+        the loop rather than the op; and each value is read once, so nothing is computed twice.
+        `and`/`or` of tensors (a cond whose other branch yields its predicate) stay short-circuit."""
+        saved = dict(self.names)
+        reads = {}
+        _count_reads(block, reads)
+        test = self._inline(block, reads)
+        if test is None:
+            self.names = saved
+        elif test.startswith("(") and _atomic(test):
+            test = test[1:-1]
+        return test
+
+    def _inline(self, block, reads):
+        for op in block.ops:
+            if len(op.outputs) != 1 or reads.get(id(op.outputs[0])) != 1 or not _graph.is_pure(op):
+                return None
+            if op.type == "cond":
+                text = self._inline_choice(op, reads)
+            elif op.type in _graph.CONTROL_FLOW or not cannot_fail(op):
+                return None
+            else:
+                opdef = get_op(op.type)
+                text = opdef.emit(self, op) if opdef.emit is not None else None
+                text = self.generic(op) if text is None else text
+            if not isinstance(text, str):
+                return None
+            self.names[id(op.outputs[0])] = text if _atomic(text) else f"({text})"
+        return self.value(block.results[0])
+
+    def _inline_choice(self, op, reads):
+        true_block, false_block = _graph.sub_blocks(op)
+        pred = self.value(op.inputs[0])
+        if not false_block.ops and false_block.results[0] is op.inputs[0]:
+            then = self._inline(true_block, reads)
+            return None if then is None else f"{pred} and {then}"
+        if not true_block.ops and true_block.results[0] is op.inputs[0]:
+            other = self._inline(false_block, reads)
+            return None if other is None else f"{pred} or {other}"
+        then, other = self._inline(true_block, reads), self._inline(false_block, reads)
+        return None if then is None or other is None else f"{then} if {pred} else {other}"
+
+
+def _count_reads(block, reads):
+    """How often the inlined expression reads each value (a cond's predicate yielded back by its
+    other branch is the `and`/`or` operand itself: read once)."""
+    for op in block.ops:
+        if op.type == "cond":
+            pred = op.inputs[0]
+            if isinstance(pred, Variable):
+                reads[id(pred)] = reads.get(id(pred), 0) + 1
+            for branch in _graph.sub_blocks(op):
+                if branch.ops or branch.results[0] is not pred:      # else: the and/or operand itself
+                    _count_reads(branch, reads)
+            continue
+        for x in op.inputs:
+            if isinstance(x, Variable):
+                reads[id(x)] = reads.get(id(x), 0) + 1
+        for sub in _graph.sub_blocks(op):
+            _count_reads(sub, reads)
+    for x in block.results:
+        if isinstance(x, Variable):
+            reads[id(x)] = reads.get(id(x), 0) + 1
+
+
+_CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\(")
+
+
+def _atomic(text):
+    """Whether text binds as one operand wherever it is pasted: a name, or `f(...)` / `(...)` whose
+    first parenthesis closes at its end."""
+    if text.isidentifier():
+        return True
+    start = _CALL.match(text)
+    opening = start.end() - 1 if start else 0 if text.startswith("(") else None
+    if opening is None:
+        return False
+    depth, quote, escaped = 0, None, False
+    for k in range(opening, len(text)):
+        c = text[k]
+        if quote:
+            quote, escaped = (None if c == quote and not escaped else quote), c == "\\" and not escaped
+        elif c in "'\"":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                return k == len(text) - 1
+    return False
 
 
 def iteration_limit(op, limit):

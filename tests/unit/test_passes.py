@@ -725,7 +725,7 @@ def test_dot_form_follows_the_layout_of_a_loops_state(transposed):
 
     program = _trace(f, [4, 4])
     plan = Executor().compile(program)
-    loop = plan.source[plan.source.index("while True:"):]
+    loop = plan.source[plan.source.index("    while "):]
     assert (".dot(" in loop) != transposed, plan.source
     h = np.random.default_rng(1).standard_normal((4, 4)).astype(np.float32)
     want = h
@@ -747,7 +747,7 @@ def test_rnn_plan_runs_its_recurrent_product_as_dot():
     got = static(rt.tensor(x)).numpy()
     plan = Executor(passes=["licm", "cse", "dce", "fuse_elementwise", "inplace"]).compile(
         static.get_program(rt.tensor(x)))
-    loop = plan.source[plan.source.index("while True:"):]
+    loop = plan.source[plan.source.index("    while "):]
     assert re.search(r"= h\w*\.dot\(", loop), plan.source
     h = np.zeros((1, 32), np.float32)
     i = 0
@@ -755,6 +755,61 @@ def test_rnn_plan_runs_its_recurrent_product_as_dot():
         h = np.tanh(x[i] @ u + h @ w + b)
         i += 1
     np.testing.assert_array_equal(got, h)
+
+
+def _count_while(n):
+    i = rt.zeros((), "int64")
+    while i < n:
+        i = i + 1
+    return i
+
+
+def _and_while(x):
+    i, h = rt.zeros((), "int64"), x
+    while i < 4 and h.sum() < 50.0:
+        h, i = h * 2.0, i + 1
+    return h
+
+
+def _or_while(x):
+    i, h = rt.zeros((), "int64"), x
+    while i < 4 or h.sum() < -1e9:
+        h, i = h * 2.0, i + 1
+    return h
+
+
+def _twice_read_while(x):
+    i, h = rt.zeros((), "int64"), x
+    while rt.logical_and(*[h.sum() < 50.0] * 2):
+        h, i = h * 2.0, i + 1
+    return h
+
+
+LOOP_TESTS = {          # function, input shape, the plan's loop header (a regex)
+    "count": (_count_while, None, r"while i\w* < n\w*:"),
+    "and": (_and_while, [2, 3], r"while \(i\w* < 4\) and \(xp_add_reduce\(h\w*, None\) < 50\.0\):"),
+    "or": (_or_while, [2, 3], r"while \(i\w* < 4\) or \(xp_add_reduce\(h\w*, None\) < -1000000000\.0\):"),
+    "dynamic shape: may raise": (_and_while, [None, 3], r"while True:"),
+    "a value read twice": (_twice_read_while, [2, 3], r"while True:"),
+}
+
+
+@pytest.mark.parametrize("case", LOOP_TESTS, ids=list(LOOP_TESTS))
+def test_loop_condition_becomes_the_while_test(case):
+    """A condition block of ops that cannot raise, each value read once, is the `while` test itself
+    (no temporaries, no `if not ...: break`); `and`/`or` stay short-circuit."""
+    fn, shape, header = LOOP_TESTS[case]
+    static = to_static(fn)
+    rng = np.random.default_rng(0)
+    arg = np.int64(5) if shape is None else rng.uniform(0.5, 1.0, [2, 3]).astype(np.float32)
+    got = static(rt.tensor(arg)).numpy()
+    program = static.get_program(rt.tensor(arg) if shape is None else rt.InputSpec(shape, "float32"))
+    source = Executor().compile(program).source
+    loop = next(line.strip() for line in source.splitlines() if line.lstrip().startswith("while "))
+    assert re.fullmatch(header, loop), source
+    want = to_static(fn, passes=[])(rt.tensor(arg)).numpy()
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype
 
 
 def test_constants_reaching_the_caller_are_fresh_each_run():
