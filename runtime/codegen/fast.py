@@ -187,11 +187,36 @@ class PlanCodegen(Codegen):
             self.emit(indent + 1, f"{count} += 1")
             self.emit(indent + 1, f"if {count} > {self.max_iterations}:")
             self.emit(indent + 2, f"{stop}()")
+        direct = self.direct_results(bb)
+        for k in direct:
+            self.names[id(bb.results[k])] = self.name(op.outputs[k])
         self.block(bb, indent + 1)
-        self.assign(op.outputs, bb.results, indent + 1)
+        rest = [k for k in range(n) if k not in direct]
+        self.assign([op.outputs[k] for k in rest], [bb.results[k] for k in rest], indent + 1)
         if len(self.lines) == start:
             self.emit(indent + 1, "pass")
 
+    def direct_results(self, body):
+        """Positions k whose next value the body's op writes straight into the loop variable
+        (`h = xp_tanh(...)`, `i = (i + 1)`; no temporary and no tuple assignment per iteration): the
+        op is the body's own and not a cond/while (their blocks would read k after it is written), its
+        one output is yielded at k alone, and nothing after it (nor another position's result) reads
+        the current value of variable k."""
+        position = {}
+        for k, r in enumerate(body.results):
+            if isinstance(r, Variable):
+                position.setdefault(id(r), []).append(k)
+        params = {id(p): k for k, p in enumerate(body.params)}
+        read_later = set(params[id(r)] for r in body.results if isinstance(r, Variable) and id(r) in params)
+        direct = set()
+        for op in reversed(body.ops):
+            if (len(op.outputs) == 1 and len(position.get(id(op.outputs[0]), ())) == 1
+                    and op.type not in _graph.CONTROL_FLOW):     # an inner loop's state lives in its outputs
+                k = position[id(op.outputs[0])][0]
+                if k not in read_later and k < len(body.params):
+                    direct.add(k)
+            read_later.update(params[id(x)] for x in op.inputs if isinstance(x, Variable) and id(x) in params)
+        return direct
 
     def loop_test(self, block):
         """A loop's condition block as one expression (`while i < n and s < 1e9:`), or None.

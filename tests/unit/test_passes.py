@@ -812,6 +812,32 @@ def test_loop_condition_becomes_the_while_test(case):
     assert got.dtype == want.dtype
 
 
+def _fibonacci(n):
+    a, b, i = rt.zeros((), "int64"), rt.ones((), "int64"), rt.zeros((), "int64")
+    while i < n:
+        a, b = b, a + b
+        i = i + 1
+    return a, b
+
+
+def test_loop_body_writes_its_results_straight_into_the_loop_variables():
+    """h = tanh(...) and i + 1 are written into the loop variables themselves; a + b, whose
+    variable b is still read as the next a, goes through the tuple assignment."""
+    rng = np.random.default_rng(0)
+    u, w = (rng.standard_normal(s).astype(np.float32) * 0.2 for s in [(16, 32), (32, 32)])
+    static = to_static(_rnn(rt.tensor(u), rt.tensor(w), rt.tensor(np.zeros(32, np.float32)), steps=20))
+    x = rt.tensor(rng.standard_normal((20, 1, 16)).astype(np.float32))
+    source = Executor().compile(static.get_program(x)).source
+    header, *body = source[source.index("    while "):].splitlines()[:-1]
+    h, i = re.search(r"\((\w+) < 20\) and \(xp_add_reduce\((\w+), None\)", header).group(2, 1)
+    assert body[-2:] == [f"        {h} = xp_tanh(matmul_1, matmul_1)", f"        {i} = ({i} + 1)"], source
+    static = to_static(_fibonacci)
+    n = rt.tensor(np.int64(10))
+    source = Executor().compile(static.get_program(n)).source
+    assert re.search(r"\n        \w+, \w+ = \w+, \w+\n", source), source
+    assert [t.numpy() for t in static(n)] == [55, 89]
+
+
 def test_constants_reaching_the_caller_are_fresh_each_run():
     def f(x):
         return x + 0, constant(np.array([1.0, 2.0], np.float32))
