@@ -19,7 +19,8 @@ from . import timing, workloads as W
 def _pipelines():
     default = list(passes.DEFAULT_PIPELINE)
     out = {"default": None, "no passes": []}
-    for name in ("hoist_gather_matmul", "strength_reduce", "fuse_elementwise", "inplace", "licm", "cse"):
+    for name in ("hoist_gather_matmul", "fold_gather_addend", "strength_reduce", "fuse_elementwise", "inplace", "licm",
+                 "cse"):
         out[f"without {name}"] = [p for p in default if p != name]
     return out
 

@@ -7,9 +7,11 @@ from ..errors import IterationLimitError
 from ..ir import Variable, sub_block_attrs
 from ..ops.registry import get_op
 from ..passes import _graph, inplace as _inplace
+from ..passes.licm import cannot_fail
 from .chains import fused_chain
 from .cupy_fusion import fused_kernel
 from .generic import Codegen
+from .layout import blas_ready, c_contiguous_facts
 from .liveness import dead_after
 
 _XP_CALL = re.compile(r"\bxp\.([A-Za-z_][A-Za-z0-9_]*)\(")
@@ -24,11 +26,13 @@ class PlanCodegen(Codegen):
     - an op's own fast form, its OpDef's `emit(gen, op)` (ops/*.py): float reductions
       as `ufunc.reduce`, getitem as an inline subscript, constants made once at compile
       time, ...; `emit` may ask this generator for `numpy`, `xp`, `value`, `attr`,
-      `bound`, `constant`, `only_copying_readers` and `ufunc_steps`;
+      `bound`, `constant`, `only_copying_readers`, `c_contiguous` and `ufunc_steps`; matmul asks
+      `c_contiguous` for its `a.dot(b)` form (`layout.py`), whose input checks open the plan;
     - `fused_elementwise` ops run on NumPy as one ufunc call per step writing with
       `out=` into scratch buffers reused as values die (`chains.py`), on other
       backends as one kernel compiled by `backend.fuse` (`cupy_fusion.py`);
-    - a while loop's state lives in the loop's output variables (no copies per iteration).
+    - a while loop's state lives in the loop's output variables (no copies per iteration), and
+      a condition block that cannot raise is the `while` test itself (`loop_test`).
     The exporter keeps the plain Codegen: its module must not depend on this namespace.
     """
 
@@ -42,6 +46,8 @@ class PlanCodegen(Codegen):
         self.readers = _graph.readers(program)
         self.globals = {}
         self.temp_counts = {}
+        self.layout = None          # c_contiguous_facts, made when an emit first asks
+        self.layout_checks = {}     # frozenset of input ids -> the name of the plan's check of them
 
     def bound(self, attr, obj=None):
         """A global name for xp.<attr> (or obj)."""
@@ -105,6 +111,35 @@ class PlanCodegen(Codegen):
         found = self.readers.get(id(var), [])
         return all(r is not None and r.block is var.block and get_op(r.type).copies for r in found)
 
+    def c_contiguous(self, *values):
+        """Whether the values are C-contiguous arrays when the plan runs (`layout.py`): True, False, or
+        the name of a check the plan makes of its inputs at its start."""
+        if self.layout is None:
+            self.layout = c_contiguous_facts(self.program)
+        needed = frozenset()
+        for v in values:
+            fact = self.layout.get(id(v)) if isinstance(v, Variable) else None
+            if fact is None:
+                return False
+            needed |= fact
+        if not needed:
+            return True
+        name = self.layout_checks.get(needed)
+        if name is None:
+            name = self.layout_checks[needed] = self.temp("c_contiguous")
+        return name
+
+    def function(self, fn_name):
+        super().function(fn_name)
+        if self.layout_checks:          # each check once, before the body: the inputs do not change
+            check = self.bound("blas_ready", blas_ready)
+            lines = []
+            for needed, name in self.layout_checks.items():
+                args = ", ".join(self.name(v) for v in self.program.inputs if id(v) in needed)
+                lines.append(f"    {name} = {check}({args})")
+            self.lines[1:1] = lines
+            self.line_ops = {(n + len(lines) if n > 1 else n): op for n, op in self.line_ops.items()}
+
     def ufunc_steps(self, op, steps):
         """A fused op's steps: on NumPy one ufunc call each into reused buffers; else one backend.fuse kernel."""
         return fused_chain(self, op, steps) if self.numpy else fused_kernel(self, op, steps)
@@ -138,20 +173,146 @@ class PlanCodegen(Codegen):
         if self.max_iterations is not None:     # iterations of this run of the loop (not mapped to the op:
             count = self.temp("iterations")     # the error names the loop itself)
             self.emit(indent, f"{count} = 0")
-        self.emit(indent, "while True:", op)
-        self.block(cb, indent + 1)
-        self.emit(indent + 1, f"if not {self.value(cb.results[0])}:", op)
-        self.emit(indent + 2, "break")
+        test = self.loop_test(cb)
+        if test is not None:
+            self.emit(indent, f"while {test}:", op)
+        else:
+            self.emit(indent, "while True:", op)
+            self.block(cb, indent + 1)
+            self.emit(indent + 1, f"if not {self.value(cb.results[0])}:", op)
+            self.emit(indent + 2, "break")
         start = len(self.lines)
         if count is not None:
             stop = self.constant(iteration_limit(op, self.max_iterations))
             self.emit(indent + 1, f"{count} += 1")
             self.emit(indent + 1, f"if {count} > {self.max_iterations}:")
             self.emit(indent + 2, f"{stop}()")
+        direct = self.direct_results(bb)
+        for k in direct:
+            self.names[id(bb.results[k])] = self.name(op.outputs[k])
         self.block(bb, indent + 1)
-        self.assign(op.outputs, bb.results, indent + 1)
+        rest = [k for k in range(n) if k not in direct]
+        self.assign([op.outputs[k] for k in rest], [bb.results[k] for k in rest], indent + 1)
         if len(self.lines) == start:
             self.emit(indent + 1, "pass")
+
+    def direct_results(self, body):
+        """Positions k whose next value the body's op writes straight into the loop variable
+        (`h = xp_tanh(...)`, `i = (i + 1)`; no temporary and no tuple assignment per iteration): the
+        op is the body's own and not a cond/while (their blocks would read k after it is written), its
+        one output is yielded at k alone, and nothing after it (nor another position's result) reads
+        the current value of variable k."""
+        position = {}
+        for k, r in enumerate(body.results):
+            if isinstance(r, Variable):
+                position.setdefault(id(r), []).append(k)
+        params = {id(p): k for k, p in enumerate(body.params)}
+        read_later = set(params[id(r)] for r in body.results if isinstance(r, Variable) and id(r) in params)
+        direct = set()
+        for op in reversed(body.ops):
+            if (len(op.outputs) == 1 and len(position.get(id(op.outputs[0]), ())) == 1
+                    and op.type not in _graph.CONTROL_FLOW):     # an inner loop's state lives in its outputs
+                k = position[id(op.outputs[0])][0]
+                if k not in read_later and k < len(body.params):
+                    direct.add(k)
+            read_later.update(params[id(x)] for x in op.inputs if isinstance(x, Variable) and id(x) in params)
+        return direct
+
+    def loop_test(self, block):
+        """A loop's condition block as one expression (`while i < n and s < 1e9:`), or None.
+
+        Each iteration then stores and loads no temporaries and takes no `if ...: break` (W7's empty
+        loop, the RNN's test). Only where no op can raise (`licm.cannot_fail`): an error would name
+        the loop rather than the op; and each value is read once, so nothing is computed twice.
+        `and`/`or` of tensors (a cond whose other branch yields its predicate) stay short-circuit."""
+        saved = dict(self.names)
+        reads = {}
+        _count_reads(block, reads)
+        test = self._inline(block, reads)
+        if test is None:
+            self.names = saved
+        elif test.startswith("(") and _atomic(test):
+            test = test[1:-1]
+        return test
+
+    def _inline(self, block, reads):
+        for op in block.ops:
+            if len(op.outputs) != 1 or reads.get(id(op.outputs[0])) != 1 or not _graph.is_pure(op):
+                return None
+            if op.type == "cond":
+                text = self._inline_choice(op, reads)
+            elif op.type in _graph.CONTROL_FLOW or not cannot_fail(op):
+                return None
+            else:
+                opdef = get_op(op.type)
+                text = opdef.emit(self, op) if opdef.emit is not None else None
+                text = self.generic(op) if text is None else text
+            if not isinstance(text, str):
+                return None
+            self.names[id(op.outputs[0])] = text if _atomic(text) else f"({text})"
+        return self.value(block.results[0])
+
+    def _inline_choice(self, op, reads):
+        true_block, false_block = _graph.sub_blocks(op)
+        pred = self.value(op.inputs[0])
+        if not false_block.ops and false_block.results[0] is op.inputs[0]:
+            then = self._inline(true_block, reads)
+            return None if then is None else f"{pred} and {then}"
+        if not true_block.ops and true_block.results[0] is op.inputs[0]:
+            other = self._inline(false_block, reads)
+            return None if other is None else f"{pred} or {other}"
+        then, other = self._inline(true_block, reads), self._inline(false_block, reads)
+        return None if then is None or other is None else f"{then} if {pred} else {other}"
+
+
+def _count_reads(block, reads):
+    """How often the inlined expression reads each value (a cond's predicate yielded back by its
+    other branch is the `and`/`or` operand itself: read once)."""
+    for op in block.ops:
+        if op.type == "cond":
+            pred = op.inputs[0]
+            if isinstance(pred, Variable):
+                reads[id(pred)] = reads.get(id(pred), 0) + 1
+            for branch in _graph.sub_blocks(op):
+                if branch.ops or branch.results[0] is not pred:      # else: the and/or operand itself
+                    _count_reads(branch, reads)
+            continue
+        for x in op.inputs:
+            if isinstance(x, Variable):
+                reads[id(x)] = reads.get(id(x), 0) + 1
+        for sub in _graph.sub_blocks(op):
+            _count_reads(sub, reads)
+    for x in block.results:
+        if isinstance(x, Variable):
+            reads[id(x)] = reads.get(id(x), 0) + 1
+
+
+_CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\(")
+
+
+def _atomic(text):
+    """Whether text binds as one operand wherever it is pasted: a name, or `f(...)` / `(...)` whose
+    first parenthesis closes at its end."""
+    if text.isidentifier():
+        return True
+    start = _CALL.match(text)
+    opening = start.end() - 1 if start else 0 if text.startswith("(") else None
+    if opening is None:
+        return False
+    depth, quote, escaped = 0, None, False
+    for k in range(opening, len(text)):
+        c = text[k]
+        if quote:
+            quote, escaped = (None if c == quote and not escaped else quote), c == "\\" and not escaped
+        elif c in "'\"":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                return k == len(text) - 1
+    return False
 
 
 def iteration_limit(op, limit):

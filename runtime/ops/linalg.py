@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..dtypes import result_type
+from ..ir import Variable
 from ..shape_text import shape_text
 from .dispatch import apply
 from .registry import OpDef, register
@@ -26,8 +27,30 @@ def _matmul_infer(a, b):
     return Spec(out, result_type(promote_operand(a), promote_operand(b)))
 
 
+def _emit_matmul(gen, op):
+    """Plan code: a 2-D float product on NumPy as `a.dot(b)`, about 0.8 µs less per call than the
+    matmul ufunc. For C-contiguous operands of one float dtype, k > 1 and n > 1 the two make the
+    same BLAS call (gemv for one row, else gemm), so the results are equal bit for bit; where the
+    layout is known only at run time the plan checks its inputs once and keeps matmul otherwise.
+    (k == 1 or n == 1 take other paths in dot: scalar or vector code, not matmul's.)"""
+    a, b = op.inputs
+    if not (gen.numpy and isinstance(a, Variable) and isinstance(b, Variable) and a.ndim == 2 and b.ndim == 2):
+        return None
+    if not (a.dtype == b.dtype == op.outputs[0].dtype and a.dtype in _BLAS_FLOATS):
+        return None
+    k, n = b.static_shape
+    if not (k > 1 and n > 1 and a.static_shape[1] == k):
+        return None
+    layout = gen.c_contiguous(a, b)
+    if layout is False:
+        return None
+    dot = f"{gen.value(a)}.dot({gen.value(b)})"
+    return dot if layout is True else f"{dot} if {layout} else {gen.bound('matmul')}({gen.value(a)}, {gen.value(b)})"
+
+
+_BLAS_FLOATS = (np.dtype("float32"), np.dtype("float64"))
 MATMUL = register(OpDef("matmul", lambda xp, a, b: xp.matmul(a, b), _matmul_infer, promote=True,
-                        template="xp.matmul({0}, {1})", fresh=True, safe_when_static=True))
+                        template="xp.matmul({0}, {1})", fresh=True, safe_when_static=True, emit=_emit_matmul))
 
 
 def matmul(a, b):

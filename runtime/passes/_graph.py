@@ -52,6 +52,21 @@ def size_of(var):
     return n
 
 
+def first_axis_scalar(index, dynamic):
+    """index is one scalar integer on the first axis: a literal int or one 0-d integer input."""
+    if not isinstance(index, (list, tuple)) or len(index) != 1:
+        return False
+    item = index[0]
+    if isinstance(item, bool):
+        return False
+    if isinstance(item, int):
+        return not dynamic
+    if isinstance(item, dict) and len(dynamic) == 1 and isinstance(dynamic[0], Variable):
+        v = dynamic[0]
+        return v.ndim == 0 and v.dtype.kind in "iu"
+    return False
+
+
 def readers(program):
     """id(Variable) -> who reads it: ops (any block's), or None for a block result / Program output."""
     found = {}

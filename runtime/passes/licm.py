@@ -32,14 +32,25 @@ one batched product of the whole sequence instead of one small product per
 step (NumPy computes each slice of a stacked matmul as it computes that slice
 alone). It is speculative like any hoist: a loop that stops early wasted the
 unused slices; P is limited to GATHER_LIMIT elements.
+
+`fold_gather_addend`: `(p[i] + m) + c` in a loop body, with p and c defined
+outside, i a scalar index on p's first axis and c broadcasting into p[i]'s
+shape, becomes `q[i] + m` with `q = p + c` hoisted: the bias of an RNN step
+(`x[i] @ u + h @ w + b`, after hoist_gather_matmul) is added once to the whole
+sequence instead of once per step, and the per-step add that remains has
+operands of one shape (NumPy's cheaper same-shape loop). The sum is
+reassociated, so the result may differ by an ulp. All values share one
+float dtype (no promotion moves between the adds); p[i] and p[i] + m have
+no other readers; q is limited to GATHER_LIMIT elements.
 """
 from ..ir import Variable
 from ..ops.indexing import GETITEM
 from ..ops.linalg import MATMUL
+from ..ops.rules import broadcast_shapes
 from ..ops.registry import get_op
 from .pipeline import register_pass
-from ._graph import (CONTROL_FLOW, Insertions, blocks_under, finish, is_pure, is_static, move_var, size_of,
-                     sub_blocks, touches_arrays)
+from ._graph import (CONTROL_FLOW, Insertions, blocks_under, finish, first_axis_scalar, is_pure, is_static, move_var,
+                     readers, remove_ops, size_of, sub_blocks, touches_arrays)
 
 GATHER_LIMIT = 1 << 24
 
@@ -145,7 +156,7 @@ def _batch_gathers(loop, pending):
             continue
         x = gather.inputs[0]
         index = gather.attrs.get("index")
-        if id(x) in inside or not _first_axis_scalar(index, gather.inputs[1:]):
+        if id(x) in inside or not first_axis_scalar(index, gather.inputs[1:]):
             continue
         if not (is_static(x) and is_static(u) and x.ndim >= 3 and u.ndim == 2 and x.dtype == u.dtype):
             continue
@@ -164,16 +175,70 @@ def _batch_gathers(loop, pending):
         pending.add(loop, products)
 
 
-def _first_axis_scalar(index, dynamic):
-    """index is one scalar integer on the first axis: a literal int or one 0-d integer input."""
-    if not isinstance(index, (list, tuple)) or len(index) != 1:
+
+# --- (p[i] + m) + c -> (p + c)[i] + m -------------------------------------------------------------
+
+@register_pass("fold_gather_addend")
+def fold_gather_addend(program):
+    pending, folded = Insertions(), set()
+    found = readers(program)
+    for loop in _loops_inner_first(program):
+        _fold_addends(loop, pending, found, folded)
+    pending.apply_all()
+    remove_ops(program, folded)         # each p[i] + m folded was read by its rewritten add alone
+    return finish(program)
+
+
+def _fold_addends(loop, pending, found, folded):
+    body = sub_blocks(loop)[1]
+    inside = _defined_inside(loop, pending)
+    defs = {id(o): op for op in body.ops for o in op.outputs}
+
+    def only_reader(var, op):
+        return found.get(id(var)) == [op]
+
+    sums = []
+    for outer in body.ops:
+        if outer.type != "add" or not all(isinstance(x, Variable) for x in outer.inputs):
+            continue
+        for inner_var, c in (outer.inputs, outer.inputs[::-1]):
+            inner = defs.get(id(inner_var))
+            if inner is None or inner.type != "add" or id(c) in inside or not only_reader(inner_var, outer):
+                continue
+            gather, m = _gathered_operand(inner, defs, inside, only_reader)
+            if gather is None or not _fits(gather, c, [inner_var, outer.outputs[0], m]):
+                continue
+            p = gather.inputs[0]
+            q = loop.block.create_var("add", p.static_shape, p.dtype)
+            sums.append(type(outer)("add", [p, c], [q], {}, outer.origin, loop.block))
+            gather.inputs = [q] + list(gather.inputs[1:])
+            outer.inputs = [gather.outputs[0], m]
+            folded.add(id(inner))
+            break
+    if sums:
+        pending.add(loop, sums)
+
+
+def _gathered_operand(inner, defs, inside, only_reader):
+    """(the getitem p[i] that is one operand of inner, the other operand), or (None, None)."""
+    for g, m in (inner.inputs, inner.inputs[::-1]):
+        if not isinstance(g, Variable) or not isinstance(m, Variable):
+            continue
+        gather = defs.get(id(g))
+        if (gather is not None and gather.type == GETITEM.name and id(gather.inputs[0]) not in inside
+                and only_reader(g, inner) and first_axis_scalar(gather.attrs.get("index"), gather.inputs[1:])):
+            return gather, m
+    return None, None
+
+
+def _fits(gather, c, values):
+    """p + c is p's shape and (p + c)[i] is p[i] + c elementwise; one float dtype throughout."""
+    p, row = gather.inputs[0], gather.outputs[0]
+    if not (is_static(p) and is_static(c) and size_of(p) <= GATHER_LIMIT and c.ndim <= row.ndim):
         return False
-    item = index[0]
-    if isinstance(item, bool):
+    if any(v.dtype != p.dtype or v.weak for v in [c, row] + values) or p.dtype.kind != "f" or p.weak:
         return False
-    if isinstance(item, int):
-        return not dynamic
-    if isinstance(item, dict) and len(dynamic) == 1 and isinstance(dynamic[0], Variable):
-        v = dynamic[0]
-        return v.ndim == 0 and v.dtype.kind in "iu"
-    return False
+    try:
+        return broadcast_shapes(row.static_shape, c.static_shape) == row.static_shape
+    except ValueError:
+        return False

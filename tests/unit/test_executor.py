@@ -275,6 +275,18 @@ def test_failing_op_inside_a_loop_body_is_named():
         rt.Executor().run(prog, {"x": np.ones((2, 3), np.float32), "y": np.ones((2, 3), np.float32)})
 
 
+def test_failing_op_after_the_plans_layout_check_is_named():
+    """The plan's first lines check its inputs' layout (for `dot`): the lines after it still map to their ops."""
+    prog = trace(lambda a, b, c: rt.exp(a @ b) + c, rt.InputSpec([2, 3], name="a"), rt.InputSpec([3, 4], name="b"),
+                 rt.InputSpec([None], name="c"))
+    plan = rt.Executor().compile(prog)
+    assert "blas_ready(a, b)" in plan.source.splitlines()[1] and "a.dot(b)" in plan.source, plan.source
+    ones = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
+    with pytest.raises(ValueError) as info:
+        rt.Executor().run(prog, {"a": ones[0], "b": ones[1], "c": np.ones(3, np.float32)})
+    assert "while running op 'fused_elementwise'" in str(info.value) and THIS_FILE in str(info.value)
+
+
 def test_broadcast_failure_at_run_time_names_the_op():
     prog = trace(lambda a, b: a + b, rt.InputSpec([None], name="a"), rt.InputSpec([None], name="b"))
     with pytest.raises(ValueError, match="while running op 'add'"):

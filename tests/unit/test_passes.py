@@ -32,7 +32,7 @@ from tests.conversion.test_differential import HEADER, _Gen, _state
 
 ALL = list(passes.PASSES)
 # passes that change no arithmetic: their results are bit for bit the same
-EXACT = [p for p in ALL if p not in ("strength_reduce", "hoist_gather_matmul")]
+EXACT = [p for p in ALL if p not in ("strength_reduce", "hoist_gather_matmul", "fold_gather_addend")]
 
 
 def _feed(program, arrays):
@@ -417,6 +417,69 @@ def test_hoist_gather_matmul_batches_the_input_projection():
     _valid(optimized)
 
 
+def test_fold_gather_addend_adds_the_bias_once():
+    """(x[i] @ u + h @ w) + b: after hoist_gather_matmul, b is added to the whole product once, and the
+    step adds two operands of one shape; the result is NumPy's in that summation order, bit for bit."""
+    rng = np.random.default_rng(0)
+    u, w = (rng.standard_normal(s).astype(np.float32) * 0.2 for s in [(16, 32), (32, 32)])
+    b = rng.standard_normal(32).astype(np.float32)
+    static = to_static(_rnn(rt.tensor(u), rt.tensor(w), rt.tensor(b), steps=20), passes=[])
+    x = rng.standard_normal((20, 1, 16)).astype(np.float32)
+    program = static.get_program(rt.tensor(x))
+    optimized = _optimize(program, ["hoist_gather_matmul", "fold_gather_addend", "dce"])
+    assert _loop_body_ops(optimized).count("add") == 2              # the step's sum and i + 1
+    assert [op.type for op in optimized.global_block.ops].count("add") == 1
+    _valid(optimized)
+    got = _run(optimized, [x], [])
+    _same(got, _run(program, [x], []), exact=False)
+    xub = np.matmul(x, u) + b
+    h = np.zeros((1, 32), np.float32)
+    for i in range(20):
+        h = np.tanh(xub[i] + h @ w)
+    _same(got, [h], exact=True)
+
+
+def _step_program(step, c_shape=(32,), c_dtype="float32"):
+    """A 3-step loop h = step(x[i], h, c, i) over x: (3, 1, 32), with c a captured tensor."""
+    c = rt.tensor(np.linspace(-1, 1, int(np.prod(c_shape))).reshape(c_shape).astype(c_dtype))
+
+    def f(x, h):
+        return rt.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, step(x, h, c, i)), (_counter(), h))[1]
+
+    return _trace(f, [3, 1, 32], [1, 32])
+
+
+def _twice(s, c):
+    return rt.tanh((s + c) * s)
+
+
+FOLD_CASES = {
+    "folds": (lambda x, h, c, i: rt.tanh((x[i] + h) + c), {}, True),
+    "folds, operands swapped": (lambda x, h, c, i: rt.tanh(c + (h + x[i])), {}, True),
+    "c made in the loop": (lambda x, h, c, i: rt.tanh((x[i] + h) + c * h), {}, False),
+    "c widens x[i]": (lambda x, h, c, i: rt.tanh((x[i] + h) + c)[:1], {"c_shape": (2, 32)}, False),
+    "c of another dtype": (lambda x, h, c, i: rt.tanh((x[i] + h) + c).astype("float32"), {"c_dtype": "float64"},
+                           False),
+    "x[i] + h read twice": (lambda x, h, c, i: _twice(x[i] + h, c), {}, False),
+    "not a first-axis gather": (lambda x, h, c, i: rt.tanh((x[:, 0][i] + h[0]) + c)[None], {}, False),
+    "subtract": (lambda x, h, c, i: rt.tanh((x[i] - h) + c), {}, False),
+}
+
+
+@pytest.mark.parametrize("case", FOLD_CASES, ids=list(FOLD_CASES))
+def test_fold_gather_addend_applies_only_where_valid(case):
+    step, options, folds = FOLD_CASES[case]
+    program = _step_program(step, **options)
+    optimized = _optimize(program, ["fold_gather_addend", "dce"])
+    hoisted = [op.type for op in optimized.global_block.ops].count("add") - \
+        [op.type for op in program.global_block.ops].count("add")
+    assert hoisted == (1 if folds else 0), optimized
+    _valid(optimized)
+    rng = np.random.default_rng(1)
+    x, h = rng.standard_normal((3, 1, 32)).astype(np.float32), rng.standard_normal((1, 32)).astype(np.float32)
+    _same(_run(optimized, [x, h], []), _run(program, [x, h], []), exact=not folds)
+
+
 # --- strength reduction ------------------------------------------------------------------------
 
 def test_strength_reduce_powers():
@@ -587,6 +650,194 @@ def test_fused_kernel_path_for_other_backends():
 
 
 # --- the plan's fast forms ---------------------------------------------------------------------
+
+def _layouts(a):
+    """a in the layouts a caller may feed: C order, Fortran order, a strided view, reversed rows, a
+    transposed copy's transpose (also C-contiguous flags on a 1-row view), a misaligned copy."""
+    out = {"C": a, "F": np.asfortranarray(a)}
+    wide = np.repeat(a, 2, axis=-1)
+    out["strided"] = wide[..., ::2]
+    out["reversed"] = a[::-1].copy()[::-1]
+    raw = np.zeros(a.nbytes + a.itemsize, np.uint8)[1:]
+    if a.size:
+        misaligned = raw[:a.nbytes].view(a.dtype).reshape(a.shape)
+        misaligned[...] = a
+        out["misaligned"] = misaligned
+    return out
+
+
+DOT_SHAPES = [(1, 16, 8), (3, 16, 8), (1, 128, 128), (64, 3, 5), (1, 1, 8), (4, 1, 8), (1, 16, 1), (4, 16, 1),
+              (0, 16, 8), (4, 0, 8), (4, 16, 0), (1, 2, 2)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+@pytest.mark.parametrize("m,k,n", DOT_SHAPES, ids=["x".join(map(str, s)) for s in DOT_SHAPES])
+def test_two_d_products_as_dot_equal_matmul_bit_for_bit(m, k, n, dtype):
+    """A plan may run a 2-D float matmul as `a.dot(b)` (k > 1 and n > 1 only); in every layout the
+    caller feeds, its result is NumPy's matmul bit for bit (the plan checks its inputs' layout)."""
+    program = rt.trace(lambda a, b: a @ b, [rt.InputSpec([m, k], dtype), rt.InputSpec([k, n], dtype)])[0]
+    plan = Executor().compile(program)
+    assert (".dot(" in plan.source) == (dtype != "int32" and k > 1 and n > 1), plan.source
+    rng = np.random.default_rng(m * 100 + k * 10 + n)
+    a = (rng.standard_normal((m, k)) * 10).astype(dtype)
+    b = (rng.standard_normal((k, n)) * 10).astype(dtype)
+    if dtype != "int32" and b.size:
+        b[0, 0] = np.inf                        # an inf reaches the output the same way
+    for la, fa in _layouts(a).items():
+        for lb, fb in _layouts(b).items():
+            (got,) = plan(fa, fb)
+            want = np.matmul(fa, fb)
+            assert got.dtype == want.dtype and got.shape == want.shape, (la, lb)
+            np.testing.assert_array_equal(got, want, err_msg=f"{la} @ {lb}")
+
+
+def test_dot_form_only_for_values_of_known_layout():
+    """An operand that may be a strided view (a transpose) keeps matmul; ufunc results of the
+    inputs need the plan's check of the inputs; matmul results need none."""
+    def f(a, b):
+        c = a @ b.T                             # b.T: a view of any layout
+        d = rt.tanh(a) @ rt.exp(b)              # C-contiguous when a and b are
+        e = c @ (b.T @ b)                       # matmul results: always C-contiguous
+        return c, d, e
+
+    program = _trace(f, [3, 4], [4, 4])
+    plan = Executor().compile(program)
+    src = plan.source
+    assert src.count(".dot(") == 2 and src.count("xp_matmul(") == 3, src      # the checked one keeps a fallback
+    assert src.count("xp_blas_ready(x0, x1)") == 1 and src.splitlines()[1].endswith("xp_blas_ready(x0, x1)"), src
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in [(3, 4), (4, 4)])
+    for fb in _layouts(b).values():
+        c = a @ fb.T
+        _same(plan(a, fb), [c, np.tanh(a) @ np.exp(fb), c @ (fb.T @ fb)], exact=True)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_dot_form_follows_the_layout_of_a_loops_state(transposed):
+    """A loop state is C-contiguous only when every iteration's result is: a transposed view as the
+    next state keeps the product a matmul."""
+    w = rt.tensor(np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32) * 0.3)
+
+    def f(h):
+        def body(i, h):
+            h = rt.tanh(h @ w)
+            return i + 1, h.T if transposed else h
+        return rt.while_loop(lambda i, h: i < 3, body, (_counter(), h))[1]
+
+    program = _trace(f, [4, 4])
+    plan = Executor().compile(program)
+    loop = plan.source[plan.source.index("    while "):]
+    assert (".dot(" in loop) != transposed, plan.source
+    h = np.random.default_rng(1).standard_normal((4, 4)).astype(np.float32)
+    want = h
+    for _ in range(3):
+        want = np.tanh(want @ w.numpy())
+        want = want.T if transposed else want
+    _same(_run(program, [h], None), [want], exact=True)
+
+
+def test_rnn_plan_runs_its_recurrent_product_as_dot():
+    """The loop state h = tanh(...) is C-contiguous on every iteration (a fixed point over the loop),
+    so h @ w runs as `h.dot(w)`; the result is the NumPy loop's bit for bit."""
+    rng = np.random.default_rng(0)
+    u, w = (rng.standard_normal(s).astype(np.float32) * 0.2 for s in [(16, 32), (32, 32)])
+    b = rng.standard_normal(32).astype(np.float32)
+    static = to_static(_rnn(rt.tensor(u), rt.tensor(w), rt.tensor(b), steps=20),
+                       passes=["licm", "cse", "dce", "fuse_elementwise", "inplace"])
+    x = rng.standard_normal((20, 1, 16)).astype(np.float32)
+    got = static(rt.tensor(x)).numpy()
+    plan = Executor(passes=["licm", "cse", "dce", "fuse_elementwise", "inplace"]).compile(
+        static.get_program(rt.tensor(x)))
+    loop = plan.source[plan.source.index("    while "):]
+    assert re.search(r"= h\w*\.dot\(", loop), plan.source
+    h = np.zeros((1, 32), np.float32)
+    i = 0
+    while i < 20 and h.sum() < 1e9:
+        h = np.tanh(x[i] @ u + h @ w + b)
+        i += 1
+    np.testing.assert_array_equal(got, h)
+
+
+def _count_while(n):
+    i = rt.zeros((), "int64")
+    while i < n:
+        i = i + 1
+    return i
+
+
+def _and_while(x):
+    i, h = rt.zeros((), "int64"), x
+    while i < 4 and h.sum() < 50.0:
+        h, i = h * 2.0, i + 1
+    return h
+
+
+def _or_while(x):
+    i, h = rt.zeros((), "int64"), x
+    while i < 4 or h.sum() < -1e9:
+        h, i = h * 2.0, i + 1
+    return h
+
+
+def _twice_read_while(x):
+    i, h = rt.zeros((), "int64"), x
+    while rt.logical_and(*[h.sum() < 50.0] * 2):
+        h, i = h * 2.0, i + 1
+    return h
+
+
+LOOP_TESTS = {          # function, input shape, the plan's loop header (a regex)
+    "count": (_count_while, None, r"while i\w* < n\w*:"),
+    "and": (_and_while, [2, 3], r"while \(i\w* < 4\) and \(xp_add_reduce\(h\w*, None\) < 50\.0\):"),
+    "or": (_or_while, [2, 3], r"while \(i\w* < 4\) or \(xp_add_reduce\(h\w*, None\) < -1000000000\.0\):"),
+    "dynamic shape: may raise": (_and_while, [None, 3], r"while True:"),
+    "a value read twice": (_twice_read_while, [2, 3], r"while True:"),
+}
+
+
+@pytest.mark.parametrize("case", LOOP_TESTS, ids=list(LOOP_TESTS))
+def test_loop_condition_becomes_the_while_test(case):
+    """A condition block of ops that cannot raise, each value read once, is the `while` test itself
+    (no temporaries, no `if not ...: break`); `and`/`or` stay short-circuit."""
+    fn, shape, header = LOOP_TESTS[case]
+    static = to_static(fn)
+    rng = np.random.default_rng(0)
+    arg = np.int64(5) if shape is None else rng.uniform(0.5, 1.0, [2, 3]).astype(np.float32)
+    got = static(rt.tensor(arg)).numpy()
+    program = static.get_program(rt.tensor(arg) if shape is None else rt.InputSpec(shape, "float32"))
+    source = Executor().compile(program).source
+    loop = next(line.strip() for line in source.splitlines() if line.lstrip().startswith("while "))
+    assert re.fullmatch(header, loop), source
+    want = to_static(fn, passes=[])(rt.tensor(arg)).numpy()
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype
+
+
+def _fibonacci(n):
+    a, b, i = rt.zeros((), "int64"), rt.ones((), "int64"), rt.zeros((), "int64")
+    while i < n:
+        a, b = b, a + b
+        i = i + 1
+    return a, b
+
+
+def test_loop_body_writes_its_results_straight_into_the_loop_variables():
+    """h = tanh(...) and i + 1 are written into the loop variables themselves; a + b, whose
+    variable b is still read as the next a, goes through the tuple assignment."""
+    rng = np.random.default_rng(0)
+    u, w = (rng.standard_normal(s).astype(np.float32) * 0.2 for s in [(16, 32), (32, 32)])
+    static = to_static(_rnn(rt.tensor(u), rt.tensor(w), rt.tensor(np.zeros(32, np.float32)), steps=20))
+    x = rt.tensor(rng.standard_normal((20, 1, 16)).astype(np.float32))
+    source = Executor().compile(static.get_program(x)).source
+    header, *body = source[source.index("    while "):].splitlines()[:-1]
+    h, i = re.search(r"\((\w+) < 20\) and \(xp_add_reduce\((\w+), None\)", header).group(2, 1)
+    assert body[-2:] == [f"        {h} = xp_tanh(matmul_1, matmul_1)", f"        {i} = ({i} + 1)"], source
+    static = to_static(_fibonacci)
+    n = rt.tensor(np.int64(10))
+    source = Executor().compile(static.get_program(n)).source
+    assert re.search(r"\n        \w+, \w+ = \w+, \w+\n", source), source
+    assert [t.numpy() for t in static(n)] == [55, 89]
+
 
 def test_constants_reaching_the_caller_are_fresh_each_run():
     def f(x):
