@@ -110,6 +110,7 @@ def _round(x):
 _round.__name__ = _round.__qualname__ = "round"
 UNARY_FUNCTIONS["round"] = _round
 BINARY_FUNCTIONS = _define(BINARY, _binary_kernel, 2)
+ADD = get_op("add")      # the OpDef passes that rewrite sums ask for (fold_gather_addend)
 
 
 

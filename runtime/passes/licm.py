@@ -44,6 +44,7 @@ float dtype (no promotion moves between the adds); p[i] and p[i] + m have
 no other readers; q is limited to GATHER_LIMIT elements.
 """
 from ..ir import Variable
+from ..ops.elementwise import ADD
 from ..ops.indexing import GETITEM
 from ..ops.linalg import MATMUL
 from ..ops.rules import broadcast_shapes
@@ -199,18 +200,18 @@ def _fold_addends(loop, pending, found, folded):
 
     sums = []
     for outer in body.ops:
-        if outer.type != "add" or not all(isinstance(x, Variable) for x in outer.inputs):
+        if outer.type != ADD.name or not all(isinstance(x, Variable) for x in outer.inputs):
             continue
         for inner_var, c in (outer.inputs, outer.inputs[::-1]):
             inner = defs.get(id(inner_var))
-            if inner is None or inner.type != "add" or id(c) in inside or not only_reader(inner_var, outer):
+            if inner is None or inner.type != ADD.name or id(c) in inside or not only_reader(inner_var, outer):
                 continue
             gather, m = _gathered_operand(inner, defs, inside, only_reader)
             if gather is None or not _fits(gather, c, [inner_var, outer.outputs[0], m]):
                 continue
             p = gather.inputs[0]
-            q = loop.block.create_var("add", p.static_shape, p.dtype)
-            sums.append(type(outer)("add", [p, c], [q], {}, outer.origin, loop.block))
+            q = loop.block.create_var(ADD.name, p.static_shape, p.dtype)
+            sums.append(type(outer)(ADD.name, [p, c], [q], {}, outer.origin, loop.block))
             gather.inputs = [q] + list(gather.inputs[1:])
             outer.inputs = [gather.outputs[0], m]
             folded.add(id(inner))
