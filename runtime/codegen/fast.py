@@ -24,7 +24,7 @@ class PlanCodegen(Codegen):
     - an op's own fast form, its OpDef's `emit(gen, op)` (ops/*.py): float reductions
       as `ufunc.reduce`, getitem as an inline subscript, constants made once at compile
       time, ...; `emit` may ask this generator for `numpy`, `xp`, `value`, `attr`,
-      `bound`, `constant`, `only_copying_readers` and `ufunc_steps`;
+      `bound`, `constant`, `is_array`, `only_copying_readers` and `ufunc_steps`;
     - `fused_elementwise` ops run on NumPy as one ufunc call per step writing with
       `out=` into scratch buffers reused as values die (`chains.py`), on other
       backends as one kernel compiled by `backend.fuse` (`cupy_fusion.py`);
@@ -99,6 +99,12 @@ class PlanCodegen(Codegen):
         return _XP_CALL.sub(lambda m: self.bound(m.group(1)) + "(", opdef.template).format(*args)
 
     # --- what an op's `emit` code generator may ask (ops/*.py) ---------------------------
+    @staticmethod
+    def is_array(x):
+        """Whether x's value is an array when the plan runs, so its methods may be called: a dense
+        Variable of rank >= 1 (a 0-d value may be a NumPy scalar)."""
+        return isinstance(x, Variable) and x.kind == "dense" and x.ndim >= 1
+
     def only_copying_readers(self, var):
         """Whether every reader of var is an op of its block that copies (none can hand var, or a view
         of it, to the caller): then one array may serve every run."""

@@ -139,7 +139,7 @@ def _where_infer(condition, x, y):
 
 
 _where = register(OpDef("where", lambda xp, c, x, y: xp.where(c, x, y), _where_infer, elementwise=True,
-                         copies=True, safe_when_static=True))
+                         copies=True, safe_when_static=True, template="xp.where({0}, {1}, {2})"))
 
 
 def where(condition, x, y):

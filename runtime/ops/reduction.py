@@ -57,8 +57,20 @@ def _emit_mean(gen, op):
     return f"{gen.bound('add.reduce')}({gen.value(x)}, None) / {n}"
 
 
+def _as_method(name):
+    """Plan code for a reduction of a boolean array: the array's method (the kernel's call, less its frame)."""
+    def emit(gen, op):
+        x = op.inputs[0]
+        if not gen.is_array(x) or x.dtype.kind != "b" or set(op.attrs) - {"axis", "keepdims"}:
+            return None
+        axis, keepdims = op.attrs.get("axis"), bool(op.attrs.get("keepdims", False))
+        args = "" if axis is None and not keepdims else f"axis={gen.attr(axis)}, keepdims={keepdims}"
+        return f"{gen.value(x)}.{name}({args})"
+    return emit
+
+
 _EMIT = {"sum": _reduce_with("add"), "prod": _reduce_with("multiply"), "max": _reduce_with("maximum"),
-         "min": _reduce_with("minimum"), "mean": _emit_mean}
+         "min": _reduce_with("minimum"), "mean": _emit_mean, "any": _as_method("any"), "all": _as_method("all")}
 _NEED_NONEMPTY = ("max", "min")     # no identity: an empty input raises
 
 _OPS = {}

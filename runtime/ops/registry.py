@@ -53,6 +53,13 @@ class OpDef:
 PREVIOUS = object()     # in a `cheaper` rewrite: the value of the step before
 
 
+@dataclass(frozen=True)
+class StepValue:
+    """In a `cheaper` rewrite: the value of the rewrite's step `index` (0-based), for a step that reads
+    an earlier value than the one just before it."""
+    index: int
+
+
 def register(opdef):
     if opdef.name in REGISTRY:
         raise ValueError(f"op {opdef.name!r} is defined twice")
