@@ -18,7 +18,8 @@ _XP_CALL = re.compile(r"\bxp\.([A-Za-z_][A-Za-z0-9_]*)\(")
 class PlanCodegen(Codegen):
     """The executor's generator: Codegen plus what brings a plan to the NumPy floor.
 
-    - array-module functions are bound as globals (`xp_tanh(x)`: no attribute lookup);
+    - array-module functions are bound as globals (`xp_tanh(x)`: no attribute lookup), and an
+      op that is one ufunc call (its `template` or `as_ufunc`) is that call;
     - ops with a 0-d result are Python operators (`i + 1`, `s < 100`: NumPy scalar
       arithmetic, ~20x cheaper than a ufunc call on a 0-d array);
     - an op's own fast form, its OpDef's `emit(gen, op)` (ops/*.py): float reductions
@@ -89,8 +90,13 @@ class PlanCodegen(Codegen):
     # --- generic forms ----------------------------------------------------------------
     def generic(self, op):
         opdef = get_op(op.type)
-        if opdef.template is None or op.attrs:
+        if op.attrs:
             return None
+        if opdef.template is None:      # an op that is one ufunc call here (a one-sided clip) is that call
+            call = opdef.as_ufunc(list(op.inputs)) if opdef.as_ufunc is not None else None
+            if call is None:
+                return None
+            return f"{self.bound(call[0])}({', '.join(self.value(a) for a in call[1])})"
         args = [self.value(x) for x in op.inputs]
         symbol = opdef.operator
         if (symbol is not None and len(op.outputs) == 1 and op.outputs[0].ndim == 0

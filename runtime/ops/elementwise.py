@@ -152,8 +152,22 @@ def _clip_infer(x, lo, hi):
     return Spec(shape, result_type(*(promote_operand(v) for v in (x, lo, hi) if v is not None)), is_weak(x))
 
 
+def _clip_as_ufunc(inputs):
+    """A float clip with one bound a number is that bound's maximum or minimum (what NumPy's clip
+    calls then): a step `fuse_elementwise` can chain."""
+    x, lo, hi = inputs
+    if not isinstance(x, Variable) or x.kind != "dense" or x.dtype.kind != "f":
+        return None
+    number = (int, float)
+    if hi is None and isinstance(lo, number) and not isinstance(lo, bool):
+        return "maximum", [x, lo]
+    if lo is None and isinstance(hi, number) and not isinstance(hi, bool):
+        return "minimum", [x, hi]
+    return None
+
+
 _clip = register(OpDef("clip", lambda xp, x, lo, hi: xp.clip(x, lo, hi), _clip_infer, elementwise=True,
-                        copies=True, safe_when_static=True))
+                        copies=True, safe_when_static=True, as_ufunc=_clip_as_ufunc))
 
 
 def clip(x, min=None, max=None):

@@ -431,6 +431,44 @@ def test_strength_reduce_powers():
     _same(_run(optimized, [x, k], []), _run(program, [x, k], []), exact=False)
 
 
+def _edge_values(shape, seed=0):
+    x = (np.random.default_rng(seed).standard_normal(shape) * 30).astype(np.float32)
+    x.flat[:6] = [np.nan, -0.0, 0.0, np.inf, -np.inf, 200.0]
+    return x
+
+
+def test_sigmoid_becomes_its_ufuncs_fused_with_its_neighbours_bit_for_bit():
+    def f(x, y):
+        return rt.nn.functional.sigmoid(x + y) * y
+
+    program = _trace(f, [4, 8], [4, 8])
+    optimized = _optimize(program, None)
+    assert [op.type for op in optimized.ops()] == [FUSED]
+    assert "k_sigmoid" not in Executor().compile(program).source
+    x, y = _edge_values((4, 8)), _edge_values((4, 8), seed=1)
+    with np.errstate(invalid="ignore"):             # inf * 0 and NaNs, on purpose
+        _same(_run(program, [x, y], None), _run(program, [x, y], []), exact=True)
+    ints = rt.trace(rt.nn.functional.sigmoid, [rt.InputSpec([3], "int32")])[0]     # ints: the kernel casts
+    assert [op.type for op in _optimize(ints, ["strength_reduce"]).ops()] == ["sigmoid"]
+
+
+def test_one_sided_clip_fuses_and_a_short_axis_reduces_by_slices_bit_for_bit():
+    def f(a, b):
+        box = rt.clip(a - b, 0, None)
+        return rt.prod(box, axis=-1), rt.max(rt.clip(a, None, 1.5), axis=0), rt.min(b, axis=1), rt.prod(a, axis=0)
+
+    program = _trace(f, [3, 4], [3, 4])
+    source = Executor().compile(program).source
+    assert "k_clip" not in source and "multiply_reduce" not in source and "maximum_reduce" not in source, source
+    assert "xp_multiply_reduce" in Executor().compile(_trace(lambda a: rt.prod(a, axis=0), [5, 4])).source
+    a, b = _edge_values((3, 4)), _edge_values((3, 4), seed=1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        _same(_run(program, [a, b], None), _run(program, [a, b], []), exact=True)
+        want = [np.multiply.reduce(np.clip(a - b, 0, None), -1), np.max(np.clip(a, None, 1.5), 0), np.min(b, 1),
+                np.multiply.reduce(a, 0)]
+        _same(_run(program, [a, b], None), want, exact=True)
+
+
 # --- fusion and in-place writes -------------------------------------------------------------------
 
 def gelu(x):
