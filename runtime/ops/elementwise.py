@@ -45,7 +45,7 @@ OPERATORS = {
 }
 
 
-def _power_as_products(op):
+def _power_as_products(op, producer):
     """`x ** n` for n in {2, 3, 4} as squares and products (NumPy's `power` calls the C library's `pow`
     per element, ~30x a multiply for float32): what PyTorch does. Exact for integers; for floats a
     correctly rounded product may differ from `pow` in the last bit. Only where the result keeps x's

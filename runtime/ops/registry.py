@@ -40,7 +40,8 @@ class OpDef:
     safe_when_static: object = False  # cannot raise once the tracer checked static shapes; or a predicate of the op
     needs_nonempty: bool = False     # raises on an empty first input (max, argmin): safe only when it is not
     user_error: bool = False         # raises the user's own exception: its message stays theirs
-    cheaper: Optional[Callable] = None   # cheaper(op) -> [(OpDef, inputs)] computing the same faster, or None
+    cheaper: Optional[Callable] = None   # cheaper(op, producer) -> [(OpDef, inputs)] computing the same faster,
+    #                                      or None; producer(var): the op of op's block that made var, or None
     emit: Optional[Callable] = None  # emit(gen, op) -> plan source for the op's value, a list of statements, or None
 
     def __post_init__(self):

@@ -16,10 +16,14 @@ from ._graph import finish
 @register_pass("strength_reduce")
 def reduce_strength(program):
     for block in program.blocks:
+        made_by = {id(out): op for op in block.ops for out in op.outputs}
+
+        def producer(var):
+            return made_by.get(id(var))
         ops = []
         for op in block.ops:
             rule = get_op(op.type).cheaper
-            steps = rule(op) if rule is not None else None
+            steps = rule(op, producer) if rule is not None else None
             if not steps:
                 ops.append(op)
                 continue

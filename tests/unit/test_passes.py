@@ -448,6 +448,16 @@ def test_sigmoid_becomes_its_ufuncs_fused_with_its_neighbours_bit_for_bit():
     x, y = _edge_values((4, 8)), _edge_values((4, 8), seed=1)
     with np.errstate(invalid="ignore"):             # inf * 0 and NaNs, on purpose
         _same(_run(program, [x, y], None), _run(program, [x, y], []), exact=True)
+
+    def gates(x):           # strided pieces: each copied once before the sigmoid reads it three times
+        i, f = rt.split(x, 2, axis=1)
+        return rt.nn.functional.sigmoid(i) * rt.nn.functional.sigmoid(f)
+
+    program = _trace(gates, [4, 16])
+    assert [op.type for op in _optimize(program, ["strength_reduce"]).ops()].count("positive") == 2
+    x = _edge_values((4, 16))
+    with np.errstate(invalid="ignore"):
+        _same(_run(program, [x], None), _run(program, [x], []), exact=True)
     ints = rt.trace(rt.nn.functional.sigmoid, [rt.InputSpec([3], "int32")])[0]     # ints: the kernel casts
     assert [op.type for op in _optimize(ints, ["strength_reduce"]).ops()] == ["sigmoid"]
 
