@@ -43,6 +43,7 @@ class PlanCodegen(Codegen):
         self.readers = _graph.readers(program)
         self.globals = {}
         self.temp_counts = {}
+        self.typed = {}
 
     def bound(self, attr, obj=None):
         """A global name for xp.<attr> (or obj)."""
@@ -61,6 +62,17 @@ class PlanCodegen(Codegen):
                     value = getattr(value, part)
             self.namespace[name] = value
             self.globals[key] = name
+        return name
+
+    def typed_constant(self, value):
+        """A global name for a read-only 0-d array, one per (dtype, value)."""
+        key = (value.dtype.str, value.tobytes())
+        name = self.typed.get(key)
+        if name is None:
+            value = self.xp.asarray(value)
+            if self.numpy:
+                value.flags.writeable = False
+            name = self.typed[key] = self.constant(value)
         return name
 
     def temp(self, hint="buf"):

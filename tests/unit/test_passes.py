@@ -462,6 +462,20 @@ def test_sigmoid_becomes_its_ufuncs_fused_with_its_neighbours_bit_for_bit():
     assert [op.type for op in _optimize(ints, ["strength_reduce"]).ops()] == ["sigmoid"]
 
 
+def test_numbers_in_fused_steps_are_typed_only_where_exact():
+    def f(x, k):
+        y = (x * 0.1 + 1) * -0.0 + x * 16777217 - 3 * x      # 0.1 and 2**24 + 1 are not float32 values
+        return rt.maximum(y, 0) + 2.5, (k * 3 + 7) // 2
+
+    program = rt.trace(f, [rt.InputSpec([6], "float32"), rt.InputSpec([6], "uint8")])[0]
+    source = Executor().compile(program).source
+    assert "0.1" in source and "16777217" in source, source    # kept as Python numbers
+    x = _edge_values((6,))
+    k = np.array([0, 1, 2, 100, 200, 255], np.uint8)
+    with np.errstate(invalid="ignore", over="ignore"):
+        _same(_run(program, [x, k], None), _run(program, [x, k], []), exact=True)
+
+
 def test_one_sided_clip_fuses_and_a_short_axis_reduces_by_slices_bit_for_bit():
     def f(a, b):
         box = rt.clip(a - b, 0, None)
