@@ -409,8 +409,8 @@ def _conv2d_kernel(xp, x, weight, bias, stride, padding, dilation, groups):
         raise ValueError(f"conv2d: padded input size ({h}, {w}) is smaller than the dilated kernel")
     windows = _windows(xp, x, (kh, kw), stride, dilation, (oh, ow))
     # im2col with the pixels last: per image and group, (O/G, C/G*KH*KW) filters times (C/G*KH*KW, OH*OW)
-    # patches, one GEMM each, whose result is already NCHW (no transposing copy after it). Gathering the
-    # patches copies rows of OW pixels at a time; patches-first copied KW (5) at a time, 8x slower.
+    # patches, one GEMM each, whose result is already NCHW and contiguous. Gathering the patches copies
+    # rows of OW pixels at a time; patches-first copied KW (LeNet: 5) at a time, 8x slower.
     cols = windows.transpose(0, 1, 4, 5, 2, 3).reshape(n, groups, group_ch * kh * kw, oh * ow)
     out = xp.matmul(weight.reshape(groups, out_ch // groups, group_ch * kh * kw), cols)   # (N, G, O/G, OH*OW)
     out = out.reshape(n, out_ch, oh, ow)
