@@ -20,14 +20,15 @@ _XP_CALL = re.compile(r"\bxp\.([A-Za-z_][A-Za-z0-9_]*)\(")
 class PlanCodegen(Codegen):
     """The executor's generator: Codegen plus what brings a plan to the NumPy floor.
 
-    - array-module functions are bound as globals (`xp_tanh(x)`: no attribute lookup);
+    - array-module functions are bound as globals (`xp_tanh(x)`: no attribute lookup), and an
+      op that is one ufunc call (its `template` or `as_ufunc`) is that call;
     - ops with a 0-d result are Python operators (`i + 1`, `s < 100`: NumPy scalar
       arithmetic, ~20x cheaper than a ufunc call on a 0-d array);
     - an op's own fast form, its OpDef's `emit(gen, op)` (ops/*.py): float reductions
       as `ufunc.reduce`, getitem as an inline subscript, constants made once at compile
       time, ...; `emit` may ask this generator for `numpy`, `xp`, `value`, `attr`,
-      `bound`, `constant`, `only_copying_readers`, `c_contiguous` and `ufunc_steps`; matmul asks
-      `c_contiguous` for its `a.dot(b)` form (`layout.py`), whose input checks open the plan;
+      `bound`, `constant`, `is_array`, `only_copying_readers`, `c_contiguous` and `ufunc_steps`;
+      matmul asks `c_contiguous` for its `a.dot(b)` form (`layout.py`), whose input checks open the plan;
     - `fused_elementwise` ops run on NumPy as one ufunc call per step writing with
       `out=` into scratch buffers reused as values die (`chains.py`), on other
       backends as one kernel compiled by `backend.fuse` (`cupy_fusion.py`);
@@ -48,6 +49,7 @@ class PlanCodegen(Codegen):
         self.temp_counts = {}
         self.layout = None          # c_contiguous_facts, made when an emit first asks
         self.layout_checks = {}     # frozenset of input ids -> the name of the plan's check of them
+        self.typed = {}
 
     def bound(self, attr, obj=None):
         """A global name for xp.<attr> (or obj)."""
@@ -66,6 +68,17 @@ class PlanCodegen(Codegen):
                     value = getattr(value, part)
             self.namespace[name] = value
             self.globals[key] = name
+        return name
+
+    def typed_constant(self, value):
+        """A global name for a read-only 0-d array, one per (dtype, value)."""
+        key = (value.dtype.str, value.tobytes())
+        name = self.typed.get(key)
+        if name is None:
+            value = self.xp.asarray(value)
+            if self.numpy:
+                value.flags.writeable = False
+            name = self.typed[key] = self.constant(value)
         return name
 
     def temp(self, hint="buf"):
@@ -95,8 +108,13 @@ class PlanCodegen(Codegen):
     # --- generic forms ----------------------------------------------------------------
     def generic(self, op):
         opdef = get_op(op.type)
-        if opdef.template is None or op.attrs:
+        if op.attrs:
             return None
+        if opdef.template is None:      # an op that is one ufunc call here (a one-sided clip) is that call
+            call = opdef.as_ufunc(list(op.inputs)) if opdef.as_ufunc is not None else None
+            if call is None:
+                return None
+            return f"{self.bound(call[0])}({', '.join(self.value(a) for a in call[1])})"
         args = [self.value(x) for x in op.inputs]
         symbol = opdef.operator
         if (symbol is not None and len(op.outputs) == 1 and op.outputs[0].ndim == 0
@@ -105,6 +123,12 @@ class PlanCodegen(Codegen):
         return _XP_CALL.sub(lambda m: self.bound(m.group(1)) + "(", opdef.template).format(*args)
 
     # --- what an op's `emit` code generator may ask (ops/*.py) ---------------------------
+    @staticmethod
+    def is_array(x):
+        """Whether x's value is an array when the plan runs, so its methods may be called: a dense
+        Variable of rank >= 1 (a 0-d value may be a NumPy scalar)."""
+        return isinstance(x, Variable) and x.kind == "dense" and x.ndim >= 1
+
     def only_copying_readers(self, var):
         """Whether every reader of var is an op of its block that copies (none can hand var, or a view
         of it, to the caller): then one array may serve every run."""

@@ -45,7 +45,7 @@ OPERATORS = {
 }
 
 
-def _power_as_products(op):
+def _power_as_products(op, producer):
     """`x ** n` for n in {2, 3, 4} as squares and products (NumPy's `power` calls the C library's `pow`
     per element, ~30x a multiply for float32): what PyTorch does. Exact for integers; for floats a
     correctly rounded product may differ from `pow` in the last bit. Only where the result keeps x's
@@ -140,7 +140,7 @@ def _where_infer(condition, x, y):
 
 
 _where = register(OpDef("where", lambda xp, c, x, y: xp.where(c, x, y), _where_infer, elementwise=True,
-                         copies=True, safe_when_static=True))
+                         copies=True, safe_when_static=True, template="xp.where({0}, {1}, {2})"))
 
 
 def where(condition, x, y):
@@ -153,8 +153,22 @@ def _clip_infer(x, lo, hi):
     return Spec(shape, result_type(*(promote_operand(v) for v in (x, lo, hi) if v is not None)), is_weak(x))
 
 
+def _clip_as_ufunc(inputs):
+    """A float clip with one bound a number is that bound's maximum or minimum (what NumPy's clip
+    calls then): a step `fuse_elementwise` can chain."""
+    x, lo, hi = inputs
+    if not isinstance(x, Variable) or x.kind != "dense" or x.dtype.kind != "f":
+        return None
+    number = (int, float)
+    if hi is None and isinstance(lo, number) and not isinstance(lo, bool):
+        return "maximum", [x, lo]
+    if lo is None and isinstance(hi, number) and not isinstance(hi, bool):
+        return "minimum", [x, hi]
+    return None
+
+
 _clip = register(OpDef("clip", lambda xp, x, lo, hi: xp.clip(x, lo, hi), _clip_infer, elementwise=True,
-                        copies=True, safe_when_static=True))
+                        copies=True, safe_when_static=True, as_ufunc=_clip_as_ufunc))
 
 
 def clip(x, min=None, max=None):

@@ -40,7 +40,15 @@ def _reshape_kernel(xp, x, *shape):
     return xp.reshape(x, tuple(int(d) for d in shape))
 
 
-_reshape = register(OpDef("reshape", _reshape_kernel, _reshape_infer, safe_when_static=True))
+def _emit_reshape(gen, op):
+    """Plan code: the array's method with the shape as a literal (xp.reshape and the int() per dim cost ~4 µs)."""
+    x, *shape = op.inputs
+    if not gen.is_array(x) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        return None
+    return f"{gen.value(x)}.reshape({tuple(shape)!r})"
+
+
+_reshape = register(OpDef("reshape", _reshape_kernel, _reshape_infer, safe_when_static=True, emit=_emit_reshape))
 
 
 def reshape(x, /, shape, *, copy=None):
@@ -86,7 +94,18 @@ def _expand_kernel(xp, x, axis):
     return x.reshape(shape)
 
 
-_expand = register(OpDef("expand_dims", _expand_kernel, _expand_infer, safe_when_static=True))
+def _emit_expand(gen, op):
+    """Plan code: a subscript with `None` at the new axes (`x[:, None]`), a view as the reshape is."""
+    x = op.inputs[0]
+    axis = op.attrs.get("axis")
+    if not gen.is_array(x) or set(op.attrs) != {"axis"}:
+        return None
+    ndim = x.ndim + len(axis)
+    new = set(norm_axes(axis, ndim, "expand_dims axis"))
+    return f"{gen.value(x)}[{', '.join('None' if i in new else ':' for i in range(ndim))}]"
+
+
+_expand = register(OpDef("expand_dims", _expand_kernel, _expand_infer, safe_when_static=True, emit=_emit_expand))
 
 
 def expand_dims(x, axis=0):

@@ -324,8 +324,28 @@ def _split_kernel(xp, x, sections, axis=0):
     return tuple(x[lead + (slice(lo, max(lo, hi)),)] for lo, hi in zip(bounds, bounds[1:]))
 
 
+def _emit_split(gen, op):
+    """Plan code: the pieces as inline slices of a static axis (`x[:, 0:64], x[:, 64:128]`)."""
+    x = op.inputs[0]
+    sections, axis = op.attrs.get("sections"), op.attrs.get("axis", 0)
+    if not gen.is_array(x) or set(op.attrs) - {"sections", "axis"}:
+        return None
+    (a,) = norm_axes(axis, x.ndim)
+    size = x.static_shape[a]
+    if size == -1:
+        return None
+    if isinstance(sections, int):
+        if sections <= 0 or size % sections or not size:
+            return None
+        bounds = list(range(0, size + 1, size // sections))
+    else:
+        bounds = [0, *(min(max(int(i) + size if int(i) < 0 else int(i), 0), size) for i in sections), size]
+    x_name, lead = gen.value(x), ":, " * a
+    return ", ".join(f"{x_name}[{lead}{lo}:{max(lo, hi)}]" for lo, hi in zip(bounds, bounds[1:]))
+
+
 _split = register(OpDef(
-    "split", _split_kernel, _split_infer, num_outputs=-1,
+    "split", _split_kernel, _split_infer, num_outputs=-1, emit=_emit_split,
     example=lambda: [
         dict(fn=lambda a: split(a, 3)[2], args=(_rand((6, 2)),), oracle=lambda a: np.split(a, 3)[2], dynamic=False),
         dict(fn=lambda a: split(a, [1, 3], axis=1)[1], args=(_rand((2, 5)),),

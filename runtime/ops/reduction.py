@@ -33,13 +33,29 @@ def _reduction_infer(name):
     return infer
 
 
+_FEW = 4      # a reduced axis of at most this many is one binary ufunc call per element instead
+
+
 def _reduce_with(ufunc):
-    """Plan code on NumPy: a float reduction is `ufunc.reduce` (what np.sum calls, less its Python layers)."""
+    """Plan code on NumPy: a float reduction is `ufunc.reduce` (what np.sum calls, less its Python layers).
+
+    Over one short static axis (a box's corners, (300, 2) -> (300,)) it is the ufunc applied to the
+    axis's slices, first to last: the order `reduce` takes for every ufunc but add (whose pairwise
+    sum starts from 0.0), and ~8x cheaper than reducing 300 runs of 2."""
     def emit(gen, op):
         x = op.inputs[0]
         if not gen.numpy or not isinstance(x, Variable) or x.dtype.kind != "f" or set(op.attrs) - {"axis", "keepdims"}:
             return None
         axis, keepdims = op.attrs.get("axis"), op.attrs.get("keepdims", False)
+        if ufunc != "add" and not keepdims and isinstance(axis, int) and x.ndim >= 2 and -x.ndim <= axis < x.ndim:
+            lead = ":, " * (axis % x.ndim)
+            size = x.static_shape[axis]
+            if 2 <= size <= _FEW:
+                fn, name = gen.bound(ufunc), gen.value(x)
+                value = f"{name}[{lead}0]"
+                for i in range(1, size):
+                    value = f"{fn}({value}, {name}[{lead}{i}])"
+                return value
         tail = ", None, None, True" if keepdims else ""
         return f"{gen.bound(ufunc + '.reduce')}({gen.value(x)}, {gen.attr(axis)}{tail})"
     return emit
@@ -57,8 +73,20 @@ def _emit_mean(gen, op):
     return f"{gen.bound('add.reduce')}({gen.value(x)}, None) / {n}"
 
 
+def _as_method(name):
+    """Plan code for a reduction of a boolean array: the array's method (the kernel's call, less its frame)."""
+    def emit(gen, op):
+        x = op.inputs[0]
+        if not gen.is_array(x) or x.dtype.kind != "b" or set(op.attrs) - {"axis", "keepdims"}:
+            return None
+        axis, keepdims = op.attrs.get("axis"), bool(op.attrs.get("keepdims", False))
+        args = "" if axis is None and not keepdims else f"axis={gen.attr(axis)}, keepdims={keepdims}"
+        return f"{gen.value(x)}.{name}({args})"
+    return emit
+
+
 _EMIT = {"sum": _reduce_with("add"), "prod": _reduce_with("multiply"), "max": _reduce_with("maximum"),
-         "min": _reduce_with("minimum"), "mean": _emit_mean}
+         "min": _reduce_with("minimum"), "mean": _emit_mean, "any": _as_method("any"), "all": _as_method("all")}
 _NEED_NONEMPTY = ("max", "min")     # no identity: an empty input raises
 
 _OPS = {}

@@ -42,7 +42,8 @@ class OpDef:
     user_error: bool = False         # raises the user's own exception: its message stays theirs
     grows_input: bool = False        # impure: changes its first input (a tensor array) in place and returns it
     scatters_cotangent: bool = False  # zeros like input 1 with input 0 added at an index: a gather's gradient
-    cheaper: Optional[Callable] = None   # cheaper(op) -> [(OpDef, inputs)] computing the same faster, or None
+    cheaper: Optional[Callable] = None   # cheaper(op, producer) -> [(OpDef, inputs)] computing the same faster,
+    #                                      or None; producer(var): the op of op's block that made var, or None
     emit: Optional[Callable] = None  # emit(gen, op) -> plan source for the op's value, a list of statements, or None
 
     def __post_init__(self):
@@ -53,6 +54,13 @@ class OpDef:
 
 
 PREVIOUS = object()     # in a `cheaper` rewrite: the value of the step before
+
+
+@dataclass(frozen=True)
+class StepValue:
+    """In a `cheaper` rewrite: the value of the rewrite's step `index` (0-based), for a step that reads
+    an earlier value than the one just before it."""
+    index: int
 
 
 def register(opdef):

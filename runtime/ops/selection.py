@@ -35,8 +35,18 @@ def _take_infer(x, indices, axis=None):
     return Spec(shape[:a] + tuple(shape_of(indices)) + shape[a + 1:], dtype_of(x), is_weak(x))
 
 
+def _emit_take(gen, op):
+    """Plan code: the array's method (what xp.take calls, less its dispatch)."""
+    x, indices = op.inputs
+    if not gen.is_array(x) or set(op.attrs) - {"axis"}:
+        return None
+    axis = op.attrs.get("axis")
+    return f"{gen.value(x)}.take({gen.value(indices)}, {0 if axis is None else int(axis)})"
+
+
 _take = register(OpDef(
     "take", lambda xp, x, indices, axis=None: xp.take(x, indices, axis=0 if axis is None else axis), _take_infer,
+    emit=_emit_take,
     example=lambda: [
         dict(fn=lambda a, i: take(a, i, axis=1), args=(_rand((3, 4)), np.array([3, 0, 0, -1])),
              oracle=lambda a, i: np.take(a, i, axis=1)),

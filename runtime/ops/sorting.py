@@ -134,12 +134,59 @@ def _topk_infer(x, k, axis=-1, largest=True):
     return [Spec(tuple(shape), dtype_of(x)), Spec(tuple(shape), _INDEX)]
 
 
+# Rows at least this long with k at most a quarter of them select before sorting; shorter ones are
+# sorted whole: below it one stable argsort costs less than the dozen array calls that selecting makes.
+_SELECT_MIN = 2048
+
+
 def _topk_kernel(xp, x, k, axis=-1, largest=True):
-    if k > x.shape[axis]:
-        raise ValueError(f"topk: k={k} is larger than the size {x.shape[axis]} of axis {axis}")
-    order = _stable_argsort(xp, x, axis, largest)
-    index = xp.take(order, xp.arange(k), axis=axis).astype(np.int64, copy=False)
-    return xp.take_along_axis(x, index, axis=axis), index
+    n = x.shape[axis]
+    if k > n:
+        raise ValueError(f"topk: k={k} is larger than the size {n} of axis {axis}")
+    last = axis in (-1, x.ndim - 1)
+    rows = x if last else xp.swapaxes(x, axis, -1)
+    if n >= _SELECT_MIN and 0 < 4 * k <= n and x.dtype.kind in "biuf":
+        values, index = _top_selected(xp, rows, k, largest)
+    else:
+        index = _top_sorted(xp, rows, k, largest)
+        values = rows[index] if rows.ndim == 1 else xp.take_along_axis(rows, index, axis=-1)
+    if not last:
+        values, index = xp.swapaxes(values, axis, -1), xp.swapaxes(index, axis, -1)
+    return values, index.astype(np.int64, copy=False)
+
+
+def _top_sorted(xp, rows, k, largest):
+    """The first k of each row's stable order; descending sorts the reversed row ascending and reads it
+    backwards, so ties keep the lowest index first and NaNs (sorted last ascending) come first."""
+    if not largest:
+        return xp.argsort(rows, axis=-1, kind="stable")[..., :k]
+    order = xp.argsort(rows[..., ::-1], axis=-1, kind="stable")
+    return (rows.shape[-1] - 1) - order[..., ::-1][..., :k]
+
+
+def _top_selected(xp, rows, k, largest):
+    """(values, indices) of each row's top k from a partition, then a stable sort of those k alone.
+
+    The partition finds the k-th value t (NaN counts as the largest, as in sort). Every element
+    ordered before t is in; of the elements equal to t (NaNs equal to a NaN t) only the first ones
+    by index fill the row up to k, as the full stable order would take them. The kept indices come
+    out ascending per row, so a stable sort of their values orders ties by index."""
+    n = rows.shape[-1]
+    kth = n - k if largest else k - 1
+    t = xp.partition(rows, kth, axis=-1)[..., kth:kth + 1]
+    if rows.dtype.kind == "f":
+        nan_rows, nan_t = xp.isnan(rows), xp.isnan(t)
+        before = (rows > t) | (nan_rows & ~nan_t) if largest else (rows < t) | (~nan_rows & nan_t)
+        tie = (rows == t) | (nan_rows & nan_t)
+    else:
+        before = rows > t if largest else rows < t
+        tie = rows == t
+    short = k - xp.count_nonzero(before, axis=-1)[..., None]
+    keep = before | (tie & (xp.cumsum(tie, axis=-1) <= short))
+    chosen = xp.nonzero(keep)[-1].reshape(rows.shape[:-1] + (k,))
+    picked = xp.take_along_axis(rows, chosen, axis=-1)
+    order = _top_sorted(xp, picked, k, largest)
+    return xp.take_along_axis(picked, order, axis=-1), xp.take_along_axis(chosen, order, axis=-1)
 
 
 def _topk_oracle(part, largest):
@@ -153,6 +200,8 @@ def _topk_oracle(part, largest):
 def _topk_samples():
     x = np.array([[1.0, 5.0, 3.0, 5.0, -2.0], [0.0, -1.0, 8.0, 2.0, 2.0]], np.float32)
     ints = np.array([[3, 9, 9, 1], [7, 0, 7, 7], [2, 2, 5, 1]], np.int64)
+    # rows that select before sorting; every value about twice, so the k-th is often tied
+    long = np.random.default_rng(0).integers(-_SELECT_MIN, _SELECT_MIN, (2, 2 * _SELECT_MIN)).astype(np.float32)
     return [
         dict(fn=lambda a: topk(a, 3)[0], args=(x,), oracle=lambda a: _topk_oracle(0, True)(a, 3)),
         dict(fn=lambda a: topk(a, 3)[1], args=(x,), oracle=lambda a: _topk_oracle(1, True)(a, 3)),
@@ -160,6 +209,9 @@ def _topk_samples():
              oracle=lambda a: _topk_oracle(1, False)(a, 2, axis=0)),
         dict(fn=lambda a: topk(a, 2, largest=False)[0], args=(ints,),
              oracle=lambda a: _topk_oracle(0, False)(a, 2)),
+        dict(fn=lambda a: topk(a, 9)[1], args=(long,), oracle=lambda a: _topk_oracle(1, True)(a, 9)),
+        dict(fn=lambda a: topk(a.T, 9, axis=0, largest=False)[0], args=(long,),
+             oracle=lambda a: _topk_oracle(0, False)(a.T, 9, axis=0)),
     ]
 
 

@@ -8,7 +8,7 @@ except that `strength_reduce` (x**3 as x*x*x), `hoist_gather_matmul` and
 (tests/unit/test_passes.py, EXACT).
 
 The passes, one module each (their docstrings give the rules):
-  strength_reduce      ops with a cheaper equivalent (x**2, x**3, x**4)      strength.py
+  strength_reduce      ops with a cheaper equivalent (x**2, sigmoid, ...)     strength.py
   fold                 ops on constants evaluated at compile time             fold.py
   licm                 loop-invariant ops moved before their while op         licm.py
   hoist_gather_matmul  matmul(x[i], u) in a loop -> matmul(x, u)[i], hoisted  licm.py

@@ -258,6 +258,17 @@ def test_max_pool2d_int_input_and_errors():
         F.max_pool2d(t(randn(1, 1, 6, 6)), 0)
 
 
+@pytest.mark.parametrize("k,s", [((1, 1), (1, 1)), ((2, 2), (2, 2)), ((3, 3), (1, 1)), ((9, 8), (1, 2))])
+def test_max_pool2d_nans_propagate_for_every_window_size(k, s):
+    """Small windows take the max of per-tap views, a 9x8 one (72 taps) reduces the window view."""
+    x = randn(2, 3, 12, 11)
+    x[0, 1, 4, 5] = x[1, 2, 0, 0] = np.nan
+    out = F.max_pool2d(t(x), k, s)
+    ref = max_pool2d_ref(np.where(np.isnan(x), np.inf, x), k, s, (0, 0))
+    ref[np.isinf(ref)] = np.nan            # the windows that hold a NaN
+    np.testing.assert_array_equal(out.numpy(), ref.astype(np.float32))
+
+
 # --- normalization, dropout, losses, lookup ---------------------------------------------------
 
 @pytest.mark.parametrize("shape", [(4,), (3, 4)])

@@ -495,6 +495,68 @@ def test_strength_reduce_powers():
     _same(_run(optimized, [x, k], []), _run(program, [x, k], []), exact=False)
 
 
+def _edge_values(shape, seed=0):
+    x = (np.random.default_rng(seed).standard_normal(shape) * 30).astype(np.float32)
+    x.flat[:6] = [np.nan, -0.0, 0.0, np.inf, -np.inf, 200.0]
+    return x
+
+
+def test_sigmoid_becomes_its_ufuncs_fused_with_its_neighbours_bit_for_bit():
+    def f(x, y):
+        return rt.nn.functional.sigmoid(x + y) * y
+
+    program = _trace(f, [4, 8], [4, 8])
+    optimized = _optimize(program, None)
+    assert [op.type for op in optimized.ops()] == [FUSED]
+    assert "k_sigmoid" not in Executor().compile(program).source
+    x, y = _edge_values((4, 8)), _edge_values((4, 8), seed=1)
+    with np.errstate(invalid="ignore"):             # inf * 0 and NaNs, on purpose
+        _same(_run(program, [x, y], None), _run(program, [x, y], []), exact=True)
+
+    def gates(x):           # strided pieces: each copied once before the sigmoid reads it three times
+        i, f = rt.split(x, 2, axis=1)
+        return rt.nn.functional.sigmoid(i) * rt.nn.functional.sigmoid(f)
+
+    program = _trace(gates, [4, 16])
+    assert [op.type for op in _optimize(program, ["strength_reduce"]).ops()].count("positive") == 2
+    x = _edge_values((4, 16))
+    with np.errstate(invalid="ignore"):
+        _same(_run(program, [x], None), _run(program, [x], []), exact=True)
+    ints = rt.trace(rt.nn.functional.sigmoid, [rt.InputSpec([3], "int32")])[0]     # ints: the kernel casts
+    assert [op.type for op in _optimize(ints, ["strength_reduce"]).ops()] == ["sigmoid"]
+
+
+def test_numbers_in_fused_steps_are_typed_only_where_exact():
+    def f(x, k):
+        y = (x * 0.1 + 1) * -0.0 + x * 16777217 - 3 * x      # 0.1 and 2**24 + 1 are not float32 values
+        return rt.maximum(y, 0) + 2.5, (k * 3 + 7) // 2
+
+    program = rt.trace(f, [rt.InputSpec([6], "float32"), rt.InputSpec([6], "uint8")])[0]
+    source = Executor().compile(program).source
+    assert "0.1" in source and "16777217" in source, source    # kept as Python numbers
+    x = _edge_values((6,))
+    k = np.array([0, 1, 2, 100, 200, 255], np.uint8)
+    with np.errstate(invalid="ignore", over="ignore"):
+        _same(_run(program, [x, k], None), _run(program, [x, k], []), exact=True)
+
+
+def test_one_sided_clip_fuses_and_a_short_axis_reduces_by_slices_bit_for_bit():
+    def f(a, b):
+        box = rt.clip(a - b, 0, None)
+        return rt.prod(box, axis=-1), rt.max(rt.clip(a, None, 1.5), axis=0), rt.min(b, axis=1), rt.prod(a, axis=0)
+
+    program = _trace(f, [3, 4], [3, 4])
+    source = Executor().compile(program).source
+    assert "k_clip" not in source and "multiply_reduce" not in source and "maximum_reduce" not in source, source
+    assert "xp_multiply_reduce" in Executor().compile(_trace(lambda a: rt.prod(a, axis=0), [5, 4])).source
+    a, b = _edge_values((3, 4)), _edge_values((3, 4), seed=1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        _same(_run(program, [a, b], None), _run(program, [a, b], []), exact=True)
+        want = [np.multiply.reduce(np.clip(a - b, 0, None), -1), np.max(np.clip(a, None, 1.5), 0), np.min(b, 1),
+                np.multiply.reduce(a, 0)]
+        _same(_run(program, [a, b], None), want, exact=True)
+
+
 # --- fusion and in-place writes -------------------------------------------------------------------
 
 def gelu(x):
