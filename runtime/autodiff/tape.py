@@ -74,21 +74,25 @@ def record(opdef, inputs, args, attrs, result, backend):
             return
     elif not any(carries_gradient(o.data) for o in result):
         return
-    in_keys, literals = [], ()
+    saved, n = args, len(args)      # the arrays, then each input's key (see _SavedOp)
+    literals, tracked = (), False
     for x in inputs:
         if isinstance(x, Tensor):
             slot = x._ag
-            in_keys.append(slot if slot is not None and (slot.requires or slot.record is not None) else None)
+            if slot is not None and (slot.requires or slot.record is not None):
+                saved.append(slot)
+                tracked = True
+                continue
         else:
-            literals += ((len(in_keys), x),)
-            in_keys.append(None)
-    if in_keys.count(None) == len(in_keys):
+            literals += ((len(saved) - n, x),)
+        saved.append(None)
+    if not tracked:
         return
     if single:
-        result._ag = OutputRecord(opdef, attrs, in_keys, tuple(args), literals, result.data, backend)
+        result._ag = OutputRecord(opdef, attrs, saved, literals, result.data, backend)
         return
     out_keys = []
-    rec = OpRecord(opdef, attrs, in_keys, tuple(args), literals, tuple(o.data for o in result), backend, out_keys)
+    rec = OpRecord(opdef, attrs, saved, literals, tuple(o.data for o in result), backend, out_keys)
     for i, out in enumerate(result):
         if carries_gradient(out.data):
             out._ag = Slot(rec, i, False)
@@ -102,14 +106,24 @@ class _SavedOp:
     cost as much as a small op, and most records never meet backward() (inference with
     Parameters that require grad), so `inputs` and `outputs` wrap the arrays when the engine
     reads them. `literals` are the (position, value) of the inputs that were not Tensors:
-    numbers, NumPy arrays and tensor arrays reach the gradient rule as they were passed."""
+    numbers, NumPy arrays and tensor arrays reach the gradient rule as they were passed.
 
-    __slots__ = ("opdef", "attrs", "in_keys", "arrays", "literals", "results", "backend")
+    The arrays and the inputs' keys share one list, `saved` (n arrays, then n keys): while the
+    tape is alive the garbage collector walks every object it holds, and on small arrays those
+    walks cost as much as the ops."""
+
+    __slots__ = ("opdef", "attrs", "saved", "literals", "results", "backend")
     origin = None
 
     @property
+    def in_keys(self):
+        saved = self.saved
+        return saved[len(saved) // 2:]
+
+    @property
     def inputs(self):
-        values = [Tensor(a, self.backend) for a in self.arrays]
+        saved, backend = self.saved, self.backend
+        values = [Tensor(a, backend) for a in saved[:len(saved) // 2]]
         for i, x in self.literals:
             values[i] = x
         return values
@@ -121,9 +135,9 @@ class OpRecord(_SavedOp):
     __slots__ = ("out_keys",)
     single = False
 
-    def __init__(self, opdef, attrs, in_keys, arrays, literals, results, backend, out_keys):
-        self.opdef, self.attrs, self.in_keys, self.arrays = opdef, attrs, in_keys, arrays
-        self.literals, self.results, self.backend, self.out_keys = literals, results, backend, out_keys
+    def __init__(self, opdef, attrs, saved, literals, results, backend, out_keys):
+        self.opdef, self.attrs, self.saved, self.literals = opdef, attrs, saved, literals
+        self.results, self.backend, self.out_keys = results, backend, out_keys
 
     @property
     def outputs(self):
@@ -132,8 +146,7 @@ class OpRecord(_SavedOp):
 
 class OutputRecord(_SavedOp):
     """The record of an op with one output, and that output's Slot too: one object where a Record
-    and a Slot would be two. While the tape is alive the garbage collector walks every object
-    it holds, and on small arrays those walks cost as much as the ops."""
+    and a Slot would be two (for the garbage collector's sake, as above)."""
 
     __slots__ = ("grad",)
     single = True
@@ -141,9 +154,9 @@ class OutputRecord(_SavedOp):
     requires = False
     keeps_grad = True
 
-    def __init__(self, opdef, attrs, in_keys, arrays, literals, results, backend):
-        self.opdef, self.attrs, self.in_keys, self.arrays = opdef, attrs, in_keys, arrays
-        self.literals, self.results, self.backend, self.grad = literals, results, backend, None
+    def __init__(self, opdef, attrs, saved, literals, results, backend):
+        self.opdef, self.attrs, self.saved, self.literals = opdef, attrs, saved, literals
+        self.results, self.backend, self.grad = results, backend, None
 
     @property
     def record(self):
