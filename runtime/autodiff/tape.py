@@ -33,7 +33,8 @@ GRAD_MODE = _GradMode()
 
 class Slot:
     """A Tensor's autodiff state: the Record that made it (None for a leaf), its output index,
-    whether a leaf requires grad, and the leaf's accumulated `.grad`."""
+    whether it requires grad (a leaf's own flag; always, for an op's output, as in PyTorch), and
+    the leaf's accumulated `.grad`."""
 
     __slots__ = ("record", "index", "requires", "grad", "keeps_grad")
 
@@ -72,14 +73,17 @@ def record(opdef, inputs, args, attrs, result, backend):
     if single:
         if not carries_gradient(result.data):
             return
-    elif not any(carries_gradient(o.data) for o in result):
-        return
+    else:
+        results = tuple([o.data for o in result])
+        out_keys = [carries_gradient(o) for o in results]      # then each output's Slot, or None
+        if True not in out_keys:
+            return
     saved, n = args, len(args)      # the arrays, then each input's key (see _SavedOp)
     literals, tracked = (), False
     for x in inputs:
         if isinstance(x, Tensor):
             slot = x._ag
-            if slot is not None and (slot.requires or slot.record is not None):
+            if slot is not None and slot.requires:
                 saved.append(slot)
                 tracked = True
                 continue
@@ -91,14 +95,12 @@ def record(opdef, inputs, args, attrs, result, backend):
     if single:
         result._ag = OutputRecord(opdef, attrs, saved, literals, result.data, backend)
         return
-    out_keys = []
-    rec = OpRecord(opdef, attrs, saved, literals, tuple(o.data for o in result), backend, out_keys)
+    rec = OpRecord(opdef, attrs, saved, literals, results, backend, out_keys)
     for i, out in enumerate(result):
-        if carries_gradient(out.data):
-            out._ag = Slot(rec, i, False)
-            out_keys.append(out._ag)
+        if out_keys[i]:
+            out_keys[i] = out._ag = Slot(rec, i)
         else:
-            out_keys.append(None)
+            out_keys[i] = None
 
 
 class _SavedOp:
@@ -151,7 +153,7 @@ class OutputRecord(_SavedOp):
     __slots__ = ("grad",)
     single = True
     index = 0
-    requires = False
+    requires = True
     keeps_grad = True
 
     def __init__(self, opdef, attrs, saved, literals, results, backend):
