@@ -10,6 +10,7 @@ import numpy as np
 from . import tracing
 from .array_methods import ArrayMethods, ElementCount, namespace
 from .backends import get_backend
+from .autodiff import tape
 from .autodiff.tape import Slot, no_grad
 
 
@@ -184,6 +185,9 @@ class Tensor(ArrayMethods):
         if self.ndim == 0:
             return format(self.item(), spec)
         return format(str(self), spec)
+
+
+tape.Tensor = Tensor     # the tape wraps the arrays it saved only when backward() reads them
 
 
 class Parameter(Tensor):

@@ -65,10 +65,11 @@ def backprop(records, seeds, wrt_keys, accumulate=None):
             raise NotImplementedError(
                 f"no gradient rule for op '{r.opdef.name}'{where}: it is differentiable but has no vjp; "
                 "wrap its input in rt.stop_gradient(...) if no gradient should flow through it")
-        grads = r.opdef.vjp(gs[0] if r.single else tuple(gs), r.inputs, r.outputs, **r.attrs)
-        if len(grads) != len(r.inputs):
+        inputs = r.inputs
+        grads = r.opdef.vjp(gs[0] if r.single else tuple(gs), inputs, r.outputs, **r.attrs)
+        if len(grads) != len(inputs):
             raise ValueError(f"the vjp of '{r.opdef.name}' returned {len(grads)} cotangents for "
-                             f"{len(r.inputs)} inputs")
+                             f"{len(inputs)} inputs")
         for key, g in zip(r.in_keys, grads):
             if g is None or key is None or key not in active:
                 continue

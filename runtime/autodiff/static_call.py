@@ -97,7 +97,7 @@ def record_call(program, arrays, sources, outputs, backend):
     record = Record(opdef, saved_in, saved_out, {}, in_keys, out_keys, False)
     for i, (out, var) in enumerate(zip(outputs, program.outputs)):
         if isinstance(out, Tensor) and _differentiable(var):
-            out._ag = Slot(record, i, requires=False)
+            out._ag = Slot(record, i)
             out_keys.append(out._ag)
         else:
             out_keys.append(None)

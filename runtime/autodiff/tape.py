@@ -1,18 +1,24 @@
 """The eager tape: what `loss.backward()` walks.
 
 While grad mode is on, every differentiable op that `dispatch.apply` runs on a
-Tensor that requires grad leaves a Record, reachable from its outputs through
-their `Slot`. The tape is that graph of Records: it lives exactly as long as
-the tensors that can still reach it (no global list to clear), and
+Tensor that requires grad leaves a record, reachable from its outputs through
+their slot (`Tensor._ag`). The tape is that graph of records: it lives exactly
+as long as the tensors that can still reach it (no global list to clear), and
 `backward()` orders the part its loss reaches and hands it to the engine.
-Records keep their own handles on the arrays (not the caller's Tensors), so a
-later `x[...] = v` on a Tensor never changes what an earlier op saw.
+Records keep the arrays themselves (not the caller's Tensors), so a later
+`x[...] = v` on a Tensor, which gives it a new array, never changes what an
+earlier op saw.
+
+Recording is on the eager hot path of every model whose Parameters require
+grad, inference included, so a record is kept small: arrays instead of
+wrappers, and one object for a one-output op and its output's slot.
 """
 import threading
 from contextlib import contextmanager
 
-from .records import Record, carries_gradient
+from .records import carries_gradient
 
+Tensor = None       # runtime.tensor's class, set there: the tape sits below the module that defines it
 
 
 class _GradMode(threading.local):
@@ -27,7 +33,8 @@ GRAD_MODE = _GradMode()
 
 class Slot:
     """A Tensor's autodiff state: the Record that made it (None for a leaf), its output index,
-    whether a leaf requires grad, and the leaf's accumulated `.grad`."""
+    whether it requires grad (a leaf's own flag; always, for an op's output, as in PyTorch), and
+    the leaf's accumulated `.grad`."""
 
     __slots__ = ("record", "index", "requires", "grad", "keeps_grad")
 
@@ -58,27 +65,115 @@ def enable_grad():
     return _grad_mode(True)
 
 
-def record(opdef, inputs, attrs, result, Tensor):
-    """Called by dispatch after an eager op on a tracked Tensor: link its outputs to a new Record.
-    (`Tensor` is handed down: the tape sits below runtime.tensor, which imports it.)"""
-    if not opdef.differentiable or result is None or type(result) is list:
-        return
-    in_keys = [x._ag if isinstance(x, Tensor) and x._ag is not None and x._ag.tracks() else None
-               for x in inputs]
-    if not any(k is not None for k in in_keys):
-        return
-    single = not isinstance(result, tuple)
-    outs = (result,) if single else result
-    saved_in = [Tensor(x.data, x.backend) if isinstance(x, Tensor) else x for x in inputs]
-    saved_out = tuple(Tensor(o.data, o.backend) for o in outs)
-    out_keys = []
-    rec = Record(opdef, saved_in, saved_out[0] if single else saved_out, attrs, in_keys, out_keys, single)
-    for i, out in enumerate(outs):
-        if carries_gradient(out):
-            out._ag = Slot(rec, i, requires=False)
-            out_keys.append(out._ag)
+def record(opdef, inputs, args, attrs, result, backend):
+    """Called by dispatch after a differentiable op read a Tensor with a slot, in grad mode: link the
+    float outputs to a new record when some input tracks. `args` are the arrays the kernel read: the
+    record keeps them (a later `x[i] = v` gives x a new array, it never writes into this one)."""
+    single = type(result) is not tuple
+    if single:
+        if not carries_gradient(result.data):
+            return
+    else:
+        results = tuple([o.data for o in result])
+        out_keys = [carries_gradient(o) for o in results]      # then each output's Slot, or None
+        if True not in out_keys:
+            return
+    saved, n = args, len(args)      # the arrays, then each input's key (see _SavedOp)
+    literals, tracked = (), False
+    for x in inputs:
+        if isinstance(x, Tensor):
+            slot = x._ag
+            if slot is not None and slot.requires:
+                saved.append(slot)
+                tracked = True
+                continue
         else:
-            out_keys.append(None)
+            literals += ((len(saved) - n, x),)
+        saved.append(None)
+    if not tracked:
+        return
+    if single:
+        result._ag = OutputRecord(opdef, attrs, saved, literals, result.data, backend)
+        return
+    rec = OpRecord(opdef, attrs, saved, literals, results, backend, out_keys)
+    for i, out in enumerate(result):
+        if out_keys[i]:
+            out_keys[i] = out._ag = Slot(rec, i)
+        else:
+            out_keys[i] = None
+
+
+class _SavedOp:
+    """What the tape keeps of one eager op: the arrays it read and made, not Tensors. Wrappers
+    cost as much as a small op, and most records never meet backward() (inference with
+    Parameters that require grad), so `inputs` and `outputs` wrap the arrays when the engine
+    reads them. `literals` are the (position, value) of the inputs that were not Tensors:
+    numbers, NumPy arrays and tensor arrays reach the gradient rule as they were passed.
+
+    The arrays and the inputs' keys share one list, `saved` (n arrays, then n keys): while the
+    tape is alive the garbage collector walks every object it holds, and on small arrays those
+    walks cost as much as the ops."""
+
+    __slots__ = ("opdef", "attrs", "saved", "literals", "results", "backend")
+    origin = None
+
+    @property
+    def in_keys(self):
+        saved = self.saved
+        return saved[len(saved) // 2:]
+
+    @property
+    def inputs(self):
+        saved, backend = self.saved, self.backend
+        values = [Tensor(a, backend) for a in saved[:len(saved) // 2]]
+        for i, x in self.literals:
+            values[i] = x
+        return values
+
+
+class OpRecord(_SavedOp):
+    """The record of an op with several outputs; each float output has a Slot pointing here."""
+
+    __slots__ = ("out_keys",)
+    single = False
+
+    def __init__(self, opdef, attrs, saved, literals, results, backend, out_keys):
+        self.opdef, self.attrs, self.saved, self.literals = opdef, attrs, saved, literals
+        self.results, self.backend, self.out_keys = results, backend, out_keys
+
+    @property
+    def outputs(self):
+        return tuple(Tensor(o, self.backend) for o in self.results)
+
+
+class OutputRecord(_SavedOp):
+    """The record of an op with one output, and that output's Slot too: one object where a Record
+    and a Slot would be two (for the garbage collector's sake, as above)."""
+
+    __slots__ = ("grad",)
+    single = True
+    index = 0
+    requires = True
+    keeps_grad = True
+
+    def __init__(self, opdef, attrs, saved, literals, results, backend):
+        self.opdef, self.attrs, self.saved, self.literals = opdef, attrs, saved, literals
+        self.results, self.backend, self.grad = results, backend, None
+
+    @property
+    def record(self):
+        return self
+
+    @property
+    def out_keys(self):
+        return [self]
+
+    @property
+    def outputs(self):
+        return Tensor(self.results, self.backend)
+
+    def tracks(self):
+        return True
 
 
 def reachable(slot):

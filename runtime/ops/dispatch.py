@@ -66,8 +66,8 @@ def run_eager(opdef, inputs, attrs, device=None):
         return [Tensor(o, backend) for o in out]
     else:
         result = Tensor(out, backend)
-    if tracked and GRAD_MODE.enabled:
-        record_on_tape(opdef, inputs, attrs, result, Tensor)
+    if tracked and opdef.differentiable and GRAD_MODE.enabled:
+        record_on_tape(opdef, inputs, args, attrs, result, backend)
     return result
 
 

@@ -1,6 +1,8 @@
 """The autodiff engine through both doors: eager backward()/.grad and rt.grad/value_and_grad
 (eagerly, inside @to_static code, on static functions), checked against NumPy-written gradients
 and central finite differences in float64."""
+import gc
+
 import numpy as np
 import pytest
 
@@ -110,6 +112,34 @@ def test_setitem_after_use_does_not_change_recorded_inputs():
     y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
 
+
+
+def test_the_tape_keeps_arrays_and_wraps_them_for_backward():
+    """Records save the arrays an op read, not Tensors (inference with parameters never pays for
+    wrappers); backward() wraps them, and numbers, NumPy arrays and ops with several outputs reach
+    the gradient rules as they were passed."""
+    x = rt.tensor(np.array([1.0, 2.0, 3.0, 4.0]), requires_grad=True)
+    c = np.array([2.0, 0.5, 1.0, 3.0])
+    before = sum(isinstance(o, rt.Tensor) for o in gc.get_objects())
+    a, b = rt.split(x * c, 2)
+    y = (a * b * 3.0 - 1.0).sum()
+    del a, b
+    assert sum(isinstance(o, rt.Tensor) for o in gc.get_objects()) - before == 1     # y alone
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), [18.0, 18.0, 6.0, 9.0])        # c * (3b, 3a) at x * c
+
+
+def test_an_op_result_is_a_tracked_non_leaf():
+    x = rt.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    y = x * 2.0
+    assert y.requires_grad and not y.is_leaf and y.grad is None
+    y.requires_grad = True
+    with pytest.raises(RuntimeError, match="detach"):
+        y.requires_grad = False
+    y.grad = rt.ones_like(y)
+    np.testing.assert_array_equal(y.grad.numpy(), [1.0, 1.0])
+    (y * y).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [8.0, 16.0])
 
 # --- the functional door ----------------------------------------------------------------------
 
