@@ -2,8 +2,8 @@
 
 Converted code that writes `self.n` or `cache["k"]` under tensor control flow
 leaves a traced value there (`runtime.state`; the trace hands the places back
-as `Recording.written`). After the trace, `StateWrites` turns each such place into extra outputs of the
-Program it runs (a copy: the function's Program keeps its own outputs) and
+as `Recording.written`). After the trace, `StateWrites` turns each such place
+into extra outputs of the Program it runs (a copy: the function's Program keeps its own outputs) and
 puts the old value back; after every run of the Program it stores
 the new values on the object: eager Tensors, or a Python number where the
 place held one before (a float counter stays a float). A Tensor written in
@@ -241,7 +241,8 @@ def snapshot(objects):
 
 
 def register_writes(written, snap):
-    """Add to `written` (a trace's places: cell identity -> (cell, value before)) the places of the snapshot's objects the trace changed.
+    """Add to `written` (a trace's places: cell identity -> (cell, value before)) the places of the
+    snapshot's objects the trace changed.
 
     A Python value written while tracing (`self.calls += 1`) counts too: it is
     stored after each run, and the next call sees that the Program was traced

@@ -189,8 +189,8 @@ def _dry_run(op, bb, carried, wrt_captured):
 
 
 def _sparse_gather(block, cotangent, captured):
-    """The gather-gradient op (`scatters_cotangent`: `getitem_grad`) of `block` that alone makes `cotangent` (the scatter of one `captured[i]`
-    read, by dynamic index values only), or None."""
+    """The gather-gradient op (`scatters_cotangent`: `getitem_grad`) of `block` that alone makes
+    `cotangent` (the scatter of one `captured[i]` read, by dynamic index values only), or None."""
     if not isinstance(cotangent, Variable) or cotangent.block is not block:
         return None
     for op in block.ops:

@@ -98,8 +98,9 @@ def _steps(gen, op, steps, specs, inputs, buffers, out, scratch):
     names, lines = {}, []
     for j, step in enumerate(steps):
         fn = gen.bound(step[0])
-        met = {_arg_dtype(b, op, specs) for b in step[1:] if isinstance(b, dict)}
-        args = ", ".join(_number(gen, a, met) if _is_number(a) else _arg(gen, a, inputs, names) for a in step[1:])
+        met = {np.dtype(_fused.step_arg(b, op.inputs, specs).dtype) for b in step[1:] if isinstance(b, dict)}
+        args = ", ".join(_fused.step_arg(a, inputs, names) if isinstance(a, dict) else _number(gen, a, met)
+                         for a in step[1:])
         spec = specs[j]
         shape, dtype = tuple(spec.shape), np.dtype(spec.dtype)
         last = j == len(steps) - 1
@@ -132,14 +133,6 @@ def _steps(gen, op, steps, specs, inputs, buffers, out, scratch):
             if len(shape) >= 1:
                 buffers.append([name, shape, dtype, ("step", j)])
     return names, lines
-
-
-def _arg(gen, a, inputs, names):
-    """Source of a step's argument: an input, an earlier step's name, or a number."""
-    if isinstance(a, dict):
-        (kind, k), = a.items()
-        return inputs[k] if kind == "in" else names[k]
-    return gen.value(a)
 
 
 def block_rows(op, steps, specs, into=None):
@@ -241,20 +234,11 @@ def _blocked_chain(gen, op, steps, specs, into, rows):
     return head + body + ["del " + ", ".join(temps)]
 
 
-def _is_number(a):
-    return isinstance(a, (int, float)) and not isinstance(a, bool)
-
-
-def _arg_dtype(a, op, specs):
-    (kind, k), = a.items()
-    return np.dtype(op.inputs[k].dtype if kind == "in" else specs[k].dtype)
-
-
 def _number(gen, a, met):
     """A step's number as a 0-d array of the one dtype it meets (made once): a ufunc takes it ~0.4 µs
     faster than a Python number, which it converts on every call. Only where the number is exactly a
     value of that dtype, so NEP 50's conversion of the weak number gives the same operand."""
-    if len(met) == 1:
+    if len(met) == 1 and not isinstance(a, bool):
         (dtype,) = met
         if dtype.kind in "iuf":
             try:

@@ -5,13 +5,15 @@ reuses the compiled kernel.
 """
 import math
 
+from ..ops.fused import step_arg
+
 FUSED_KERNELS = {}
 
 
 def fused_kernel(gen, op, steps):
     """The plan's call of the op's kernel (a single step is a plain ufunc call)."""
     if len(steps) == 1:
-        return f"{gen.bound(steps[0][0])}({', '.join(gen.step_arg(a, op, {}) for a in steps[0][1:])})"
+        return f"{gen.bound(steps[0][0])}({', '.join(gen.value(step_arg(a, op.inputs, ())) for a in steps[0][1:])})"
     key = (gen.backend.name, repr(steps), len(op.inputs))
     kernel = FUSED_KERNELS.get(key)
     if kernel is None:

@@ -168,13 +168,6 @@ class PlanCodegen(Codegen):
         """A fused op's steps: on NumPy one ufunc call each into reused buffers; else one backend.fuse kernel."""
         return fused_chain(self, op, steps) if self.numpy else fused_kernel(self, op, steps)
 
-    def step_arg(self, a, op, names):
-        """Source of a fused step's argument: an input, an earlier step's name, or a number."""
-        if isinstance(a, dict):
-            (kind, k), = a.items()
-            return self.value(op.inputs[k]) if kind == "in" else names[k]
-        return self.value(a)
-
     # --- control flow -----------------------------------------------------------------------
     def block(self, block, indent):
         """Ops in order; a big value's name is deleted after its last reader, so its memory is

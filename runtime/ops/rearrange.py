@@ -311,15 +311,22 @@ def _split_infer(x, sections, axis=0):
     return out
 
 
+def _split_bounds(size, sections):
+    """Where the pieces of an axis of `size` start and end (a piece is [lo, max(lo, hi))), or None when
+    `sections` equal parts do not fit."""
+    if isinstance(sections, int):
+        if sections <= 0 or size % sections:
+            return None
+        return list(range(0, size + 1, size // sections)) if size else [0] * (sections + 1)
+    return [0, *(min(max(int(i) + size if int(i) < 0 else int(i), 0), size) for i in sections), size]
+
+
 def _split_kernel(xp, x, sections, axis=0):
     """Views by slicing (xp.split builds them through array_split: ten times slower on small arrays)."""
     size = x.shape[axis]
-    if isinstance(sections, int):
-        if sections <= 0 or size % sections:
-            raise ValueError(f"split: an axis of size {size} does not split into {sections} equal sections")
-        bounds = range(0, size + 1, size // sections) if size else [0] * (sections + 1)
-    else:
-        bounds = [0, *(min(max(int(i) + size if int(i) < 0 else int(i), 0), size) for i in sections), size]
+    bounds = _split_bounds(size, sections)
+    if bounds is None:
+        raise ValueError(f"split: an axis of size {size} does not split into {sections} equal sections")
     lead = (slice(None),) * (axis % x.ndim)
     return tuple(x[lead + (slice(lo, max(lo, hi)),)] for lo, hi in zip(bounds, bounds[1:]))
 
@@ -332,14 +339,9 @@ def _emit_split(gen, op):
         return None
     (a,) = norm_axes(axis, x.ndim)
     size = x.static_shape[a]
-    if size == -1:
+    bounds = None if size == -1 else _split_bounds(size, sections)
+    if bounds is None:
         return None
-    if isinstance(sections, int):
-        if sections <= 0 or size % sections or not size:
-            return None
-        bounds = list(range(0, size + 1, size // sections))
-    else:
-        bounds = [0, *(min(max(int(i) + size if int(i) < 0 else int(i), 0), size) for i in sections), size]
     x_name, lead = gen.value(x), ":, " * a
     return ", ".join(f"{x_name}[{lead}{lo}:{max(lo, hi)}]" for lo, hi in zip(bounds, bounds[1:]))
 

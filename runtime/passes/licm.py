@@ -176,7 +176,6 @@ def _batch_gathers(loop, pending):
         pending.add(loop, products)
 
 
-
 # --- (p[i] + m) + c -> (p + c)[i] + m -------------------------------------------------------------
 
 @register_pass("fold_gather_addend")

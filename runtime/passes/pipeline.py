@@ -1,6 +1,7 @@
 """The pass registry and the pipeline: which passes run, in what order, on a copy of the Program."""
 PASSES = {}            # name -> function(program) -> program
-DEFAULT_PIPELINE = ["strength_reduce", "fold", "licm", "hoist_gather_matmul", "fold_gather_addend", "cse", "dce", "fuse_elementwise", "inplace"]
+DEFAULT_PIPELINE = ["strength_reduce", "fold", "licm", "hoist_gather_matmul", "fold_gather_addend", "cse", "dce",
+                    "fuse_elementwise", "inplace"]
 
 
 def register_pass(name):

@@ -5,15 +5,15 @@ broadcast steps, dynamic shapes); memory O(block) beyond the result.
 
 Blocks are made small here (`small_blocks`) so boundaries fall at sizes a test can afford.
 """
-import tracemalloc
 
 import numpy as np
 import pytest
 
 import runtime as rt
+from bench.workloads import peak_memory
 from runtime.backends import get_backend
 from runtime.codegen import chains
-from runtime.executor import compile_plan
+from runtime.codegen.plan import compile_plan
 from runtime import passes
 
 BLOCK_BYTES = 4096                   # 1024 float32 elements
@@ -224,12 +224,6 @@ def test_gelu_over_1m_blocks_by_default_with_one_scratch_buffer():
     x = np.random.default_rng(7).standard_normal(n).astype(np.float32)
     _exact(blocked(x)[0], whole(x)[0])
     _exact(blocked(x)[0], gelu(x, np))
-    blocked(x)
-    tracemalloc.start()
-    try:
-        blocked(x)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = peak_memory(lambda: blocked(x))
     # the result, one block-sized scratch buffer, and small change
     assert peak <= x.nbytes + chains.BLOCK_BYTES + 16 * 1024, peak / x.nbytes

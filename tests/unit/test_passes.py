@@ -7,7 +7,6 @@ cond/while nests, tensor arrays, breaks and returns.
 """
 import random
 import re
-import tracemalloc
 import time
 import types
 
@@ -28,6 +27,7 @@ from transpiler import to_static
 from tests.conversion.corpus import CASES
 from tests.conversion.oracle import inputs as oracle_inputs
 from bench import pass_scaling     # the Program shapes the pass-scaling benchmark times
+from bench.workloads import peak_memory
 from tests.conversion.test_differential import HEADER, _Gen, _state
 
 ALL = list(passes.PASSES)
@@ -590,14 +590,9 @@ def test_gelu_peak_memory_is_two_buffers():
     program = _trace(gelu, [1 << 20])
     plan = Executor().compile(program)
     x = np.random.default_rng(0).standard_normal(1 << 20).astype(np.float32)
-    plan(x)
-    tracemalloc.start()
-    try:
-        out = plan(x)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = peak_memory(lambda: plan(x))
     assert peak <= 2 * x.nbytes + 64 * 1024, peak / x.nbytes
+    out = plan(x)
     naive = Executor(passes=[]).compile(program)
     np.testing.assert_allclose(out[0], naive(x)[0], rtol=1e-6, atol=1e-6)
 
@@ -963,13 +958,7 @@ def test_plan_frees_big_values_after_their_last_use():
     plan = Executor(passes=[]).compile(program)
     assert "    del " in plan.source, plan.source
     x = np.linspace(0, 1, 1 << 18, dtype=np.float32)
-    plan(x)
-    tracemalloc.start()
-    try:
-        plan(x)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = peak_memory(lambda: plan(x))
     assert peak <= 2 * x.nbytes + 64 * 1024, peak / x.nbytes
 
 
