@@ -2,7 +2,9 @@
 
 Python scalars are *weakly typed* (NumPy 2 / NEP 50, JAX): `x * 2.0` keeps
 float32. A traced Variable that came from a Python number carries `weak=True`
-and promotes the same way, through `result_type` below.
+and promotes the same way, through `result_type` below. It also keeps the
+Python number's precision (a float is a float64), so a float that a tensor
+`if` or `while` carries computes what Python computes.
 """
 import builtins
 
@@ -47,6 +49,8 @@ def _dtype_of(value):
 
 DEFAULT_FLOAT = np.dtype(np.float32)
 DEFAULT_INT = np.dtype(np.int64)
+_PYTHON_PRECISION = {builtins.bool: np.dtype(np.bool_), int: DEFAULT_INT, float: np.dtype(np.float64),
+                     complex: np.dtype(np.complex128)}
 
 _WEAK_EXAMPLE = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
 
@@ -59,6 +63,14 @@ def as_dtype(dtype):
         return np.dtype(dtype)
     except TypeError as e:
         raise TypeError(f"not a dtype: {dtype!r}") from e
+
+
+def weak_dtype(value):
+    """The dtype a Python number keeps as a traced (weak) value: its own precision."""
+    for kind in (builtins.bool, int, float, complex):
+        if isinstance(value, kind):
+            return _PYTHON_PRECISION[kind]
+    return np.asarray(value).dtype
 
 
 def scalar_dtype(value):
@@ -89,10 +101,10 @@ def result_type(*operands):
         else:
             args.append(op)
     if all(not isinstance(a, np.dtype) for a in args):
-        # only weak operands: promote among Python kinds, then take our defaults
-        kinds = [type(a) for a in args]
-        for py, dt in ((complex, np.complex64), (float, DEFAULT_FLOAT), (int, DEFAULT_INT)):
+        # only weak operands: promote among Python kinds, at Python's precision
+        kinds = {type(a) for a in args}
+        for py in (complex, float, int):
             if py in kinds:
-                return np.dtype(dt)
+                return _PYTHON_PRECISION[py]
         return np.dtype(np.bool_)
     return np.result_type(*args)

@@ -131,6 +131,10 @@ class Variable(ArrayMethods):
     __index__ = __int__ = __float__ = __complex__ = _no_python_number
 
 
+for _name in array_methods.OPERATORS:     # a weak Variable's operators compute what Python's do
+    setattr(Variable, _name, array_methods.python_operator(getattr(ArrayMethods, _name)))
+
+
 class Operator:
     """One op: `outputs = type(inputs, **attrs)`; cond/while name sub-blocks in attrs."""
 

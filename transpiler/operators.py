@@ -13,6 +13,7 @@ import numpy as np
 
 import runtime as rt
 from runtime import pytree, tracing
+from runtime.array_methods import python_numbers
 from runtime.control_flow import Undefined, as_predicate, as_variable
 from runtime.errors import ControlFlowError, SymbolicBoolError
 from runtime.ops.known import known_value
@@ -501,9 +502,13 @@ class SymbolicRange(SymbolicIterable):
         self.start, self.stop, self.step = start, stop, step
 
     def length(self):
+        if isinstance(self.step, int) and self.step == 0:
+            raise ValueError("range() arg 3 must not be zero")
+        with python_numbers():          # len(range(...)) is a Python int
+            return self._length()
+
+    def _length(self):
         if isinstance(self.step, int):
-            if self.step == 0:
-                raise ValueError("range() arg 3 must not be zero")
             span = self.stop - self.start if not (isinstance(self.start, int) and self.start == 0) else self.stop
             if self.step == 1:
                 return rt.maximum(span, 0)
@@ -541,8 +546,9 @@ class _Zip(SymbolicIterable):
     def length(self):
         lengths = [p.length() for p in self.parts]
         out = lengths[0]
-        for other in lengths[1:]:
-            out = rt.minimum(out, other) if _symbolic(out) or _symbolic(other) else builtins.min(out, other)
+        with python_numbers():          # the shortest length, a Python int
+            for other in lengths[1:]:
+                out = rt.minimum(out, other) if _symbolic(out) or _symbolic(other) else builtins.min(out, other)
         return out
 
     def item(self, i):

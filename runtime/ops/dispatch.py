@@ -7,12 +7,13 @@ appends an Operator whose outputs are new Variables shaped by the op's rule.
 import numpy as np
 
 from .. import tracing
+from ..array_methods import PYTHON_OPERATOR
 from ..backends import get_backend
 from ..ir import LITERAL_TYPES, Variable
 from ..tensor import Tensor
 from ..undefined import Undefined
 from .registry import get_op
-from .rules import Spec, promote_operand
+from .rules import Spec, is_weak, promote_operand
 from ..autodiff.tape import GRAD_MODE, record as record_on_tape
 from ..dtypes import result_type
 
@@ -98,7 +99,9 @@ def record(opdef, inputs, attrs):
         ins = cast_weak_operands(ins)
     specs = opdef.infer(*ins, **attrs)
     single = isinstance(specs, Spec)
-    outs = [block.create_var(opdef.name, s.shape, s.dtype, weak=s.weak, kind=s.kind)
+    # a Python operator of Python numbers is a Python number; an rt function of them is NumPy's strong result
+    weak = getattr(PYTHON_OPERATOR, "active", False) or not all(is_weak(x) for x in ins if x is not None)
+    outs = [block.create_var(opdef.name, s.shape, s.dtype, weak=s.weak and weak, kind=s.kind)
             for s in ([specs] if single else specs)]
     block.append_op(opdef.name, ins, outs, attrs, origin=tracing.user_origin())
     if single:
