@@ -79,6 +79,10 @@ class Variable(ArrayMethods):
         raise SymbolicBoolError(self)
 
     def __len__(self):
+        if self.kind == "array":        # its static_shape is an element's: never the list's length
+            raise TypeError(
+                f"len() of the tensor array '{self.name}' in plain Python: its length is known only when the "
+                "Program runs; inside @to_static len(xs) and reversed(xs) are converted for you, or rt.stack it")
         if self.static_shape and self.static_shape[0] != -1:
             return self.static_shape[0]
         raise TypeError(

@@ -733,6 +733,14 @@ def convert_len(value):
     return builtins.len(value)
 
 
+def convert_reversed(seq):
+    """reversed(xs) of a list grown in a tensor-dependent loop: the array sliced [::-1] in the graph
+    (its length is known only at run time); Python's reversed otherwise."""
+    if _is_array(seq):
+        return rt.array_slice(seq, None, None, -1)
+    return builtins.reversed(seq)
+
+
 def convert_print(*args, sep=" ", end="\n", file=None, flush=False):
     """While tracing, every print becomes a print op: it prints on each run, on the path taken."""
     if tracing.current_block() is not None and file is None:
@@ -899,7 +907,7 @@ def convert_call(fn):
 _OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins.range: convert_range,
               builtins.enumerate: convert_enumerate, builtins.zip: convert_zip, builtins.min: convert_min,
               builtins.max: convert_max, builtins.map: convert_map, builtins.isinstance: convert_isinstance,
-              builtins.any: convert_any, builtins.all: convert_all}
+              builtins.any: convert_any, builtins.all: convert_all, builtins.reversed: convert_reversed}
 
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + [
