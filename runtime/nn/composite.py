@@ -1,5 +1,6 @@
-"""Functions built from the runtime's ops (no kernel of their own): pooling by averaging, batch and
-group normalization, 1-D convolution, attention, the recurrent cells and the common losses.
+"""Functions built from the runtime's ops (no kernel of their own): the piecewise activations, pooling by
+averaging, batch/group/instance normalization, padding, resizing, 1-D and 3-D convolution, attention, the
+recurrent cells and the common losses.
 
 Composed of registered ops, they run eagerly, trace into ordinary Programs and
 work on NumPy and CuPy alike; semantics and defaults are PyTorch's
@@ -67,6 +68,91 @@ def binary_cross_entropy_with_logits(input, target, reduction="mean", pos_weight
     else:
         loss = softplus(-input) * target * pos_weight + softplus(input) * (1 - target)
     return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """-[t * log(p) + (1 - t) * log(1 - p)] for probabilities p; each log is clamped at -100 (PyTorch's rule)."""
+    log_p = rt.maximum(rt.log(input), -100.0)
+    log_q = rt.maximum(rt.log(1 - input), -100.0)
+    loss = -(target * log_p + (1 - target) * log_q)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy")
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    """0.5 * d**2 / beta where |d| < beta, else |d| - 0.5 * beta (PyTorch's smooth_l1_loss)."""
+    d = rt.abs(input - target)
+    if beta == 0:
+        return _reduce(d, reduction, "smooth_l1_loss")
+    loss = rt.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+    return _reduce(loss, reduction, "smooth_l1_loss")
+
+
+# --- piecewise activations ------------------------------------------------------------------------
+
+def hardtanh(x, min_val=-1.0, max_val=1.0):
+    return rt.clip(x, min_val, max_val)
+
+
+def relu6(x):
+    """min(max(x, 0), 6), as MobileNets use it."""
+    return rt.clip(x, 0.0, 6.0)
+
+
+def hardsigmoid(x):
+    """relu6(x + 3) / 6: 0 below -3, 1 above 3, linear between."""
+    return rt.clip(x + 3.0, 0.0, 6.0) / 6.0
+
+
+def hardswish(x):
+    """x * relu6(x + 3) / 6 (MobileNetV3)."""
+    return x * rt.clip(x + 3.0, 0.0, 6.0) / 6.0
+
+
+def softsign(x):
+    return x / (1 + rt.abs(x))
+
+
+def log_sigmoid(x):
+    """log(sigmoid(x)) = -softplus(-x), without overflow for large |x|."""
+    return -softplus(-x)
+
+
+def mish(x):
+    return x * rt.tanh(softplus(x))
+
+
+def prelu(x, weight):
+    """max(0, x) + weight * min(0, x); a weight of several elements holds one slope per channel (axis 1)."""
+    wshape = _static_shape(weight)
+    ndim = len(_static_shape(x))
+    if math.prod(wshape) != 1:
+        if ndim < 2:
+            raise ValueError(f"prelu: a weight of {math.prod(wshape)} slopes needs an input with a channel axis")
+        weight = rt.reshape(weight, (1, -1) + (1,) * (ndim - 2))
+    return rt.where(x >= 0, x, weight * x)
+
+
+# --- similarity ---------------------------------------------------------------------------------------
+
+def cosine_similarity(x1, x2, axis=1, eps=1e-8):
+    """x1 . x2 / max(|x1| * |x2|, eps) along `axis` (inputs broadcast against each other)."""
+    dot = rt.sum(x1 * x2, axis=axis)
+    n1 = rt.sum(x1 * x1, axis=axis)
+    n2 = rt.sum(x2 * x2, axis=axis)
+    return dot / rt.sqrt(rt.maximum(n1 * n2, eps * eps))
+
+
+def normalize(x, p=2.0, axis=1, eps=1e-12):
+    """x / max(||x||_p, eps) along `axis`."""
+    if p == 2:
+        norm = rt.sqrt(rt.sum(x * x, axis=axis, keepdims=True))
+    elif p == 1:
+        norm = rt.sum(rt.abs(x), axis=axis, keepdims=True)
+    else:
+        norm = rt.sum(rt.abs(x) ** p, axis=axis, keepdims=True) ** (1.0 / p)
+    return x / rt.maximum(norm, eps)
 
 
 # --- pooling by averaging ---------------------------------------------------------------------------
@@ -164,6 +250,102 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
     return out
 
 
+def instance_norm(x, weight=None, bias=None, eps=1e-5):
+    """Normalize each sample's channels over their spatial dims (biased variance), then scale and shift."""
+    ndim = len(_static_shape(x))
+    if ndim < 3:
+        raise ValueError(f"instance_norm: expected input of rank 3 or more (N, C, ...), got shape {_static_shape(x)}")
+    axes = tuple(range(2, ndim))
+    mean = rt.mean(x, axis=axes, keepdims=True)
+    var = rt.mean((x - mean) * (x - mean), axis=axes, keepdims=True)
+    out = (x - mean) / rt.sqrt(var + eps)
+    affine = (1, -1) + (1,) * (ndim - 2)
+    if weight is not None:
+        out = out * rt.reshape(weight, affine)
+    if bias is not None:
+        out = out + rt.reshape(bias, affine)
+    return out
+
+
+# --- padding and resizing --------------------------------------------------------------------------------
+
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def pad(x, pad, mode="constant", value=0.0):
+    """torch.nn.functional.pad: `pad` holds (before, after) pairs from the LAST axis backwards
+    ([left, right, top, bottom] for NCHW); modes constant, reflect, replicate and circular."""
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: mode must be one of {', '.join(_PAD_MODES)}, got {mode!r}")
+    pad = [int(p) for p in pad]
+    ndim = len(_static_shape(x))
+    if len(pad) % 2 or len(pad) // 2 > ndim:
+        raise ValueError(f"pad: expected an even number of widths, at most two per axis of the rank-{ndim} input, "
+                         f"got {len(pad)}")
+    if any(p < 0 for p in pad):
+        raise ValueError(f"pad: negative widths (cropping) are not supported, got {pad}")
+    widths = [(0, 0)] * ndim
+    for i in range(len(pad) // 2):
+        widths[ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    if mode == "constant":
+        return rt.pad(x, widths, constant_values=value)
+    return rt.pad(x, widths, mode=_PAD_MODES[mode])
+
+
+def _resize_sizes(x, size, scale_factor, what):
+    shape = _static_shape(x)
+    spatial = shape[2:]
+    if not spatial:
+        raise ValueError(f"{what}: expected input of rank 3 or more (N, C, ...), got shape {shape}")
+    if -1 in spatial:
+        raise ValueError(f"{what}: the spatial dims must be known while tracing, got shape {shape}")
+    if (size is None) == (scale_factor is None):
+        raise ValueError(f"{what}: give exactly one of size and scale_factor")
+    k = len(spatial)
+    if size is not None:
+        out = (size,) * k if isinstance(size, int) else tuple(int(s) for s in size)
+        scales = [i / o for i, o in zip(spatial, out)]
+    else:
+        factors = (scale_factor,) * k if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
+        out = tuple(int(math.floor(i * f)) for i, f in zip(spatial, factors))
+        scales = [1.0 / f for f in factors]
+    if len(out) != k:
+        raise ValueError(f"{what}: expected {k} output sizes for input of shape {shape}, got {out}")
+    return spatial, out, scales
+
+
+def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Resize the spatial dims of (N, C, ...) input, as torch.nn.functional.interpolate: mode 'nearest'
+    (source index floor(dst * in/out)), 'linear'/'bilinear' (half-pixel centres, or corners aligned)."""
+    spatial, out, scales = _resize_sizes(x, size, scale_factor, "interpolate")
+    if mode == "nearest":
+        if align_corners:
+            raise ValueError("interpolate: align_corners only applies to the linear modes")
+        for i, (n_in, n_out, scale) in enumerate(zip(spatial, out, scales)):
+            index = np.minimum(np.floor(np.arange(n_out) * scale).astype(np.int64), n_in - 1)
+            if n_in != n_out:
+                x = rt.take(x, index, axis=2 + i)
+        return x
+    if mode not in ("linear", "bilinear", "trilinear"):
+        raise ValueError(f"interpolate: mode must be 'nearest', 'linear', 'bilinear' or 'trilinear', got {mode!r}")
+    for i, (n_in, n_out, scale) in enumerate(zip(spatial, out, scales)):
+        dst = np.arange(n_out, dtype=np.float64)
+        if align_corners:
+            src = dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
+        else:
+            src = np.maximum((dst + 0.5) * scale - 0.5, 0.0)
+        lo = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+        hi = np.minimum(lo + 1, n_in - 1)
+        frac = (src - lo).astype(np.float32).reshape((-1,) + (1,) * (len(spatial) - 1 - i))
+        a, b = rt.take(x, lo, axis=2 + i), rt.take(x, hi, axis=2 + i)
+        x = a + (b - a) * frac
+    return x
+
+
+def upsample(x, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(x, size, scale_factor, mode, align_corners)
+
+
 # --- 1-D convolution -------------------------------------------------------------------------------------
 
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -175,6 +357,50 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     out = conv2d(rt.expand_dims(x, axis=2), rt.expand_dims(weight, axis=2), bias, (1, _one(stride)), pad2,
                  (1, _one(dilation)), groups)
     return rt.squeeze(out, axis=2)
+
+
+def _triple(value, what):
+    t = (value,) * 3 if isinstance(value, int) else tuple(int(v) for v in value)
+    if len(t) != 3:
+        raise ValueError(f"conv3d: {what} must be an int or three ints, got {value!r}")
+    return t
+
+
+def conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution over (N, C, D, H, W) input with weight (out, in/groups, kd, kh, kw): for each depth
+    tap one conv2d over every output depth at once (depths moved into the batch), summed."""
+    if isinstance(padding, str):
+        if padding != "valid":
+            raise ValueError(f"conv3d: padding must be 'valid', an int or three ints, got {padding!r}")
+        padding = 0
+    sd, sh, sw = _triple(stride, "stride")
+    pd, ph, pw = _triple(padding, "padding")
+    dd, dh, dw = _triple(dilation, "dilation")
+    shape, wshape = _static_shape(x), _static_shape(weight)
+    if len(shape) != 5 or len(wshape) != 5:
+        raise ValueError(f"conv3d: expected input (N, C, D, H, W) and weight (O, C/groups, kd, kh, kw), got shapes "
+                         f"{shape} and {wshape}")
+    c, d = shape[1], shape[2]
+    o, kd = wshape[0], wshape[2]
+    if d == -1 or c == -1:
+        raise ValueError(f"conv3d: the channel and depth dims must be known while tracing, got shape {shape}")
+    if pd:
+        x = rt.pad(x, ((0, 0), (0, 0), (pd, pd), (0, 0), (0, 0)))
+        d += 2 * pd
+    od = (d - dd * (kd - 1) - 1) // sd + 1
+    if od < 1:
+        raise ValueError(f"conv3d: the padded depth {d} is smaller than the dilated kernel depth {dd * (kd - 1) + 1}")
+    h, w = x.shape[3], x.shape[4]
+    total = None
+    for i in range(kd):
+        taps = x[:, :, i * dd:i * dd + sd * (od - 1) + 1:sd]                      # (N, C, OD, H, W)
+        taps = rt.reshape(rt.permute_dims(taps, (0, 2, 1, 3, 4)), (-1, c, h, w))
+        y = conv2d(taps, weight[:, :, i], None, (sh, sw), (ph, pw), (dh, dw), groups)
+        total = y if total is None else total + y
+    out = rt.permute_dims(rt.reshape(total, (-1, od, o, total.shape[2], total.shape[3])), (0, 2, 1, 3, 4))
+    if bias is not None:
+        out = out + rt.reshape(bias, (1, o, 1, 1, 1))
+    return out
 
 
 def _one(value):
@@ -225,5 +451,8 @@ def lstm_cell_from_input_gates(gi, h, c, w_hh, b_hh=None):
 
 
 __all__ = ["mse_loss", "l1_loss", "huber_loss", "nll_loss", "binary_cross_entropy_with_logits", "avg_pool2d",
+           "binary_cross_entropy", "smooth_l1_loss", "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign",
+           "log_sigmoid", "mish", "prelu", "cosine_similarity", "normalize", "instance_norm", "pad", "interpolate",
+           "upsample", "conv3d",
            "adaptive_avg_pool2d", "batch_norm", "group_norm", "conv1d", "scaled_dot_product_attention",
            "rnn_cell_from_input_gates", "gru_cell_from_input_gates", "lstm_cell_from_input_gates"]

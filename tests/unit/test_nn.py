@@ -595,3 +595,140 @@ def test_to_device_and_repr():
     assert "(0): Linear(in_features=2, out_features=3, bias=True)" in text
     assert "(1): Conv2D(1, 2, kernel_size=(3, 3), stride=(1, 1), padding=(0, 0), bias=False)" in text
     assert "(2): GELU(approximate='tanh')" in text
+
+
+# --- layers models port from Paddle/PyTorch: activations, padding, resizing, Conv3D, InstanceNorm, losses ---------
+# Each runs eagerly and as a static function with a dynamic batch, against a NumPy oracle.
+
+from transpiler import InputSpec, to_static  # noqa: E402
+
+
+def _bilinear_ref(x, oh, ow, align_corners):
+    """PyTorch's bilinear resize: half-pixel source coordinates clamped at 0, or corners aligned."""
+    def coords(o, i):
+        d = np.arange(o, dtype=np.float64)
+        if align_corners:
+            s = d * ((i - 1) / (o - 1)) if o > 1 else np.zeros(o)
+        else:
+            s = np.maximum((d + 0.5) * (i / o) - 0.5, 0)
+        lo = np.minimum(np.floor(s).astype(int), i - 1)
+        return lo, np.minimum(lo + 1, i - 1), s - lo
+    y0, y1, fy = coords(oh, x.shape[2])
+    x0, x1, fx = coords(ow, x.shape[3])
+    top = x[:, :, y0][:, :, :, x0] * (1 - fx) + x[:, :, y0][:, :, :, x1] * fx
+    bottom = x[:, :, y1][:, :, :, x0] * (1 - fx) + x[:, :, y1][:, :, :, x1] * fx
+    return top * (1 - fy)[:, None] + bottom * fy[:, None]
+
+
+def _conv3d_ref(x, w, b, s, p, groups):
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0)) + tuple((q, q) for q in p))
+    o, cg, kd, kh, kw = w.shape
+    od, oh, ow = [(x.shape[2 + i] - k) // s[i] + 1 for i, k in enumerate((kd, kh, kw))]
+    out = np.zeros((x.shape[0], o, od, oh, ow))
+    for oc in range(o):
+        g = oc // (o // groups)
+        for i, j, k in np.ndindex(od, oh, ow):
+            patch = x[:, g * cg:(g + 1) * cg, i * s[0]:i * s[0] + kd, j * s[1]:j * s[1] + kh, k * s[2]:k * s[2] + kw]
+            out[:, oc, i, j, k] = (patch * w[oc]).sum(axis=(1, 2, 3, 4)) + b[oc]
+    return out
+
+
+_X4 = RNG.standard_normal((2, 3, 5, 6)).astype(np.float32) * 4
+_X5 = RNG.standard_normal((2, 4, 5, 6, 7)).astype(np.float32)
+_A, _B = RNG.standard_normal((4, 6)).astype(np.float32), RNG.standard_normal((4, 6)).astype(np.float32)
+_P = RNG.uniform(0.05, 0.95, (4, 6)).astype(np.float32)
+_T = RNG.uniform(0, 1, (4, 6)).astype(np.float32)
+
+
+def _prelu():
+    layer = nn.PReLU(3)
+    layer.weight.set_value(rt.tensor(np.array([0.1, 0.2, 0.3], np.float32)))
+    return layer
+
+
+def _conv3d():
+    rt.seed(3)
+    return nn.Conv3D(4, 6, (3, 2, 3), stride=(2, 1, 2), padding=(1, 1, 0), groups=2)
+
+
+x64 = _X4.astype(np.float64)
+MORE_LAYERS = [
+    ("ReLU6", nn.ReLU6, (_X4,), lambda x: np.clip(x, 0, 6)),
+    ("Hardswish", nn.Hardswish, (_X4,), lambda x: x * np.clip(x + 3, 0, 6) / 6),
+    ("Hardsigmoid", nn.Hardsigmoid, (_X4,), lambda x: np.clip(x + 3, 0, 6) / 6),
+    ("Hardtanh", lambda: nn.Hardtanh(-2, 2), (_X4,), lambda x: np.clip(x, -2, 2)),
+    ("Softsign", nn.Softsign, (_X4,), lambda x: x / (1 + np.abs(x))),
+    ("LogSigmoid", nn.LogSigmoid, (_X4,), lambda x: -np.logaddexp(0, -x64)),
+    ("Mish", nn.Mish, (_X4,), lambda x: x64 * np.tanh(np.logaddexp(0, x64))),
+    ("Tanh", nn.Tanh, (_X4,), np.tanh),
+    ("LeakyReLU", lambda: nn.LeakyReLU(0.2), (_X4,), lambda x: np.where(x >= 0, x, 0.2 * x)),
+    ("ELU", lambda: nn.ELU(0.5), (_X4,), lambda x: np.where(x > 0, x, 0.5 * np.expm1(x64))),
+    ("SiLU", nn.SiLU, (_X4,), lambda x: x64 / (1 + np.exp(-x64))),
+    ("Softplus", nn.Softplus, (_X4,), lambda x: np.logaddexp(0, x64)),
+    ("LogSoftmax", lambda: nn.LogSoftmax(1), (_X4,), lambda x: x64 - np.log(np.exp(x64).sum(1, keepdims=True))),
+    ("PReLU", _prelu, (_X4,), lambda x: np.where(x >= 0, x, np.array([.1, .2, .3])[None, :, None, None] * x)),
+    ("Pad2D-reflect", lambda: nn.Pad2D([1, 2, 2, 1], mode="reflect"), (_X4,),
+     lambda x: np.pad(x, ((0, 0), (0, 0), (2, 1), (1, 2)), mode="reflect")),
+    ("Pad2D-replicate", lambda: nn.Pad2D([0, 1, 3, 0], mode="replicate"), (_X4,),
+     lambda x: np.pad(x, ((0, 0), (0, 0), (3, 0), (0, 1)), mode="edge")),
+    ("Pad2D-constant", lambda: nn.Pad2D(1, value=2.0), (_X4,), lambda x: np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)),
+                                                                               constant_values=2.0)),
+    ("Upsample-nearest", lambda: nn.Upsample(scale_factor=2), (_X4,), lambda x: x.repeat(2, 2).repeat(2, 3)),
+    ("Upsample-nearest-size", lambda: nn.Upsample(size=(7, 4)), (_X4,),
+     lambda x: x[:, :, np.floor(np.arange(7) * 5 / 7).astype(int)][:, :, :, np.floor(np.arange(4) * 1.5).astype(int)]),
+    ("Upsample-bilinear", lambda: nn.Upsample(size=(7, 9), mode="bilinear"), (_X4,),
+     lambda x: _bilinear_ref(x64, 7, 9, False)),
+    ("Upsample-bilinear-corners", lambda: nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True), (_X4,),
+     lambda x: _bilinear_ref(x64, 10, 12, True)),
+    ("InstanceNorm2D", lambda: nn.InstanceNorm2D(3), (_X4,),
+     lambda x: (x64 - x64.mean((2, 3), keepdims=True)) / np.sqrt(x64.var((2, 3), keepdims=True) + 1e-5)),
+    ("Conv3D", _conv3d, (_X5,), lambda x: _conv3d_ref(x, _conv3d().weight.numpy(), _conv3d().bias.numpy(),
+                                                      (2, 1, 2), (1, 1, 0), 2)),
+    ("CosineSimilarity", nn.CosineSimilarity, (_A, _B),
+     lambda a, b: (a * b).sum(1) / np.sqrt((a * a).sum(1) * (b * b).sum(1))),
+    ("MSELoss", nn.MSELoss, (_A, _B), lambda a, b: ((a - b) ** 2).mean()),
+    ("L1Loss-sum", lambda: nn.L1Loss("sum"), (_A, _B), lambda a, b: np.abs(a - b).sum()),
+    ("SmoothL1Loss", nn.SmoothL1Loss, (_A, _B),
+     lambda a, b: np.where(np.abs(a - b) < 1, 0.5 * (a - b) ** 2, np.abs(a - b) - 0.5).mean()),
+    ("BCELoss", nn.BCELoss, (_P, _T), lambda p, t: -(t * np.log(p) + (1 - t) * np.log(1 - p)).mean()),
+]
+
+
+@pytest.mark.parametrize("name, make, inputs, oracle", MORE_LAYERS, ids=[m[0] for m in MORE_LAYERS])
+def test_more_layers_match_numpy_eagerly_and_static(name, make, inputs, oracle):
+    layer = make()
+    want = oracle(*inputs)
+    tensors = [rt.tensor(a) for a in inputs]
+    with rt.no_grad():
+        np.testing.assert_allclose(layer(*tensors).numpy(), want, rtol=1e-4, atol=1e-5)
+        spec = [InputSpec([None] + list(a.shape[1:]), "float32") for a in inputs]
+        static = to_static(lambda *xs: layer(*xs), input_spec=spec)
+        np.testing.assert_allclose(static(*tensors).numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("fn", [F.hardswish, F.instance_norm, F.mish,
+                                lambda t: F.interpolate(t, size=(5, 7), mode="bilinear"),
+                                lambda t: F.pad(t, [1, 2, 1, 1], mode="reflect")])
+def test_more_functions_gradients_match_finite_differences(fn):
+    x = RNG.standard_normal((1, 2, 3, 4))
+    weights = RNG.standard_normal(fn(rt.tensor(x)).shape)
+
+    def loss(t):
+        return (fn(t) * rt.tensor(weights)).sum()
+    g = rt.grad(loss)(rt.tensor(x)).numpy()
+    num = np.zeros_like(x)
+    for i in np.ndindex(*x.shape):
+        d = np.zeros_like(x)
+        d[i] = 1e-6
+        num[i] = (loss(rt.tensor(x + d)).numpy() - loss(rt.tensor(x - d)).numpy()) / 2e-6
+    np.testing.assert_allclose(g, num, rtol=1e-5, atol=1e-6)
+
+
+def test_pad_and_interpolate_reject_what_they_do_not_support():
+    x = rt.tensor(_X4)
+    with pytest.raises(ValueError, match="mode"):
+        F.pad(x, [1, 1], mode="mirror")
+    with pytest.raises(ValueError, match="exactly one"):
+        F.interpolate(x)
+    with pytest.raises(ValueError, match="mode"):
+        F.interpolate(x, scale_factor=2, mode="bicubic")
