@@ -18,9 +18,9 @@ import gast
 import numpy as np
 
 import runtime as rt
-from runtime import pytree, tracing
+from runtime import pytree, rng, tracing
 from runtime.deploy import program_from_payload, program_payload
-from runtime.autodiff.static_call import backward_program, record_call
+from runtime.autodiff.static_call import backward_program, draws_random, record_call
 from runtime.autodiff.tape import GRAD_MODE
 from runtime.errors import SymbolicBoolError
 from runtime.codegen.plan import located as located_in_plan, wrap_output
@@ -305,6 +305,7 @@ class StaticFunction:
             if t.backend is not backend:
                 raise _device_mismatch(traced.program.inputs[traced.n_inputs + j].name, t, plan)
             arrays.append(t.data)
+        rng_state = rng.get_state() if GRAD_MODE.enabled and draws_random(traced.program) else None
         outs = plan(*arrays)
         if not kwargs:
             if traced.fast is None or (traced.fast and traced.fast.generation != writeback.GENERATION[0]):
@@ -317,7 +318,8 @@ class StaticFunction:
         if GRAD_MODE.enabled and not traced.state.in_place:   # on the tape as one op when some input or
             # captured tensor requires grad; a Program that writes tensors (a training step) is not a
             # function of them that a later backward() could go through
-            record_call(traced.program, arrays, [leaves[i] for i in positions] + list(params), outs, backend)
+            record_call(traced.program, arrays, [leaves[i] for i in positions] + list(params), outs, backend,
+                        rng_state)
         traced.state.store(outs)
         return tracing.rebuild_outputs(traced.program, outs)
 
@@ -544,6 +546,8 @@ def _fast_call(static, traced, args, key):
     """
     if traced.state.entries:
         return None     # places written through Python objects after each run: the general path
+    if draws_random(traced.program):
+        return None     # a backward() through it needs the generator state from before each run: the general path
     plan, program = traced.plan, traced.program
     backend = plan.backend
     ns = {"MISS": _MISS, "STATE": tracing._state, "ACTIVE": tracing._active, "Tensor": rt.Tensor, "BE": backend,

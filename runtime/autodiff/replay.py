@@ -30,22 +30,28 @@ class Alias:
         self.var = var
 
 
-def replay(ops, mapping, block, keys=None):
+def replay(ops, mapping, block, keys=None, random=False):
     """Record copies of `ops` into `block`; `mapping` (forward Variable -> value) grows with their outputs.
     Returns engine Records of the copies; `keys` (forward Variable -> engine key) grows too, where a
-    key differs from the value (in-place array ops)."""
+    key differs from the value (in-place array ops). `random`: ops drawing from the generator (dropout)
+    are copied too — the caller runs the copy from the generator state of the run it replays (a backward
+    Program of a whole static call does; a loop's or branch's gradient cannot, so there they are an error)."""
     keys = {} if keys is None else keys
     records = []
     for op in ops:
         ins = [mapping.get(x, x) if isinstance(x, Variable) else x for x in op.inputs]
         in_keys = [keys.get(x, mapping.get(x, x)) if isinstance(x, Variable) else None for x in op.inputs]
         opdef = get_op(op.type)
-        if not opdef.pure:
+        if not opdef.pure and not (random and opdef.random):
             if opdef.grows_input:
                 mapping[op.outputs[0]] = ins[0]
                 keys[op.outputs[0]] = alias = Alias(ins[0])
                 records.append(Record(opdef, ins, ins[0], op.attrs, in_keys, [alias], True, op.origin))
                 continue
+            if op.outputs and opdef.random:
+                raise NotImplementedError(f"cannot differentiate through '{op.type}' inside a loop or branch "
+                                          f"(at {op.origin}): recomputing it would draw new random numbers; "
+                                          "move it out of the loop or branch")
             if op.outputs:
                 raise NotImplementedError(f"cannot differentiate through '{op.type}' inside a loop or branch "
                                           f"(at {op.origin}): it changes its input in place")

@@ -209,3 +209,45 @@ def test_retraces_are_explained():
     with pytest.warns(UserWarning, match=r"traced for 8 input signatures \(latest retraces: .*shape"):
         for n in range(4, 9):
             static(rt.tensor(np.ones(n, np.float32)), 2)
+
+
+class DropoutNet(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 5)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(rt.tanh(self.fc(x)))
+
+
+def _dropout_run(static):
+    rt.seed(7)
+    net = DropoutNet()
+    net.train()
+    f = to_static(net) if static else net
+    x = rt.tensor(_x(4, 6))
+    c = _x(4, 5, seed=1)
+    outs, grads = [], []
+    for _ in range(2):              # each backward must use the mask of its own forward run
+        out = f(x)
+        (out * rt.tensor(c)).sum().backward()
+        outs.append(out.numpy())
+        grads.append(net.fc.weight.grad.numpy())
+        net.fc.weight.grad = None
+    outs.append(f(x).numpy())       # the backward drew nothing from the generator
+    return outs, grads, x.numpy(), c, net
+
+
+def test_eager_backward_through_a_static_layer_with_dropout_uses_the_forward_mask():
+    """Was NotImplementedError ('cannot differentiate through dropout inside a loop or branch'): the backward
+    Program of a static call replays its forward, and a replayed dropout would draw a new mask."""
+    want_outs, want_grads, x, c, net = _dropout_run(static=False)
+    outs, grads, _, _, net = _dropout_run(static=True)
+    for got, want in zip(outs + grads, want_outs + want_grads):
+        np.testing.assert_array_equal(got, want)
+    w, b = net.fc.weight.numpy(), net.fc.bias.numpy()       # NumPy: d/dW of sum(c * drop(tanh(x W^T + b)))
+    h = np.tanh(x @ w.T + b)
+    for out, grad in zip(outs[:2], grads):
+        g_pre = c * (out != 0) * 2.0 * (1 - h * h)           # the kept elements, scaled by 1/(1-p)
+        np.testing.assert_allclose(grad, g_pre.T @ x, rtol=1e-5, atol=1e-6)
