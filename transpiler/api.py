@@ -172,7 +172,8 @@ WARN_AT = (8, 32)                 # cache sizes that warn with the latest retrac
 class _Traced:
     """One signature's Program, its compiled plan, and what it assumes about the world (`guard`)."""
 
-    __slots__ = ("program", "plan", "param_tensors", "n_inputs", "guard", "keep", "fast", "state")
+    __slots__ = ("program", "plan", "param_tensors", "n_inputs", "guard", "keep", "fast", "state",
+                 "writes_parameters")
 
     def __init__(self, program, plan, n_inputs, guard, keep, state):
         self.program = program
@@ -183,6 +184,8 @@ class _Traced:
         self.keep = keep              # argument objects keyed by identity: alive while this entry is
         self.fast = None
         self.state = state            # writeback.StateWrites: objects the function writes
+        # a training step (it writes tensors that require grad) never goes on the tape; buffer writes may
+        self.writes_parameters = any(t.requires_grad for t, *_ in state.in_place)
 
     def resolve(self):
         """(None, the captured tensors to feed now) or (why this Program no longer fits, None)."""
@@ -315,9 +318,10 @@ class StaticFunction:
                 if args and args[0].__class__ is rt.Tensor:
                     self._fast_by_shape[args[0].data.shape] = traced.fast
         outs = [wrap_output(o, backend) for o in outs]
-        if GRAD_MODE.enabled and not traced.state.in_place:   # on the tape as one op when some input or
-            # captured tensor requires grad; a Program that writes tensors (a training step) is not a
-            # function of them that a later backward() could go through
+        if GRAD_MODE.enabled and not traced.writes_parameters:   # on the tape as one op when some input or
+            # captured tensor requires grad; a Program that writes tensors requiring grad (a training step)
+            # is not a function of them that a later backward() could go through; one that writes buffers
+            # only (BatchNorm's running statistics while training) is one
             record_call(traced.program, arrays, [leaves[i] for i in positions] + list(params), outs, backend,
                         rng_state)
         traced.state.store(outs)
@@ -604,7 +608,7 @@ def _fast_call(static, traced, args, key):
     lines += ["if GEN[0] != G0:", "    return MISS"]       # a write-back replaced a captured tensor
     lines += ["try:", f"    outs = FN({', '.join(feeds)})", "except Exception as e:",
               "    raise LOCATED(e, PLAN) from None"]
-    sources = [] if stores else [f"a{i}" for i, a in enumerate(args) if type(a) is rt.Tensor] + params
+    sources = [] if traced.writes_parameters else [f"a{i}" for i, a in enumerate(args) if type(a) is rt.Tensor] + params
     if sources:
         lines.append(f"fed = [{', '.join(feeds)}]")     # the arrays this run read, before the writes below
     lines += stores

@@ -251,3 +251,27 @@ def test_eager_backward_through_a_static_layer_with_dropout_uses_the_forward_mas
     for out, grad in zip(outs[:2], grads):
         g_pre = c * (out != 0) * 2.0 * (1 - h * h)           # the kept elements, scaled by 1/(1-p)
         np.testing.assert_allclose(grad, g_pre.T @ x, rtol=1e-5, atol=1e-6)
+
+
+def _batchnorm_step(static):
+    rt.seed(3)
+    bn = nn.BatchNorm2D(3)
+    bn.train()
+    f = to_static(bn) if static else bn
+    x = rt.tensor(_x(2, 3, 4, 4))
+    c = _x(2, 3, 4, 4, seed=2)
+    (f(x) * rt.tensor(c)).sum().backward()
+    return bn, x.numpy(), c
+
+
+def test_eager_backward_through_a_static_layer_that_updates_batchnorm_statistics():
+    """Was RuntimeError 'does not require grad': a Program writing tensors never went on the tape, yet
+    writing buffers (running statistics) leaves it a function of its inputs (only a training step is not)."""
+    eager, x, c = _batchnorm_step(static=False)
+    bn, _, _ = _batchnorm_step(static=True)
+    xhat = (x - x.mean(axis=(0, 2, 3), keepdims=True)) / np.sqrt(x.var(axis=(0, 2, 3), keepdims=True) + 1e-5)
+    np.testing.assert_allclose(bn.weight.grad.numpy(), (c * xhat).sum(axis=(0, 2, 3)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(bn.bias.grad.numpy(), c.sum(axis=(0, 2, 3)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(bn.weight.grad.numpy(), eager.weight.grad.numpy())
+    np.testing.assert_array_equal(bn.running_mean.numpy(), eager.running_mean.numpy())
+    np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * x.mean(axis=(0, 2, 3)), rtol=1e-6)
