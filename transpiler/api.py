@@ -130,6 +130,8 @@ def converted_callable(obj):
         _note_reads(obj.__func__, obj.__self__)
         return types.MethodType(convert_function(obj.__func__), obj.__self__)
     if isinstance(obj, rt.nn.Layer):
+        if obj.__dict__.get("_forward_pre_hooks") or obj.__dict__.get("_forward_post_hooks"):
+            return obj      # its __call__ runs the hooks around the converted forward
         forward = obj.forward
         return converted_callable(forward)
     call = getattr(type(obj), "__call__", None)

@@ -275,3 +275,30 @@ def test_eager_backward_through_a_static_layer_that_updates_batchnorm_statistics
     np.testing.assert_array_equal(bn.weight.grad.numpy(), eager.weight.grad.numpy())
     np.testing.assert_array_equal(bn.running_mean.numpy(), eager.running_mean.numpy())
     np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * x.mean(axis=(0, 2, 3)), rtol=1e-6)
+
+
+class Hooked(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(x) + 1
+
+
+def test_forward_hooks_run_in_static_calls_and_registering_one_retraces():
+    """Hooks on a sublayer registered after the first call: the cached Program must not be reused."""
+    rt.seed(0)
+    net = Hooked()
+    x = _x(4, 3)
+    w, b = net.fc.weight.numpy(), net.fc.bias.numpy()
+    static = to_static(net)
+    with rt.no_grad():
+        np.testing.assert_allclose(static(rt.tensor(x)).numpy(), x @ w.T + b + 1, rtol=1e-6)
+        post = net.fc.register_forward_post_hook(lambda layer, args, out: out * 2)
+        pre = net.register_forward_pre_hook(lambda layer, args: args[0] - 1)
+        np.testing.assert_allclose(static(rt.tensor(x)).numpy(), ((x - 1) @ w.T + b) * 2 + 1, rtol=1e-6)
+        post.remove()
+        pre.remove()
+        np.testing.assert_allclose(static(rt.tensor(x)).numpy(), x @ w.T + b + 1, rtol=1e-6)
+    assert any("_hook_version" in r for r in net.forward.retrace_reasons)

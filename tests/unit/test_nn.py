@@ -732,3 +732,25 @@ def test_pad_and_interpolate_reject_what_they_do_not_support():
         F.interpolate(x)
     with pytest.raises(ValueError, match="mode"):
         F.interpolate(x, scale_factor=2, mode="bicubic")
+
+
+def test_create_parameter_add_parameter_and_apply():
+    """Paddle's Layer API: create_parameter (Xavier-uniform, zeros for a bias), add_parameter, apply."""
+    class Net(nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.w = self.create_parameter([4, 6])
+            self.b = self.add_parameter("b", self.create_parameter([6], is_bias=True))
+            self.c = self.create_parameter([2], default_initializer=lambda t: nn.init.constant_(t, 0.5))
+            self.fc = nn.Linear(2, 2)
+
+    rt.seed(0)
+    net = Net()
+    assert [n for n, _ in net.named_parameters()] == ["w", "b", "c", "fc.weight", "fc.bias"]
+    bound = math.sqrt(6 / (4 + 6))
+    assert np.abs(net.w.numpy()).max() <= bound and net.w.numpy().std() > 0
+    np.testing.assert_array_equal(net.b.numpy(), np.zeros(6, np.float32))
+    np.testing.assert_array_equal(net.c.numpy(), np.full(2, 0.5, np.float32))
+    seen = []
+    assert net.apply(lambda layer: seen.append(type(layer).__name__)) is net
+    assert seen == ["Linear", "Net"]
