@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .. import ops as rt
+from ..control_flow import while_loop
 from ..ir import Variable
 from ..ops.nn_ops import conv2d, int_pair, linear, positive_pair, sigmoid, softmax
 from ..ops.activations import softplus
@@ -407,6 +408,50 @@ def _one(value):
     return int(value if isinstance(value, int) else value[0])
 
 
+# --- Paddle's sequence helpers (seq2seq, Transformer, TSM) ----------------------------------------------------
+
+def sequence_mask(x, maxlen=None, dtype="int64"):
+    """mask[..., j] = j < x[...]: lengths x to a mask of shape x.shape + (maxlen,) (maxlen: max(x) if None)."""
+    if maxlen is None:
+        maxlen = rt.max(x)
+    return rt.astype(rt.arange(maxlen) < rt.expand_dims(x, axis=-1), dtype)
+
+
+def gather_tree(ids, parents):
+    """Paddle's gather_tree: the full beam-search sequences from the step-wise token ids and parent beams
+    (both (T, batch, beam)), walking the parents back from the last step. T may be dynamic."""
+    shape = _static_shape(ids)
+    if len(shape) != 3 or len(_static_shape(parents)) != 3:
+        raise ValueError(f"gather_tree: ids and parents must be (T, batch, beam), got shapes {shape} and "
+                         f"{_static_shape(parents)}")
+    beam = rt.broadcast_to(rt.astype(rt.arange(ids.shape[2]), parents.dtype), tuple(ids.shape[1:]))
+
+    def step(t, beam, out):
+        out = rt.setitem(out, t, rt.take_along_axis(ids[t], beam, axis=1))
+        return t - 1, rt.take_along_axis(parents[t], beam, axis=1), out
+    return while_loop(lambda t, beam, out: t >= 0, step, (ids.shape[0] - 1, beam, rt.zeros_like(ids)))[2]
+
+
+def temporal_shift(x, seg_num, shift_ratio=0.25, data_format="NCHW"):
+    """TSM's shift of (N*T, C, H, W) input along time T = seg_num: the first C*shift_ratio channels take the
+    previous step's values, the next C*shift_ratio the following step's (zeros past either end)."""
+    if data_format != "NCHW":
+        raise ValueError(f"temporal_shift: only data_format 'NCHW' is supported, got {data_format!r}")
+    c = _static_shape(x)[1]
+    c1, c2 = int(c * shift_ratio), int(c * 2 * shift_ratio)
+    x5 = rt.reshape(x, (-1, seg_num) + tuple(x.shape[1:]))
+    padded = rt.pad(x5, ((0, 0), (1, 1), (0, 0), (0, 0), (0, 0)))
+    out = rt.concat([padded[:, :seg_num, :c1], padded[:, 2:seg_num + 2, c1:c2], padded[:, 1:seg_num + 1, c2:]],
+                    axis=2)
+    return rt.reshape(out, tuple(x.shape))
+
+
+def label_smooth(label, prior_dist=None, epsilon=0.1):
+    """(1 - epsilon) * label + epsilon * prior (uniform over the last axis's classes by default)."""
+    prior = 1.0 / _static_shape(label)[-1] if prior_dist is None else prior_dist
+    return (1 - epsilon) * label + epsilon * prior
+
+
 # --- attention ----------------------------------------------------------------------------------------------
 
 def scaled_dot_product_attention(q, k, v, mask=None):
@@ -453,6 +498,6 @@ def lstm_cell_from_input_gates(gi, h, c, w_hh, b_hh=None):
 __all__ = ["mse_loss", "l1_loss", "huber_loss", "nll_loss", "binary_cross_entropy_with_logits", "avg_pool2d",
            "binary_cross_entropy", "smooth_l1_loss", "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign",
            "log_sigmoid", "mish", "prelu", "cosine_similarity", "normalize", "instance_norm", "pad", "interpolate",
-           "upsample", "conv3d",
+           "upsample", "conv3d", "sequence_mask", "gather_tree", "temporal_shift", "label_smooth",
            "adaptive_avg_pool2d", "batch_norm", "group_norm", "conv1d", "scaled_dot_product_attention",
            "rnn_cell_from_input_gates", "gru_cell_from_input_gates", "lstm_cell_from_input_gates"]

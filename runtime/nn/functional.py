@@ -20,7 +20,8 @@ from .composite import (adaptive_avg_pool2d, avg_pool2d, batch_norm, binary_cros
                         binary_cross_entropy_with_logits, conv1d, conv3d, cosine_similarity, group_norm, hardsigmoid,
                         hardswish, hardtanh, huber_loss, instance_norm, interpolate, l1_loss, log_sigmoid, mish,
                         mse_loss, nll_loss, normalize, pad, prelu, relu6, scaled_dot_product_attention,
-                        smooth_l1_loss, softsign, upsample)
+                        smooth_l1_loss, softsign, upsample, sequence_mask, gather_tree, temporal_shift,
+                        label_smooth)
 
 __all__ = ["relu", "gelu", "sigmoid", "softmax", "log_softmax", "linear", "conv2d", "conv_transpose2d", "max_pool2d",
            "layer_norm", "dropout", "cross_entropy", "embedding", "flatten", "elu", "erf", "leaky_relu", "logsumexp",
@@ -28,7 +29,8 @@ __all__ = ["relu", "gelu", "sigmoid", "softmax", "log_softmax", "linear", "conv2
            "binary_cross_entropy_with_logits", "conv1d", "group_norm", "huber_loss", "l1_loss", "mse_loss",
            "nll_loss", "scaled_dot_product_attention", "tanh", "binary_cross_entropy", "conv3d", "cosine_similarity",
            "hardsigmoid", "hardswish", "hardtanh", "instance_norm", "interpolate", "log_sigmoid", "mish", "normalize",
-           "pad", "prelu", "relu6", "smooth_l1_loss", "softsign", "upsample"]
+           "pad", "prelu", "relu6", "smooth_l1_loss", "softsign", "upsample", "sequence_mask", "gather_tree",
+           "temporal_shift", "label_smooth"]
 
 
 tanh = _ops.tanh

@@ -754,3 +754,44 @@ def test_create_parameter_add_parameter_and_apply():
     seen = []
     assert net.apply(lambda layer: seen.append(type(layer).__name__)) is net
     assert seen == ["Linear", "Net"]
+
+
+def _gather_tree_ref(ids, parents):
+    out, beam = np.zeros_like(ids), np.tile(np.arange(ids.shape[2]), (ids.shape[1], 1))
+    for t in range(ids.shape[0] - 1, -1, -1):
+        out[t] = np.take_along_axis(ids[t], beam, 1)
+        beam = np.take_along_axis(parents[t], beam, 1)
+    return out
+
+
+def _temporal_shift_ref(x, seg, ratio):
+    x5 = x.reshape((-1, seg) + x.shape[1:])
+    out, c = np.zeros_like(x5), x.shape[1]
+    c1, c2 = int(c * ratio), int(c * 2 * ratio)
+    out[:, 1:, :c1] = x5[:, :-1, :c1]
+    out[:, :-1, c1:c2] = x5[:, 1:, c1:c2]
+    out[:, :, c2:] = x5[:, :, c2:]
+    return out.reshape(x.shape)
+
+
+@pytest.mark.parametrize("spec", [None, [None, None, 3]])
+def test_gather_tree_follows_parents_back_for_static_and_dynamic_steps(spec):
+    ids, parents = RNG.integers(0, 9, (5, 2, 3)), RNG.integers(0, 3, (5, 2, 3))
+    fn = (lambda a, b: F.gather_tree(a, b))
+    static = to_static(fn, input_spec=None if spec is None else [InputSpec(spec, "int64")] * 2)
+    want = _gather_tree_ref(ids, parents)
+    np.testing.assert_array_equal(F.gather_tree(rt.tensor(ids), rt.tensor(parents)).numpy(), want)
+    np.testing.assert_array_equal(static(rt.tensor(ids), rt.tensor(parents)).numpy(), want)
+
+
+def test_sequence_mask_temporal_shift_and_label_smooth():
+    lengths = np.array([3, 0, 5])
+    np.testing.assert_array_equal(F.sequence_mask(rt.tensor(lengths)).numpy(), np.arange(5) < lengths[:, None])
+    mask = to_static(lambda n: F.sequence_mask(n, 6, "float32"))(rt.tensor(lengths)).numpy()
+    np.testing.assert_array_equal(mask, (np.arange(6) < lengths[:, None]).astype(np.float32))
+    x = RNG.standard_normal((8, 8, 2, 2)).astype(np.float32)
+    shift = to_static(lambda a: F.temporal_shift(a, 4, 0.25), input_spec=[InputSpec([None, 8, 2, 2])])
+    np.testing.assert_array_equal(shift(rt.tensor(x)).numpy(), _temporal_shift_ref(x, 4, 0.25))
+    np.testing.assert_array_equal(F.temporal_shift(rt.tensor(x), 2, 0.125).numpy(), _temporal_shift_ref(x, 2, 0.125))
+    onehot = np.eye(5, dtype=np.float32)[[1, 3]]
+    np.testing.assert_allclose(F.label_smooth(rt.tensor(onehot), epsilon=0.1).numpy(), 0.9 * onehot + 0.02)
