@@ -733,6 +733,18 @@ def convert_len(value):
     return builtins.len(value)
 
 
+def convert_stop_gradient(x, value):
+    """`x.stop_gradient = value` (Paddle's flag) on a local name: a traced value is rebound to
+    rt.stop_gradient(x) when value is True, so no gradient flows back through the uses that follow (what the
+    flag does eagerly); anything else gets the attribute set."""
+    if _symbolic(x):
+        if _symbolic(value):
+            raise TypeError("stop_gradient must be set to a Python bool, not a tensor")
+        return rt.stop_gradient(x) if value else x
+    x.stop_gradient = value
+    return x
+
+
 def convert_reversed(seq):
     """reversed(xs) of a list grown in a tensor-dependent loop: the array sliced [::-1] in the graph
     (its length is known only at run time); Python's reversed otherwise."""

@@ -61,10 +61,10 @@ def replay(ops, mapping, block, keys=None, random=False):
             attrs[key] = copy_block(op.block.program.blocks[op.attrs[key]], mapping, block).idx
         outs = [block.create_var(hint(o), o.static_shape, o.dtype, weak=o.weak, kind=o.kind) for o in op.outputs]
         mapping.update(zip(op.outputs, outs))
-        copy = block.append_op(op.type, ins, outs, attrs, op.origin)
-        record = records_of_ops([copy])[0]
-        record.in_keys = in_keys
-        records.append(record)
+        copy = block.append_op(op.type, ins, outs, attrs, op.origin, op.no_grad)
+        for record in records_of_ops([copy]):      # none for an op recorded under no_grad
+            record.in_keys = in_keys
+            records.append(record)
     return records
 
 

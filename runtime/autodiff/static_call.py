@@ -23,6 +23,7 @@ from .tape import Slot
 _BACKWARD = weakref.WeakKeyDictionary()     # forward Program -> its backward Program (built on first use)
 _CALL_OPS = weakref.WeakKeyDictionary()     # forward Program -> the OpDef standing for a call of it
 _RANDOM = weakref.WeakKeyDictionary()       # forward Program -> does its top level draw random numbers
+_NO_PATH = weakref.WeakKeyDictionary()      # forward Program -> its float inputs no output's gradient reaches
 
 
 def draws_random(program):
@@ -41,7 +42,8 @@ def backward_program(program):
     one per float input (zeros where no gradient flows)."""
     bprog = _BACKWARD.get(program)
     if bprog is None:
-        bprog = _BACKWARD[program] = _trace_backward(program)
+        bprog, _NO_PATH[program] = _trace_backward(program)
+        _BACKWARD[program] = bprog
     return bprog
 
 
@@ -66,10 +68,12 @@ def _trace_backward(program):
             seeds[key] = g if key not in seeds else seeds[key] + g
         wrt = [mapping[v] for v in ins if _differentiable(v)]
         cots = backprop(records, seeds, wrt)
+        no_path.update(v.name for v, w in zip([v for v in ins if _differentiable(v)], wrt) if w not in cots)
         return [cots[w] if w in cots else zeros_like(w) for w in wrt]
 
+    no_path = set()
     grad_program, _, _ = trace(body, specs, name=f"{program.name}_grad")
-    return grad_program
+    return grad_program, frozenset(no_path)
 
 
 def _call_opdef(program):
@@ -94,7 +98,12 @@ def _call_opdef(program):
                 results = iter(plan(*feeds))
         else:
             results = iter(plan(*feeds))
-        return tuple(Tensor(next(results), backend) if _differentiable(v) else None for v in forward.inputs)
+        no_path = _NO_PATH.get(forward, ())
+        out = []
+        for v in forward.inputs:            # None where no gradient flows (a parameter backward() leaves alone)
+            value = next(results) if _differentiable(v) else None
+            out.append(None if value is None or v.name in no_path else Tensor(value, backend))
+        return tuple(out)
 
     return OpDef(f"call {program.name}", None, None, num_outputs=-1, vjp=vjp)
 

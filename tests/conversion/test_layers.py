@@ -302,3 +302,73 @@ def test_forward_hooks_run_in_static_calls_and_registering_one_retraces():
         pre.remove()
         np.testing.assert_allclose(static(rt.tensor(x)).numpy(), x @ w.T + b + 1, rtol=1e-6)
     assert any("_hook_version" in r for r in net.forward.retrace_reasons)
+
+
+class Detaching(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(3, 3)
+        self.b = nn.Linear(3, 3)
+
+    def forward(self, x):
+        p = self.a(x)
+        p.stop_gradient = True          # Paddle's flag on a computed tensor: detached from here on
+        q = self.b(x)
+        with rt.no_grad():
+            r = self.b(x) * 2
+        return (p * q + r).sum()
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_no_grad_and_stop_gradient_inside_forward_cut_the_gradient(static):
+    """Static ignored both: `with rt.no_grad():` ops were differentiated (b got 3x its gradient) and
+    `p.stop_gradient = True` on a traced value was a silently ignored attribute (a got a gradient)."""
+    rt.seed(0)
+    net = Detaching()
+    x = _x(2, 3)
+    f = to_static(net) if static else net
+    if static:
+        with rt.no_grad():          # a trace made under the caller's no_grad serves calls with grad too
+            f(rt.tensor(x))
+    f(rt.tensor(x)).backward()
+    p = x @ net.a.weight.numpy().T + net.a.bias.numpy()
+    assert net.a.weight.grad is None
+    np.testing.assert_allclose(net.b.weight.grad.numpy(), p.T @ x, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(net.b.bias.grad.numpy(), p.sum(axis=0), rtol=1e-5, atol=1e-6)
+
+
+def test_no_grad_inside_a_static_training_step():
+    rt.seed(0)
+    net = Detaching()
+    x = _x(2, 3)
+
+    @to_static
+    def step(x):
+        loss = net(x)
+        loss.backward()
+        return loss
+
+    step(rt.tensor(x))
+    p = x @ net.a.weight.numpy().T + net.a.bias.numpy()
+    assert net.a.weight.grad is None
+    np.testing.assert_allclose(net.b.weight.grad.numpy(), p.T @ x, rtol=1e-5, atol=1e-6)
+
+
+def test_stop_gradient_on_an_attribute_value_detaches_it():
+    class Holder(nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+
+        def forward(self, x):
+            self.h = self.fc(x)
+            self.h.stop_gradient = True
+            return (self.h * x).sum()
+
+    net = Holder()
+    x = rt.tensor(_x(2, 3), requires_grad=True)
+    to_static(net)(x).backward()
+    assert net.fc.weight.grad is None
+    np.testing.assert_allclose(x.grad.numpy(), net.h.numpy(), rtol=1e-6)     # h is a constant to the gradient
+    with pytest.raises(TypeError, match="detach"):      # an argument's flag cannot be rebound
+        to_static(lambda x: setattr(x, "stop_gradient", True) or x)(rt.tensor(_x(2, 3)))
