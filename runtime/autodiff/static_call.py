@@ -61,7 +61,7 @@ def _trace_backward(program):
         mapping = dict(zip(ins, values[:len(ins)]))
         block = tracing.current_block()
         keys = {}
-        records = replay(program.global_block.ops, mapping, block, keys, random=True)
+        records = replay(program.global_block.ops, mapping, block, keys, rerun=True)
         seeds = {}
         for o, g in zip(outs, values[len(ins):]):
             key = keys.get(o, mapping.get(o, o))

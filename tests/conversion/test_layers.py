@@ -372,3 +372,46 @@ def test_stop_gradient_on_an_attribute_value_detaches_it():
     np.testing.assert_allclose(x.grad.numpy(), net.h.numpy(), rtol=1e-6)     # h is a constant to the gradient
     with pytest.raises(TypeError, match="detach"):      # an argument's flag cannot be rebound
         to_static(lambda x: setattr(x, "stop_gradient", True) or x)(rt.tensor(_x(2, 3)))
+
+
+def _scan(x, w):
+    outs = []
+    h = rt.zeros_like(x[0])
+    for t in range(x.shape[0]):         # a dynamic first dim: a while op appending to a tensor array
+        h = h * w + x[t]
+        outs.append(h)
+    return rt.stack(outs)
+
+
+def test_eager_backward_through_a_static_loop_that_appends_to_a_list():
+    """The backward Program of a static call replays its forward but skipped the appends (as a loop's own
+    gradient does, where the arrays exist): its lists stayed empty, so the gradient through the appended
+    values was zero (one GRU layer) or the replay failed ('stack of an empty tensor array', two layers)."""
+    x = _x(5, 3)
+    w = rt.tensor(np.full(3, 0.5, np.float32), requires_grad=True)
+    xs = rt.tensor(x, requires_grad=True)
+    static = to_static(_scan, input_spec=[InputSpec([None, 3]), InputSpec([3])])
+    (static(xs, w) * 2).sum().backward()
+    hs = [np.zeros(3)]                  # NumPy: h_t = w h_{t-1} + x_t, loss = 2 * sum_t h_t
+    for t in range(5):
+        hs.append(hs[-1] * 0.5 + x[t])
+    dh = np.zeros(3)
+    dw, dx = np.zeros(3), np.zeros((5, 3))
+    for t in range(4, -1, -1):
+        dh = dh * 0.5 + 2.0             # the loss's own term plus what h_{t+1} passes back
+        dw += dh * hs[t]
+        dx[t] = dh
+    np.testing.assert_allclose(w.grad.numpy(), dw, rtol=1e-5)
+    np.testing.assert_allclose(xs.grad.numpy(), dx, rtol=1e-5)
+
+
+def test_eager_backward_through_a_static_two_layer_gru_matches_eager():
+    def grads(static):
+        rt.seed(4)
+        gru = nn.GRU(2, 3, num_layers=2, dropout=0.3)
+        f = to_static(gru) if static else gru
+        out, h = f(rt.tensor(_x(4, 2, 2)))
+        (out.sum() + h.sum()).backward()
+        return [p.grad.numpy() for p in gru.parameters()]
+    for got, want in zip(grads(True), grads(False)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
