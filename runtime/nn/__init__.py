@@ -8,7 +8,8 @@ from ..tensor import Parameter
 from . import functional, init, op_samples  # noqa: F401  (op_samples: the nn ops' conformance samples)
 from .container import LayerDict, LayerList, Sequential
 from .layer import Layer, LoadResult
-from .layers import (ELU, GELU, AdaptiveAvgPool2D, AvgPool2D, BCELoss, BCEWithLogitsLoss, Conv1D, Conv2D, Conv3D,
+from .layers import (ELU, GELU, AdaptiveAvgPool1D, AdaptiveAvgPool2D, AdaptiveMaxPool1D, AdaptiveMaxPool2D, AvgPool1D,
+                     AvgPool2D, Conv2DTranspose, MaxPool1D, BCELoss, BCEWithLogitsLoss, Conv1D, Conv2D, Conv3D,
                      ConvTranspose2D, CosineSimilarity, CrossEntropyLoss, Dropout, Embedding, Flatten, Hardsigmoid,
                      Hardswish, Hardtanh, HuberLoss, Identity, L1Loss, LayerNorm, LeakyReLU, Linear, LogSigmoid,
                      LogSoftmax, MaxPool2D, Mish, MSELoss, NLLLoss, Pad2D, PReLU, ReLU, ReLU6, Sigmoid, SiLU,
@@ -26,4 +27,5 @@ __all__ = ["Layer", "Parameter", "Sequential", "LayerList", "LayerDict", "Linear
            "LogSigmoid", "Mish", "SiLU", "LeakyReLU", "ELU", "Softplus", "LogSoftmax", "PReLU", "Pad2D", "ZeroPad2D",
            "Upsample", "Conv3D", "CosineSimilarity", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
            "BCEWithLogitsLoss", "NLLLoss", "CrossEntropyLoss", "BatchNorm3D", "InstanceNorm1D", "InstanceNorm2D",
-           "InstanceNorm3D"]
+           "InstanceNorm3D", "AdaptiveMaxPool2D", "AdaptiveAvgPool1D", "AdaptiveMaxPool1D", "MaxPool1D", "AvgPool1D",
+           "Conv2DTranspose"]

@@ -13,7 +13,7 @@ import numpy as np
 from .. import ops as rt
 from ..control_flow import while_loop
 from ..ir import Variable
-from ..ops.nn_ops import conv2d, int_pair, linear, positive_pair, sigmoid, softmax
+from ..ops.nn_ops import conv2d, int_pair, linear, max_pool2d, positive_pair, sigmoid, softmax
 from ..ops.activations import softplus
 
 
@@ -200,6 +200,56 @@ def adaptive_avg_pool2d(x, output_size):
         cols = [rt.mean(x[:, :, r0:r1, (j * w) // ow:-((-(j + 1) * w) // ow)], axis=(2, 3)) for j in range(ow)]
         rows.append(rt.stack(cols, axis=-1))
     return rt.stack(rows, axis=-2)
+
+
+def _adaptive_windows(size, out):
+    """PyTorch's adaptive pooling windows: [floor(i * size / out), ceil((i + 1) * size / out))."""
+    return [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
+
+
+def adaptive_max_pool2d(x, output_size):
+    """Max over the windows that split H and W into output_size cells (PyTorch's start/end rule)."""
+    oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
+    n, c, h, w = _static_shape(x)
+    oh = h if oh is None else oh
+    ow = w if ow is None else ow
+    if -1 in (h, w):
+        raise ValueError("adaptive_max_pool2d: the spatial dims must be known while tracing")
+    if h % oh == 0 and w % ow == 0:            # equal windows: one reshape and a max
+        return rt.max(rt.reshape(x, (x.shape[0], c, oh, h // oh, ow, w // ow)), axis=(3, 5))
+    rows = [rt.stack([rt.max(x[:, :, r0:r1, c0:c1], axis=(2, 3)) for c0, c1 in _adaptive_windows(w, ow)], axis=-1)
+            for r0, r1 in _adaptive_windows(h, oh)]
+    return rt.stack(rows, axis=-2)
+
+
+def _as_2d(x, what):
+    if len(_static_shape(x)) != 3:
+        raise ValueError(f"{what}: expected (N, C, L) input, got shape {_static_shape(x)}")
+    return rt.expand_dims(x, axis=2)
+
+
+def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """Max over sliding windows of (N, C, L) input: max_pool2d over a height of 1."""
+    k = _one(kernel_size)
+    out = max_pool2d(_as_2d(x, "max_pool1d"), (1, k), (1, k if stride is None else _one(stride)),
+                     (0, _one(padding)), (1, _one(dilation)), ceil_mode)
+    return rt.squeeze(out, axis=2)
+
+
+def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """Mean over sliding windows of (N, C, L) input: avg_pool2d over a height of 1."""
+    k = _one(kernel_size)
+    out = avg_pool2d(_as_2d(x, "avg_pool1d"), (1, k), (1, k if stride is None else _one(stride)),
+                     (0, _one(padding)), ceil_mode, count_include_pad)
+    return rt.squeeze(out, axis=2)
+
+
+def adaptive_avg_pool1d(x, output_size):
+    return rt.squeeze(adaptive_avg_pool2d(_as_2d(x, "adaptive_avg_pool1d"), (1, _one(output_size))), axis=2)
+
+
+def adaptive_max_pool1d(x, output_size):
+    return rt.squeeze(adaptive_max_pool2d(_as_2d(x, "adaptive_max_pool1d"), (1, _one(output_size))), axis=2)
 
 
 # --- normalization -------------------------------------------------------------------------------------
@@ -498,6 +548,7 @@ def lstm_cell_from_input_gates(gi, h, c, w_hh, b_hh=None):
 __all__ = ["mse_loss", "l1_loss", "huber_loss", "nll_loss", "binary_cross_entropy_with_logits", "avg_pool2d",
            "binary_cross_entropy", "smooth_l1_loss", "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign",
            "log_sigmoid", "mish", "prelu", "cosine_similarity", "normalize", "instance_norm", "pad", "interpolate",
-           "upsample", "conv3d", "sequence_mask", "gather_tree", "temporal_shift", "label_smooth",
+           "upsample", "conv3d", "adaptive_max_pool2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
+           "adaptive_max_pool1d", "sequence_mask", "gather_tree", "temporal_shift", "label_smooth",
            "adaptive_avg_pool2d", "batch_norm", "group_norm", "conv1d", "scaled_dot_product_attention",
            "rnn_cell_from_input_gates", "gru_cell_from_input_gates", "lstm_cell_from_input_gates"]

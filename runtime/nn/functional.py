@@ -16,7 +16,8 @@ from ..ops.nn_ops import (conv2d, conv_transpose2d, cross_entropy, dropout, embe
 from ..ops.activations import elu, erf, leaky_relu, logsumexp, silu, softplus
 from .. import ops as _ops
 from ..ops.selection import one_hot
-from .composite import (adaptive_avg_pool2d, avg_pool2d, batch_norm, binary_cross_entropy,
+from .composite import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
+                        avg_pool1d, avg_pool2d, max_pool1d, batch_norm, binary_cross_entropy,
                         binary_cross_entropy_with_logits, conv1d, conv3d, cosine_similarity, group_norm, hardsigmoid,
                         hardswish, hardtanh, huber_loss, instance_norm, interpolate, l1_loss, log_sigmoid, mish,
                         mse_loss, nll_loss, normalize, pad, prelu, relu6, scaled_dot_product_attention,
@@ -30,7 +31,8 @@ __all__ = ["relu", "gelu", "sigmoid", "softmax", "log_softmax", "linear", "conv2
            "nll_loss", "scaled_dot_product_attention", "tanh", "binary_cross_entropy", "conv3d", "cosine_similarity",
            "hardsigmoid", "hardswish", "hardtanh", "instance_norm", "interpolate", "log_sigmoid", "mish", "normalize",
            "pad", "prelu", "relu6", "smooth_l1_loss", "softsign", "upsample", "sequence_mask", "gather_tree",
-           "temporal_shift", "label_smooth"]
+           "temporal_shift", "label_smooth", "adaptive_max_pool2d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
+           "avg_pool1d", "max_pool1d"]
 
 
 tanh = _ops.tanh

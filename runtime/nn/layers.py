@@ -276,6 +276,63 @@ class AdaptiveAvgPool2D(Layer):
         return f"output_size={self.output_size}"
 
 
+class AdaptiveMaxPool2D(Layer):
+    """Max over the windows that split H and W into output_size cells."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x):
+        return composite.adaptive_max_pool2d(x, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1D(AdaptiveMaxPool2D):
+    def forward(self, x):
+        return composite.adaptive_avg_pool1d(x, self.output_size)
+
+
+class AdaptiveMaxPool1D(AdaptiveMaxPool2D):
+    def forward(self, x):
+        return composite.adaptive_max_pool1d(x, self.output_size)
+
+
+class MaxPool1D(Layer):
+    """Max over kernel_size windows of (N, C, L) input (stride defaults to kernel_size)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+        super().__init__()
+        self.kernel_size, self.padding, self.dilation = int(kernel_size), int(padding), int(dilation)
+        self.stride = self.kernel_size if stride is None else int(stride)
+        self.ceil_mode = bool(ceil_mode)
+
+    def forward(self, x):
+        return composite.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool1D(Layer):
+    """Mean over kernel_size windows of (N, C, L) input (stride defaults to kernel_size)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+        super().__init__()
+        self.kernel_size, self.padding = int(kernel_size), int(padding)
+        self.stride = self.kernel_size if stride is None else int(stride)
+        self.ceil_mode, self.count_include_pad = bool(ceil_mode), bool(count_include_pad)
+
+    def forward(self, x):
+        return composite.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                    self.count_include_pad)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
 class ConvTranspose2D(Layer):
     """Transposed 2-D convolution over NCHW input; weight (in_channels, out_channels/groups, kh, kw)."""
 
@@ -570,3 +627,6 @@ class CrossEntropyLoss(_Loss):
 
     def forward(self, input, target):
         return F.cross_entropy(input, target, self.reduction, self.ignore_index, self.label_smoothing)
+
+
+Conv2DTranspose = ConvTranspose2D      # Paddle's name
