@@ -13,7 +13,7 @@ import numpy as np
 from .. import ops as rt
 from ..control_flow import while_loop
 from ..ir import Variable
-from ..ops.nn_ops import conv2d, int_pair, linear, max_pool2d, positive_pair, sigmoid, softmax
+from ..ops.nn_ops import conv2d, embedding as _embedding, int_pair, linear, max_pool2d, positive_pair, sigmoid, softmax
 from ..ops.activations import softplus
 
 
@@ -458,6 +458,17 @@ def _one(value):
     return int(value if isinstance(value, int) else value[0])
 
 
+def embedding(ids, weight, padding_idx=None):
+    """Rows of `weight` picked by integer `ids`; positions holding `padding_idx` pass no gradient to its row
+    (PyTorch's and Paddle's rule: the padding vector stays as initialized while training)."""
+    out = _embedding(ids, weight)
+    if padding_idx is None:
+        return out
+    if padding_idx < 0:
+        padding_idx += _static_shape(weight)[0]
+    return rt.where(rt.expand_dims(ids == padding_idx, axis=-1), rt.stop_gradient(out), out)
+
+
 # --- Paddle's sequence helpers (seq2seq, Transformer, TSM) ----------------------------------------------------
 
 def sequence_mask(x, maxlen=None, dtype="int64"):
@@ -548,7 +559,7 @@ def lstm_cell_from_input_gates(gi, h, c, w_hh, b_hh=None):
 __all__ = ["mse_loss", "l1_loss", "huber_loss", "nll_loss", "binary_cross_entropy_with_logits", "avg_pool2d",
            "binary_cross_entropy", "smooth_l1_loss", "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign",
            "log_sigmoid", "mish", "prelu", "cosine_similarity", "normalize", "instance_norm", "pad", "interpolate",
-           "upsample", "conv3d", "adaptive_max_pool2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
+           "upsample", "conv3d", "embedding", "adaptive_max_pool2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
            "adaptive_max_pool1d", "sequence_mask", "gather_tree", "temporal_shift", "label_smooth",
            "adaptive_avg_pool2d", "batch_norm", "group_norm", "conv1d", "scaled_dot_product_attention",
            "rnn_cell_from_input_gates", "gru_cell_from_input_gates", "lstm_cell_from_input_gates"]

@@ -207,7 +207,7 @@ class Embedding(Layer):
             self.weight[padding_idx] = 0.0
 
     def forward(self, ids):
-        return F.embedding(ids, self.weight)
+        return composite.embedding(ids, self.weight, self.padding_idx)
 
     def extra_repr(self):
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"

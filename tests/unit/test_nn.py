@@ -806,3 +806,19 @@ def test_sequence_mask_temporal_shift_and_label_smooth():
     np.testing.assert_array_equal(F.temporal_shift(rt.tensor(x), 2, 0.125).numpy(), _temporal_shift_ref(x, 2, 0.125))
     onehot = np.eye(5, dtype=np.float32)[[1, 3]]
     np.testing.assert_allclose(F.label_smooth(rt.tensor(onehot), epsilon=0.1).numpy(), 0.9 * onehot + 0.02)
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_embedding_padding_idx_row_gets_no_gradient(static):
+    """As in PyTorch and Paddle: the padding vector keeps its value while training (it got gradient)."""
+    rt.seed(0)
+    emb = nn.Embedding(5, 3, padding_idx=1)
+    ids = np.array([[1, 2, 1], [4, 1, 2]])
+    f = to_static(emb) if static else emb
+    c = RNG.standard_normal((2, 3, 3)).astype(np.float32)
+    out = f(rt.tensor(ids))
+    np.testing.assert_array_equal(out.numpy(), emb.weight.numpy()[ids])
+    (out * rt.tensor(c)).sum().backward()
+    want = np.zeros((5, 3), np.float32)
+    np.add.at(want, ids[ids != 1], c[ids != 1])
+    np.testing.assert_allclose(emb.weight.grad.numpy(), want, rtol=1e-6, atol=1e-6)
