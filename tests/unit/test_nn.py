@@ -822,3 +822,13 @@ def test_embedding_padding_idx_row_gets_no_gradient(static):
     want = np.zeros((5, 3), np.float32)
     np.add.at(want, ids[ids != 1], c[ids != 1])
     np.testing.assert_allclose(emb.weight.grad.numpy(), want, rtol=1e-6, atol=1e-6)
+
+
+def test_sequential_of_name_layer_pairs():
+    """Paddle's form: Sequential(("conv", layer), ...) names the sublayers."""
+    rt.seed(0)
+    seq = nn.Sequential(("fc", nn.Linear(3, 2)), ("act", nn.Tanh()))
+    assert [n for n, _ in seq.named_parameters()] == ["fc.weight", "fc.bias"]
+    x = randn(4, 3)
+    want = np.tanh(x @ seq.fc.weight.numpy().T + seq.fc.bias.numpy())
+    np.testing.assert_allclose(seq(rt.tensor(x)).numpy(), want, rtol=1e-6)
