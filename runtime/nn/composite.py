@@ -369,6 +369,7 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
     """Resize the spatial dims of (N, C, ...) input, as torch.nn.functional.interpolate: mode 'nearest'
     (source index floor(dst * in/out)), 'linear'/'bilinear' (half-pixel centres, or corners aligned)."""
     spatial, out, scales = _resize_sizes(x, size, scale_factor, "interpolate")
+    mode = mode.lower() if isinstance(mode, str) else mode        # Paddle also spells them "NEAREST", ...
     if mode == "nearest":
         if align_corners:
             raise ValueError("interpolate: align_corners only applies to the linear modes")

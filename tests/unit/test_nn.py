@@ -674,6 +674,8 @@ MORE_LAYERS = [
     ("Pad2D-constant", lambda: nn.Pad2D(1, value=2.0), (_X4,), lambda x: np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)),
                                                                                constant_values=2.0)),
     ("Upsample-nearest", lambda: nn.Upsample(scale_factor=2), (_X4,), lambda x: x.repeat(2, 2).repeat(2, 3)),
+    ("Upsample-NEAREST", lambda: nn.Upsample(scale_factor=2, mode="NEAREST"), (_X4,),      # Paddle's spelling
+     lambda x: x.repeat(2, 2).repeat(2, 3)),
     ("Upsample-nearest-size", lambda: nn.Upsample(size=(7, 4)), (_X4,),
      lambda x: x[:, :, np.floor(np.arange(7) * 5 / 7).astype(int)][:, :, :, np.floor(np.arange(4) * 1.5).astype(int)]),
     ("Upsample-bilinear", lambda: nn.Upsample(size=(7, 9), mode="bilinear"), (_X4,),
