@@ -367,9 +367,18 @@ def _resize_sizes(x, size, scale_factor, what):
 
 def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None):
     """Resize the spatial dims of (N, C, ...) input, as torch.nn.functional.interpolate: mode 'nearest'
-    (source index floor(dst * in/out)), 'linear'/'bilinear' (half-pixel centres, or corners aligned)."""
-    spatial, out, scales = _resize_sizes(x, size, scale_factor, "interpolate")
+    (source index floor(dst * in/out)), 'linear'/'bilinear' (half-pixel centres, or corners aligned).
+    Nearest by whole scale factors also works on spatial dims known only at run time (YOLOv3's upsample)."""
     mode = mode.lower() if isinstance(mode, str) else mode        # Paddle also spells them "NEAREST", ...
+    rank = len(_static_shape(x))
+    if mode == "nearest" and size is None and scale_factor is not None and rank >= 3:
+        factors = (scale_factor,) * (rank - 2) if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
+        if len(factors) == rank - 2 and all(float(f).is_integer() and f >= 1 for f in factors):
+            for i, f in enumerate(factors):         # each source element f times: floor(dst / f) exactly
+                if int(f) != 1:
+                    x = rt.repeat(x, int(f), axis=2 + i)
+            return x
+    spatial, out, scales = _resize_sizes(x, size, scale_factor, "interpolate")
     if mode == "nearest":
         if align_corners:
             raise ValueError("interpolate: align_corners only applies to the linear modes")

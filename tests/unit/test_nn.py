@@ -834,3 +834,12 @@ def test_sequential_of_name_layer_pairs():
     x = randn(4, 3)
     want = np.tanh(x @ seq.fc.weight.numpy().T + seq.fc.bias.numpy())
     np.testing.assert_allclose(seq(rt.tensor(x)).numpy(), want, rtol=1e-6)
+
+
+def test_nearest_upsample_by_whole_factors_on_dynamic_spatial_dims():
+    """YOLOv3's upsample with InputSpec([None, C, None, None]): was 'the spatial dims must be known'."""
+    x = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    up = to_static(lambda a: F.interpolate(a, scale_factor=2.0, mode="NEAREST"),
+                   input_spec=[InputSpec([None, 3, None, None])])
+    np.testing.assert_array_equal(up(rt.tensor(x)).numpy(), x.repeat(2, 2).repeat(2, 3))
+    np.testing.assert_array_equal(F.interpolate(rt.tensor(x), scale_factor=(1, 3)).numpy(), x.repeat(3, 3))
