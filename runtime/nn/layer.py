@@ -203,6 +203,11 @@ class Layer:
             init.xavier_uniform_(param)
         return param
 
+    def clear_gradients(self):
+        """Paddle's name: every parameter's `.grad` back to None."""
+        for param in self.parameters():
+            param.grad = None
+
     def apply(self, fn):
         """fn(layer) on every sublayer, then on this one (initialization code); returns self."""
         for layer in self.children():
@@ -357,6 +362,10 @@ class Layer:
         for param, value in updates:
             param.data = _copy_onto(param.backend, value)
         return LoadResult(missing, unexpected)
+
+    def set_state_dict(self, state_dict):
+        """Paddle's name for load_state_dict."""
+        return self.load_state_dict(state_dict)
 
     # --- modes and devices --------------------------------------------------------------
     def train(self, mode=True):

@@ -843,3 +843,24 @@ def test_nearest_upsample_by_whole_factors_on_dynamic_spatial_dims():
                    input_spec=[InputSpec([None, 3, None, None])])
     np.testing.assert_array_equal(up(rt.tensor(x)).numpy(), x.repeat(2, 2).repeat(2, 3))
     np.testing.assert_array_equal(F.interpolate(rt.tensor(x), scale_factor=(1, 3)).numpy(), x.repeat(3, 3))
+
+
+def test_paddle_training_names():
+    """Paddle's loop: loss.backward(); opt.minimize(loss); model.clear_gradients() (or opt.clear_grad())."""
+    rt.seed(0)
+    model = nn.Linear(3, 2)
+    opt = rt.optim.SGD(model.parameters(), lr=0.5)
+    x = randn(4, 3)
+    before = model.weight.numpy().copy()
+    loss = model(rt.tensor(x)).sum()
+    loss.backward()
+    opt.minimize(loss)
+    np.testing.assert_allclose(model.weight.numpy(), before - 0.5 * np.tile(x.sum(axis=0), (2, 1)), rtol=1e-6)
+    model.clear_gradients()
+    assert all(p.grad is None for p in model.parameters())
+    model(rt.tensor(x)).sum().backward()
+    opt.clear_grad()
+    assert all(p.grad is None for p in model.parameters())
+    other = nn.Linear(3, 2)
+    other.set_state_dict(model.state_dict())
+    np.testing.assert_array_equal(other.weight.numpy(), model.weight.numpy())
