@@ -9,6 +9,7 @@ import collections
 import functools
 import inspect
 import math
+import re
 import threading
 import types
 import warnings
@@ -215,7 +216,9 @@ class StaticFunction:
             raise ValueError(f"max_signatures must be a positive int, got {max_signatures!r}")
         self._fn = fn
         self._instance = instance
-        self._input_spec = None if input_spec is None else [_as_spec(s) for s in input_spec]
+        # the specs as given: nests (lists, tuples, dicts) of InputSpecs stand for list/dict arguments
+        self._spec_tree = None if input_spec is None else list(input_spec)
+        self._input_spec = None if input_spec is None else [_as_spec(s) for s in pytree.flatten(list(input_spec))[0]]
         self._full_graph = full_graph
         self._passes = passes
         self._max_signatures = max_signatures
@@ -238,7 +241,7 @@ class StaticFunction:
             with self._cache_lock:
                 bound = self._bound.get(instance)
                 if bound is None:
-                    bound = StaticFunction(self._fn, self._input_spec, self._full_graph, self._passes, instance,
+                    bound = StaticFunction(self._fn, self._spec_tree, self._full_graph, self._passes, instance,
                                            self._max_signatures)
                     self._bound[instance] = bound
         return bound
@@ -271,7 +274,7 @@ class StaticFunction:
         """A static function of `wrapper` (library code calling this one, e.g. its gradient), with this
         one's input_spec and options; it is traced as is, not converted."""
         setattr(wrapper, NOT_TO_STATIC, True)
-        return StaticFunction(wrapper, self._input_spec, self._full_graph, self._passes,
+        return StaticFunction(wrapper, self._spec_tree, self._full_graph, self._passes,
                               max_signatures=self._max_signatures)
 
     # --- calling ---------------------------------------------------------------------------
@@ -352,7 +355,7 @@ class StaticFunction:
         with neither, the only signature traced so far. Several traced signatures
         and no spec is a ValueError: which Program to ship is the caller's choice.
         """
-        specs = input_spec if input_spec is not None else self._input_spec
+        specs = input_spec if input_spec is not None else self._spec_tree
         if specs is None:
             if self.cache_size == 1:
                 return next(iter(self._cache.values())).program
@@ -360,7 +363,8 @@ class StaticFunction:
             raise ValueError(f"{self!r}: pass input_spec=[InputSpec(shape, dtype, name), ...] (to save or export) or "
                              f"use to_static(fn, input_spec=[...]) (to pickle) to say which Program stands for it: "
                              f"it has {traced}")
-        return self.get_program(*[_as_spec(s) for s in specs])
+        leaves, tree = pytree.flatten(list(specs))
+        return self.get_program(*pytree.unflatten(tree, [_as_spec(s) for s in leaves]))
 
     def __reduce__(self):
         """Pickled as a LoadedProgram of `deployed_program()`: Program JSON and parameters, never code.
@@ -450,11 +454,12 @@ class StaticFunction:
         containers = writeback.ArgumentWrites(self._fn, self._instance, call)
         specs = []
         names = self._param_names()
+        paths = pytree.leaf_paths(treedef)
         for n, i in enumerate(positions):
             leaf = leaves[i]
             base = self._input_spec[n] if self._input_spec is not None and n < len(self._input_spec) else None
             shape = base.shape if base is not None else tuple(leaf.shape)
-            name = (base.name if base is not None and base.name else None) or (names[n] if n < len(names) else f"x{n}")
+            name = (base.name if base is not None and base.name else None) or _leaf_name(paths[i], names, n)
             specs.append(rt.InputSpec(shape, leaf.dtype, name))
 
         named = list(self._instance.named_parameters()) if isinstance(self._instance, rt.nn.Layer) else []
@@ -696,6 +701,21 @@ def _device_mismatch(name, tensor, plan):
                       f"'{plan.backend.name}'; move the layer (or tensor) with .to('{plan.backend.name}')")
 
 
+def _leaf_name(path, names, n):
+    """An input's name: its parameter's (`inputs_2` for item 2 of a list argument `inputs`, a keyword's
+    name for a keyword argument), else `x<n>`."""
+    positional = re.match(r"\[0\]\[(\d+)\](.*)$", path)
+    if positional and int(positional.group(1)) < len(names):
+        base, rest = names[int(positional.group(1))], positional.group(2)
+    else:
+        keyword = re.match(r"\[1\]\['(\w+)'\](.*)$", path)
+        if keyword is None:
+            return f"x{n}"
+        base, rest = keyword.group(1), keyword.group(2)
+    inner = re.findall(r"\w+", rest)
+    return "_".join([base] + inner)
+
+
 def _as_spec(spec):
     if isinstance(spec, rt.InputSpec):
         return spec
@@ -743,7 +763,7 @@ def to_static(fn=None, *, input_spec=None, full_graph=True, passes=None, max_sig
         if isinstance(f, StaticFunction):
             if input_spec is None and passes is None and full_graph and max_signatures is None:
                 return f
-            return StaticFunction(f._fn, input_spec if input_spec is not None else f._input_spec, full_graph,
+            return StaticFunction(f._fn, input_spec if input_spec is not None else f._spec_tree, full_graph,
                                   passes if passes is not None else f._passes, f._instance,
                                   max_signatures or f._max_signatures)
         limit = DEFAULT_MAX_SIGNATURES if max_signatures is None else max_signatures

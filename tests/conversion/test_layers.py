@@ -415,3 +415,29 @@ def test_eager_backward_through_a_static_two_layer_gru_matches_eager():
         return [p.grad.numpy() for p in gru.parameters()]
     for got, want in zip(grads(True), grads(False)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+class ListInput(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, inputs, scale):
+        src, mask = inputs
+        return self.fc(src * mask) * scale
+
+
+def test_nested_input_spec_for_a_list_argument():
+    """Paddle's input_spec=[[InputSpec, ...], ...] for a list argument: was a TypeError."""
+    rt.seed(0)
+    net = ListInput()
+    x, m, s = _x(4, 3), (_x(4, 3, seed=1) > 0).astype(np.float32), _x(2, seed=2)
+    want = ((x * m) @ net.fc.weight.numpy().T + net.fc.bias.numpy()) * s
+    static = to_static(net.forward, input_spec=[[InputSpec([None, 3]), InputSpec([None, 3])], InputSpec([2])])
+    with rt.no_grad():
+        got = static([rt.tensor(x), rt.tensor(m)], rt.tensor(s))
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+        static([rt.tensor(x[:2]), rt.tensor(m[:2])], rt.tensor(s))         # another batch: the same Program
+    assert static.cache_size == 1
+    program = static.deployed_program()
+    assert [v.name for v in program.inputs[:3]] == ["inputs_0", "inputs_1", "scale"]
