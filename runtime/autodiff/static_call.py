@@ -22,17 +22,17 @@ from .tape import Slot
 
 _BACKWARD = weakref.WeakKeyDictionary()     # forward Program -> its backward Program (built on first use)
 _CALL_OPS = weakref.WeakKeyDictionary()     # forward Program -> the OpDef standing for a call of it
-_RANDOM = weakref.WeakKeyDictionary()       # forward Program -> does its top level draw random numbers
+_RANDOM = weakref.WeakKeyDictionary()       # forward Program -> does it draw random numbers
 _NO_PATH = weakref.WeakKeyDictionary()      # forward Program -> its float inputs no output's gradient reaches
 
 
 def draws_random(program):
-    """Does the Program's top level hold ops drawing from the generator (dropout)? A call of it that goes
-    on the tape keeps the generator state from before its run: the backward Program replays those
-    ops from it, so they draw the same masks (`rng.get_state`, before the run)."""
+    """Does the Program hold ops drawing from the generator (dropout)? A call of it that goes on the tape
+    keeps the generator state from before its run: the backward Program replays those ops from it, so they
+    draw the same masks (`rng.get_state`, before the run) and the generator's own sequence is untouched."""
     found = _RANDOM.get(program)
     if found is None:
-        found = _RANDOM[program] = any(get_op(op.type).random for op in program.global_block.ops)
+        found = _RANDOM[program] = any(get_op(op.type).random for block in program.blocks for op in block.ops)
     return found
 
 
