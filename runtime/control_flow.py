@@ -11,6 +11,7 @@ import re
 import numpy as np
 
 from . import pytree, tracing
+from .autodiff.tape import GRAD_MODE
 from .dtypes import DEFAULT_INT, result_type, scalar_dtype, weak_dtype
 from .errors import ControlFlowError
 from .ir import LITERAL_TYPES, Variable, captures
@@ -192,7 +193,8 @@ def cond(pred, true_fn, false_fn, *operands, names=None, state=None):
         out_leaves.append(out)
     tb.results, fb.results = t_res, f_res
     block.append_op("cond", [pred] + captures([tb, fb], exclude=(pred,)), outs,
-                    {"true_block": tb.idx, "false_block": fb.idx}, origin=tracing.user_origin())
+                    {"true_block": tb.idx, "false_block": fb.idx}, origin=tracing.user_origin(),
+                    no_grad=not GRAD_MODE.enabled)
     return pytree.unflatten(t_def, out_leaves)
 
 
@@ -638,7 +640,7 @@ def _finish_while(block, cb, bb, carry, c_params, b_params, results, treedef, le
             for name, p in zip(leaf_names, b_params) if p is not None]
     captured = captures([cb, bb])
     block.append_op("while", inits + captured, outs, {"cond_block": cb.idx, "body_block": bb.idx},
-                    origin=tracing.user_origin())
+                    origin=tracing.user_origin(), no_grad=not GRAD_MODE.enabled)
     it = iter(outs)
     leaves = [next(it) if state[0] == "var" else state[1] for state in carry]
     return pytree.unflatten(treedef, leaves)

@@ -47,6 +47,9 @@ class Tensor(ArrayMethods):
 
     @stop_gradient.setter
     def stop_gradient(self, value):
+        if value and self._ag is not None and self._ag.record is not None:
+            self._ag = None     # Paddle's flag on a computed tensor: it is detached (ops that follow see a constant)
+            return
         self.requires_grad = not value
 
     @property

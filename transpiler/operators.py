@@ -739,6 +739,26 @@ def convert_len(value):
     return builtins.len(value)
 
 
+def convert_stop_gradient(x, value):
+    """`x.stop_gradient = value` (Paddle's flag) on a local name: a traced value is rebound to
+    rt.stop_gradient(x) when value is True, so no gradient flows back through the uses that follow (what the
+    flag does eagerly); anything else gets the attribute set."""
+    if _symbolic(x):
+        if _symbolic(value):
+            raise TypeError("stop_gradient must be set to a Python bool, not a tensor")
+        return rt.stop_gradient(x) if value else x
+    x.stop_gradient = value
+    return x
+
+
+def convert_reversed(seq):
+    """reversed(xs) of a list grown in a tensor-dependent loop: the array sliced [::-1] in the graph
+    (its length is known only at run time); Python's reversed otherwise."""
+    if _is_array(seq):
+        return rt.array_slice(seq, None, None, -1)
+    return builtins.reversed(seq)
+
+
 def convert_print(*args, sep=" ", end="\n", file=None, flush=False):
     """While tracing, every print becomes a print op: it prints on each run, on the path taken."""
     if tracing.current_block() is not None and file is None:
@@ -905,7 +925,7 @@ def convert_call(fn):
 _OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins.range: convert_range,
               builtins.enumerate: convert_enumerate, builtins.zip: convert_zip, builtins.min: convert_min,
               builtins.max: convert_max, builtins.map: convert_map, builtins.isinstance: convert_isinstance,
-              builtins.any: convert_any, builtins.all: convert_all}
+              builtins.any: convert_any, builtins.all: convert_all, builtins.reversed: convert_reversed}
 
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + [

@@ -103,7 +103,7 @@ def record(opdef, inputs, attrs):
     weak = getattr(PYTHON_OPERATOR, "active", False) or not all(is_weak(x) for x in ins if x is not None)
     outs = [block.create_var(opdef.name, s.shape, s.dtype, weak=s.weak and weak, kind=s.kind)
             for s in ([specs] if single else specs)]
-    block.append_op(opdef.name, ins, outs, attrs, origin=tracing.user_origin())
+    block.append_op(opdef.name, ins, outs, attrs, origin=tracing.user_origin(), no_grad=not GRAD_MODE.enabled)
     if single:
         return outs[0]
     return tuple(outs) if outs else None

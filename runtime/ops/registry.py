@@ -41,6 +41,8 @@ class OpDef:
     needs_nonempty: bool = False     # raises on an empty first input (max, argmin): safe only when it is not
     user_error: bool = False         # raises the user's own exception: its message stays theirs
     grows_input: bool = False        # impure: changes its first input (a tensor array) in place and returns it
+    random: bool = False             # impure only by drawing from rt.seed's generator (dropout): a replay run
+    #                                  from the generator state of the run it replays computes the same values
     scatters_cotangent: bool = False  # zeros like input 1 with input 0 added at an index: a gather's gradient
     cheaper: Optional[Callable] = None   # cheaper(op, producer) -> [(OpDef, inputs)] computing the same faster,
     #                                      or None; producer(var): the op of op's block that made var, or None

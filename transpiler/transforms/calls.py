@@ -27,7 +27,7 @@ from .base import Transformer, is_jst_call, jst, load, located
 BUILTIN_OVERLOADS = {"len": "convert_len", "print": "convert_print", "range": "convert_range",
                      "enumerate": "convert_enumerate", "zip": "convert_zip", "min": "convert_min",
                      "max": "convert_max", "map": "convert_map", "isinstance": "convert_isinstance",
-                     "any": "convert_any", "all": "convert_all"}
+                     "any": "convert_any", "all": "convert_all", "reversed": "convert_reversed"}
 
 # tensor methods called on local names (x.sum()) are not wrapped: they are ours, never user code
 ARRAY_METHODS = frozenset("""

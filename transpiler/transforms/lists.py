@@ -7,6 +7,8 @@
     xs.pop()          →   xs = _jst.convert_pop(xs)[0]
     v = xs.pop(i)     →   xs, v = _jst.convert_pop(xs, i)
     del xs[i]         →   xs = _jst.convert_delitem(xs, i)
+    x.stop_gradient = v  →  x = _jst.convert_stop_gradient(x, v)      (Paddle's flag: x detached from here on;
+                                                                       also self.h.stop_gradient = v)
     xs[i]             →   _jst.convert_getitem(xs, i)      (only for names grown by append/insert/extend)
 
 On Python lists/dicts the operators mutate in place and return the same
@@ -55,6 +57,14 @@ class InPlaceUpdates(Transformer):
         self.generic_visit(node)
         if len(node.targets) == 1 and _is_name_subscript(node.targets[0], self.locals):
             return self._setitem(node, node.targets[0], node.value)
+        target = node.targets[0]
+        if (len(node.targets) == 1 and isinstance(target, gast.Attribute) and target.attr == "stop_gradient"
+                and _rooted_at_local(target.value, self.locals)):
+            holder_load, holder_store = copy.deepcopy(target.value), copy.deepcopy(target.value)
+            _set_ctx(holder_load, gast.Load())
+            _set_ctx(holder_store, gast.Store())
+            call = gast.Call(func=jst("convert_stop_gradient"), args=[holder_load, node.value], keywords=[])
+            return located(gast.Assign(targets=[holder_store], value=call, type_comment=None), node)
         name = _receiver(node.value, self.locals, ("pop",))
         if len(node.targets) == 1 and name is not None:
             new = gast.Call(func=jst("convert_pop"), args=[load(name)] + node.value.args, keywords=[])
@@ -98,6 +108,18 @@ def _receiver(node, local_names, methods):
         return None
     arity = {"append": (1,), "insert": (2,), "extend": (1,), "pop": (0, 1)}[node.func.attr]
     return node.func.value.id if len(node.args) in arity else None
+
+
+def _rooted_at_local(node, local_names):
+    """`x` or `x.a.b` with x a local name (self included)."""
+    while isinstance(node, gast.Attribute):
+        node = node.value
+    return isinstance(node, gast.Name) and node.id in local_names
+
+
+def _set_ctx(node, ctx):
+    """The outermost node stores or loads; the names and attributes inside it are loads."""
+    node.ctx = ctx
 
 
 def _is_name_subscript(target, local_names):
