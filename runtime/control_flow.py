@@ -12,7 +12,7 @@ import numpy as np
 
 from . import pytree, tracing
 from .autodiff.tape import GRAD_MODE
-from .dtypes import DEFAULT_INT, result_type, scalar_dtype, weak_dtype
+from .dtypes import DEFAULT_INT, result_type, weak_dtype
 from .errors import ControlFlowError
 from .ir import LITERAL_TYPES, Variable, captures
 from .ops import array_from_list, array_new, astype, full, not_equal, undefined_value, zeros
