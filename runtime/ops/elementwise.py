@@ -100,11 +100,18 @@ UNARY_FUNCTIONS = _define(UNARY, _unary_kernel, 1)
 _rint = UNARY_FUNCTIONS["round"]
 
 
-def _round(x):
-    """Round to the nearest integer, halves to even; integers and booleans are already round (same dtype)."""
-    if dtype_of(x).kind in "iub":
-        return x
-    return _rint(x)
+def _round(x, decimals=0):
+    """Round to the nearest integer (or to `decimals` places, as NumPy's round: scale by a power of ten,
+    round halves to even, scale back); integers and booleans are already round (same dtype)."""
+    integral = dtype_of(x).kind in "iub"
+    if decimals == 0 or integral and decimals > 0:
+        return x if integral else _rint(x)
+    multiply, divide = BINARY_FUNCTIONS["multiply"], BINARY_FUNCTIONS["divide"]
+    scale = 10.0 ** abs(decimals)
+    if decimals > 0:
+        return divide(_rint(multiply(x, scale)), scale)
+    rounded = multiply(_rint(divide(x, scale)), scale)
+    return astype(rounded, dtype_of(x)) if integral else rounded
 
 
 _round.__name__ = _round.__qualname__ = "round"

@@ -460,6 +460,17 @@ def test_two_lambdas_on_one_line_before_311_is_a_clear_error():
         to_static(_two_lambdas()[0])(xp.asarray(np.ones(3, np.float32)))
 
 
+def test_a_lambda_in_a_compound_statements_header_converts():
+    a = np.arange(1, 4, dtype=np.float32)
+    results = []
+    for static in (to_static(lambda x: x * 2 if x.sum() > 0 else -x), ):
+        results.append(static(xp.asarray(a)).numpy())
+    if results and to_static(lambda x: x - 1 if x.sum() > 0 else x)(xp.asarray(a)) is not None:
+        results.append(a * 0)
+    np.testing.assert_allclose(results[0], a * 2)
+    assert len(results) == 2
+
+
 # --- recursion whose base case depends on a tensor ---------------------------------------------------------
 
 def factorial(x):
