@@ -44,6 +44,20 @@ def test_asarray_copy_and_defaults():
     assert rt.asarray([1j, 2]).dtype == np.complex64 and rt.asarray(np.complex128(1j)).dtype == np.complex128
 
 
+def test_asarray_copy_false_is_the_array_itself():
+    # copy=False never copies: on a Tensor it is that Tensor, so an assignment into it shows through
+    x = rt.asarray(np.array(False))
+    out = rt.asarray(x, copy=False)
+    x[()] = True
+    assert out is x and out.item() is True
+    empty = np.empty((0, 2), np.float32)          # shares_memory is False for empty arrays: no copy made either
+    assert rt.asarray(empty, copy=False).data is empty
+    e = rt.asarray(empty)
+    assert rt.asarray(e, copy=False, dtype="float32") is e
+    with pytest.raises(ValueError, match="without a copy"):
+        rt.asarray(e, copy=False, dtype="float64")
+
+
 def test_interchange_and_attributes():
     x = rt.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
     np.testing.assert_array_equal(np.from_dlpack(x), x.numpy())
