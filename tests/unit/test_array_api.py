@@ -87,3 +87,15 @@ def test_pytorch_spellings_get_a_hint_and_parameters_need_no_backend():
     p = nn.Parameter(np.ones((2, 2), np.float32))
     assert isinstance(p, rt.Parameter) and p.device == "cpu" and p.dtype == np.float32
     assert nn.Parameter([1.0, 2.0], dtype="float64").dtype == np.float64
+
+
+def test_pinv_and_matrix_rank_take_an_array_rtol():
+    # rtol may be an array broadcasting against the stack of matrices: one cutoff per matrix
+    a = np.random.default_rng(0).standard_normal((3, 2, 4)).astype(np.float32)
+    rtol = np.array([0.1, 0.6, 40.0], np.float32)
+    np.testing.assert_array_equal(rt.linalg.matrix_rank(rt.asarray(a), rtol=rt.asarray(rtol)).numpy(),
+                                  np.linalg.matrix_rank(a, rtol=rtol))
+    np.testing.assert_allclose(rt.linalg.pinv(rt.asarray(a), rtol=rt.asarray(rtol)).numpy(),
+                               np.linalg.pinv(a, rtol=rtol), rtol=1e-4, atol=1e-5)
+    assert rt.linalg.pinv(rt.asarray(a[:0]), rtol=rt.asarray(rtol[:0])).shape == (0, 4, 2)
+    assert rt.linalg.matrix_rank(rt.asarray(a), rtol=0.6).shape == (3,)
