@@ -228,8 +228,7 @@ def _vector_norm_infer(x, axis=None, keepdims=False, ord=2):
 
 def _vector_norm_kernel(xp, x, axis=None, keepdims=False, ord=2):
     x = _as_float(xp, x)
-    axes = tuple(range(x.ndim)) if axis is None else ((axis,) if isinstance(axis, int) else tuple(axis))
-    axes = tuple(a % x.ndim for a in axes) if x.ndim else ()
+    axes = norm_axes(axis, x.ndim, "vector_norm axis") if x.ndim else ()
     rest = [i for i in range(x.ndim) if i not in axes]
     # the norm axes moved last and flattened into one: a vector norm over all of them
     flat = xp.transpose(x, rest + list(axes)).reshape([x.shape[i] for i in rest] + [-1])

@@ -99,3 +99,15 @@ def test_pinv_and_matrix_rank_take_an_array_rtol():
                                np.linalg.pinv(a, rtol=rtol), rtol=1e-4, atol=1e-5)
     assert rt.linalg.pinv(rt.asarray(a[:0]), rtol=rt.asarray(rtol[:0])).shape == (0, 4, 2)
     assert rt.linalg.matrix_rank(rt.asarray(a), rtol=0.6).shape == (3,)
+
+
+def test_axis_out_of_bounds_is_an_index_error_and_a_value_error():
+    # the standard asks IndexError of expand_dims; NumPy's AxisError is both, and so is ours (any op's axis)
+    x = rt.asarray(np.ones(3, np.float32))
+    for call in (lambda: rt.expand_dims(x, axis=2), lambda: rt.expand_dims(x, axis=-3), lambda: rt.sum(x, axis=1),
+                 lambda: rt.linalg.vector_norm(x, axis=1), lambda: rt.vecdot(x, x, axis=1)):
+        with pytest.raises(IndexError, match="out of"):
+            call()
+        with pytest.raises(ValueError):
+            call()
+    assert issubclass(rt.AxisError, IndexError) and rt.expand_dims(x, axis=-2).shape == (1, 3)
