@@ -111,3 +111,24 @@ def test_axis_out_of_bounds_is_an_index_error_and_a_value_error():
         with pytest.raises(ValueError):
             call()
     assert issubclass(rt.AxisError, IndexError) and rt.expand_dims(x, axis=-2).shape == (1, 3)
+
+
+def test_special_values_numpy_gets_wrong():
+    # the standard's special cases where NumPy's ufunc differs (the plan's form: test_passes)
+    inf, nan = np.inf, np.nan
+    a = rt.asarray(np.array([inf, -inf, 1.0, -1.0, 5.0, inf], np.float32))
+    b = rt.asarray(np.array([2.0, 2.0, -inf, inf, 2.0, -3.0], np.float32))
+    with np.errstate(invalid="ignore"):
+        for out in (rt.floor_divide(a, b), a // b):
+            np.testing.assert_array_equal(out.numpy(), [inf, -inf, -0.0, -0.0, 2.0, -inf])
+            assert out.dtype == np.float32 and np.signbit(out.numpy()[2:4]).all()
+        np.testing.assert_array_equal((a // 2.0).numpy(), [inf, -inf, 0.0, -1.0, 2.0, inf])
+        z = rt.asarray(np.array([complex(-0.0, 0.0), complex(inf, 0), complex(-inf, inf), complex(inf, nan),
+                                 complex(nan, 0), complex(0.5, 0.3)], np.complex64))
+        e = rt.expm1(z).numpy()
+    assert e[0] == 0 and not np.signbit(e[0].real) and e[1] == inf and e[2] == -1
+    assert np.isposinf(e[3].real) and np.isnan(e[3].imag) and np.isnan(e[4].real) and e[4].imag == 0
+    np.testing.assert_allclose(e[5], np.expm1(np.complex128(0.5 + 0.3j)), rtol=1e-6)
+    t = rt.tanh(rt.asarray(np.array([complex(inf, 3), complex(-inf, 1), complex(inf, -3)], np.complex64))).numpy()
+    assert t.tolist() == [1 + 0j, -1 + 0j, 1 - 0j] and list(np.signbit(t.imag)) == [False, False, True]
+    assert rt.floor_divide(rt.asarray(np.array([7, -7])), 2).tolist() == [3, -4]

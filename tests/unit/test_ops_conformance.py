@@ -174,19 +174,6 @@ for _name in ("bitwise_left_shift", "bitwise_right_shift"):      # `1 << s`: a w
 for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
     SAMPLES[_name].append(S(_fn(_name), rand((3,), "bool"), rand((3,), "bool"), oracle=BITWISE[_name]))
 
-# where NumPy's ufunc departs from the standard's special cases (float floor division by or of an
-# infinity, complex expm1/tanh at infinities): the standard's values, eager, traced and fused alike
-_inf_pairs = np.array([[np.inf, -np.inf, 1.0, -1.0, 5.0, np.inf], [2.0, 2.0, -np.inf, np.inf, 2.0, -3.0]], np.float32)
-SAMPLES["floor_divide"].append(S(rt.floor_divide, _inf_pairs[0], _inf_pairs[1],
-                                 oracle=lambda a, b: np.array([np.inf, -np.inf, -0.0, -0.0, 2.0, -np.inf], a.dtype)))
-_inf, _nan = np.inf, np.nan
-_z_special = np.array([0j, complex(_inf, 0), complex(-_inf, _inf), complex(_inf, _nan), complex(_nan, 0),
-                       complex(0.5, 0.3)], np.complex64)
-SAMPLES["expm1"].append(S(rt.expm1, _z_special, oracle=lambda z: np.array(
-    [0j, complex(_inf, 0), -1 + 0j, complex(_inf, _nan), complex(_nan, 0), np.expm1(z[5])], z.dtype)))
-SAMPLES["tanh"].append(S(rt.tanh, np.array([complex(_inf, 3), complex(-_inf, 1), 0.3 + 0.2j], np.complex64),
-                         oracle=lambda z: np.array([1 + 0j, -1 + 0j, np.tanh(z[2])], z.dtype)))
-
 # the array API's remaining elementwise functions
 _cplx = (rand((3, 4)) + 1j * rand((3, 4))).astype(np.complex64)
 SAMPLES["copysign"] = [S(rt.copysign, rand((3, 4)), rand((4,)), oracle=np.copysign),
