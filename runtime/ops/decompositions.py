@@ -174,6 +174,7 @@ def _with_rtol(opdef, x, rtol):
         return apply(opdef, (x,), {"rtol": None if rtol is None else float(rtol)})
     return apply(opdef, (x, rtol), {"rtol": None})
 
+
 def _matrix_power_infer(x, n):
     shape = _matrices("matrix_power", x)
     return Spec(shape, dtype_of(x) if n >= 0 else _float(dtype_of(x)))   # NumPy keeps ints for n >= 0
