@@ -19,7 +19,7 @@ from .executor import Executor
 from .ops.gradients import fused as _fused_gradient  # noqa: E402,F401  (every op's gradient rule; fused's op comes from runtime.passes)
 from . import writes  # noqa: E402,F401  (gives Tensor set_value and Parameter its in-place operators)
 from .backends import get_backend, gpu_available, DeviceUnavailableError
-from .errors import ControlFlowError, FeedError, IterationLimitError, ProgramRunError, SymbolicBoolError
+from .errors import AxisError, ControlFlowError, FeedError, IterationLimitError, ProgramRunError, SymbolicBoolError
 from . import printer  # noqa: F401  (gives Program its str)
 from .serialization import ProgramFormatError
 from .verify import verify

@@ -34,6 +34,7 @@ class OpDef:
     ufunc: Optional[str] = None      # the NumPy/CuPy ufunc the op is (a fusable step; fresh, copying, safe)
     operator: Optional[str] = None   # Python operator for 0-d arithmetic: "+" (binary), "-" (unary negative)
     as_ufunc: Optional[Callable] = None   # as_ufunc(inputs) -> (ufunc name, args): an op that is one ufunc call
+    #                                       (or None); beside `ufunc`, it says for which inputs the op is that ufunc
     creation: bool = False           # makes its value from literal inputs and attrs alone
     fresh: bool = False              # its result is a new array the plan owns (may be written in place)
     copies: bool = False             # its result never shares memory with an input (a fresh op copies)
