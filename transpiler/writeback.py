@@ -217,7 +217,7 @@ class ArgumentWrites:
         originals = _containers(self.fn, self.instance, *self.call)
         for name, copy, initial in self.seen:
             original = originals.get(name)
-            if type(original) is not type(copy) or not _contents_changed(initial, copy):
+            if type(original) is not type(copy) or not contents_changed(initial, copy):
                 continue
             cell = ContentsCell(original, name)
             written[cell.identity()] = (cell, type(original)(original))
@@ -270,10 +270,10 @@ def register_writes(written, snap):
 def _changed(name, value, attrs, contents):
     if name not in attrs or value is not attrs[name]:
         return True
-    return name in contents and _contents_changed(contents[name], value)
+    return name in contents and contents_changed(contents[name], value)
 
 
-def _contents_changed(old, new):
+def contents_changed(old, new):
     if len(old) != len(new):
         return True
     pairs = zip(old.values(), new.values()) if isinstance(old, dict) else zip(old, new)

@@ -481,3 +481,30 @@ def extend_list_argument(items, x):
 
 def test_a_list_argument_holds_what_the_function_wrote():
     run_both(extend_list_argument, lambda: [_t([0.0])], [(_t([1.0]),), (_t([-2.0]),), (_t([3.0]),)])
+
+
+# --- module globals written through an item -------------------------------------------
+
+CACHE = {"w": None}
+TOTALS = [None]
+
+
+def global_items(x):
+    if x.sum() > 0:                  # `CACHE[...] = ...` does not make CACHE local (as in Python)
+        CACHE["w"] = CACHE["w"] + x
+    for i in range(x.shape[0]):
+        TOTALS[0] = TOTALS[0] + x[i]
+    return CACHE["w"] * 2, TOTALS[0]
+
+
+def test_global_dict_and_list_items_written_in_tensor_if_and_for():
+    static = to_static(global_items)
+    for data in ([1.0, 2.0], [-3.0, 1.0], [4.0, 0.5]):
+        x = np.array(data, np.float32)
+        CACHE["w"], TOTALS[0] = rt.tensor(np.ones(2, np.float32)), rt.tensor(np.float32(0))
+        w, total = static(rt.tensor(x))
+        want_w = np.ones(2, np.float32) + (x if x.sum() > 0 else 0)
+        np.testing.assert_allclose(w.numpy(), want_w * 2)
+        np.testing.assert_allclose(total.numpy(), x.sum())
+        np.testing.assert_allclose(CACHE["w"].numpy(), want_w)
+        np.testing.assert_allclose(TOTALS[0].numpy(), x.sum())
