@@ -375,21 +375,40 @@ def convert_for(iterable, body_fn, args, names, until=None, state=None):
         it = _as_symbolic_iterable(iterable)
         length = it.length()
         if _symbolic(length) or not _changes_structure(it, body_fn, tuple(args), n, state):
+            undo = None if _symbolic(length) else _undo_point(state)
             try:
                 return _graph_for(it, length, body_fn, tuple(args), names, extra_test, state)
-            except ControlFlowError as e:
-                if _symbolic(length) and not isinstance(it, SymbolicRange) and "different structure" in str(e):
-                    raise ControlFlowError(
-                        f"{e}. The loop walks a tensor whose dimension 0 is dynamic, so it cannot unroll as "
-                        "Python would: give that dimension a fixed size in the input_spec, or keep what the "
-                        "loop carries one structure (append tensors to a list and rt.stack it)") from None
-                raise
+            except Exception as e:  # noqa: BLE001 - a static length: what one trace of the body cannot
+                if undo is not None:    # carry (a dtype or rank that changes after the first iteration, an
+                    undo()              # item read at an index earlier iterations fill) unrolls as Python does
+                else:
+                    if isinstance(e, ControlFlowError) and not isinstance(it, SymbolicRange) \
+                            and "different structure" in str(e):
+                        raise ControlFlowError(
+                            f"{e}. The loop walks a tensor whose dimension 0 is dynamic, so it cannot unroll as "
+                            "Python would: give that dimension a fixed size in the input_spec, or keep what the "
+                            "loop carries one structure (append tensors to a list and rt.stack it)") from None
+                    raise
         iterable = it       # a static length and a body that grows what it carries: unroll as Python does
     return _python_for(iterable, body_fn, tuple(args), names, extra_test, state)
 
 
 def _not_flag(k):
     return lambda *state: convert_logical_not(state[k])
+
+
+def _undo_point(cells=None):
+    """A function that forgets what was recorded from now on and puts back what the state cells hold now."""
+    block = tracing.current_block()
+    point = tracing.checkpoint(block)
+    cells = tuple(cells()) if cells is not None else ()
+    held = [c.get() for c in cells]
+
+    def undo():
+        for cell, value in zip(cells, held):
+            cell._store(value)
+        tracing.rollback(point)
+    return undo
 
 
 def _changes_structure(it, body_fn, state, n, cells=None):
