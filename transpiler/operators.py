@@ -741,6 +741,54 @@ def convert_map(fn, *iterables):
     return builtins.map(convert_call(fn), *iterables)
 
 
+def _python_number(value, kind):
+    """What int()/float()/bool() of a traced tensor with one element is: a weakly typed 0-d tensor (a
+    Python number in the graph: `y * int(n)` keeps y's dtype), or the Python number when it is known."""
+    known = known_value(value)
+    if known is not None:
+        return kind(known)
+    dtype = np.dtype(value.dtype)
+    # the shapes and dtypes NumPy converts (eager Tensors convert through NumPy): its error otherwise; a
+    # dynamic dim is taken as 1 here, and a run where it is not fails in the reshape
+    kind(np.ones([1 if d == -1 else d for d in value.static_shape], dtype))
+    scalar = rt.reshape(value, ())
+    if kind is bool:
+        out = rt.not_equal(scalar, 0)
+    else:
+        if kind is int and dtype.kind == "f":
+            _raise_if(rt.isnan(scalar), ValueError, "cannot convert float NaN to integer")
+            _raise_if(rt.isinf(scalar), OverflowError, "cannot convert float infinity to integer")
+        out = rt.astype(scalar, dtype if kind is int and dtype.kind in "iu" else np.int64 if kind is int else
+                        np.float64)
+    out.weak = True
+    return out
+
+
+def _raise_if(pred, exception, message):
+    """Python raises where the Program would compute garbage: the same exception when the Program runs."""
+    def fail():
+        rt.raise_(exception, message)
+    convert_ifelse(pred, fail, None, (), ())
+
+
+def convert_int(value=0, *args):
+    if _symbolic(value) and not args:
+        return _python_number(value, int)
+    return builtins.int(value, *args)
+
+
+def convert_float(value=0.0):
+    if _symbolic(value):
+        return _python_number(value, float)
+    return builtins.float(value)
+
+
+def convert_bool(value=False):
+    if _symbolic(value):
+        return _python_number(value, bool)
+    return builtins.bool(value)
+
+
 def convert_len(value):
     if _symbolic(value):
         if value.kind == "array":
@@ -918,7 +966,8 @@ def convert_call(fn):
 _OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins.range: convert_range,
               builtins.enumerate: convert_enumerate, builtins.zip: convert_zip, builtins.min: convert_min,
               builtins.max: convert_max, builtins.map: convert_map, builtins.isinstance: convert_isinstance,
-              builtins.any: convert_any, builtins.all: convert_all}
+              builtins.any: convert_any, builtins.all: convert_all, builtins.int: convert_int,
+              builtins.float: convert_float, builtins.bool: convert_bool}
 
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + [

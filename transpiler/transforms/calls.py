@@ -3,6 +3,7 @@
     h = self.fc1(x)        →  h = _jst.convert_call(self.fc1)(x)
     n = len(x)             →  n = _jst.convert_len(x)
     isinstance(x, T)       →  _jst.convert_isinstance(x, T)      (also min/max/map/enumerate/zip)
+    k = int(n)             →  k = _jst.convert_int(n)   (float, bool: a traced n gives a weak 0-d tensor)
     i = xs.index(t)        →  i = _jst.convert_index(xs, t)
     for i in range(n):     →  for i in _jst.convert_range(n):
     print('h', h)          →  _jst.convert_print('h', h)
@@ -27,7 +28,8 @@ from .base import Transformer, is_jst_call, jst, load, located
 BUILTIN_OVERLOADS = {"len": "convert_len", "print": "convert_print", "range": "convert_range",
                      "enumerate": "convert_enumerate", "zip": "convert_zip", "min": "convert_min",
                      "max": "convert_max", "map": "convert_map", "isinstance": "convert_isinstance",
-                     "any": "convert_any", "all": "convert_all"}
+                     "any": "convert_any", "all": "convert_all", "int": "convert_int", "float": "convert_float",
+                     "bool": "convert_bool"}
 
 # tensor methods called on local names (x.sum()) are not wrapped: they are ours, never user code
 ARRAY_METHODS = frozenset("""
