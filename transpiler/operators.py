@@ -941,6 +941,18 @@ def convert_delitem(container, index):
     return container
 
 
+def _array_setitem(arr, index, value):
+    """`xs[i] = v` on a tensor array: the item at i replaced in the graph (the item popped, v inserted there).
+    A negative i counts from the end; one out of range stays out of range, so the pop raises IndexError."""
+    length = rt.array_length(arr)
+    if _symbolic(index):
+        index = rt.where(index < 0, rt.where(index + length >= 0, index + length, length), index)
+    elif index < 0:
+        index = rt.where(index + length >= 0, index + length, length)
+    arr = rt.array_pop(arr, index)[0]
+    return rt.array_insert(arr, index, value)
+
+
 def convert_getitem(container, index):
     """`xs[i]`; a Python list of tensors read at a tensor index is read in the graph."""
     if type(container) is list and _symbolic(index) and container:
@@ -949,10 +961,28 @@ def convert_getitem(container, index):
 
 
 def convert_setitem(container, index, value):
+    if _is_array(container) and not isinstance(index, (slice, tuple)):
+        return _array_setitem(container, index, value)
     if _symbolic(container):
         return rt.setitem(container, index, value)
+    if type(container) is list and _symbolic(index) and container:
+        return _list_setitem(container, index, value)
     container[index] = value
     return container
+
+
+def _list_setitem(items, index, value):
+    """`xs[i] = v` on a Python list of tensors at a tensor index: the item i of their stack replaced in the
+    graph, each item read back from it. Only where that is what Python leaves: tensors of one shape and dtype."""
+    if not all(isinstance(v, (Variable, rt.Tensor)) for v in items + [value]) or \
+            len({(tuple(v.shape) if isinstance(v, rt.Tensor) else v.static_shape, np.dtype(v.dtype))
+                 for v in items + [value]}) != 1:
+        raise TypeError("a list item set at a tensor index: the list and the value must be tensors of one shape "
+                        "and dtype (the graph replaces the item in their stack); index with a Python int, or "
+                        "keep the values in one tensor and use x[i] = v")
+    stacked = rt.setitem(rt.stack(items), index, value)
+    items[:] = [stacked[k] for k in range(len(items))]
+    return items
 
 
 def convert_call(fn):

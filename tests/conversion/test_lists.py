@@ -1,7 +1,11 @@
 """Corpus cases for list.append in loops, subscript assignment, augmented assignment (InPlaceUpdates transform): converted result == NumPy oracle."""
+import numpy as np
 import pytest
 
-from .oracle import cases, check_case, ids
+import runtime as rt
+from transpiler import to_static
+
+from .oracle import cases, check_case, compare, ids, numpy_twin
 
 CASES = cases("lists")
 
@@ -9,3 +13,43 @@ CASES = cases("lists")
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
 def test_matches_numpy_oracle(case):
     check_case(case)
+
+
+def _set_items_of_a_list_grown_in_a_tensor_loop(x, n):
+    items = []
+    for i in range(n):                 # a tensor bound: `items` is a tensor array
+        items.append(x * i)
+    for i in range(n):
+        if i % 2 == 0:
+            items[i] = items[i] + 100  # set at a tensor index
+    items[-1] = items[-1] * 0
+    items[0] += 1
+    return rt.stack(items)
+
+
+def _set_items_of_a_list_display_at_a_tensor_index(x, n):
+    items = [x, x * 2, x * 3]
+    for i in range(n):
+        items[i % 3] = items[i % 3] + i
+    items[n - 4] = -x                  # negative (n = 1): counts from the end
+    return items[0], items[1], items[2]
+
+
+@pytest.mark.parametrize("fn", [_set_items_of_a_list_grown_in_a_tensor_loop,
+                                _set_items_of_a_list_display_at_a_tensor_index])
+def test_list_items_set_at_a_tensor_index(fn):
+    x = np.arange(3, dtype=np.float32)
+    for n in (1, 4, 5):
+        want = numpy_twin(fn, "rt")(x.copy(), n)
+        compare(to_static(fn)(rt.tensor(x), rt.tensor(n)), want)
+
+
+def test_list_item_set_at_a_tensor_index_out_of_range_is_an_index_error():
+    def fn(x, n):
+        items = []
+        for i in range(n):
+            items.append(x * i)
+        items[n] = x
+        return rt.stack(items)
+    with pytest.raises(IndexError):
+        to_static(fn)(rt.tensor(np.ones(2, np.float32)), rt.tensor(3))
