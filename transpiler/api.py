@@ -150,8 +150,9 @@ tracing.call_converter = converted_callable
 
 
 def not_to_static(fn):
-    """Leave fn as Python when converted code calls it (it still runs while tracing)."""
-    setattr(fn, NOT_TO_STATIC, True)
+    """Leave fn as Python when converted code calls it (it still runs while tracing). A bound method
+    marks its function (a method object takes no attributes): every instance's method stays Python."""
+    setattr(getattr(fn, "__func__", fn) if isinstance(fn, types.MethodType) else fn, NOT_TO_STATIC, True)
     return fn
 
 
