@@ -241,7 +241,9 @@ class StaticFunction:
 
     @property
     def code(self):
-        """The converted Python source."""
+        """The converted Python source (a `not_to_static` function's own: it is traced as written)."""
+        if getattr(self._fn, NOT_TO_STATIC, False):
+            return parse_function(self._fn).source
         return converted_source(self._fn)
 
     @property
