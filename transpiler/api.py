@@ -128,6 +128,7 @@ def converted_callable(obj):
         if not isinstance(obj.__func__, types.FunctionType) or not _is_user_function(obj.__func__):
             return obj
         _note_reads(obj.__func__, obj.__self__)
+        writeback.note_instance(obj.__self__)
         return types.MethodType(convert_function(obj.__func__), obj.__self__)
     if isinstance(obj, rt.nn.Layer):
         forward = obj.forward
@@ -260,6 +261,8 @@ class StaticFunction:
         reads = guards.current()
         if reads is not None:
             reads.function(self._fn, self._instance)
+        if self._instance is not None:
+            writeback.note_instance(self._instance)
         return fn if self._instance is None else types.MethodType(fn, self._instance)
 
     def __repr__(self):
@@ -459,7 +462,7 @@ class StaticFunction:
                                                                *pytree.unflatten(treedef, leaves)))
         outer = outer_names.snapshot(self._fn)
         try:
-            with guards.recording() as reads, tracing.parameter_names(named):
+            with guards.recording() as reads, tracing.parameter_names(named), writeback.collecting(before):
                 args, kwargs = pytree.unflatten(treedef, leaves)
                 labels = {**{id(a): name for a, name in zip(args, names)}, **{id(v): k for k, v in kwargs.items()}}
                 for obj in keep:

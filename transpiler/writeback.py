@@ -9,6 +9,9 @@ the new values on the object: eager Tensors, or a Python number where the
 place held one before (a float counter stays a float). A Tensor written in
 place (`runtime.writes`: a Parameter, a buffer, optimizer state) is a
 `TensorCell`: each run stores the new array into the same Tensor object.
+Writes outside tensor control flow go through no cell: the objects the trace
+may write (the function's `self` and arguments, and the object of every method
+it calls: a sub-layer) are snapshotted first and compared after (`register_writes`).
 
 What the Program read of those places is checked before each run:
 - a Python number was baked into the Program: if the object now holds
@@ -16,8 +19,10 @@ What the Program read of those places is checked before each run:
 - a Tensor was fed as an input: the run feeds what the place holds now (the
   Tensor the last run wrote), and traces again if its shape or dtype changed.
 """
+import contextlib
 import inspect
 import numbers
+import threading
 import types
 import weakref
 
@@ -238,6 +243,28 @@ def snapshot(objects):
         contents = {k: type(v)(v) for k, v in attrs.items() if type(v) in (list, dict)}
         out.append((name, obj, dict(attrs), contents))
     return out
+
+
+_collecting = threading.local()      # the snapshot list of the trace this thread records, if any
+
+
+@contextlib.contextmanager
+def collecting(snap):
+    """While a trace runs: the objects of methods it calls join `snap` (see `note_instance`)."""
+    outer = getattr(_collecting, "snap", None)
+    _collecting.snap = snap
+    try:
+        yield snap
+    finally:
+        _collecting.snap = outer
+
+
+def note_instance(obj):
+    """A method of obj is about to run in the trace: snapshot obj first (a sub-layer's `self.n = ...` is a
+    write of the Program like one on the function's own `self`), once per object."""
+    snap = getattr(_collecting, "snap", None)
+    if snap is not None and not any(entry[1] is obj for entry in snap):
+        snap.extend(snapshot({"self": obj}))
 
 
 def register_writes(written, snap):

@@ -508,3 +508,47 @@ def test_global_dict_and_list_items_written_in_tensor_if_and_for():
         np.testing.assert_allclose(total.numpy(), x.sum())
         np.testing.assert_allclose(CACHE["w"].numpy(), want_w)
         np.testing.assert_allclose(TOTALS[0].numpy(), x.sum())
+
+
+# --- attributes of sub-layers (objects of the methods the function calls) ------------------
+
+class _Counter(rt.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.seen = rt.asarray(np.float32([0.0]))
+
+    def forward(self, x):
+        self.seen = self.seen + x.sum()
+        return x * 2
+
+
+class _CountingNet(rt.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.counter = _Counter()
+
+    def forward(self, x):
+        return self.counter(x) + 1
+
+
+class _CountingInIf(_CountingNet):
+    def forward(self, x):
+        if x.sum() > 0:
+            x = self.counter(x)
+        return x
+
+
+def test_a_sub_layer_attribute_written_by_its_forward_is_written_back_each_run():
+    eager, static = _CountingNet(), _CountingNet()
+    forward = to_static(static)
+    for data in ([1.0, 2.0], [-4.0, 0.5], [3.0, 3.0]):
+        _same(forward(_t(data)), eager(_t(data)), "output")
+        _same(static.counter.seen, eager.counter.seen, "sub-layer attribute")
+        assert isinstance(static.counter.seen, rt.Tensor)
+
+
+def test_a_sub_layer_attribute_written_under_a_tensor_if_is_a_clear_error_and_left_as_it_was():
+    net = _CountingInIf()
+    with pytest.raises(ControlFlowError, match=r"'self\.seen'"):
+        to_static(net)(_t([1.0, 2.0]))
+    assert isinstance(net.counter.seen, rt.Tensor) and net.counter.seen.numpy().tolist() == [0.0]
