@@ -458,8 +458,9 @@ class StaticFunction:
         named = list(self._instance.named_parameters()) if isinstance(self._instance, rt.nn.Layer) else []
         if isinstance(self._instance, rt.nn.Layer):
             named += self._instance.named_buffers()
-        before = writeback.snapshot(writeback.argument_objects(self._fn, self._instance,
-                                                               *pytree.unflatten(treedef, leaves)))
+        before = writeback.snapshot({**outer_names.user_objects(self._fn),
+                                     **writeback.argument_objects(self._fn, self._instance,
+                                                                  *pytree.unflatten(treedef, leaves))})
         outer = outer_names.snapshot(self._fn)
         try:
             with guards.recording() as reads, tracing.parameter_names(named), writeback.collecting(before):

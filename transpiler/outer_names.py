@@ -18,7 +18,7 @@ from runtime import pytree
 from runtime.control_flow import Undefined
 from runtime.ir import Variable
 from runtime.state import Cell, ContentsCell, ItemCell
-from .writeback import contents_changed
+from .writeback import contents_changed, is_user_object
 
 _MISSING = object()
 
@@ -47,6 +47,14 @@ def snapshot(fn):
     held = [(name, fn.__globals__.get(name)) for name in names] + [(name, _contents(c)) for name, c, _ in cells]
     containers = [(name, value, type(value)(value)) for name, value in held if type(value) in (list, dict)]
     return dict(fn.__globals__), cells, containers
+
+
+def user_objects(fn):
+    """{name: object} for the instances of user classes fn names as globals or closure variables: a trace
+    may set their attributes (`G.n = ...`, `helper(G, x)`), so the write-back compares them (writeback)."""
+    held = [(name, fn.__globals__.get(name)) for name in _names(fn.__code__)]
+    held += [(name, _contents(cell)) for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())]
+    return {name: value for name, value in held if is_user_object(value)}
 
 
 def _names(code):

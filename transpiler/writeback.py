@@ -10,8 +10,10 @@ place held one before (a float counter stays a float). A Tensor written in
 place (`runtime.writes`: a Parameter, a buffer, optimizer state) is a
 `TensorCell`: each run stores the new array into the same Tensor object.
 Writes outside tensor control flow go through no cell: the objects the trace
-may write (the function's `self` and arguments, and the object of every method
-it calls: a sub-layer) are snapshotted first and compared after (`register_writes`).
+may write (the function's `self` and arguments, instances of user classes it
+names as globals, the object of every method it calls: a sub-layer, and the
+user objects each of those holds in an attribute) are snapshotted first and
+compared after (`register_writes`).
 
 What the Program read of those places is checked before each run:
 - a Python number was baked into the Program: if the object now holds
@@ -34,6 +36,8 @@ from runtime.errors import ControlFlowError
 from runtime.ir import Variable
 from runtime.state import AttrCell, ContentsCell
 from runtime.tensor import Tensor
+
+from .transforms.calls import is_library_module
 
 
 # A Tensor a write-back took off an object -> the Tensor put there instead (weakly). Another
@@ -242,7 +246,20 @@ def snapshot(objects):
             continue
         contents = {k: type(v)(v) for k, v in attrs.items() if type(v) in (list, dict)}
         out.append((name, obj, dict(attrs), contents))
+        # one level down: the objects of user classes it holds (`self.cfg.n = ...`, a sub-layer's attribute)
+        seen = {id(entry[1]) for entry in out}
+        for key, value in list(attrs.items()):
+            if is_user_object(value) and id(value) not in seen and isinstance(getattr(value, "__dict__", None), dict):
+                seen.add(id(value))
+                contents = {k: type(v)(v) for k, v in vars(value).items() if type(v) in (list, dict)}
+                out.append((f"{name}.{key}", value, dict(vars(value)), contents))
     return out
+
+
+def is_user_object(value):
+    """An instance of a class defined in user code (not a library's, a module, a class or a function)."""
+    return not isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType, Tensor)) and \
+        not is_library_module(type(value).__module__) and hasattr(value, "__dict__")
 
 
 _collecting = threading.local()      # the snapshot list of the trace this thread records, if any

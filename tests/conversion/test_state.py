@@ -552,3 +552,47 @@ def test_a_sub_layer_attribute_written_under_a_tensor_if_is_a_clear_error_and_le
     with pytest.raises(ControlFlowError, match=r"'self\.seen'"):
         to_static(net)(_t([1.0, 2.0]))
     assert isinstance(net.counter.seen, rt.Tensor) and net.counter.seen.numpy().tolist() == [0.0]
+
+
+# --- objects named as globals, and objects held in attributes ------------------------------
+
+class _Box:
+    def __init__(self):
+        self.n = rt.asarray(np.float32([0.0]))
+
+
+BOX = _Box()
+
+
+def _bump(box, x):
+    box.n = box.n + x.sum()
+
+
+def _writes_a_global_object(x):
+    BOX.n = BOX.n * 2 + 1
+    _bump(BOX, x)                    # a helper writing the object it is given
+    return x
+
+
+class _HoldsConfig:
+    def __init__(self):
+        self.cfg = _Box()
+
+    def run(self, x):
+        self.cfg.n = self.cfg.n + x.sum()
+        return x
+
+
+def test_attributes_of_a_global_object_and_of_an_attribute_object_are_written_back_each_run():
+    BOX.n = _t([0.0])
+    static = to_static(_writes_a_global_object)
+    holder = _HoldsConfig()
+    run = to_static(holder.run)
+    want = 0.0
+    for data in ([1.0, 2.0], [-4.0, 0.5], [3.0, 3.0]):
+        static(_t(data))
+        run(_t(data))
+        want = want * 2 + 1 + sum(data)
+        assert isinstance(BOX.n, rt.Tensor) and isinstance(holder.cfg.n, rt.Tensor)
+        np.testing.assert_allclose(BOX.n.numpy(), [want])
+    np.testing.assert_allclose(holder.cfg.n.numpy(), [sum(sum(d) for d in ([1.0, 2.0], [-4.0, 0.5], [3.0, 3.0]))])
