@@ -6,6 +6,7 @@ condition or iterable is a symbolic Variable). Converted code refers to this
 module as `_jst`.
 """
 import builtins
+import functools
 import operator
 import types
 
@@ -956,6 +957,8 @@ def _array_setitem(arr, index, value):
 def convert_getitem(container, index):
     """`xs[i]`; a Python list of tensors read at a tensor index is read in the graph."""
     if type(container) is list and _symbolic(index) and container:
+        if all(callable(item) and not isinstance(item, (Variable, rt.Tensor)) for item in container):
+            return _choose(container, index, "list")
         return rt.stack(container)[index]
     return container[index]
 
@@ -983,6 +986,33 @@ def _list_setitem(items, index, value):
     stacked = rt.setitem(rt.stack(items), index, value)
     items[:] = [stacked[k] for k in range(len(items))]
     return items
+
+
+def convert_call_item(container, index):
+    """`fs[i](...)`: a tensor i picks among the callables of a list, tuple or layer list by tensor
+    conditions, each called in its branch (MindSpore's switch_layer); any other index: the item itself."""
+    if _symbolic(index) and not _symbolic(container) and isinstance(container, (list, tuple, rt.nn.Layer)) and \
+            hasattr(container, "__len__"):
+        items = list(container)
+        if items and all(callable(item) for item in items):
+            return convert_call(_choose(items, index, type(container).__name__))
+    return convert_call(container[index])
+
+
+def _choose(items, index, kind):
+    """items[index] for a tensor index: nested conditional expressions, so a function is chosen per branch
+    (choices.FunctionChoices); an index out of range raises IndexError when the Program runs."""
+    n = len(items)
+    index = rt.where(index < 0, index + n, index)
+    _raise_if(rt.logical_or(index < 0, index >= n), IndexError, f"{kind} index out of range")
+    chosen = functools.partial(_item, items, n - 1)
+    for k in reversed(range(n - 1)):
+        chosen = functools.partial(convert_ifexp, index == k, functools.partial(_item, items, k), chosen)
+    return chosen()
+
+
+def _item(items, k):
+    return items[k]
 
 
 def convert_call(fn):

@@ -1,6 +1,7 @@
 """Calls: user functions are converted when called; builtins get tensor-aware versions.
 
     h = self.fc1(x)        →  h = _jst.convert_call(self.fc1)(x)
+    h = self.fcs[i](x)     →  h = _jst.convert_call_item(self.fcs, i)(x)   (a tensor i: each layer in a cond)
     n = len(x)             →  n = _jst.convert_len(x)
     isinstance(x, T)       →  _jst.convert_isinstance(x, T)      (also min/max/map/enumerate/zip)
     k = int(n)             →  k = _jst.convert_int(n)   (float, bool: a traced n gives a weak 0-d tensor)
@@ -119,6 +120,11 @@ class Calls(Transformer):
             if (func.attr in ARRAY_METHODS and isinstance(func.value, gast.Name)
                     and func.value.id in self.locals and func.value.id != "self"):
                 return node
+        if isinstance(func, gast.Subscript) and not isinstance(func.slice, (gast.Constant, gast.Slice, gast.Tuple)):
+            # `layers[i](x)`: a tensor i picks the layer at run time
+            wrapped = gast.Call(func=jst("convert_call_item"), args=[func.value, func.slice], keywords=[])
+            node.func = located(wrapped, func)
+            return node
         wrapped = gast.Call(func=jst("convert_call"), args=[func], keywords=[])
         node.func = located(wrapped, func)
         return node
