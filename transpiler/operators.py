@@ -811,6 +811,7 @@ def convert_print(*args, sep=" ", end="\n", file=None, flush=False):
 def convert_assert(test, message_thunk):
     test = _decided(test)
     if _symbolic(test):
+        test = as_predicate(test)       # a tensor of several elements has no truth value: ValueError, as eagerly
         message = message_thunk()
         rt.assert_(test, message=message if isinstance(message, Text) else str(message), origin=tracing.user_origin())
         return
