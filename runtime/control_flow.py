@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 from . import pytree, tracing
-from .dtypes import DEFAULT_INT, result_type, scalar_dtype
+from .dtypes import DEFAULT_INT, result_type, weak_dtype
 from .errors import ControlFlowError
 from .ir import LITERAL_TYPES, Variable, captures
 from .ops import array_from_list, array_new, astype, full, not_equal, undefined_value, zeros
@@ -80,7 +80,7 @@ def _leaf_names(treedef, names):
 
 def _weak_constant(value):
     """A Python number as a weakly typed scalar Variable of the current block."""
-    var = full((), value, scalar_dtype(value))
+    var = full((), value, weak_dtype(value))
     var.weak = True
     return var
 

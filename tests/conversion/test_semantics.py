@@ -173,3 +173,19 @@ def test_match_statement_is_printed_with_ast_unparse():
     static = to_static(f)
     np.testing.assert_allclose(static(rt.tensor(np.ones(2, np.float32)), "double").numpy(), [3.0, 3.0])
     np.testing.assert_allclose(static(rt.tensor(-np.ones(2, np.float32)), "other").numpy(), [-1.0, -1.0])
+
+
+def test_a_python_float_accumulated_in_a_tensor_loop_keeps_python_bits():
+    def f(x, n):
+        s = 0.0
+        i = 0
+        while i < n:                 # a tensor bound: s becomes a weak tensor, still a Python float
+            s += 0.1
+            i += 1
+        return x + s, s
+    x = np.array([1.0], np.float64)
+    got_sum, got_s = to_static(f)(rt.tensor(x), rt.tensor(3))
+    want_sum, want_s = f(x, 3)
+    assert got_s.numpy().item() == want_s == 0.1 + 0.1 + 0.1
+    assert got_sum.numpy().tolist() == want_sum.tolist()
+    assert to_static(f)(rt.tensor(x.astype(np.float32)), rt.tensor(3))[0].dtype == np.float32   # still weak
