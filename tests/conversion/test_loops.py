@@ -43,3 +43,27 @@ def test_static_length_loop_a_while_op_cannot_carry_unrolls_as_python(fn):
     got = to_static(fn)(rt.tensor(x))
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got.numpy(), want)
+
+
+def _walrus_in_a_tensor_while_test(x):
+    n = x.sum()
+    k = 0
+    while (n := n - 1) > 0:
+        k += 1
+        if k > 2:
+            break
+        if k == 1:
+            continue
+        x = x * 2
+    else:
+        x = -x
+    return x, n
+
+
+@pytest.mark.parametrize("data", [[1.0, 2.0], [0.5, 0.2], [3.0, 3.0]])
+def test_a_while_test_that_binds_a_name_rebinds_it_each_iteration(data):
+    x = np.array(data, np.float32)
+    want = numpy_twin(_walrus_in_a_tensor_while_test, "rt")(x.copy())
+    got = to_static(_walrus_in_a_tensor_while_test)(rt.tensor(x))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), w)
