@@ -529,6 +529,7 @@ class SymbolicRange(SymbolicIterable):
                 return rt.maximum(span, 0)
             pad = self.step - 1 if self.step > 0 else self.step + 1
             return rt.maximum((span + pad) // self.step, 0)
+        _raise_if(self.step == 0, ValueError, "range() arg 3 must not be zero")
         span = self.stop - self.start
         return rt.maximum(rt.where(self.step > 0, span + self.step - 1, span + self.step + 1) // self.step, 0)
 
@@ -540,7 +541,11 @@ class SymbolicRange(SymbolicIterable):
 
     def item(self, i):
         offset = i if isinstance(self.step, int) and self.step == 1 else i * self.step
-        return offset if isinstance(self.start, int) and self.start == 0 else self.start + offset
+        value = offset if isinstance(self.start, int) and self.start == 0 else self.start + offset
+        if _symbolic(value) and not value.weak:     # range() yields Python ints, whatever its bounds' dtype
+            value = rt.astype(value, np.int64)
+            value.weak = True
+        return value
 
 
 class _Enumerate(SymbolicIterable):
