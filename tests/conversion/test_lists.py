@@ -53,3 +53,15 @@ def test_list_item_set_at_a_tensor_index_out_of_range_is_an_index_error():
         return rt.stack(items)
     with pytest.raises(IndexError):
         to_static(fn)(rt.tensor(np.ones(2, np.float32)), rt.tensor(3))
+
+
+def test_len_of_a_list_grown_in_a_tensor_loop_is_a_python_int():
+    def fn(x, n):
+        items = []
+        for i in range(n):
+            items.append(x * i)
+        return x / len(items)         # float32 / int: float32, as eagerly
+    x = np.float32([1.0, 2.0])
+    got = to_static(fn)(rt.tensor(x), rt.tensor(3))
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got.numpy(), x / 3)
