@@ -189,3 +189,13 @@ def test_a_python_float_accumulated_in_a_tensor_loop_keeps_python_bits():
     assert got_s.numpy().item() == want_s == 0.1 + 0.1 + 0.1
     assert got_sum.numpy().tolist() == want_sum.tolist()
     assert to_static(f)(rt.tensor(x.astype(np.float32)), rt.tensor(3))[0].dtype == np.float32   # still weak
+
+
+def test_dividing_by_size_keeps_float32_eagerly_and_static():
+    def f(x):
+        return x / x.size
+    x = np.ones((2, 3), np.float32)
+    want = x / x.size                                     # NumPy: a Python int is weak
+    for got in (f(rt.tensor(x)), to_static(f)(rt.tensor(x))):
+        assert got.dtype == want.dtype == np.float32
+        np.testing.assert_array_equal(got.numpy(), want)
