@@ -34,6 +34,7 @@ from runtime import pytree
 from runtime.control_flow import Undefined
 from runtime.errors import ControlFlowError
 from runtime.ir import Variable
+from runtime.nn import Layer
 from runtime.state import AttrCell, ContentsCell
 from runtime.tensor import Tensor
 
@@ -246,13 +247,17 @@ def snapshot(objects):
             continue
         contents = {k: type(v)(v) for k, v in attrs.items() if type(v) in (list, dict)}
         out.append((name, obj, dict(attrs), contents))
-        # one level down: the objects of user classes it holds (`self.cfg.n = ...`, a sub-layer's attribute)
+        # one level down, the objects of user classes it holds (`self.cfg.n = ...`); a Layer's sub-layers,
+        # all of them (`self.blocks[0].state = ...`)
         seen = {id(entry[1]) for entry in out}
-        for key, value in list(attrs.items()):
-            if is_user_object(value) and id(value) not in seen and isinstance(getattr(value, "__dict__", None), dict):
+        held = [(f"{name}.{key}", value) for key, value in attrs.items() if is_user_object(value)]
+        if isinstance(obj, Layer):
+            held += list(obj.named_sublayers(prefix=name))
+        for label, value in held:
+            if id(value) not in seen and isinstance(getattr(value, "__dict__", None), dict):
                 seen.add(id(value))
                 contents = {k: type(v)(v) for k, v in vars(value).items() if type(v) in (list, dict)}
-                out.append((f"{name}.{key}", value, dict(vars(value)), contents))
+                out.append((label, value, dict(vars(value)), contents))
     return out
 
 

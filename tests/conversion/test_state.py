@@ -549,7 +549,7 @@ def test_a_sub_layer_attribute_written_by_its_forward_is_written_back_each_run()
 
 def test_a_sub_layer_attribute_written_under_a_tensor_if_is_a_clear_error_and_left_as_it_was():
     net = _CountingInIf()
-    with pytest.raises(ControlFlowError, match=r"'self\.seen'"):
+    with pytest.raises(ControlFlowError, match=r"'self\.counter\.seen'"):
         to_static(net)(_t([1.0, 2.0]))
     assert isinstance(net.counter.seen, rt.Tensor) and net.counter.seen.numpy().tolist() == [0.0]
 
@@ -596,3 +596,33 @@ def test_attributes_of_a_global_object_and_of_an_attribute_object_are_written_ba
         assert isinstance(BOX.n, rt.Tensor) and isinstance(holder.cfg.n, rt.Tensor)
         np.testing.assert_allclose(BOX.n.numpy(), [want])
     np.testing.assert_allclose(holder.cfg.n.numpy(), [sum(sum(d) for d in ([1.0, 2.0], [-4.0, 0.5], [3.0, 3.0]))])
+
+
+class _Leaf(rt.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.state = rt.asarray(np.float32([0.0, 0.0]))
+
+
+class _WritesItsBlocks(rt.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.first = _Leaf()
+        self.blocks = rt.nn.LayerList([_Leaf(), _Leaf()])
+
+    def forward(self, x):
+        self.first.state = self.first.state * 2 + x        # a sub-layer's attribute, set by its parent
+        for block in self.blocks:
+            block.state = block.state + x                   # items of a layer list
+        return x
+
+
+def test_sub_layer_attributes_set_by_the_parent_are_written_back_each_run():
+    eager, static = _WritesItsBlocks(), _WritesItsBlocks()
+    forward = to_static(static)
+    for data in ([1.0, 2.0], [-4.0, 0.5]):
+        forward(_t(data))
+        eager(_t(data))
+        for got, want in ((static.first, eager.first), *zip(static.blocks, eager.blocks)):
+            assert isinstance(got.state, rt.Tensor)
+            _same(got.state, want.state, "sub-layer state")
