@@ -17,7 +17,7 @@ from runtime import pytree, tracing
 from runtime.control_flow import Undefined, as_predicate, as_variable
 from runtime.errors import ControlFlowError, SymbolicBoolError
 from runtime.ops.known import known_value
-from runtime.ops.control import Text
+from runtime.ops.control import Text, safe_field
 from runtime.ir import Variable
 from runtime.state import attr_cell, contents_cell, item_cell
 
@@ -891,12 +891,13 @@ def convert_fstring(literals, values, conversions, specs):
         template.append(_escape(lit))
         if field is not None:
             template.append(_escape(field))
-        elif c == -1 and not spec:
-            template.append("{}")
+        elif safe_field("", spec, None if c == -1 else chr(c)):     # formatted when the Program runs
+            template.append("{" + ("" if c == -1 else "!" + chr(c)) + (":" + spec if spec else "") + "}")
             tensors.append(v)
         elif _in_branch():
             raise TypeError("a tensor in an f-string message under a tensor-dependent condition is formatted "
-                            "when the Program runs: write it as a plain {value} (no !conversion or :spec)")
+                            "when the Program runs: write it as {value}, {value!r} or with a short :spec "
+                            "(widths and precisions of two digits at most)")
         else:       # raised while tracing, on every run: the Variable has no value to show
             template.append(_escape(str(v)))
     template.append(_escape(literals[-1]))
