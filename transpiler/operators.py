@@ -966,8 +966,25 @@ def convert_getitem(container, index):
     if type(container) is list and _symbolic(index) and container:
         if all(callable(item) and not isinstance(item, (Variable, rt.Tensor)) for item in container):
             return _choose(container, index, "list")
+        if all(type(item) in (bool, int, float) for item in container) and \
+                len({type(item) for item in container}) == 1:
+            item = rt.asarray(np.asarray(container))[index]     # Python numbers of one type: a weak item
+            item.weak = True
+            return item
+        _check_one_kind(container, "read")
         return rt.stack(container)[index]
     return container[index]
+
+
+def _check_one_kind(items, what):
+    """A list used at a tensor index goes through its stack: only what Python would give back unchanged,
+    tensors of one shape and dtype."""
+    kinds = {(tuple(v.shape) if isinstance(v, rt.Tensor) else v.static_shape, np.dtype(v.dtype))
+             if isinstance(v, (Variable, rt.Tensor)) else None for v in items}
+    if None in kinds or len(kinds) != 1:
+        raise TypeError(f"a list {what} at a tensor index: its items must be tensors of one shape and dtype "
+                        "(the graph reads them through their stack) or Python numbers of one type; index it "
+                        "with a Python int, or keep the values in one tensor")
 
 
 def convert_setitem(container, index, value):
@@ -984,12 +1001,7 @@ def convert_setitem(container, index, value):
 def _list_setitem(items, index, value):
     """`xs[i] = v` on a Python list of tensors at a tensor index: the item i of their stack replaced in the
     graph, each item read back from it. Only where that is what Python leaves: tensors of one shape and dtype."""
-    if not all(isinstance(v, (Variable, rt.Tensor)) for v in items + [value]) or \
-            len({(tuple(v.shape) if isinstance(v, rt.Tensor) else v.static_shape, np.dtype(v.dtype))
-                 for v in items + [value]}) != 1:
-        raise TypeError("a list item set at a tensor index: the list and the value must be tensors of one shape "
-                        "and dtype (the graph replaces the item in their stack); index with a Python int, or "
-                        "keep the values in one tensor and use x[i] = v")
+    _check_one_kind(items + [value], "item set")
     stacked = rt.setitem(rt.stack(items), index, value)
     items[:] = [stacked[k] for k in range(len(items))]
     return items

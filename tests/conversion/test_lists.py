@@ -65,3 +65,20 @@ def test_len_of_a_list_grown_in_a_tensor_loop_is_a_python_int():
     got = to_static(fn)(rt.tensor(x), rt.tensor(3))
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got.numpy(), x / 3)
+
+
+def test_a_list_of_tensors_of_two_dtypes_read_at_a_tensor_index_is_a_clear_error():
+    def fn(x, i):
+        items = [x.astype("int32"), x * 2]
+        return items[i]
+    with pytest.raises(TypeError, match="one shape and dtype"):     # their stack was float64: int32 lost
+        to_static(fn)(rt.tensor(np.float32([1.0, 2.0])), rt.tensor(0))
+
+
+def test_a_list_of_python_floats_read_at_a_tensor_index_keeps_python_bits():
+    def fn(x, i):
+        weights = [0.1, 0.2, 0.3]
+        return x * weights[i], weights[i] + 0.1
+    x = np.float32([1.0, 2.0])
+    scaled, w = to_static(fn)(rt.tensor(x), rt.tensor(2))
+    assert scaled.dtype == np.float32 and w.numpy().item() == 0.3 + 0.1
