@@ -75,14 +75,19 @@ def _last_line(code):
 def _parse_lambda(fn, source, filename, first, indent):
     """The lambda on fn's source lines with fn's parameter names, as a FunctionDef. Several such
     lambdas on one line are told apart by the code object's column positions (Python 3.11+)."""
-    shift = 0
+    shift, module = 0, None
     try:
         module = gast.parse(source)
     except SyntaxError:
-        try:
-            module = gast.parse("(" + source.strip().rstrip(",") + ")")
-            shift = 1 - (len(source) - len(source.lstrip()))    # columns on the first line moved
-        except SyntaxError:
+        # a line cut out of a larger expression: an argument, a dict entry (`'k': lambda x: ...,`), a keyword
+        for opening, closing in (("(", ")"), ("{", "}"), ("f(", ")")):
+            try:
+                module = gast.parse(opening + source.strip().rstrip(",") + closing)
+            except SyntaxError:
+                continue
+            shift = len(opening) - (len(source) - len(source.lstrip()))    # columns on the first line moved
+            break
+        if module is None:
             raise ConversionError("cannot parse the source of this lambda", filename, first) from None
     code = fn.__code__
     params = list(code.co_varnames[:code.co_argcount])

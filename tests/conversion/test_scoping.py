@@ -460,6 +460,20 @@ def test_two_lambdas_on_one_line_before_311_is_a_clear_error():
         to_static(_two_lambdas()[0])(xp.asarray(np.ones(3, np.float32)))
 
 
+_TABLE = {
+    "grow": lambda x: x * 2 if x.sum() > 0 else -x,
+    "shrink": lambda x: x - 1 if x.sum() > 0 else x + 1,
+}
+
+
+@pytest.mark.parametrize("key", sorted(_TABLE))
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_a_lambda_written_as_a_dict_entry_converts(key, sign):
+    fn = _TABLE[key]                       # its line, `"grow": lambda x: ...,`, parses only inside braces
+    a = np.arange(1, 4, dtype=np.float32) * sign
+    np.testing.assert_allclose(to_static(fn)(xp.asarray(a)).numpy(), fn(a))
+
+
 # --- recursion whose base case depends on a tensor ---------------------------------------------------------
 
 def factorial(x):
