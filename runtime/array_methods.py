@@ -57,7 +57,12 @@ class ArrayMethods:
     def __rfloordiv__(self, other): return _ns.floor_divide(other, self)
     def __mod__(self, other): return _ns.remainder(self, other)
     def __rmod__(self, other): return _ns.remainder(other, self)
-    def __pow__(self, other): return _ns.pow(self, other)
+    def __pow__(self, other):
+        if type(other) is int and other < 0 and getattr(self, "weak", False) and self.dtype.kind in "iub":
+            self = _ns.astype(self, "float64")      # a Python int to a negative power is a float (NumPy: error)
+            self.weak = True
+        return _ns.pow(self, other)
+
     def __rpow__(self, other): return _ns.pow(other, self)
     def __matmul__(self, other): return _ns.matmul(self, other)
     def __rmatmul__(self, other): return _ns.matmul(other, self)

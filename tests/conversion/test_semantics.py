@@ -199,3 +199,16 @@ def test_dividing_by_size_keeps_float32_eagerly_and_static():
     for got in (f(rt.tensor(x)), to_static(f)(rt.tensor(x))):
         assert got.dtype == want.dtype == np.float32
         np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_a_python_int_counter_to_a_negative_power_is_a_float_as_in_python():
+    def f(x, n):
+        k = 0
+        while k < n:
+            k += 1
+        return x * k ** -1, k ** -2
+    x = np.float32([1.0, 2.0])
+    scaled, inverse = to_static(f)(rt.tensor(x), rt.tensor(3))
+    want_scaled, want_inverse = f(x, 3)
+    assert scaled.dtype == np.float32 and inverse.numpy().item() == want_inverse == 3 ** -2
+    np.testing.assert_array_equal(scaled.numpy(), want_scaled)
