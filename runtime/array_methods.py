@@ -82,7 +82,13 @@ class ArrayMethods:
     def __rrshift__(self, other): return _ns.bitwise_right_shift(other, self)
 
     # augmented assignment: NumPy's in-place dtype and shape rules; the name is rebound, never written
-    def __iadd__(self, other): return _augmented("add", self, other)
+    def __iadd__(self, other):
+        if getattr(self, "kind", None) == "array" and isinstance(other, (list, tuple)):
+            for value in other:             # `xs += [v]` on a tensor array: Python's in-place extend
+                self = _ns.array_append(self, value)
+            return self
+        return _augmented("add", self, other)
+
     def __isub__(self, other): return _augmented("subtract", self, other)
     def __imul__(self, other): return _augmented("multiply", self, other)
     def __itruediv__(self, other): return _augmented("divide", self, other)

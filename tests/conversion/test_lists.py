@@ -82,3 +82,16 @@ def test_a_list_of_python_floats_read_at_a_tensor_index_keeps_python_bits():
     x = np.float32([1.0, 2.0])
     scaled, w = to_static(fn)(rt.tensor(x), rt.tensor(2))
     assert scaled.dtype == np.float32 and w.numpy().item() == 0.3 + 0.1
+
+
+def test_a_list_extended_with_plus_equals_in_a_tensor_loop():
+    def fn(x, n):
+        items = [x]
+        i = 0
+        while i < n:
+            items += [x * i, x + i]          # Python's in-place extend
+            i += 1
+        return rt.stack(items)
+    x = np.float32([1.0, 2.0])
+    want = numpy_twin(fn, "rt")(x.copy(), 3)
+    np.testing.assert_array_equal(to_static(fn)(rt.tensor(x), rt.tensor(3)).numpy(), want)
