@@ -276,3 +276,23 @@ def test_int_of_nan_and_of_a_tensor_with_several_elements_raise_as_python():
     with pytest.raises(TypeError):
         static(xp.tensor(VEC))
     assert int(static(xp.tensor(np.float32(-2.7)))) == -2
+
+
+def item_of_the_mean(x):
+    m = x.mean().item()                # a Python float: float64 weak, x keeps float32
+    return x - m, m
+
+
+def test_item_and_numpy_of_a_traced_value_are_computed_when_the_program_runs():
+    def uses_numpy(x):
+        if xp.mean(x).numpy() > 0:     # Paddle-style: `.numpy()` inside is the traced value itself
+            return x - 1
+        return x + 1
+    for array in (ROWS, -ROWS - 1):
+        got = to_static(item_of_the_mean)(xp.tensor(array))
+        want = item_of_the_mean(xp.tensor(array))
+        assert got[0].dtype == np.float32 and got[1].numpy().item() == want[1]
+        compare(got[0], want[0].numpy())
+        compare(to_static(uses_numpy)(xp.tensor(array)), uses_numpy(xp.tensor(array)).numpy())
+    with pytest.raises(ValueError, match="size 1"):
+        to_static(lambda x: x.item())(xp.tensor(VEC))
