@@ -59,7 +59,12 @@ class ArrayMethods:
     def __rfloordiv__(self, other): return _ns.floor_divide(other, self)
     def __mod__(self, other): return _ns.remainder(self, other)
     def __rmod__(self, other): return _ns.remainder(other, self)
-    def __pow__(self, other): return _ns.pow(self, other)
+    def __pow__(self, other):
+        if type(other) is int and other < 0 and getattr(self, "weak", False) and self.dtype.kind in "iub":
+            self = _ns.astype(self, "float64")      # a Python int to a negative power is a float (NumPy: error)
+            self.weak = True
+        return _ns.pow(self, other)
+
     def __rpow__(self, other): return _ns.pow(other, self)
     def __matmul__(self, other): return _ns.matmul(self, other)
     def __rmatmul__(self, other): return _ns.matmul(other, self)
@@ -79,7 +84,13 @@ class ArrayMethods:
     def __rrshift__(self, other): return _ns.bitwise_right_shift(other, self)
 
     # augmented assignment: NumPy's in-place dtype and shape rules; the name is rebound, never written
-    def __iadd__(self, other): return _augmented("add", self, other)
+    def __iadd__(self, other):
+        if getattr(self, "kind", None) == "array" and isinstance(other, (list, tuple)):
+            for value in other:             # `xs += [v]` on a tensor array: Python's in-place extend
+                self = _ns.array_append(self, value)
+            return self
+        return _augmented("add", self, other)
+
     def __isub__(self, other): return _augmented("subtract", self, other)
     def __imul__(self, other): return _augmented("multiply", self, other)
     def __itruediv__(self, other): return _augmented("divide", self, other)

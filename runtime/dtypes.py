@@ -49,8 +49,6 @@ def _dtype_of(value):
 
 DEFAULT_FLOAT = np.dtype(np.float32)
 DEFAULT_INT = np.dtype(np.int64)
-_PYTHON_PRECISION = {builtins.bool: np.dtype(np.bool_), int: DEFAULT_INT, float: np.dtype(np.float64),
-                     complex: np.dtype(np.complex128)}
 
 _WEAK_EXAMPLE = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
 
@@ -65,14 +63,6 @@ def as_dtype(dtype):
         raise TypeError(f"not a dtype: {dtype!r}") from e
 
 
-def weak_dtype(value):
-    """The dtype a Python number keeps as a traced (weak) value: its own precision."""
-    for kind in (builtins.bool, int, float, complex):
-        if isinstance(value, kind):
-            return _PYTHON_PRECISION[kind]
-    return np.asarray(value).dtype
-
-
 def scalar_dtype(value):
     """The dtype a Python scalar takes when it must stand alone (float32 default for floats)."""
     if isinstance(value, (builtins.bool, np.bool_)):
@@ -83,6 +73,20 @@ def scalar_dtype(value):
         return DEFAULT_FLOAT
     if isinstance(value, complex):
         return np.dtype(np.complex64)
+    return np.asarray(value).dtype
+
+
+def weak_dtype(value):
+    """The dtype of a weak Variable standing for the Python number `value`: one that holds it as Python
+    does (float64 for a float, complex128 for a complex), so Python arithmetic on it keeps Python's bits."""
+    if isinstance(value, (builtins.bool, np.bool_)):
+        return np.dtype(np.bool_)
+    if isinstance(value, int):
+        return DEFAULT_INT
+    if isinstance(value, float):
+        return np.dtype(np.float64)
+    if isinstance(value, complex):
+        return np.dtype(np.complex128)
     return np.asarray(value).dtype
 
 
@@ -101,10 +105,10 @@ def result_type(*operands):
         else:
             args.append(op)
     if all(not isinstance(a, np.dtype) for a in args):
-        # only weak operands: promote among Python kinds, at Python's precision
-        kinds = {type(a) for a in args}
+        # only weak operands: Python arithmetic on Python numbers, held exactly (float64: a Python float)
+        kinds = [type(a) for a in args]
         for py in (complex, float, int):
             if py in kinds:
-                return _PYTHON_PRECISION[py]
+                return weak_dtype(py())
         return np.dtype(np.bool_)
     return np.result_type(*args)

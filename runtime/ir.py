@@ -129,10 +129,35 @@ class Variable(ArrayMethods):
         return f"the traced input '{self.name}'"
 
     def _no_value(self, *args, **kwargs):
-        raise TypeError(f"{self.describe()} has no value while tracing: .item()/.numpy()/.tolist() work on "
-                        "the function's results, not inside it (use the tensor itself, or rt.print_ to see it)")
+        raise TypeError(f"{self.describe()} has no value while tracing: .tolist() works on the function's "
+                        "results, not inside it (use the tensor itself, or rt.print_ to see it)")
 
-    item = numpy = tolist = _no_value
+    tolist = _no_value
+
+    def numpy(self):
+        """Inside a traced function the array is the traced value itself (its ops are NumPy's): its value
+        exists only when the Program runs."""
+        return self
+
+    def item(self, *args):
+        """The Python number of a one-element value: in the graph a weakly typed 0-d value (as `int(x)`), a
+        float for a float dtype (held as float64, what a Python float is), computed when the Program runs."""
+        if args:
+            return self._no_value()
+        shape = [1 if d == -1 else d for d in self.static_shape]
+        if int(np.prod(shape)) != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        ns = array_methods.namespace()
+        out = ns.reshape(self, ())     # a dynamic dim: the reshape fails when the Program runs unless it is 1
+        kind = np.dtype(self.dtype).kind
+        if kind == "f" and np.dtype(self.dtype) != np.float64:
+            out = ns.astype(out, "float64")
+        elif kind == "c" and np.dtype(self.dtype) != np.complex128:
+            out = ns.astype(out, "complex128")
+        elif out is self:
+            out = ns.astype(out, self.dtype)   # a fresh value to mark weak
+        out.weak = True
+        return out
 
     def _no_python_number(self, *args):
         raise TypeError(

@@ -129,6 +129,7 @@ def converted_callable(obj):
         if not isinstance(obj.__func__, types.FunctionType) or not _is_user_function(obj.__func__):
             return obj
         _note_reads(obj.__func__, obj.__self__)
+        writeback.note_instance(obj.__self__)
         return types.MethodType(convert_function(obj.__func__), obj.__self__)
     if isinstance(obj, rt.nn.Layer):
         if obj.__dict__.get("_forward_pre_hooks") or obj.__dict__.get("_forward_post_hooks"):
@@ -153,8 +154,9 @@ tracing.call_converter = converted_callable
 
 
 def not_to_static(fn):
-    """Leave fn as Python when converted code calls it (it still runs while tracing)."""
-    setattr(fn, NOT_TO_STATIC, True)
+    """Leave fn as Python when converted code calls it (it still runs while tracing). A bound method
+    marks its function (a method object takes no attributes): every instance's method stays Python."""
+    setattr(getattr(fn, "__func__", fn) if isinstance(fn, types.MethodType) else fn, NOT_TO_STATIC, True)
     return fn
 
 
@@ -248,7 +250,9 @@ class StaticFunction:
 
     @property
     def code(self):
-        """The converted Python source."""
+        """The converted Python source (a `not_to_static` function's own: it is traced as written)."""
+        if getattr(self._fn, NOT_TO_STATIC, False):
+            return parse_function(self._fn).source
         return converted_source(self._fn)
 
     @property
@@ -265,6 +269,8 @@ class StaticFunction:
         reads = guards.current()
         if reads is not None:
             reads.function(self._fn, self._instance)
+        if self._instance is not None:
+            writeback.note_instance(self._instance)
         return fn if self._instance is None else types.MethodType(fn, self._instance)
 
     def __repr__(self):
@@ -465,11 +471,12 @@ class StaticFunction:
         named = list(self._instance.named_parameters()) if isinstance(self._instance, rt.nn.Layer) else []
         if isinstance(self._instance, rt.nn.Layer):
             named += self._instance.named_buffers()
-        before = writeback.snapshot(writeback.argument_objects(self._fn, self._instance,
-                                                               *pytree.unflatten(treedef, leaves)))
+        before = writeback.snapshot({**outer_names.user_objects(self._fn),
+                                     **writeback.argument_objects(self._fn, self._instance,
+                                                                  *pytree.unflatten(treedef, leaves))})
         outer = outer_names.snapshot(self._fn)
         try:
-            with guards.recording() as reads, tracing.parameter_names(named):
+            with guards.recording() as reads, tracing.parameter_names(named), writeback.collecting(before):
                 args, kwargs = pytree.unflatten(treedef, leaves)
                 labels = {**{id(a): name for a, name in zip(args, names)}, **{id(v): k for k, v in kwargs.items()}}
                 for obj in keep:

@@ -105,12 +105,17 @@ def _parse_lambda(fn, source, filename, first, indent):
 
 def _parse_lambda_lines(source):
     """The lines holding a lambda as a module, and how far columns on the first line moved: the lines
-    as they are, an expression cut from a longer one (wrapped in parentheses), or a compound statement's
-    header (`for y in map(lambda x: ..., xs):`, `elif f(lambda: ...):`) given an empty body."""
+    as they are, a line cut out of a larger expression (an argument, a dict entry `'k': lambda x: ...,`,
+    a keyword argument), or a compound statement's header (`for y in map(lambda x: ..., xs):`,
+    `elif f(lambda: ...):`) given an empty body."""
     stripped = source.strip()
+    indent = len(source) - len(source.lstrip())
     header = stripped[2:] if stripped.startswith("elif") else stripped
-    for text, shift in ((source, 0), ("(" + stripped.rstrip(",") + ")", 1 - (len(source) - len(source.lstrip()))),
-                        (header + " pass", -(len(source) - len(source.lstrip())) - (len(stripped) - len(header)))):
+    candidates = [(source, 0)]
+    candidates += [(opening + stripped.rstrip(",") + closing, len(opening) - indent)
+                   for opening, closing in (("(", ")"), ("{", "}"), ("f(", ")"))]
+    candidates.append((header + " pass", -indent - (len(stripped) - len(header))))
+    for text, shift in candidates:
         try:
             return gast.parse(text), shift
         except SyntaxError:

@@ -28,6 +28,14 @@ def apply(opdef, inputs, attrs, device=None):
     return run_eager(opdef, inputs, attrs, device)
 
 
+_EXACT_SCALARS = (bool, int, float, complex)
+
+
+def _builtin_scalar(x):
+    """NumPy treats only exact Python numbers as weak; a subclass (ElementCount) as the Python number it is."""
+    return int(x) if isinstance(x, int) else float(x) if isinstance(x, float) else complex(x)
+
+
 def run_eager(opdef, inputs, attrs, device=None):
     backend = None if device is None else get_backend(device)
     args = []
@@ -49,6 +57,8 @@ def run_eager(opdef, inputs, attrs, device=None):
             args.append([t.data if isinstance(t, Tensor) else t for t in x])
         elif isinstance(x, Variable):
             raise TypeError(f"{opdef.name}: Variable '{x.name}' used outside the trace that made it")
+        elif isinstance(x, (int, float, complex)) and type(x) not in _EXACT_SCALARS and not isinstance(x, np.generic):
+            args.append(_builtin_scalar(x))   # an int subclass (x.size) is a Python int: weak, as when traced
         else:
             args.append(x)
     if backend is None:

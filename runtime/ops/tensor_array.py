@@ -74,7 +74,7 @@ def _insert_infer(arr, index, x):
 _pop = register(OpDef("array_pop", _pop_kernel, _pop_infer, num_outputs=2, pure=False))
 _insert = register(OpDef("array_insert", _insert_kernel, _insert_infer, pure=False, grows_input=True))
 _length = register(OpDef("array_length", lambda xp, arr: np.int64(len(arr)),
-                         lambda arr: Spec((), np.dtype(np.int64))))
+                         lambda arr: Spec((), np.dtype(np.int64), weak=True)))   # len() is a Python int: weak
 _read = register(OpDef("array_read", lambda xp, arr, i: arr[int(i)],
                        lambda arr, i: Spec(arr.static_shape, arr.dtype)))
 _slice = register(OpDef("array_slice", lambda xp, arr, start=None, stop=None, step=None: arr[start:stop:step],

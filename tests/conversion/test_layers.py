@@ -441,3 +441,42 @@ def test_nested_input_spec_for_a_list_argument():
     assert static.cache_size == 1
     program = static.deployed_program()
     assert [v.name for v in program.inputs[:3]] == ["inputs_0", "inputs_1", "scale"]
+
+
+class _Scale(nn.Layer):
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+
+    def forward(self, x):
+        return x * self.k
+
+
+class _SwitchNet(nn.Layer):
+    """A layer picked by a tensor index (MindSpore's switch_layer): from a tuple, and from a layer list
+    in a tensor loop."""
+
+    def __init__(self):
+        super().__init__()
+        self.cells = nn.LayerList([_Scale(4), _Scale(5), _Scale(6)])
+        self.pair = (nn.ReLU(), _Scale(-1))
+
+    def forward(self, t, i, j):
+        out = self.pair[j](t)
+        while i < 3:
+            out = out + self.cells[i](t)
+            i += 1
+        return out
+
+
+def test_a_layer_picked_by_a_tensor_index_runs_in_its_branch():
+    net, static = _SwitchNet(), to_static(_SwitchNet())
+    t = rt.tensor(np.array([1.0, -2.0], np.float32))
+    for i, j in ((0, 0), (1, 1), (2, -1), (3, -2)):
+        want = np.maximum(t.numpy(), 0) if j in (0, -2) else -t.numpy()
+        want = want + sum(k * t.numpy() for k in (4, 5, 6)[i:])
+        got = static(t, rt.tensor(np.int32(i)), rt.tensor(np.int32(j)))
+        np.testing.assert_allclose(got.numpy(), want)
+        np.testing.assert_allclose(net(t, rt.tensor(np.int32(i)), rt.tensor(np.int32(j))).numpy(), want)
+    with pytest.raises(IndexError):
+        static(t, rt.tensor(np.int32(0)), rt.tensor(np.int32(2)))

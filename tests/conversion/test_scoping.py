@@ -471,6 +471,20 @@ def test_a_lambda_in_a_compound_statements_header_converts():
     assert len(results) == 2
 
 
+_TABLE = {
+    "grow": lambda x: x * 2 if x.sum() > 0 else -x,
+    "shrink": lambda x: x - 1 if x.sum() > 0 else x + 1,
+}
+
+
+@pytest.mark.parametrize("key", sorted(_TABLE))
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_a_lambda_written_as_a_dict_entry_converts(key, sign):
+    fn = _TABLE[key]                       # its line, `"grow": lambda x: ...,`, parses only inside braces
+    a = np.arange(1, 4, dtype=np.float32) * sign
+    np.testing.assert_allclose(to_static(fn)(xp.asarray(a)).numpy(), fn(a))
+
+
 # --- recursion whose base case depends on a tensor ---------------------------------------------------------
 
 def factorial(x):
@@ -506,9 +520,11 @@ def test_recursion_bounded_by_a_python_value_still_converts():
 
 
 def test_bool_of_a_traced_value_is_not_caught_by_except():
+    import operator
+
     def f(x):
         try:
-            flag = bool(x.sum() > 0)
+            flag = operator.truth(x.sum() > 0)      # a library asks for the truth (`bool(...)` is a graph op)
         except TypeError:
             flag = False
         return x + 1 if flag else x - 1

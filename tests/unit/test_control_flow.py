@@ -202,7 +202,7 @@ def test_weak_counter_adopts_float_when_body_adds_float():
         return rt.while_loop(lambda t, y: t < x.sum(), lambda t, y: (t + 0.5, y + 1.0), (0, x))
 
     prog, _, (t, y) = rt.trace(fn, [SPEC])
-    assert t.weak and t.dtype == np.float64         # a Python float keeps its precision
+    assert t.dtype == np.float64 and t.weak       # a Python float: held as Python holds it
     got_t, got_y = run(prog, x=X)
     t_ref, y_ref = 0.0, X.copy()
     while t_ref < X.sum():

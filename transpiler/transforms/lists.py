@@ -9,7 +9,8 @@
     del xs[i]         →   xs = _jst.convert_delitem(xs, i)
     x.stop_gradient = v  →  x = _jst.convert_stop_gradient(x, v)      (Paddle's flag: x detached from here on;
                                                                        also self.h.stop_gradient = v)
-    xs[i]             →   _jst.convert_getitem(xs, i)      (only for names grown by append/insert/extend)
+    xs[i]             →   _jst.convert_getitem(xs, i)      (only for names grown by append/insert/extend
+                                                          or bound to a list display: `xs = [a, b]`)
 
 On Python lists/dicts the operators mutate in place and return the same
 object (Python semantics). On Variables they return a new value: a tensor
@@ -33,6 +34,9 @@ class InPlaceUpdates(Transformer):
         # a nested def's parameter `log` is not this function's `log`
         self.locals = assigned_names([fn_node.args, *fn_node.body]) - declared_names(fn_node.body)
         self.appended = {_receiver(node, self.locals, _GROWING) for node in gast.walk(fn_node)} - {None}
+        self.appended |= {node.targets[0].id for node in gast.walk(fn_node) if isinstance(node, gast.Assign)
+                          and isinstance(node.value, (gast.List, gast.ListComp)) and len(node.targets) == 1
+                          and isinstance(node.targets[0], gast.Name) and node.targets[0].id in self.locals}
         return super().transform(fn_node)
 
     def visit_Subscript(self, node):
