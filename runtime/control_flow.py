@@ -15,7 +15,8 @@ from .autodiff.tape import GRAD_MODE
 from .dtypes import DEFAULT_INT, result_type, weak_dtype
 from .errors import ControlFlowError
 from .ir import LITERAL_TYPES, Variable, captures
-from .ops import array_from_list, array_new, astype, full, not_equal, undefined_value, zeros
+from .ops import (array_from_list, array_length, array_new, astype, full, greater, not_equal, undefined_value,
+                  zeros)
 from .ops.control import block_raises, mark_raising
 from .shape_text import shape_text
 from .tensor import Tensor
@@ -98,7 +99,10 @@ def as_variable(value):
 
 
 def as_predicate(pred):
-    """A symbolic truth value: bool, and of size one."""
+    """A symbolic truth value: bool, and of size one. A list grown in a tensor-dependent loop (a tensor
+    array) is true when it is not empty, as a Python list."""
+    if pred.kind == "array":
+        return greater(array_length(pred), 0)
     if any(d not in (1, -1) for d in pred.static_shape):
         raise ValueError(
             f"the truth value of a tensor with shape {shape_text(pred.static_shape)} is ambiguous: "

@@ -748,6 +748,25 @@ def convert_all(iterable):
     return out
 
 
+def convert_sum(iterable, /, start=0):
+    """Python's sum, `start + item 0 + item 1 + ...` in order. Over a list grown in a tensor-dependent
+    loop (a tensor array) or a tensor whose first dim is dynamic the same additions run in a while loop,
+    from `start + 0` shaped as an item (an empty list sums to those zeros)."""
+    dynamic_rows = _symbolic(iterable) and iterable.kind != "array" and iterable.ndim > 0 and \
+        iterable.static_shape[0] == -1
+    if not (_is_array(iterable) or dynamic_rows):
+        return builtins.sum(iterable, start)
+    item_shape = iterable.static_shape if _is_array(iterable) else iterable.static_shape[1:]
+    if -1 in item_shape:
+        raise TypeError(f"sum() of {iterable.describe()}: its items' shape {item_shape} is not static, so the "
+                        "running total has no shape to start from; rt.stack the items and use rt.sum")
+    items = _as_symbolic_iterable(iterable)
+    n = items.length()
+    total = start + rt.zeros(item_shape, dtype=iterable.dtype)
+    _, total = rt.while_loop(lambda i, total: i < n, lambda i, total: (i + 1, total + items.item(i)), (0, total))
+    return total
+
+
 def convert_map(fn, *iterables):
     """map() calls fn as converted code would: a user function given to it is converted too."""
     return builtins.map(convert_call(fn), *iterables)
@@ -1072,7 +1091,8 @@ _OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins
               builtins.enumerate: convert_enumerate, builtins.zip: convert_zip, builtins.min: convert_min,
               builtins.max: convert_max, builtins.map: convert_map, builtins.isinstance: convert_isinstance,
               builtins.any: convert_any, builtins.all: convert_all, builtins.reversed: convert_reversed,
-              builtins.int: convert_int, builtins.float: convert_float, builtins.bool: convert_bool}
+              builtins.int: convert_int, builtins.float: convert_float, builtins.bool: convert_bool,
+              builtins.sum: convert_sum}
 
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + [

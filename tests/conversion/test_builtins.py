@@ -167,10 +167,6 @@ def test_unpacking_the_wrong_count_is_python_error():
         to_static(f)(xp.tensor(ROWS))
 
 
-def dynamic_sum(x):
-    return sum(x)
-
-
 def dynamic_list(x):
     return list(x)
 
@@ -184,7 +180,7 @@ def dynamic_unpack(x):
     return a
 
 
-@pytest.mark.parametrize("fn", [dynamic_sum, dynamic_list, dynamic_max, dynamic_unpack], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [dynamic_list, dynamic_max, dynamic_unpack], ids=lambda f: f.__name__)
 def test_dynamic_first_dim_names_the_dimension_and_the_alternatives(fn):
     static = to_static(fn, input_spec=[InputSpec([None, 3], "float32", "x")])
     with pytest.raises(TypeError, match=r"shape \[\?, 3\].*dimension 0 is dynamic.*input_spec"):
@@ -296,3 +292,33 @@ def test_item_and_numpy_of_a_traced_value_are_computed_when_the_program_runs():
         compare(to_static(uses_numpy)(xp.tensor(array)), uses_numpy(xp.tensor(array)).numpy())
     with pytest.raises(ValueError, match="size 1"):
         to_static(lambda x: x.item())(xp.tensor(VEC))
+
+
+# --- sum() and the truth of a list grown in a tensor-dependent loop ------------------------------------
+
+def sum_of_a_list_grown_in_a_tensor_loop(x):
+    parts = []
+    i = 0
+    while x.sum() > i:
+        parts.append(x[0] * i + 0.1)
+        i += 1
+    y = x + sum(parts) * 0.01 if parts else x - 1
+    return y, sum(parts, 2.5)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_sum_and_truth_of_a_tensor_array_are_pythons(sign):
+    check(sum_of_a_list_grown_in_a_tensor_loop, np.array([3.0, 1.5], np.float32) * sign, ops=("while",))
+
+
+def sum_of_rows(x):
+    return sum(x), sum(x, 10.0)
+
+
+def test_sum_over_rows_of_a_dynamic_first_dim_adds_them_in_order():
+    static = to_static(sum_of_rows, input_spec=[InputSpec([None, 3], "float32")])
+    for n in (0, 1, 5):
+        a = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+        got = static(xp.tensor(a))
+        want = (sum(a, np.zeros(3, np.float32)), sum(a, np.float32(10.0) + np.zeros(3, np.float32)))
+        compare(got, want)

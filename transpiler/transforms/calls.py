@@ -30,7 +30,7 @@ BUILTIN_OVERLOADS = {"len": "convert_len", "print": "convert_print", "range": "c
                      "enumerate": "convert_enumerate", "zip": "convert_zip", "min": "convert_min",
                      "max": "convert_max", "map": "convert_map", "isinstance": "convert_isinstance",
                      "any": "convert_any", "all": "convert_all", "reversed": "convert_reversed",
-                     "int": "convert_int", "float": "convert_float", "bool": "convert_bool"}
+                     "int": "convert_int", "float": "convert_float", "bool": "convert_bool", "sum": "convert_sum"}
 
 # tensor methods called on local names (x.sum()) are not wrapped: they are ours, never user code
 ARRAY_METHODS = frozenset("""
