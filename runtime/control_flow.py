@@ -539,6 +539,8 @@ def _to_array(items, like, block):
             return array_from_list([as_variable(v) for v in items])
         if isinstance(like, Variable):
             return array_new(like.static_shape, like.dtype)
+        if _is_number(like):      # a Python number appended while a loop's state was still Python
+            return array_new((), scalar_dtype(like))
         return array_new(tuple(like.shape), like.dtype)
 
 
