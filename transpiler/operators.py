@@ -7,6 +7,7 @@ module as `_jst`.
 """
 import builtins
 import operator
+import threading
 import types
 
 import numpy as np
@@ -756,7 +757,7 @@ def convert_raise(exc, *cause):
     """`raise exc [from cause]`: Python's raise, unless tracing is inside a branch or loop body —
     then a `raise` op, so the Program raises the same built-in exception with the same message
     when, and only when, it takes this path."""
-    if not _in_branch():
+    if not _in_branch() or _caught(exc if isinstance(exc, type) else type(exc)):
         exc = _with_text(exc)
         if cause:
             raise exc from cause[0]
@@ -772,6 +773,38 @@ def convert_raise(exc, *cause):
         return
     message, values = _message(exc)
     rt.raise_(cls, message, *values)
+
+
+_catching = threading.local()      # per thread: handler types of the `try` bodies tracing is inside
+
+
+class catching:
+    """A `try` body of converted code: a raise its handlers catch stays a Python raise, even in a
+    function it calls, since a `raise` op could not be caught when the Program runs."""
+
+    def __init__(self, types):
+        self.types = types          # a thunk: the handlers' type expressions, read only on a raise
+
+    def __enter__(self):
+        stack = getattr(_catching, "stack", None)
+        if stack is None:
+            stack = _catching.stack = []
+        stack.append(self.types)
+
+    def __exit__(self, *exc_info):
+        _catching.stack.pop()
+        return False
+
+
+def _caught(cls):
+    """Would an open `try` of converted code catch an exception of type cls?"""
+    for types in reversed(getattr(_catching, "stack", None) or ()):
+        flat = []
+        for t in types():
+            flat.extend(t if isinstance(t, tuple) else (BaseException if t is None else t,))
+        if any(isinstance(t, type) and issubclass(cls, t) for t in flat):
+            return True
+    return False
 
 
 def _in_branch():
