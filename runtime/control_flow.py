@@ -351,15 +351,35 @@ def _unify_dtypes(va, vb, block_a, block_b, name, side_a, side_b):
 def _structure_message(what, a, b, names, side_a, side_b):
     if names and isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b) == len(names):
         for name, x, y in zip(names, a, b):
-            if type(x) is dict and type(y) is dict and set(x) != set(y):
-                key = next(k for k in [*x, *y] if k not in x or k not in y)
-                side = side_a if key in x else side_b
-                return (f"key {key!r} of '{name}' is set in the {side} only ({what}): afterwards it would exist "
-                        f"for some inputs only; give '{name}[{key!r}]' a value before it, or on every path")
+            found = _key_set_on_one_side(name, x, y)
+            if found is not None:
+                label, key, in_a = found
+                side = side_a if in_a else side_b
+                return (f"key {key!r} of '{label}' is set in the {side} only ({what}): afterwards it would exist "
+                        f"for some inputs only; give '{label}[{key!r}]' a value before it, or on every path")
             if pytree.flatten(x)[1] != pytree.flatten(y)[1]:
                 return (f"{_subject(name)} has a different structure in {what}: {_shape_of_tree(x)} in the {side_a}, "
                         f"{_shape_of_tree(y)} in the {side_b}")
     return f"{what} produce different structures: {_shape_of_tree(a)} vs {_shape_of_tree(b)}"
+
+
+def _key_set_on_one_side(label, a, b):
+    """(label of the dict, key, whether a has it) for a key that one side has and the other lacks,
+    searched through dicts and lists nested alike on both sides (`x['a']['b'] = v` in one branch); or None."""
+    if type(a) is dict and type(b) is dict:
+        if set(a) != set(b):
+            key = next(k for k in [*a, *b] if k not in a or k not in b)
+            return label, key, key in a
+        pairs = [(k, a[k], b[k]) for k in a]
+    elif type(a) is list and type(b) is list and len(a) == len(b):
+        pairs = [(i, x, y) for i, (x, y) in enumerate(zip(a, b))]
+    else:
+        return None
+    for key, x, y in pairs:
+        found = _key_set_on_one_side(f"{label}[{key!r}]", x, y)
+        if found is not None:
+            return found
+    return None
 
 
 def _shape_of_tree(value):

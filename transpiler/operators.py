@@ -136,9 +136,25 @@ def _write_back(outs, args, names, *returned):
         original, merged = args[j], outs[k]
         if merged is original or type(merged) is not type(original):
             continue
-        contents_cell(original, names[k]).set(merged)   # a cell: a static function writes it after each run
-        outs[k] = original
+        outs[k] = _write_into(original, merged, names[k])
     return tuple(outs)
+
+
+def _write_into(original, merged, label):
+    """merged's contents into the container original, and so on into the lists and dicts inside it
+    where merged has a container of their type (the paths mutated copies of those too): other names
+    that share one see the change, as in Python. Returns what the place holds now."""
+    if merged is original or type(merged) is not type(original) or type(original) not in (list, dict):
+        return merged
+    if type(original) is dict:
+        new = {key: _write_into(original[key], value, f"{label}[{key!r}]") if key in original else value
+               for key, value in merged.items()}
+    elif len(merged) == len(original):
+        new = [_write_into(o, m, f"{label}[{i}]") for i, (o, m) in enumerate(zip(original, merged))]
+    else:
+        new = merged
+    contents_cell(original, label).set(new)   # a cell: a static function writes it after each run
+    return original
 
 
 # --- exceptions raised while tracing a graph region -----------------------------------------
