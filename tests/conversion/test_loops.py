@@ -37,3 +37,20 @@ def test_a_list_first_appended_a_python_number_in_a_tensor_loop_becomes_a_tensor
     for n1 in (1, 3):
         got = static(rt.tensor(np.int32(n1)), 3)
         np.testing.assert_array_equal(got.numpy(), oracle(np.int32(n1), 3))
+
+
+def while_pads_with_the_counter(n):
+    m = rt.asarray([[0, 0], [0, 0]])
+    i = 0
+    while i < n:
+        m = rt.pad(m, [[1, 1], [1, 1]], constant_values=i)
+        i += 1
+    return m
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_pad_with_a_tensor_constant_value_in_a_loop_that_grows_the_matrix(n):
+    # AutoGraph's loop_with_variable_type_test while_with_variable_shape_growing_matrix: the
+    # counter is a tensor, and constant_values could only be a Python number
+    got = to_static(while_pads_with_the_counter)(rt.tensor(np.int32(n)))
+    np.testing.assert_array_equal(got.numpy(), numpy_twin(while_pads_with_the_counter, "rt")(np.int32(n)))
