@@ -396,6 +396,31 @@ def test_global_rebound_under_tensor_condition_is_written_back_after_each_run():
         assert TOTAL == want and type(TOTAL) is int
 
 
+def declare_global_inside_nested_ifs(x, n):
+    y = x * 0
+    if n > 0:
+        if n > 1:
+            global TOTAL
+            if TOTAL is None:
+                TOTAL = 1
+            else:
+                TOTAL += 1
+            y = y + TOTAL
+    return y
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_a_global_declared_inside_nested_ifs_applies_to_the_whole_function(n):
+    # AutoGraph's nested_control_flow_test if_nested_with_modification_of_global: the declaration
+    # stayed inside the branch function after its prologue (a SyntaxError on conversion)
+    global TOTAL
+    TOTAL = None
+    want = declare_global_inside_nested_ifs(np.float32(1.0), n)
+    want_total, TOTAL = TOTAL, None
+    got = to_static(declare_global_inside_nested_ifs)(xp.asarray(np.float32(1.0)), n)
+    assert float(got.numpy()) == float(want) and TOTAL == want_total
+
+
 def _tensor_counter():
     count = 0.0
 
