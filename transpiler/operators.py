@@ -98,6 +98,7 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
     except ControlFlowError:
         choice.explain()
         raise
+    _check_captured("if", true_fn, false_fn)
     outs = _write_back(choice.resolve(outs), args, names, returned[0], returned[1])
     return _untuple(outs, n)
 
@@ -178,6 +179,33 @@ class _graph_region:
             except AttributeError:
                 pass
         return False
+
+
+def _check_captured(kind, *fns):
+    """After a graph if/while/for: no list or dict that its functions read from the enclosing scope
+    (closure cells) may hold a value made inside it. Such a container was changed where the
+    analysis cannot see it (passed to a function that appends to it): Python would have changed it
+    on each path or iteration taken, a trace only once, so using it afterwards would be wrong."""
+    block = tracing.current_block()
+    if block is None:
+        return
+    for fn in fns:
+        names = getattr(getattr(fn, "__code__", None), "co_freevars", ())
+        for name, cell in zip(names, getattr(fn, "__closure__", None) or ()):
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            if type(value) not in (list, dict):
+                continue
+            for leaf in pytree.flatten(value)[0]:
+                if isinstance(leaf, Variable) and not (
+                        leaf.block.program is block.program and leaf.block.is_ancestor_of(block)):
+                    raise ControlFlowError(
+                        f"'{name}' is changed inside this tensor-dependent `{kind}` where the conversion cannot "
+                        "carry the change out (it was passed to a function that appended to it or set an item): "
+                        f"a graph runs that code once, not once per path or iteration; change '{name}' in the "
+                        f"`{kind}` itself (`{name}.append(v)`, `{name}[i] = v`) or return the new value")
 
 
 def check_caught(exc):
@@ -367,6 +395,7 @@ def convert_while(cond_fn, body_fn, args, names, state=None):
     body, returned = _tracking_body(body_fn, n)
     with _graph_region("while"):
         outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
+    _check_captured("while", cond_fn, body_fn)
     return _untuple(_write_back(outs, args, names, returned), n)
 
 
@@ -471,6 +500,7 @@ def _graph_for(it, length, body_fn, values, names, extra_test, state=None):
     index = as_variable(0)      # a symbolic index: iterating a tensor is a while op even for a static length
     with _graph_region("for"):
         outs = rt.while_loop(cond, body, (index,) + values, names=("for_index",) + tuple(names), state=state)
+    _check_captured("for", body_fn)
     return _untuple(_write_back(outs[1:], args, names, returned), n)
 
 

@@ -558,3 +558,27 @@ def _failing_conversion(x):
     for v in gen():
         total = total + v
     yield total
+
+
+# --- a list changed through a call inside a tensor loop -----------------------------------------------------
+
+def _track(log, value):
+    log.append(value)
+    return value
+
+
+def count_through_a_call(x):
+    log = []
+    while x > 0:
+        x -= 1
+        _track(log, x)
+    return len(log)
+
+
+def test_a_list_appended_to_through_a_call_in_a_tensor_loop_is_an_error_not_a_wrong_count():
+    # AutoGraph's continue_statements_test (track(u, x)) with a tensor bound: the trace appended
+    # once, so len(log) was 1 for every input
+    assert to_static(count_through_a_call)(3) == count_through_a_call(3) == 3
+    from runtime.errors import ControlFlowError
+    with pytest.raises(ControlFlowError, match="'log' is changed inside this tensor-dependent `while`"):
+        to_static(count_through_a_call)(xp.asarray(np.int32(3)))
