@@ -381,10 +381,10 @@ def _any_truth(truths):
     return out
 
 
-def _raise_unless(found, message):
-    """A ValueError raised when the Program runs and found is False (Python raises it at the call)."""
+def _raise_unless(found, message, error=ValueError):
+    """`error` raised when the Program runs and found is False (Python raises it at the call)."""
     def missing():
-        rt.raise_(ValueError, message.replace("{", "{{").replace("}", "}}"))
+        rt.raise_(error, message.replace("{", "{{").replace("}", "}}"))
     rt.cond(found, lambda: None, missing)
 
 
@@ -961,10 +961,36 @@ def convert_getitem(container, index):
 
 
 def convert_setitem(container, index, value):
+    if _is_array(container):
+        return _array_setitem(container, index, value)
     if _symbolic(container):
         return rt.setitem(container, index, value)
+    if type(container) is list and _symbolic(index):
+        return _list_setitem(container, index, value)
     container[index] = value
     return container
+
+
+def _array_setitem(arr, index, value):
+    """`xs[i] = v` on a list grown in a tensor-dependent loop: the item at i taken out and v put in its
+    place (a negative i counts from the end, as in Python)."""
+    if not (isinstance(index, int) and index >= 0):
+        index = rt.where(index < 0, index + rt.array_length(arr), index)
+    arr, _ = rt.array_pop(arr, index)
+    return rt.array_insert(arr, index, value)
+
+
+def _list_setitem(items, index, value):
+    """`xs[i] = v` on a Python list at a tensor index: each item becomes `where(i names it, v, item)`; an
+    index out of range is the IndexError Python raises, when the Program runs."""
+    n = len(items)
+    if n == 0:
+        raise IndexError("list assignment index out of range")
+    hits = [convert_logical_or(index == k, lambda k=k: index == k - n) for k in builtins.range(n)]
+    _raise_unless(_any_truth(hits), "list assignment index out of range", IndexError)
+    for k, hit in enumerate(hits):
+        items[k] = rt.where(hit, value, items[k])
+    return items
 
 
 def convert_call(fn):

@@ -54,3 +54,49 @@ def test_pad_with_a_tensor_constant_value_in_a_loop_that_grows_the_matrix(n):
     # counter is a tensor, and constant_values could only be a Python number
     got = to_static(while_pads_with_the_counter)(rt.tensor(np.int32(n)))
     np.testing.assert_array_equal(got.numpy(), numpy_twin(while_pads_with_the_counter, "rt")(np.int32(n)))
+
+
+def read_write_loop(n):
+    l = []
+    l.append(1)
+    l.append(1)
+    for i in range(2, n):
+        l.append(l[i - 1] + l[i - 2])
+        l[i - 2] = -l[i - 2]
+    return rt.stack(l)
+
+
+def pops_inside_a_statement(n):
+    l = [1, 2, 3, 4]
+    s = 0
+    for _ in range(n):
+        s += l.pop()
+    return s, len(l)
+
+
+@pytest.mark.parametrize("n", [2, 4, 6])
+def test_an_item_of_a_list_grown_in_a_tensor_loop_set_at_the_loop_index(n):
+    # AutoGraph's basic_list_test read_write_loop with a tensor bound: `l[i - 2] = ...` took the
+    # tensor index as a Python int
+    got = to_static(read_write_loop)(rt.tensor(np.int32(n)))
+    np.testing.assert_array_equal(got.numpy(), numpy_twin(read_write_loop, "rt")(np.int32(n)))
+
+
+@pytest.mark.parametrize("n", [0, 2, 4])
+def test_a_pop_inside_an_augmented_assignment_in_a_tensor_loop(n):
+    # AutoGraph's basic_list_test simple_empty: `s += l.pop()` was left a method call on the loop's array
+    s, length = to_static(pops_inside_a_statement)(rt.tensor(np.int32(n)))
+    assert (int(s), int(length)) == pops_inside_a_statement(n)
+
+
+def test_a_python_list_item_set_at_a_tensor_index():
+    def set_at(i, v):
+        l = [1, 2, 3]
+        l[i] = v
+        return l
+
+    static = to_static(set_at)
+    for i in (0, 2, -1, -3):
+        assert [int(v) for v in static(rt.tensor(np.int32(i)), 9)] == set_at(i, 9)
+    with pytest.raises(IndexError, match="list assignment index out of range"):
+        static(rt.tensor(np.int32(3)), 9)
