@@ -420,6 +420,8 @@ def convert_for(iterable, body_fn, args, names, until=None, state=None):
     if isinstance(iterable, SymbolicIterable) or _symbolic(iterable):
         it = _as_symbolic_iterable(iterable)
         length = it.length()
+        if not _symbolic(length) and length == 0:      # runs no iteration: its body is never traced, as in Python
+            return _python_for(it, body_fn, tuple(args), names, extra_test, state)
         if _symbolic(length) or not _changes_structure(it, body_fn, tuple(args), n, state):
             try:
                 return _graph_for(it, length, body_fn, tuple(args), names, extra_test, state)

@@ -100,3 +100,21 @@ def test_a_python_list_item_set_at_a_tensor_index():
         assert [int(v) for v in static(rt.tensor(np.int32(i)), 9)] == set_at(i, 9)
     with pytest.raises(IndexError, match="list assignment index out of range"):
         static(rt.tensor(np.int32(3)), 9)
+
+
+def initializes_on_the_first_item(l):
+    s = 0
+    for i in l:
+        if i == l[0]:
+            x = 0
+        else:
+            x += 1
+        s = s * 10 + x
+    return s
+
+
+def test_a_for_over_a_tensor_with_a_static_length_of_zero_never_traces_its_body():
+    # AutoGraph's loop_scoping_test for_initializes_local_var with an empty tensor: tracing the body
+    # read l[0] of an empty tensor (IndexError) where Python runs no iteration
+    empty = np.zeros(0, np.int32)
+    assert int(to_static(initializes_on_the_first_item)(rt.tensor(empty))) == initializes_on_the_first_item(empty)
