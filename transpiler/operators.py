@@ -81,26 +81,58 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
     pred = _decided(pred)
     if not _symbolic(pred):
         return true_fn(*args) if pred else false_fn(*args)
-    returned = {}
+    returned, changed = {}, {}
     choice = FunctionChoices(pred, names, convert_call)
 
-    def branch(fn, side):
+    def branch(fn, side, extra):
         def run():
             copies = copy_containers(args)
             out = _tuple(fn(*copies), n)
             returned[side] = _returned_args(out, copies, args)
-            return choice.park(side, out)
+            changed[side] = {j for j, (c, a) in enumerate(zip(copies, args)) if _container_changed(c, a)}
+            return choice.park(side, out) + tuple(copies[j] for j in extra)
         return run
 
-    try:
-        with _graph_region("if"):
-            outs = rt.cond(pred, branch(true_fn, 0), branch(false_fn, 1), names=names, state=state)
-    except ControlFlowError:
-        choice.explain()
-        raise
+    point = tracing.checkpoint(tracing.current_block())
+    held = [(cell, cell.get()) for cell in (state() if state is not None else ())]
+    extra = ()
+    while True:
+        labels = tuple(_param_name(true_fn, j) for j in extra)
+        try:
+            with _graph_region("if"):
+                outs = rt.cond(pred, branch(true_fn, 0, extra), branch(false_fn, 1, extra), names=names + labels,
+                               state=state)
+        except ControlFlowError:
+            choice.explain()
+            raise
+        given = {j for side in returned.values() for j in side if j is not None}
+        unseen = sorted((changed[0] | changed[1]) - given)
+        if extra or not unseen:
+            break
+        # a container changed in a branch yet given to no name after the if (`y = x["a"]`, then
+        # `y["b"] = v` in a branch): trace again with it as an output, so its merged value goes back
+        tracing.rollback(point)
+        for cell, value in held:
+            cell._store(value)
+        extra = tuple(unseen)
     _check_captured("if", true_fn, false_fn)
-    outs = _write_back(choice.resolve(outs), args, names, returned[0], returned[1])
+    for j, label, merged in zip(extra, labels, outs[n:]):
+        _write_into(args[j], merged, label)
+    outs = _write_back(choice.resolve(outs[:n]), args, names, returned[0], returned[1])
     return _untuple(outs, n)
+
+
+def _container_changed(copy, original):
+    """Did a branch change its copy of a list or dict (items, length, keys, or inside them)?"""
+    if type(original) not in (list, dict):
+        return False
+    a, b = pytree.flatten(copy), pytree.flatten(original)
+    return a[1] != b[1] or any(x is not y for x, y in zip(a[0], b[0]))
+
+
+def _param_name(fn, j):
+    code = getattr(fn, "__code__", None)
+    return code.co_varnames[j] if code is not None and j < code.co_argcount else f"argument {j}"
 
 
 def convert_ifexp(pred, true_thunk, false_thunk, name=None):
