@@ -118,3 +118,18 @@ def test_a_for_over_a_tensor_with_a_static_length_of_zero_never_traces_its_body(
     # read l[0] of an empty tensor (IndexError) where Python runs no iteration
     empty = np.zeros(0, np.int32)
     assert int(to_static(initializes_on_the_first_item)(rt.tensor(empty))) == initializes_on_the_first_item(empty)
+
+
+def alternate_slots(n):
+    l = [0, 0]
+    i = 0
+    while i < n:
+        l[i % 2] = l[i % 2] + i
+        i += 1
+    return l
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_a_python_list_read_and_set_at_the_tensor_loop_counter(n):
+    got = to_static(alternate_slots)(rt.tensor(np.int32(n)))
+    assert [int(v) for v in got] == alternate_slots(n)

@@ -8,7 +8,8 @@
     v = xs.pop(i)     →   xs, v = _jst.convert_pop(xs, i)
     s += xs.pop()     →   xs, __pop_0 = _jst.convert_pop(xs); s += __pop_0   (a pop inside a statement)
     del xs[i]         →   xs = _jst.convert_delitem(xs, i)
-    xs[i]             →   _jst.convert_getitem(xs, i)      (only for names grown by append/insert/extend)
+    xs[i]             →   _jst.convert_getitem(xs, i)      (only for names grown by append/insert/extend
+                                                             or bound to a list display: `xs = [a, b]`)
 
 On Python lists/dicts the operators mutate in place and return the same
 object (Python semantics). On Variables they return a new value: a tensor
@@ -32,6 +33,7 @@ class InPlaceUpdates(Transformer):
         # a nested def's parameter `log` is not this function's `log`
         self.locals = assigned_names([fn_node.args, *fn_node.body]) - declared_names(fn_node.body)
         self.appended = {_receiver(node, self.locals, _GROWING) for node in gast.walk(fn_node)} - {None}
+        self.appended |= _bound_to_lists(fn_node, self.locals)    # read at a tensor index: in the graph
         return super().transform(fn_node)
 
     def visit_Subscript(self, node):
@@ -122,6 +124,13 @@ def _receiver(node, local_names, methods):
         return None
     arity = {"append": (1,), "insert": (2,), "extend": (1,), "pop": (0, 1)}[node.func.attr]
     return node.func.value.id if len(node.args) in arity else None
+
+
+def _bound_to_lists(fn_node, local_names):
+    """Local names some assignment binds to a list display or comprehension (`xs = [0, 0]`)."""
+    return {t.id for node in gast.walk(fn_node) if isinstance(node, gast.Assign)
+            and isinstance(node.value, (gast.List, gast.ListComp))
+            for t in node.targets if isinstance(t, gast.Name) and t.id in local_names}
 
 
 _CONDITIONAL = (gast.BoolOp, gast.IfExp, gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp,
