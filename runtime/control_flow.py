@@ -31,6 +31,15 @@ def _is_number(value):
     return isinstance(value, LITERAL_TYPES)
 
 
+def _is_numpy_number(value):
+    """A NumPy scalar (`np.float32(0)`): a number of a fixed dtype, which may become a tensor like one."""
+    return isinstance(value, np.generic) and value.dtype.kind in "biufc"
+
+
+def _is_scalar(value):
+    return _is_number(value) or _is_numpy_number(value)
+
+
 def _describe(value):
     if isinstance(value, Variable):
         return f"a tensor ({value.type_str()})"
@@ -93,6 +102,8 @@ def as_variable(value):
         return tracing.lift_tensor(value)
     if _is_number(value):
         return _weak_constant(value)
+    if _is_numpy_number(value):
+        return full((), value, value.dtype)
     raise TypeError(f"not a tensor value: {_describe(value)}")
 
 
@@ -173,7 +184,7 @@ def cond(pred, true_fn, false_fn, *operands, names=None, state=None):
         if not _tensorish(a) and not _tensorish(b) and _same_python_value(a, b):
             out_leaves.append(a)
             continue
-        if not (_tensorish(a) or _is_number(a)) or not (_tensorish(b) or _is_number(b)):
+        if not (_tensorish(a) or _is_scalar(a)) or not (_tensorish(b) or _is_scalar(b)):
             raise ControlFlowError(
                 f"{_subject(name)} differs between the branches: {_describe(a)} in the true branch, "
                 f"{_describe(b)} in the false branch (only tensors and numbers can differ)")
@@ -520,8 +531,8 @@ def _settle(name, state, new, param, block, body_block):
     if kind == "static":
         if _same_python_value(value, new) or isinstance(value, Undefined) and isinstance(new, Undefined):
             return state, None
-        if _is_number(value) and (_tensorish(new) or _is_number(new)):
-            return ("var", _weak_constant_in(block, value, _hint(name, "loop"))), None
+        if _is_scalar(value) and (_tensorish(new) or _is_scalar(new)):
+            return ("var", _constant_in(block, value, _hint(name, "loop"))), None
         raise ControlFlowError(
             f"{_subject(name, 'loop variable')} changes inside a tensor-dependent loop from "
             f"{_describe(value)} to {_describe(new)}; only tensors and numbers can change")
@@ -549,7 +560,7 @@ def _settle(name, state, new, param, block, body_block):
 
 
 def _is_tensor_list(value):
-    return type(value) is list and all(_tensorish(v) or _is_number(v) for v in value)
+    return type(value) is list and all(_tensorish(v) or _is_scalar(v) for v in value)
 
 
 def _to_array(items, like, block):
@@ -629,9 +640,10 @@ def _carry(leaf):
     return ("static", leaf)
 
 
-def _weak_constant_in(block, value, hint):
+def _constant_in(block, value, hint):
+    """A number as a Variable of `block`: weak for a Python number, of its own dtype for a NumPy one."""
     with tracing.block_guard(block):
-        var = _weak_constant(value)
+        var = as_variable(value)
     return block.rename_var(var, hint)
 
 

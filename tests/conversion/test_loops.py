@@ -133,3 +133,23 @@ def alternate_slots(n):
 def test_a_python_list_read_and_set_at_the_tensor_loop_counter(n):
     got = to_static(alternate_slots)(rt.tensor(np.int32(n)))
     assert [int(v) for v in got] == alternate_slots(n)
+
+
+def accumulate_from_a_numpy_scalar(n, x):
+    s = np.float32(0.0)
+    parts = []
+    i = 0
+    while i < n:
+        s = s + x
+        parts.append(np.float32(1.5))
+        i += 1
+    return s, rt.stack(parts)
+
+
+def test_numpy_scalars_as_loop_state_become_tensors_of_their_dtype():
+    # `s = np.float32(0)` changing in a tensor loop was "only tensors and numbers can change", and a
+    # list of NumPy scalars grown there "a different structure": NumPy scalars are numbers too
+    s, parts = to_static(accumulate_from_a_numpy_scalar)(rt.tensor(np.int32(3)), rt.tensor(np.float32(2.0)))
+    want_s, want_parts = numpy_twin(accumulate_from_a_numpy_scalar, "rt")(3, np.float32(2.0))
+    assert s.dtype == np.float32 and float(s) == float(want_s)
+    np.testing.assert_array_equal(parts.numpy(), want_parts)
