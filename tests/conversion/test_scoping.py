@@ -582,3 +582,23 @@ def test_a_list_appended_to_through_a_call_in_a_tensor_loop_is_an_error_not_a_wr
     from runtime.errors import ControlFlowError
     with pytest.raises(ControlFlowError, match="'log' is changed inside this tensor-dependent `while`"):
         to_static(count_through_a_call)(xp.asarray(np.int32(3)))
+
+
+def bump_through_a_closure(n):
+    class Counter:
+        pass
+    c = Counter()
+    c.k = 0
+
+    def bump():
+        c.k += 1
+    for _ in range(n):
+        bump()
+    return c.k
+
+
+@pytest.mark.parametrize("n", [0, 2, 5])
+def test_an_attribute_a_closure_writes_when_called_in_a_tensor_loop(n):
+    # the loop body only calls bump(): the write to c.k was not loop state, so the trace's one
+    # increment was the result for every n
+    assert int(to_static(bump_through_a_closure)(xp.asarray(np.int32(n)))) == bump_through_a_closure(n)
