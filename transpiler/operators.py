@@ -95,6 +95,7 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
 
     point = tracing.checkpoint(tracing.current_block())
     held = [(cell, cell.get()) for cell in (state() if state is not None else ())]
+    watched = _watch_objects(state, true_fn, false_fn)
     extra = ()
     while True:
         labels = tuple(_param_name(true_fn, j) for j in extra)
@@ -116,6 +117,7 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
             cell._store(value)
         extra = tuple(unseen)
     _check_captured("if", true_fn, false_fn)
+    _check_objects("if", watched)
     for j, label, merged in zip(extra, labels, outs[n:]):
         _write_into(args[j], merged, label)
     outs = _write_back(choice.resolve(outs[:n]), args, names, returned[0], returned[1])
@@ -238,6 +240,62 @@ def _check_captured(kind, *fns):
                         "carry the change out (it was passed to a function that appended to it or set an item): "
                         f"a graph runs that code once, not once per path or iteration; change '{name}' in the "
                         f"`{kind}` itself (`{name}.append(v)`, `{name}[i] = v`) or return the new value")
+
+
+def _closure_values(fns):
+    """(name, value) of what the functions read from enclosing scopes: closure cells, then globals."""
+    for fn in fns:
+        code = getattr(fn, "__code__", None)
+        for name, cell in zip(getattr(code, "co_freevars", ()), getattr(fn, "__closure__", None) or ()):
+            try:
+                yield name, cell.cell_contents
+            except ValueError:
+                continue
+        module = getattr(fn, "__globals__", {})
+        for name in getattr(code, "co_names", ()):
+            if name in module:
+                yield name, module[name]
+
+
+def _watch_objects(state, *fns):
+    """Before a graph if/while/for: the attributes of the user objects its functions capture, minus
+    the places the construct itself carries (its state cells)."""
+    carried = {(id(c.obj), c.key) for c in (state() if state is not None else ()) if type(c).__name__ == "AttrCell"}
+    watched = []
+    for name, value in _closure_values(fns):
+        module = type(value).__module__.partition(".")[0]
+        if module in ("runtime", "transpiler", "numpy", "builtins") or isinstance(value, (type, types.ModuleType)) \
+                or callable(value) or not hasattr(value, "__dict__"):
+            continue
+        watched.append((name, value, dict(vars(value)), carried))
+    return watched
+
+
+def _check_objects(kind, watched):
+    """After it: such an attribute set to a Python value by a function the construct calls (`a.step()`
+    writing `self.count += 1`) was set once while tracing, on every path, so the object would be left
+    wrong: put back, and an error. (A traced value left there is refused when the trace ends, naming
+    the line that wrote it: `writeback.StateWrites`.)"""
+    for name, obj, before, carried in watched:
+        after = vars(obj)
+        changed = [attr for attr in [*before, *(a for a in after if a not in before)]
+                   if (id(obj), attr) not in carried and before.get(attr, _MISSING) is not after.get(attr, _MISSING)]
+        python_valued = [attr for attr in changed
+                         if not any(isinstance(v, Variable) for v in pytree.flatten(after.get(attr))[0])]
+        if not python_valued:
+            continue
+        for attr in changed:
+            if attr in before:
+                setattr(obj, attr, before[attr])
+            else:
+                delattr(obj, attr)
+        raise ControlFlowError(
+            f"'{name}.{python_valued[0]}' is changed inside this tensor-dependent `{kind}` by a function or "
+            "method it calls: a graph runs that code once while tracing, not once per path or iteration; "
+            f"change '{name}.{python_valued[0]}' in the `{kind}` itself, or return the new value from the call")
+
+
+_MISSING = object()
 
 
 def check_caught(exc):
@@ -425,9 +483,14 @@ def _raise_unless(found, message, error=ValueError):
 def convert_while(cond_fn, body_fn, args, names, state=None):
     n = len(names)
     body, returned = _tracking_body(body_fn, n)
+    block = tracing.current_block()
+    start = len(block.ops) if block is not None else 0
+    watched = _watch_objects(state, cond_fn, body_fn) if block is not None else []
     with _graph_region("while"):
         outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
-    _check_captured("while", cond_fn, body_fn)
+    if block is not None and any(op.type == "while" for op in block.ops[start:]):    # a graph loop
+        _check_captured("while", cond_fn, body_fn)
+        _check_objects("while", watched)
     return _untuple(_write_back(outs, args, names, returned), n)
 
 
@@ -532,9 +595,11 @@ def _graph_for(it, length, body_fn, values, names, extra_test, state=None):
         return (i + 1,) + inner(i, *s)
 
     index = as_variable(0)      # a symbolic index: iterating a tensor is a while op even for a static length
+    watched = _watch_objects(state, body_fn)
     with _graph_region("for"):
         outs = rt.while_loop(cond, body, (index,) + values, names=("for_index",) + tuple(names), state=state)
     _check_captured("for", body_fn)
+    _check_objects("for", watched)
     return _untuple(_write_back(outs[1:], args, names, returned), n)
 
 

@@ -481,3 +481,36 @@ def extend_list_argument(items, x):
 
 def test_a_list_argument_holds_what_the_function_wrote():
     run_both(extend_list_argument, lambda: [_t([0.0])], [(_t([1.0]),), (_t([-2.0]),), (_t([3.0]),)])
+
+
+class Tally:
+    def __init__(self):
+        self.count = 0
+        self.total = 0
+
+    def step(self, v):
+        self.count += 1
+        self.total = self.total + v
+
+
+def tally_in_tensor_if(x):
+    tally = Tally()
+    if x.sum() > 0:
+        tally.step(1)
+    return tally.count
+
+
+def test_a_python_attribute_set_by_a_method_called_in_a_tensor_if_is_a_clear_error():
+    # the method's `self.count += 1` ran once while tracing, so count was 1 for every input (a
+    # traced value written there is refused already: test above)
+    tally = Tally()
+
+    def uses_a_captured_object(x):
+        if x.sum() > 0:
+            tally.step(1)
+        return x
+    with pytest.raises(ControlFlowError, match=r"'tally\.count' is changed inside this tensor-dependent `if`"):
+        to_static(tally_in_tensor_if)(_t([1.0]))
+    with pytest.raises(ControlFlowError, match=r"'tally\.count' is changed"):
+        to_static(uses_a_captured_object)(_t([-1.0]))
+    assert (tally.count, tally.total) == (0, 0)      # put back
