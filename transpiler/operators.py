@@ -143,12 +143,15 @@ def convert_ifexp(pred, true_thunk, false_thunk, name=None):
     if not _symbolic(pred):
         return true_thunk() if pred else false_thunk()
     choice = FunctionChoices(pred, ("the function chosen by a conditional expression",), convert_call)
+    watched = _watch_objects(None, true_thunk, false_thunk)
     try:
         out = rt.cond(pred, lambda: choice.park(0, (true_thunk(),)), lambda: choice.park(1, (false_thunk(),)),
                       names=None if name is None else (name,))
     except ControlFlowError:
         choice.explain()
         raise
+    _check_captured("conditional expression", true_thunk, false_thunk)
+    _check_objects("conditional expression", watched)
     return choice.resolve(out)[0]
 
 

@@ -514,3 +514,14 @@ def test_a_python_attribute_set_by_a_method_called_in_a_tensor_if_is_a_clear_err
     with pytest.raises(ControlFlowError, match=r"'tally\.count' is changed"):
         to_static(uses_a_captured_object)(_t([-1.0]))
     assert (tally.count, tally.total) == (0, 0)      # put back
+
+
+def tally_in_a_conditional_expression(x):
+    tally = Tally()
+    y = tally.step(1) if x.sum() > 0 else None      # step returns None too
+    return y, tally.count
+
+
+def test_a_python_attribute_set_by_a_method_called_in_a_tensor_conditional_expression_is_a_clear_error():
+    with pytest.raises(ControlFlowError, match=r"'tally\.count' is changed"):
+        to_static(tally_in_a_conditional_expression)(_t([1.0]))
