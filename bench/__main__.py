@@ -94,7 +94,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="fewer, shorter repeats (< 1 minute in all)")
     p.add_argument("--json", metavar="PATH", help="also write every number to PATH")
-    p.add_argument("--device", default="cpu", choices=("cpu", "gpu"), help="gpu: W2/W3/W5 on CuPy")
+    p.add_argument("--device", default="cpu", choices=("cpu", "gpu"),
+                   help="gpu: the real models, k-means, W2, W3 and W5 on CuPy, against hand-written CuPy")
     p.add_argument("--only", nargs="*", help="workload names (default: all)")
     p.add_argument("--no-peers", action="store_true", help="skip torch/jax/tf/paddle")
     args = p.parse_args(argv)

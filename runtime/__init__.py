@@ -9,7 +9,7 @@ from .dtypes import (bool, complex64, complex128, finfo, float16, float32, float
 from .tensor import Parameter, Tensor
 from .ir import Block, Operator, Program, Variable
 from .ops import *  # noqa: F401,F403  (the array namespace)
-from .ops import FUNCTIONS as _FUNCTIONS, print_, assert_, raise_
+from .ops import FUNCTIONS as _FUNCTIONS, NUMPY_NAMES as _NUMPY_NAMES, print_, assert_, raise_
 from .ops.creation import asarray, tensor
 from .ops.registry import REGISTRY, OpDef, defop, get_op, register
 from .control_flow import Undefined, cond, while_loop
@@ -19,7 +19,7 @@ from .executor import Executor
 from .ops.gradients import fused as _fused_gradient  # noqa: E402,F401  (every op's gradient rule; fused's op comes from runtime.passes)
 from . import writes  # noqa: E402,F401  (gives Tensor set_value and Parameter its in-place operators)
 from .backends import get_backend, gpu_available, DeviceUnavailableError
-from .errors import ControlFlowError, FeedError, IterationLimitError, ProgramRunError, SymbolicBoolError
+from .errors import AxisError, ControlFlowError, FeedError, IterationLimitError, ProgramRunError, SymbolicBoolError
 from . import printer  # noqa: F401  (gives Program its str)
 from .serialization import ProgramFormatError
 from .verify import verify
@@ -36,7 +36,7 @@ fft = _importlib.import_module(".fft", __name__)
 from .array_api import (__array_api_version__, __array_namespace_info__, can_cast, e, empty, empty_like,  # noqa: E402
                         from_dlpack, inf, isdtype, nan, newaxis, pi, result_type)
 
-__all__ = sorted(_FUNCTIONS) + [
+__all__ = sorted(_FUNCTIONS) + sorted(_NUMPY_NAMES) + [
     "tensor", "asarray", "Tensor", "Parameter", "Program", "Block", "Operator", "Variable", "cond", "while_loop",
     "InputSpec", "trace", "verify", "Executor", "Plan", "get_backend", "gpu_available", "seed", "print_", "assert_",
     "raise_", "grad", "value_and_grad", "no_grad", "enable_grad",

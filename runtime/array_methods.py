@@ -5,6 +5,8 @@ the op registry; `_ns` is bound by `runtime.ops` once all ops are defined.
 Tensor and Variable sit below the ops, so they reach them only through `_ns`.
 """
 import sys
+import threading
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -57,7 +59,12 @@ class ArrayMethods:
     def __rfloordiv__(self, other): return _ns.floor_divide(other, self)
     def __mod__(self, other): return _ns.remainder(self, other)
     def __rmod__(self, other): return _ns.remainder(other, self)
-    def __pow__(self, other): return _ns.pow(self, other)
+    def __pow__(self, other):
+        if type(other) is int and other < 0 and getattr(self, "weak", False) and self.dtype.kind in "iub":
+            self = _ns.astype(self, "float64")      # a Python int to a negative power is a float (NumPy: error)
+            self.weak = True
+        return _ns.pow(self, other)
+
     def __rpow__(self, other): return _ns.pow(other, self)
     def __matmul__(self, other): return _ns.matmul(self, other)
     def __rmatmul__(self, other): return _ns.matmul(other, self)
@@ -77,7 +84,13 @@ class ArrayMethods:
     def __rrshift__(self, other): return _ns.bitwise_right_shift(other, self)
 
     # augmented assignment: NumPy's in-place dtype and shape rules; the name is rebound, never written
-    def __iadd__(self, other): return _augmented("add", self, other)
+    def __iadd__(self, other):
+        if getattr(self, "kind", None) == "array" and isinstance(other, (list, tuple)):
+            for value in other:             # `xs += [v]` on a tensor array: Python's in-place extend
+                self = _ns.array_append(self, value)
+            return self
+        return _augmented("add", self, other)
+
     def __isub__(self, other): return _augmented("subtract", self, other)
     def __imul__(self, other): return _augmented("multiply", self, other)
     def __itruediv__(self, other): return _augmented("divide", self, other)
@@ -160,6 +173,37 @@ class ArrayMethods:
 
     def __array_function__(self, func, types, args, kwargs):
         return _ns.dispatch_array_function(func, types, args, kwargs)
+
+
+OPERATORS = tuple(f"__{name}__" for name in (
+    "add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv mod rmod pow rpow neg pos abs invert "
+    "and rand or ror xor rxor lshift rlshift rshift rrshift iadd isub imul itruediv ifloordiv imod ipow "
+    "iand ior ixor ilshift irshift").split())
+PYTHON_OPERATOR = threading.local()     # .active: tracing what Python does with numbers
+
+
+@contextmanager
+def python_numbers():
+    """Ops traced inside compute what Python's operators compute on numbers: a weak value (a Python
+    number turned symbolic) stays weak. Outside, an rt function of weak values alone returns NumPy's
+    strongly typed result, as `np.abs(3)` is an int64 where `abs(3)` is an int."""
+    outer = getattr(PYTHON_OPERATOR, "active", False)
+    PYTHON_OPERATOR.active = True
+    try:
+        yield
+    finally:
+        PYTHON_OPERATOR.active = outer
+
+
+def python_operator(method):
+    """A Variable's operator, which on a weak value is Python's operator on a number."""
+    def operator(self, *args):
+        if not self.weak:
+            return method(self, *args)
+        with python_numbers():
+            return method(self, *args)
+    operator.__name__ = method.__name__
+    return operator
 
 
 def _augmented(name, x, y):

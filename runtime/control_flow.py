@@ -11,7 +11,8 @@ import re
 import numpy as np
 
 from . import pytree, tracing
-from .dtypes import DEFAULT_INT, result_type, scalar_dtype
+from .autodiff.tape import GRAD_MODE
+from .dtypes import DEFAULT_INT, result_type, weak_dtype
 from .errors import ControlFlowError
 from .ir import LITERAL_TYPES, Variable, captures
 from .ops import array_from_list, array_new, astype, full, not_equal, undefined_value, zeros
@@ -89,7 +90,7 @@ def _leaf_names(treedef, names):
 
 def _weak_constant(value):
     """A Python number as a weakly typed scalar Variable of the current block."""
-    var = full((), value, scalar_dtype(value))
+    var = full((), value, weak_dtype(value))
     var.weak = True
     return var
 
@@ -203,7 +204,8 @@ def cond(pred, true_fn, false_fn, *operands, names=None, state=None):
         out_leaves.append(out)
     tb.results, fb.results = t_res, f_res
     block.append_op("cond", [pred] + captures([tb, fb], exclude=(pred,)), outs,
-                    {"true_block": tb.idx, "false_block": fb.idx}, origin=tracing.user_origin())
+                    {"true_block": tb.idx, "false_block": fb.idx}, origin=tracing.user_origin(),
+                    no_grad=not GRAD_MODE.enabled)
     return pytree.unflatten(t_def, out_leaves)
 
 
@@ -571,7 +573,7 @@ def _to_array(items, like, block):
         if isinstance(like, Variable):
             return array_new(like.static_shape, like.dtype)
         if _is_number(like):      # a Python number appended while a loop's state was still Python
-            return array_new((), scalar_dtype(like))
+            return array_new((), weak_dtype(like))
         return array_new(tuple(like.shape), like.dtype)
 
 
@@ -672,7 +674,7 @@ def _finish_while(block, cb, bb, carry, c_params, b_params, results, treedef, le
             for name, p in zip(leaf_names, b_params) if p is not None]
     captured = captures([cb, bb])
     block.append_op("while", inits + captured, outs, {"cond_block": cb.idx, "body_block": bb.idx},
-                    origin=tracing.user_origin())
+                    origin=tracing.user_origin(), no_grad=not GRAD_MODE.enabled)
     it = iter(outs)
     leaves = [next(it) if state[0] == "var" else state[1] for state in carry]
     return pytree.unflatten(treedef, leaves)

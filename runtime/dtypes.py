@@ -2,7 +2,9 @@
 
 Python scalars are *weakly typed* (NumPy 2 / NEP 50, JAX): `x * 2.0` keeps
 float32. A traced Variable that came from a Python number carries `weak=True`
-and promotes the same way, through `result_type` below.
+and promotes the same way, through `result_type` below. It also keeps the
+Python number's precision (a float is a float64), so a float that a tensor
+`if` or `while` carries computes what Python computes.
 """
 import builtins
 
@@ -74,6 +76,20 @@ def scalar_dtype(value):
     return np.asarray(value).dtype
 
 
+def weak_dtype(value):
+    """The dtype of a weak Variable standing for the Python number `value`: one that holds it as Python
+    does (float64 for a float, complex128 for a complex), so Python arithmetic on it keeps Python's bits."""
+    if isinstance(value, (builtins.bool, np.bool_)):
+        return np.dtype(np.bool_)
+    if isinstance(value, int):
+        return DEFAULT_INT
+    if isinstance(value, float):
+        return np.dtype(np.float64)
+    if isinstance(value, complex):
+        return np.dtype(np.complex128)
+    return np.asarray(value).dtype
+
+
 def weak_example(dtype):
     """A Python scalar of dtype's kind: what NumPy treats as a weak operand."""
     return _WEAK_EXAMPLE[as_dtype(dtype).kind]
@@ -89,10 +105,10 @@ def result_type(*operands):
         else:
             args.append(op)
     if all(not isinstance(a, np.dtype) for a in args):
-        # only weak operands: promote among Python kinds, then take our defaults
+        # only weak operands: Python arithmetic on Python numbers, held exactly (float64: a Python float)
         kinds = [type(a) for a in args]
-        for py, dt in ((complex, np.complex64), (float, DEFAULT_FLOAT), (int, DEFAULT_INT)):
+        for py in (complex, float, int):
             if py in kinds:
-                return np.dtype(dt)
+                return weak_dtype(py())
         return np.dtype(np.bool_)
     return np.result_type(*args)

@@ -26,3 +26,7 @@ class ProgramRunError(RuntimeError):
 
 class IterationLimitError(ProgramRunError):
     """A `while` loop ran more iterations than the executor's opt-in `max_iterations` allows."""
+
+
+class AxisError(ValueError, IndexError):
+    """An axis out of bounds for the array's rank: both a ValueError and an IndexError, as NumPy's."""

@@ -52,6 +52,14 @@ class Variable(ArrayMethods):
     def ndim(self):
         return len(self.static_shape)
 
+    def _no_flag(self, value, name):
+        raise TypeError(f"cannot set {name} on the traced value '{self.name}' (an attribute of an object or an "
+                        f"argument): write `x = x.detach()`, or set it on a local name (`x.stop_gradient = True`), "
+                        "which converted code turns into that")
+
+    stop_gradient = property(None, lambda self, value: self._no_flag(value, "stop_gradient"))
+    requires_grad = property(None, lambda self, value: self._no_flag(value, "requires_grad"))
+
     @property
     def shape(self):
         """Static dims as ints; unknown dims as scalar int Variables while tracing."""
@@ -79,6 +87,10 @@ class Variable(ArrayMethods):
         raise SymbolicBoolError(self)
 
     def __len__(self):
+        if self.kind == "array":        # its static_shape is an element's: never the list's length
+            raise TypeError(
+                f"len() of the tensor array '{self.name}' in plain Python: its length is known only when the "
+                "Program runs; inside @to_static len(xs) and reversed(xs) are converted for you, or rt.stack it")
         if self.static_shape and self.static_shape[0] != -1:
             return self.static_shape[0]
         raise TypeError(
@@ -117,10 +129,35 @@ class Variable(ArrayMethods):
         return f"the traced input '{self.name}'"
 
     def _no_value(self, *args, **kwargs):
-        raise TypeError(f"{self.describe()} has no value while tracing: .item()/.numpy()/.tolist() work on "
-                        "the function's results, not inside it (use the tensor itself, or rt.print_ to see it)")
+        raise TypeError(f"{self.describe()} has no value while tracing: .tolist() works on the function's "
+                        "results, not inside it (use the tensor itself, or rt.print_ to see it)")
 
-    item = numpy = tolist = _no_value
+    tolist = _no_value
+
+    def numpy(self):
+        """Inside a traced function the array is the traced value itself (its ops are NumPy's): its value
+        exists only when the Program runs."""
+        return self
+
+    def item(self, *args):
+        """The Python number of a one-element value: in the graph a weakly typed 0-d value (as `int(x)`), a
+        float for a float dtype (held as float64, what a Python float is), computed when the Program runs."""
+        if args:
+            return self._no_value()
+        shape = [1 if d == -1 else d for d in self.static_shape]
+        if int(np.prod(shape)) != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        ns = array_methods.namespace()
+        out = ns.reshape(self, ())     # a dynamic dim: the reshape fails when the Program runs unless it is 1
+        kind = np.dtype(self.dtype).kind
+        if kind == "f" and np.dtype(self.dtype) != np.float64:
+            out = ns.astype(out, "float64")
+        elif kind == "c" and np.dtype(self.dtype) != np.complex128:
+            out = ns.astype(out, "complex128")
+        elif out is self:
+            out = ns.astype(out, self.dtype)   # a fresh value to mark weak
+        out.weak = True
+        return out
 
     def _no_python_number(self, *args):
         raise TypeError(
@@ -131,18 +168,23 @@ class Variable(ArrayMethods):
     __index__ = __int__ = __float__ = __complex__ = _no_python_number
 
 
+for _name in array_methods.OPERATORS:     # a weak Variable's operators compute what Python's do
+    setattr(Variable, _name, array_methods.python_operator(getattr(ArrayMethods, _name)))
+
+
 class Operator:
     """One op: `outputs = type(inputs, **attrs)`; cond/while name sub-blocks in attrs."""
 
-    __slots__ = ("type", "inputs", "outputs", "attrs", "origin", "block")
+    __slots__ = ("type", "inputs", "outputs", "attrs", "origin", "block", "no_grad")
 
-    def __init__(self, type, inputs, outputs, attrs=None, origin=None, block=None):
+    def __init__(self, type, inputs, outputs, attrs=None, origin=None, block=None, no_grad=False):
         self.type = type
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.attrs = dict(attrs or {})
         self.origin = origin          # "file.py:line" of the user's code that made the op
         self.block = block
+        self.no_grad = no_grad        # recorded under `with rt.no_grad():`: gradients never flow through it
 
     def input_vars(self):
         return [v for v in self.inputs if isinstance(v, Variable)]
@@ -209,8 +251,8 @@ class Block:
         self.vars[var.name] = var
         return var
 
-    def append_op(self, type, inputs, outputs, attrs=None, origin=None):
-        op = Operator(type, inputs, outputs, attrs, origin, self)
+    def append_op(self, type, inputs, outputs, attrs=None, origin=None, no_grad=False):
+        op = Operator(type, inputs, outputs, attrs, origin, self, no_grad)
         self.ops.append(op)
         self.program.version += 1
         return op
@@ -311,7 +353,7 @@ class Program:
             new_block.params = [remap(v) for v in block.params]
             new_block.results = [remap(v) for v in block.results]
             new_block.ops = [Operator(op.type, [remap(x) for x in op.inputs], [remap(o) for o in op.outputs],
-                                      _copy_attrs(op.attrs), op.origin, new_block) for op in block.ops]
+                                      _copy_attrs(op.attrs), op.origin, new_block, op.no_grad) for op in block.ops]
         copy.inputs = [remap(v) for v in self.inputs]
         copy.outputs = [remap(v) for v in self.outputs]
         copy.output_tree, copy.output_consts = self.output_tree, dict(self.output_consts)

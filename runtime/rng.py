@@ -11,3 +11,24 @@ def seed(n):
 
 def default_rng():
     return _state["rng"]
+
+
+def get_state():
+    """The generator's state now: `replaying(state)` draws the same numbers again."""
+    return _state["rng"].bit_generator.state
+
+
+class replaying:
+    """Within the block the generator starts from `state` (what it drew then, it draws again); after it,
+    the generator is the one before, untouched: a replay takes nothing from the program's sequence."""
+
+    def __init__(self, state):
+        self.state = state
+
+    def __enter__(self):
+        self.saved = _state["rng"]
+        _state["rng"] = np.random.Generator(type(self.saved.bit_generator)())
+        _state["rng"].bit_generator.state = self.state
+
+    def __exit__(self, *exc):
+        _state["rng"] = self.saved

@@ -10,6 +10,7 @@ import numpy as np
 from . import tracing
 from .array_methods import ArrayMethods, ElementCount, namespace
 from .backends import get_backend
+from .dtypes import as_dtype
 from .autodiff import tape
 from .autodiff.tape import Slot, no_grad
 
@@ -47,6 +48,9 @@ class Tensor(ArrayMethods):
 
     @stop_gradient.setter
     def stop_gradient(self, value):
+        if value and self._ag is not None and self._ag.record is not None:
+            self._ag = None     # Paddle's flag on a computed tensor: it is detached (ops that follow see a constant)
+            return
         self.requires_grad = not value
 
     @property
@@ -217,6 +221,9 @@ def to_tensor(data, dtype=None, device="cpu", copy=None):
     API's: True always copies, False never does (a ValueError where a copy is needed)."""
     backend = get_backend(device)
     source = data
+    if isinstance(data, Tensor) and copy is False and data.backend is backend and \
+            (dtype is None or as_dtype(dtype) == data.dtype):
+        return data       # no copy: the array itself, as NumPy's asarray; x[i] = v on it shows through
     if isinstance(data, Tensor):
         data = data.data if data.backend is backend else data.backend.to_numpy(data.data)
     elif type(data) in _PYTHON_DEFAULTS and dtype is None:   # np.float64 (a float subclass) keeps float64
@@ -226,7 +233,7 @@ def to_tensor(data, dtype=None, device="cpu", copy=None):
         if probe.dtype.name in _WIDE and not _has_numpy_float64(data):
             dtype = _WIDE[probe.dtype.name]
     arr = backend.asarray(data, dtype=dtype)
-    shared = backend.is_native(data) and bool(backend.xp.shares_memory(arr, data))
+    shared = backend.is_native(data) and (arr is data or bool(backend.xp.shares_memory(arr, data)))
     if copy is False and not shared:
         raise ValueError(f"asarray(copy=False): this {type(source).__name__} cannot become a tensor without a copy")
     if copy and shared:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from . import pytree
 from .array_methods import ArrayMethods
+from .autodiff.tape import enable_grad
 from .dtypes import as_dtype
 from .ir import Program, Variable, compact_blocks
 from .undefined import Undefined
@@ -246,7 +247,9 @@ def record(fn, specs, name=None):
         var = block.create_var(spec.name or f"x{i}", spec.shape, spec.dtype)
         inputs.append(var)
     program.inputs = list(inputs)
-    with block_guard(block):
+    # a Program is a function: whether a call goes on the tape is decided when it runs, so the caller's
+    # no_grad does not reach the trace; a `with rt.no_grad():` inside fn marks the ops it records
+    with block_guard(block), enable_grad():
         result = fn(*inputs)
         finish_outputs(program, result)
         written = trace_state(program).written

@@ -9,6 +9,7 @@ import collections
 import functools
 import inspect
 import math
+import re
 import threading
 import types
 import warnings
@@ -18,9 +19,9 @@ import gast
 import numpy as np
 
 import runtime as rt
-from runtime import pytree, tracing
+from runtime import pytree, rng, tracing
 from runtime.deploy import program_from_payload, program_payload
-from runtime.autodiff.static_call import backward_program, record_call
+from runtime.autodiff.static_call import backward_program, draws_random, record_call
 from runtime.autodiff.tape import GRAD_MODE
 from runtime.errors import SymbolicBoolError
 from runtime.codegen.plan import located as located_in_plan, wrap_output
@@ -128,8 +129,11 @@ def converted_callable(obj):
         if not isinstance(obj.__func__, types.FunctionType) or not _is_user_function(obj.__func__):
             return obj
         _note_reads(obj.__func__, obj.__self__)
+        writeback.note_instance(obj.__self__)
         return types.MethodType(convert_function(obj.__func__), obj.__self__)
     if isinstance(obj, rt.nn.Layer):
+        if obj.__dict__.get("_forward_pre_hooks") or obj.__dict__.get("_forward_post_hooks"):
+            return obj      # its __call__ runs the hooks around the converted forward
         forward = obj.forward
         return converted_callable(forward)
     call = getattr(type(obj), "__call__", None)
@@ -150,8 +154,9 @@ tracing.call_converter = converted_callable
 
 
 def not_to_static(fn):
-    """Leave fn as Python when converted code calls it (it still runs while tracing)."""
-    setattr(fn, NOT_TO_STATIC, True)
+    """Leave fn as Python when converted code calls it (it still runs while tracing). A bound method
+    marks its function (a method object takes no attributes): every instance's method stays Python."""
+    setattr(getattr(fn, "__func__", fn) if isinstance(fn, types.MethodType) else fn, NOT_TO_STATIC, True)
     return fn
 
 
@@ -172,7 +177,8 @@ WARN_AT = (8, 32)                 # cache sizes that warn with the latest retrac
 class _Traced:
     """One signature's Program, its compiled plan, and what it assumes about the world (`guard`)."""
 
-    __slots__ = ("program", "plan", "param_tensors", "n_inputs", "guard", "keep", "fast", "state")
+    __slots__ = ("program", "plan", "param_tensors", "n_inputs", "guard", "keep", "fast", "state",
+                 "writes_parameters")
 
     def __init__(self, program, plan, n_inputs, guard, keep, state):
         self.program = program
@@ -183,6 +189,8 @@ class _Traced:
         self.keep = keep              # argument objects keyed by identity: alive while this entry is
         self.fast = None
         self.state = state            # writeback.StateWrites: objects the function writes
+        # a training step (it writes tensors that require grad) never goes on the tape; buffer writes may
+        self.writes_parameters = any(t.requires_grad for t, *_ in state.in_place)
 
     def resolve(self):
         """(None, the captured tensors to feed now) or (why this Program no longer fits, None)."""
@@ -210,7 +218,9 @@ class StaticFunction:
             raise ValueError(f"max_signatures must be a positive int, got {max_signatures!r}")
         self._fn = fn
         self._instance = instance
-        self._input_spec = None if input_spec is None else [_as_spec(s) for s in input_spec]
+        # the specs as given: nests (lists, tuples, dicts) of InputSpecs stand for list/dict arguments
+        self._spec_tree = None if input_spec is None else list(input_spec)
+        self._input_spec = None if input_spec is None else [_as_spec(s) for s in pytree.flatten(list(input_spec))[0]]
         self._full_graph = full_graph
         self._passes = passes
         self._max_signatures = max_signatures
@@ -233,14 +243,16 @@ class StaticFunction:
             with self._cache_lock:
                 bound = self._bound.get(instance)
                 if bound is None:
-                    bound = StaticFunction(self._fn, self._input_spec, self._full_graph, self._passes, instance,
+                    bound = StaticFunction(self._fn, self._spec_tree, self._full_graph, self._passes, instance,
                                            self._max_signatures)
                     self._bound[instance] = bound
         return bound
 
     @property
     def code(self):
-        """The converted Python source."""
+        """The converted Python source (a `not_to_static` function's own: it is traced as written)."""
+        if getattr(self._fn, NOT_TO_STATIC, False):
+            return parse_function(self._fn).source
         return converted_source(self._fn)
 
     @property
@@ -257,6 +269,8 @@ class StaticFunction:
         reads = guards.current()
         if reads is not None:
             reads.function(self._fn, self._instance)
+        if self._instance is not None:
+            writeback.note_instance(self._instance)
         return fn if self._instance is None else types.MethodType(fn, self._instance)
 
     def __repr__(self):
@@ -266,7 +280,7 @@ class StaticFunction:
         """A static function of `wrapper` (library code calling this one, e.g. its gradient), with this
         one's input_spec and options; it is traced as is, not converted."""
         setattr(wrapper, NOT_TO_STATIC, True)
-        return StaticFunction(wrapper, self._input_spec, self._full_graph, self._passes,
+        return StaticFunction(wrapper, self._spec_tree, self._full_graph, self._passes,
                               max_signatures=self._max_signatures)
 
     # --- calling ---------------------------------------------------------------------------
@@ -305,6 +319,7 @@ class StaticFunction:
             if t.backend is not backend:
                 raise _device_mismatch(traced.program.inputs[traced.n_inputs + j].name, t, plan)
             arrays.append(t.data)
+        rng_state = rng.get_state() if GRAD_MODE.enabled and draws_random(traced.program) else None
         outs = plan(*arrays)
         if not kwargs:
             if traced.fast is None or (traced.fast and traced.fast.generation != writeback.GENERATION[0]):
@@ -314,10 +329,12 @@ class StaticFunction:
                 if args and args[0].__class__ is rt.Tensor:
                     self._fast_by_shape[args[0].data.shape] = traced.fast
         outs = [wrap_output(o, backend) for o in outs]
-        if GRAD_MODE.enabled and not traced.state.in_place:   # on the tape as one op when some input or
-            # captured tensor requires grad; a Program that writes tensors (a training step) is not a
-            # function of them that a later backward() could go through
-            record_call(traced.program, arrays, [leaves[i] for i in positions] + list(params), outs, backend)
+        if GRAD_MODE.enabled and not traced.writes_parameters:   # on the tape as one op when some input or
+            # captured tensor requires grad; a Program that writes tensors requiring grad (a training step)
+            # is not a function of them that a later backward() could go through; one that writes buffers
+            # only (BatchNorm's running statistics while training) is one
+            record_call(traced.program, arrays, [leaves[i] for i in positions] + list(params), outs, backend,
+                        rng_state)
         traced.state.store(outs)
         return tracing.rebuild_outputs(traced.program, outs)
 
@@ -344,7 +361,7 @@ class StaticFunction:
         with neither, the only signature traced so far. Several traced signatures
         and no spec is a ValueError: which Program to ship is the caller's choice.
         """
-        specs = input_spec if input_spec is not None else self._input_spec
+        specs = input_spec if input_spec is not None else self._spec_tree
         if specs is None:
             if self.cache_size == 1:
                 return next(iter(self._cache.values())).program
@@ -352,7 +369,8 @@ class StaticFunction:
             raise ValueError(f"{self!r}: pass input_spec=[InputSpec(shape, dtype, name), ...] (to save or export) or "
                              f"use to_static(fn, input_spec=[...]) (to pickle) to say which Program stands for it: "
                              f"it has {traced}")
-        return self.get_program(*[_as_spec(s) for s in specs])
+        leaves, tree = pytree.flatten(list(specs))
+        return self.get_program(*pytree.unflatten(tree, [_as_spec(s) for s in leaves]))
 
     def __reduce__(self):
         """Pickled as a LoadedProgram of `deployed_program()`: Program JSON and parameters, never code.
@@ -442,21 +460,23 @@ class StaticFunction:
         containers = writeback.ArgumentWrites(self._fn, self._instance, call)
         specs = []
         names = self._param_names()
+        paths = pytree.leaf_paths(treedef)
         for n, i in enumerate(positions):
             leaf = leaves[i]
             base = self._input_spec[n] if self._input_spec is not None and n < len(self._input_spec) else None
             shape = base.shape if base is not None else tuple(leaf.shape)
-            name = (base.name if base is not None and base.name else None) or (names[n] if n < len(names) else f"x{n}")
+            name = (base.name if base is not None and base.name else None) or _leaf_name(paths[i], names, n)
             specs.append(rt.InputSpec(shape, leaf.dtype, name))
 
         named = list(self._instance.named_parameters()) if isinstance(self._instance, rt.nn.Layer) else []
         if isinstance(self._instance, rt.nn.Layer):
             named += self._instance.named_buffers()
-        before = writeback.snapshot(writeback.argument_objects(self._fn, self._instance,
-                                                               *pytree.unflatten(treedef, leaves)))
+        before = writeback.snapshot({**outer_names.user_objects(self._fn),
+                                     **writeback.argument_objects(self._fn, self._instance,
+                                                                  *pytree.unflatten(treedef, leaves))})
         outer = outer_names.snapshot(self._fn)
         try:
-            with guards.recording() as reads, tracing.parameter_names(named):
+            with guards.recording() as reads, tracing.parameter_names(named), writeback.collecting(before):
                 args, kwargs = pytree.unflatten(treedef, leaves)
                 labels = {**{id(a): name for a, name in zip(args, names)}, **{id(v): k for k, v in kwargs.items()}}
                 for obj in keep:
@@ -544,6 +564,8 @@ def _fast_call(static, traced, args, key):
     """
     if traced.state.entries:
         return None     # places written through Python objects after each run: the general path
+    if draws_random(traced.program):
+        return None     # a backward() through it needs the generator state from before each run: the general path
     plan, program = traced.plan, traced.program
     backend = plan.backend
     ns = {"MISS": _MISS, "STATE": tracing._state, "ACTIVE": tracing._active, "Tensor": rt.Tensor, "BE": backend,
@@ -600,7 +622,7 @@ def _fast_call(static, traced, args, key):
     lines += ["if GEN[0] != G0:", "    return MISS"]       # a write-back replaced a captured tensor
     lines += ["try:", f"    outs = FN({', '.join(feeds)})", "except Exception as e:",
               "    raise LOCATED(e, PLAN) from None"]
-    sources = [] if stores else [f"a{i}" for i, a in enumerate(args) if type(a) is rt.Tensor] + params
+    sources = [] if traced.writes_parameters else [f"a{i}" for i, a in enumerate(args) if type(a) is rt.Tensor] + params
     if sources:
         lines.append(f"fed = [{', '.join(feeds)}]")     # the arrays this run read, before the writes below
     lines += stores
@@ -686,6 +708,21 @@ def _device_mismatch(name, tensor, plan):
                       f"'{plan.backend.name}'; move the layer (or tensor) with .to('{plan.backend.name}')")
 
 
+def _leaf_name(path, names, n):
+    """An input's name: its parameter's (`inputs_2` for item 2 of a list argument `inputs`, a keyword's
+    name for a keyword argument), else `x<n>`."""
+    positional = re.match(r"\[0\]\[(\d+)\](.*)$", path)
+    if positional and int(positional.group(1)) < len(names):
+        base, rest = names[int(positional.group(1))], positional.group(2)
+    else:
+        keyword = re.match(r"\[1\]\['(\w+)'\](.*)$", path)
+        if keyword is None:
+            return f"x{n}"
+        base, rest = keyword.group(1), keyword.group(2)
+    inner = re.findall(r"\w+", rest)
+    return "_".join([base] + inner)
+
+
 def _as_spec(spec):
     if isinstance(spec, rt.InputSpec):
         return spec
@@ -733,7 +770,7 @@ def to_static(fn=None, *, input_spec=None, full_graph=True, passes=None, max_sig
         if isinstance(f, StaticFunction):
             if input_spec is None and passes is None and full_graph and max_signatures is None:
                 return f
-            return StaticFunction(f._fn, input_spec if input_spec is not None else f._input_spec, full_graph,
+            return StaticFunction(f._fn, input_spec if input_spec is not None else f._spec_tree, full_graph,
                                   passes if passes is not None else f._passes, f._instance,
                                   max_signatures or f._max_signatures)
         limit = DEFAULT_MAX_SIGNATURES if max_signatures is None else max_signatures

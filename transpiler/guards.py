@@ -324,6 +324,8 @@ class Reads:
                         self._place(f"{label}.{name}", d[registry], name, value, names, depth)
             if "training" in d:        # read by library forwards (BatchNorm's): train()/eval() retrace
                 self._place(f"{label}.training", d, "training", d["training"], names, depth)
+            if "_hook_version" in d:   # forward hooks registered or removed: retrace
+                self._place(f"{label}._hook_version", d, "_hook_version", d["_hook_version"], names, depth)
         owners = [] if isinstance(obj, (type, types.ModuleType)) else type(obj).__mro__[:-1]
         for name in sorted(names):
             if name in d:

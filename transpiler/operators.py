@@ -6,6 +6,7 @@ condition or iterable is a symbolic Variable). Converted code refers to this
 module as `_jst`.
 """
 import builtins
+import functools
 import operator
 import threading
 import types
@@ -14,10 +15,11 @@ import numpy as np
 
 import runtime as rt
 from runtime import pytree, tracing
+from runtime.array_methods import python_numbers
 from runtime.control_flow import Undefined, as_predicate, as_variable
 from runtime.errors import ControlFlowError, SymbolicBoolError
 from runtime.ops.known import known_value
-from runtime.ops.control import Text
+from runtime.ops.control import Text, safe_field
 from runtime.ir import Variable
 from runtime.state import attr_cell, contents_cell, item_cell
 
@@ -521,21 +523,40 @@ def convert_for(iterable, body_fn, args, names, until=None, state=None):
         if not _symbolic(length) and length == 0:      # runs no iteration: its body is never traced, as in Python
             return _python_for(it, body_fn, tuple(args), names, extra_test, state)
         if _symbolic(length) or not _changes_structure(it, body_fn, tuple(args), n, state):
+            undo = None if _symbolic(length) else _undo_point(state)
             try:
                 return _graph_for(it, length, body_fn, tuple(args), names, extra_test, state)
-            except ControlFlowError as e:
-                if _symbolic(length) and not isinstance(it, SymbolicRange) and "different structure" in str(e):
-                    raise ControlFlowError(
-                        f"{e}. The loop walks a tensor whose dimension 0 is dynamic, so it cannot unroll as "
-                        "Python would: give that dimension a fixed size in the input_spec, or keep what the "
-                        "loop carries one structure (append tensors to a list and rt.stack it)") from None
-                raise
+            except Exception as e:  # noqa: BLE001 - a static length: what one trace of the body cannot
+                if undo is not None:    # carry (a dtype or rank that changes after the first iteration, an
+                    undo()              # item read at an index earlier iterations fill) unrolls as Python does
+                else:
+                    if isinstance(e, ControlFlowError) and not isinstance(it, SymbolicRange) \
+                            and "different structure" in str(e):
+                        raise ControlFlowError(
+                            f"{e}. The loop walks a tensor whose dimension 0 is dynamic, so it cannot unroll as "
+                            "Python would: give that dimension a fixed size in the input_spec, or keep what the "
+                            "loop carries one structure (append tensors to a list and rt.stack it)") from None
+                    raise
         iterable = it       # a static length and a body that grows what it carries: unroll as Python does
     return _python_for(iterable, body_fn, tuple(args), names, extra_test, state)
 
 
 def _not_flag(k):
     return lambda *state: convert_logical_not(state[k])
+
+
+def _undo_point(cells=None):
+    """A function that forgets what was recorded from now on and puts back what the state cells hold now."""
+    block = tracing.current_block()
+    point = tracing.checkpoint(block)
+    cells = tuple(cells()) if cells is not None else ()
+    held = [c.get() for c in cells]
+
+    def undo():
+        for cell, value in zip(cells, held):
+            cell._store(value)
+        tracing.rollback(point)
+    return undo
 
 
 def _changes_structure(it, body_fn, state, n, cells=None):
@@ -650,14 +671,19 @@ class SymbolicRange(SymbolicIterable):
         self.start, self.stop, self.step = start, stop, step
 
     def length(self):
+        if isinstance(self.step, int) and self.step == 0:
+            raise ValueError("range() arg 3 must not be zero")
+        with python_numbers():          # len(range(...)) is a Python int
+            return self._length()
+
+    def _length(self):
         if isinstance(self.step, int):
-            if self.step == 0:
-                raise ValueError("range() arg 3 must not be zero")
             span = self.stop - self.start if not (isinstance(self.start, int) and self.start == 0) else self.stop
             if self.step == 1:
                 return rt.maximum(span, 0)
             pad = self.step - 1 if self.step > 0 else self.step + 1
             return rt.maximum((span + pad) // self.step, 0)
+        _raise_if(self.step == 0, ValueError, "range() arg 3 must not be zero")
         span = self.stop - self.start
         return rt.maximum(rt.where(self.step > 0, span + self.step - 1, span + self.step + 1) // self.step, 0)
 
@@ -669,7 +695,11 @@ class SymbolicRange(SymbolicIterable):
 
     def item(self, i):
         offset = i if isinstance(self.step, int) and self.step == 1 else i * self.step
-        return offset if isinstance(self.start, int) and self.start == 0 else self.start + offset
+        value = offset if isinstance(self.start, int) and self.start == 0 else self.start + offset
+        if _symbolic(value) and not value.weak:     # range() yields Python ints, whatever its bounds' dtype
+            value = rt.astype(value, np.int64)
+            value.weak = True
+        return value
 
 
 class _Enumerate(SymbolicIterable):
@@ -690,8 +720,9 @@ class _Zip(SymbolicIterable):
     def length(self):
         lengths = [p.length() for p in self.parts]
         out = lengths[0]
-        for other in lengths[1:]:
-            out = rt.minimum(out, other) if _symbolic(out) or _symbolic(other) else builtins.min(out, other)
+        with python_numbers():          # the shortest length, a Python int
+            for other in lengths[1:]:
+                out = rt.minimum(out, other) if _symbolic(out) or _symbolic(other) else builtins.min(out, other)
         return out
 
     def item(self, i):
@@ -871,6 +902,54 @@ def convert_map(fn, *iterables):
     return builtins.map(convert_call(fn), *iterables)
 
 
+def _python_number(value, kind):
+    """What int()/float()/bool() of a traced tensor with one element is: a weakly typed 0-d tensor (a
+    Python number in the graph: `y * int(n)` keeps y's dtype), or the Python number when it is known."""
+    known = known_value(value)
+    if known is not None:
+        return kind(known)
+    dtype = np.dtype(value.dtype)
+    # the shapes and dtypes NumPy converts (eager Tensors convert through NumPy): its error otherwise; a
+    # dynamic dim is taken as 1 here, and a run where it is not fails in the reshape
+    kind(np.ones([1 if d == -1 else d for d in value.static_shape], dtype))
+    scalar = rt.reshape(value, ())
+    if kind is bool:
+        out = rt.not_equal(scalar, 0)
+    else:
+        if kind is int and dtype.kind == "f":
+            _raise_if(rt.isnan(scalar), ValueError, "cannot convert float NaN to integer")
+            _raise_if(rt.isinf(scalar), OverflowError, "cannot convert float infinity to integer")
+        out = rt.astype(scalar, dtype if kind is int and dtype.kind in "iu" else np.int64 if kind is int else
+                        np.float64)
+    out.weak = True
+    return out
+
+
+def _raise_if(pred, exception, message):
+    """Python raises where the Program would compute garbage: the same exception when the Program runs."""
+    def fail():
+        rt.raise_(exception, message)
+    convert_ifelse(pred, fail, None, (), ())
+
+
+def convert_int(value=0, *args):
+    if _symbolic(value) and not args:
+        return _python_number(value, int)
+    return builtins.int(value, *args)
+
+
+def convert_float(value=0.0):
+    if _symbolic(value):
+        return _python_number(value, float)
+    return builtins.float(value)
+
+
+def convert_bool(value=False):
+    if _symbolic(value):
+        return _python_number(value, bool)
+    return builtins.bool(value)
+
+
 def convert_len(value):
     if _symbolic(value):
         if value.kind == "array":
@@ -880,6 +959,26 @@ def convert_len(value):
         first = value.static_shape[0]
         return first if first != -1 else rt.dim(value, 0)
     return builtins.len(value)
+
+
+def convert_stop_gradient(x, value):
+    """`x.stop_gradient = value` (Paddle's flag) on a local name: a traced value is rebound to
+    rt.stop_gradient(x) when value is True, so no gradient flows back through the uses that follow (what the
+    flag does eagerly); anything else gets the attribute set."""
+    if _symbolic(x):
+        if _symbolic(value):
+            raise TypeError("stop_gradient must be set to a Python bool, not a tensor")
+        return rt.stop_gradient(x) if value else x
+    x.stop_gradient = value
+    return x
+
+
+def convert_reversed(seq):
+    """reversed(xs) of a list grown in a tensor-dependent loop: the array sliced [::-1] in the graph
+    (its length is known only at run time); Python's reversed otherwise."""
+    if _is_array(seq):
+        return rt.array_slice(seq, None, None, -1)
+    return builtins.reversed(seq)
 
 
 def convert_print(*args, sep=" ", end="\n", file=None, flush=False):
@@ -892,6 +991,7 @@ def convert_print(*args, sep=" ", end="\n", file=None, flush=False):
 def convert_assert(test, message_thunk):
     test = _decided(test)
     if _symbolic(test):
+        test = as_predicate(test)       # a tensor of several elements has no truth value: ValueError, as eagerly
         message = message_thunk()
         rt.assert_(test, message=message if isinstance(message, Text) else str(message), origin=tracing.user_origin())
         return
@@ -998,12 +1098,13 @@ def convert_fstring(literals, values, conversions, specs):
         template.append(_escape(lit))
         if field is not None:
             template.append(_escape(field))
-        elif c == -1 and not spec:
-            template.append("{}")
+        elif safe_field("", spec, None if c == -1 else chr(c)):     # formatted when the Program runs
+            template.append("{" + ("" if c == -1 else "!" + chr(c)) + (":" + spec if spec else "") + "}")
             tensors.append(v)
         elif _in_branch():
             raise TypeError("a tensor in an f-string message under a tensor-dependent condition is formatted "
-                            "when the Program runs: write it as a plain {value} (no !conversion or :spec)")
+                            "when the Program runs: write it as {value}, {value!r} or with a short :spec "
+                            "(widths and precisions of two digits at most)")
         else:       # raised while tracing, on every run: the Variable has no value to show
             template.append(_escape(str(v)))
     template.append(_escape(literals[-1]))
@@ -1055,44 +1156,96 @@ def convert_delitem(container, index):
     return container
 
 
+def _array_setitem(arr, index, value):
+    """`xs[i] = v` on a tensor array: the item at i replaced in the graph (the item popped, v inserted there).
+    A negative i counts from the end; one out of range stays out of range, so the pop raises IndexError."""
+    length = rt.array_length(arr)
+    if _symbolic(index):
+        index = rt.where(index < 0, rt.where(index + length >= 0, index + length, length), index)
+    elif index < 0:
+        index = rt.where(index + length >= 0, index + length, length)
+    arr = rt.array_pop(arr, index)[0]
+    return rt.array_insert(arr, index, value)
+
+
 def convert_getitem(container, index):
     """`xs[i]`; a Python list of tensors read at a tensor index is read in the graph."""
     if type(container) is list and _symbolic(index) and container:
+        if all(callable(item) and not isinstance(item, (Variable, rt.Tensor)) for item in container):
+            return _choose(container, index, "list")
+        if all(type(item) in (bool, int, float) for item in container) and \
+                len({type(item) for item in container}) == 1:
+            item = rt.asarray(np.asarray(container))[index]     # Python numbers of one type: a weak item
+            item.weak = True
+            return item
+        _check_one_kind(container, "read")
         return rt.stack(container)[index]
     return container[index]
 
 
+def _check_one_kind(items, what):
+    """A list used at a tensor index goes through its stack: only what Python would give back unchanged,
+    tensors of one shape and dtype; Python numbers among 0-d tensors whose dtype holds them as they are
+    (`[1, 1]` grown by int32 items in a tensor loop)."""
+    kinds = {(tuple(v.shape) if isinstance(v, rt.Tensor) else v.static_shape, np.dtype(v.dtype))
+             if isinstance(v, (Variable, rt.Tensor)) else None for v in items}
+    numbers = {type(v) for v in items if not isinstance(v, (Variable, rt.Tensor))}
+    if numbers and numbers <= {bool, int, float} and len(kinds - {None}) == 1:
+        (shape, dtype), = kinds - {None}
+        holds = {bool: "b", int: "iuf", float: "f"}
+        if shape == () and all(dtype.kind in holds[t] for t in numbers):
+            kinds = {(shape, dtype)}
+    if None in kinds or len(kinds) != 1:
+        raise TypeError(f"a list {what} at a tensor index: its items must be tensors of one shape and dtype "
+                        "(the graph reads them through their stack) or Python numbers of one type; index it "
+                        "with a Python int, or keep the values in one tensor")
+
+
 def convert_setitem(container, index, value):
-    if _is_array(container):
+    if _is_array(container) and not isinstance(index, (slice, tuple)):
         return _array_setitem(container, index, value)
     if _symbolic(container):
         return rt.setitem(container, index, value)
-    if type(container) is list and _symbolic(index):
+    if type(container) is list and _symbolic(index) and container:
         return _list_setitem(container, index, value)
     container[index] = value
     return container
 
 
-def _array_setitem(arr, index, value):
-    """`xs[i] = v` on a list grown in a tensor-dependent loop: the item at i taken out and v put in its
-    place (a negative i counts from the end, as in Python)."""
-    if not (isinstance(index, int) and index >= 0):
-        index = rt.where(index < 0, index + rt.array_length(arr), index)
-    arr, _ = rt.array_pop(arr, index)
-    return rt.array_insert(arr, index, value)
-
-
 def _list_setitem(items, index, value):
-    """`xs[i] = v` on a Python list at a tensor index: each item becomes `where(i names it, v, item)`; an
-    index out of range is the IndexError Python raises, when the Program runs."""
-    n = len(items)
-    if n == 0:
-        raise IndexError("list assignment index out of range")
-    hits = [convert_logical_or(index == k, lambda k=k: index == k - n) for k in builtins.range(n)]
-    _raise_unless(_any_truth(hits), "list assignment index out of range", IndexError)
-    for k, hit in enumerate(hits):
-        items[k] = rt.where(hit, value, items[k])
+    """`xs[i] = v` on a Python list of tensors at a tensor index: the item i of their stack replaced in the
+    graph, each item read back from it. Only where that is what Python leaves: tensors of one shape and dtype."""
+    _check_one_kind(items + [value], "item set")
+    stacked = rt.setitem(rt.stack(items), index, value)
+    items[:] = [stacked[k] for k in range(len(items))]
     return items
+
+
+def convert_call_item(container, index):
+    """`fs[i](...)`: a tensor i picks among the callables of a list, tuple or layer list by tensor
+    conditions, each called in its branch (MindSpore's switch_layer); any other index: the item itself."""
+    if _symbolic(index) and not _symbolic(container) and isinstance(container, (list, tuple, rt.nn.Layer)) and \
+            hasattr(container, "__len__"):
+        items = list(container)
+        if items and all(callable(item) for item in items):
+            return convert_call(_choose(items, index, type(container).__name__))
+    return convert_call(container[index])
+
+
+def _choose(items, index, kind):
+    """items[index] for a tensor index: nested conditional expressions, so a function is chosen per branch
+    (choices.FunctionChoices); an index out of range raises IndexError when the Program runs."""
+    n = len(items)
+    index = rt.where(index < 0, index + n, index)
+    _raise_if(rt.logical_or(index < 0, index >= n), IndexError, f"{kind} index out of range")
+    chosen = functools.partial(_item, items, n - 1)
+    for k in reversed(range(n - 1)):
+        chosen = functools.partial(convert_ifexp, index == k, functools.partial(_item, items, k), chosen)
+    return chosen()
+
+
+def _item(items, k):
+    return items[k]
 
 
 def convert_call(fn):
@@ -1106,7 +1259,8 @@ def convert_call(fn):
 _OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins.range: convert_range,
               builtins.enumerate: convert_enumerate, builtins.zip: convert_zip, builtins.min: convert_min,
               builtins.max: convert_max, builtins.map: convert_map, builtins.isinstance: convert_isinstance,
-              builtins.any: convert_any, builtins.all: convert_all}
+              builtins.any: convert_any, builtins.all: convert_all, builtins.reversed: convert_reversed,
+              builtins.int: convert_int, builtins.float: convert_float, builtins.bool: convert_bool}
 
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + [

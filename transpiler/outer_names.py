@@ -6,10 +6,19 @@ does. Rebound under a tensor-dependent condition, such a name holds a traced
 value after the trace: `register` makes it one of the places the trace wrote
 (`runtime.state`), so, like an attribute, it gets its old value back now and
 the Program's value after every run (see `writeback.StateWrites`).
+
+A global or closure list/dict the function names and changes in place
+(`CACHE["w"] = x`, `log.append(x)` outside tensor control flow) goes through
+no cell: its contents are compared with a copy taken before the trace, and a
+changed one becomes a written place too (its contents, as for an attribute's list).
 """
+import types
+
+from runtime import pytree
 from runtime.control_flow import Undefined
 from runtime.ir import Variable
-from runtime.state import Cell, ItemCell
+from runtime.state import Cell, ContentsCell, ItemCell
+from .writeback import contents_changed, is_user_object
 
 _MISSING = object()
 
@@ -32,14 +41,39 @@ class ClosureCell(Cell):
 
 
 def snapshot(fn):
-    """What fn's globals and closure cells hold before a trace."""
+    """What fn's globals and closure cells hold before a trace, and copies of the lists/dicts it names there."""
     cells = [(name, cell, _contents(cell)) for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())]
-    return dict(fn.__globals__), cells
+    names = _names(fn.__code__)
+    held = [(name, fn.__globals__.get(name)) for name in names] + [(name, _contents(c)) for name, c, _ in cells]
+    containers = [(name, value, type(value)(value)) for name, value in held if type(value) in (list, dict)]
+    return dict(fn.__globals__), cells, containers
+
+
+def user_objects(fn):
+    """{name: object} for the instances of user classes fn names as globals or closure variables: a trace
+    may set their attributes (`G.n = ...`, `helper(G, x)`), so the write-back compares them (writeback)."""
+    held = [(name, fn.__globals__.get(name)) for name in _names(fn.__code__)]
+    held += [(name, _contents(cell)) for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())]
+    return {name: value for name, value in held if is_user_object(value)}
+
+
+def _names(code):
+    """The global names a code object and the functions defined in it load."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return names
 
 
 def register(fn, before, written):
-    """Each global or closure variable the trace left holding a traced value: a written place of the Program."""
-    old_globals, cells = before
+    """Each global or closure variable the trace left holding a traced value, and each global or closure
+    list/dict whose contents it changed: a written place of the Program."""
+    old_globals, cells, containers = before
+    for name, obj, old in containers:
+        place = ContentsCell(obj, name)
+        if place.identity() not in written and (contents_changed(old, obj) or _traced(obj)):
+            written[place.identity()] = (place, old)
     for name, value in list(fn.__globals__.items()):
         old = old_globals.get(name, _MISSING)
         if _traced(value) and old is not value:
@@ -60,6 +94,6 @@ def _contents(cell):
 
 
 def _traced(value):
-    if isinstance(value, (list, tuple)):
-        return any(isinstance(v, Variable) for v in value)
+    if isinstance(value, (list, tuple, dict)):
+        return any(isinstance(v, Variable) for v in pytree.flatten(value)[0])
     return isinstance(value, Variable)

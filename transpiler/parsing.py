@@ -75,15 +75,9 @@ def _last_line(code):
 def _parse_lambda(fn, source, filename, first, indent):
     """The lambda on fn's source lines with fn's parameter names, as a FunctionDef. Several such
     lambdas on one line are told apart by the code object's column positions (Python 3.11+)."""
-    shift = 0
-    try:
-        module = gast.parse(source)
-    except SyntaxError:
-        try:
-            module = gast.parse("(" + source.strip().rstrip(",") + ")")
-            shift = 1 - (len(source) - len(source.lstrip()))    # columns on the first line moved
-        except SyntaxError:
-            raise ConversionError("cannot parse the source of this lambda", filename, first) from None
+    module, shift = _parse_lambda_lines(source)
+    if module is None:
+        raise ConversionError("cannot parse the source of this lambda", filename, first)
     code = fn.__code__
     params = list(code.co_varnames[:code.co_argcount])
     found = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)
@@ -107,6 +101,26 @@ def _parse_lambda(fn, source, filename, first, indent):
     gast.copy_location(node, lam)
     node.body[0] = gast.copy_location(node.body[0], lam)
     return ParsedFunction(node, filename, source)
+
+
+def _parse_lambda_lines(source):
+    """The lines holding a lambda as a module, and how far columns on the first line moved: the lines
+    as they are, a line cut out of a larger expression (an argument, a dict entry `'k': lambda x: ...,`,
+    a keyword argument), or a compound statement's header (`for y in map(lambda x: ..., xs):`,
+    `elif f(lambda: ...):`) given an empty body."""
+    stripped = source.strip()
+    indent = len(source) - len(source.lstrip())
+    header = stripped[2:] if stripped.startswith("elif") else stripped
+    candidates = [(source, 0)]
+    candidates += [(opening + stripped.rstrip(",") + closing, len(opening) - indent)
+                   for opening, closing in (("(", ")"), ("{", "}"), ("f(", ")"))]
+    candidates.append((header + " pass", -indent - (len(stripped) - len(header))))
+    for text, shift in candidates:
+        try:
+            return gast.parse(text), shift
+        except SyntaxError:
+            continue
+    return None, 0
 
 
 def _body_positions(code):

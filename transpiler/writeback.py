@@ -9,6 +9,11 @@ the new values on the object: eager Tensors, or a Python number where the
 place held one before (a float counter stays a float). A Tensor written in
 place (`runtime.writes`: a Parameter, a buffer, optimizer state) is a
 `TensorCell`: each run stores the new array into the same Tensor object.
+Writes outside tensor control flow go through no cell: the objects the trace
+may write (the function's `self` and arguments, instances of user classes it
+names as globals, the object of every method it calls: a sub-layer, and the
+user objects each of those holds in an attribute) are snapshotted first and
+compared after (`register_writes`).
 
 What the Program read of those places is checked before each run:
 - a Python number was baked into the Program: if the object now holds
@@ -16,8 +21,10 @@ What the Program read of those places is checked before each run:
 - a Tensor was fed as an input: the run feeds what the place holds now (the
   Tensor the last run wrote), and traces again if its shape or dtype changed.
 """
+import contextlib
 import inspect
 import numbers
+import threading
 import types
 import weakref
 
@@ -27,8 +34,11 @@ from runtime import pytree
 from runtime.control_flow import Undefined
 from runtime.errors import ControlFlowError
 from runtime.ir import Variable
+from runtime.nn import Layer
 from runtime.state import AttrCell, ContentsCell
 from runtime.tensor import Tensor
+
+from .transforms.calls import is_library_module
 
 
 # A Tensor a write-back took off an object -> the Tensor put there instead (weakly). Another
@@ -217,7 +227,7 @@ class ArgumentWrites:
         originals = _containers(self.fn, self.instance, *self.call)
         for name, copy, initial in self.seen:
             original = originals.get(name)
-            if type(original) is not type(copy) or not _contents_changed(initial, copy):
+            if type(original) is not type(copy) or not contents_changed(initial, copy):
                 continue
             cell = ContentsCell(original, name)
             written[cell.identity()] = (cell, type(original)(original))
@@ -237,7 +247,46 @@ def snapshot(objects):
             continue
         contents = {k: type(v)(v) for k, v in attrs.items() if type(v) in (list, dict)}
         out.append((name, obj, dict(attrs), contents))
+        # one level down, the objects of user classes it holds (`self.cfg.n = ...`); a Layer's sub-layers,
+        # all of them (`self.blocks[0].state = ...`)
+        seen = {id(entry[1]) for entry in out}
+        held = [(f"{name}.{key}", value) for key, value in attrs.items() if is_user_object(value)]
+        if isinstance(obj, Layer):
+            held += list(obj.named_sublayers(prefix=name))
+        for label, value in held:
+            if id(value) not in seen and isinstance(getattr(value, "__dict__", None), dict):
+                seen.add(id(value))
+                contents = {k: type(v)(v) for k, v in vars(value).items() if type(v) in (list, dict)}
+                out.append((label, value, dict(vars(value)), contents))
     return out
+
+
+def is_user_object(value):
+    """An instance of a class defined in user code (not a library's, a module, a class or a function)."""
+    return not isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType, Tensor)) and \
+        not is_library_module(type(value).__module__) and hasattr(value, "__dict__")
+
+
+_collecting = threading.local()      # the snapshot list of the trace this thread records, if any
+
+
+@contextlib.contextmanager
+def collecting(snap):
+    """While a trace runs: the objects of methods it calls join `snap` (see `note_instance`)."""
+    outer = getattr(_collecting, "snap", None)
+    _collecting.snap = snap
+    try:
+        yield snap
+    finally:
+        _collecting.snap = outer
+
+
+def note_instance(obj):
+    """A method of obj is about to run in the trace: snapshot obj first (a sub-layer's `self.n = ...` is a
+    write of the Program like one on the function's own `self`), once per object."""
+    snap = getattr(_collecting, "snap", None)
+    if snap is not None and not any(entry[1] is obj for entry in snap):
+        snap.extend(snapshot({"self": obj}))
 
 
 def register_writes(written, snap):
@@ -270,10 +319,10 @@ def register_writes(written, snap):
 def _changed(name, value, attrs, contents):
     if name not in attrs or value is not attrs[name]:
         return True
-    return name in contents and _contents_changed(contents[name], value)
+    return name in contents and contents_changed(contents[name], value)
 
 
-def _contents_changed(old, new):
+def contents_changed(old, new):
     if len(old) != len(new):
         return True
     pairs = zip(old.values(), new.values()) if isinstance(old, dict) else zip(old, new)

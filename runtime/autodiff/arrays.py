@@ -7,7 +7,8 @@ rules; each builds a fresh list, except where a rule consumes its cotangent
 array (an append's VJP pops from it, like the append it undoes).
 """
 from ..ir import Variable
-from ..ops import array_concat, array_insert, array_length, array_pop, array_read, array_stack, zeros_like
+from ..ops import (array_concat, array_insert, array_length, array_pop, array_read, array_slice, array_stack,
+                   zeros_like)
 from ..ops.dispatch import apply
 from ..ops.gradients.indexing import _add_at
 from ..ops.indexing import _getitem_infer, decode_index
@@ -52,6 +53,13 @@ def _add_kernel(xp, a, b):
     return [x + y for x, y in zip(a, b)]
 
 
+def _unslice_kernel(xp, arr, g, start=None, stop=None, step=None):
+    out = [xp.zeros_like(a) for a in arr]
+    for i, gi in zip(range(len(arr))[start:stop:step], g):
+        out[i] = gi
+    return out
+
+
 _unstack = register(OpDef("array_unstack", _unstack_kernel, _unstack_infer))
 _split_like = register(OpDef("array_split_like", _split_like_kernel,
                              lambda x, like, axis=0: _array_spec(like.static_shape, x.dtype)))
@@ -59,6 +67,8 @@ _zeros_like = register(OpDef("array_zeros_like", _zeros_like_kernel,
                              lambda arr: _array_spec(arr.static_shape, arr.dtype)))
 _onehot = register(OpDef("array_onehot", _onehot_kernel,
                          lambda arr, index, g: _array_spec(arr.static_shape, arr.dtype)))
+_unslice = register(OpDef("array_unslice", _unslice_kernel,
+                          lambda arr, g, start=None, stop=None, step=None: _array_spec(arr.static_shape, arr.dtype)))
 _add = register(OpDef("array_add", _add_kernel, lambda a, b: _array_spec(a.static_shape, a.dtype)))
 
 
@@ -108,6 +118,17 @@ def _length(arr):
 @facet("array_read", "vjp")
 def _read_vjp(g, inputs, outputs):
     return apply(_onehot, (inputs[0], inputs[1], g), {}), None
+
+
+@facet("array_slice", "vjp")
+def _slice_vjp(g, inputs, outputs, start=None, stop=None, step=None):
+    """Each element's cotangent goes back to the place the slice took it from; zeros elsewhere."""
+    return (apply(_unslice, (inputs[0], g), {"start": start, "stop": stop, "step": step}),)
+
+
+@facet("array_unslice", "vjp")
+def _unslice_vjp(g, inputs, outputs, start=None, stop=None, step=None):
+    return None, array_slice(g, start, stop, step)
 
 
 @facet("array_stack", "vjp")

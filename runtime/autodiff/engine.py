@@ -23,6 +23,8 @@ def records_of_ops(ops):
     """Records for Operators of a Block; a Variable is its own key."""
     out = []
     for op in ops:
+        if op.no_grad:          # recorded under rt.no_grad(): a constant to every gradient, as eagerly
+            continue
         opdef = get_op(op.type)
         single = len(op.outputs) == 1 and opdef.num_outputs == 1
         outputs = op.outputs[0] if single else tuple(op.outputs)

@@ -30,44 +30,55 @@ class Alias:
         self.var = var
 
 
-def replay(ops, mapping, block, keys=None):
+def replay(ops, mapping, block, keys=None, rerun=False):
     """Record copies of `ops` into `block`; `mapping` (forward Variable -> value) grows with their outputs.
     Returns engine Records of the copies; `keys` (forward Variable -> engine key) grows too, where a
-    key differs from the value (in-place array ops)."""
+    key differs from the value (in-place array ops).
+
+    `rerun`: the copy recomputes a whole Program from its inputs in another Program (a static call's
+    backward), so impure ops with outputs run again there, in sub-blocks too: appends fill the arrays the
+    copy makes (left out, the copy's lists stayed empty), and ops drawing from the generator (dropout) draw
+    the same numbers when the caller restores the generator state of the run it replays. Otherwise (a
+    loop's or branch's gradient, inside the Program that ran them) an append's result is the array it
+    appended to, and dropout is an error: recomputing it would draw new numbers."""
     keys = {} if keys is None else keys
     records = []
     for op in ops:
         ins = [mapping.get(x, x) if isinstance(x, Variable) else x for x in op.inputs]
         in_keys = [keys.get(x, mapping.get(x, x)) if isinstance(x, Variable) else None for x in op.inputs]
         opdef = get_op(op.type)
-        if not opdef.pure:
+        if not opdef.pure and not (rerun and op.outputs):
             if opdef.grows_input:
                 mapping[op.outputs[0]] = ins[0]
                 keys[op.outputs[0]] = alias = Alias(ins[0])
                 records.append(Record(opdef, ins, ins[0], op.attrs, in_keys, [alias], True, op.origin))
                 continue
+            if op.outputs and opdef.random:
+                raise NotImplementedError(f"cannot differentiate through '{op.type}' inside a loop or branch "
+                                          f"(at {op.origin}): recomputing it would draw new random numbers; "
+                                          "move it out of the loop or branch")
             if op.outputs:
                 raise NotImplementedError(f"cannot differentiate through '{op.type}' inside a loop or branch "
                                           f"(at {op.origin}): it changes its input in place")
             continue
         attrs = dict(op.attrs)
         for key in sub_block_attrs(op.type):
-            attrs[key] = copy_block(op.block.program.blocks[op.attrs[key]], mapping, block).idx
+            attrs[key] = copy_block(op.block.program.blocks[op.attrs[key]], mapping, block, rerun).idx
         outs = [block.create_var(hint(o), o.static_shape, o.dtype, weak=o.weak, kind=o.kind) for o in op.outputs]
         mapping.update(zip(op.outputs, outs))
-        copy = block.append_op(op.type, ins, outs, attrs, op.origin)
-        record = records_of_ops([copy])[0]
-        record.in_keys = in_keys
-        records.append(record)
+        copy = block.append_op(op.type, ins, outs, attrs, op.origin, op.no_grad)
+        for record in records_of_ops([copy]):      # none for an op recorded under no_grad
+            record.in_keys = in_keys
+            records.append(record)
     return records
 
 
-def copy_block(source, mapping, parent):
+def copy_block(source, mapping, parent, rerun=False):
     """A new child block of `parent` holding a copy of `source` (params, ops, results)."""
     new = parent.program.new_block(parent)
     new.params = [new.create_var(hint(p), p.static_shape, p.dtype, weak=p.weak, kind=p.kind) for p in source.params]
     mapping.update(zip(source.params, new.params))
-    replay(source.ops, mapping, new)
+    replay(source.ops, mapping, new, rerun=rerun)
     new.results = [mapping.get(r, r) for r in source.results]
     return new
 

@@ -9,10 +9,10 @@ Layer takes part in `loss.backward()` like any eager op.
 """
 import weakref
 
-from .. import tracing
+from .. import rng, tracing
 from ..executor import Executor
 from ..ops import zeros_like
-from ..ops.registry import OpDef
+from ..ops.registry import OpDef, get_op
 from ..tensor import Tensor
 from ..tracing import InputSpec, trace
 from .engine import backprop
@@ -22,6 +22,18 @@ from .tape import Slot
 
 _BACKWARD = weakref.WeakKeyDictionary()     # forward Program -> its backward Program (built on first use)
 _CALL_OPS = weakref.WeakKeyDictionary()     # forward Program -> the OpDef standing for a call of it
+_RANDOM = weakref.WeakKeyDictionary()       # forward Program -> does it draw random numbers
+_NO_PATH = weakref.WeakKeyDictionary()      # forward Program -> its float inputs no output's gradient reaches
+
+
+def draws_random(program):
+    """Does the Program hold ops drawing from the generator (dropout)? A call of it that goes on the tape
+    keeps the generator state from before its run: the backward Program replays those ops from it, so they
+    draw the same masks (`rng.get_state`, before the run) and the generator's own sequence is untouched."""
+    found = _RANDOM.get(program)
+    if found is None:
+        found = _RANDOM[program] = any(get_op(op.type).random for block in program.blocks for op in block.ops)
+    return found
 
 
 def backward_program(program):
@@ -30,7 +42,8 @@ def backward_program(program):
     one per float input (zeros where no gradient flows)."""
     bprog = _BACKWARD.get(program)
     if bprog is None:
-        bprog = _BACKWARD[program] = _trace_backward(program)
+        bprog, _NO_PATH[program] = _trace_backward(program)
+        _BACKWARD[program] = bprog
     return bprog
 
 
@@ -48,24 +61,26 @@ def _trace_backward(program):
         mapping = dict(zip(ins, values[:len(ins)]))
         block = tracing.current_block()
         keys = {}
-        records = replay(program.global_block.ops, mapping, block, keys)
+        records = replay(program.global_block.ops, mapping, block, keys, rerun=True)
         seeds = {}
         for o, g in zip(outs, values[len(ins):]):
             key = keys.get(o, mapping.get(o, o))
             seeds[key] = g if key not in seeds else seeds[key] + g
         wrt = [mapping[v] for v in ins if _differentiable(v)]
         cots = backprop(records, seeds, wrt)
+        no_path.update(v.name for v, w in zip([v for v in ins if _differentiable(v)], wrt) if w not in cots)
         return [cots[w] if w in cots else zeros_like(w) for w in wrt]
 
+    no_path = set()
     grad_program, _, _ = trace(body, specs, name=f"{program.name}_grad")
-    return grad_program
+    return grad_program, frozenset(no_path)
 
 
 def _call_opdef(program):
     """An (unregistered) op standing for one call of the Program on the tape."""
     ref = weakref.ref(program)
 
-    def vjp(g, inputs, outputs):
+    def vjp(g, inputs, outputs, rng_state=None):
         forward = ref()
         bprog = backward_program(forward)
         backend = inputs[0].backend if inputs else None
@@ -75,15 +90,28 @@ def _call_opdef(program):
         for i in float_outs:
             feeds.append((gs[i] if gs[i] is not None else zeros_like(outputs[i])).data)
         plan = Executor(backend.name).compile(bprog)
-        results = iter(plan(*feeds))
-        return tuple(Tensor(next(results), backend) if _differentiable(v) else None for v in forward.inputs)
+        if draws_random(forward):
+            if rng_state is None:
+                raise RuntimeError(f"the backward of {forward.name} replays its dropout, but the generator state "
+                                   "of its forward run was not kept")
+            with rng.replaying(rng_state):
+                results = iter(plan(*feeds))
+        else:
+            results = iter(plan(*feeds))
+        no_path = _NO_PATH.get(forward, ())
+        out = []
+        for v in forward.inputs:            # None where no gradient flows (a parameter backward() leaves alone)
+            value = next(results) if _differentiable(v) else None
+            out.append(None if value is None or v.name in no_path else Tensor(value, backend))
+        return tuple(out)
 
     return OpDef(f"call {program.name}", None, None, num_outputs=-1, vjp=vjp)
 
 
-def record_call(program, arrays, sources, outputs, backend):
+def record_call(program, arrays, sources, outputs, backend, rng_state=None):
     """After a run of `program` fed `arrays` (from `sources`: the argument Tensors and captured tensors,
-    in input order): link the float outputs to one Record when some source requires grad."""
+    in input order): link the float outputs to one Record when some source requires grad. `rng_state`:
+    the generator's state before the run, for a Program that `draws_random`."""
     in_keys = [s._ag if isinstance(s, Tensor) and s._ag is not None and s._ag.tracks() and
                _differentiable(v) else None for s, v in zip(sources, program.inputs)]
     if not any(k is not None for k in in_keys):
@@ -94,7 +122,8 @@ def record_call(program, arrays, sources, outputs, backend):
     saved_in = [Tensor(a, backend) for a in arrays]
     saved_out = tuple(Tensor(o.data, o.backend) if isinstance(o, Tensor) else o for o in outputs)
     out_keys = []
-    record = Record(opdef, saved_in, saved_out, {}, in_keys, out_keys, False)
+    attrs = {"rng_state": rng_state} if rng_state is not None else {}
+    record = Record(opdef, saved_in, saved_out, attrs, in_keys, out_keys, False)
     for i, (out, var) in enumerate(zip(outputs, program.outputs)):
         if isinstance(out, Tensor) and _differentiable(var):
             out._ag = Slot(record, i)

@@ -8,9 +8,14 @@ from ..tensor import Parameter
 from . import functional, init, op_samples  # noqa: F401  (op_samples: the nn ops' conformance samples)
 from .container import LayerDict, LayerList, Sequential
 from .layer import Layer, LoadResult
-from .layers import (GELU, AdaptiveAvgPool2D, AvgPool2D, Conv1D, Conv2D, ConvTranspose2D, Dropout, Embedding, Flatten,
-                     Identity, LayerNorm, Linear, MaxPool2D, ReLU, Sigmoid, Softmax)
-from .normalization import BatchNorm1D, BatchNorm2D, GroupNorm
+from .layers import (ELU, GELU, AdaptiveAvgPool1D, AdaptiveAvgPool2D, AdaptiveMaxPool1D, AdaptiveMaxPool2D, AvgPool1D,
+                     AvgPool2D, Conv2DTranspose, MaxPool1D, BCELoss, BCEWithLogitsLoss, Conv1D, Conv2D, Conv3D,
+                     ConvTranspose2D, CosineSimilarity, CrossEntropyLoss, Dropout, Embedding, Flatten, Hardsigmoid,
+                     Hardswish, Hardtanh, HuberLoss, Identity, L1Loss, LayerNorm, LeakyReLU, Linear, LogSigmoid,
+                     LogSoftmax, MaxPool2D, Mish, MSELoss, NLLLoss, Pad2D, PReLU, ReLU, ReLU6, Sigmoid, SiLU,
+                     SmoothL1Loss, Softmax, Softplus, Softsign, Tanh, Upsample, ZeroPad2D)
+from .normalization import (BatchNorm1D, BatchNorm2D, BatchNorm3D, GroupNorm, InstanceNorm1D, InstanceNorm2D,
+                            InstanceNorm3D)
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .attention import MultiheadAttention, TransformerEncoderLayer
 
@@ -18,4 +23,9 @@ __all__ = ["Layer", "Parameter", "Sequential", "LayerList", "LayerDict", "Linear
            "ConvTranspose2D", "MaxPool2D", "AvgPool2D", "AdaptiveAvgPool2D", "ReLU", "GELU", "Sigmoid", "Softmax",
            "Flatten", "Dropout", "Identity", "LayerNorm", "BatchNorm1D", "BatchNorm2D", "GroupNorm", "Embedding",
            "RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "MultiheadAttention", "TransformerEncoderLayer",
-           "LoadResult", "functional", "init"]
+           "LoadResult", "functional", "init", "Tanh", "ReLU6", "Hardswish", "Hardsigmoid", "Hardtanh", "Softsign",
+           "LogSigmoid", "Mish", "SiLU", "LeakyReLU", "ELU", "Softplus", "LogSoftmax", "PReLU", "Pad2D", "ZeroPad2D",
+           "Upsample", "Conv3D", "CosineSimilarity", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
+           "BCEWithLogitsLoss", "NLLLoss", "CrossEntropyLoss", "BatchNorm3D", "InstanceNorm1D", "InstanceNorm2D",
+           "InstanceNorm3D", "AdaptiveMaxPool2D", "AdaptiveAvgPool1D", "AdaptiveMaxPool1D", "MaxPool1D", "AvgPool1D",
+           "Conv2DTranspose"]

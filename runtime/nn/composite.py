@@ -1,5 +1,6 @@
-"""Functions built from the runtime's ops (no kernel of their own): pooling by averaging, batch and
-group normalization, 1-D convolution, attention, the recurrent cells and the common losses.
+"""Functions built from the runtime's ops (no kernel of their own): the piecewise activations, pooling by
+averaging, batch/group/instance normalization, padding, resizing, 1-D and 3-D convolution, attention, the
+recurrent cells and the common losses.
 
 Composed of registered ops, they run eagerly, trace into ordinary Programs and
 work on NumPy and CuPy alike; semantics and defaults are PyTorch's
@@ -10,8 +11,9 @@ import math
 import numpy as np
 
 from .. import ops as rt
+from ..control_flow import while_loop
 from ..ir import Variable
-from ..ops.nn_ops import conv2d, int_pair, linear, positive_pair, sigmoid, softmax
+from ..ops.nn_ops import conv2d, embedding as _embedding, int_pair, linear, max_pool2d, positive_pair, sigmoid, softmax
 from ..ops.activations import softplus
 
 
@@ -69,6 +71,91 @@ def binary_cross_entropy_with_logits(input, target, reduction="mean", pos_weight
     return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
 
 
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """-[t * log(p) + (1 - t) * log(1 - p)] for probabilities p; each log is clamped at -100 (PyTorch's rule)."""
+    log_p = rt.maximum(rt.log(input), -100.0)
+    log_q = rt.maximum(rt.log(1 - input), -100.0)
+    loss = -(target * log_p + (1 - target) * log_q)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy")
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    """0.5 * d**2 / beta where |d| < beta, else |d| - 0.5 * beta (PyTorch's smooth_l1_loss)."""
+    d = rt.abs(input - target)
+    if beta == 0:
+        return _reduce(d, reduction, "smooth_l1_loss")
+    loss = rt.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+    return _reduce(loss, reduction, "smooth_l1_loss")
+
+
+# --- piecewise activations ------------------------------------------------------------------------
+
+def hardtanh(x, min_val=-1.0, max_val=1.0):
+    return rt.clip(x, min_val, max_val)
+
+
+def relu6(x):
+    """min(max(x, 0), 6), as MobileNets use it."""
+    return rt.clip(x, 0.0, 6.0)
+
+
+def hardsigmoid(x):
+    """relu6(x + 3) / 6: 0 below -3, 1 above 3, linear between."""
+    return rt.clip(x + 3.0, 0.0, 6.0) / 6.0
+
+
+def hardswish(x):
+    """x * relu6(x + 3) / 6 (MobileNetV3)."""
+    return x * rt.clip(x + 3.0, 0.0, 6.0) / 6.0
+
+
+def softsign(x):
+    return x / (1 + rt.abs(x))
+
+
+def log_sigmoid(x):
+    """log(sigmoid(x)) = -softplus(-x), without overflow for large |x|."""
+    return -softplus(-x)
+
+
+def mish(x):
+    return x * rt.tanh(softplus(x))
+
+
+def prelu(x, weight):
+    """max(0, x) + weight * min(0, x); a weight of several elements holds one slope per channel (axis 1)."""
+    wshape = _static_shape(weight)
+    ndim = len(_static_shape(x))
+    if math.prod(wshape) != 1:
+        if ndim < 2:
+            raise ValueError(f"prelu: a weight of {math.prod(wshape)} slopes needs an input with a channel axis")
+        weight = rt.reshape(weight, (1, -1) + (1,) * (ndim - 2))
+    return rt.where(x >= 0, x, weight * x)
+
+
+# --- similarity ---------------------------------------------------------------------------------------
+
+def cosine_similarity(x1, x2, axis=1, eps=1e-8):
+    """x1 . x2 / max(|x1| * |x2|, eps) along `axis` (inputs broadcast against each other)."""
+    dot = rt.sum(x1 * x2, axis=axis)
+    n1 = rt.sum(x1 * x1, axis=axis)
+    n2 = rt.sum(x2 * x2, axis=axis)
+    return dot / rt.sqrt(rt.maximum(n1 * n2, eps * eps))
+
+
+def normalize(x, p=2.0, axis=1, eps=1e-12):
+    """x / max(||x||_p, eps) along `axis`."""
+    if p == 2:
+        norm = rt.sqrt(rt.sum(x * x, axis=axis, keepdims=True))
+    elif p == 1:
+        norm = rt.sum(rt.abs(x), axis=axis, keepdims=True)
+    else:
+        norm = rt.sum(rt.abs(x) ** p, axis=axis, keepdims=True) ** (1.0 / p)
+    return x / rt.maximum(norm, eps)
+
+
 # --- pooling by averaging ---------------------------------------------------------------------------
 
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
@@ -113,6 +200,56 @@ def adaptive_avg_pool2d(x, output_size):
         cols = [rt.mean(x[:, :, r0:r1, (j * w) // ow:-((-(j + 1) * w) // ow)], axis=(2, 3)) for j in range(ow)]
         rows.append(rt.stack(cols, axis=-1))
     return rt.stack(rows, axis=-2)
+
+
+def _adaptive_windows(size, out):
+    """PyTorch's adaptive pooling windows: [floor(i * size / out), ceil((i + 1) * size / out))."""
+    return [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
+
+
+def adaptive_max_pool2d(x, output_size):
+    """Max over the windows that split H and W into output_size cells (PyTorch's start/end rule)."""
+    oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
+    n, c, h, w = _static_shape(x)
+    oh = h if oh is None else oh
+    ow = w if ow is None else ow
+    if -1 in (h, w):
+        raise ValueError("adaptive_max_pool2d: the spatial dims must be known while tracing")
+    if h % oh == 0 and w % ow == 0:            # equal windows: one reshape and a max
+        return rt.max(rt.reshape(x, (x.shape[0], c, oh, h // oh, ow, w // ow)), axis=(3, 5))
+    rows = [rt.stack([rt.max(x[:, :, r0:r1, c0:c1], axis=(2, 3)) for c0, c1 in _adaptive_windows(w, ow)], axis=-1)
+            for r0, r1 in _adaptive_windows(h, oh)]
+    return rt.stack(rows, axis=-2)
+
+
+def _as_2d(x, what):
+    if len(_static_shape(x)) != 3:
+        raise ValueError(f"{what}: expected (N, C, L) input, got shape {_static_shape(x)}")
+    return rt.expand_dims(x, axis=2)
+
+
+def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """Max over sliding windows of (N, C, L) input: max_pool2d over a height of 1."""
+    k = _one(kernel_size)
+    out = max_pool2d(_as_2d(x, "max_pool1d"), (1, k), (1, k if stride is None else _one(stride)),
+                     (0, _one(padding)), (1, _one(dilation)), ceil_mode)
+    return rt.squeeze(out, axis=2)
+
+
+def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """Mean over sliding windows of (N, C, L) input: avg_pool2d over a height of 1."""
+    k = _one(kernel_size)
+    out = avg_pool2d(_as_2d(x, "avg_pool1d"), (1, k), (1, k if stride is None else _one(stride)),
+                     (0, _one(padding)), ceil_mode, count_include_pad)
+    return rt.squeeze(out, axis=2)
+
+
+def adaptive_avg_pool1d(x, output_size):
+    return rt.squeeze(adaptive_avg_pool2d(_as_2d(x, "adaptive_avg_pool1d"), (1, _one(output_size))), axis=2)
+
+
+def adaptive_max_pool1d(x, output_size):
+    return rt.squeeze(adaptive_max_pool2d(_as_2d(x, "adaptive_max_pool1d"), (1, _one(output_size))), axis=2)
 
 
 # --- normalization -------------------------------------------------------------------------------------
@@ -164,6 +301,112 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
     return out
 
 
+def instance_norm(x, weight=None, bias=None, eps=1e-5):
+    """Normalize each sample's channels over their spatial dims (biased variance), then scale and shift."""
+    ndim = len(_static_shape(x))
+    if ndim < 3:
+        raise ValueError(f"instance_norm: expected input of rank 3 or more (N, C, ...), got shape {_static_shape(x)}")
+    axes = tuple(range(2, ndim))
+    mean = rt.mean(x, axis=axes, keepdims=True)
+    var = rt.mean((x - mean) * (x - mean), axis=axes, keepdims=True)
+    out = (x - mean) / rt.sqrt(var + eps)
+    affine = (1, -1) + (1,) * (ndim - 2)
+    if weight is not None:
+        out = out * rt.reshape(weight, affine)
+    if bias is not None:
+        out = out + rt.reshape(bias, affine)
+    return out
+
+
+# --- padding and resizing --------------------------------------------------------------------------------
+
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def pad(x, pad, mode="constant", value=0.0):
+    """torch.nn.functional.pad: `pad` holds (before, after) pairs from the LAST axis backwards
+    ([left, right, top, bottom] for NCHW); modes constant, reflect, replicate and circular."""
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: mode must be one of {', '.join(_PAD_MODES)}, got {mode!r}")
+    pad = [int(p) for p in pad]
+    ndim = len(_static_shape(x))
+    if len(pad) % 2 or len(pad) // 2 > ndim:
+        raise ValueError(f"pad: expected an even number of widths, at most two per axis of the rank-{ndim} input, "
+                         f"got {len(pad)}")
+    if any(p < 0 for p in pad):
+        raise ValueError(f"pad: negative widths (cropping) are not supported, got {pad}")
+    widths = [(0, 0)] * ndim
+    for i in range(len(pad) // 2):
+        widths[ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    if mode == "constant":
+        return rt.pad(x, widths, constant_values=value)
+    return rt.pad(x, widths, mode=_PAD_MODES[mode])
+
+
+def _resize_sizes(x, size, scale_factor, what):
+    shape = _static_shape(x)
+    spatial = shape[2:]
+    if not spatial:
+        raise ValueError(f"{what}: expected input of rank 3 or more (N, C, ...), got shape {shape}")
+    if -1 in spatial:
+        raise ValueError(f"{what}: the spatial dims must be known while tracing, got shape {shape}")
+    if (size is None) == (scale_factor is None):
+        raise ValueError(f"{what}: give exactly one of size and scale_factor")
+    k = len(spatial)
+    if size is not None:
+        out = (size,) * k if isinstance(size, int) else tuple(int(s) for s in size)
+        scales = [i / o for i, o in zip(spatial, out)]
+    else:
+        factors = (scale_factor,) * k if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
+        out = tuple(int(math.floor(i * f)) for i, f in zip(spatial, factors))
+        scales = [1.0 / f for f in factors]
+    if len(out) != k:
+        raise ValueError(f"{what}: expected {k} output sizes for input of shape {shape}, got {out}")
+    return spatial, out, scales
+
+
+def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Resize the spatial dims of (N, C, ...) input, as torch.nn.functional.interpolate: mode 'nearest'
+    (source index floor(dst * in/out)), 'linear'/'bilinear' (half-pixel centres, or corners aligned).
+    Nearest by whole scale factors also works on spatial dims known only at run time (YOLOv3's upsample)."""
+    mode = mode.lower() if isinstance(mode, str) else mode        # Paddle also spells them "NEAREST", ...
+    rank = len(_static_shape(x))
+    if mode == "nearest" and size is None and scale_factor is not None and rank >= 3:
+        factors = (scale_factor,) * (rank - 2) if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
+        if len(factors) == rank - 2 and all(float(f).is_integer() and f >= 1 for f in factors):
+            for i, f in enumerate(factors):         # each source element f times: floor(dst / f) exactly
+                if int(f) != 1:
+                    x = rt.repeat(x, int(f), axis=2 + i)
+            return x
+    spatial, out, scales = _resize_sizes(x, size, scale_factor, "interpolate")
+    if mode == "nearest":
+        if align_corners:
+            raise ValueError("interpolate: align_corners only applies to the linear modes")
+        for i, (n_in, n_out, scale) in enumerate(zip(spatial, out, scales)):
+            index = np.minimum(np.floor(np.arange(n_out) * scale).astype(np.int64), n_in - 1)
+            if n_in != n_out:
+                x = rt.take(x, index, axis=2 + i)
+        return x
+    if mode not in ("linear", "bilinear", "trilinear"):
+        raise ValueError(f"interpolate: mode must be 'nearest', 'linear', 'bilinear' or 'trilinear', got {mode!r}")
+    for i, (n_in, n_out, scale) in enumerate(zip(spatial, out, scales)):
+        dst = np.arange(n_out, dtype=np.float64)
+        if align_corners:
+            src = dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
+        else:
+            src = np.maximum((dst + 0.5) * scale - 0.5, 0.0)
+        lo = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+        hi = np.minimum(lo + 1, n_in - 1)
+        frac = (src - lo).astype(np.float32).reshape((-1,) + (1,) * (len(spatial) - 1 - i))
+        a, b = rt.take(x, lo, axis=2 + i), rt.take(x, hi, axis=2 + i)
+        x = a + (b - a) * frac
+    return x
+
+
+def upsample(x, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(x, size, scale_factor, mode, align_corners)
+
+
 # --- 1-D convolution -------------------------------------------------------------------------------------
 
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -177,8 +420,107 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return rt.squeeze(out, axis=2)
 
 
+def _triple(value, what):
+    t = (value,) * 3 if isinstance(value, int) else tuple(int(v) for v in value)
+    if len(t) != 3:
+        raise ValueError(f"conv3d: {what} must be an int or three ints, got {value!r}")
+    return t
+
+
+def conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution over (N, C, D, H, W) input with weight (out, in/groups, kd, kh, kw): for each depth
+    tap one conv2d over every output depth at once (depths moved into the batch), summed."""
+    if isinstance(padding, str):
+        if padding != "valid":
+            raise ValueError(f"conv3d: padding must be 'valid', an int or three ints, got {padding!r}")
+        padding = 0
+    sd, sh, sw = _triple(stride, "stride")
+    pd, ph, pw = _triple(padding, "padding")
+    dd, dh, dw = _triple(dilation, "dilation")
+    shape, wshape = _static_shape(x), _static_shape(weight)
+    if len(shape) != 5 or len(wshape) != 5:
+        raise ValueError(f"conv3d: expected input (N, C, D, H, W) and weight (O, C/groups, kd, kh, kw), got shapes "
+                         f"{shape} and {wshape}")
+    c, d = shape[1], shape[2]
+    o, kd = wshape[0], wshape[2]
+    if d == -1 or c == -1:
+        raise ValueError(f"conv3d: the channel and depth dims must be known while tracing, got shape {shape}")
+    if pd:
+        x = rt.pad(x, ((0, 0), (0, 0), (pd, pd), (0, 0), (0, 0)))
+        d += 2 * pd
+    od = (d - dd * (kd - 1) - 1) // sd + 1
+    if od < 1:
+        raise ValueError(f"conv3d: the padded depth {d} is smaller than the dilated kernel depth {dd * (kd - 1) + 1}")
+    h, w = x.shape[3], x.shape[4]
+    total = None
+    for i in range(kd):
+        taps = x[:, :, i * dd:i * dd + sd * (od - 1) + 1:sd]                      # (N, C, OD, H, W)
+        taps = rt.reshape(rt.permute_dims(taps, (0, 2, 1, 3, 4)), (-1, c, h, w))
+        y = conv2d(taps, weight[:, :, i], None, (sh, sw), (ph, pw), (dh, dw), groups)
+        total = y if total is None else total + y
+    out = rt.permute_dims(rt.reshape(total, (-1, od, o, total.shape[2], total.shape[3])), (0, 2, 1, 3, 4))
+    if bias is not None:
+        out = out + rt.reshape(bias, (1, o, 1, 1, 1))
+    return out
+
+
 def _one(value):
     return int(value if isinstance(value, int) else value[0])
+
+
+def embedding(ids, weight, padding_idx=None):
+    """Rows of `weight` picked by integer `ids`; positions holding `padding_idx` pass no gradient to its row
+    (PyTorch's and Paddle's rule: the padding vector stays as initialized while training)."""
+    out = _embedding(ids, weight)
+    if padding_idx is None:
+        return out
+    if padding_idx < 0:
+        padding_idx += _static_shape(weight)[0]
+    return rt.where(rt.expand_dims(ids == padding_idx, axis=-1), rt.stop_gradient(out), out)
+
+
+# --- Paddle's sequence helpers (seq2seq, Transformer, TSM) ----------------------------------------------------
+
+def sequence_mask(x, maxlen=None, dtype="int64"):
+    """mask[..., j] = j < x[...]: lengths x to a mask of shape x.shape + (maxlen,) (maxlen: max(x) if None)."""
+    if maxlen is None:
+        maxlen = rt.max(x)
+    return rt.astype(rt.arange(maxlen) < rt.expand_dims(x, axis=-1), dtype)
+
+
+def gather_tree(ids, parents):
+    """Paddle's gather_tree: the full beam-search sequences from the step-wise token ids and parent beams
+    (both (T, batch, beam)), walking the parents back from the last step. T may be dynamic."""
+    shape = _static_shape(ids)
+    if len(shape) != 3 or len(_static_shape(parents)) != 3:
+        raise ValueError(f"gather_tree: ids and parents must be (T, batch, beam), got shapes {shape} and "
+                         f"{_static_shape(parents)}")
+    beam = rt.broadcast_to(rt.astype(rt.arange(ids.shape[2]), parents.dtype), tuple(ids.shape[1:]))
+
+    def step(t, beam, out):
+        out = rt.setitem(out, t, rt.take_along_axis(ids[t], beam, axis=1))
+        return t - 1, rt.take_along_axis(parents[t], beam, axis=1), out
+    return while_loop(lambda t, beam, out: t >= 0, step, (ids.shape[0] - 1, beam, rt.zeros_like(ids)))[2]
+
+
+def temporal_shift(x, seg_num, shift_ratio=0.25, data_format="NCHW"):
+    """TSM's shift of (N*T, C, H, W) input along time T = seg_num: the first C*shift_ratio channels take the
+    previous step's values, the next C*shift_ratio the following step's (zeros past either end)."""
+    if data_format != "NCHW":
+        raise ValueError(f"temporal_shift: only data_format 'NCHW' is supported, got {data_format!r}")
+    c = _static_shape(x)[1]
+    c1, c2 = int(c * shift_ratio), int(c * 2 * shift_ratio)
+    x5 = rt.reshape(x, (-1, seg_num) + tuple(x.shape[1:]))
+    padded = rt.pad(x5, ((0, 0), (1, 1), (0, 0), (0, 0), (0, 0)))
+    out = rt.concat([padded[:, :seg_num, :c1], padded[:, 2:seg_num + 2, c1:c2], padded[:, 1:seg_num + 1, c2:]],
+                    axis=2)
+    return rt.reshape(out, tuple(x.shape))
+
+
+def label_smooth(label, prior_dist=None, epsilon=0.1):
+    """(1 - epsilon) * label + epsilon * prior (uniform over the last axis's classes by default)."""
+    prior = 1.0 / _static_shape(label)[-1] if prior_dist is None else prior_dist
+    return (1 - epsilon) * label + epsilon * prior
 
 
 # --- attention ----------------------------------------------------------------------------------------------
@@ -225,5 +567,9 @@ def lstm_cell_from_input_gates(gi, h, c, w_hh, b_hh=None):
 
 
 __all__ = ["mse_loss", "l1_loss", "huber_loss", "nll_loss", "binary_cross_entropy_with_logits", "avg_pool2d",
+           "binary_cross_entropy", "smooth_l1_loss", "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign",
+           "log_sigmoid", "mish", "prelu", "cosine_similarity", "normalize", "instance_norm", "pad", "interpolate",
+           "upsample", "conv3d", "embedding", "adaptive_max_pool2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
+           "adaptive_max_pool1d", "sequence_mask", "gather_tree", "temporal_shift", "label_smooth",
            "adaptive_avg_pool2d", "batch_norm", "group_norm", "conv1d", "scaled_dot_product_attention",
            "rnn_cell_from_input_gates", "gru_cell_from_input_gates", "lstm_cell_from_input_gates"]

@@ -28,12 +28,17 @@ class _LayerSequence(Layer):
 
 
 class Sequential(_LayerSequence):
-    """`Sequential(l0, l1, ...)` (sublayers named "0", "1", ...) or `Sequential(OrderedDict(name=layer))`."""
+    """`Sequential(l0, l1, ...)` (sublayers named "0", "1", ...), `Sequential(OrderedDict(name=layer))` or
+    Paddle's `Sequential((name, layer), ...)`."""
 
     def __init__(self, *layers):
         super().__init__()
         if len(layers) == 1 and isinstance(layers[0], (dict, OrderedDict)):
             for name, layer in layers[0].items():
+                self.add_sublayer(name, layer)
+        elif layers and all(isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+                            for item in layers):
+            for name, layer in layers:
                 self.add_sublayer(name, layer)
         else:
             for i, layer in enumerate(layers):

@@ -18,6 +18,7 @@ from ..backends import get_backend
 from ..ir import Variable
 from ..shape_text import shape_text
 from ..tensor import Parameter, Tensor
+from . import init
 
 LoadResult = namedtuple("LoadResult", ["missing_keys", "unexpected_keys"])
 
@@ -30,13 +31,51 @@ class Layer:
         object.__setattr__(self, "_sublayers", {})
         object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_hook_version", 0)   # counts hook registrations; guarded like training
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
         # while tracing, a user's forward is converted even when library code (Sequential) calls it
+        if self.__dict__.get("_hook_version"):
+            return self._call_with_hooks(args, kwargs)
         return tracing.converted(self.forward)(*args, **kwargs)
+
+    # --- forward hooks (PyTorch's and Paddle's) ---------------------------------------------
+    def register_forward_pre_hook(self, hook):
+        """hook(layer, args) runs before forward; a value it returns replaces the positional arguments
+        (a non-tuple as the one argument). Returns a handle whose remove() unregisters it."""
+        return self._add_hook("_forward_pre_hooks", hook)
+
+    def register_forward_post_hook(self, hook):
+        """hook(layer, args, output) runs after forward; a value it returns replaces the output."""
+        return self._add_hook("_forward_post_hooks", hook)
+
+    register_forward_hook = register_forward_post_hook
+
+    def _add_hook(self, kind, hook):
+        if not callable(hook):
+            raise TypeError(f"a forward hook must be callable, got {type(hook).__name__}")
+        hooks = self.__dict__.setdefault(kind, {})
+        key = self.__dict__.get("_hook_version", 0) + 1
+        hooks[key] = hook
+        # the version is guarded like `training`: a static function that calls this layer retraces
+        object.__setattr__(self, "_hook_version", key)
+        return HookHandle(self, kind, key)
+
+    def _call_with_hooks(self, args, kwargs):
+        d = self.__dict__
+        for hook in list(d.get("_forward_pre_hooks", {}).values()):
+            result = tracing.converted(hook)(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        output = tracing.converted(self.forward)(*args, **kwargs)
+        for hook in list(d.get("_forward_post_hooks", {}).values()):
+            result = tracing.converted(hook)(self, args, output)
+            if result is not None:
+                output = result
+        return output
 
     # --- registration -------------------------------------------------------------------
     def _registry(self, name):
@@ -149,6 +188,32 @@ class Layer:
         self._forget(name)
         registry[name] = param
         return param
+
+    def add_parameter(self, name, parameter):
+        """Paddle's name for register_parameter; returns the parameter."""
+        return self.register_parameter(name, parameter)
+
+    def create_parameter(self, shape, attr=None, dtype="float32", is_bias=False, default_initializer=None):
+        """A new Parameter of `shape` (not registered: assign it to an attribute or add_parameter it), as
+        Paddle's: zeros for a bias, Xavier-uniform otherwise, unless `default_initializer(tensor)` fills it."""
+        param = new_parameter(shape, dtype)
+        if default_initializer is not None:
+            default_initializer(param)
+        elif not is_bias:
+            init.xavier_uniform_(param)
+        return param
+
+    def clear_gradients(self):
+        """Paddle's name: every parameter's `.grad` back to None."""
+        for param in self.parameters():
+            param.grad = None
+
+    def apply(self, fn):
+        """fn(layer) on every sublayer, then on this one (initialization code); returns self."""
+        for layer in self.children():
+            layer.apply(fn)
+        fn(self)
+        return self
 
     def register_buffer(self, name, tensor, persistent=True):
         """Register state that is not a parameter (BatchNorm's running statistics) under `name`.
@@ -298,6 +363,10 @@ class Layer:
             param.data = _copy_onto(param.backend, value)
         return LoadResult(missing, unexpected)
 
+    def set_state_dict(self, state_dict):
+        """Paddle's name for load_state_dict."""
+        return self.load_state_dict(state_dict)
+
     # --- modes and devices --------------------------------------------------------------
     def train(self, mode=True):
         """Training mode (dropout active) for this layer and every sublayer; returns self."""
@@ -360,6 +429,18 @@ def _copy_onto(backend, value):
     if backend.is_native(value):
         return backend.xp.array(value, copy=True)
     return backend.asarray(np.array(get_backend("cpu").asarray(value), copy=True))
+
+
+class HookHandle:
+    """What register_forward_*_hook returns: remove() unregisters the hook (and retraces its callers)."""
+
+    def __init__(self, layer, kind, key):
+        self.layer, self.kind, self.key = layer, kind, key
+
+    def remove(self):
+        d = self.layer.__dict__
+        if d.get(self.kind, {}).pop(self.key, None) is not None:
+            object.__setattr__(self.layer, "_hook_version", d["_hook_version"] + 1)
 
 
 def new_parameter(shape, dtype="float32"):

@@ -207,7 +207,7 @@ class Embedding(Layer):
             self.weight[padding_idx] = 0.0
 
     def forward(self, ids):
-        return F.embedding(ids, self.weight)
+        return composite.embedding(ids, self.weight, self.padding_idx)
 
     def extra_repr(self):
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
@@ -276,6 +276,63 @@ class AdaptiveAvgPool2D(Layer):
         return f"output_size={self.output_size}"
 
 
+class AdaptiveMaxPool2D(Layer):
+    """Max over the windows that split H and W into output_size cells."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x):
+        return composite.adaptive_max_pool2d(x, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1D(AdaptiveMaxPool2D):
+    def forward(self, x):
+        return composite.adaptive_avg_pool1d(x, self.output_size)
+
+
+class AdaptiveMaxPool1D(AdaptiveMaxPool2D):
+    def forward(self, x):
+        return composite.adaptive_max_pool1d(x, self.output_size)
+
+
+class MaxPool1D(Layer):
+    """Max over kernel_size windows of (N, C, L) input (stride defaults to kernel_size)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+        super().__init__()
+        self.kernel_size, self.padding, self.dilation = int(kernel_size), int(padding), int(dilation)
+        self.stride = self.kernel_size if stride is None else int(stride)
+        self.ceil_mode = bool(ceil_mode)
+
+    def forward(self, x):
+        return composite.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool1D(Layer):
+    """Mean over kernel_size windows of (N, C, L) input (stride defaults to kernel_size)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+        super().__init__()
+        self.kernel_size, self.padding = int(kernel_size), int(padding)
+        self.stride = self.kernel_size if stride is None else int(stride)
+        self.ceil_mode, self.count_include_pad = bool(ceil_mode), bool(count_include_pad)
+
+    def forward(self, x):
+        return composite.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                    self.count_include_pad)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
 class ConvTranspose2D(Layer):
     """Transposed 2-D convolution over NCHW input; weight (in_channels, out_channels/groups, kh, kw)."""
 
@@ -298,3 +355,278 @@ class ConvTranspose2D(Layer):
     def extra_repr(self):
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
                 f"padding={self.padding}")
+
+
+# --- activations (each a call of its nn.functional function) ----------------------------------------------
+
+class Tanh(Layer):
+    def forward(self, x):
+        return F.tanh(x)
+
+
+class ReLU6(Layer):
+    def forward(self, x):
+        return composite.relu6(x)
+
+
+class Hardswish(Layer):
+    def forward(self, x):
+        return composite.hardswish(x)
+
+
+class Hardsigmoid(Layer):
+    def forward(self, x):
+        return composite.hardsigmoid(x)
+
+
+class Softsign(Layer):
+    def forward(self, x):
+        return composite.softsign(x)
+
+
+class LogSigmoid(Layer):
+    def forward(self, x):
+        return composite.log_sigmoid(x)
+
+
+class Mish(Layer):
+    def forward(self, x):
+        return composite.mish(x)
+
+
+class SiLU(Layer):
+    def forward(self, x):
+        return F.silu(x)
+
+
+class Hardtanh(Layer):
+    def __init__(self, min_val=-1.0, max_val=1.0):
+        super().__init__()
+        if min_val >= max_val:
+            raise ValueError(f"Hardtanh: min_val ({min_val}) must be less than max_val ({max_val})")
+        self.min_val, self.max_val = float(min_val), float(max_val)
+
+    def forward(self, x):
+        return composite.hardtanh(x, self.min_val, self.max_val)
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class LeakyReLU(Layer):
+    def __init__(self, negative_slope=0.01):
+        super().__init__()
+        self.negative_slope = float(negative_slope)
+
+    def forward(self, x):
+        return F.leaky_relu(x, self.negative_slope)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}"
+
+
+class ELU(Layer):
+    def __init__(self, alpha=1.0):
+        super().__init__()
+        self.alpha = float(alpha)
+
+    def forward(self, x):
+        return F.elu(x, self.alpha)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}"
+
+
+class Softplus(Layer):
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta, self.threshold = float(beta), float(threshold)
+
+    def forward(self, x):
+        return F.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class LogSoftmax(Layer):
+    def __init__(self, axis=-1):
+        super().__init__()
+        self.axis = axis
+
+    def forward(self, x):
+        return F.log_softmax(x, self.axis)
+
+    def extra_repr(self):
+        return f"axis={self.axis}"
+
+
+class PReLU(Layer):
+    """max(0, x) + weight * min(0, x): one learned slope, or one per channel (num_parameters = channels)."""
+
+    def __init__(self, num_parameters=1, init=0.25):
+        super().__init__()
+        self.num_parameters = int(num_parameters)
+        self.weight = new_parameter((self.num_parameters,))
+        self.weight[...] = float(init)
+
+    def forward(self, x):
+        return composite.prelu(x, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+# --- padding, resizing, 3-D convolution, similarity ----------------------------------------------------------
+
+class Pad2D(Layer):
+    """Pad the last two dims of NCHW input: `padding` an int or [left, right, top, bottom]; mode 'constant'
+    (with `value`), 'reflect', 'replicate' or 'circular'."""
+
+    def __init__(self, padding, mode="constant", value=0.0):
+        super().__init__()
+        padding = [int(padding)] * 4 if isinstance(padding, (int, np.integer)) else [int(p) for p in padding]
+        if len(padding) != 4:
+            raise ValueError(f"Pad2D: padding must be an int or [left, right, top, bottom], got {padding!r}")
+        if mode not in composite._PAD_MODES:
+            raise ValueError(f"Pad2D: mode must be one of {', '.join(composite._PAD_MODES)}, got {mode!r}")
+        self.padding, self.mode, self.value = padding, mode, float(value)
+
+    def forward(self, x):
+        return composite.pad(x, self.padding, self.mode, self.value)
+
+    def extra_repr(self):
+        return f"padding={self.padding}, mode={self.mode!r}" + (f", value={self.value}" if self.value else "")
+
+
+class ZeroPad2D(Pad2D):
+    def __init__(self, padding):
+        super().__init__(padding)
+
+
+class Upsample(Layer):
+    """Resize the spatial dims: nn.functional.interpolate with this layer's size/scale_factor/mode."""
+
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None):
+        super().__init__()
+        self.size, self.scale_factor, self.mode, self.align_corners = size, scale_factor, mode, align_corners
+
+    def forward(self, x):
+        return composite.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners)
+
+    def extra_repr(self):
+        what = f"size={self.size}" if self.size is not None else f"scale_factor={self.scale_factor}"
+        return f"{what}, mode={self.mode!r}"
+
+
+class Conv3D(Layer):
+    """3-D convolution over (N, C, D, H, W) input; weight (out_channels, in_channels/groups, kd, kh, kw)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True):
+        super().__init__()
+        _conv_channels(self, "Conv3D", in_channels, out_channels, groups)
+        self.kernel_size = composite._triple(kernel_size, "kernel_size")
+        self.stride = composite._triple(stride, "stride")
+        self.padding = padding if isinstance(padding, str) else composite._triple(padding, "padding")
+        self.dilation = composite._triple(dilation, "dilation")
+        if min(self.kernel_size + self.stride + self.dilation) < 1:
+            raise ValueError("Conv3D: kernel_size, stride and dilation must be positive")
+        shape = (self.out_channels, self.in_channels // self.groups) + self.kernel_size
+        _conv_parameters(self, shape, bias)
+
+    def forward(self, x):
+        return composite.conv3d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def extra_repr(self):
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"padding={self.padding}")
+
+
+class CosineSimilarity(Layer):
+    def __init__(self, axis=1, eps=1e-8):
+        super().__init__()
+        self.axis, self.eps = axis, eps
+
+    def forward(self, x1, x2):
+        return composite.cosine_similarity(x1, x2, self.axis, self.eps)
+
+
+# --- losses (each a call of its nn.functional function, with the reduction) ----------------------------------------
+
+class _Loss(Layer):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"{type(self).__name__}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        self.reduction = reduction
+
+    def extra_repr(self):
+        return f"reduction={self.reduction!r}"
+
+
+class MSELoss(_Loss):
+    def forward(self, input, target):
+        return composite.mse_loss(input, target, self.reduction)
+
+
+class L1Loss(_Loss):
+    def forward(self, input, target):
+        return composite.l1_loss(input, target, self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    def __init__(self, reduction="mean", beta=1.0):
+        super().__init__(reduction)
+        self.beta = float(beta)
+
+    def forward(self, input, target):
+        return composite.smooth_l1_loss(input, target, self.reduction, self.beta)
+
+
+class HuberLoss(_Loss):
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__(reduction)
+        self.delta = float(delta)
+
+    def forward(self, input, target):
+        return composite.huber_loss(input, target, self.reduction, self.delta)
+
+
+class BCELoss(_Loss):
+    def __init__(self, weight=None, reduction="mean"):
+        super().__init__(reduction)
+        self.weight = weight
+
+    def forward(self, input, target):
+        return composite.binary_cross_entropy(input, target, self.weight, self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    def __init__(self, reduction="mean", pos_weight=None):
+        super().__init__(reduction)
+        self.pos_weight = pos_weight
+
+    def forward(self, input, target):
+        return composite.binary_cross_entropy_with_logits(input, target, self.reduction, self.pos_weight)
+
+
+class NLLLoss(_Loss):
+    def __init__(self, ignore_index=-100, reduction="mean"):
+        super().__init__(reduction)
+        self.ignore_index = int(ignore_index)
+
+    def forward(self, input, target):
+        return composite.nll_loss(input, target, self.reduction, self.ignore_index)
+
+
+class CrossEntropyLoss(_Loss):
+    def __init__(self, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        super().__init__(reduction)
+        self.ignore_index, self.label_smoothing = int(ignore_index), float(label_smoothing)
+
+    def forward(self, input, target):
+        return F.cross_entropy(input, target, self.reduction, self.ignore_index, self.label_smoothing)
+
+
+Conv2DTranspose = ConvTranspose2D      # Paddle's name

@@ -93,3 +93,46 @@ class GroupNorm(Layer):
 
     def extra_repr(self):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.weight is not None}"
+
+
+class BatchNorm3D(_BatchNorm):
+    """Batch normalization over (N, C, D, H, W) input."""
+    _ranks = (5,)
+
+
+class _InstanceNorm(Layer):
+    _ranks = ()
+
+    def __init__(self, num_features, eps=1e-5, affine=False):
+        super().__init__()
+        self.num_features, self.eps = int(num_features), float(eps)
+        if affine:
+            self.weight = init.ones_(new_parameter((self.num_features,)))
+            self.bias = new_parameter((self.num_features,))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        shape = tuple(x.shape) if not hasattr(x, "static_shape") else x.static_shape
+        if len(shape) not in self._ranks or shape[1] not in (self.num_features, -1):
+            raise ValueError(f"{type(self).__name__}: expected input of rank {self._ranks[0]} with "
+                             f"{self.num_features} channels, got shape {shape_text(shape)}")
+        return composite.instance_norm(x, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_features}, eps={self.eps}, affine={self.weight is not None}"
+
+
+class InstanceNorm1D(_InstanceNorm):
+    """Instance normalization over (N, C, L) input (no running statistics; affine=False as PyTorch)."""
+    _ranks = (3,)
+
+
+class InstanceNorm2D(_InstanceNorm):
+    """Instance normalization over (N, C, H, W) input (no running statistics; affine=False as PyTorch)."""
+    _ranks = (4,)
+
+
+class InstanceNorm3D(_InstanceNorm):
+    _ranks = (5,)

@@ -23,12 +23,13 @@ from .activations import ACTIVATION_FUNCTIONS
 from .rearrange import REARRANGE_FUNCTIONS
 from .selection import SELECTION_FUNCTIONS
 from .sorting import SORTING_FUNCTIONS
+from .random import RANDOM_FUNCTIONS
 from .elementwise import imag, real
 from .manipulation import (broadcast_to, concat, dim, expand_dims, flip, permute_dims, reshape, shape,
                            squeeze, stack)
 from .indexing import getitem, setitem
 from .tensor_array import (array_append, array_from_list, array_concat, array_insert, array_length, array_new,
-                           array_pop, array_read, array_stack)
+                           array_pop, array_read, array_slice, array_stack)
 from .control import assert_, print_, raise_, undefined_value
 
 globals().update(elementwise.UNARY_FUNCTIONS)
@@ -38,6 +39,7 @@ globals().update(ACTIVATION_FUNCTIONS)
 globals().update(REARRANGE_FUNCTIONS)
 globals().update(SELECTION_FUNCTIONS)
 globals().update(SORTING_FUNCTIONS)
+globals().update(RANDOM_FUNCTIONS)
 
 FUNCTIONS = {
     **elementwise.UNARY_FUNCTIONS, **elementwise.BINARY_FUNCTIONS, **reduction.REDUCTION_FUNCTIONS,
@@ -45,7 +47,7 @@ FUNCTIONS = {
         arange, eye, full, full_like, linspace, ones, ones_like, zeros, zeros_like, astype, clip, where,
         argmax, argmin, cumsum, matmul, broadcast_to, concat, dim, expand_dims, flip, permute_dims, reshape,
         shape, squeeze, stack, getitem, setitem, einsum, tensordot, vecdot, real, imag)},
-    **ACTIVATION_FUNCTIONS, **REARRANGE_FUNCTIONS, **SELECTION_FUNCTIONS, **SORTING_FUNCTIONS,
+    **ACTIVATION_FUNCTIONS, **REARRANGE_FUNCTIONS, **SELECTION_FUNCTIONS, **SORTING_FUNCTIONS, **RANDOM_FUNCTIONS,
 }
 
 # NumPy names that differ from the array-API names we use
@@ -56,6 +58,8 @@ _NUMPY_ALIASES = {
     "right_shift": "bitwise_right_shift", "concatenate": "concat", "transpose": "permute_dims",
     "amax": "max", "amin": "min",
 }
+NUMPY_NAMES = {alias: FUNCTIONS[name] for alias, name in _NUMPY_ALIASES.items()}   # rt.power, rt.concatenate...
+globals().update(NUMPY_NAMES)
 
 
 def runtime_name(numpy_name):

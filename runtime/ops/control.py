@@ -5,6 +5,7 @@
 Program may hold is known to the registry (serialization checks against it).
 """
 import builtins
+import re
 import string
 import sys
 import weakref
@@ -27,11 +28,22 @@ def _print_kernel(xp, *values, template):
     print(template.format(*(_host(v) for v in values)), file=sys.stdout)
 
 
+# a field's format spec, bounded: a spec in a loaded file must not ask for gigabytes of padding
+_SAFE_SPEC = re.compile(r"[<>=^]?[+\- ]?#?0?\d{0,2}[,_]?(\.\d{1,2})?[bcdeEfFgGnosxX%]?")
+
+
+def safe_field(name, spec, conv):
+    """Whether a template field (as string.Formatter parses it) may format a value when a Program runs."""
+    return name == "" and conv in (None, "r", "s", "a") and _SAFE_SPEC.fullmatch(spec or "") is not None
+
+
 def _print_infer(*values, template):
-    """Only plain `{}` fields: a format spec in a loaded file could ask for gigabytes of padding."""
+    """One `{}` field per value: a conversion (`!r`) and a format spec of at most two-digit widths
+    (`{:>8.3f}`) are allowed, nothing a loaded file could make huge (a nested field, a long padding)."""
     fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(template) if name is not None]
-    if len(fields) != len(values) or any(field != ("", "", None) for field in fields):
-        raise ValueError(f"print: template {template[:60]!r} must hold exactly one plain {{}} per value")
+    if len(fields) != len(values) or not all(safe_field(*field) for field in fields):
+        raise ValueError(f"print: template {template[:60]!r} must hold exactly one {{}} per value (a conversion "
+                         "and a format spec of two-digit widths at most)")
     return []
 
 
@@ -40,7 +52,7 @@ _print = register(OpDef("print", _print_kernel, _print_infer, num_outputs=0, pur
 
 class Text:
     """Text with tensors in it, formatted when the Program runs (what an f-string over traced
-    tensors becomes): a template with one plain `{}` per tensor, other braces doubled."""
+    tensors becomes): a template with one `{}` field per tensor (see `safe_field`), other braces doubled."""
 
     def __init__(self, template, values):
         self.template, self.values = template, tuple(values)

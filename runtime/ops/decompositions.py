@@ -50,8 +50,10 @@ def _as_float(xp, x):
 
 def _unary_matrix(name, kernel, out, square=True, samples=None, num_outputs=1):
     """An op over stacks of matrices whose result specs `out(shape, dtype)` follow from x's."""
-    def infer(x, **attrs):
+    def infer(x, *arrays, **attrs):      # arrays: pinv/matrix_rank's rtol as an array
         specs = out(_matrices(name, x, square), _float(dtype_of(x)), **attrs)
+        for a in arrays:
+            broadcast_shapes(shape_of(a), _matrices(name, x, square)[:-2])
         return specs if isinstance(specs, Spec) else list(specs)
     return register(OpDef(name if name.startswith("linalg_") else f"linalg_{name}", kernel, infer,
                           num_outputs=num_outputs, example=samples))
@@ -144,16 +146,34 @@ _svdvals = _unary_matrix("svdvals", lambda xp, x: xp.linalg.svd(_as_float(xp, x)
     dict(fn=lambda a: svdvals(a), args=(_sample_matrix(3, (2,)),), oracle=lambda a: np.linalg.svd(a, compute_uv=False),
          rtol=1e-4, atol=1e-5)])
 
-_pinv = _unary_matrix("pinv", lambda xp, x, rtol=None: xp.linalg.pinv(_as_float(xp, x), **(
-    {} if rtol is None else {"rcond": rtol})), lambda s, d, rtol=None: Spec(s[:-2] + (s[-1], s[-2]), d),
-    square=False, samples=lambda: [
-    dict(fn=lambda a: pinv(a), args=(_sample_matrix()[:2].copy(),), oracle=np.linalg.pinv, rtol=1e-3, atol=1e-4)])
+# pinv and matrix_rank: rtol is a number (an attr) or an array broadcasting against the batch of matrices
+# (a second input)
+def _rtol(rtol, rtol_array):
+    return {} if rtol is None and rtol_array is None else {"rtol": rtol if rtol_array is None else rtol_array}
 
-_matrix_rank = _unary_matrix("matrix_rank", lambda xp, x, rtol=None: xp.asarray(xp.linalg.matrix_rank(
-    _as_float(xp, x), **({} if rtol is None else {"rtol": rtol}))).astype(np.int64),
+
+_pinv = _unary_matrix("pinv", lambda xp, x, rtol_array=None, rtol=None: xp.linalg.pinv(
+    _as_float(xp, x), **_rtol(rtol, rtol_array)), lambda s, d, rtol=None: Spec(s[:-2] + (s[-1], s[-2]), d),
+    square=False, samples=lambda: [
+    dict(fn=lambda a: pinv(a), args=(_sample_matrix()[:2].copy(),), oracle=np.linalg.pinv, rtol=1e-3, atol=1e-4),
+    dict(fn=lambda a, r: pinv(a, rtol=r), args=(_sample_matrix(3, (2,)), np.array([1e-3, 1e-6], np.float32)),
+         oracle=lambda a, r: np.linalg.pinv(a, rtol=r), rtol=1e-3, atol=1e-4)])
+
+_matrix_rank = _unary_matrix("matrix_rank", lambda xp, x, rtol_array=None, rtol=None: xp.asarray(
+    xp.linalg.matrix_rank(_as_float(xp, x), **_rtol(rtol, rtol_array))).astype(np.int64),
     lambda s, d, rtol=None: Spec(s[:-2], np.dtype(np.int64)), square=False, samples=lambda: [
     dict(fn=lambda a: matrix_rank(a), args=(np.array([[1.0, 2.0], [2.0, 4.0]], np.float32),),
-         oracle=lambda a: np.asarray(np.linalg.matrix_rank(a), np.int64))])
+         oracle=lambda a: np.asarray(np.linalg.matrix_rank(a), np.int64)),
+    dict(fn=lambda a, r: matrix_rank(a, rtol=r), args=(_sample_matrix(3, (2,)), np.array([0.9, 1e-6], np.float32)),
+         oracle=lambda a, r: np.asarray(np.linalg.matrix_rank(a, rtol=r), np.int64))])
+
+
+def _with_rtol(opdef, x, rtol):
+    """A number is the op's attr; an array (NumPy's, a Tensor, a Variable) its second input."""
+    if rtol is None or isinstance(rtol, (int, float, np.number)):
+        return apply(opdef, (x,), {"rtol": None if rtol is None else float(rtol)})
+    return apply(opdef, (x, rtol), {"rtol": None})
+
 
 def _matrix_power_infer(x, n):
     shape = _matrices("matrix_power", x)
@@ -209,8 +229,7 @@ def _vector_norm_infer(x, axis=None, keepdims=False, ord=2):
 
 def _vector_norm_kernel(xp, x, axis=None, keepdims=False, ord=2):
     x = _as_float(xp, x)
-    axes = tuple(range(x.ndim)) if axis is None else ((axis,) if isinstance(axis, int) else tuple(axis))
-    axes = tuple(a % x.ndim for a in axes) if x.ndim else ()
+    axes = norm_axes(axis, x.ndim, "vector_norm axis") if x.ndim else ()
     rest = [i for i in range(x.ndim) if i not in axes]
     # the norm axes moved last and flattened into one: a vector norm over all of them
     flat = xp.transpose(x, rest + list(axes)).reshape([x.shape[i] for i in rest] + [-1])
@@ -352,11 +371,11 @@ def svdvals(x, /):
 
 
 def pinv(x, /, *, rtol=None):
-    return apply(_pinv, (x,), {"rtol": None if rtol is None else float(rtol)})
+    return _with_rtol(_pinv, x, rtol)
 
 
 def matrix_rank(x, /, *, rtol=None):
-    return apply(_matrix_rank, (x,), {"rtol": None if rtol is None else float(rtol)})
+    return _with_rtol(_matrix_rank, x, rtol)
 
 
 def matrix_power(x, n, /):

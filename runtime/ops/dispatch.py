@@ -7,12 +7,13 @@ appends an Operator whose outputs are new Variables shaped by the op's rule.
 import numpy as np
 
 from .. import tracing
+from ..array_methods import PYTHON_OPERATOR
 from ..backends import get_backend
 from ..ir import LITERAL_TYPES, Variable
 from ..tensor import Tensor
 from ..undefined import Undefined
 from .registry import get_op
-from .rules import Spec, promote_operand
+from .rules import Spec, is_weak, promote_operand
 from ..autodiff.tape import GRAD_MODE, record as record_on_tape
 from ..dtypes import result_type
 
@@ -25,6 +26,14 @@ def apply(opdef, inputs, attrs, device=None):
     if _active[0] and _state.blocks:
         return record(opdef, inputs, attrs)
     return run_eager(opdef, inputs, attrs, device)
+
+
+_EXACT_SCALARS = (bool, int, float, complex)
+
+
+def _builtin_scalar(x):
+    """NumPy treats only exact Python numbers as weak; a subclass (ElementCount) as the Python number it is."""
+    return int(x) if isinstance(x, int) else float(x) if isinstance(x, float) else complex(x)
 
 
 def run_eager(opdef, inputs, attrs, device=None):
@@ -48,6 +57,8 @@ def run_eager(opdef, inputs, attrs, device=None):
             args.append([t.data if isinstance(t, Tensor) else t for t in x])
         elif isinstance(x, Variable):
             raise TypeError(f"{opdef.name}: Variable '{x.name}' used outside the trace that made it")
+        elif isinstance(x, (int, float, complex)) and type(x) not in _EXACT_SCALARS and not isinstance(x, np.generic):
+            args.append(_builtin_scalar(x))   # an int subclass (x.size) is a Python int: weak, as when traced
         else:
             args.append(x)
     if backend is None:
@@ -98,9 +109,11 @@ def record(opdef, inputs, attrs):
         ins = cast_weak_operands(ins)
     specs = opdef.infer(*ins, **attrs)
     single = isinstance(specs, Spec)
-    outs = [block.create_var(opdef.name, s.shape, s.dtype, weak=s.weak, kind=s.kind)
+    # a Python operator of Python numbers is a Python number; an rt function of them is NumPy's strong result
+    weak = getattr(PYTHON_OPERATOR, "active", False) or not all(is_weak(x) for x in ins if x is not None)
+    outs = [block.create_var(opdef.name, s.shape, s.dtype, weak=s.weak and weak, kind=s.kind)
             for s in ([specs] if single else specs)]
-    block.append_op(opdef.name, ins, outs, attrs, origin=tracing.user_origin())
+    block.append_op(opdef.name, ins, outs, attrs, origin=tracing.user_origin(), no_grad=not GRAD_MODE.enabled)
     if single:
         return outs[0]
     return tuple(outs) if outs else None

@@ -80,12 +80,69 @@ def _binary_kernel(ufunc_name):
     return kernel
 
 
+# --- where NumPy's ufunc departs from the standard's special cases ------------------------------------
+# For these dtype kinds the kernel is the ufunc with those values put right; for the others the op stays
+# that one ufunc (a fusable step, computed in place, inline in a plan): `as_ufunc` says which.
+
+def _floor_divide_standard(xp, x, y):
+    """Float floor division by or of an infinity is floor(x / y) (NumPy: inf // 2 is nan, 1 // -inf is -1)."""
+    out = xp.floor_divide(x, y)
+    if out.dtype.kind != "f":
+        return out
+    return xp.where(xp.isinf(x) | xp.isinf(y), xp.floor(xp.divide(x, y)), out).astype(out.dtype, copy=False)
+
+
+def _expm1_standard(xp, z):
+    """Complex expm1 at the standard's special values: +-0 + 0j is +0 + 0j, a zero imaginary part stays
+    (NaN + 0j), and an infinite real part with a non-finite imaginary one gives -1 + 0j or inf + NaN j."""
+    out = xp.expm1(z)
+    if out.dtype.kind != "c":
+        return out
+    x, y = xp.real(z), xp.imag(z)
+    flat = y == 0
+    edge = xp.isinf(x) & ~xp.isfinite(y)
+    fixed = xp.empty(out.shape, out.dtype)
+    fixed.real = xp.where(edge, xp.where(x > 0, xp.inf, -1.0), xp.where(flat, xp.expm1(x) + 0.0, xp.real(out)))
+    fixed.imag = xp.where(edge, xp.where(x > 0, xp.nan, 0.0), xp.where(flat, y, xp.imag(out)))
+    return fixed
+
+
+def _tanh_standard(xp, z):
+    """Complex tanh of an infinite real part and a finite imaginary one is +-1 with y's signed zero
+    (NumPy's complex64 gives 1 - 0j for inf + 3j)."""
+    out = xp.tanh(z)
+    if out.dtype.kind != "c":
+        return out
+    x, y = xp.real(z), xp.imag(z)
+    edge = xp.isinf(x) & xp.isfinite(y)
+    fixed = xp.array(out, copy=True)
+    fixed.real = xp.where(edge, xp.copysign(1.0, x), xp.real(out))
+    fixed.imag = xp.where(edge, xp.copysign(0.0, y), xp.imag(out))
+    return fixed
+
+
+STANDARD_VALUES = {"floor_divide": ("f", _floor_divide_standard), "expm1": ("c", _expm1_standard),
+                   "tanh": ("c", _tanh_standard)}
+
+
+def _ufunc_unless(ufunc_name, kinds):
+    def as_ufunc(inputs):
+        if result_type(*map(promote_operand, inputs)).kind in kinds:
+            return None
+        return ufunc_name, list(inputs)
+    return as_ufunc
+
+
 def _define(table, make_kernel, arity):
     public = {}
     for name, ufunc_name in table.items():
         template = f"xp.{ufunc_name}(" + ", ".join(f"{{{i}}}" for i in range(arity)) + ")"
-        opdef = register(OpDef(name, make_kernel(ufunc_name), elementwise(ufunc_name), elementwise=True,
-                               promote=arity > 1, template=template, ufunc=ufunc_name,
+        kernel, as_ufunc = make_kernel(ufunc_name), None
+        if name in STANDARD_VALUES:
+            kinds, kernel = STANDARD_VALUES[name]
+            template, as_ufunc = None, _ufunc_unless(ufunc_name, kinds)
+        opdef = register(OpDef(name, kernel, elementwise(ufunc_name), elementwise=True,
+                               promote=arity > 1, template=template, ufunc=ufunc_name, as_ufunc=as_ufunc,
                                operator=OPERATORS.get(name), cheaper=_CHEAPER.get(name)))
 
         def fn(*args, _op=opdef):
@@ -100,11 +157,18 @@ UNARY_FUNCTIONS = _define(UNARY, _unary_kernel, 1)
 _rint = UNARY_FUNCTIONS["round"]
 
 
-def _round(x):
-    """Round to the nearest integer, halves to even; integers and booleans are already round (same dtype)."""
-    if dtype_of(x).kind in "iub":
-        return x
-    return _rint(x)
+def _round(x, decimals=0):
+    """Round to the nearest integer (or to `decimals` places, as NumPy's round: scale by a power of ten,
+    round halves to even, scale back); integers and booleans are already round (same dtype)."""
+    integral = dtype_of(x).kind in "iub"
+    if decimals == 0 or integral and decimals > 0:
+        return x if integral else _rint(x)
+    multiply, divide = BINARY_FUNCTIONS["multiply"], BINARY_FUNCTIONS["divide"]
+    scale = 10.0 ** abs(decimals)
+    if decimals > 0:
+        return divide(_rint(multiply(x, scale)), scale)
+    rounded = multiply(_rint(divide(x, scale)), scale)
+    return astype(rounded, dtype_of(x)) if integral else rounded
 
 
 _round.__name__ = _round.__qualname__ = "round"

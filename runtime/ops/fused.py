@@ -44,10 +44,10 @@ def ufunc_call(op):
     opdef = REGISTRY.get(op.type)
     if opdef is None:
         return None
+    if opdef.as_ufunc is not None:      # decides for an op with a ufunc too (floor_divide: not for floats)
+        return opdef.as_ufunc(list(op.inputs))
     if opdef.ufunc is not None:
         return opdef.ufunc, list(op.inputs)
-    if opdef.as_ufunc is not None:
-        return opdef.as_ufunc(list(op.inputs))
     return None
 
 

@@ -12,7 +12,7 @@ from ..tensor import Tensor
 from .dispatch import apply
 from .registry import OpDef, register
 from .rules import Spec, broadcast_shapes, dtype_of, is_weak, shape_of
-from .tensor_array import array_read
+from .tensor_array import array_read, array_slice
 
 
 def encode_index(index):
@@ -197,7 +197,7 @@ GETITEM = register(OpDef("getitem", _getitem_kernel, _getitem_infer, emit=_emit_
 
 def getitem(x, index):
     if isinstance(x, Variable) and x.kind == "array":
-        return array_read(x, index)
+        return array_slice(x, index.start, index.stop, index.step) if isinstance(index, slice) else array_read(x, index)
     template, inputs = encode_index(index)
     return apply(GETITEM, (x, *inputs), {"index": template})
 

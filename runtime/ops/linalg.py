@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..dtypes import result_type
+from ..errors import AxisError
 from ..ir import Variable
 from ..shape_text import shape_text
 from .dispatch import apply
@@ -110,7 +111,7 @@ def _vecdot_infer(a, b, axis=-1):
     if not sa or not sb:
         raise ValueError("vecdot: operands need at least one dim")
     if not -min(len(sa), len(sb)) <= axis < min(len(sa), len(sb)):
-        raise ValueError(f"vecdot: axis {axis} is out of range for shapes {tuple(sa)} and {tuple(sb)}")
+        raise AxisError(f"vecdot: axis {axis} is out of range for shapes {tuple(sa)} and {tuple(sb)}")
     if -1 not in (sa[axis], sb[axis]) and sa[axis] != sb[axis]:
         raise ValueError(f"vecdot: dims differ along axis {axis}: {tuple(sa)} and {tuple(sb)}")
     shape = broadcast_shapes(_drop(sa, axis), _drop(sb, axis))

@@ -657,7 +657,7 @@ def _dropout_kernel(xp, x, p):
     return xp.where(keep, x * (1 / (1 - p)), 0)
 
 
-_dropout = _defop("dropout", _dropout_rule, _dropout_kernel, pure=False)
+_dropout = _defop("dropout", _dropout_rule, _dropout_kernel, pure=False, random=True)
 
 
 def dropout(x, p=0.5, training=True):

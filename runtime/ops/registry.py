@@ -34,6 +34,7 @@ class OpDef:
     ufunc: Optional[str] = None      # the NumPy/CuPy ufunc the op is (a fusable step; fresh, copying, safe)
     operator: Optional[str] = None   # Python operator for 0-d arithmetic: "+" (binary), "-" (unary negative)
     as_ufunc: Optional[Callable] = None   # as_ufunc(inputs) -> (ufunc name, args): an op that is one ufunc call
+    #                                       (or None); beside `ufunc`, it says for which inputs the op is that ufunc
     creation: bool = False           # makes its value from literal inputs and attrs alone
     fresh: bool = False              # its result is a new array the plan owns (may be written in place)
     copies: bool = False             # its result never shares memory with an input (a fresh op copies)
@@ -41,6 +42,8 @@ class OpDef:
     needs_nonempty: bool = False     # raises on an empty first input (max, argmin): safe only when it is not
     user_error: bool = False         # raises the user's own exception: its message stays theirs
     grows_input: bool = False        # impure: changes its first input (a tensor array) in place and returns it
+    random: bool = False             # impure only by drawing from rt.seed's generator (dropout): a replay run
+    #                                  from the generator state of the run it replays computes the same values
     scatters_cotangent: bool = False  # zeros like input 1 with input 0 added at an index: a gather's gradient
     cheaper: Optional[Callable] = None   # cheaper(op, producer) -> [(OpDef, inputs)] computing the same faster,
     #                                      or None; producer(var): the op of op's block that made var, or None

@@ -9,6 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..dtypes import as_dtype, result_type, scalar_dtype
+from ..errors import AxisError
 from ..ir import Variable
 from ..shape_text import shape_text
 
@@ -64,7 +65,7 @@ def norm_axes(axis, ndim, what="axis"):
     out = []
     for a in axes:
         if not -ndim <= a < max(ndim, 1):
-            raise ValueError(f"{what} {a} is out of bounds for an array of rank {ndim}")
+            raise AxisError(f"{what} {a} is out of bounds for an array of rank {ndim}")
         out.append(a % ndim if ndim else 0)
     if len(set(out)) != len(out):
         raise ValueError(f"duplicate value in {what} {axis}")

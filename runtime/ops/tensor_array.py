@@ -74,9 +74,11 @@ def _insert_infer(arr, index, x):
 _pop = register(OpDef("array_pop", _pop_kernel, _pop_infer, num_outputs=2, pure=False))
 _insert = register(OpDef("array_insert", _insert_kernel, _insert_infer, pure=False, grows_input=True))
 _length = register(OpDef("array_length", lambda xp, arr: np.int64(len(arr)),
-                         lambda arr: Spec((), np.dtype(np.int64))))
+                         lambda arr: Spec((), np.dtype(np.int64), weak=True)))   # len() is a Python int: weak
 _read = register(OpDef("array_read", lambda xp, arr, i: arr[int(i)],
                        lambda arr, i: Spec(arr.static_shape, arr.dtype)))
+_slice = register(OpDef("array_slice", lambda xp, arr, start=None, stop=None, step=None: arr[start:stop:step],
+                        lambda arr, start=None, stop=None, step=None: _array_spec(arr.static_shape, arr.dtype)))
 
 
 def _stack_infer(arr, axis=0):
@@ -144,6 +146,21 @@ def array_length(arr):
 
 def array_read(arr, index):
     return apply(_read, (arr, index), {})
+
+
+def array_slice(arr, start=None, stop=None, step=None):
+    """`arr[start:stop:step]` (`res[::-1]`, `reversed(res)`): a new tensor array, as a list slice is a new list.
+
+    The bounds are Python ints or None: the length of the slice is then known from the array's at run time."""
+    bounds = {"start": start, "stop": stop, "step": step}
+    for name, value in bounds.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+            raise TypeError(f"slicing a tensor array (a list grown in a tensor-dependent loop): {name} must be a "
+                            f"Python int or None, got {type(value).__name__}; stack it first (rt.stack(xs)) to "
+                            "slice by a tensor")
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    return apply(_slice, (arr,), {k: None if v is None else int(v) for k, v in bounds.items()})
 
 
 def array_stack(arr, axis=0):

@@ -1,4 +1,4 @@
-"""Optimizers (`rt.optim`): PyTorch's SGD, Adam and AdamW, with their update formulas and defaults.
+"""Optimizers (`rt.optim`): PyTorch's SGD, Adam, AdamW, Adagrad and RMSprop, with their update formulas and defaults.
 
 An update is written with runtime ops and stored with `set_value`, so one `step()`
 runs eagerly or records into a Program (a whole training step under `@to_static`
@@ -7,5 +7,6 @@ writes the parameters and the optimizer's state after every run).
 from .optimizer import Optimizer, ParamGroup
 from .sgd import SGD
 from .adam import Adam, AdamW
+from .adaptive import Adagrad, RMSprop
 
-__all__ = ["Optimizer", "ParamGroup", "SGD", "Adam", "AdamW"]
+__all__ = ["Optimizer", "ParamGroup", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop"]

@@ -118,6 +118,14 @@ class Optimizer:
                     if grad is not None:
                         self._update(p, grad, self.state[p], group)
 
+    def minimize(self, loss=None):
+        """Paddle's name for step() after `loss.backward()` (it does not differentiate)."""
+        self.step()
+
+    def clear_grad(self, set_to_zero=False):
+        """Paddle's name for zero_grad."""
+        self.zero_grad(set_to_none=not set_to_zero)
+
     def zero_grad(self, set_to_none=True):
         """Forget the gradients: `.grad = None` (PyTorch's default), or zeros with set_to_none=False."""
         for group in self.param_groups:

@@ -245,3 +245,54 @@ def test_list_of_a_tensor_bounded_range_says_its_length_is_a_tensor():
         return x, list(range(n))
     with pytest.raises(TypeError, match=r"range\(\) with a tensor bound"):
         to_static(f)(xp.tensor(ROWS), xp.tensor(np.int32(3)))
+
+
+# --- int(), float(), bool() of a traced tensor -------------------------------------------------------
+
+def scale_by_int_of_mean(x):
+    n = int(x.mean())                  # truncates toward zero; weak: x keeps float32
+    return x * n + float(x[0, 0]) + bool(x[1, 2] > 0)
+
+
+def first_rows_by_int(x):
+    return x[:int(x[0, 0] > -4) + 1]
+
+
+@pytest.mark.parametrize("fn", [scale_by_int_of_mean, first_rows_by_int])
+def test_int_float_bool_of_a_traced_one_element_tensor(fn):
+    for array in (ROWS, -ROWS, ROWS + 7.5):
+        got = to_static(fn)(xp.tensor(array))
+        want = numpy_twin(fn)(array.copy())
+        assert got.dtype == want.dtype
+        compare(got, want)
+
+
+def test_int_of_nan_and_of_a_tensor_with_several_elements_raise_as_python():
+    static = to_static(lambda x: int(x))
+    with pytest.raises(ValueError, match="NaN"):
+        static(xp.tensor(np.float32("nan")))
+    with pytest.raises(OverflowError, match="infinity"):
+        static(xp.tensor(np.float32("inf")))
+    with pytest.raises(TypeError):
+        static(xp.tensor(VEC))
+    assert int(static(xp.tensor(np.float32(-2.7)))) == -2
+
+
+def item_of_the_mean(x):
+    m = x.mean().item()                # a Python float: float64 weak, x keeps float32
+    return x - m, m
+
+
+def test_item_and_numpy_of_a_traced_value_are_computed_when_the_program_runs():
+    def uses_numpy(x):
+        if xp.mean(x).numpy() > 0:     # Paddle-style: `.numpy()` inside is the traced value itself
+            return x - 1
+        return x + 1
+    for array in (ROWS, -ROWS - 1):
+        got = to_static(item_of_the_mean)(xp.tensor(array))
+        want = item_of_the_mean(xp.tensor(array))
+        assert got[0].dtype == np.float32 and got[1].numpy().item() == want[1]
+        compare(got[0], want[0].numpy())
+        compare(to_static(uses_numpy)(xp.tensor(array)), uses_numpy(xp.tensor(array)).numpy())
+    with pytest.raises(ValueError, match="size 1"):
+        to_static(lambda x: x.item())(xp.tensor(VEC))

@@ -233,15 +233,28 @@ def test_tensor_condition_in_unconverted_code_points_at_that_line():
 
 
 def test_a_traced_value_used_as_a_python_int_names_where_it_was_computed_and_what_to_do():
+    import math
+
     import numpy as np
     import runtime as rt
     from transpiler import to_static
 
     def head(x):
         count = x.sum() % 3
-        return x[:int(count)]
+        return x[:math.floor(count)]     # a library asks for a Python number (`int(count)` is a graph cast)
     with pytest.raises(TypeError) as info:
         to_static(head)(rt.asarray(np.ones(4, np.float32)))
     message = str(info.value)
     assert "`remainder`" in message and f"{__file__}:" in message and "keep it a tensor" in message
     assert "Variable 'remainder'" not in message
+
+
+def test_assert_of_a_tensor_of_several_elements_is_the_truth_value_error_of_eager():
+    def f(x):
+        assert x > 0
+        return x
+    for data in ([1.0, 2.0], [1.0, -2.0]):
+        with pytest.raises(ValueError, match="ambiguous"):
+            f(rt.tensor(np.array(data, np.float32)))
+        with pytest.raises(ValueError, match="ambiguous"):
+            to_static(f)(rt.tensor(np.array(data, np.float32)))

@@ -15,7 +15,6 @@ def test_matches_numpy_oracle(case):
     check_case(case)
 
 
-
 def nested_while_loops(n1, n2):
     i = 0
     l = []
@@ -89,19 +88,6 @@ def test_a_pop_inside_an_augmented_assignment_in_a_tensor_loop(n):
     assert (int(s), int(length)) == pops_inside_a_statement(n)
 
 
-def test_a_python_list_item_set_at_a_tensor_index():
-    def set_at(i, v):
-        l = [1, 2, 3]
-        l[i] = v
-        return l
-
-    static = to_static(set_at)
-    for i in (0, 2, -1, -3):
-        assert [int(v) for v in static(rt.tensor(np.int32(i)), 9)] == set_at(i, 9)
-    with pytest.raises(IndexError, match="list assignment index out of range"):
-        static(rt.tensor(np.int32(3)), 9)
-
-
 def initializes_on_the_first_item(l):
     s = 0
     for i in l:
@@ -153,3 +139,57 @@ def test_numpy_scalars_as_loop_state_become_tensors_of_their_dtype():
     want_s, want_parts = numpy_twin(accumulate_from_a_numpy_scalar, "rt")(3, np.float32(2.0))
     assert s.dtype == np.float32 and float(s) == float(want_s)
     np.testing.assert_array_equal(parts.numpy(), want_parts)
+
+
+def _sum_rows_into_int32(x):
+    z = rt.zeros([1], dtype="int32")
+    for i, v in enumerate(x, 1):
+        z = z + v                 # int32 + int64 row: int64 from the first iteration on
+        if i > 2:
+            continue
+        z = z + i
+    return z
+
+
+def _read_items_earlier_iterations_appended(x):
+    feats = {"key": []}
+    for i, v in enumerate(x):
+        if i > 1:
+            last = feats["key"][-2]
+        feats["key"].append(v * 2)
+    return last
+
+
+@pytest.mark.parametrize("fn", [_sum_rows_into_int32, _read_items_earlier_iterations_appended])
+def test_static_length_loop_a_while_op_cannot_carry_unrolls_as_python(fn):
+    """A dtype that changes after the first iteration, a list read at an index earlier iterations fill:
+    with a static length the loop runs as Python runs it."""
+    x = np.array([3, 1, 4, 1, 5], np.int64)
+    want = numpy_twin(fn, "rt")(x.copy())
+    got = to_static(fn)(rt.tensor(x))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+def _walrus_in_a_tensor_while_test(x):
+    n = x.sum()
+    k = 0
+    while (n := n - 1) > 0:
+        k += 1
+        if k > 2:
+            break
+        if k == 1:
+            continue
+        x = x * 2
+    else:
+        x = -x
+    return x, n
+
+
+@pytest.mark.parametrize("data", [[1.0, 2.0], [0.5, 0.2], [3.0, 3.0]])
+def test_a_while_test_that_binds_a_name_rebinds_it_each_iteration(data):
+    x = np.array(data, np.float32)
+    want = numpy_twin(_walrus_in_a_tensor_while_test, "rt")(x.copy())
+    got = to_static(_walrus_in_a_tensor_while_test)(rt.tensor(x))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), w)

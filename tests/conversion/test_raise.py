@@ -9,6 +9,7 @@ import pytest
 
 import runtime as rt
 import transpiler
+from runtime.ops.control import Text
 from transpiler import InputSpec, to_static
 
 from .oracle import numpy_twin
@@ -180,12 +181,21 @@ def test_f_string_fields_keep_pythons_conversions_and_specs():
     assert str(got.value) == str(want.value) == "    'ab'|3.14|2.0|{}"
 
 
-def test_a_tensor_with_a_format_spec_in_a_branch_message_is_refused_clearly():
+def test_a_tensor_with_a_format_spec_in_a_branch_message_is_formatted_when_it_raises():
     def f(x):
         if x.sum() > 0:
             raise ValueError(f"sum is {x.sum():.2f}")
         return x
-    with pytest.raises(TypeError, match=r"plain \{value\}"):
+    with pytest.raises(ValueError, match=r"^sum is 2\.00\b"):
+        to_static(f)(rt.tensor(np.ones(2, np.float32)))
+
+
+def test_a_tensor_with_a_long_padding_in_a_branch_message_is_refused_clearly():
+    def f(x):
+        if x.sum() > 0:
+            raise ValueError(f"sum is {x.sum():>1000}")
+        return x
+    with pytest.raises(TypeError, match=r"two digits"):
         to_static(f)(rt.tensor(np.ones(2, np.float32)))
 
 
@@ -281,3 +291,21 @@ def test_a_raise_in_a_try_whose_handlers_do_not_catch_it_is_a_run_time_check():
     assert int(static(rt.tensor(np.int32(-1)))) == -1
     with pytest.raises(KeyError, match="k"):
         static(rt.tensor(np.int32(1)))
+
+
+def prints_with_format_specs(x):
+    if x.sum() > 0:
+        print(f"sum {x.sum():>8.3f} max {x.max():.2e}")
+    return x
+
+
+def test_print_of_an_f_string_with_format_specs_formats_when_the_program_runs(capsys):
+    numpy_twin(prints_with_format_specs)(np.array([1.0, 2.5], np.float32))
+    want = capsys.readouterr().out
+    to_static(prints_with_format_specs)(rt.tensor(np.array([1.0, 2.5], np.float32)))
+    assert capsys.readouterr().out == want == "sum    3.500 max 2.50e+00\n"
+
+
+def test_a_long_padding_is_refused_in_a_program_template():
+    with pytest.raises(ValueError, match="two-digit"):
+        rt.trace(lambda x: rt.print_(Text("{:>1000}", [x])), [rt.InputSpec([], "float32", "x")])

@@ -48,3 +48,24 @@ def test_python_float_with_a_tensor_bound_is_a_type_error():
         return s
     with pytest.raises(TypeError, match="'float' object cannot be interpreted as an integer"):
         to_static(mixed)(rt.tensor(np.int64([3])))
+
+
+def accumulate_range(x, a, b, c):
+    s = x * 0
+    for i in range(a, b, c):      # i is a Python int: float32 s stays float32 whatever the bounds' dtype
+        s = s + i
+    return s
+
+
+@pytest.mark.parametrize("bounds", [(0, 5, 2), (5, 0, -2), (2, 2, 1), (-3, 3, 3)])
+def test_range_items_are_python_ints_whatever_the_bounds_dtype(bounds):
+    x = np.float32([1.0, 2.0])
+    want = accumulate_range(x, *bounds)
+    got = to_static(accumulate_range)(rt.tensor(x), *[rt.tensor(np.int32(b)) for b in bounds])
+    assert got.dtype == want.dtype == np.float32
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_a_zero_tensor_step_is_the_value_error_of_range():
+    with pytest.raises(ValueError, match="must not be zero"):
+        to_static(accumulate_range)(rt.tensor(np.float32([1.0])), rt.tensor(0), rt.tensor(5), rt.tensor(0))

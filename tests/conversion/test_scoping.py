@@ -485,6 +485,31 @@ def test_two_lambdas_on_one_line_before_311_is_a_clear_error():
         to_static(_two_lambdas()[0])(xp.asarray(np.ones(3, np.float32)))
 
 
+def test_a_lambda_in_a_compound_statements_header_converts():
+    a = np.arange(1, 4, dtype=np.float32)
+    results = []
+    for static in (to_static(lambda x: x * 2 if x.sum() > 0 else -x), ):
+        results.append(static(xp.asarray(a)).numpy())
+    if results and to_static(lambda x: x - 1 if x.sum() > 0 else x)(xp.asarray(a)) is not None:
+        results.append(a * 0)
+    np.testing.assert_allclose(results[0], a * 2)
+    assert len(results) == 2
+
+
+_TABLE = {
+    "grow": lambda x: x * 2 if x.sum() > 0 else -x,
+    "shrink": lambda x: x - 1 if x.sum() > 0 else x + 1,
+}
+
+
+@pytest.mark.parametrize("key", sorted(_TABLE))
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_a_lambda_written_as_a_dict_entry_converts(key, sign):
+    fn = _TABLE[key]                       # its line, `"grow": lambda x: ...,`, parses only inside braces
+    a = np.arange(1, 4, dtype=np.float32) * sign
+    np.testing.assert_allclose(to_static(fn)(xp.asarray(a)).numpy(), fn(a))
+
+
 # --- recursion whose base case depends on a tensor ---------------------------------------------------------
 
 def factorial(x):
@@ -520,9 +545,11 @@ def test_recursion_bounded_by_a_python_value_still_converts():
 
 
 def test_bool_of_a_traced_value_is_not_caught_by_except():
+    import operator
+
     def f(x):
         try:
-            flag = bool(x.sum() > 0)
+            flag = operator.truth(x.sum() > 0)      # a library asks for the truth (`bool(...)` is a graph op)
         except TypeError:
             flag = False
         return x + 1 if flag else x - 1

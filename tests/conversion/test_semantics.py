@@ -173,3 +173,42 @@ def test_match_statement_is_printed_with_ast_unparse():
     static = to_static(f)
     np.testing.assert_allclose(static(rt.tensor(np.ones(2, np.float32)), "double").numpy(), [3.0, 3.0])
     np.testing.assert_allclose(static(rt.tensor(-np.ones(2, np.float32)), "other").numpy(), [-1.0, -1.0])
+
+
+def test_a_python_float_accumulated_in_a_tensor_loop_keeps_python_bits():
+    def f(x, n):
+        s = 0.0
+        i = 0
+        while i < n:                 # a tensor bound: s becomes a weak tensor, still a Python float
+            s += 0.1
+            i += 1
+        return x + s, s
+    x = np.array([1.0], np.float64)
+    got_sum, got_s = to_static(f)(rt.tensor(x), rt.tensor(3))
+    want_sum, want_s = f(x, 3)
+    assert got_s.numpy().item() == want_s == 0.1 + 0.1 + 0.1
+    assert got_sum.numpy().tolist() == want_sum.tolist()
+    assert to_static(f)(rt.tensor(x.astype(np.float32)), rt.tensor(3))[0].dtype == np.float32   # still weak
+
+
+def test_dividing_by_size_keeps_float32_eagerly_and_static():
+    def f(x):
+        return x / x.size
+    x = np.ones((2, 3), np.float32)
+    want = x / x.size                                     # NumPy: a Python int is weak
+    for got in (f(rt.tensor(x)), to_static(f)(rt.tensor(x))):
+        assert got.dtype == want.dtype == np.float32
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_a_python_int_counter_to_a_negative_power_is_a_float_as_in_python():
+    def f(x, n):
+        k = 0
+        while k < n:
+            k += 1
+        return x * k ** -1, k ** -2
+    x = np.float32([1.0, 2.0])
+    scaled, inverse = to_static(f)(rt.tensor(x), rt.tensor(3))
+    want_scaled, want_inverse = f(x, 3)
+    assert scaled.dtype == np.float32 and inverse.numpy().item() == want_inverse == 3 ** -2
+    np.testing.assert_array_equal(scaled.numpy(), want_scaled)

@@ -525,3 +525,148 @@ def tally_in_a_conditional_expression(x):
 def test_a_python_attribute_set_by_a_method_called_in_a_tensor_conditional_expression_is_a_clear_error():
     with pytest.raises(ControlFlowError, match=r"'tally\.count' is changed"):
         to_static(tally_in_a_conditional_expression)(_t([1.0]))
+
+
+# --- module globals written through an item -------------------------------------------
+
+CACHE = {"w": None}
+TOTALS = [None]
+
+
+def global_items(x):
+    if x.sum() > 0:                  # `CACHE[...] = ...` does not make CACHE local (as in Python)
+        CACHE["w"] = CACHE["w"] + x
+    for i in range(x.shape[0]):
+        TOTALS[0] = TOTALS[0] + x[i]
+    return CACHE["w"] * 2, TOTALS[0]
+
+
+def test_global_dict_and_list_items_written_in_tensor_if_and_for():
+    static = to_static(global_items)
+    for data in ([1.0, 2.0], [-3.0, 1.0], [4.0, 0.5]):
+        x = np.array(data, np.float32)
+        CACHE["w"], TOTALS[0] = rt.tensor(np.ones(2, np.float32)), rt.tensor(np.float32(0))
+        w, total = static(rt.tensor(x))
+        want_w = np.ones(2, np.float32) + (x if x.sum() > 0 else 0)
+        np.testing.assert_allclose(w.numpy(), want_w * 2)
+        np.testing.assert_allclose(total.numpy(), x.sum())
+        np.testing.assert_allclose(CACHE["w"].numpy(), want_w)
+        np.testing.assert_allclose(TOTALS[0].numpy(), x.sum())
+
+
+# --- attributes of sub-layers (objects of the methods the function calls) ------------------
+
+class _Counter(rt.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.seen = rt.asarray(np.float32([0.0]))
+
+    def forward(self, x):
+        self.seen = self.seen + x.sum()
+        return x * 2
+
+
+class _CountingNet(rt.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.counter = _Counter()
+
+    def forward(self, x):
+        return self.counter(x) + 1
+
+
+class _CountingInIf(_CountingNet):
+    def forward(self, x):
+        if x.sum() > 0:
+            x = self.counter(x)
+        return x
+
+
+def test_a_sub_layer_attribute_written_by_its_forward_is_written_back_each_run():
+    eager, static = _CountingNet(), _CountingNet()
+    forward = to_static(static)
+    for data in ([1.0, 2.0], [-4.0, 0.5], [3.0, 3.0]):
+        _same(forward(_t(data)), eager(_t(data)), "output")
+        _same(static.counter.seen, eager.counter.seen, "sub-layer attribute")
+        assert isinstance(static.counter.seen, rt.Tensor)
+
+
+def test_a_sub_layer_attribute_written_under_a_tensor_if_is_a_clear_error_and_left_as_it_was():
+    net = _CountingInIf()
+    with pytest.raises(ControlFlowError, match=r"'self\.counter\.seen'"):
+        to_static(net)(_t([1.0, 2.0]))
+    assert isinstance(net.counter.seen, rt.Tensor) and net.counter.seen.numpy().tolist() == [0.0]
+
+
+# --- objects named as globals, and objects held in attributes ------------------------------
+
+class _Box:
+    def __init__(self):
+        self.n = rt.asarray(np.float32([0.0]))
+
+
+BOX = _Box()
+
+
+def _bump(box, x):
+    box.n = box.n + x.sum()
+
+
+def _writes_a_global_object(x):
+    BOX.n = BOX.n * 2 + 1
+    _bump(BOX, x)                    # a helper writing the object it is given
+    return x
+
+
+class _HoldsConfig:
+    def __init__(self):
+        self.cfg = _Box()
+
+    def run(self, x):
+        self.cfg.n = self.cfg.n + x.sum()
+        return x
+
+
+def test_attributes_of_a_global_object_and_of_an_attribute_object_are_written_back_each_run():
+    BOX.n = _t([0.0])
+    static = to_static(_writes_a_global_object)
+    holder = _HoldsConfig()
+    run = to_static(holder.run)
+    want = 0.0
+    for data in ([1.0, 2.0], [-4.0, 0.5], [3.0, 3.0]):
+        static(_t(data))
+        run(_t(data))
+        want = want * 2 + 1 + sum(data)
+        assert isinstance(BOX.n, rt.Tensor) and isinstance(holder.cfg.n, rt.Tensor)
+        np.testing.assert_allclose(BOX.n.numpy(), [want])
+    np.testing.assert_allclose(holder.cfg.n.numpy(), [sum(sum(d) for d in ([1.0, 2.0], [-4.0, 0.5], [3.0, 3.0]))])
+
+
+class _Leaf(rt.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.state = rt.asarray(np.float32([0.0, 0.0]))
+
+
+class _WritesItsBlocks(rt.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.first = _Leaf()
+        self.blocks = rt.nn.LayerList([_Leaf(), _Leaf()])
+
+    def forward(self, x):
+        self.first.state = self.first.state * 2 + x        # a sub-layer's attribute, set by its parent
+        for block in self.blocks:
+            block.state = block.state + x                   # items of a layer list
+        return x
+
+
+def test_sub_layer_attributes_set_by_the_parent_are_written_back_each_run():
+    eager, static = _WritesItsBlocks(), _WritesItsBlocks()
+    forward = to_static(static)
+    for data in ([1.0, 2.0], [-4.0, 0.5]):
+        forward(_t(data))
+        eager(_t(data))
+        for got, want in ((static.first, eager.first), *zip(static.blocks, eager.blocks)):
+            assert isinstance(got.state, rt.Tensor)
+            _same(got.state, want.state, "sub-layer state")

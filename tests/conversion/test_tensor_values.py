@@ -202,3 +202,61 @@ def test_augmented_assignment_on_a_python_counter_is_python_rebinding():
         return i
     x = rt.tensor(np.ones(3, np.float32))
     assert to_static(f)(x).item() == f(x) == 1.5
+
+
+# --- Python numbers carried by tensor control flow keep Python's precision ------------------------
+
+def python_float_in_a_tensor_loop(x):
+    s = 0.1
+    n = 0
+    while x.sum() > s:
+        s = s * 1.1 + 0.01
+        n += 1
+    return s, n
+
+
+def python_float_from_a_tensor_if(x):
+    s = 1.0
+    if x.sum() > 0:
+        s = 1.0 / 3.0
+    return x * s, s
+
+
+def test_a_python_float_carried_by_a_tensor_loop_is_computed_in_double_precision():
+    x = np.array([10.0], np.float32)
+    s, n = to_static(python_float_in_a_tensor_loop)(rt.tensor(x))
+    want_s, want_n = python_float_in_a_tensor_loop(rt.tensor(x))      # plain Python floats
+    assert float(s) == want_s and int(n) == want_n
+    y, s = to_static(python_float_from_a_tensor_if)(rt.tensor(x))
+    assert float(s) == 1.0 / 3.0
+    assert y.dtype == np.float32 and y.numpy()[0] == np.float32(10.0) * np.float32(1.0 / 3.0)
+
+
+# --- an rt function of Python numbers returns NumPy's strongly typed result, as eagerly ----------
+
+def functions_of_python_numbers(x):
+    return x * xp.abs(-3), xp.maximum(2, 3) * x, x / xp.sqrt(x.shape[0]), xp.exp(1.0) + x
+
+
+def functions_of_a_python_counter(x):
+    i = 0
+    while x.sum() > i:
+        i += 1
+    return x * xp.abs(i), x * xp.maximum(i, 2.5), x * (i * 0.5), x * abs(-i)
+
+
+def test_rt_functions_of_python_numbers_promote_as_numpy_does():
+    _check(functions_of_python_numbers, np.array([0.5, -1.0, 2.0], np.float32))
+
+
+def test_rt_functions_of_a_python_counter_promote_as_numpy_does_and_operators_as_python_does():
+    _check(functions_of_a_python_counter, np.array([0.5, 1.0, 2.0], np.float32))
+
+
+def test_an_rt_function_of_a_dynamic_dim_promotes_as_numpy_does():
+    from transpiler import InputSpec
+    x = np.array([0.5, 1.0, 2.0], np.float32)
+    f = to_static(lambda x: x / xp.sqrt(x.shape[0]), input_spec=[InputSpec([None], "float32")])
+    got = f(rt.tensor(x))
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got.numpy(), x / np.sqrt(3))

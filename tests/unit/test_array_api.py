@@ -44,6 +44,20 @@ def test_asarray_copy_and_defaults():
     assert rt.asarray([1j, 2]).dtype == np.complex64 and rt.asarray(np.complex128(1j)).dtype == np.complex128
 
 
+def test_asarray_copy_false_is_the_array_itself():
+    # copy=False never copies: on a Tensor it is that Tensor, so an assignment into it shows through
+    x = rt.asarray(np.array(False))
+    out = rt.asarray(x, copy=False)
+    x[()] = True
+    assert out is x and out.item() is True
+    empty = np.empty((0, 2), np.float32)          # shares_memory is False for empty arrays: no copy made either
+    assert rt.asarray(empty, copy=False).data is empty
+    e = rt.asarray(empty)
+    assert rt.asarray(e, copy=False, dtype="float32") is e
+    with pytest.raises(ValueError, match="without a copy"):
+        rt.asarray(e, copy=False, dtype="float64")
+
+
 def test_interchange_and_attributes():
     x = rt.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
     np.testing.assert_array_equal(np.from_dlpack(x), x.numpy())
@@ -73,3 +87,48 @@ def test_pytorch_spellings_get_a_hint_and_parameters_need_no_backend():
     p = nn.Parameter(np.ones((2, 2), np.float32))
     assert isinstance(p, rt.Parameter) and p.device == "cpu" and p.dtype == np.float32
     assert nn.Parameter([1.0, 2.0], dtype="float64").dtype == np.float64
+
+
+def test_pinv_and_matrix_rank_take_an_array_rtol():
+    # rtol may be an array broadcasting against the stack of matrices: one cutoff per matrix
+    a = np.random.default_rng(0).standard_normal((3, 2, 4)).astype(np.float32)
+    rtol = np.array([0.1, 0.6, 40.0], np.float32)
+    np.testing.assert_array_equal(rt.linalg.matrix_rank(rt.asarray(a), rtol=rt.asarray(rtol)).numpy(),
+                                  np.linalg.matrix_rank(a, rtol=rtol))
+    np.testing.assert_allclose(rt.linalg.pinv(rt.asarray(a), rtol=rt.asarray(rtol)).numpy(),
+                               np.linalg.pinv(a, rtol=rtol), rtol=1e-4, atol=1e-5)
+    assert rt.linalg.pinv(rt.asarray(a[:0]), rtol=rt.asarray(rtol[:0])).shape == (0, 4, 2)
+    assert rt.linalg.matrix_rank(rt.asarray(a), rtol=0.6).shape == (3,)
+
+
+def test_axis_out_of_bounds_is_an_index_error_and_a_value_error():
+    # the standard asks IndexError of expand_dims; NumPy's AxisError is both, and so is ours (any op's axis)
+    x = rt.asarray(np.ones(3, np.float32))
+    for call in (lambda: rt.expand_dims(x, axis=2), lambda: rt.expand_dims(x, axis=-3), lambda: rt.sum(x, axis=1),
+                 lambda: rt.linalg.vector_norm(x, axis=1), lambda: rt.vecdot(x, x, axis=1)):
+        with pytest.raises(IndexError, match="out of"):
+            call()
+        with pytest.raises(ValueError):
+            call()
+    assert issubclass(rt.AxisError, IndexError) and rt.expand_dims(x, axis=-2).shape == (1, 3)
+
+
+def test_special_values_numpy_gets_wrong():
+    # the standard's special cases where NumPy's ufunc differs (the plan's form: test_passes)
+    inf, nan = np.inf, np.nan
+    a = rt.asarray(np.array([inf, -inf, 1.0, -1.0, 5.0, inf], np.float32))
+    b = rt.asarray(np.array([2.0, 2.0, -inf, inf, 2.0, -3.0], np.float32))
+    with np.errstate(invalid="ignore"):
+        for out in (rt.floor_divide(a, b), a // b):
+            np.testing.assert_array_equal(out.numpy(), [inf, -inf, -0.0, -0.0, 2.0, -inf])
+            assert out.dtype == np.float32 and np.signbit(out.numpy()[2:4]).all()
+        np.testing.assert_array_equal((a // 2.0).numpy(), [inf, -inf, 0.0, -1.0, 2.0, inf])
+        z = rt.asarray(np.array([complex(-0.0, 0.0), complex(inf, 0), complex(-inf, inf), complex(inf, nan),
+                                 complex(nan, 0), complex(0.5, 0.3)], np.complex64))
+        e = rt.expm1(z).numpy()
+    assert e[0] == 0 and not np.signbit(e[0].real) and e[1] == inf and e[2] == -1
+    assert np.isposinf(e[3].real) and np.isnan(e[3].imag) and np.isnan(e[4].real) and e[4].imag == 0
+    np.testing.assert_allclose(e[5], np.expm1(np.complex128(0.5 + 0.3j)), rtol=1e-6)
+    t = rt.tanh(rt.asarray(np.array([complex(inf, 3), complex(-inf, 1), complex(inf, -3)], np.complex64))).numpy()
+    assert t.tolist() == [1 + 0j, -1 + 0j, 1 - 0j] and list(np.signbit(t.imag)) == [False, False, True]
+    assert rt.floor_divide(rt.asarray(np.array([7, -7])), 2).tolist() == [3, -4]

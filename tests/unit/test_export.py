@@ -256,7 +256,8 @@ def test_gpu_export_matches_executor(tmp_path):
 
 # kernels that depend on dy2static's run-time state, so cannot stand alone: what export says when refusing them
 UNEXPORTABLE = {
-    "dropout": "uses '_state' (dict)",      # rt.seed's generator (runtime/rng.py)
+    **{op: "uses '_state' (dict)" for op in (      # rt.seed's generator (runtime/rng.py)
+        "dropout", "rand", "randn", "randint", "randperm")},
 }
 
 

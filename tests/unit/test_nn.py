@@ -595,3 +595,272 @@ def test_to_device_and_repr():
     assert "(0): Linear(in_features=2, out_features=3, bias=True)" in text
     assert "(1): Conv2D(1, 2, kernel_size=(3, 3), stride=(1, 1), padding=(0, 0), bias=False)" in text
     assert "(2): GELU(approximate='tanh')" in text
+
+
+# --- layers models port from Paddle/PyTorch: activations, padding, resizing, Conv3D, InstanceNorm, losses ---------
+# Each runs eagerly and as a static function with a dynamic batch, against a NumPy oracle.
+
+from transpiler import InputSpec, to_static  # noqa: E402
+
+
+def _bilinear_ref(x, oh, ow, align_corners):
+    """PyTorch's bilinear resize: half-pixel source coordinates clamped at 0, or corners aligned."""
+    def coords(o, i):
+        d = np.arange(o, dtype=np.float64)
+        if align_corners:
+            s = d * ((i - 1) / (o - 1)) if o > 1 else np.zeros(o)
+        else:
+            s = np.maximum((d + 0.5) * (i / o) - 0.5, 0)
+        lo = np.minimum(np.floor(s).astype(int), i - 1)
+        return lo, np.minimum(lo + 1, i - 1), s - lo
+    y0, y1, fy = coords(oh, x.shape[2])
+    x0, x1, fx = coords(ow, x.shape[3])
+    top = x[:, :, y0][:, :, :, x0] * (1 - fx) + x[:, :, y0][:, :, :, x1] * fx
+    bottom = x[:, :, y1][:, :, :, x0] * (1 - fx) + x[:, :, y1][:, :, :, x1] * fx
+    return top * (1 - fy)[:, None] + bottom * fy[:, None]
+
+
+def _conv3d_ref(x, w, b, s, p, groups):
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0)) + tuple((q, q) for q in p))
+    o, cg, kd, kh, kw = w.shape
+    od, oh, ow = [(x.shape[2 + i] - k) // s[i] + 1 for i, k in enumerate((kd, kh, kw))]
+    out = np.zeros((x.shape[0], o, od, oh, ow))
+    for oc in range(o):
+        g = oc // (o // groups)
+        for i, j, k in np.ndindex(od, oh, ow):
+            patch = x[:, g * cg:(g + 1) * cg, i * s[0]:i * s[0] + kd, j * s[1]:j * s[1] + kh, k * s[2]:k * s[2] + kw]
+            out[:, oc, i, j, k] = (patch * w[oc]).sum(axis=(1, 2, 3, 4)) + b[oc]
+    return out
+
+
+_X4 = RNG.standard_normal((2, 3, 5, 6)).astype(np.float32) * 4
+_X5 = RNG.standard_normal((2, 4, 5, 6, 7)).astype(np.float32)
+_A, _B = RNG.standard_normal((4, 6)).astype(np.float32), RNG.standard_normal((4, 6)).astype(np.float32)
+_P = RNG.uniform(0.05, 0.95, (4, 6)).astype(np.float32)
+_T = RNG.uniform(0, 1, (4, 6)).astype(np.float32)
+
+
+def _prelu():
+    layer = nn.PReLU(3)
+    layer.weight.set_value(rt.tensor(np.array([0.1, 0.2, 0.3], np.float32)))
+    return layer
+
+
+def _conv3d():
+    rt.seed(3)
+    return nn.Conv3D(4, 6, (3, 2, 3), stride=(2, 1, 2), padding=(1, 1, 0), groups=2)
+
+
+x64 = _X4.astype(np.float64)
+MORE_LAYERS = [
+    ("ReLU6", nn.ReLU6, (_X4,), lambda x: np.clip(x, 0, 6)),
+    ("Hardswish", nn.Hardswish, (_X4,), lambda x: x * np.clip(x + 3, 0, 6) / 6),
+    ("Hardsigmoid", nn.Hardsigmoid, (_X4,), lambda x: np.clip(x + 3, 0, 6) / 6),
+    ("Hardtanh", lambda: nn.Hardtanh(-2, 2), (_X4,), lambda x: np.clip(x, -2, 2)),
+    ("Softsign", nn.Softsign, (_X4,), lambda x: x / (1 + np.abs(x))),
+    ("LogSigmoid", nn.LogSigmoid, (_X4,), lambda x: -np.logaddexp(0, -x64)),
+    ("Mish", nn.Mish, (_X4,), lambda x: x64 * np.tanh(np.logaddexp(0, x64))),
+    ("Tanh", nn.Tanh, (_X4,), np.tanh),
+    ("LeakyReLU", lambda: nn.LeakyReLU(0.2), (_X4,), lambda x: np.where(x >= 0, x, 0.2 * x)),
+    ("ELU", lambda: nn.ELU(0.5), (_X4,), lambda x: np.where(x > 0, x, 0.5 * np.expm1(x64))),
+    ("SiLU", nn.SiLU, (_X4,), lambda x: x64 / (1 + np.exp(-x64))),
+    ("Softplus", nn.Softplus, (_X4,), lambda x: np.logaddexp(0, x64)),
+    ("LogSoftmax", lambda: nn.LogSoftmax(1), (_X4,), lambda x: x64 - np.log(np.exp(x64).sum(1, keepdims=True))),
+    ("PReLU", _prelu, (_X4,), lambda x: np.where(x >= 0, x, np.array([.1, .2, .3])[None, :, None, None] * x)),
+    ("Pad2D-reflect", lambda: nn.Pad2D([1, 2, 2, 1], mode="reflect"), (_X4,),
+     lambda x: np.pad(x, ((0, 0), (0, 0), (2, 1), (1, 2)), mode="reflect")),
+    ("Pad2D-replicate", lambda: nn.Pad2D([0, 1, 3, 0], mode="replicate"), (_X4,),
+     lambda x: np.pad(x, ((0, 0), (0, 0), (3, 0), (0, 1)), mode="edge")),
+    ("Pad2D-constant", lambda: nn.Pad2D(1, value=2.0), (_X4,), lambda x: np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)),
+                                                                               constant_values=2.0)),
+    ("Upsample-nearest", lambda: nn.Upsample(scale_factor=2), (_X4,), lambda x: x.repeat(2, 2).repeat(2, 3)),
+    ("Upsample-NEAREST", lambda: nn.Upsample(scale_factor=2, mode="NEAREST"), (_X4,),      # Paddle's spelling
+     lambda x: x.repeat(2, 2).repeat(2, 3)),
+    ("Upsample-nearest-size", lambda: nn.Upsample(size=(7, 4)), (_X4,),
+     lambda x: x[:, :, np.floor(np.arange(7) * 5 / 7).astype(int)][:, :, :, np.floor(np.arange(4) * 1.5).astype(int)]),
+    ("Upsample-bilinear", lambda: nn.Upsample(size=(7, 9), mode="bilinear"), (_X4,),
+     lambda x: _bilinear_ref(x64, 7, 9, False)),
+    ("Upsample-bilinear-corners", lambda: nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True), (_X4,),
+     lambda x: _bilinear_ref(x64, 10, 12, True)),
+    ("InstanceNorm2D", lambda: nn.InstanceNorm2D(3), (_X4,),
+     lambda x: (x64 - x64.mean((2, 3), keepdims=True)) / np.sqrt(x64.var((2, 3), keepdims=True) + 1e-5)),
+    ("Conv3D", _conv3d, (_X5,), lambda x: _conv3d_ref(x, _conv3d().weight.numpy(), _conv3d().bias.numpy(),
+                                                      (2, 1, 2), (1, 1, 0), 2)),
+    ("CosineSimilarity", nn.CosineSimilarity, (_A, _B),
+     lambda a, b: (a * b).sum(1) / np.sqrt((a * a).sum(1) * (b * b).sum(1))),
+    ("AdaptiveMaxPool2D", lambda: nn.AdaptiveMaxPool2D((2, 4)), (_X4,),
+     lambda x: np.stack([np.stack([x[:, :, r0:r1, c0:c1].max(axis=(2, 3)) for c0, c1 in ((0, 2), (1, 3), (3, 5), (4, 6))],
+                                  -1) for r0, r1 in ((0, 3), (2, 5))], -2)),
+    ("AdaptiveMaxPool2D-even", lambda: nn.AdaptiveMaxPool2D(1), (_X4,), lambda x: x.max(axis=(2, 3), keepdims=True)),
+    ("MaxPool1D", lambda: nn.MaxPool1D(2, 1, padding=1), (_A[:, None],),
+     lambda a: np.maximum(np.pad(a, ((0, 0), (0, 0), (1, 1)), constant_values=-np.inf)[:, :, :-1],
+                          np.pad(a, ((0, 0), (0, 0), (1, 1)), constant_values=-np.inf)[:, :, 1:])),
+    ("AvgPool1D", lambda: nn.AvgPool1D(3), (_A[:, None],), lambda a: a.reshape(4, 1, 2, 3).mean(-1)),
+    ("AdaptiveAvgPool1D", lambda: nn.AdaptiveAvgPool1D(4), (_A[:, None],),
+     lambda a: np.stack([a[:, :, s:e].mean(-1) for s, e in ((0, 2), (1, 3), (3, 5), (4, 6))], -1)),
+    ("AdaptiveMaxPool1D", lambda: nn.AdaptiveMaxPool1D(2), (_A[:, None],), lambda a: a.reshape(4, 1, 2, 3).max(-1)),
+    ("MSELoss", nn.MSELoss, (_A, _B), lambda a, b: ((a - b) ** 2).mean()),
+    ("L1Loss-sum", lambda: nn.L1Loss("sum"), (_A, _B), lambda a, b: np.abs(a - b).sum()),
+    ("SmoothL1Loss", nn.SmoothL1Loss, (_A, _B),
+     lambda a, b: np.where(np.abs(a - b) < 1, 0.5 * (a - b) ** 2, np.abs(a - b) - 0.5).mean()),
+    ("BCELoss", nn.BCELoss, (_P, _T), lambda p, t: -(t * np.log(p) + (1 - t) * np.log(1 - p)).mean()),
+]
+
+
+@pytest.mark.parametrize("name, make, inputs, oracle", MORE_LAYERS, ids=[m[0] for m in MORE_LAYERS])
+def test_more_layers_match_numpy_eagerly_and_static(name, make, inputs, oracle):
+    layer = make()
+    want = oracle(*inputs)
+    tensors = [rt.tensor(a) for a in inputs]
+    with rt.no_grad():
+        np.testing.assert_allclose(layer(*tensors).numpy(), want, rtol=1e-4, atol=1e-5)
+        spec = [InputSpec([None] + list(a.shape[1:]), "float32") for a in inputs]
+        static = to_static(lambda *xs: layer(*xs), input_spec=spec)
+        np.testing.assert_allclose(static(*tensors).numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("fn", [F.hardswish, F.instance_norm, F.mish,
+                                lambda t: F.interpolate(t, size=(5, 7), mode="bilinear"),
+                                lambda t: F.pad(t, [1, 2, 1, 1], mode="reflect")])
+def test_more_functions_gradients_match_finite_differences(fn):
+    x = RNG.standard_normal((1, 2, 3, 4))
+    weights = RNG.standard_normal(fn(rt.tensor(x)).shape)
+
+    def loss(t):
+        return (fn(t) * rt.tensor(weights)).sum()
+    g = rt.grad(loss)(rt.tensor(x)).numpy()
+    num = np.zeros_like(x)
+    for i in np.ndindex(*x.shape):
+        d = np.zeros_like(x)
+        d[i] = 1e-6
+        num[i] = (loss(rt.tensor(x + d)).numpy() - loss(rt.tensor(x - d)).numpy()) / 2e-6
+    np.testing.assert_allclose(g, num, rtol=1e-5, atol=1e-6)
+
+
+def test_pad_and_interpolate_reject_what_they_do_not_support():
+    x = rt.tensor(_X4)
+    with pytest.raises(ValueError, match="mode"):
+        F.pad(x, [1, 1], mode="mirror")
+    with pytest.raises(ValueError, match="exactly one"):
+        F.interpolate(x)
+    with pytest.raises(ValueError, match="mode"):
+        F.interpolate(x, scale_factor=2, mode="bicubic")
+
+
+def test_create_parameter_add_parameter_and_apply():
+    """Paddle's Layer API: create_parameter (Xavier-uniform, zeros for a bias), add_parameter, apply."""
+    class Net(nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.w = self.create_parameter([4, 6])
+            self.b = self.add_parameter("b", self.create_parameter([6], is_bias=True))
+            self.c = self.create_parameter([2], default_initializer=lambda t: nn.init.constant_(t, 0.5))
+            self.fc = nn.Linear(2, 2)
+
+    rt.seed(0)
+    net = Net()
+    assert [n for n, _ in net.named_parameters()] == ["w", "b", "c", "fc.weight", "fc.bias"]
+    bound = math.sqrt(6 / (4 + 6))
+    assert np.abs(net.w.numpy()).max() <= bound and net.w.numpy().std() > 0
+    np.testing.assert_array_equal(net.b.numpy(), np.zeros(6, np.float32))
+    np.testing.assert_array_equal(net.c.numpy(), np.full(2, 0.5, np.float32))
+    seen = []
+    assert net.apply(lambda layer: seen.append(type(layer).__name__)) is net
+    assert seen == ["Linear", "Net"]
+
+
+def _gather_tree_ref(ids, parents):
+    out, beam = np.zeros_like(ids), np.tile(np.arange(ids.shape[2]), (ids.shape[1], 1))
+    for t in range(ids.shape[0] - 1, -1, -1):
+        out[t] = np.take_along_axis(ids[t], beam, 1)
+        beam = np.take_along_axis(parents[t], beam, 1)
+    return out
+
+
+def _temporal_shift_ref(x, seg, ratio):
+    x5 = x.reshape((-1, seg) + x.shape[1:])
+    out, c = np.zeros_like(x5), x.shape[1]
+    c1, c2 = int(c * ratio), int(c * 2 * ratio)
+    out[:, 1:, :c1] = x5[:, :-1, :c1]
+    out[:, :-1, c1:c2] = x5[:, 1:, c1:c2]
+    out[:, :, c2:] = x5[:, :, c2:]
+    return out.reshape(x.shape)
+
+
+@pytest.mark.parametrize("spec", [None, [None, None, 3]])
+def test_gather_tree_follows_parents_back_for_static_and_dynamic_steps(spec):
+    ids, parents = RNG.integers(0, 9, (5, 2, 3)), RNG.integers(0, 3, (5, 2, 3))
+    fn = (lambda a, b: F.gather_tree(a, b))
+    static = to_static(fn, input_spec=None if spec is None else [InputSpec(spec, "int64")] * 2)
+    want = _gather_tree_ref(ids, parents)
+    np.testing.assert_array_equal(F.gather_tree(rt.tensor(ids), rt.tensor(parents)).numpy(), want)
+    np.testing.assert_array_equal(static(rt.tensor(ids), rt.tensor(parents)).numpy(), want)
+
+
+def test_sequence_mask_temporal_shift_and_label_smooth():
+    lengths = np.array([3, 0, 5])
+    np.testing.assert_array_equal(F.sequence_mask(rt.tensor(lengths)).numpy(), np.arange(5) < lengths[:, None])
+    mask = to_static(lambda n: F.sequence_mask(n, 6, "float32"))(rt.tensor(lengths)).numpy()
+    np.testing.assert_array_equal(mask, (np.arange(6) < lengths[:, None]).astype(np.float32))
+    x = RNG.standard_normal((8, 8, 2, 2)).astype(np.float32)
+    shift = to_static(lambda a: F.temporal_shift(a, 4, 0.25), input_spec=[InputSpec([None, 8, 2, 2])])
+    np.testing.assert_array_equal(shift(rt.tensor(x)).numpy(), _temporal_shift_ref(x, 4, 0.25))
+    np.testing.assert_array_equal(F.temporal_shift(rt.tensor(x), 2, 0.125).numpy(), _temporal_shift_ref(x, 2, 0.125))
+    onehot = np.eye(5, dtype=np.float32)[[1, 3]]
+    np.testing.assert_allclose(F.label_smooth(rt.tensor(onehot), epsilon=0.1).numpy(), 0.9 * onehot + 0.02)
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_embedding_padding_idx_row_gets_no_gradient(static):
+    """As in PyTorch and Paddle: the padding vector keeps its value while training (it got gradient)."""
+    rt.seed(0)
+    emb = nn.Embedding(5, 3, padding_idx=1)
+    ids = np.array([[1, 2, 1], [4, 1, 2]])
+    f = to_static(emb) if static else emb
+    c = RNG.standard_normal((2, 3, 3)).astype(np.float32)
+    out = f(rt.tensor(ids))
+    np.testing.assert_array_equal(out.numpy(), emb.weight.numpy()[ids])
+    (out * rt.tensor(c)).sum().backward()
+    want = np.zeros((5, 3), np.float32)
+    np.add.at(want, ids[ids != 1], c[ids != 1])
+    np.testing.assert_allclose(emb.weight.grad.numpy(), want, rtol=1e-6, atol=1e-6)
+
+
+def test_sequential_of_name_layer_pairs():
+    """Paddle's form: Sequential(("conv", layer), ...) names the sublayers."""
+    rt.seed(0)
+    seq = nn.Sequential(("fc", nn.Linear(3, 2)), ("act", nn.Tanh()))
+    assert [n for n, _ in seq.named_parameters()] == ["fc.weight", "fc.bias"]
+    x = randn(4, 3)
+    want = np.tanh(x @ seq.fc.weight.numpy().T + seq.fc.bias.numpy())
+    np.testing.assert_allclose(seq(rt.tensor(x)).numpy(), want, rtol=1e-6)
+
+
+def test_nearest_upsample_by_whole_factors_on_dynamic_spatial_dims():
+    """YOLOv3's upsample with InputSpec([None, C, None, None]): was 'the spatial dims must be known'."""
+    x = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    up = to_static(lambda a: F.interpolate(a, scale_factor=2.0, mode="NEAREST"),
+                   input_spec=[InputSpec([None, 3, None, None])])
+    np.testing.assert_array_equal(up(rt.tensor(x)).numpy(), x.repeat(2, 2).repeat(2, 3))
+    np.testing.assert_array_equal(F.interpolate(rt.tensor(x), scale_factor=(1, 3)).numpy(), x.repeat(3, 3))
+
+
+def test_paddle_training_names():
+    """Paddle's loop: loss.backward(); opt.minimize(loss); model.clear_gradients() (or opt.clear_grad())."""
+    rt.seed(0)
+    model = nn.Linear(3, 2)
+    opt = rt.optim.SGD(model.parameters(), lr=0.5)
+    x = randn(4, 3)
+    before = model.weight.numpy().copy()
+    loss = model(rt.tensor(x)).sum()
+    loss.backward()
+    opt.minimize(loss)
+    np.testing.assert_allclose(model.weight.numpy(), before - 0.5 * np.tile(x.sum(axis=0), (2, 1)), rtol=1e-6)
+    model.clear_gradients()
+    assert all(p.grad is None for p in model.parameters())
+    model(rt.tensor(x)).sum().backward()
+    opt.clear_grad()
+    assert all(p.grad is None for p in model.parameters())
+    other = nn.Linear(3, 2)
+    other.set_state_dict(model.state_dict())
+    np.testing.assert_array_equal(other.weight.numpy(), model.weight.numpy())

@@ -54,9 +54,11 @@ EXEMPT = {
     "undefined",                                        # test_control_flow.py (names first bound in a loop)
     "array_new", "array_from_list", "array_append", "array_length",
     "array_read", "array_stack", "array_concat",        # test_control_flow.py (tensor arrays)
+    "array_slice", "array_unslice",                     # tests/conversion/test_lists.py (slices, reversed)
     "array_pop", "array_insert",                        # tests/conversion/test_state.py (list methods)
     "array_unstack", "array_split_like", "array_zeros_like", "array_onehot",
     "array_add", "array_scatter_add", "array_gather",   # tests/unit/test_autodiff.py (tensor-array cotangents)
+    "rand", "randn", "randint", "randperm",             # tests/unit/test_random.py (no oracle predicts a draw)
 }
 
 

@@ -40,6 +40,30 @@ def numpy_adamw(p, grads, weight_decay=1e-2, **kw):
     return numpy_adam(p, grads, weight_decay=weight_decay, decoupled=True, **kw)
 
 
+def numpy_adagrad(p, grads, lr=1e-2, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0, eps=1e-10,
+                  maximize=False):
+    total = np.full_like(p, initial_accumulator_value)
+    for t, g in enumerate(grads, 1):
+        g = (-g if maximize else g) + weight_decay * p
+        total = total + g * g
+        p = p - lr / (1 + (t - 1) * lr_decay) * g / (np.sqrt(total) + eps)
+    return p
+
+
+def numpy_rmsprop(p, grads, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False,
+                  maximize=False):
+    sq, avg_g, buf = np.zeros_like(p), np.zeros_like(p), np.zeros_like(p)
+    for g in grads:
+        g = (-g if maximize else g) + weight_decay * p
+        sq = alpha * sq + (1 - alpha) * g * g
+        if centered:
+            avg_g = alpha * avg_g + (1 - alpha) * g
+        step = g / (np.sqrt(sq - avg_g * avg_g) + eps)
+        buf = momentum * buf + step
+        p = p - lr * (buf if momentum else step)
+    return p
+
+
 CASES = {
     "sgd": (rt.optim.SGD, numpy_sgd, {"lr": 0.1}),
     "sgd_momentum": (rt.optim.SGD, numpy_sgd, {"lr": 0.1, "momentum": 0.9, "dampening": 0.3, "weight_decay": 0.05}),
@@ -50,6 +74,12 @@ CASES = {
     "adamw": (rt.optim.AdamW, numpy_adamw, {"lr": 0.1}),
     "adamw_maximize": (rt.optim.AdamW, numpy_adamw, {"lr": 0.02, "eps": 1e-6, "weight_decay": 0.3,
                                                      "maximize": True}),
+    "adagrad": (rt.optim.Adagrad, numpy_adagrad, {"lr": 0.1}),
+    "adagrad_decay": (rt.optim.Adagrad, numpy_adagrad, {"lr": 0.1, "lr_decay": 0.2, "weight_decay": 0.1,
+                                                        "initial_accumulator_value": 0.5, "maximize": True}),
+    "rmsprop": (rt.optim.RMSprop, numpy_rmsprop, {"lr": 0.01}),
+    "rmsprop_centered_momentum": (rt.optim.RMSprop, numpy_rmsprop, {"lr": 0.01, "alpha": 0.9, "momentum": 0.8,
+                                                                   "centered": True, "weight_decay": 0.1}),
 }
 
 

@@ -557,6 +557,34 @@ def test_one_sided_clip_fuses_and_a_short_axis_reduces_by_slices_bit_for_bit():
         _same(_run(program, [a, b], None), want, exact=True)
 
 
+def test_ops_numpy_gets_wrong_at_special_values_fuse_only_for_the_dtypes_numpy_gets_right():
+    """Float floor division by or of an infinity and complex tanh/expm1 at infinities follow the array API
+    standard (NumPy's ufunc does not there): such an op runs its kernel, in the plan as eagerly; the same
+    op over integers (floor_divide) or floats (tanh) is still one fusable ufunc step."""
+    def floats(a, b):
+        return rt.floor_divide(a * 1.0, b) * 1.0, rt.tanh(a * 0.5) * 2.0
+
+    program = _trace(floats, [6], [6])
+    fused = _ops(_optimize(program, None), "fused_elementwise")
+    assert len(_ops(_optimize(program, None), "floor_divide")) == 1 and len(fused) == 2
+    a = np.array([np.inf, -np.inf, 1.0, -1.0, 5.0, np.nan], np.float32)
+    b = np.array([2.0, 2.0, -np.inf, np.inf, 2.0, 1.0], np.float32)
+    with np.errstate(invalid="ignore"):
+        got = _run(program, [a, b], None)
+    want = np.array([np.inf, -np.inf, -0.0, -0.0, 2.0, np.nan], np.float32)
+    np.testing.assert_array_equal(got[0], want)
+    assert list(np.signbit(got[0][2:4])) == [True, True]
+    ints = rt.trace(lambda i: rt.floor_divide(i * 3, 2) + 1, [rt.InputSpec([4], "int32")])[0]
+    assert [op.type for op in _optimize(ints, None).ops()] == ["fused_elementwise"]
+
+    z = np.array([complex(np.inf, 3), complex(-np.inf, 1), 0j, complex(np.inf, np.nan)], np.complex64)
+    cplx = rt.trace(lambda z: (rt.tanh(z + 0), rt.expm1(z)), [rt.InputSpec([4], "complex64")])[0]
+    with np.errstate(invalid="ignore"):
+        th, em = _run(cplx, [z], None)
+    assert th[:2].tolist() == [1 + 0j, -1 + 0j] and not np.signbit(th[:2].imag).any()
+    assert em[2] == 0 and not np.signbit(em[2].real) and np.isinf(em[3].real) and np.isnan(em[3].imag)
+
+
 # --- fusion and in-place writes -------------------------------------------------------------------
 
 def gelu(x):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import runtime as rt
+from transpiler import to_static
 
 A = np.array([[1.5, -2.0, 3.0], [0.5, 4.0, -1.0]], np.float32)
 B = np.array([[2.0, 1.0, -3.0], [4.0, 0.5, 2.0]], np.float32)
@@ -491,3 +492,26 @@ def test_variable_python_conversions_are_clear_errors():
         assert v.shape[1] == 3 and isinstance(v.shape[0], rt.Variable)
         return v
     rt.trace(fn, [rt.InputSpec([None, 3])])
+
+
+# --- NumPy's spellings and round(x, decimals) ----------------------------------------------------------
+
+@pytest.mark.parametrize("decimals", [0, 1, 2, -1, -2])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_round_to_decimals_is_numpys(decimals, dtype):
+    a = (np.array([1.2345, -2.5551, 1234.5, 0.125, -0.5, 98765.4321]) * 3).astype(dtype)
+    want = np.round(a, decimals)
+    for got in (rt.round(rt.tensor(a), decimals), to_static(lambda x: rt.round(x, decimals))(rt.tensor(a))):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_numpy_spellings_name_the_same_functions():
+    a = np.array([[0.5, -0.25], [0.75, 1.0]], np.float32)
+    x = rt.tensor(a)
+    pairs = [(rt.power(x, 3), np.power(a, 3)), (rt.absolute(x), np.absolute(a)), (rt.arctan2(x, x + 1), np.arctan2(a, a + 1)),
+             (rt.concatenate([x, x], axis=1), np.concatenate([a, a], axis=1)), (rt.transpose(x), np.transpose(a)),
+             (rt.amax(x, axis=0), np.amax(a, axis=0)), (rt.mod(x, 0.3), np.mod(a, 0.3))]
+    for got, want in pairs:
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.numpy(), want)

@@ -6,10 +6,12 @@ names flowing through a branch or loop body from the BODY/ORELSE/TEST
 annotations written by `annotate_activity`.
 
 Scope rules, matching Python's:
-- `x[i] = v`, `x[i] += v`, `del x[i]` read AND modify `x`: the transpiler turns a
-  subscript store into a functional update that rebinds `x`. So does a call of a
-  mutating list/dict method on a local name (`x.pop()`): `mutated`, which
-  `annotate_activity` counts as modified where `x` is local.
+- `x[i] = v`, `x[i] += v`, `del x[i]` read AND modify `x` where `x` is local: the
+  transpiler turns a subscript store into a functional update that rebinds `x`.
+  So does a call of a mutating list/dict method (`x.pop()`). Both are collected
+  apart (`subscripted`, `mutated`): they do not make `x` local, as in Python, and
+  `annotate_activity` counts them as modified where `x` is local and as the
+  contents of an outside list/dict (a global's) otherwise.
 - `x.a = v`, `x.a[k] = v`, `x.a.append(v)` only read `x`; the place they write is
   a `Composite` (AutoGraph's composite names): state carried through `if`/`while`
   like a name, but written on the object (see `runtime.state`).
@@ -40,7 +42,8 @@ MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "s
 class Activity:
     """Names a block loads (`read`) and binds or unbinds (`modified`), and the
     function's `global`/`nonlocal` declarations; `params` only on SCOPE;
-    `mutated`: names whose list/dict a method call changes; `composites`: the
+    `mutated`: names whose list/dict a method call changes; `subscripted`: names whose
+    items a subscript store or `del` changes (`x[i] = v`); `composites`: the
     attribute and item places the block writes."""
 
     read: frozenset
@@ -50,6 +53,7 @@ class Activity:
     params: frozenset = _EMPTY
     mutated: frozenset = _EMPTY
     composites: frozenset = _EMPTY
+    subscripted: frozenset = _EMPTY
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +105,7 @@ class _Collector(gast.NodeVisitor):
         self.globals, self.nonlocals = set(), set()
         self.leaked = set()  # walrus targets of a comprehension: bound one scope up
         self.maybe, self.stored = set(), set()  # walrus that may not run; plain stores
-        self.mutated, self.composites = set(), set()
+        self.mutated, self.composites, self.subscripted = set(), set(), set()
         self.in_comprehension, self.conditional = in_comprehension, 0
 
     def visit_all(self, nodes):
@@ -131,7 +135,7 @@ class _Collector(gast.NodeVisitor):
                 root = node.value
                 while isinstance(root, gast.Subscript):
                     root = root.value
-                self.modified.add(root.id)
+                self.subscripted.add(root.id)
             elif isinstance(node.slice, gast.Constant):
                 self._add_composite("item", node)
             else:
@@ -290,7 +294,7 @@ def activity_of(node, *, globals_=_EMPTY, nonlocals=_EMPTY):
     declared = globals_ | nonlocals
     return Activity(read=frozenset(c.read - declared), modified=frozenset(c.modified - declared),
                     globals=globals_, nonlocals=nonlocals, mutated=frozenset(c.mutated),
-                    composites=frozenset(c.composites))
+                    composites=frozenset(c.composites), subscripted=frozenset(c.subscripted - declared))
 
 
 def effects_of(parts, declared=_EMPTY):
@@ -301,7 +305,7 @@ def effects_of(parts, declared=_EMPTY):
     """
     c = _collect(list(parts))
     deleted = frozenset(c.deleted) - declared
-    bound = frozenset(c.modified) - declared - deleted - (c.maybe - c.stored)
+    bound = frozenset(c.modified | c.subscripted) - declared - deleted - (c.maybe - c.stored)
     return frozenset(c.read) - declared, bound, deleted
 
 
@@ -324,13 +328,15 @@ def annotate_activity(fn_node):
 
     def of(node):
         act = activity_of(node, globals_=scope.globals, nonlocals=scope.nonlocals)
-        if not act.mutated:
+        changed = act.mutated | act.subscripted
+        if not changed:
             return act
-        # a local list/dict changed by a method is rebound like `x[i] = v`; another one is a place
+        # a local list/dict changed in place is rebound (`x[i] = v` is a functional update); another one,
+        # a global's, is a place
         outside = {Composite("contents", name, name, gast.Name(id=name, ctx=gast.Load(), annotation=None,
                                                                type_comment=None))
-                   for name in act.mutated - local}
-        return dataclasses.replace(act, modified=act.modified | (act.mutated & local),
+                   for name in changed - local}
+        return dataclasses.replace(act, modified=act.modified | (changed & local),
                                    composites=act.composites | outside)
 
     for stmt in scope_statements(fn_node.body):

@@ -1,8 +1,10 @@
 """Calls: user functions are converted when called; builtins get tensor-aware versions.
 
     h = self.fc1(x)        →  h = _jst.convert_call(self.fc1)(x)
+    h = self.fcs[i](x)     →  h = _jst.convert_call_item(self.fcs, i)(x)   (a tensor i: each layer in a cond)
     n = len(x)             →  n = _jst.convert_len(x)
     isinstance(x, T)       →  _jst.convert_isinstance(x, T)      (also min/max/map/enumerate/zip)
+    k = int(n)             →  k = _jst.convert_int(n)   (float, bool: a traced n gives a weak 0-d tensor)
     i = xs.index(t)        →  i = _jst.convert_index(xs, t)
     for i in range(n):     →  for i in _jst.convert_range(n):
     print('h', h)          →  _jst.convert_print('h', h)
@@ -27,7 +29,8 @@ from .base import Transformer, is_jst_call, jst, load, located
 BUILTIN_OVERLOADS = {"len": "convert_len", "print": "convert_print", "range": "convert_range",
                      "enumerate": "convert_enumerate", "zip": "convert_zip", "min": "convert_min",
                      "max": "convert_max", "map": "convert_map", "isinstance": "convert_isinstance",
-                     "any": "convert_any", "all": "convert_all"}
+                     "any": "convert_any", "all": "convert_all", "reversed": "convert_reversed",
+                     "int": "convert_int", "float": "convert_float", "bool": "convert_bool"}
 
 # tensor methods called on local names (x.sum()) are not wrapped: they are ours, never user code
 ARRAY_METHODS = frozenset("""
@@ -117,6 +120,11 @@ class Calls(Transformer):
             if (func.attr in ARRAY_METHODS and isinstance(func.value, gast.Name)
                     and func.value.id in self.locals and func.value.id != "self"):
                 return node
+        if isinstance(func, gast.Subscript) and not isinstance(func.slice, (gast.Constant, gast.Slice, gast.Tuple)):
+            # `layers[i](x)`: a tensor i picks the layer at run time
+            wrapped = gast.Call(func=jst("convert_call_item"), args=[func.value, func.slice], keywords=[])
+            node.func = located(wrapped, func)
+            return node
         wrapped = gast.Call(func=jst("convert_call"), args=[func], keywords=[])
         node.func = located(wrapped, func)
         return node

@@ -12,7 +12,11 @@ it run under `if not __continue_0:`. A `for` loop keeps its break flag as an
 extra exit test (`Anno.EXIT_FLAG`, which the loop transform reads). `while/else`
 and `for/else` become `if not __break_0: <else>` after the loop. A guard that
 only sets flags is one expression: `if c: break` → `__break_0 = True if c else __break_0`.
+A `while` test that binds a name (`while (n := n - 1) > 0:`) becomes a flag computed
+before the loop and at the end of each iteration.
 """
+import copy
+
 import gast
 
 from ..analysis import Anno, setanno
@@ -96,11 +100,14 @@ class Jumps(Transformer):
     def _loop(self, node):
         if isinstance(node, gast.While):
             mark_truth_only(node.test)               # a loop test is used only for its truth
+        binding_test = _binding_test(node, self.ctx.namer)
         node.body = self.visit_block(node.body)      # inner loops first
         node.orelse = self.visit_block(node.orelse)
         before, after = [], []
         has_break = block_has(node.body, gast.Break)
         break_flag = self.ctx.namer.new("break") if has_break else None
+        if binding_test:
+            before.append(binding_test[0])
         if block_has(node.body, gast.Continue):
             flag = self.ctx.namer.new("continue")
             lowering = _Lowering(gast.Continue, flag, overrides=[break_flag] if has_break else [])
@@ -119,4 +126,28 @@ class Jumps(Transformer):
                 node.orelse = []
         elif node.orelse:
             after, node.orelse = node.orelse, []
+        if binding_test:
+            again = binding_test[1]
+            if has_break:           # Python does not evaluate the test after a break
+                again = located(gast.If(test=_not(break_flag), body=[again], orelse=[]), again)
+            node.body.append(again)
         return before + [node] + after
+
+
+def _binding_test(node, namer):
+    """`while (n := n - 1) > 0:` — a loop's condition function returns only its truth, so a test that binds
+    a name (a walrus outside any lambda) becomes a flag: (its first computation before the loop, its
+    computation at the end of each iteration); the loop tests the flag. None for other loops."""
+    if not isinstance(node, gast.While) or \
+            not any(isinstance(n, gast.NamedExpr) for n in own_scope([node.test], stop=(gast.Lambda,))):
+        return None
+    flag = namer.new("test")
+    first, again = (located(gast.Assign(targets=[store(flag)], value=copy.deepcopy(node.test), type_comment=None),
+                            node.test) for _ in range(2))
+    node.test = located(mark_truth_only(load(flag)), node.test)
+    return first, again
+
+
+def _binds_names(test):
+    """Whether a loop test binds a name (a walrus outside any lambda)."""
+    return any(isinstance(n, gast.NamedExpr) for n in own_scope([test], stop=(gast.Lambda,)))

@@ -8,8 +8,10 @@
     v = xs.pop(i)     →   xs, v = _jst.convert_pop(xs, i)
     s += xs.pop()     →   xs, __pop_0 = _jst.convert_pop(xs); s += __pop_0   (a pop inside a statement)
     del xs[i]         →   xs = _jst.convert_delitem(xs, i)
+    x.stop_gradient = v  →  x = _jst.convert_stop_gradient(x, v)      (Paddle's flag: x detached from here on;
+                                                                       also self.h.stop_gradient = v)
     xs[i]             →   _jst.convert_getitem(xs, i)      (only for names grown by append/insert/extend
-                                                             or bound to a list display: `xs = [a, b]`)
+                                                          or bound to a list display: `xs = [a, b]`)
 
 On Python lists/dicts the operators mutate in place and return the same
 object (Python semantics). On Variables they return a new value: a tensor
@@ -33,7 +35,9 @@ class InPlaceUpdates(Transformer):
         # a nested def's parameter `log` is not this function's `log`
         self.locals = assigned_names([fn_node.args, *fn_node.body]) - declared_names(fn_node.body)
         self.appended = {_receiver(node, self.locals, _GROWING) for node in gast.walk(fn_node)} - {None}
-        self.appended |= _bound_to_lists(fn_node, self.locals)    # read at a tensor index: in the graph
+        self.appended |= {node.targets[0].id for node in gast.walk(fn_node) if isinstance(node, gast.Assign)
+                          and isinstance(node.value, (gast.List, gast.ListComp)) and len(node.targets) == 1
+                          and isinstance(node.targets[0], gast.Name) and node.targets[0].id in self.locals}
         return super().transform(fn_node)
 
     def visit_Subscript(self, node):
@@ -58,6 +62,14 @@ class InPlaceUpdates(Transformer):
         self.generic_visit(node)
         if len(node.targets) == 1 and _is_name_subscript(node.targets[0], self.locals):
             return self._setitem(node, node.targets[0], node.value)
+        target = node.targets[0]
+        if (len(node.targets) == 1 and isinstance(target, gast.Attribute) and target.attr == "stop_gradient"
+                and _rooted_at_local(target.value, self.locals)):
+            holder_load, holder_store = copy.deepcopy(target.value), copy.deepcopy(target.value)
+            _set_ctx(holder_load, gast.Load())
+            _set_ctx(holder_store, gast.Store())
+            call = gast.Call(func=jst("convert_stop_gradient"), args=[holder_load, node.value], keywords=[])
+            return located(gast.Assign(targets=[holder_store], value=call, type_comment=None), node)
         name = _receiver(node.value, self.locals, ("pop",))
         if len(node.targets) == 1 and name is not None:
             new = gast.Call(func=jst("convert_pop"), args=[load(name)] + node.value.args, keywords=[])
@@ -126,13 +138,6 @@ def _receiver(node, local_names, methods):
     return node.func.value.id if len(node.args) in arity else None
 
 
-def _bound_to_lists(fn_node, local_names):
-    """Local names some assignment binds to a list display or comprehension (`xs = [0, 0]`)."""
-    return {t.id for node in gast.walk(fn_node) if isinstance(node, gast.Assign)
-            and isinstance(node.value, (gast.List, gast.ListComp))
-            for t in node.targets if isinstance(t, gast.Name) and t.id in local_names}
-
-
 _CONDITIONAL = (gast.BoolOp, gast.IfExp, gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp,
                 gast.GeneratorExp)
 
@@ -155,6 +160,18 @@ class _Replace(gast.NodeTransformer):
 
     def visit(self, node):
         return self.new if node is self.old else super().visit(node)
+
+
+def _rooted_at_local(node, local_names):
+    """`x` or `x.a.b` with x a local name (self included)."""
+    while isinstance(node, gast.Attribute):
+        node = node.value
+    return isinstance(node, gast.Name) and node.id in local_names
+
+
+def _set_ctx(node, ctx):
+    """The outermost node stores or loads; the names and attributes inside it are loads."""
+    node.ctx = ctx
 
 
 def _is_name_subscript(target, local_names):

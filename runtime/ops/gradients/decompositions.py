@@ -183,10 +183,10 @@ def _svdvals_vjp(g, inputs, outputs):
 @facet("linalg_pinv", "vjp")
 def _pinv_vjp(g, inputs, outputs, rtol=None):
     """Golub and Pereyra's derivative of the pseudo-inverse P (where the rank does not change):
-    -P^T g P^T + (I - A P) g^T P P^T + P^T P g^T (I - P A)."""
-    (a,) = inputs
+    -P^T g P^T + (I - A P) g^T P P^T + P^T P g^T (I - P A). No gradient flows to an array rtol."""
+    a, rest = inputs[0], tuple(None for _ in inputs[1:])
     if not takes_gradient(a):
-        return (None,)
+        return (None,) + rest
     p = outputs
     p_t = _mT(p)
     rows = rt.astype(_eye_mask(rt.matmul(a, p)), p.dtype)
@@ -195,7 +195,7 @@ def _pinv_vjp(g, inputs, outputs, rtol=None):
     grad = (-rt.matmul(rt.matmul(p_t, g), p_t)
             + rt.matmul(rt.matmul(rows - rt.matmul(a, p), g_t), rt.matmul(p, p_t))
             + rt.matmul(rt.matmul(rt.matmul(p_t, p), g_t), cols - rt.matmul(p, a)))
-    return (cast_like(grad, a),)
+    return (cast_like(grad, a),) + rest
 
 
 @facet("linalg_matrix_power", "vjp")
