@@ -33,6 +33,15 @@ def _is_number(value):
     return isinstance(value, LITERAL_TYPES)
 
 
+def _is_numpy_number(value):
+    """A NumPy scalar (`np.float32(0)`): a number of a fixed dtype, which may become a tensor like one."""
+    return isinstance(value, np.generic) and value.dtype.kind in "biufc"
+
+
+def _is_scalar(value):
+    return _is_number(value) or _is_numpy_number(value)
+
+
 def _describe(value):
     if isinstance(value, Variable):
         return f"a tensor ({value.type_str()})"
@@ -95,6 +104,8 @@ def as_variable(value):
         return tracing.lift_tensor(value)
     if _is_number(value):
         return _weak_constant(value)
+    if _is_numpy_number(value):
+        return full((), value, value.dtype)
     raise TypeError(f"not a tensor value: {_describe(value)}")
 
 
@@ -178,7 +189,7 @@ def cond(pred, true_fn, false_fn, *operands, names=None, state=None):
         if not _tensorish(a) and not _tensorish(b) and _same_python_value(a, b):
             out_leaves.append(a)
             continue
-        if not (_tensorish(a) or _is_number(a)) or not (_tensorish(b) or _is_number(b)):
+        if not (_tensorish(a) or _is_scalar(a)) or not (_tensorish(b) or _is_scalar(b)):
             raise ControlFlowError(
                 f"{_subject(name)} differs between the branches: {_describe(a)} in the true branch, "
                 f"{_describe(b)} in the false branch (only tensors and numbers can differ)")
@@ -357,15 +368,35 @@ def _unify_dtypes(va, vb, block_a, block_b, name, side_a, side_b):
 def _structure_message(what, a, b, names, side_a, side_b):
     if names and isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b) == len(names):
         for name, x, y in zip(names, a, b):
-            if type(x) is dict and type(y) is dict and set(x) != set(y):
-                key = next(k for k in [*x, *y] if k not in x or k not in y)
-                side = side_a if key in x else side_b
-                return (f"key {key!r} of '{name}' is set in the {side} only ({what}): afterwards it would exist "
-                        f"for some inputs only; give '{name}[{key!r}]' a value before it, or on every path")
+            found = _key_set_on_one_side(name, x, y)
+            if found is not None:
+                label, key, in_a = found
+                side = side_a if in_a else side_b
+                return (f"key {key!r} of '{label}' is set in the {side} only ({what}): afterwards it would exist "
+                        f"for some inputs only; give '{label}[{key!r}]' a value before it, or on every path")
             if pytree.flatten(x)[1] != pytree.flatten(y)[1]:
                 return (f"{_subject(name)} has a different structure in {what}: {_shape_of_tree(x)} in the {side_a}, "
                         f"{_shape_of_tree(y)} in the {side_b}")
     return f"{what} produce different structures: {_shape_of_tree(a)} vs {_shape_of_tree(b)}"
+
+
+def _key_set_on_one_side(label, a, b):
+    """(label of the dict, key, whether a has it) for a key that one side has and the other lacks,
+    searched through dicts and lists nested alike on both sides (`x['a']['b'] = v` in one branch); or None."""
+    if type(a) is dict and type(b) is dict:
+        if set(a) != set(b):
+            key = next(k for k in [*a, *b] if k not in a or k not in b)
+            return label, key, key in a
+        pairs = [(k, a[k], b[k]) for k in a]
+    elif type(a) is list and type(b) is list and len(a) == len(b):
+        pairs = [(i, x, y) for i, (x, y) in enumerate(zip(a, b))]
+    else:
+        return None
+    for key, x, y in pairs:
+        found = _key_set_on_one_side(f"{label}[{key!r}]", x, y)
+        if found is not None:
+            return found
+    return None
 
 
 def _shape_of_tree(value):
@@ -506,8 +537,8 @@ def _settle(name, state, new, param, block, body_block):
     if kind == "static":
         if _same_python_value(value, new) or isinstance(value, Undefined) and isinstance(new, Undefined):
             return state, None
-        if _is_number(value) and (_tensorish(new) or _is_number(new)):
-            return ("var", _weak_constant_in(block, value, _hint(name, "loop"))), None
+        if _is_scalar(value) and (_tensorish(new) or _is_scalar(new)):
+            return ("var", _constant_in(block, value, _hint(name, "loop"))), None
         raise ControlFlowError(
             f"{_subject(name, 'loop variable')} changes inside a tensor-dependent loop from "
             f"{_describe(value)} to {_describe(new)}; only tensors and numbers can change")
@@ -535,7 +566,7 @@ def _settle(name, state, new, param, block, body_block):
 
 
 def _is_tensor_list(value):
-    return type(value) is list and all(_tensorish(v) or _is_number(v) for v in value)
+    return type(value) is list and all(_tensorish(v) or _is_scalar(v) for v in value)
 
 
 def _to_array(items, like, block):
@@ -545,6 +576,8 @@ def _to_array(items, like, block):
             return array_from_list([as_variable(v) for v in items])
         if isinstance(like, Variable):
             return array_new(like.static_shape, like.dtype)
+        if _is_number(like):      # a Python number appended while a loop's state was still Python
+            return array_new((), weak_dtype(like))
         return array_new(tuple(like.shape), like.dtype)
 
 
@@ -613,9 +646,10 @@ def _carry(leaf):
     return ("static", leaf)
 
 
-def _weak_constant_in(block, value, hint):
+def _constant_in(block, value, hint):
+    """A number as a Variable of `block`: weak for a Python number, of its own dtype for a NumPy one."""
     with tracing.block_guard(block):
-        var = _weak_constant(value)
+        var = as_variable(value)
     return block.rename_var(var, hint)
 
 

@@ -59,8 +59,17 @@ class FunctionChoices:
 
 
 def copy_containers(args):
-    """Each traced branch mutates its own copy of a Python list or dict (only one branch runs later)."""
-    return tuple(type(a)(a) if type(a) in (list, dict) else a for a in args)
+    """Each traced branch mutates its own copy of a Python list or dict (only one branch runs later),
+    down to the lists and dicts inside it: `x["a"]["b"] = v` in one branch must not show in the other."""
+    return tuple(_copy_container(a) for a in args)
+
+
+def _copy_container(value):
+    if type(value) is list:
+        return [_copy_container(v) for v in value]
+    if type(value) is dict:
+        return {k: _copy_container(v) for k, v in value.items()}
+    return value
 
 
 def _equal(a, b):

@@ -8,6 +8,7 @@ module as `_jst`.
 import builtins
 import functools
 import operator
+import threading
 import types
 
 import numpy as np
@@ -82,25 +83,60 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
     pred = _decided(pred)
     if not _symbolic(pred):
         return true_fn(*args) if pred else false_fn(*args)
-    returned = {}
+    returned, changed = {}, {}
     choice = FunctionChoices(pred, names, convert_call)
 
-    def branch(fn, side):
+    def branch(fn, side, extra):
         def run():
             copies = copy_containers(args)
             out = _tuple(fn(*copies), n)
             returned[side] = _returned_args(out, copies, args)
-            return choice.park(side, out)
+            changed[side] = {j for j, (c, a) in enumerate(zip(copies, args)) if _container_changed(c, a)}
+            return choice.park(side, out) + tuple(copies[j] for j in extra)
         return run
 
-    try:
-        with _graph_region("if"):
-            outs = rt.cond(pred, branch(true_fn, 0), branch(false_fn, 1), names=names, state=state)
-    except ControlFlowError:
-        choice.explain()
-        raise
-    outs = _write_back(choice.resolve(outs), args, names, returned[0], returned[1])
+    point = tracing.checkpoint(tracing.current_block())
+    held = [(cell, cell.get()) for cell in (state() if state is not None else ())]
+    watched = _watch_objects(state, true_fn, false_fn)
+    extra = ()
+    while True:
+        labels = tuple(_param_name(true_fn, j) for j in extra)
+        try:
+            with _graph_region("if"):
+                outs = rt.cond(pred, branch(true_fn, 0, extra), branch(false_fn, 1, extra), names=names + labels,
+                               state=state)
+        except ControlFlowError:
+            choice.explain()
+            raise
+        given = {j for side in returned.values() for j in side if j is not None}
+        unseen = sorted((changed[0] | changed[1]) - given)
+        if extra or not unseen:
+            break
+        # a container changed in a branch yet given to no name after the if (`y = x["a"]`, then
+        # `y["b"] = v` in a branch): trace again with it as an output, so its merged value goes back
+        tracing.rollback(point)
+        for cell, value in held:
+            cell._store(value)
+        extra = tuple(unseen)
+    _check_captured("if", true_fn, false_fn)
+    _check_objects("if", watched)
+    for j, label, merged in zip(extra, labels, outs[n:]):
+        _write_into(args[j], merged, label)
+    outs = _write_back(choice.resolve(outs[:n]), args, names, returned[0], returned[1])
     return _untuple(outs, n)
+
+
+def _container_changed(copy, original):
+    """Did a branch change its copy of a list or dict (items, length, keys, or inside them)?"""
+    if type(original) not in (list, dict):
+        return False
+    a, b = pytree.flatten(copy), pytree.flatten(original)
+    return a[1] != b[1] or any(x is not y for x, y in zip(a[0], b[0]))
+
+
+def _param_name(fn, j):
+    code = getattr(fn, "__code__", None)
+    return code.co_varnames[j] if code is not None and j < code.co_argcount else f"argument {j}"
 
 
 def convert_ifexp(pred, true_thunk, false_thunk, name=None):
@@ -109,12 +145,15 @@ def convert_ifexp(pred, true_thunk, false_thunk, name=None):
     if not _symbolic(pred):
         return true_thunk() if pred else false_thunk()
     choice = FunctionChoices(pred, ("the function chosen by a conditional expression",), convert_call)
+    watched = _watch_objects(None, true_thunk, false_thunk)
     try:
         out = rt.cond(pred, lambda: choice.park(0, (true_thunk(),)), lambda: choice.park(1, (false_thunk(),)),
                       names=None if name is None else (name,))
     except ControlFlowError:
         choice.explain()
         raise
+    _check_captured("conditional expression", true_thunk, false_thunk)
+    _check_objects("conditional expression", watched)
     return choice.resolve(out)[0]
 
 
@@ -137,9 +176,25 @@ def _write_back(outs, args, names, *returned):
         original, merged = args[j], outs[k]
         if merged is original or type(merged) is not type(original):
             continue
-        contents_cell(original, names[k]).set(merged)   # a cell: a static function writes it after each run
-        outs[k] = original
+        outs[k] = _write_into(original, merged, names[k])
     return tuple(outs)
+
+
+def _write_into(original, merged, label):
+    """merged's contents into the container original, and so on into the lists and dicts inside it
+    where merged has a container of their type (the paths mutated copies of those too): other names
+    that share one see the change, as in Python. Returns what the place holds now."""
+    if merged is original or type(merged) is not type(original) or type(original) not in (list, dict):
+        return merged
+    if type(original) is dict:
+        new = {key: _write_into(original[key], value, f"{label}[{key!r}]") if key in original else value
+               for key, value in merged.items()}
+    elif len(merged) == len(original):
+        new = [_write_into(o, m, f"{label}[{i}]") for i, (o, m) in enumerate(zip(original, merged))]
+    else:
+        new = merged
+    contents_cell(original, label).set(new)   # a cell: a static function writes it after each run
+    return original
 
 
 # --- exceptions raised while tracing a graph region -----------------------------------------
@@ -163,6 +218,89 @@ class _graph_region:
             except AttributeError:
                 pass
         return False
+
+
+def _check_captured(kind, *fns):
+    """After a graph if/while/for: no list or dict that its functions read from the enclosing scope
+    (closure cells) may hold a value made inside it. Such a container was changed where the
+    analysis cannot see it (passed to a function that appends to it): Python would have changed it
+    on each path or iteration taken, a trace only once, so using it afterwards would be wrong."""
+    block = tracing.current_block()
+    if block is None:
+        return
+    for fn in fns:
+        names = getattr(getattr(fn, "__code__", None), "co_freevars", ())
+        for name, cell in zip(names, getattr(fn, "__closure__", None) or ()):
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            if type(value) not in (list, dict):
+                continue
+            for leaf in pytree.flatten(value)[0]:
+                if isinstance(leaf, Variable) and not (
+                        leaf.block.program is block.program and leaf.block.is_ancestor_of(block)):
+                    raise ControlFlowError(
+                        f"'{name}' is changed inside this tensor-dependent `{kind}` where the conversion cannot "
+                        "carry the change out (it was passed to a function that appended to it or set an item): "
+                        f"a graph runs that code once, not once per path or iteration; change '{name}' in the "
+                        f"`{kind}` itself (`{name}.append(v)`, `{name}[i] = v`) or return the new value")
+
+
+def _closure_values(fns):
+    """(name, value) of what the functions read from enclosing scopes: closure cells, then globals."""
+    for fn in fns:
+        code = getattr(fn, "__code__", None)
+        for name, cell in zip(getattr(code, "co_freevars", ()), getattr(fn, "__closure__", None) or ()):
+            try:
+                yield name, cell.cell_contents
+            except ValueError:
+                continue
+        module = getattr(fn, "__globals__", {})
+        for name in getattr(code, "co_names", ()):
+            if name in module:
+                yield name, module[name]
+
+
+def _watch_objects(state, *fns):
+    """Before a graph if/while/for: the attributes of the user objects its functions capture, minus
+    the places the construct itself carries (its state cells)."""
+    carried = {(id(c.obj), c.key) for c in (state() if state is not None else ()) if type(c).__name__ == "AttrCell"}
+    watched = []
+    for name, value in _closure_values(fns):
+        module = type(value).__module__.partition(".")[0]
+        if module in ("runtime", "transpiler", "numpy", "builtins") or isinstance(value, (type, types.ModuleType)) \
+                or callable(value) or not hasattr(value, "__dict__"):
+            continue
+        watched.append((name, value, dict(vars(value)), carried))
+    return watched
+
+
+def _check_objects(kind, watched):
+    """After it: such an attribute set to a Python value by a function the construct calls (`a.step()`
+    writing `self.count += 1`) was set once while tracing, on every path, so the object would be left
+    wrong: put back, and an error. (A traced value left there is refused when the trace ends, naming
+    the line that wrote it: `writeback.StateWrites`.)"""
+    for name, obj, before, carried in watched:
+        after = vars(obj)
+        changed = [attr for attr in [*before, *(a for a in after if a not in before)]
+                   if (id(obj), attr) not in carried and before.get(attr, _MISSING) is not after.get(attr, _MISSING)]
+        python_valued = [attr for attr in changed
+                         if not any(isinstance(v, Variable) for v in pytree.flatten(after.get(attr))[0])]
+        if not python_valued:
+            continue
+        for attr in changed:
+            if attr in before:
+                setattr(obj, attr, before[attr])
+            else:
+                delattr(obj, attr)
+        raise ControlFlowError(
+            f"'{name}.{python_valued[0]}' is changed inside this tensor-dependent `{kind}` by a function or "
+            "method it calls: a graph runs that code once while tracing, not once per path or iteration; "
+            f"change '{name}.{python_valued[0]}' in the `{kind}` itself, or return the new value from the call")
+
+
+_MISSING = object()
 
 
 def check_caught(exc):
@@ -338,10 +476,10 @@ def _any_truth(truths):
     return out
 
 
-def _raise_unless(found, message):
-    """A ValueError raised when the Program runs and found is False (Python raises it at the call)."""
+def _raise_unless(found, message, error=ValueError):
+    """`error` raised when the Program runs and found is False (Python raises it at the call)."""
     def missing():
-        rt.raise_(ValueError, message.replace("{", "{{").replace("}", "}}"))
+        rt.raise_(error, message.replace("{", "{{").replace("}", "}}"))
     rt.cond(found, lambda: None, missing)
 
 
@@ -350,8 +488,14 @@ def _raise_unless(found, message):
 def convert_while(cond_fn, body_fn, args, names, state=None):
     n = len(names)
     body, returned = _tracking_body(body_fn, n)
+    block = tracing.current_block()
+    start = len(block.ops) if block is not None else 0
+    watched = _watch_objects(state, cond_fn, body_fn) if block is not None else []
     with _graph_region("while"):
         outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
+    if block is not None and any(op.type == "while" for op in block.ops[start:]):    # a graph loop
+        _check_captured("while", cond_fn, body_fn)
+        _check_objects("while", watched)
     return _untuple(_write_back(outs, args, names, returned), n)
 
 
@@ -376,6 +520,8 @@ def convert_for(iterable, body_fn, args, names, until=None, state=None):
     if isinstance(iterable, SymbolicIterable) or _symbolic(iterable):
         it = _as_symbolic_iterable(iterable)
         length = it.length()
+        if not _symbolic(length) and length == 0:      # runs no iteration: its body is never traced, as in Python
+            return _python_for(it, body_fn, tuple(args), names, extra_test, state)
         if _symbolic(length) or not _changes_structure(it, body_fn, tuple(args), n, state):
             undo = None if _symbolic(length) else _undo_point(state)
             try:
@@ -473,8 +619,11 @@ def _graph_for(it, length, body_fn, values, names, extra_test, state=None):
         return (i + 1,) + inner(i, *s)
 
     index = as_variable(0)      # a symbolic index: iterating a tensor is a while op even for a static length
+    watched = _watch_objects(state, body_fn)
     with _graph_region("for"):
         outs = rt.while_loop(cond, body, (index,) + values, names=("for_index",) + tuple(names), state=state)
+    _check_captured("for", body_fn)
+    _check_objects("for", watched)
     return _untuple(_write_back(outs[1:], args, names, returned), n)
 
 
@@ -875,7 +1024,7 @@ def convert_raise(exc, *cause):
     """`raise exc [from cause]`: Python's raise, unless tracing is inside a branch or loop body —
     then a `raise` op, so the Program raises the same built-in exception with the same message
     when, and only when, it takes this path."""
-    if not _in_branch():
+    if not _in_branch() or _caught(exc if isinstance(exc, type) else type(exc)):
         exc = _with_text(exc)
         if cause:
             raise exc from cause[0]
@@ -891,6 +1040,38 @@ def convert_raise(exc, *cause):
         return
     message, values = _message(exc)
     rt.raise_(cls, message, *values)
+
+
+_catching = threading.local()      # per thread: handler types of the `try` bodies tracing is inside
+
+
+class catching:
+    """A `try` body of converted code: a raise its handlers catch stays a Python raise, even in a
+    function it calls, since a `raise` op could not be caught when the Program runs."""
+
+    def __init__(self, types):
+        self.types = types          # a thunk: the handlers' type expressions, read only on a raise
+
+    def __enter__(self):
+        stack = getattr(_catching, "stack", None)
+        if stack is None:
+            stack = _catching.stack = []
+        stack.append(self.types)
+
+    def __exit__(self, *exc_info):
+        _catching.stack.pop()
+        return False
+
+
+def _caught(cls):
+    """Would an open `try` of converted code catch an exception of type cls?"""
+    for types in reversed(getattr(_catching, "stack", None) or ()):
+        flat = []
+        for t in types():
+            flat.extend(t if isinstance(t, tuple) else (BaseException if t is None else t,))
+        if any(isinstance(t, type) and issubclass(cls, t) for t in flat):
+            return True
+    return False
 
 
 def _in_branch():
@@ -1023,9 +1204,16 @@ def convert_getitem(container, index):
 
 def _check_one_kind(items, what):
     """A list used at a tensor index goes through its stack: only what Python would give back unchanged,
-    tensors of one shape and dtype."""
+    tensors of one shape and dtype; Python numbers among 0-d tensors whose dtype holds them as they are
+    (`[1, 1]` grown by int32 items in a tensor loop)."""
     kinds = {(tuple(v.shape) if isinstance(v, rt.Tensor) else v.static_shape, np.dtype(v.dtype))
              if isinstance(v, (Variable, rt.Tensor)) else None for v in items}
+    numbers = {type(v) for v in items if not isinstance(v, (Variable, rt.Tensor))}
+    if numbers and numbers <= {bool, int, float} and len(kinds - {None}) == 1:
+        (shape, dtype), = kinds - {None}
+        holds = {bool: "b", int: "iuf", float: "f"}
+        if shape == () and all(dtype.kind in holds[t] for t in numbers):
+            kinds = {(shape, dtype)}
     if None in kinds or len(kinds) != 1:
         raise TypeError(f"a list {what} at a tensor index: its items must be tensors of one shape and dtype "
                         "(the graph reads them through their stack) or Python numbers of one type; index it "

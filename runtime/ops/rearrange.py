@@ -9,7 +9,10 @@ import numpy as np
 
 from ..dtypes import result_type
 from ..ir import Variable
+from ..tensor import Tensor
+from .creation import ones_like
 from .dispatch import apply
+from .elementwise import astype, where
 from .registry import OpDef, register
 from .rules import Spec, broadcast_shapes, dtype_of, is_weak, norm_axes, promote_operand, shape_of
 from .samples import sample_array as _rand
@@ -205,9 +208,17 @@ _pad = register(OpDef(
 
 
 def pad(x, pad_width, mode="constant", constant_values=0):
-    """NumPy's pad: `pad_width` per axis as (before, after), one pair for all, or one int."""
-    return apply(_pad, (x,), {"pad_width": _pad_widths(pad_width, len(shape_of(x))), "mode": mode,
-                              "constant_values": constant_values})
+    """NumPy's pad: `pad_width` per axis as (before, after), one pair for all, or one int.
+
+    A tensor `constant_values` (a loop counter, say) is not an attr: the pad is a zero pad and a
+    `where` over a padded mask picks the value, cast to x's dtype as NumPy does."""
+    widths = _pad_widths(pad_width, len(shape_of(x)))
+    if mode == "constant" and isinstance(constant_values, (Variable, Tensor)):
+        padded = apply(_pad, (x,), {"pad_width": widths, "mode": mode, "constant_values": 0})
+        inside = apply(_pad, (ones_like(x, dtype=np.bool_),), {"pad_width": widths, "mode": mode,
+                                                                "constant_values": False})
+        return where(inside, padded, astype(constant_values, dtype_of(x)))
+    return apply(_pad, (x,), {"pad_width": widths, "mode": mode, "constant_values": constant_values})
 
 
 # --- diff ------------------------------------------------------------------------------------------

@@ -148,3 +148,32 @@ def test_the_return_flag_is_the_loops_exit_test():
     from transpiler import to_source
     assert "until='__return_flag'" in to_source(return_from_tensor_for)
     assert "until='__break_0'" in to_source(return_from_loop_with_finally)
+
+
+def returns_in_the_body_or_the_else(x):
+    while x > 0:
+        x -= 1
+        if x == 7:
+            return -1
+    else:
+        return 100
+
+
+def returns_in_the_body_or_the_else_of_a_for(xs):
+    for v in xs:
+        if v > 2:
+            return v * 10
+    else:
+        return -1
+    return 0           # unreachable: Python compiles it away
+
+
+@pytest.mark.parametrize("x", [0, 3, 9])
+def test_a_loop_whose_else_returns_always_returns(x):
+    # no break of its own: the loop ends only through its `else`, so the function never falls off its
+    # end; the last return was `value if flag else None`, a tensor/None mismatch under a tensor flag
+    assert int(to_static(returns_in_the_body_or_the_else)(rt.tensor(np.int32(x)))) == \
+        returns_in_the_body_or_the_else(x)
+    xs = np.arange(x, dtype=np.int32)
+    assert int(to_static(returns_in_the_body_or_the_else_of_a_for)(rt.tensor(xs))) == \
+        returns_in_the_body_or_the_else_of_a_for(xs)

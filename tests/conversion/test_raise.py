@@ -256,6 +256,43 @@ def test_assert_f_string_message_formats_tensors_when_the_program_runs():
     np.testing.assert_array_equal(static(rt.tensor(np.array([5.0, 6.0], np.float32))).numpy(), [5, 6])
 
 
+def _raising_helper():
+    raise ValueError("from a helper")
+
+
+def caught_in_the_taken_branch(c):
+    if c:
+        return 2
+    try:
+        return _raising_helper()
+    except ValueError:
+        pass
+    return 1
+
+
+def uncaught_type_in_a_try(x):
+    if x > 0:
+        try:
+            raise KeyError("k")
+        except ValueError:
+            pass
+    return x
+
+
+def test_a_raise_in_a_called_function_that_a_try_in_the_branch_catches_is_caught():
+    # AutoGraph's early_return_test: the helper's raise was a `raise` op the `except` could not catch
+    static = to_static(caught_in_the_taken_branch)
+    for c in (True, False):
+        assert int(static(rt.tensor(c))) == caught_in_the_taken_branch(np.bool_(c))
+
+
+def test_a_raise_in_a_try_whose_handlers_do_not_catch_it_is_a_run_time_check():
+    static = to_static(uncaught_type_in_a_try)
+    assert int(static(rt.tensor(np.int32(-1)))) == -1
+    with pytest.raises(KeyError, match="k"):
+        static(rt.tensor(np.int32(1)))
+
+
 def prints_with_format_specs(x):
     if x.sum() > 0:
         print(f"sum {x.sum():>8.3f} max {x.max():.2e}")

@@ -396,6 +396,31 @@ def test_global_rebound_under_tensor_condition_is_written_back_after_each_run():
         assert TOTAL == want and type(TOTAL) is int
 
 
+def declare_global_inside_nested_ifs(x, n):
+    y = x * 0
+    if n > 0:
+        if n > 1:
+            global TOTAL
+            if TOTAL is None:
+                TOTAL = 1
+            else:
+                TOTAL += 1
+            y = y + TOTAL
+    return y
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_a_global_declared_inside_nested_ifs_applies_to_the_whole_function(n):
+    # AutoGraph's nested_control_flow_test if_nested_with_modification_of_global: the declaration
+    # stayed inside the branch function after its prologue (a SyntaxError on conversion)
+    global TOTAL
+    TOTAL = None
+    want = declare_global_inside_nested_ifs(np.float32(1.0), n)
+    want_total, TOTAL = TOTAL, None
+    got = to_static(declare_global_inside_nested_ifs)(xp.asarray(np.float32(1.0)), n)
+    assert float(got.numpy()) == float(want) and TOTAL == want_total
+
+
 def _tensor_counter():
     count = 0.0
 
@@ -560,3 +585,47 @@ def _failing_conversion(x):
     for v in gen():
         total = total + v
     yield total
+
+
+# --- a list changed through a call inside a tensor loop -----------------------------------------------------
+
+def _track(log, value):
+    log.append(value)
+    return value
+
+
+def count_through_a_call(x):
+    log = []
+    while x > 0:
+        x -= 1
+        _track(log, x)
+    return len(log)
+
+
+def test_a_list_appended_to_through_a_call_in_a_tensor_loop_is_an_error_not_a_wrong_count():
+    # AutoGraph's continue_statements_test (track(u, x)) with a tensor bound: the trace appended
+    # once, so len(log) was 1 for every input
+    assert to_static(count_through_a_call)(3) == count_through_a_call(3) == 3
+    from runtime.errors import ControlFlowError
+    with pytest.raises(ControlFlowError, match="'log' is changed inside this tensor-dependent `while`"):
+        to_static(count_through_a_call)(xp.asarray(np.int32(3)))
+
+
+def bump_through_a_closure(n):
+    class Counter:
+        pass
+    c = Counter()
+    c.k = 0
+
+    def bump():
+        c.k += 1
+    for _ in range(n):
+        bump()
+    return c.k
+
+
+@pytest.mark.parametrize("n", [0, 2, 5])
+def test_an_attribute_a_closure_writes_when_called_in_a_tensor_loop(n):
+    # the loop body only calls bump(): the write to c.k was not loop state, so the trace's one
+    # increment was the result for every n
+    assert int(to_static(bump_through_a_closure)(xp.asarray(np.int32(n)))) == bump_through_a_closure(n)

@@ -483,6 +483,50 @@ def test_a_list_argument_holds_what_the_function_wrote():
     run_both(extend_list_argument, lambda: [_t([0.0])], [(_t([1.0]),), (_t([-2.0]),), (_t([3.0]),)])
 
 
+class Tally:
+    def __init__(self):
+        self.count = 0
+        self.total = 0
+
+    def step(self, v):
+        self.count += 1
+        self.total = self.total + v
+
+
+def tally_in_tensor_if(x):
+    tally = Tally()
+    if x.sum() > 0:
+        tally.step(1)
+    return tally.count
+
+
+def test_a_python_attribute_set_by_a_method_called_in_a_tensor_if_is_a_clear_error():
+    # the method's `self.count += 1` ran once while tracing, so count was 1 for every input (a
+    # traced value written there is refused already: test above)
+    tally = Tally()
+
+    def uses_a_captured_object(x):
+        if x.sum() > 0:
+            tally.step(1)
+        return x
+    with pytest.raises(ControlFlowError, match=r"'tally\.count' is changed inside this tensor-dependent `if`"):
+        to_static(tally_in_tensor_if)(_t([1.0]))
+    with pytest.raises(ControlFlowError, match=r"'tally\.count' is changed"):
+        to_static(uses_a_captured_object)(_t([-1.0]))
+    assert (tally.count, tally.total) == (0, 0)      # put back
+
+
+def tally_in_a_conditional_expression(x):
+    tally = Tally()
+    y = tally.step(1) if x.sum() > 0 else None      # step returns None too
+    return y, tally.count
+
+
+def test_a_python_attribute_set_by_a_method_called_in_a_tensor_conditional_expression_is_a_clear_error():
+    with pytest.raises(ControlFlowError, match=r"'tally\.count' is changed"):
+        to_static(tally_in_a_conditional_expression)(_t([1.0]))
+
+
 # --- module globals written through an item -------------------------------------------
 
 CACHE = {"w": None}

@@ -8,7 +8,8 @@ of the body function (AutoGraph keeps such names in the enclosing scope too).
 
 A captured name is also live everywhere: a call of the closure may read it at
 any later point, which liveness cannot see from the call. One a closure
-rebinds (`nonlocal n`) may change at any call: `rebound_by_closures`.
+rebinds (`nonlocal n`) may change at any call: `rebound_by_closures`; so may a
+place a closure writes through a captured name (`c.k += 1`): `written_by_closures`.
 """
 import gast
 
@@ -49,6 +50,18 @@ def rebound_by_closures(fn_node, local_names):
     found = {name for stmt in fn_node.body for node in gast.walk(stmt) if isinstance(node, gast.Nonlocal)
              for name in node.names}
     return frozenset(found) & frozenset(local_names)
+
+
+def written_by_closures(fn_node, captured):
+    """Places (activity Composites: `c.k`, `d['k']`, a list's contents) that a def or lambda inside
+    fn_node writes through a name of `captured` (a local it reads from fn_node): any call may write them."""
+    found = set()
+    for node in own_scope(fn_node.body, stop=_LATE_SCOPES):
+        if isinstance(node, (gast.FunctionDef, gast.Lambda)):
+            body = [node.body] if isinstance(node, gast.Lambda) else node.body
+            params = param_names(node.args)
+            found |= {c for c in activity_of(body).composites if c.root in captured and c.root not in params}
+    return frozenset(found)
 
 
 def has_call(nodes):

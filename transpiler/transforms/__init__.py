@@ -1,6 +1,7 @@
 """The conversion pipeline: one transform per construct, in this fixed order.
 
 1. Fence           reject unsupported syntax (yield, async, rebinding globals in bodies)
+   Declarations    `global`/`nonlocal` anywhere in the function → hoisted to its top
    FinallyJumps    a `finally` that returns/breaks holds the exception in flight, raised only if it did not
 2. Returns         `if c: return a` + `return b` → `return a if c else b`; other early returns → one return at the end
 3. Jumps           break/continue → flags and guards; loop `else` → `if not __break_n`
@@ -20,6 +21,7 @@ from ..analysis.scope import own_scope
 from .base import Context
 from .calls import Calls
 from .control_flow import ControlFlow
+from .declarations import Declarations
 from .expressions import Expressions
 from .fence import Fence
 from .finally_jumps import FinallyJumps
@@ -28,7 +30,7 @@ from .lists import InPlaceUpdates
 from .raises import Raises
 from .returns import Returns
 
-BEFORE_ANALYSIS = (Fence, FinallyJumps, Returns, Jumps, InPlaceUpdates)
+BEFORE_ANALYSIS = (Fence, Declarations, FinallyJumps, Returns, Jumps, InPlaceUpdates)
 AFTER_ANALYSIS = (ControlFlow, Raises, Expressions, Calls)
 
 

@@ -33,7 +33,7 @@ gets `None` for its false function. A `for` loop's exit flag
 import gast
 
 from ..analysis import Anno, getanno, maybe_defined_in, rebound_names
-from ..analysis.closures import has_call, rebound_by_closures
+from ..analysis.closures import has_call, rebound_by_closures, written_by_closures
 from .base import Transformer, const, jst, load, located, store
 from .expressions import mark_truth_only, python_valued
 from .state import changed_arguments, state_keyword
@@ -102,7 +102,14 @@ class ControlFlow(Transformer):
         self.globals, self.declared = scope.globals, scope.globals | scope.nonlocals
         self.captured = getanno(fn_node, Anno.CAPTURED)
         self.rebound_by_calls = rebound_by_closures(fn_node, scope.params | scope.modified)
+        self.written_by_calls = written_by_closures(fn_node, self.captured)
         return super().transform(fn_node)
+
+    def _written_by_calls(self, *blocks):
+        """Where the blocks (as written) call something: the places a closure of the function writes
+        through a captured name (`def bump(): c.k += 1` called in a loop body) are state too."""
+        stmts = [stmt for block in blocks for stmt in block]
+        return self.written_by_calls if has_call(stmts) else frozenset()
 
     def _def(self, name, params, body, origin):
         """A branch/body function; captured and global/nonlocal names stay the enclosing scope's (module doc)."""
@@ -126,6 +133,7 @@ class ControlFlow(Transformer):
 
     def visit_If(self, node):
         declared = self._rebound_declared(node.body, node.orelse)
+        by_calls = self._written_by_calls(node.body, node.orelse)
         node.body = self.visit_block(node.body)
         node.orelse = self.visit_block(node.orelse)
         if python_valued(node.test):        # `if self.downsample is not None:` is Python's own `if`
@@ -148,12 +156,13 @@ class ControlFlow(Transformer):
             false_fn = const(None)
         call = _call("convert_ifelse", [mark_truth_only(node.test), load(true_name), false_fn, self._args(params),
                                         _str_tuple(outputs)])
-        _add_state(call, body_act.composites | else_act.composites, modified)
+        _add_state(call, body_act.composites | else_act.composites | by_calls, modified)
         stmts.append(_bind(outputs, located(call, node), node))
         return stmts
 
     def visit_While(self, node):
         declared = self._rebound_declared(node.body)
+        by_calls = self._written_by_calls(node.body, [gast.Expr(value=node.test)])
         node.body = self.visit_block(node.body)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         live_in, live_out = getanno(node, Anno.LIVE_IN), getanno(node, Anno.LIVE_OUT)
@@ -166,12 +175,13 @@ class ControlFlow(Transformer):
         stmts.append(self._def(body_name, loop_vars, node.body + _return(loop_vars), node))
         call = _call("convert_while", [load(cond_name), load(body_name), self._args(loop_vars),
                                        _str_tuple(loop_vars)])
-        _add_state(call, body_act.composites, body_act.modified)
+        _add_state(call, body_act.composites | by_calls, body_act.modified)
         stmts.append(_bind(loop_vars, located(call, node), node))
         return stmts
 
     def visit_For(self, node):
         declared = self._rebound_declared(node.body, [node.target])
+        by_calls = self._written_by_calls(node.body)
         node.body = self.visit_block(node.body)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         target_act = getanno(node, Anno.TEST_ACTIVITY)
@@ -197,7 +207,7 @@ class ControlFlow(Transformer):
         call = _call("convert_for", [node.iter, load(body_name), self._args(loop_vars), _str_tuple(loop_vars)])
         if break_flag:
             call.keywords.append(gast.keyword(arg="until", value=const(break_flag)))
-        _add_state(call, body_act.composites, body_act.modified | targets)
+        _add_state(call, body_act.composites | by_calls, body_act.modified | targets)
         stmts.append(_bind(loop_vars, located(call, node), node))
         return stmts
 

@@ -6,6 +6,7 @@
     xs.insert(i, v)   →   xs = _jst.convert_insert(xs, i, v)          (also extend)
     xs.pop()          →   xs = _jst.convert_pop(xs)[0]
     v = xs.pop(i)     →   xs, v = _jst.convert_pop(xs, i)
+    s += xs.pop()     →   xs, __pop_0 = _jst.convert_pop(xs); s += __pop_0   (a pop inside a statement)
     del xs[i]         →   xs = _jst.convert_delitem(xs, i)
     x.stop_gradient = v  →  x = _jst.convert_stop_gradient(x, v)      (Paddle's flag: x detached from here on;
                                                                        also self.h.stop_gradient = v)
@@ -51,7 +52,7 @@ class InPlaceUpdates(Transformer):
         call = node.value
         target = _receiver(call, self.locals, _METHODS)
         if target is None:
-            return node
+            return self._hoist_pop(node)
         new = gast.Call(func=jst(_METHODS[call.func.attr]), args=[load(target)] + call.args, keywords=[])
         if call.func.attr == "pop":
             new = gast.Subscript(value=new, slice=gast.Constant(value=0, kind=None), ctx=gast.Load())
@@ -74,7 +75,30 @@ class InPlaceUpdates(Transformer):
             new = gast.Call(func=jst("convert_pop"), args=[load(name)] + node.value.args, keywords=[])
             both = gast.Tuple(elts=[store(name), node.targets[0]], ctx=gast.Store())
             return located(gast.Assign(targets=[both], value=new, type_comment=None), node)
-        return node
+        return self._hoist_pop(node)
+
+    def visit_Return(self, node):
+        self.generic_visit(node)
+        return self._hoist_pop(node)
+
+    def _hoist_pop(self, node):
+        """A pop inside a larger statement (`s += xs.pop()`, `return xs.pop() * 2`) runs first, as its own
+        rebinding of xs: only where it surely runs (not under and/or/if-else/lambda/comprehension) and
+        nothing else in the statement reads xs, so the order of evaluation cannot show."""
+        if getattr(node, "value", None) is None:
+            return node
+        pops = list(_unconditional_pops(node.value, self.locals))
+        if len(pops) != 1:
+            return node
+        call = pops[0]
+        name = call.func.value.id
+        if sum(isinstance(n, gast.Name) and n.id == name for n in gast.walk(node)) != 1:
+            return node
+        item = self.ctx.namer.new("pop")
+        node.value = _Replace(call, load(item)).visit(node.value)
+        new = gast.Call(func=jst("convert_pop"), args=[load(name)] + call.args, keywords=[])
+        both = gast.Tuple(elts=[store(name), store(item)], ctx=gast.Store())
+        return [located(gast.Assign(targets=[both], value=new, type_comment=None), node), node]
 
     def visit_Delete(self, node):
         if len(node.targets) == 1 and _is_name_subscript(node.targets[0], self.locals):
@@ -90,7 +114,7 @@ class InPlaceUpdates(Transformer):
             current.ctx = gast.Load()
             value = gast.BinOp(left=current, op=node.op, right=node.value)
             return self._setitem(node, node.target, value)
-        return node
+        return self._hoist_pop(node)
 
     def _setitem(self, node, target, value):
         name = target.value.id
@@ -112,6 +136,30 @@ def _receiver(node, local_names, methods):
         return None
     arity = {"append": (1,), "insert": (2,), "extend": (1,), "pop": (0, 1)}[node.func.attr]
     return node.func.value.id if len(node.args) in arity else None
+
+
+_CONDITIONAL = (gast.BoolOp, gast.IfExp, gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp,
+                gast.GeneratorExp)
+
+
+def _unconditional_pops(expr, local_names):
+    """`xs.pop(...)` calls on local names in expr that run whenever expr does."""
+    if _receiver(expr, local_names, ("pop",)) is not None:
+        yield expr
+    if isinstance(expr, _CONDITIONAL):
+        return
+    for child in gast.iter_child_nodes(expr):
+        yield from _unconditional_pops(child, local_names)
+
+
+class _Replace(gast.NodeTransformer):
+    """One node (by identity) replaced by another."""
+
+    def __init__(self, old, new):
+        self.old, self.new = old, new
+
+    def visit(self, node):
+        return self.new if node is self.old else super().visit(node)
 
 
 def _rooted_at_local(node, local_names):

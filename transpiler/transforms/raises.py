@@ -12,7 +12,9 @@ as Python does; inside one it records the op. An f-string argument of the except
 passed in pieces, so tensor values in it are formatted when the Program runs; so are an
 `assert`'s f-string message and an f-string argument of the builtin `print`
 (`print(f"loss {loss}")` prints the value on each run, not the traced Variable). A bare
-`raise`, and a raise inside a `try` that could catch it, stay Python statements.
+`raise` stays a Python statement. A `try` body runs under `_jst.catching(...)`: a raise
+there, or in a function it calls (converted on its own), that one of its handlers catches
+is a Python raise, since a graph cannot catch at run time; other raises there are ops.
 """
 import builtins
 
@@ -54,8 +56,18 @@ class Raises(Transformer):
     def visit_Try(self, node):
         if not node.handlers:
             return self.generic_visit(node)
-        for field in ("handlers", "orelse", "finalbody"):     # the body stays: a handler may catch its raise
-            setattr(node, field, [self.visit(n) for n in getattr(node, field)])
+        if not isinstance(node, gast.Try):      # `except*` receives groups: its body stays as written
+            for field in ("handlers", "orelse", "finalbody"):
+                setattr(node, field, [self.visit(n) for n in getattr(node, field)])
+            return node
+        self.generic_visit(node)
+        types = [h.type if h.type is not None else const(None) for h in node.handlers]
+        caught = gast.Lambda(args=gast.arguments(args=[], posonlyargs=[], vararg=None, kwonlyargs=[],
+                                                 kw_defaults=[], kwarg=None, defaults=[]),
+                             body=gast.Tuple(elts=types, ctx=gast.Load()))
+        scope = gast.withitem(context_expr=gast.Call(func=jst("catching"), args=[caught], keywords=[]),
+                              optional_vars=None)
+        node.body = [located(gast.With(items=[scope], body=node.body, type_comment=None), node)]
         return node
 
     visit_TryStar = visit_Try

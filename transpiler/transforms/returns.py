@@ -73,6 +73,10 @@ def _always_returns(stmts):
         return True
     if isinstance(last, gast.If):
         return _always_returns(last.body) and _always_returns(last.orelse)
+    if isinstance(last, (gast.While, gast.For)) and not block_has(last.body, gast.Break):
+        # leaves only through its `else` (or a return/raise inside): Python compiles away what follows
+        forever = isinstance(last, gast.While) and isinstance(last.test, gast.Constant) and bool(last.test.value)
+        return forever or _always_returns(last.orelse)
     return False
 
 
