@@ -1065,9 +1065,9 @@ class catching:
 
 def _caught(cls):
     """Would an open `try` of converted code catch an exception of type cls?"""
-    for types in reversed(getattr(_catching, "stack", None) or ()):
+    for handled in reversed(getattr(_catching, "stack", None) or ()):
         flat = []
-        for t in types():
+        for t in handled():
             flat.extend(t if isinstance(t, tuple) else (BaseException if t is None else t,))
         if any(isinstance(t, type) and issubclass(cls, t) for t in flat):
             return True
