@@ -186,20 +186,7 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
 
 def adaptive_avg_pool2d(x, output_size):
     """Mean over the windows that split H and W into output_size cells (PyTorch's start/end rule)."""
-    oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
-    n, c, h, w = _static_shape(x)
-    oh = h if oh is None else oh
-    ow = w if ow is None else ow
-    if -1 in (h, w):
-        raise ValueError("adaptive_avg_pool2d: the spatial dims must be known while tracing")
-    if h % oh == 0 and w % ow == 0:            # equal windows: one reshape and a mean
-        return rt.mean(rt.reshape(x, (x.shape[0], c, oh, h // oh, ow, w // ow)), axis=(3, 5))
-    rows = []
-    for i in range(oh):
-        r0, r1 = (i * h) // oh, -((-(i + 1) * h) // oh)
-        cols = [rt.mean(x[:, :, r0:r1, (j * w) // ow:-((-(j + 1) * w) // ow)], axis=(2, 3)) for j in range(ow)]
-        rows.append(rt.stack(cols, axis=-1))
-    return rt.stack(rows, axis=-2)
+    return _adaptive_pool2d(x, output_size, rt.mean, "adaptive_avg_pool2d")
 
 
 def _adaptive_windows(size, out):
@@ -209,15 +196,19 @@ def _adaptive_windows(size, out):
 
 def adaptive_max_pool2d(x, output_size):
     """Max over the windows that split H and W into output_size cells (PyTorch's start/end rule)."""
+    return _adaptive_pool2d(x, output_size, rt.max, "adaptive_max_pool2d")
+
+
+def _adaptive_pool2d(x, output_size, reduce, name):
     oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
     n, c, h, w = _static_shape(x)
     oh = h if oh is None else oh
     ow = w if ow is None else ow
     if -1 in (h, w):
-        raise ValueError("adaptive_max_pool2d: the spatial dims must be known while tracing")
-    if h % oh == 0 and w % ow == 0:            # equal windows: one reshape and a max
-        return rt.max(rt.reshape(x, (x.shape[0], c, oh, h // oh, ow, w // ow)), axis=(3, 5))
-    rows = [rt.stack([rt.max(x[:, :, r0:r1, c0:c1], axis=(2, 3)) for c0, c1 in _adaptive_windows(w, ow)], axis=-1)
+        raise ValueError(f"{name}: the spatial dims must be known while tracing")
+    if h % oh == 0 and w % ow == 0:            # equal windows: one reshape and one reduction
+        return reduce(rt.reshape(x, (x.shape[0], c, oh, h // oh, ow, w // ow)), axis=(3, 5))
+    rows = [rt.stack([reduce(x[:, :, r0:r1, c0:c1], axis=(2, 3)) for c0, c1 in _adaptive_windows(w, ow)], axis=-1)
             for r0, r1 in _adaptive_windows(h, oh)]
     return rt.stack(rows, axis=-2)
 

@@ -1,4 +1,4 @@
-"""BatchNorm1D/2D and GroupNorm, with PyTorch's parameters, buffers and defaults.
+"""BatchNorm1D/2D/3D, GroupNorm and InstanceNorm1D/2D/3D, with PyTorch's parameters, buffers and defaults.
 
 BatchNorm keeps `running_mean`/`running_var` (and `num_batches_tracked`) as
 buffers: in state_dict, moved by `.to()`, read by a traced Program as inputs.
@@ -13,6 +13,16 @@ from . import composite, init
 from .layer import Layer, new_parameter
 
 
+def _scale_and_shift(layer, n, affine):
+    """The learned per-channel weight (ones) and bias (zeros), or None for both when not affine."""
+    if affine:
+        layer.weight = init.ones_(new_parameter((n,)))
+        layer.bias = new_parameter((n,))
+    else:
+        layer.register_parameter("weight", None)
+        layer.register_parameter("bias", None)
+
+
 class _BatchNorm(Layer):
     _ranks = ()
 
@@ -20,12 +30,7 @@ class _BatchNorm(Layer):
         super().__init__()
         self.num_features, self.eps, self.momentum = int(num_features), float(eps), momentum
         self.affine, self.track_running_stats = bool(affine), bool(track_running_stats)
-        if affine:
-            self.weight = init.ones_(new_parameter((self.num_features,)))
-            self.bias = new_parameter((self.num_features,))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _scale_and_shift(self, self.num_features, affine)
         if track_running_stats:
             self.register_buffer("running_mean", rt.zeros((self.num_features,)))
             self.register_buffer("running_var", rt.ones((self.num_features,)))
@@ -81,12 +86,7 @@ class GroupNorm(Layer):
             raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups "
                              f"({num_groups})")
         self.num_groups, self.num_channels, self.eps = int(num_groups), int(num_channels), float(eps)
-        if affine:
-            self.weight = init.ones_(new_parameter((self.num_channels,)))
-            self.bias = new_parameter((self.num_channels,))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _scale_and_shift(self, self.num_channels, affine)
 
     def forward(self, x):
         return composite.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
@@ -106,12 +106,7 @@ class _InstanceNorm(Layer):
     def __init__(self, num_features, eps=1e-5, affine=False):
         super().__init__()
         self.num_features, self.eps = int(num_features), float(eps)
-        if affine:
-            self.weight = init.ones_(new_parameter((self.num_features,)))
-            self.bias = new_parameter((self.num_features,))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _scale_and_shift(self, self.num_features, affine)
 
     def forward(self, x):
         shape = tuple(x.shape) if not hasattr(x, "static_shape") else x.static_shape
