@@ -13,6 +13,7 @@ import numpy as np
 from . import ops, tracing
 from .array_methods import _augmented
 from .ir import Variable
+from .ops.dispatch import constant
 from .state import write_tensor
 from .tensor import Parameter, Tensor
 
@@ -26,7 +27,7 @@ def set_value(tensor, value):
         tensor.data = new
         return tensor
     if not isinstance(value, Variable):
-        value = tracing.lift_tensor(value) if _is_tensor(value) else ops.asarray(_eager_array(value, tensor))
+        value = tracing.lift_tensor(value) if _is_tensor(value) else constant(_eager_array(value, tensor))
     value = _cast(value, tensor.dtype, _label(block.program, tensor))
     if tuple(value.static_shape) != tuple(tensor.shape):
         value = ops.broadcast_to(value, tuple(tensor.shape))
@@ -87,8 +88,26 @@ def _is_tensor(value):
     return isinstance(value, Tensor)
 
 
+_eager_setitem = Tensor.__setitem__
+
+
+def _setitem(tensor, index, value):
+    """`t[index] = value`: eagerly, in place; in a static function's trace, on a captured Tensor that
+    does not require grad, a write of `rt.setitem(t, index, value)` into it (as `set_value`: stored
+    after each run, carried through a tensor-dependent if/while)."""
+    block = tracing.current_block()
+    if block is not None and tracing.trace_state(block.program).keeps_writes and not tensor.requires_grad:
+        current = tracing.lift_tensor(tensor)
+        if not isinstance(value, (Variable, Tensor)):
+            value = _eager_array(value, tensor) if isinstance(value, (bool, int, float, complex)) else value
+        set_value(tensor, ops.setitem(current, index, value))
+        return
+    _eager_setitem(tensor, index, value)
+
+
 # Attached here, the layer that owns writing: Tensor sits below the ops these need.
 Tensor.set_value = set_value
+Tensor.__setitem__ = _setitem
 Parameter.__iadd__ = lambda self, other: set_value(self, _augmented("add", self, other))
 Parameter.__isub__ = lambda self, other: set_value(self, _augmented("subtract", self, other))
 Parameter.__imul__ = lambda self, other: set_value(self, _augmented("multiply", self, other))
