@@ -21,6 +21,10 @@ from .tensor import Parameter, Tensor
 def set_value(tensor, value):
     """Write `value` (a Tensor, Variable, array or number broadcastable to tensor's shape, cast to its
     dtype under NumPy's 'same_kind' rule) into `tensor` in place; returns tensor."""
+    return _write(tensor, value)
+
+
+def _write(tensor, value, keep_grad=False):
     block = tracing.current_block()
     if block is None:
         new = _eager_value(tensor, value)
@@ -31,7 +35,7 @@ def set_value(tensor, value):
     value = _cast(value, tensor.dtype, _label(block.program, tensor))
     if tuple(value.static_shape) != tuple(tensor.shape):
         value = ops.broadcast_to(value, tuple(tensor.shape))
-    write_tensor(tensor, value, _label(block.program, tensor))
+    write_tensor(tensor, value, _label(block.program, tensor), keep_grad)
     return tensor
 
 
@@ -100,7 +104,7 @@ def _setitem(tensor, index, value):
         current = tracing.lift_tensor(tensor)
         if not isinstance(value, (Variable, Tensor)):
             value = _eager_array(value, tensor) if isinstance(value, (bool, int, float, complex)) else value
-        set_value(tensor, ops.setitem(current, index, value))
+        _write(tensor, ops.setitem(current, index, value), keep_grad=True)
         return
     _eager_setitem(tensor, index, value)
 

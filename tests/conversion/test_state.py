@@ -703,7 +703,8 @@ def test_set_value_in_a_tensor_if_is_carried_through_both_branches():
                 v.set_value(v * 2 + x.sum())
             return v + 1
         return f
-    static = _check_in_place(fn, lambda: [rt.tensor(np.float32(1))], [[1.0, 2.0], [-3.0, 1.0], [2.0, 0.5], [-1.0, -1.0]])
+    static = _check_in_place(fn, lambda: [rt.tensor(np.float32(1))],
+                             [[1.0, 2.0], [-3.0, 1.0], [2.0, 0.5], [-1.0, -1.0]])
     assert any(op.type == "cond" for op in static.get_program(_t([1.0, 2.0])).ops())
 
 
@@ -923,3 +924,34 @@ def test_a_write_in_a_function_called_from_a_tensor_loop_body_is_carried():
             return v * 1
         return f
     _check_in_place(fn, lambda: [rt.tensor(np.float32(1))], [[1.0], [0.0], [5.0], [2.5]])
+
+
+def test_gradients_through_tensors_written_in_a_tensor_if_match_eager():
+    """set_value is not on the eager tape (the Tensor takes the array only): no gradient flows through
+    it; an item assignment is (the Tensor follows the setitem's record): the gradient flows through it."""
+    def make():
+        return [rt.tensor(np.float32(1)), rt.tensor(np.zeros(2, np.float32))]
+
+    def fn(state):
+        total, u = state
+
+        def f(x):
+            if x.sum() > 0:
+                total.set_value(total + (x * x).sum())
+                u[0] = (x * x).sum()
+            return (x * 3 * total).sum() + (u * x).sum()
+        return f
+
+    eager_state, static_state = make(), make()
+    eager, static = fn(eager_state), to_static(fn(static_state))
+    for value in ([1.0, 2.0], [-1.0, -2.0], [0.5, 1.0]):
+        grads = []
+        for run in (eager, static):
+            x = _t(value)
+            x.requires_grad = True
+            y = run(x)
+            y.backward()
+            grads.append((y.numpy(), x.grad.numpy()))
+        np.testing.assert_allclose(grads[1][0], grads[0][0], rtol=1e-6)
+        np.testing.assert_allclose(grads[1][1], grads[0][1], rtol=1e-6)
+        _same(static_state, eager_state, f"captured tensors after {value!r}")
