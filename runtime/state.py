@@ -173,9 +173,9 @@ def write_tensor(tensor, value, label=None, keep_grad=False):
     entry = written.get(key)
     label = entry[0].label if entry is not None else label or f"tensor{list(tensor.shape)}"
     if tracing.current_block() is not program.global_block:
-        if not state.collectors or tensor.requires_grad:
+        if not (state.collectors and state.keeps_writes) or tensor.requires_grad:
             why = ("a tensor that requires grad is written in place only outside such constructs"
-                   if state.collectors else "a Program writes tensors in place only outside such constructs")
+                   if tensor.requires_grad else "a Program writes tensors in place only outside such constructs")
             raise ControlFlowError(
                 f"{label} is written inside a tensor-dependent if/while: {why}; compute the new value there "
                 "(rt.where(cond, new, old)) and write it after the if/while")
