@@ -159,7 +159,7 @@ class TensorCell(Cell):
         self.value = None
 
 
-def write_tensor(tensor, value, label=None, keep_grad=False):
+def write_tensor(tensor, value, label=None):
     """Record, while tracing, that the Program writes `value` (a Variable of the tensor's dtype) into
     `tensor`; later reads of it in this trace see `value`, and each run stores the result in place.
 
@@ -180,12 +180,6 @@ def write_tensor(tensor, value, label=None, keep_grad=False):
                 f"{label} is written inside a tensor-dependent if/while: {why}; compute the new value there "
                 "(rt.where(cond, new, old)) and write it after the if/while")
         _note_write(state, key, tensor, label)
-        if not keep_grad:
-            # eagerly set_value gives the Tensor the new array and no gradient history: a later read
-            # inside or after the construct gets no gradient through the write either (an item
-            # assignment, `keep_grad`, is on the eager tape: the gradient flows through it)
-            from .ops.stop import stop_gradient
-            value = stop_gradient(value)
     # a new cell per write: a rollback (tracing.rollback) puts back the entry, and with it the older value
     written[key] = (TensorCell(tensor, label, value), tensor)
 

@@ -14,6 +14,7 @@ from . import ops, tracing
 from .array_methods import _augmented
 from .ir import Variable
 from .ops.dispatch import constant
+from .ops.stop import stop_gradient
 from .state import write_tensor
 from .tensor import Parameter, Tensor
 
@@ -35,7 +36,12 @@ def _write(tensor, value, keep_grad=False):
     value = _cast(value, tensor.dtype, _label(block.program, tensor))
     if tuple(value.static_shape) != tuple(tensor.shape):
         value = ops.broadcast_to(value, tuple(tensor.shape))
-    write_tensor(tensor, value, _label(block.program, tensor), keep_grad)
+    if block is not block.program.global_block and not keep_grad:
+        # inside a tensor-dependent if/while, as eagerly: set_value gives the Tensor the new array and no
+        # gradient history, so no later read gets a gradient through the write (an item assignment,
+        # `keep_grad`, is on the eager tape: the gradient flows through it)
+        value = stop_gradient(value)
+    write_tensor(tensor, value, _label(block.program, tensor))
     return tensor
 
 
