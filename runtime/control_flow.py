@@ -19,6 +19,7 @@ from .ops import (array_from_list, array_length, array_new, astype, full, greate
                   zeros)
 from .ops.control import block_raises, mark_raising
 from .shape_text import shape_text
+from .state import AttrCell, TensorValueCell, collecting_writes
 from .tensor import Tensor
 from .undefined import Undefined
 
@@ -151,17 +152,63 @@ def cond(pred, true_fn, false_fn, *operands, names=None, state=None):
     if not isinstance(pred, Variable):
         return true_fn(*operands) if _truth(pred) else false_fn(*operands)
     cells = tuple(state()) if state is not None else ()
-    if cells:
-        return _cond_with_cells(pred, true_fn, false_fn, operands, names, cells)
+    return _carrying_tensor_writes(cells, lambda all_cells: _cond_with_cells(
+        pred, true_fn, false_fn, operands, names, all_cells) if all_cells else
+        _cond(pred, true_fn, false_fn, operands, names))
+
+
+def _carrying_tensor_writes(cells, build):
+    """`build(cells)` (which traces a cond/while op carrying those cells); Tensors written in place
+    inside it (`set_value`, a Parameter's `op=`, a buffer) that it does not carry yet: forgotten,
+    and traced again with them as extra cells (`state.TensorValueCell`), so each write flows
+    through the op as branch outputs / loop variables."""
+    point = tracing.checkpoint(tracing.current_block())
+    fixed = [(c, c.get()) for c in cells if _holds_a_layer_tensor(c)]
+    # `t[i] = v` on a captured Tensor t writes into it: carried as t's own state, not as a place of it
+    cells = tuple(c for c in cells if not any(c is f for f, _ in fixed) and not isinstance(c.obj, Tensor))
+    carried = {c.identity() for c in cells}
+    for _ in range(_MAX_RETRACES):
+        before = [c.get() for c in cells]
+        with collecting_writes() as found:
+            out = build(cells)
+        new = [(t, label) for key, (t, label) in found.items() if key not in carried]
+        if not new:
+            for cell, tensor in fixed:
+                if cell.get() is not tensor:
+                    raise ControlFlowError(
+                        f"'{cell.label}' is given another tensor inside a tensor-dependent if/while; write into "
+                        f"it instead ('{cell.label}.set_value(...)'), which keeps the Layer's own tensor")
+            return out
+        _load_cells(cells, before)
+        tracing.rollback(point)
+        cells = cells + tuple(TensorValueCell(t, label) for t, label in new)
+        carried |= {c.identity() for c in cells}
+    raise ControlFlowError("the tensors written in place inside a tensor-dependent if/while did not settle")
+
+
+def _holds_a_layer_tensor(cell):
+    """`self.w` where w is a Parameter or buffer of the Layer self: the attribute keeps that Tensor (`self.w +=
+    x` and a buffer assignment write into it in place, carried as the Tensor's own state), so it is no
+    state of its own."""
+    registries = [getattr(cell.obj, "__dict__", {}).get(r) for r in ("_parameters", "_buffers")]
+    return isinstance(cell, AttrCell) and isinstance(cell.get(), Tensor) and \
+        any(isinstance(r, dict) and r.get(cell.key) is cell.get() for r in registries)
+
+
+def _cond(pred, true_fn, false_fn, operands, names):
     block = tracing.current_block()
     program = block.program
     pred = as_predicate(pred)
+    written = tracing.trace_state(program).written
+    saved = dict(written)           # a Tensor written in place in one branch: the other starts from before
     tb = program.new_block(block)
     with tracing.block_guard(tb):
         t_out = true_fn(*operands)
+    _put_back(written, saved)
     fb = program.new_block(block)
     with tracing.block_guard(fb):
         f_out = false_fn(*operands)
+    _put_back(written, saved)
     if block_raises(tb) or block_raises(fb):
         # a branch that raises never yields: it takes the other's values (zeros of its specs)
         if block_raises(tb) and block_raises(fb):
@@ -186,7 +233,8 @@ def cond(pred, true_fn, false_fn, *operands, names=None, state=None):
         if isinstance(a, Undefined) or isinstance(b, Undefined):
             out_leaves.append(a if isinstance(a, Undefined) else b)
             continue
-        if not _tensorish(a) and not _tensorish(b) and _same_python_value(a, b):
+        if not _tensorish(a) and not _tensorish(b) and _same_python_value(a, b) or \
+                a is b and isinstance(a, Tensor):     # one Tensor object (`self.p += x` on a Parameter)
             out_leaves.append(a)
             continue
         if not (_tensorish(a) or _is_scalar(a)) or not (_tensorish(b) or _is_scalar(b)):
@@ -229,7 +277,7 @@ def _cond_with_cells(pred, true_fn, false_fn, operands, names, cells):
 
     flat_names = _joined_names(names, cells)
     try:
-        outs = cond(pred, branch(true_fn, "true"), branch(false_fn, "false"), names=flat_names)
+        outs = _cond(pred, branch(true_fn, "true"), branch(false_fn, "false"), (), flat_names)
     except BaseException:
         _load_cells(cells, before)
         raise
@@ -245,6 +293,14 @@ def _cond_with_cells(pred, true_fn, false_fn, operands, names, cells):
     for cell, value in zip(cells, values):
         cell.set(value)
     return out
+
+
+def _put_back(written, saved):
+    """The trace's written places as they were (`saved`): what one branch or body trace wrote in place
+    is not seen by the next one (a construct that carries it loads it itself, `TensorValueCell`)."""
+    if len(written) != len(saved) or any(written.get(k) is not v for k, v in saved.items()):
+        written.clear()
+        written.update(saved)
 
 
 def _join_outputs(out, names, values):
@@ -423,10 +479,9 @@ def while_loop(cond_fn, body_fn, loop_vars, names=None, state=None):
         pred = _probe(cond_fn, values)
         if isinstance(pred, Variable):
             cells = tuple(state()) if state is not None else ()
-            if cells:
-                values = _while_with_cells(cond_fn, body_fn, values, names, cells)
-            else:
-                values = _build_while(cond_fn, body_fn, values, names)
+            values = _carrying_tensor_writes(cells, lambda all_cells, values=values: _while_with_cells(
+                cond_fn, body_fn, values, names, all_cells) if all_cells else
+                _build_while(cond_fn, body_fn, values, names))
             break
         if not _truth(pred):
             break
@@ -489,7 +544,10 @@ def _build_while(cond_fn, body_fn, init, names):
     leaves, treedef = pytree.flatten(init)
     leaf_names = _leaf_names(treedef, names)
     carry = [_carry(leaf) for leaf in leaves]
+    written = tracing.trace_state(program).written
+    saved = dict(written)
     for _ in range(_MAX_RETRACES):
+        _put_back(written, saved)
         first, names_before = len(program.blocks), program.name_state()
         cb = program.new_block(block)
         c_params = _params(cb, carry, leaf_names)
@@ -526,6 +584,7 @@ def _build_while(cond_fn, body_fn, init, names):
             program.drop_blocks_from(first)
             program.restore_name_state(names_before)
             continue
+        _put_back(written, saved)
         return _finish_while(block, cb, bb, carry, c_params, b_params, results, treedef, leaf_names)
     raise ControlFlowError("loop variables did not settle to fixed shapes/dtypes after "
                            f"{_MAX_RETRACES} traces of the loop body")

@@ -15,6 +15,8 @@ the caller makes those values extra outputs of the Program and writes them
 back to the object after each run (see `transpiler.writeback`), so the object
 holds eager Tensors, never Variables.
 """
+from contextlib import contextmanager
+
 from . import pytree, tracing
 from .tracing import tensor_cell_key
 from .errors import ControlFlowError
@@ -159,19 +161,85 @@ class TensorCell(Cell):
 
 def write_tensor(tensor, value, label=None):
     """Record, while tracing, that the Program writes `value` (a Variable of the tensor's dtype) into
-    `tensor`; later reads of it in this trace see `value`, and each run stores the result in place."""
+    `tensor`; later reads of it in this trace see `value`, and each run stores the result in place.
+
+    Inside a tensor-dependent if/while the write is noted for every construct being traced
+    (`TraceState.collectors`): one that does not carry the tensor yet traces again with it as
+    state (a `TensorValueCell`), so its value flows through the `cond`/`while` op like a name."""
     program = tracing.current_program()
-    if tracing.current_block() is not program.global_block:
-        raise ControlFlowError(
-            f"{label or 'a tensor'} is written inside a tensor-dependent if/while: a Program writes tensors in "
-            "place only outside such constructs; compute the new value there (rt.where(cond, new, old)) and "
-            "write it after the if/while")
+    state = tracing.trace_state(program)
     key = tensor_cell_key(tensor)
-    written = tracing.trace_state(program).written
+    written = state.written
     entry = written.get(key)
     label = entry[0].label if entry is not None else label or f"tensor{list(tensor.shape)}"
+    if tracing.current_block() is not program.global_block:
+        if not (state.collectors and state.keeps_writes) or tensor.requires_grad:
+            why = ("a tensor that requires grad is written in place only outside such constructs"
+                   if tensor.requires_grad else "a Program writes tensors in place only outside such constructs")
+            raise ControlFlowError(
+                f"{label} is written inside a tensor-dependent if/while: {why}; compute the new value there "
+                "(rt.where(cond, new, old)) and write it after the if/while")
+        _note_write(state, key, tensor, label)
     # a new cell per write: a rollback (tracing.rollback) puts back the entry, and with it the older value
     written[key] = (TensorCell(tensor, label, value), tensor)
+
+
+def _note_write(state, key, tensor, label):
+    for found in state.collectors:
+        found.setdefault(key, (tensor, label))
+
+
+class TensorValueCell(Cell):
+    """A Tensor written in place inside a tensor-dependent if/while, carried by the op as state.
+
+    Its value is what later reads of the Tensor in this trace get: the Variable of the
+    last write (the trace's `TensorCell` entry), else the Tensor's own captured input.
+    Storing a value makes it the last write; storing the captured input (or the Tensor)
+    forgets the write, so a branch that writes nothing passes the value through. At
+    the top level, a store is a write like `set_value`'s, stored after each run.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, tensor, label):
+        super().__init__(tensor, None, label)
+
+    def identity(self):
+        return tensor_cell_key(self.obj)
+
+    def get(self):
+        entry = tracing.trace_state(tracing.current_program()).written.get(self.identity())
+        if entry is not None and entry[0].value is not None:
+            return entry[0].value
+        return tracing.lift_tensor(self.obj)
+
+    def set(self, value):
+        program = tracing.current_program()
+        if program is not None and tracing.current_block() is not program.global_block:
+            state = tracing.trace_state(program)
+            _note_write(state, self.identity(), self.obj, self.label)
+        self._store(value)
+
+    def _store(self, value):
+        state = tracing.trace_state(tracing.current_program())
+        key = self.identity()
+        if value is self.obj or value is state.captured.get(id(self.obj)):
+            state.written.pop(key, None)
+        else:
+            state.written[key] = (TensorCell(self.obj, self.label, value), self.obj)
+
+
+@contextmanager
+def collecting_writes():
+    """While a tensor-dependent if/while is traced: the Tensors written in place inside it (see write_tensor)."""
+    program = tracing.current_program()
+    collectors = tracing.trace_state(program).collectors
+    found = {}
+    collectors.append(found)
+    try:
+        yield found
+    finally:
+        del collectors[next(i for i in range(len(collectors) - 1, -1, -1) if collectors[i] is found)]
 
 
 def attr_cell(obj, name, label):

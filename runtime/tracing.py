@@ -37,6 +37,10 @@ class TraceState:
         self.known = {}            # known.py's memo: id(Variable) -> (Variable, value or None)
         self.defs = ({}, {})       # known.py's index of defining ops
         self.written = {}          # cell identity -> (cell, value before): places left holding traced values
+        self.keeps_writes = False  # a caller stores the places written after each run (to_static): item
+                                   # assignment into a captured Tensor is then a write of it (runtime.writes)
+        self.collectors = []       # one dict per tensor-dependent if/while being traced: the Tensors written
+                                   # in place inside it (tensor_cell_key -> (Tensor, label)), see runtime.state
 
 
 def trace_state(program):
@@ -237,8 +241,9 @@ def trace(fn, specs, name=None):
     return recording.program, recording.inputs, recording.result
 
 
-def record(fn, specs, name=None):
-    """`trace`, also handing back the places the trace wrote (a `Recording`)."""
+def record(fn, specs, name=None, keeps_writes=False):
+    """`trace`, also handing back the places the trace wrote (a `Recording`); `keeps_writes`: the caller
+    stores them after each run (so `t[i] = v` on a captured Tensor may be recorded as a write of it)."""
     program = Program(name or getattr(fn, "__name__", "main"))
     block = program.global_block
     inputs = []
@@ -250,6 +255,7 @@ def record(fn, specs, name=None):
     # a Program is a function: whether a call goes on the tape is decided when it runs, so the caller's
     # no_grad does not reach the trace; a `with rt.no_grad():` inside fn marks the ops it records
     with block_guard(block), enable_grad():
+        trace_state(program).keeps_writes = keeps_writes
         result = fn(*inputs)
         finish_outputs(program, result)
         written = trace_state(program).written

@@ -13,6 +13,8 @@ import numpy as np
 from . import ops, tracing
 from .array_methods import _augmented
 from .ir import Variable
+from .ops.dispatch import constant
+from .ops.stop import stop_gradient
 from .state import write_tensor
 from .tensor import Parameter, Tensor
 
@@ -20,16 +22,25 @@ from .tensor import Parameter, Tensor
 def set_value(tensor, value):
     """Write `value` (a Tensor, Variable, array or number broadcastable to tensor's shape, cast to its
     dtype under NumPy's 'same_kind' rule) into `tensor` in place; returns tensor."""
+    return _write(tensor, value)
+
+
+def _write(tensor, value, keep_grad=False):
     block = tracing.current_block()
     if block is None:
         new = _eager_value(tensor, value)
         tensor.data = new
         return tensor
     if not isinstance(value, Variable):
-        value = tracing.lift_tensor(value) if _is_tensor(value) else ops.asarray(_eager_array(value, tensor))
+        value = tracing.lift_tensor(value) if _is_tensor(value) else constant(_eager_array(value, tensor))
     value = _cast(value, tensor.dtype, _label(block.program, tensor))
     if tuple(value.static_shape) != tuple(tensor.shape):
         value = ops.broadcast_to(value, tuple(tensor.shape))
+    if block is not block.program.global_block and not keep_grad:
+        # inside a tensor-dependent if/while, as eagerly: set_value gives the Tensor the new array and no
+        # gradient history, so no later read gets a gradient through the write (an item assignment,
+        # `keep_grad`, is on the eager tape: the gradient flows through it)
+        value = stop_gradient(value)
     write_tensor(tensor, value, _label(block.program, tensor))
     return tensor
 
@@ -87,8 +98,26 @@ def _is_tensor(value):
     return isinstance(value, Tensor)
 
 
+_eager_setitem = Tensor.__setitem__
+
+
+def _setitem(tensor, index, value):
+    """`t[index] = value`: eagerly, in place; in a static function's trace, on a captured Tensor that
+    does not require grad, a write of `rt.setitem(t, index, value)` into it (as `set_value`: stored
+    after each run, carried through a tensor-dependent if/while)."""
+    block = tracing.current_block()
+    if block is not None and tracing.trace_state(block.program).keeps_writes and not tensor.requires_grad:
+        current = tracing.lift_tensor(tensor)
+        if not isinstance(value, (Variable, Tensor)):
+            value = _eager_array(value, tensor) if isinstance(value, (bool, int, float, complex)) else value
+        _write(tensor, ops.setitem(current, index, value), keep_grad=True)
+        return
+    _eager_setitem(tensor, index, value)
+
+
 # Attached here, the layer that owns writing: Tensor sits below the ops these need.
 Tensor.set_value = set_value
+Tensor.__setitem__ = _setitem
 Parameter.__iadd__ = lambda self, other: set_value(self, _augmented("add", self, other))
 Parameter.__isub__ = lambda self, other: set_value(self, _augmented("subtract", self, other))
 Parameter.__imul__ = lambda self, other: set_value(self, _augmented("multiply", self, other))

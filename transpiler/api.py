@@ -490,7 +490,7 @@ class StaticFunction:
                     args, kwargs = pytree.unflatten(treedef, filled)
                     containers.traced_with(args, kwargs)
                     return fn(*args, **kwargs)
-                recording = tracing.record(body, specs, name=self._fn.__name__)
+                recording = tracing.record(body, specs, name=self._fn.__name__, keeps_writes=True)
             program, written = recording.program, recording.written
             writeback.register_writes(written, before)
             outer_names.register(self._fn, outer, written)

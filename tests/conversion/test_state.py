@@ -670,3 +670,288 @@ def test_sub_layer_attributes_set_by_the_parent_are_written_back_each_run():
         for got, want in ((static.first, eager.first), *zip(static.blocks, eager.blocks)):
             assert isinstance(got.state, rt.Tensor)
             _same(got.state, want.state, "sub-layer state")
+
+
+# --- in-place writes to captured tensors inside tensor-dependent if/while (tf.Variable's pattern) ---------------
+
+def _check_in_place(fn, make_state, inputs, input_spec=None):
+    """Eager oracle: the same function on its own fresh state; after every call the static one must return
+    the same value and leave the same values in the captured tensors."""
+    eager_state, static_state = make_state(), make_state()
+    static = to_static(fn(static_state), input_spec=input_spec)
+    eager = fn(eager_state)
+    for x in inputs:
+        x = np.asarray(x)
+        x = x.astype({"i": np.int32, "f": np.float32}[x.dtype.kind]) if x.dtype.itemsize == 8 else x
+        want = eager(rt.tensor(x))
+        got = static(rt.tensor(x))
+        _same(got, want, f"result for {x!r}")
+        _same(static_state, eager_state, f"captured tensors after {x!r}")
+    return static
+
+
+def _counter(dtype=np.int32, shape=()):
+    return lambda: [rt.tensor(np.zeros(shape, dtype))]
+
+
+def test_set_value_in_a_tensor_if_is_carried_through_both_branches():
+    def fn(state):
+        v, = state
+
+        def f(x):
+            if x.sum() > 0:
+                v.set_value(v * 2 + x.sum())
+            return v + 1
+        return f
+    static = _check_in_place(fn, lambda: [rt.tensor(np.float32(1))],
+                             [[1.0, 2.0], [-3.0, 1.0], [2.0, 0.5], [-1.0, -1.0]])
+    assert any(op.type == "cond" for op in static.get_program(_t([1.0, 2.0])).ops())
+
+
+def test_set_value_in_both_branches_and_reads_inside_the_branch_see_the_write():
+    def fn(state):
+        v, w = state
+
+        def f(x):
+            if x.sum() > 0:
+                v.set_value(v + x)
+                y = v * 10            # reads the value just written
+            else:
+                v.set_value(v - 1)
+                w.set_value(w + v)
+                y = w + v
+            return y, v
+        return f
+    _check_in_place(fn, lambda: [rt.tensor(np.zeros(2, np.float32)), rt.tensor(np.ones(2, np.float32))],
+                    [[1.0, 2.0], [-3.0, 1.0], [-1.0, -1.0], [0.5, 0.5]])
+
+
+def test_set_value_in_a_tensor_for_loop_sees_every_previous_iteration():
+    def fn(state):
+        v, = state
+
+        def f(l):
+            for _ in l:
+                v.set_value(v + 1)
+            return v
+        return f
+    for spec in (None, [rt.InputSpec([None], "int32")]):
+        static = _check_in_place(fn, _counter(), [[1, 2], [5], [3, 4, 5, 6]] if spec is None else
+                                 [[1, 2], [5], [3, 4, 5, 6], np.zeros(0, np.int32)], input_spec=spec)
+        if spec is not None:
+            assert any(op.type == "while" for op in static.get_program(_t([1, 2], np.int32)).ops())
+
+
+def test_set_value_in_a_tensor_while_loop_with_zero_one_and_many_iterations():
+    def fn(state):
+        v, total = state
+
+        def f(n):
+            i = 0
+            while i < n:
+                total.set_value(total + v * i)      # reads last iteration's v
+                v.set_value(v + 1)
+                i += 1
+            return i, v * 1
+        return f
+    _check_in_place(fn, lambda: [rt.tensor(np.float32(1)), rt.tensor(np.float32(0))],
+                    [np.int32(0), np.int32(1), np.int32(4), np.int32(2)])
+
+
+def test_set_value_in_an_if_nested_in_a_loop_and_a_loop_nested_in_an_if():
+    def fn(state):
+        evens, odds = state
+
+        def f(x):
+            for item in x:
+                if item % 2 == 0:
+                    evens.set_value(evens + item)
+                else:
+                    odds.set_value(odds + 1)
+            if x.sum() > 3:
+                k = 0
+                while k < x.sum():
+                    evens.set_value(evens * 2)
+                    k += 2
+            return evens + odds
+        return f
+    _check_in_place(fn, lambda: [rt.tensor(np.int32(0)), rt.tensor(np.int32(0))],
+                    [[1, 2, 3], [2], [1], np.zeros(0, np.int32), [4, 4, 1]],
+                    input_spec=[rt.InputSpec([None], "int32")])
+
+
+class _Counts(rt.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", rt.tensor(np.int32(0)))
+        self.total = rt.Parameter(np.zeros(2, np.float32))
+        self.total.requires_grad = False
+
+    def forward(self, x):
+        if x.sum() > 0:
+            self.count.set_value(self.count + 1)
+            self.total += x
+        return x * 2
+
+
+def test_a_buffer_and_a_parameter_without_grad_written_under_a_tensor_if():
+    eager, static = _Counts(), _Counts()
+    run = to_static(static)
+    for x in ([1.0, 2.0], [-1.0, -2.0], [3.0, 0.0], [1.0, 1.0]):
+        _same(run(_t(x)), eager(_t(x)), f"result for {x}")
+        _same(static.count, eager.count, "count")
+        _same(static.total, eager.total, "total")
+    assert int(static.count.numpy()) == 3
+
+
+def test_a_write_in_a_tensor_if_keeps_the_tensor_dtype_and_shape_or_is_a_clear_error():
+    v = rt.tensor(np.zeros(2, np.int32))
+
+    @to_static
+    def weak(x):
+        if x.sum() > 0:
+            v.set_value(v + 1)          # a Python int stays int32; a scalar broadcasts as eagerly
+        else:
+            v.set_value(7)
+        return v * 1
+
+    np.testing.assert_array_equal(weak(_t([1.0, 2.0])).numpy(), [1, 1])
+    np.testing.assert_array_equal(weak(_t([-1.0, -2.0])).numpy(), [7, 7])
+    assert v.dtype == np.int32 and v.shape == (2,)
+
+    @to_static
+    def wrong_dtype(x):
+        if x.sum() > 0:
+            v.set_value(x * 1.5)
+        return x
+
+    with pytest.raises(TypeError, match="same_kind") as info:
+        wrong_dtype(_t([1.0, 2.0]))
+    assert "v.set_value(x * 1.5)" in str(info.value)
+
+    @to_static
+    def wrong_shape(x):
+        i = 0
+        while i < x.sum():
+            v.set_value(rt.ones((3,), "int32"))
+            i += 1
+        return x
+
+    with pytest.raises(ValueError) as info:
+        wrong_shape(_t([1.0, 2.0]))
+    assert 'v.set_value(rt.ones((3,), "int32"))' in str(info.value)
+    np.testing.assert_array_equal(v.numpy(), [7, 7])
+
+
+def test_a_tensor_that_requires_grad_written_in_a_tensor_if_is_still_refused():
+    p = rt.Parameter(np.zeros(2, np.float32))
+
+    @to_static
+    def f(x):
+        if x.sum() > 0:
+            p.set_value(p + x)
+        return x
+
+    with pytest.raises(ControlFlowError, match="requires grad") as info:
+        f(_t([1.0, 2.0]))
+    assert "p.set_value(p + x)" in str(info.value)
+    np.testing.assert_array_equal(p.numpy(), [0, 0])
+
+
+def test_item_writes_into_a_captured_tensor_in_tensor_if_and_loop():
+    def fn(state):
+        u, = state
+
+        def f(x):
+            for r in x:
+                if r > 1:
+                    u[0] = u[0] + r
+                else:
+                    u[1, 1] += 1
+            if x.sum() > 4:
+                u[...] = u * 2
+            return u[0, 0] * 1
+        return f
+    _check_in_place(fn, lambda: [rt.tensor(np.zeros((2, 3), np.int32))],
+                    [[1, 2, 3], np.zeros(0, np.int32), [0], [5], [2, 2]],
+                    input_spec=[rt.InputSpec([None], "int32")])
+
+
+class _Accumulates(rt.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("running", rt.tensor(np.float32(0)))
+        self.register_buffer("hist", rt.tensor(np.zeros(3, np.float32)))
+        self.total = rt.Parameter(np.zeros(2, np.float32))
+        self.total.requires_grad = False
+
+    def forward(self, x):
+        i = 0
+        while i < x.shape[0]:
+            if x[i] > 0:
+                self.running = self.running + x[i]       # a buffer assignment writes in place
+                self.hist[0] += 1
+            else:
+                self.running = self.running * 0.5
+                self.hist[2] = self.hist[2] + 1
+            self.total += x[i]
+            i += 1
+        return self.running * 1
+
+
+def test_buffers_and_a_parameter_without_grad_written_in_a_tensor_loop_of_a_layer():
+    eager, static = _Accumulates(), _Accumulates()
+    run = to_static(static, input_spec=[rt.InputSpec([None])])
+    for x in ([1.0, 2.0], [], [-1.0, 3.0], [4.0], [-2.0, -2.0, 1.0]):
+        _same(run(_t(x)), eager(_t(x)), f"result for {x}")
+        for name in ("running", "hist", "total"):
+            _same(getattr(static, name), getattr(eager, name), name)
+
+
+def test_a_write_in_a_function_called_from_a_tensor_loop_body_is_carried():
+    def fn(state):
+        v, = state
+
+        def bump(k):
+            v.set_value(v + k)
+
+        def f(x):
+            i = 0
+            while i < x.sum():
+                if i % 2 == 0:
+                    bump(i)
+                i += 1
+            return v * 1
+        return f
+    _check_in_place(fn, lambda: [rt.tensor(np.float32(1))], [[1.0], [0.0], [5.0], [2.5]])
+
+
+def test_gradients_through_tensors_written_in_a_tensor_if_match_eager():
+    """set_value is not on the eager tape (the Tensor takes the array only): no gradient flows through
+    it; an item assignment is (the Tensor follows the setitem's record): the gradient flows through it."""
+    def make():
+        return [rt.tensor(np.float32(1)), rt.tensor(np.zeros(2, np.float32))]
+
+    def fn(state):
+        total, u = state
+
+        def f(x):
+            if x.sum() > 0:
+                total.set_value(total + (x * x).sum())
+                u[0] = (x * x).sum()
+            return (x * 3 * total).sum() + (u * x).sum()
+        return f
+
+    eager_state, static_state = make(), make()
+    eager, static = fn(eager_state), to_static(fn(static_state))
+    for value in ([1.0, 2.0], [-1.0, -2.0], [0.5, 1.0]):
+        grads = []
+        for run in (eager, static):
+            x = _t(value)
+            x.requires_grad = True
+            y = run(x)
+            y.backward()
+            grads.append((y.numpy(), x.grad.numpy()))
+        np.testing.assert_allclose(grads[1][0], grads[0][0], rtol=1e-6)
+        np.testing.assert_allclose(grads[1][1], grads[0][1], rtol=1e-6)
+        _same(static_state, eager_state, f"captured tensors after {value!r}")
