@@ -47,8 +47,16 @@ class ArrayMethods:
         return _ns.stop_gradient(self)
 
     # arithmetic -----------------------------------------------------------
-    def __add__(self, other): return _ns.add(self, other)
-    def __radd__(self, other): return _ns.add(other, self)
+    def __add__(self, other):
+        if getattr(self, "kind", None) == "array" and type(other) is list:
+            return _ns.array_join(self, other)     # `xs + [v]` on a tensor array: a new one, as for a list
+        return _ns.add(self, other)
+
+    def __radd__(self, other):
+        if getattr(self, "kind", None) == "array" and type(other) is list:
+            return _ns.array_join(other, self)
+        return _ns.add(other, self)
+
     def __sub__(self, other): return _ns.subtract(self, other)
     def __rsub__(self, other): return _ns.subtract(other, self)
     def __mul__(self, other): return _ns.multiply(self, other)

@@ -140,6 +140,23 @@ def array_insert(arr, index, value):
     return apply(_insert, (arr, index, value), {})
 
 
+def array_join(left, right):
+    """`left + right` where one is a tensor array and the other a Python list: a new tensor array holding
+    the items of both in order, as Python's list concatenation gives a new list (neither is changed).
+
+    The list's items follow the rule of `array_append` (Python numbers and weak values adopt the array's
+    dtype). Built from a copy of the array (`array_slice`) and appends or inserts at the front."""
+    if isinstance(left, Variable) and left.kind == "array":
+        out = array_slice(left)
+        for value in right:
+            out = array_append(out, value)
+        return out
+    out = array_slice(right)
+    for value in reversed(left):
+        out = array_insert(out, 0, value)
+    return out
+
+
 def array_length(arr):
     return apply(_length, (arr,), {})
 
