@@ -48,7 +48,8 @@ class ArrayMethods:
 
     # arithmetic -----------------------------------------------------------
     def __add__(self, other):
-        if getattr(self, "kind", None) == "array" and type(other) is list:
+        if getattr(self, "kind", None) == "array" and (type(other) is list or
+                                                       getattr(other, "kind", None) == "array"):
             return _ns.array_join(self, other)     # `xs + [v]` on a tensor array: a new one, as for a list
         return _ns.add(self, other)
 
@@ -93,10 +94,9 @@ class ArrayMethods:
 
     # augmented assignment: NumPy's in-place dtype and shape rules; the name is rebound, never written
     def __iadd__(self, other):
-        if getattr(self, "kind", None) == "array" and isinstance(other, (list, tuple)):
-            for value in other:             # `xs += [v]` on a tensor array: Python's in-place extend
-                self = _ns.array_append(self, value)
-            return self
+        if getattr(self, "kind", None) == "array" and (isinstance(other, (list, tuple)) or
+                                                       getattr(other, "kind", None) == "array"):
+            return _ns.array_extend(self, other)     # `xs += [v]` on a tensor array: Python's in-place extend
         return _augmented("add", self, other)
 
     def __isub__(self, other): return _augmented("subtract", self, other)
