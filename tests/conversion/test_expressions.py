@@ -81,3 +81,16 @@ class _PythonSum:
 
     def sum(self):
         return self.value * 2
+
+
+def test_walrus_in_a_later_operand_where_no_statement_can_hold_it_keeps_pythons_and_or():
+    """In a comprehension or a call's argument the and/or/ternary stays Python's: the name is bound as in
+    Python for Python operands (it was a NameError: the operand was a lambda)."""
+    def fn(x, xs):
+        ys = [v for v in xs if v > 0 and (u := v * 2) > 1]
+        return ys, u, x + abs((t := 3) if xs else (s := 4)), abs(xs[0] > 0 and (r := -2)) + r
+    x = np.float32([1.0, 2.0])
+    want = fn(x, [1.0, 2.0])
+    got = to_static(fn)(rt.tensor(x), [1.0, 2.0])
+    assert got[0] == want[0] and got[1] == want[1] and got[3] == want[3]
+    np.testing.assert_allclose(got[2].numpy(), want[2])
