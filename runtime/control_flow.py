@@ -291,8 +291,9 @@ def _fill(value, like, block, fill_only=True):
         if (value.fill or not fill_only) and not isinstance(like, Undefined):
             with tracing.block_guard(block):
                 return _placeholder_tree(like, None if value.fill else value)
-        if not fill_only and isinstance(like, Undefined) and like is not value and like.bound is not None:
-            # a loop body that binds the name only under a tensor `if`
+        if not fill_only and isinstance(like, Undefined) and like is not value and like.bound is not None \
+                and value.bound is None:
+            # a loop body that binds the name only under a tensor `if` (and no path before the loop binds it)
             with tracing.block_guard(block):
                 return _undefined_like(like.bound, value)
         return value

@@ -210,6 +210,22 @@ def test_name_bound_under_tensor_if_in_tensor_loop_is_read_after_the_loop(fn):
     assert static.cache_size == 1
 
 
+def test_name_bound_under_tensor_ifs_before_and_in_a_loop_stays_an_error_for_every_input():
+    """Bound on some paths before the loop too: the loop cannot say on which, so (as after one tensor if)
+    reading it is UnboundLocalError for every input, never a value on some paths and an error on others."""
+    def f(x, n, c):
+        if c.sum() > 0:
+            y = x[0]
+        for i in range(n):
+            if x[i] > 2:
+                y = x[i] * 2
+        return y
+    x = rt.tensor(np.array([1.0, 3.0, 5.0], np.float32))
+    for n in (0, 3):
+        with pytest.raises(UnboundLocalError, match="'y'.*no value on every path"):
+            to_static(f)(x, rt.tensor(np.int64(n)), rt.tensor(np.ones(1, np.float32)))
+
+
 def test_match_statement_is_printed_with_ast_unparse():
     """astor 0.8.1 has no printer for `match`: the converted source falls back to ast.unparse."""
     def f(x, mode):
