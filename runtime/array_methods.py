@@ -47,8 +47,17 @@ class ArrayMethods:
         return _ns.stop_gradient(self)
 
     # arithmetic -----------------------------------------------------------
-    def __add__(self, other): return _ns.add(self, other)
-    def __radd__(self, other): return _ns.add(other, self)
+    def __add__(self, other):
+        if getattr(self, "kind", None) == "array" and (type(other) is list or
+                                                       getattr(other, "kind", None) == "array"):
+            return _ns.array_join(self, other)     # `xs + [v]` on a tensor array: a new one, as for a list
+        return _ns.add(self, other)
+
+    def __radd__(self, other):
+        if getattr(self, "kind", None) == "array" and type(other) is list:
+            return _ns.array_join(other, self)
+        return _ns.add(other, self)
+
     def __sub__(self, other): return _ns.subtract(self, other)
     def __rsub__(self, other): return _ns.subtract(other, self)
     def __mul__(self, other): return _ns.multiply(self, other)
@@ -85,10 +94,9 @@ class ArrayMethods:
 
     # augmented assignment: NumPy's in-place dtype and shape rules; the name is rebound, never written
     def __iadd__(self, other):
-        if getattr(self, "kind", None) == "array" and isinstance(other, (list, tuple)):
-            for value in other:             # `xs += [v]` on a tensor array: Python's in-place extend
-                self = _ns.array_append(self, value)
-            return self
+        if getattr(self, "kind", None) == "array" and (isinstance(other, (list, tuple)) or
+                                                       getattr(other, "kind", None) == "array"):
+            return _ns.array_extend(self, other)     # `xs += [v]` on a tensor array: Python's in-place extend
         return _augmented("add", self, other)
 
     def __isub__(self, other): return _augmented("subtract", self, other)

@@ -231,7 +231,7 @@ def _cond(pred, true_fn, false_fn, operands, names):
     out_leaves, t_res, f_res, outs = [], [], [], []
     for name, a, b in zip(leaf_names, t_leaves, f_leaves):
         if isinstance(a, Undefined) or isinstance(b, Undefined):
-            out_leaves.append(a if isinstance(a, Undefined) else b)
+            out_leaves.append(_one_sided(a, b))
             continue
         if not _tensorish(a) and not _tensorish(b) and _same_python_value(a, b) or \
                 a is b and isinstance(a, Tensor):     # one Tensor object (`self.p += x` on a Parameter)
@@ -259,6 +259,21 @@ def _cond(pred, true_fn, false_fn, operands, names):
                     {"true_block": tb.idx, "false_block": fb.idx}, origin=tracing.user_origin(),
                     no_grad=not GRAD_MODE.enabled)
     return pytree.unflatten(t_def, out_leaves)
+
+
+def _one_sided(a, b):
+    """The value after a tensor `if` of a name that one branch (or neither) leaves undefined.
+
+    Reading it after the `if` is an error for every input; it keeps the value of the
+    branch that binds it (`bound`) so that a tensor loop whose body binds the name
+    only under such an `if` can carry it, undefined for the Program's other paths.
+    """
+    undefined, other = (a, b) if isinstance(a, Undefined) else (b, a)
+    if isinstance(other, Undefined):
+        return a if a.bound is not None or b.bound is None else b
+    if undefined.fill or not (_tensorish(other) or _is_scalar(other)) or undefined.bound is other:
+        return undefined
+    return Undefined(undefined.name, undefined.origin, bound=other)
 
 
 def _cond_with_cells(pred, true_fn, false_fn, operands, names, cells):
@@ -332,6 +347,11 @@ def _fill(value, like, block, fill_only=True):
         if (value.fill or not fill_only) and not isinstance(like, Undefined):
             with tracing.block_guard(block):
                 return _placeholder_tree(like, None if value.fill else value)
+        if not fill_only and isinstance(like, Undefined) and like is not value and like.bound is not None \
+                and value.bound is None:
+            # a loop body that binds the name only under a tensor `if` (and no path before the loop binds it)
+            with tracing.block_guard(block):
+                return _undefined_like(like.bound, value)
         return value
     if isinstance(value, (tuple, list)) and isinstance(like, (tuple, list)) and len(value) == len(like):
         items = [_fill(v, w, block, fill_only) for v, w in zip(value, like)]
@@ -339,6 +359,18 @@ def _fill(value, like, block, fill_only=True):
     if type(value) is dict and type(like) is dict and list(value) == list(like):
         return {k: _fill(value[k], like[k], block, fill_only) for k in value}
     return value
+
+
+def _undefined_like(bound, undefined):
+    """An `undefined` op shaped like `bound`, a tensor or number that a branch binds the name to."""
+    if isinstance(bound, Variable):
+        return _placeholder_tree(bound, undefined)
+    if isinstance(bound, Tensor):
+        return undefined_value(undefined.name, bound.shape, bound.dtype, undefined.origin)
+    weak = _is_number(bound)
+    var = undefined_value(undefined.name, (), weak_dtype(bound) if weak else bound.dtype, undefined.origin)
+    var.weak = weak
+    return var
 
 
 def _placeholder_tree(like, undefined=None):

@@ -10,12 +10,15 @@ class Undefined:
     left undefined, and (through the frame) the line that read it.
     """
 
-    __slots__ = ("name", "origin", "fill")
+    __slots__ = ("name", "origin", "fill", "bound")
 
-    def __init__(self, name, origin=None, fill=False):
+    def __init__(self, name, origin=None, fill=False, bound=None):
         self.name = name
         self.origin = origin
         self.fill = fill     # may be replaced by a zeros placeholder (values whose reads are guarded)
+        # the value the name has on the paths that do bind it (a tensor `if` that binds it in one branch):
+        # a tensor loop whose body leaves the name so carries it with an `undefined` op for the other paths
+        self.bound = bound
 
     def __repr__(self):
         return f"Undefined({self.name!r})"

@@ -1161,9 +1161,7 @@ def convert_insert(container, index, value):
 
 def convert_extend(container, values):
     if _is_array(container):
-        for value in values:
-            container = rt.array_append(container, value)
-        return container
+        return rt.array_extend(container, values)
     container.extend(values)
     return container
 

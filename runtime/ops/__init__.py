@@ -28,8 +28,8 @@ from .elementwise import imag, real
 from .manipulation import (broadcast_to, concat, dim, expand_dims, flip, permute_dims, reshape, shape,
                            squeeze, stack)
 from .indexing import getitem, setitem
-from .tensor_array import (array_append, array_from_list, array_concat, array_insert, array_length, array_new,
-                           array_pop, array_read, array_slice, array_stack)
+from .tensor_array import (array_append, array_from_list, array_concat, array_extend, array_insert, array_join,
+                           array_length, array_new, array_pop, array_read, array_slice, array_stack)
 from .control import assert_, print_, raise_, undefined_value
 
 globals().update(elementwise.UNARY_FUNCTIONS)

@@ -158,7 +158,7 @@ def raise_(exception, message=None, *values):
 
 
 class UndefinedValue:
-    """The run-time value of a name that a loop which ran zero times never bound.
+    """The run-time value of a name that a loop never bound (it ran zero times, or not down that path).
 
     Passing it along (loop state, branch results) is fine; computing with it
     raises UnboundLocalError naming the variable, as Python would at the read.
@@ -172,7 +172,7 @@ class UndefinedValue:
     def error(self):
         where = f" (assigned only inside the loop at {self.origin})" if self.origin else ""
         return UnboundLocalError(f"local variable '{self.name}' is referenced before assignment: the loop "
-                                 f"that assigns it ran zero times{where}")
+                                 f"that assigns it ran zero times or never reached the assignment{where}")
 
     def _raise(self, *args, **kwargs):
         raise self.error()

@@ -140,6 +140,36 @@ def array_insert(arr, index, value):
     return apply(_insert, (arr, index, value), {})
 
 
+def _is_array(value):
+    return isinstance(value, Variable) and value.kind == "array"
+
+
+def array_join(left, right):
+    """`left + right` where one is a tensor array and the other a Python list: a new tensor array holding
+    the items of both in order, as Python's list concatenation gives a new list (neither is changed).
+
+    The list's items follow the rule of `array_append` (Python numbers and weak values adopt the array's
+    dtype). Built from a copy of the array (`array_slice`) and appends or inserts at the front."""
+    if _is_array(left):
+        return array_extend(array_slice(left), right)
+    out = array_slice(right)
+    for value in reversed(left):
+        out = array_insert(out, 0, value)
+    return out
+
+
+def array_extend(arr, values):
+    """`arr.extend(values)` (`arr += values`) in place, values a Python list or tuple; each item follows the rule
+    of `array_append`. Another tensor array's items are not known while tracing: a TypeError says so."""
+    if _is_array(values):
+        raise TypeError("extending a list grown in a tensor-dependent loop by another such list (xs + ys, "
+                        "xs += ys, xs.extend(ys)) is not supported: append ys's items in the loop that grows "
+                        "it, or stack both (rt.concat([rt.stack(xs), rt.stack(ys)]))")
+    for value in values:
+        arr = array_append(arr, value)
+    return arr
+
+
 def array_length(arr):
     return apply(_length, (arr,), {})
 

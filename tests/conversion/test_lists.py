@@ -162,3 +162,50 @@ def test_a_list_extended_with_plus_equals_in_a_tensor_loop():
     x = np.float32([1.0, 2.0])
     want = numpy_twin(fn, "rt")(x.copy(), 3)
     np.testing.assert_array_equal(to_static(fn)(rt.tensor(x), rt.tensor(3)).numpy(), want)
+
+
+def test_plus_of_a_tensor_array_and_a_list_is_a_new_array_as_list_concatenation():
+    """`xs + [v]` and `[v] + xs` on a list grown in a tensor loop: a new list; the old one (an alias) unchanged."""
+    def fn(x, n):
+        items = []
+        i = 0
+        while i < n:
+            items.append(x * i)
+            i += 1
+        alias = items
+        items = items + [x + 10, x + 20]
+        front = [x - 1] + alias + []
+        grown = []
+        i = 0
+        while i < n:
+            grown = grown + [x + i]
+            i += 1
+        return rt.stack(items), rt.stack(alias), rt.stack(front), rt.stack([x] + grown), len(items)
+    x = np.float32([1.0, 2.0])
+    static = to_static(fn)
+    for n in (1, 3):
+        want = numpy_twin(fn, "rt")(x.copy(), n)
+        got = static(rt.tensor(x), rt.tensor(n))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g.numpy()), w)
+
+
+@pytest.mark.parametrize("how", ["plus", "plus_equals", "extend"])
+def test_joining_two_lists_grown_in_tensor_loops_is_a_clear_type_error(how):
+    """Not an elementwise add of the two (what `xs + ys` traced to before): a TypeError at the user's line."""
+    def fn(x, n):
+        xs, ys = [], []
+        i = 0
+        while i < n:
+            xs.append(x * i)
+            ys.append(x + i)
+            i += 1
+        if how == "plus":
+            xs = xs + ys
+        elif how == "plus_equals":
+            xs += ys
+        else:
+            xs.extend(ys)
+        return rt.stack(xs)
+    with pytest.raises(TypeError, match="not supported"):
+        to_static(fn)(rt.tensor(np.float32([1.0, 2.0])), rt.tensor(3))

@@ -1,5 +1,6 @@
 """Precise points of DESIGN §3: dynamic shapes, liveness-chosen loop state, weak counters, iteration order."""
 import numpy as np
+import pytest
 
 import runtime as rt
 from transpiler import InputSpec, to_source, to_static
@@ -155,6 +156,74 @@ def test_name_first_bound_in_loop_checked_at_run_time():
     with pytest.raises(UnboundLocalError, match="'last'.*ran zero times"):
         static(rt.tensor(np.full(2, 20.0, np.float32)))
     assert static.cache_size == 1
+
+
+def _eager_or_error(fn, *args):
+    try:
+        return fn(*args)
+    except UnboundLocalError:
+        return UnboundLocalError
+
+
+def _break_under_if(x, n):
+    for i in range(n):
+        if x[i] > 2:
+            y = x[i] * 2
+            break
+    else:
+        y = x[0]
+    return y
+
+
+def _bound_under_if_in_loop(x, n):       # Paddle's for_loop_dyfunc2 shape: read after the loop
+    for i in range(n):
+        if x[i] > 2:
+            z = x[i] + 1
+        if i > 1:
+            s = 7
+    return z * s
+
+
+def _bound_in_one_branch_of_while(x, n):
+    i = 0
+    while i < n:
+        if x[i] > 2:
+            s = x[i] + 1
+        else:
+            t = x[i]
+        i += 1
+    return s
+
+
+@pytest.mark.parametrize("fn", [_break_under_if, _bound_under_if_in_loop, _bound_in_one_branch_of_while])
+def test_name_bound_under_tensor_if_in_tensor_loop_is_read_after_the_loop(fn):
+    """Python gives the value whenever the path that binds it ran, and UnboundLocalError otherwise."""
+    x = np.array([1.0, 3.0, 5.0, 0.5], np.float32)
+    static = to_static(fn)
+    for n in range(5):
+        expected = _eager_or_error(fn, x, n)
+        if expected is UnboundLocalError:
+            with pytest.raises(UnboundLocalError, match="referenced before assignment"):
+                static(rt.tensor(x), rt.tensor(np.int64(n)))
+        else:
+            np.testing.assert_allclose(static(rt.tensor(x), rt.tensor(np.int64(n))).numpy(), expected)
+    assert static.cache_size == 1
+
+
+def test_name_bound_under_tensor_ifs_before_and_in_a_loop_stays_an_error_for_every_input():
+    """Bound on some paths before the loop too: the loop cannot say on which, so (as after one tensor if)
+    reading it is UnboundLocalError for every input, never a value on some paths and an error on others."""
+    def f(x, n, c):
+        if c.sum() > 0:
+            y = x[0]
+        for i in range(n):
+            if x[i] > 2:
+                y = x[i] * 2
+        return y
+    x = rt.tensor(np.array([1.0, 3.0, 5.0], np.float32))
+    for n in (0, 3):
+        with pytest.raises(UnboundLocalError, match="'y'.*no value on every path"):
+            to_static(f)(x, rt.tensor(np.int64(n)), rt.tensor(np.ones(1, np.float32)))
 
 
 def test_match_statement_is_printed_with_ast_unparse():

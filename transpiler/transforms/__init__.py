@@ -3,6 +3,7 @@
 1. Fence           reject unsupported syntax (yield, async, rebinding globals in bodies)
    Declarations    `global`/`nonlocal` anywhere in the function → hoisted to its top
    FinallyJumps    a `finally` that returns/breaks holds the exception in flight, raised only if it did not
+   WalrusOperands  an and/or/ternary whose later operand binds a name (`:=`) → ifs, so the name is the function's
 2. Returns         `if c: return a` + `return b` → `return a if c else b`; other early returns → one return at the end
 3. Jumps           break/continue → flags and guards; loop `else` → `if not __break_n`
 4. InPlaceUpdates  xs.append(v) / x[i] = v → rebinding, so analysis sees the write
@@ -29,8 +30,10 @@ from .jumps import Jumps
 from .lists import InPlaceUpdates
 from .raises import Raises
 from .returns import Returns
+from .walrus import WalrusOperands
 
-BEFORE_ANALYSIS = (Fence, Declarations, FinallyJumps, Returns, Jumps, InPlaceUpdates)
+# WalrusOperands runs twice: before Returns sees the user's ifs, and after Jumps for the loop tests it moves
+BEFORE_ANALYSIS = (Fence, Declarations, FinallyJumps, WalrusOperands, Returns, Jumps, WalrusOperands, InPlaceUpdates)
 AFTER_ANALYSIS = (ControlFlow, Raises, Expressions, Calls)
 
 

@@ -18,10 +18,14 @@ such as `not __break_0 and x > 0`) is used only for its truth, so it becomes
 `_jst.convert_test_and/or`, whose operands may differ in rank and dtype. In value
 position (`y = a and b`) Python's operand semantics hold: the result is one of
 the operands, and `name='y'` lets an error about operands that cannot merge name y.
+
+A later operand (or branch) that binds a name with a walrus stays as written: WalrusOperands made
+statements of those whose statement evaluates them first; a thunk would bind the name in a lambda.
 """
 import gast
 
 from ..analysis import Anno, getanno, setanno
+from ..analysis.scope import own_scope
 from .base import Transformer, is_jst_call, jst, load, located, store
 
 
@@ -76,9 +80,18 @@ def _call(op, args, origin):
     return located(gast.Call(func=jst(op), args=args, keywords=[]), origin)
 
 
+def _binds_in(operands):
+    """Whether a later operand binds a name with a walrus (not inside a lambda of its own). WalrusOperands
+    made statements of those it could; one left (in a comprehension, a call's argument) stays Python's
+    and/or/ternary, so the name is bound where Python binds it (a tensor operand is then a clear error)."""
+    return any(isinstance(n, gast.NamedExpr) for n in own_scope(operands, stop=(gast.Lambda,)))
+
+
 class Expressions(Transformer):
     def visit_BoolOp(self, node):
         self.generic_visit(node)
+        if _binds_in(node.values[1:]):
+            return node
         op = "convert_logical_and" if isinstance(node.op, gast.And) else "convert_logical_or"
         if getanno(node, Anno.TRUTH_ONLY, False):
             op = "convert_test_and" if isinstance(node.op, gast.And) else "convert_test_or"
@@ -133,6 +146,8 @@ class Expressions(Transformer):
     def visit_IfExp(self, node):
         mark_truth_only(node.test)
         self.generic_visit(node)
+        if _binds_in([node.body, node.orelse]):
+            return node
         call = _call("convert_ifexp", [node.test, _thunk(node.body), _thunk(node.orelse)], node)
         if getanno(node, Anno.RETURNED, False):     # a folded `if c: return a`: errors speak of the return value
             _name_result(call, "__return_value")
