@@ -47,17 +47,8 @@ class ArrayMethods:
         return _ns.stop_gradient(self)
 
     # arithmetic -----------------------------------------------------------
-    def __add__(self, other):
-        if getattr(self, "kind", None) == "array" and (type(other) is list or
-                                                       getattr(other, "kind", None) == "array"):
-            return _ns.array_join(self, other)     # `xs + [v]` on a tensor array: a new one, as for a list
-        return _ns.add(self, other)
-
-    def __radd__(self, other):
-        if getattr(self, "kind", None) == "array" and type(other) is list:
-            return _ns.array_join(other, self)
-        return _ns.add(other, self)
-
+    def __add__(self, other): return _ns.add(self, other)
+    def __radd__(self, other): return _ns.add(other, self)
     def __sub__(self, other): return _ns.subtract(self, other)
     def __rsub__(self, other): return _ns.subtract(other, self)
     def __mul__(self, other): return _ns.multiply(self, other)
@@ -68,12 +59,7 @@ class ArrayMethods:
     def __rfloordiv__(self, other): return _ns.floor_divide(other, self)
     def __mod__(self, other): return _ns.remainder(self, other)
     def __rmod__(self, other): return _ns.remainder(other, self)
-    def __pow__(self, other):
-        if type(other) is int and other < 0 and getattr(self, "weak", False) and self.dtype.kind in "iub":
-            self = _ns.astype(self, "float64")      # a Python int to a negative power is a float (NumPy: error)
-            self.weak = True
-        return _ns.pow(self, other)
-
+    def __pow__(self, other): return _ns.pow(self, other)
     def __rpow__(self, other): return _ns.pow(other, self)
     def __matmul__(self, other): return _ns.matmul(self, other)
     def __rmatmul__(self, other): return _ns.matmul(other, self)
@@ -93,12 +79,7 @@ class ArrayMethods:
     def __rrshift__(self, other): return _ns.bitwise_right_shift(other, self)
 
     # augmented assignment: NumPy's in-place dtype and shape rules; the name is rebound, never written
-    def __iadd__(self, other):
-        if getattr(self, "kind", None) == "array" and (isinstance(other, (list, tuple)) or
-                                                       getattr(other, "kind", None) == "array"):
-            return _ns.array_extend(self, other)     # `xs += [v]` on a tensor array: Python's in-place extend
-        return _augmented("add", self, other)
-
+    def __iadd__(self, other): return _augmented("add", self, other)
     def __isub__(self, other): return _augmented("subtract", self, other)
     def __imul__(self, other): return _augmented("multiply", self, other)
     def __itruediv__(self, other): return _augmented("divide", self, other)

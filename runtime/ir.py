@@ -167,9 +167,32 @@ class Variable(ArrayMethods):
 
     __index__ = __int__ = __float__ = __complex__ = _no_python_number
 
+    # what only a traced value can be (an eager Tensor never is): a tensor array, a weak Python int
+    def __add__(self, other):
+        if self.kind == "array" and (type(other) is list or getattr(other, "kind", None) == "array"):
+            return array_methods.namespace().array_join(self, other)   # `xs + [v]`: a new array, as for a list
+        return ArrayMethods.__add__(self, other)
+
+    def __radd__(self, other):
+        if self.kind == "array" and type(other) is list:
+            return array_methods.namespace().array_join(other, self)
+        return ArrayMethods.__radd__(self, other)
+
+    def __iadd__(self, other):
+        if self.kind == "array" and (isinstance(other, (list, tuple)) or getattr(other, "kind", None) == "array"):
+            return array_methods.namespace().array_extend(self, other)   # `xs += [v]`: Python's in-place extend
+        return ArrayMethods.__iadd__(self, other)
+
+    def __pow__(self, other):
+        if type(other) is int and other < 0 and self.weak and self.dtype.kind in "iub":
+            ns = array_methods.namespace()
+            self = ns.astype(self, "float64")      # a Python int to a negative power is a float (NumPy: error)
+            self.weak = True
+        return ArrayMethods.__pow__(self, other)
+
 
 for _name in array_methods.OPERATORS:     # a weak Variable's operators compute what Python's do
-    setattr(Variable, _name, array_methods.python_operator(getattr(ArrayMethods, _name)))
+    setattr(Variable, _name, array_methods.python_operator(getattr(Variable, _name)))
 
 
 class Operator:
