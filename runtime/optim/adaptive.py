@@ -11,17 +11,13 @@ from .optimizer import Optimizer, eager_zeros, step_counter
 
 
 class Adagrad(Optimizer):
+    NON_NEGATIVE = ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps")
+
     def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0, eps=1e-10,
                  *, maximize=False):
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value, eps=eps,
                                       maximize=maximize))
-
-    def _check(self, group):
-        super()._check(group)
-        for key in ("lr_decay", "weight_decay", "initial_accumulator_value", "eps"):
-            if group[key] < 0:
-                raise ValueError(f"Adagrad: invalid {key} {group[key]!r} (must be >= 0)")
 
     def _new_state(self, p, group):
         total = eager_zeros(p)
@@ -43,16 +39,12 @@ class Adagrad(Optimizer):
 
 
 class RMSprop(Optimizer):
+    NON_NEGATIVE = ("lr", "alpha", "eps", "weight_decay", "momentum")
+
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False, *,
                  maximize=False):
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                                       centered=centered, maximize=maximize))
-
-    def _check(self, group):
-        super()._check(group)
-        for key in ("alpha", "eps", "weight_decay", "momentum"):
-            if group[key] < 0:
-                raise ValueError(f"RMSprop: invalid {key} {group[key]!r} (must be >= 0)")
 
     def _new_state(self, p, group):
         state = {"step": step_counter(p), "square_avg": eager_zeros(p)}

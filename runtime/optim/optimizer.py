@@ -96,10 +96,13 @@ class Optimizer:
         for p in params:
             self.state[p] = self._new_state(p, values)
 
+    NON_NEGATIVE = ("lr",)     # hyperparameters that may not be negative (each optimizer lists its own)
+
     def _check(self, group):
-        """Raise ValueError for a hyperparameter out of its range (subclasses add their own)."""
-        if group["lr"] < 0:
-            raise ValueError(f"{type(self).__name__}: invalid lr {group['lr']!r} (must be >= 0)")
+        """Raise ValueError for a hyperparameter out of its range (subclasses add their own checks)."""
+        for key in self.NON_NEGATIVE:
+            if group[key] < 0:
+                raise ValueError(f"{type(self).__name__}: invalid {key} {group[key]!r} (must be >= 0)")
 
     def _new_state(self, p, group):
         raise NotImplementedError

@@ -10,6 +10,8 @@ from .optimizer import Optimizer, eager_zeros, step_counter
 
 
 class SGD(Optimizer):
+    NON_NEGATIVE = ("lr", "momentum", "weight_decay")
+
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
                  maximize=False):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
@@ -17,9 +19,6 @@ class SGD(Optimizer):
 
     def _check(self, group):
         super()._check(group)
-        for key in ("momentum", "weight_decay"):
-            if group[key] < 0:
-                raise ValueError(f"SGD: invalid {key} {group[key]!r} (must be >= 0)")
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError("SGD: Nesterov momentum requires a momentum and zero dampening")
 
