@@ -12,10 +12,13 @@ larger than 16x the .npz file's size + 64 MiB unless `max_bytes=` allows more:
 any problem is a `ProgramFormatError` (a ValueError) naming the file; a
 missing file is a FileNotFoundError. `max_iterations=` bounds `while` loops.
 """
+import contextlib
 import hashlib
 import io
 import json
 import os
+import secrets
+import threading
 
 import numpy as np
 
@@ -55,13 +58,22 @@ def save_program(program, path):
     data = program_to_dict(program)
     # what is saved must load: check it with the reader that will read it
     program_from_dict(data, source=f"Program '{program.name}' (not saved)")
-    # parameters first, then the Program naming their digest: a save interrupted between the two
-    # leaves a Program whose digest the parameters file does not match, which load refuses
-    _atomic_write(npz_path, lambda f: write_params(f, arrays))
-    data["params_sha256"] = _sha256(npz_path)
-    text = json.dumps(data, indent=1)
-    _atomic_write(json_path, lambda f: f.write(text.encode("utf-8")))
+    with _save_lock(json_path):
+        # parameters first, then the Program naming their digest (of the bytes written, not of what the
+        # path holds by then): a save interrupted between the two leaves a Program whose digest the
+        # parameters file does not match, which load refuses
+        data["params_sha256"] = _atomic_write(npz_path, lambda f: write_params(f, arrays))
+        text = json.dumps(data, indent=1)
+        _atomic_write(json_path, lambda f: f.write(text.encode("utf-8")))
     return json_path, npz_path
+
+
+# saves to one path in one process take turns (the two files are one save); striped, so bounded
+_SAVE_LOCKS = [threading.Lock() for _ in range(64)]
+
+
+def _save_lock(json_path):
+    return _SAVE_LOCKS[hash(os.path.realpath(json_path)) % len(_SAVE_LOCKS)]
 
 
 def _sha256(path):
@@ -91,16 +103,32 @@ def parameter_arrays(program):
 
 
 def _atomic_write(path, write):
-    """Write through a temporary file in the same folder, then rename: no half-written files."""
-    tmp = f"{path}.{os.getpid()}.tmp"
+    """Write through a new temporary file in the same folder, then rename: no half-written files, and
+    writers (threads or processes) never share a temporary. Returns the SHA-256 of the bytes written."""
+    path = os.fspath(path)
+    folder, name = os.path.split(path)
+    while True:
+        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(8)}.tmp")
+        try:        # O_EXCL: a name another writer holds is never reused; the umask applies, as to open()
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+            break
+        except FileExistsError:
+            continue
     try:
-        with open(tmp, "wb") as f:
+        with open(fd, "w+b") as f:
             write(f)
+            f.flush()
+            os.fsync(f.fileno())
+            f.seek(0)
+            digest = hashlib.sha256()
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    return digest.hexdigest()
 
 
 def load_program(path, device="cpu", max_bytes=None, max_iterations=None):

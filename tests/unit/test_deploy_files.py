@@ -1,0 +1,57 @@
+"""What `save` writes: whole files under concurrent saves, digests over everything a pickle carries,
+and no trace of the author's machine (absolute source paths) in the Program."""
+import json
+import os
+import pickle
+import threading
+
+import numpy as np
+import pytest
+
+import runtime as rt
+import transpiler
+from runtime.deploy import load_program, program_from_payload, program_payload, save_program
+from runtime.serialization import ProgramFormatError
+from transpiler import InputSpec, to_static
+
+
+def _program(scale):
+    w = rt.tensor(np.full((3,), scale, np.float32))
+    static = to_static(lambda x: x * w, input_spec=[InputSpec([3], "float32", "x")])
+    program = static.get_program(InputSpec([3], "float32", "x"))
+    return program
+
+
+def test_threads_saving_to_one_path_leave_files_that_load(tmp_path):
+    programs = [_program(float(k)) for k in range(6)]
+    path = tmp_path / "m"
+    ones = np.ones(3, np.float32)
+    for _ in range(8):
+        barrier = threading.Barrier(len(programs))
+        errors = []
+
+        def save(program):
+            try:
+                barrier.wait(timeout=30)
+                save_program(program, path)
+            except BaseException as e:      # noqa: BLE001 - reported below
+                errors.append(e)
+        threads = [threading.Thread(target=save, args=(p,)) for p in programs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert not errors and not any(t.is_alive() for t in threads)
+        (out,) = [load_program(path)(ones)]
+        assert float(out.numpy()[0]) in range(6) and np.all(out.numpy() == out.numpy()[0])
+        assert sorted(os.listdir(tmp_path)) == ["m.params.npz", "m.program.json"]      # no temporaries left
+
+
+def test_a_failed_save_leaves_no_temporary_and_the_old_files(tmp_path):
+    save_program(_program(2.0), tmp_path / "m")
+    program = _program(3.0)
+    program.parameters = {name: object() for name in program.parameters}     # cannot be written
+    with pytest.raises(Exception):
+        save_program(program, tmp_path / "m")
+    assert sorted(os.listdir(tmp_path)) == ["m.params.npz", "m.program.json"]
+    assert float(load_program(tmp_path / "m")(np.ones(3, np.float32)).numpy()[0]) == 2.0
