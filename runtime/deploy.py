@@ -215,7 +215,7 @@ class LoadedProgram:
         """{parameter name: Tensor} (the values the Program runs with)."""
         return dict(self.program.parameters)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, /, *args, **kwargs):      # positional-only: an input may be called `self`
         return self.run(self.bind(args, kwargs))
 
     def run(self, feed):

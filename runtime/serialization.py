@@ -1,8 +1,10 @@
 """Programs as versioned, human-readable JSON, parameters as .npz; and back.
 
 Reading treats the file as hostile. Nothing from it is executed: op types must
-be in the registry, attrs are plain data whose keys are identifiers, and every
-reference is checked (variables declared once, defined before use, in a block
+be in the registry, attrs are plain data whose keys are identifiers and whose
+values have the types the kernels take (an attr name means one thing across
+ops: `axis` is an int, never a bool), variable names are ones generated code
+can bind (no keyword, no `__debug__`), and every reference is checked (variables declared once, defined before use, in a block
 that encloses the use; sub-block indices in range, each block used by exactly
 one op, no cycles; `cond`/`while` arities consistent, and every value their
 blocks read from outside listed among their inputs). Each op's own shape
@@ -45,6 +47,42 @@ VAR_NAME = re.compile(r"[A-Za-z0-9_.]+")
 ATTR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DTYPES = frozenset(["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                     "float16", "float32", "float64", "complex64", "complex128"])
+
+
+# What an attr of each name holds, for every op that has one (an attr name means one thing across the
+# registry): the loader refuses other types before a kernel sees them, so a plan and an exported module
+# (which call kernels with these values) never differ on a value NumPy takes in one spelling and refuses
+# in another (`axis=False` is axis 0 to `ndarray.take`, a TypeError to `np.take`). Names not listed
+# hold data any literal may be (a constant's value, a getitem index, a print template).
+_INT_ATTRS = frozenset([      # an int (never a bool), None, or (nested) lists of those
+    "axis", "axes", "source", "destination", "shift", "k", "n", "m", "groups", "offset", "num", "num_classes",
+    "minlength", "ignore_index", "stride", "padding", "dilation", "kernel_size", "output_padding",
+    "repetitions", "repeats", "sections", "shape", "normalized_shape", "into"])
+_BOOL_ATTRS = frozenset([     # exactly True or False
+    "keepdims", "descending", "ceil_mode", "endpoint", "upper", "full_matrices", "include_initial", "largest",
+    "inverse", "real", "prepend", "append"])
+_NUMBER_ATTRS = frozenset([   # an int or float (never a bool), or None
+    "start", "stop", "step", "correction", "eps", "p", "beta", "threshold", "negative_slope", "alpha",
+    "label_smoothing", "d", "rtol"])
+_STR_ATTRS = frozenset([      # a string, or None
+    "mode", "kind", "reduction", "side", "norm", "indexing", "approximate", "subscripts", "reduce"])
+
+
+def _attr_fits(name, value):
+    """Whether `value` is of the type the kernels take for an attr called `name` (see _INT_ATTRS...)."""
+    if name in _INT_ATTRS:
+        if isinstance(value, (list, tuple)):
+            return all(_attr_fits(name, v) for v in value)
+        return value is None or _is_int(value)
+    if name in _BOOL_ATTRS:
+        return isinstance(value, bool)
+    if name in _NUMBER_ATTRS:
+        return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+    if name in _STR_ATTRS:
+        return value is None or isinstance(value, str)
+    if name == "dtype":
+        return value is None or (isinstance(value, str) and value in DTYPES)
+    return True
 
 
 class ProgramFormatError(ValueError):
@@ -194,6 +232,18 @@ def _static_size(shape):
     return math.prod(known) if known else 0
 
 
+def _attr_expectation(name):
+    if name in _INT_ATTRS:
+        return "an int, None or a list of ints; a bool is not an int here"
+    if name in _BOOL_ATTRS:
+        return "true or false"
+    if name in _NUMBER_ATTRS:
+        return "a number or None; a bool is not a number here"
+    if name == "dtype":
+        return f"one of {sorted(DTYPES)}"
+    return "a string or None"
+
+
 class _Reader:
     def __init__(self, data, source, check_types):
         self.data = data
@@ -308,6 +358,9 @@ class _Reader:
         if len(name) > MAX_NAME_LENGTH or not VAR_NAME.fullmatch(name):
             self.fail(f"variable with invalid name {brief(name)} in block {block.idx} (a name is 1 to "
                       f"{MAX_NAME_LENGTH} ASCII letters, digits, '_' or '.')")
+        if name[0].isdigit() or keyword.iskeyword(name) or name == "__debug__":
+            self.fail(f"variable with invalid name {brief(name)} in block {block.idx} (a Python keyword, "
+                      "'__debug__' or a name starting with a digit: a Program never makes one)")
         if name in self.vars:
             self.fail(f"variable '{name}' is declared twice")
         where = f"variable '{name}'"
@@ -395,6 +448,9 @@ class _Reader:
                           "(ASCII letters, digits, '_')")
         attrs = _tuplify(raw_attrs)
         self.check_attr_names(where, opdef, inputs, attrs)
+        for key, value in attrs.items():
+            if not _attr_fits(key, value):
+                self.fail(f"{where} does not accept attr {key!r} = {brief(value)} ({_attr_expectation(key)})")
         subs = []
         for key in sub_block_attrs(op_type):
             sub = attrs.get(key)

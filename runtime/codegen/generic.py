@@ -170,7 +170,8 @@ class Codegen:
 
 
 def _is_ascii_identifier(name):
-    return name.isascii() and name.isidentifier() and not keyword.iskeyword(name)
+    """A name generated code can bind: not a keyword, nor `__debug__` (assigning it is a SyntaxError)."""
+    return name.isascii() and name.isidentifier() and not keyword.iskeyword(name) and name != "__debug__"
 
 
 def is_literal(value):

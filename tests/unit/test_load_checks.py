@@ -1,0 +1,107 @@
+"""What `load` refuses up front, so a loaded Program never fails later in a way the file chose: names the
+generated code cannot bind, attrs of a type the kernels do not take, and Programs past the loader's limits."""
+import json
+import re
+
+import numpy as np
+import pytest
+
+import runtime as rt
+import transpiler
+from runtime.deploy import load_program, save_program
+from runtime.export import export_python
+from runtime.serialization import ProgramFormatError
+
+
+def _save(tmp_path, fn, specs):
+    program, _, _ = rt.trace(fn, specs)
+    json_path, _ = save_program(program, tmp_path / "m")
+    with open(json_path) as f:
+        return json_path, json.load(f)
+
+
+def _write(json_path, doc):
+    doc.pop("params_sha256", None)
+    with open(json_path, "w") as f:
+        json.dump(doc, f)
+
+
+def _rename(doc, old, new):
+    """The document with variable `old` called `new` everywhere it is named."""
+    return json.loads(re.sub(rf'"{re.escape(old)}"', json.dumps(new), json.dumps(doc)))
+
+
+def _ops(doc, op_type):
+    return [op for block in doc["blocks"] for op in block["ops"] if op["type"] == op_type]
+
+
+def _double(x):
+    return rt.tanh(x) * 2.0
+
+
+@pytest.mark.parametrize("name", ["__debug__", "class", "None", "lambda", "1x"])
+def test_a_variable_named_what_code_cannot_bind_is_refused_at_load(tmp_path, name):
+    json_path, doc = _save(tmp_path, _double, [rt.InputSpec([3], "float32", "x")])
+    renamed = _rename(doc, "tanh", name)
+    assert renamed != doc
+    _write(json_path, renamed)
+    with pytest.raises(ProgramFormatError, match="invalid name"):
+        load_program(tmp_path / "m")
+
+
+def test_generated_code_never_binds_debug_or_keywords():
+    program = rt.Program("p")
+    assert program.unique_name("__debug__") == "__debug___"
+    assert program.unique_name("class") == "class_"
+    assert program.unique_name(None) == "None_"
+
+
+def test_an_input_named_self_is_passed_by_keyword(tmp_path):
+    json_path, doc = _save(tmp_path, _double, [rt.InputSpec([3], "float32", "x")])
+    _write(json_path, _rename(doc, "x", "self"))
+    loaded = load_program(tmp_path / "m")
+    assert loaded.input_names == ("self",)
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_allclose(loaded(self=x).numpy(), np.tanh(x) * 2.0, rtol=1e-6)
+
+
+def _take(x):
+    return rt.take(x, rt.asarray([2, 0]), axis=0)
+
+
+def _reduce(x):
+    return rt.sum(x, axis=1, keepdims=True)
+
+
+def _sorted(x):
+    return rt.sort(x, axis=-1, descending=True)
+
+
+@pytest.mark.parametrize("fn, op_type, attr, value", [
+    (_take, "take", "axis", False),
+    (_take, "take", "axis", True),
+    (_reduce, "sum", "axis", [True]),
+    (_reduce, "sum", "keepdims", 1),
+    (_reduce, "sum", "dtype", "float128"),
+    (_sorted, "sort", "descending", "yes"),
+    (_sorted, "sort", "axis", 1.5),
+])
+def test_attrs_of_a_type_the_kernels_do_not_take_are_refused(tmp_path, fn, op_type, attr, value):
+    json_path, doc = _save(tmp_path, fn, [rt.InputSpec([3, 3], "float32", "x")])
+    (op,) = _ops(doc, op_type)
+    op["attrs"][attr] = value
+    _write(json_path, doc)
+    with pytest.raises(ProgramFormatError, match=f"attr '{attr}'"):
+        load_program(tmp_path / "m")
+
+
+def test_a_plan_and_an_exported_module_agree_on_every_attr_that_loads(tmp_path):
+    """The case that disagreed: `take(axis=false)` ran as axis 0 in a plan and raised in the module."""
+    json_path, doc = _save(tmp_path, _take, [rt.InputSpec([3, 3], "float32", "x")])
+    loaded = load_program(tmp_path / "m")
+    py_path, _ = export_python(loaded.program, tmp_path / "exported")
+    namespace = {"__file__": py_path}
+    exec(compile(open(py_path).read(), py_path, "exec"), namespace)
+    x = np.arange(9, dtype=np.float32).reshape(3, 3)
+    np.testing.assert_array_equal(namespace["run"](x=x), loaded(x).numpy())
+    np.testing.assert_array_equal(loaded(x).numpy(), x[[2, 0]])
