@@ -150,14 +150,37 @@ def program_from_payload(json_text, params, device="cpu", max_iterations=None):
     """The LoadedProgram a pickle names (`LoadedProgram.__reduce__`): Program JSON + its .npz as bytes.
 
     The one constructor a pickled Program or static function calls: the payload
-    is checked exactly as `load_program` checks files (a tampered payload is a
-    ProgramFormatError), and the Program is compiled here, from data only.
+    is checked exactly as `load_program` checks files, and the Program is
+    compiled here, from data only. Beyond a file's checks, the JSON carries
+    `payload_sha256`, the SHA-256 of the JSON (without that field) and the
+    parameters together: a payload with either half altered, or halves of two
+    payloads, is a ProgramFormatError. That is an integrity check against
+    accidents and edited halves, not authentication: whoever can edit a pickle
+    can make it run any code (pickle's design), so untrusted Programs are
+    loaded from files with `load_program`, never unpickled.
     """
     if not isinstance(json_text, str) or not isinstance(params, bytes):
         raise ProgramFormatError(f"a pickled Program is (JSON text, .npz bytes), got ({type(json_text).__name__}, "
                                  f"{type(params).__name__})")
-    return _checked(json_text, params, "the pickled Program", lambda data: hashlib.sha256(data).hexdigest(),
-                    device, None, max_iterations, "the payload was altered, or two payloads were mixed")
+    loaded = _checked(json_text, params, "the pickled Program", lambda data: hashlib.sha256(data).hexdigest(),
+                      device, None, max_iterations, "the payload was altered, or two payloads were mixed")
+    data = json.loads(json_text)        # well formed: the loader read it
+    claimed = data.pop("payload_sha256", None) if isinstance(data, dict) else None
+    if not isinstance(claimed, str) or claimed != _payload_sha256(data, params):
+        raise ProgramFormatError("the pickled Program is not the one pickled: the SHA-256 of its Program JSON and "
+                                 "parameters together differs from the one it carries (payload_sha256; the payload "
+                                 "was altered, or two payloads were mixed)" if isinstance(claimed, str) else
+                                 "the pickled Program carries no payload_sha256 (the SHA-256 of its Program JSON "
+                                 "and parameters): it was not made by pickling a Program")
+    return loaded
+
+
+def _payload_sha256(data, params):
+    """The SHA-256 over a pickled Program's JSON data (canonical form, without this digest) and .npz bytes."""
+    digest = hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+    digest.update(b"\0")
+    digest.update(params)
+    return digest.hexdigest()
 
 
 def _checked(text, params, source, digest_of, device, max_bytes, max_iterations, why_mismatch):
@@ -184,6 +207,7 @@ def program_payload(program):
     write_params(buffer, arrays)
     params = buffer.getvalue()
     data["params_sha256"] = hashlib.sha256(params).hexdigest()
+    data["payload_sha256"] = _payload_sha256(data, params)     # over all of it: a pickle is one object
     return json.dumps(data), params
 
 

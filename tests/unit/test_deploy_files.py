@@ -55,3 +55,27 @@ def test_a_failed_save_leaves_no_temporary_and_the_old_files(tmp_path):
         save_program(program, tmp_path / "m")
     assert sorted(os.listdir(tmp_path)) == ["m.params.npz", "m.program.json"]
     assert float(load_program(tmp_path / "m")(np.ones(3, np.float32)).numpy()[0]) == 2.0
+
+
+def _scaled(x):
+    return x * 2.5 + 1.0
+
+
+def test_a_pickle_whose_program_half_was_edited_is_refused():
+    static = to_static(_scaled, input_spec=[InputSpec([3], "float32", "x")])
+    payload = pickle.dumps(static)
+    x = np.ones(3, np.float32)
+    np.testing.assert_allclose(pickle.loads(payload)(x).numpy(), 3.5)
+    assert payload.count(b"2.5") == 1
+    edited = payload.replace(b"2.5", b"7.5")        # same length: still a well-formed pickle and Program
+    with pytest.raises(ProgramFormatError, match="SHA-256 of its Program JSON and parameters"):
+        pickle.loads(edited)
+
+
+def test_a_payload_without_its_digest_is_refused():
+    text, params = program_payload(_program(2.0))
+    data = json.loads(text)
+    np.testing.assert_allclose(program_from_payload(text, params)(np.ones(3, np.float32)).numpy(), 2.0)
+    del data["payload_sha256"]
+    with pytest.raises(ProgramFormatError, match="carries no payload_sha256"):
+        program_from_payload(json.dumps(data), params)
