@@ -46,16 +46,20 @@ def program_paths(path):
     return path + PROGRAM_SUFFIX, path + PARAMS_SUFFIX
 
 
-def save_program(program, path):
+def save_program(program, path, origins=True):
     """Write `path.program.json` and `path.params.npz`; returns their paths.
 
     The parameters written are the current values of `program.parameters`
     (one per persistable input); each must match its Variable's shape and dtype.
     A Program the loader would refuse is refused here (ProgramFormatError).
+    Each op keeps the user's file and line it came from, for error messages,
+    as the file relative to its package (`serialization.relative_origin`:
+    "pkg/mod.py:12", a script's bare name), never an absolute path;
+    `origins=False` writes none.
     """
     json_path, npz_path = program_paths(path)
     arrays = parameter_arrays(program)
-    data = program_to_dict(program)
+    data = program_to_dict(program, origins="relative" if origins else False)
     # what is saved must load: check it with the reader that will read it
     program_from_dict(data, source=f"Program '{program.name}' (not saved)")
     with _save_lock(json_path):
@@ -199,9 +203,10 @@ def _checked(text, params, source, digest_of, device, max_bytes, max_iterations,
 
 
 def program_payload(program):
-    """(JSON text, .npz bytes) of a Program and its parameters: what a pickle of it carries."""
+    """(JSON text, .npz bytes) of a Program and its parameters: what a pickle of it carries (origins relative,
+    as `save_program` writes them)."""
     arrays = parameter_arrays(program)
-    data = program_to_dict(program)
+    data = program_to_dict(program, origins="relative")
     program_from_dict(data, source=f"Program '{program.name}' (not pickled)")
     buffer = io.BytesIO()
     write_params(buffer, arrays)

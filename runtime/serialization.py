@@ -14,6 +14,7 @@ nesting deeper than `MAX_DEPTH` and npy headers that claim more data than the
 file holds are refused before any array is made. Every problem is a
 `ProgramFormatError` naming the file and what is wrong.
 """
+import functools
 import inspect
 import io
 import json
@@ -65,7 +66,7 @@ _NUMBER_ATTRS = frozenset([   # an int or float (never a bool), or None
     "start", "stop", "step", "correction", "eps", "p", "beta", "threshold", "negative_slope", "alpha",
     "label_smoothing", "d", "rtol"])
 _STR_ATTRS = frozenset([      # a string, or None
-    "mode", "kind", "reduction", "side", "norm", "indexing", "approximate", "subscripts", "reduce"])
+    "origin", "mode", "kind", "reduction", "side", "norm", "indexing", "approximate", "subscripts", "reduce"])
 
 
 def _attr_fits(name, value):
@@ -123,7 +124,13 @@ def _encode_input(x):
     return {"lit": _canon(x)}
 
 
-def program_to_dict(program):
+def program_to_dict(program, origins="as is"):
+    """The Program as JSON data. `origins` says what becomes of each op's "file:line" (and of the `origin`
+    attrs of ops that report it): "as is"; "relative", the file relative to the folder above its package
+    (`relative_origin`: what a saved file carries, no author's home directory); False, dropped (None)."""
+    if origins not in ("as is", "relative", False):
+        raise ValueError(f"origins must be 'as is', 'relative' or False, not {origins!r}")
+    where = _ORIGIN_FORMS[origins]
     blocks = []
     for b in program.blocks:
         blocks.append({
@@ -135,8 +142,9 @@ def program_to_dict(program):
             "ops": [{"type": op.type,
                      "inputs": [_encode_input(x) for x in op.inputs],
                      "outputs": [o.name for o in op.outputs],
-                     "attrs": _canon(op.attrs),
-                     "origin": op.origin} for op in b.ops],
+                     "attrs": _canon(op.attrs if "origin" not in op.attrs or origins == "as is"
+                                     else dict(op.attrs, origin=where(op.attrs["origin"]))),
+                     "origin": where(op.origin)} for op in b.ops],
         })
     return {
         "format": FORMAT,
@@ -150,6 +158,36 @@ def program_to_dict(program):
         "output_consts": {str(k): _canon(v) for k, v in program.output_consts.items()},
         "blocks": blocks,
     }
+
+
+def relative_origin(origin):
+    """"pkg/sub/mod.py:12" for "/home/me/src/pkg/sub/mod.py:12": the file relative to the folder that holds
+    its top package (the folders above it with an `__init__.py`), or its bare name for a script; names
+    that are not paths ("<stdin>:3") stay as they are."""
+    if not isinstance(origin, str):
+        return origin
+    filename, sep, line = origin.rpartition(":")
+    if not sep or not line.isdigit():
+        filename, line = origin, None
+    if filename.startswith("<") or not filename:
+        return origin
+    relative = _relative_file(filename)
+    return relative if line is None else f"{relative}:{line}"
+
+
+@functools.lru_cache(maxsize=256)
+def _relative_file(filename):
+    folder, name = os.path.split(os.path.abspath(filename))
+    parts = [name]
+    while folder and os.path.isfile(os.path.join(folder, "__init__.py")):
+        folder, package = os.path.split(folder)
+        if not package:
+            break
+        parts.append(package)
+    return "/".join(reversed(parts))
+
+
+_ORIGIN_FORMS = {"as is": lambda origin: origin, "relative": relative_origin, False: lambda origin: None}
 
 
 def _var_dict(v):

@@ -66,11 +66,15 @@ def _static_function(obj, input_spec):
                     "or a LoadedProgram")
 
 
-def save(obj, path, input_spec=None):
-    """Write `path.program.json` (versioned IR) and `path.params.npz`; returns both paths."""
+def save(obj, path, input_spec=None, origins=True):
+    """Write `path.program.json` (versioned IR) and `path.params.npz`; returns both paths.
+
+    Each op records the user's line it came from ("pkg/mod.py:12": the file relative to its
+    package, a script's bare name; never an absolute path); `origins=False` records none.
+    """
     program = program_for(obj, input_spec)
     _make_parent(path)
-    return _deploy.save_program(program, path)
+    return _deploy.save_program(program, path, origins=origins)
 
 
 def load(path, device="cpu", max_bytes=None, max_iterations=None):

@@ -79,3 +79,47 @@ def test_a_payload_without_its_digest_is_refused():
     del data["payload_sha256"]
     with pytest.raises(ProgramFormatError, match="carries no payload_sha256"):
         program_from_payload(json.dumps(data), params)
+
+
+def _origins(json_path):
+    with open(json_path) as f:
+        doc = json.load(f)
+    ops = [op for block in doc["blocks"] for op in block["ops"]]
+    return [op.get("origin") for op in ops] + [op["attrs"]["origin"] for op in ops if "origin" in op["attrs"]]
+
+
+def _checked_scaled(x):
+    rt.assert_(rt.all(x > 0), "positive")
+    return x * 2.5 + 1.0
+
+
+def test_saved_origins_are_relative_and_can_be_dropped(tmp_path):
+    static = to_static(_checked_scaled, input_spec=[InputSpec([3], "float32", "x")])
+    here = os.path.abspath(__file__)
+    assert any(here in (o or "") for o in [op.origin for op in static.deployed_program().global_block.ops])
+    json_path, _ = transpiler.save(static, tmp_path / "m")
+    origins = _origins(json_path)
+    assert origins and all(o is not None for o in origins)
+    assert all(o.startswith("test_deploy_files.py:") for o in origins), origins     # tests/unit has no __init__
+    with open(json_path) as f:
+        assert os.path.dirname(here) not in f.read()
+    with pytest.raises(AssertionError, match=r"positive.*test_deploy_files.py:\d+"):
+        transpiler.load(tmp_path / "m")(-np.ones(3, np.float32))
+    json_path, _ = transpiler.save(static, tmp_path / "bare", origins=False)
+    assert set(_origins(json_path)) == {None}
+    with pytest.raises(AssertionError, match="positive"):
+        transpiler.load(tmp_path / "bare")(-np.ones(3, np.float32))
+    text, _ = program_payload(static.deployed_program())       # what a pickle carries
+    assert os.path.dirname(here) not in text
+
+
+def test_relative_origin_keeps_the_package_path(tmp_path):
+    from runtime.serialization import relative_origin
+    package = tmp_path / "proj" / "pkg" / "sub"
+    package.mkdir(parents=True)
+    (tmp_path / "proj" / "pkg" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    assert relative_origin(f"{package / 'mod.py'}:12") == "pkg/sub/mod.py:12"
+    assert relative_origin(f"{tmp_path / 'script.py'}:3") == "script.py:3"
+    assert relative_origin("<stdin>:3") == "<stdin>:3"
+    assert relative_origin(None) is None
