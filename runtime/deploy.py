@@ -10,7 +10,7 @@ persistable inputs' values as plain .npy arrays. Loading executes nothing from
 either file and allocates no more than they really hold, and parameters no
 larger than 16x the .npz file's size + 64 MiB unless `max_bytes=` allows more:
 any problem is a `ProgramFormatError` (a ValueError) naming the file; a
-missing file is a FileNotFoundError. `max_iterations=` bounds `while` loops.
+missing file is a FileNotFoundError. `max_iterations=` bounds the `while` loop iterations of each call.
 """
 import contextlib
 import hashlib
@@ -140,8 +140,9 @@ def load_program(path, device="cpu", max_bytes=None, max_iterations=None):
 
     `max_bytes`: the most bytes the parameters may take; by default 16 times the
     .npz file's size plus 64 MiB (`serialization.default_max_bytes`), so a small
-    compressed file cannot inflate to gigabytes. `max_iterations`: opt-in bound on
-    each run of a `while` loop (IterationLimitError naming the loop's line).
+    compressed file cannot inflate to gigabytes. `max_iterations`: opt-in budget of
+    `while` loop iterations per call, all loops together (IterationLimitError naming the
+    loop that ran out); loops nest at most `serialization.MAX_LOOP_DEPTH` deep.
     """
     json_path, npz_path = program_paths(path)
     with open(json_path, "rb") as f:

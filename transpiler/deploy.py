@@ -81,7 +81,8 @@ def load(path, device="cpu", max_bytes=None, max_iterations=None):
     """A callable LoadedProgram running the saved Program (no Python source needed).
 
     `max_bytes` raises the limit on the parameters' size (default: 16x the .npz file's
-    size + 64 MiB); `max_iterations` bounds each run of a `while` loop (opt-in).
+    size + 64 MiB); `max_iterations` bounds the `while` loop iterations of each call, all loops
+    together (opt-in; nested loops multiply).
     """
     return _deploy.load_program(path, device=device, max_bytes=max_bytes, max_iterations=max_iterations)
 

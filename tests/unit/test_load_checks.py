@@ -105,3 +105,40 @@ def test_a_plan_and_an_exported_module_agree_on_every_attr_that_loads(tmp_path):
     x = np.arange(9, dtype=np.float32).reshape(3, 3)
     np.testing.assert_array_equal(namespace["run"](x=x), loaded(x).numpy())
     np.testing.assert_array_equal(loaded(x).numpy(), x[[2, 0]])
+
+
+def _three_nested(n):
+    total = rt.zeros((), "int64")
+    i = rt.zeros((), "int64")
+    while i < n:
+        j = rt.zeros((), "int64")
+        while j < n:
+            k = rt.zeros((), "int64")
+            while k < n:
+                total = total + 1
+                k = k + 1
+            j = j + 1
+        i = i + 1
+    return total
+
+
+def _save_nested(tmp_path):
+    transpiler.save(transpiler.to_static(_three_nested), tmp_path / "nested",
+                    input_spec=[transpiler.InputSpec([], "int64", "n")])
+    return tmp_path / "nested"
+
+
+def test_max_iterations_is_a_budget_for_the_whole_call(tmp_path):
+    path = _save_nested(tmp_path)
+    bounded = transpiler.load(path, max_iterations=1000)
+    with pytest.raises(rt.IterationLimitError, match="ran more than 1000 iterations, counting every loop"):
+        bounded(np.int64(60))       # 60 + 60**2 + 60**3 iterations, each loop far below 1000
+    assert bounded(np.int64(5)).numpy() == 125      # 5 + 25 + 125 = 155 iterations: within the budget, every call
+
+
+def test_max_iterations_counts_every_iteration_of_every_loop(tmp_path):
+    path = _save_nested(tmp_path)
+    total = 3 + 9 + 27
+    assert transpiler.load(path, max_iterations=total)(np.int64(3)).numpy() == 27
+    with pytest.raises(rt.IterationLimitError):
+        transpiler.load(path, max_iterations=total - 1)(np.int64(3))
