@@ -23,7 +23,7 @@ import threading
 import numpy as np
 
 from .executor import Executor
-from .serialization import (ProgramFormatError, program_from_dict, program_from_json, program_to_dict, read_params,
+from .serialization import (MAX_OPS, ProgramFormatError, parse_json, program_from_dict, program_to_dict, read_params,
                             write_params)
 from .shape_text import shape_text
 from .tensor import Tensor
@@ -135,7 +135,7 @@ def _atomic_write(path, write):
     return digest.hexdigest()
 
 
-def load_program(path, device="cpu", max_bytes=None, max_iterations=None):
+def load_program(path, device="cpu", max_bytes=None, max_iterations=None, max_ops=None):
     """Load `path.program.json` + `path.params.npz` into a LoadedProgram that runs on `device`.
 
     `max_bytes`: the most bytes the parameters may take; by default 16 times the
@@ -143,15 +143,26 @@ def load_program(path, device="cpu", max_bytes=None, max_iterations=None):
     compressed file cannot inflate to gigabytes. `max_iterations`: opt-in budget of
     `while` loop iterations per call, all loops together (IterationLimitError naming the
     loop that ran out); loops nest at most `serialization.MAX_LOOP_DEPTH` deep.
+    `max_ops`: the most ops the Program may have, all blocks together (default
+    `serialization.MAX_OPS`, 200,000), counted before anything else is read.
     """
     json_path, npz_path = program_paths(path)
+    max_ops = _op_limit(max_ops)
     with open(json_path, "rb") as f:
-        text = f.read()
-    return _checked(text, npz_path, json_path, _sha256, device, max_bytes, max_iterations,
-                    "a save was interrupted, or files of two saves were mixed")
+        data = parse_json(f.read(), json_path)      # the text is let go here: only its data is kept
+    return _checked(data, npz_path, json_path, _sha256, device, max_bytes, max_iterations,
+                    "a save was interrupted, or files of two saves were mixed", max_ops)
 
 
-def program_from_payload(json_text, params, device="cpu", max_iterations=None):
+def _op_limit(max_ops):
+    if max_ops is None:
+        return MAX_OPS
+    if not isinstance(max_ops, int) or isinstance(max_ops, bool) or max_ops < 0:
+        raise ValueError(f"max_ops must be a non-negative int or None, not {max_ops!r}")
+    return max_ops
+
+
+def program_from_payload(json_text, params, device="cpu", max_iterations=None, max_ops=None):
     """The LoadedProgram a pickle names (`LoadedProgram.__reduce__`): Program JSON + its .npz as bytes.
 
     The one constructor a pickled Program or static function calls: the payload
@@ -167,17 +178,22 @@ def program_from_payload(json_text, params, device="cpu", max_iterations=None):
     if not isinstance(json_text, str) or not isinstance(params, bytes):
         raise ProgramFormatError(f"a pickled Program is (JSON text, .npz bytes), got ({type(json_text).__name__}, "
                                  f"{type(params).__name__})")
-    loaded = _checked(json_text, params, "the pickled Program", lambda data: hashlib.sha256(data).hexdigest(),
-                      device, None, max_iterations, "the payload was altered, or two payloads were mixed")
-    data = json.loads(json_text)        # well formed: the loader read it
-    claimed = data.pop("payload_sha256", None) if isinstance(data, dict) else None
-    if not isinstance(claimed, str) or claimed != _payload_sha256(data, params):
+    max_ops = _op_limit(max_ops)
+    return _checked(parse_json(json_text, "the pickled Program"), params, "the pickled Program",
+                    lambda data: hashlib.sha256(data).hexdigest(), device, None, max_iterations,
+                    "the payload was altered, or two payloads were mixed", max_ops, payload=True)
+
+
+def _check_payload_digest(data, params):
+    """The pickled JSON data carries the SHA-256 of itself (less that field) and the parameters together."""
+    claimed = data.get("payload_sha256")
+    if not isinstance(claimed, str) or claimed != _payload_sha256(
+            {k: v for k, v in data.items() if k != "payload_sha256"}, params):
         raise ProgramFormatError("the pickled Program is not the one pickled: the SHA-256 of its Program JSON and "
                                  "parameters together differs from the one it carries (payload_sha256; the payload "
                                  "was altered, or two payloads were mixed)" if isinstance(claimed, str) else
                                  "the pickled Program carries no payload_sha256 (the SHA-256 of its Program JSON "
                                  "and parameters): it was not made by pickling a Program")
-    return loaded
 
 
 def _payload_sha256(data, params):
@@ -188,15 +204,19 @@ def _payload_sha256(data, params):
     return digest.hexdigest()
 
 
-def _checked(text, params, source, digest_of, device, max_bytes, max_iterations, why_mismatch):
-    """A LoadedProgram from Program JSON and parameters (a path or bytes), after every check the loader makes."""
-    program = program_from_json(text, source=source)
+def _checked(data, params, source, digest_of, device, max_bytes, max_iterations, why_mismatch, max_ops,
+             payload=False):
+    """A LoadedProgram from Program JSON data and parameters (a path or bytes), after every check the loader
+    makes."""
+    program = program_from_dict(data, source=source, max_ops=max_ops)
     expected = {v.name: (v.static_shape, v.dtype) for v in program.inputs if v.persistable}
     arrays = read_params(params, expected, max_bytes=max_bytes)
-    digest = json.loads(text).get("params_sha256")    # after the reader's checks: those say what is wrong first
+    digest = data.get("params_sha256")    # after the reader's checks (data is a dict): those say what is wrong first
     if digest is not None and (not isinstance(digest, str) or digest != digest_of(params)):
         where = "the pickled parameters are" if isinstance(params, bytes) else f"{params}: the parameters file is"
         raise ProgramFormatError(f"{where} not the one saved with {source} (its SHA-256 differs: {why_mismatch})")
+    if payload:
+        _check_payload_digest(data, params)
     executor = Executor(device, max_iterations=max_iterations)
     backend = executor.backend
     program.parameters = {name: Tensor(backend.asarray(arrays[name]), backend) for name in expected}

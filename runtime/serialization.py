@@ -42,6 +42,7 @@ MAX_DEPTH = 100             # nesting of JSON arrays/objects
 MAX_BLOCK_DEPTH = 64        # nesting of sub-blocks (Python allows ~99 indentation levels)
 MAX_LOOP_DEPTH = 16         # nesting of while ops (Python allows 20 nested loops)
 MAX_NAME_LENGTH = 256
+MAX_OPS = 200_000           # ops of a loaded Program, all blocks together, unless load(..., max_ops=N)
 # what `Program.unique_name` makes: ASCII only, so no two names alias once Python
 # NFKC-normalizes identifiers (`ｖ` is `v` in generated code)
 VAR_NAME = re.compile(r"[A-Za-z0-9_.]+")
@@ -212,24 +213,32 @@ def _tuplify(value, sequence=tuple):
     return value
 
 
-def program_from_json(text, source="<string>"):
+def program_from_json(text, source="<string>", max_ops=None):
     """Parse and validate Program JSON (str or bytes); ProgramFormatError on any problem."""
+    return program_from_dict(parse_json(text, source), source, max_ops=max_ops)
+
+
+def parse_json(text, source):
+    """The JSON data of Program text (str or bytes), or a ProgramFormatError."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except RecursionError:
         raise ProgramFormatError(f"{source}: JSON nested too deeply (over {MAX_DEPTH} levels)") from None
     except (ValueError, UnicodeDecodeError, TypeError) as e:   # JSONDecodeError, int too long, bad encoding
         raise ProgramFormatError(f"{source}: not valid JSON ({str(e)[:200]})") from None
-    return program_from_dict(data, source)
 
 
-def program_from_dict(data, source="<dict>", check_types=True):
+def program_from_dict(data, source="<dict>", check_types=True, max_ops=None):
     """Build a Program from its JSON data, checking every reference.
 
     `check_types` also re-runs each op's shape/dtype rule against the declared
     outputs (what an untrusted file needs; a copy of a live Program skips it).
+    `max_ops`: the most ops (all blocks together) the Program may have, checked
+    before anything else is read (None: no limit; `load` passes MAX_OPS).
     """
     try:
+        if max_ops is not None:
+            _check_op_count(data, source, max_ops)
         _check_depth(data, source)
         return _Reader(data, source, check_types).read()
     except ProgramFormatError:
@@ -240,15 +249,26 @@ def program_from_dict(data, source="<dict>", check_types=True):
         raise ProgramFormatError(f"{source}: malformed Program ({type(e).__name__}: {str(e)[:200]})") from None
 
 
+def _check_op_count(data, source, max_ops):
+    blocks = data.get("blocks") if isinstance(data, dict) else None
+    count = sum(len(b["ops"]) for b in blocks if isinstance(b, dict) and isinstance(b.get("ops"), list)) \
+        if isinstance(blocks, list) else 0
+    if count > max_ops:
+        raise ProgramFormatError(f"{source}: the Program has {count} ops, over the limit of {max_ops} "
+                                 f"(pass load(..., max_ops=N) to allow more)")
+
+
 def _check_depth(data, source):
-    """Refuse documents nested deeper than MAX_DEPTH (iteratively: no recursion on hostile input)."""
-    stack = [(data, 1)] if isinstance(data, (list, dict)) else []
-    while stack:
-        node, depth = stack.pop()
+    """Refuse documents nested deeper than MAX_DEPTH (iteratively, a level at a time: no recursion on
+    hostile input, and one pass over the containers of each level)."""
+    level = [data] if isinstance(data, (list, dict)) else []
+    depth = 0
+    while level:
+        depth += 1
         if depth > MAX_DEPTH:
             raise ProgramFormatError(f"{source}: JSON nested too deeply (over {MAX_DEPTH} levels)")
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((c, depth + 1) for c in children if isinstance(c, (list, dict)))
+        level = [c for node in level for c in (node.values() if isinstance(node, dict) else node)
+                 if isinstance(c, (list, dict))]
 
 
 def _is_int(value):
@@ -256,6 +276,8 @@ def _is_int(value):
 
 
 def _has_type(value, types):
+    if value.__class__ is types:        # the common case, at once (a bool's class is bool, never int)
+        return True
     types = types if isinstance(types, tuple) else (types,)
     return isinstance(value, types) and (bool in types or not isinstance(value, bool))
 
@@ -461,13 +483,17 @@ class _Reader:
         self.used_blocks.add(idx)
         block = program.blocks[idx]
         bd = self.blocks_data[idx]
-        defined = set(defined) | {id(p) for p in block.params}
+        # one set for the whole Program: what a block defines is taken out again when it ends (each
+        # variable belongs to one block), so reading costs the same however many blocks there are
+        defined.update(id(p) for p in block.params)
         for n, od in enumerate(self.items(bd, "ops", dict, f"block {idx}")):
             self.read_op(program, block, od, n, defined, loop_depth)
         results = self.field(bd, "results", list, f"block {idx}", [])
         if idx == 0 and results:
             self.fail("block 0 cannot have results (the Program's outputs are listed in \"outputs\")")
         block.results = [self.value(x, block, defined) for x in results]
+        if idx != 0:
+            defined.difference_update(id(v) for v in block.vars.values())
         return defined
 
     def read_op(self, program, block, od, n, defined, loop_depth):
@@ -525,19 +551,14 @@ class _Reader:
             if unknown:
                 self.fail(f"{where} has attr(s) {brief(unknown)} that the op does not declare")
             return
-        signature = _kernel_signature(opdef)
-        params = list(signature.parameters.values())
-        if any(p.kind is p.VAR_KEYWORD for p in params):
-            return
-        declared = {p.name for p in params[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-                    and not p.name.startswith("_")}       # `_fn=...` defaults bind a kernel, never a file's attr
-        unknown = sorted(set(attrs) - declared)
-        if unknown:
-            self.fail(f"{where} has attr(s) {brief(unknown)} that the op does not declare")
-        try:
-            signature.bind(None, *inputs, **attrs)
-        except TypeError as e:
-            self.fail(f"{where} does not accept its inputs/attrs (TypeError: {str(e)[:200]})")
+        key = (opdef.name, len(inputs), tuple(attrs))     # binding depends on nothing else: decided once
+        problem = _BINDINGS.get(key, KeyError)
+        if problem is KeyError:
+            if len(_BINDINGS) > 4096:       # bounded, whatever files it has read
+                _BINDINGS.clear()
+            problem = _BINDINGS[key] = _binding_problem(opdef, len(inputs), attrs)
+        if problem is not None:
+            self.fail(f"{where} {problem}")
 
     def check_cond(self, where, inputs, outputs, tb, fb):
         if not inputs:
@@ -653,6 +674,25 @@ class _Reader:
 
 
 _SIGNATURES = {}
+_BINDINGS = {}      # (op name, number of inputs, attr names) -> what is wrong with such a call, or None
+
+
+def _binding_problem(opdef, n_inputs, attrs):
+    """Why the kernel cannot be called with n_inputs inputs and these attr names, or None."""
+    signature = _kernel_signature(opdef)
+    params = list(signature.parameters.values())
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    declared = {p.name for p in params[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                and not p.name.startswith("_")}       # `_fn=...` defaults bind a kernel, never a file's attr
+    unknown = sorted(set(attrs) - declared)
+    if unknown:
+        return f"has attr(s) {brief(unknown)} that the op does not declare"
+    try:
+        signature.bind(None, *([None] * n_inputs), **dict.fromkeys(attrs))
+    except TypeError as e:
+        return f"does not accept its inputs/attrs (TypeError: {str(e)[:200]})"
+    return None
 
 
 def _kernel_signature(opdef):

@@ -77,14 +77,16 @@ def save(obj, path, input_spec=None, origins=True):
     return _deploy.save_program(program, path, origins=origins)
 
 
-def load(path, device="cpu", max_bytes=None, max_iterations=None):
+def load(path, device="cpu", max_bytes=None, max_iterations=None, max_ops=None):
     """A callable LoadedProgram running the saved Program (no Python source needed).
 
     `max_bytes` raises the limit on the parameters' size (default: 16x the .npz file's
     size + 64 MiB); `max_iterations` bounds the `while` loop iterations of each call, all loops
-    together (opt-in; nested loops multiply).
+    together (opt-in; nested loops multiply). `max_ops` raises the limit on the Program's ops
+    (default 200,000, `runtime.serialization.MAX_OPS`).
     """
-    return _deploy.load_program(path, device=device, max_bytes=max_bytes, max_iterations=max_iterations)
+    return _deploy.load_program(path, device=device, max_bytes=max_bytes, max_iterations=max_iterations,
+                                max_ops=max_ops)
 
 
 def export_python(obj, path, input_spec=None, device="cpu"):

@@ -142,3 +142,35 @@ def test_max_iterations_counts_every_iteration_of_every_loop(tmp_path):
     assert transpiler.load(path, max_iterations=total)(np.int64(3)).numpy() == 27
     with pytest.raises(rt.IterationLimitError):
         transpiler.load(path, max_iterations=total - 1)(np.int64(3))
+
+
+def _chain(x):
+    for _ in range(30):
+        x = rt.tanh(x) * 0.5
+    return x
+
+
+def test_programs_over_the_op_limit_are_refused_before_they_are_read(tmp_path):
+    path = tmp_path / "chain"
+    transpiler.save(transpiler.to_static(_chain), path, input_spec=[transpiler.InputSpec([3], "float32", "x")])
+    ops = sum(len(b.ops) for b in transpiler.load(path).program.blocks)
+    assert ops == 60
+    with pytest.raises(ProgramFormatError, match="60 ops, over the limit of 59 .*max_ops=N"):
+        transpiler.load(path, max_ops=59)
+    x = np.ones(3, np.float32)
+    np.testing.assert_allclose(transpiler.load(path, max_ops=60)(x).numpy(), _chain(rt.tensor(x)).numpy())
+    with pytest.raises(ValueError, match="max_ops"):
+        transpiler.load(path, max_ops=True)
+
+
+def test_the_default_op_limit_applies_to_files_and_pickles(tmp_path, monkeypatch):
+    import pickle
+    import runtime.deploy as deploy
+    static = transpiler.to_static(_chain, input_spec=[transpiler.InputSpec([3], "float32", "x")])
+    transpiler.save(static, tmp_path / "chain")
+    payload = pickle.dumps(static)
+    monkeypatch.setattr(deploy, "MAX_OPS", 50)
+    with pytest.raises(ProgramFormatError, match="over the limit of 50"):
+        transpiler.load(tmp_path / "chain")
+    with pytest.raises(ProgramFormatError, match="over the limit of 50"):
+        pickle.loads(payload)
