@@ -117,9 +117,15 @@ def _located_type(cls):
         try:
             made = type(cls.__name__, (cls, ProgramRunError), {
                 "__str__": BaseException.__str__, "__init__": BaseException.__init__,
+                "__reduce__": lambda self: (_rebuild_located, (cls, str(self))),     # pickles (Dask workers)
                 "__module__": cls.__module__, "__qualname__": cls.__qualname__,
                 "__doc__": f"{cls.__name__} raised while a Program ran; also a ProgramRunError"})
         except TypeError:       # a layout conflict, or a final type
             made = None
         _LOCATED_TYPES[cls] = made
     return _LOCATED_TYPES[cls]
+
+
+def _rebuild_located(cls, message):
+    """Unpickles an error `_same_kind` made: the same located type, in this process."""
+    return _same_kind(cls.__new__(cls), message)

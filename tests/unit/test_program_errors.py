@@ -44,3 +44,13 @@ def test_errors_keep_their_type_and_carry_the_message(error, kinds):
     new = _same_kind(error, "message [while running op 'x' at f.py:3]")
     assert isinstance(new, kinds)
     assert str(new) == "message [while running op 'x' at f.py:3]"
+
+
+def test_a_located_error_of_a_made_type_pickles():
+    import pickle
+    from numpy._core._exceptions import _ArrayMemoryError
+    error = _ArrayMemoryError((10 ** 9, 10 ** 9), np.dtype("float64"))
+    new = _same_kind(error, "no room [while running op 'zeros' at f.py:3]")
+    again = pickle.loads(pickle.dumps(new))
+    assert isinstance(again, MemoryError) and isinstance(again, rt.ProgramRunError)
+    assert str(again) == str(new)
