@@ -33,7 +33,7 @@ import numpy as np
 from .backends import _canonical
 from .deploy import _atomic_write, parameter_arrays
 from .codegen.generic import Codegen, is_literal
-from .serialization import DTYPES, write_params
+from .serialization import DTYPES, with_relative_origins, write_params
 from .shape_text import shape_text
 
 __all__ = ["export_python", "python_source", "ExportError"]
@@ -69,6 +69,7 @@ def export_python(program, path, device="cpu"):
 def python_source(program, params_file, device="cpu"):
     """The standalone module's source; it reads parameters from `params_file` next to itself."""
     device = _canonical(device)
+    program = with_relative_origins(program)       # no absolute paths of the author's in the module
     xp_module = "numpy" if device == "cpu" else "cupy"
     sources = _Sources(_WRAPPER_NAMES)
     sources.preload(np, "np")

@@ -188,6 +188,17 @@ def _relative_file(filename):
     return "/".join(reversed(parts))
 
 
+def with_relative_origins(program):
+    """A structural copy whose ops name the user's files relative to their packages (`relative_origin`):
+    what an exported module may carry."""
+    copy = program.clone()
+    for op in copy.ops():
+        op.origin = relative_origin(op.origin)
+        if "origin" in op.attrs:
+            op.attrs["origin"] = relative_origin(op.attrs["origin"])
+    return copy
+
+
 _ORIGIN_FORMS = {"as is": lambda origin: origin, "relative": relative_origin, False: lambda origin: None}
 
 

@@ -123,3 +123,11 @@ def test_relative_origin_keeps_the_package_path(tmp_path):
     assert relative_origin(f"{tmp_path / 'script.py'}:3") == "script.py:3"
     assert relative_origin("<stdin>:3") == "<stdin>:3"
     assert relative_origin(None) is None
+
+
+def test_an_exported_module_names_no_absolute_path(tmp_path):
+    static = to_static(_checked_scaled, input_spec=[InputSpec([3], "float32", "x")])
+    py_path, _ = transpiler.export_python(static, tmp_path / "exported")
+    with open(py_path) as f:
+        source = f.read()
+    assert "test_deploy_files.py:" in source and os.path.dirname(os.path.abspath(__file__)) not in source
