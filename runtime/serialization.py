@@ -518,7 +518,7 @@ class _Reader:
         outputs = [self.own_var(name, block, "output") for name in self.items(od, "outputs", str, where)]
         raw_attrs = self.field(od, "attrs", dict, where, {})
         for key in raw_attrs:
-            if not ATTR_NAME.fullmatch(key) or keyword.iskeyword(key):
+            if not ATTR_NAME.fullmatch(key) or keyword.iskeyword(key) or key == "__debug__":
                 self.fail(f"{where} has an attr named {brief(key)}, which is not an identifier "
                           "(ASCII letters, digits, '_')")
         attrs = _tuplify(raw_attrs)
