@@ -148,7 +148,7 @@ def test_module_imports_only_numpy_and_reads_like_code(tmp_path):
     imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
                 for alias in node.names}
     imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert imported == {"numpy", "os", "sys"}
+    assert imported == {"numpy", "hashlib", "os", "sys"}             # hashlib: the weights' digest is checked
     assert "np.load(path, allow_pickle=False)" in source
     body = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "program")
     kinds = {type(n).__name__ for n in ast.walk(body)}
@@ -193,11 +193,13 @@ def test_exported_params_file_is_checked(tmp_path):
     m = import_file(tmp_path / "m.py", "m_params")
     (name,) = m.PARAMETERS
     np.savez(npz_path, **{name: np.empty((4, 6), dtype=object)})
-    with pytest.raises(ValueError, match="allow_pickle=False"):
+    with pytest.raises(ValueError, match="not the parameters file exported with this module"):
         m.run(x=np.ones((1, 4), np.float32))
+    with pytest.raises(ValueError, match="allow_pickle=False"):       # files trusted by the caller: still checked
+        m.load_params(npz_path, sha256=None)
     np.savez(npz_path, **{name: np.ones((6, 4), np.float32)})
     with pytest.raises(ValueError, match=r"is float32\[6, 4\], expected float32\[4, 6\]"):
-        m.run(x=np.ones((1, 4), np.float32))
+        m.load_params(npz_path, sha256=None)
 
 
 def test_export_of_a_program_with_hostile_names(tmp_path):
