@@ -8,6 +8,7 @@
     dy2static run model.py::f --input x=big.npy --scheduler tcp://host:8786 --out outdir   on a Dask cluster
     dy2static export model.py::f --spec 'x:float32[None,784]' --out build/f [--format python|program|onnx]
     dy2static export build/f.program.json --out build/f_np        a saved Program: no --spec needed
+    dy2static run f.program.json --input x=x.npy --max-iterations 100000 --max-bytes 10000000   an untrusted one
 
 TARGET is `FILE.py` or `FILE.py::QUALNAME` (`run` and `export` also take a saved
 Program, `PATH.program.json`, which needs no source and no --spec). QUALNAME is a dotted path from the
@@ -18,9 +19,10 @@ means its `forward`); `program` and `run` need something callable without `self`
 that is a function or a path through an instance.
 
 The user's file is imported by path under a unique module name, with its folder
-first on sys.path (as `python FILE.py` would have it). Errors are one line on
-stderr and exit status 1 (`--traceback` shows the whole Python traceback);
-usage errors exit with status 2.
+first on sys.path (as `python FILE.py` would have it). Outputs are written to
+temporaries and renamed into place when whole; an output that is an input is
+refused. Errors are one line on stderr and exit status 1 (`--traceback` shows
+the whole Python traceback); usage errors exit with status 2.
 """
 import argparse
 import difflib
