@@ -33,7 +33,7 @@ import numpy as np
 
 from .atomic_files import Staged, commit_all, discard_all
 from .backends import _canonical
-from .deploy import parameter_arrays
+from .deploy import _sha256, parameter_arrays
 from .codegen.generic import Codegen, is_literal
 from .serialization import DTYPES, write_params
 from .shape_text import shape_text
@@ -69,9 +69,7 @@ def export_python(program, path, device="cpu"):
     try:
         with open(staged[0].temp, "wb") as f:
             write_params(f, arrays)
-        with open(staged[0].temp, "rb") as f:
-            digest = hashlib.file_digest(f, "sha256").hexdigest()
-        source = python_source(program, os.path.basename(npz_path), device, params_sha256=digest)
+        source = python_source(program, os.path.basename(npz_path), device, params_sha256=_sha256(staged[0].temp))
         with open(staged[1].temp, "wb") as f:
             f.write(source.encode("utf-8"))
         commit_all(staged)

@@ -785,7 +785,7 @@ def _add_load_limits(parser, iterations):
     parser.add_argument("--max-bytes", type=_count, metavar="N",
                         help="with a saved PATH.program.json: the most bytes its parameters may take once loaded "
                              f"(default, as transpiler.load: {PARAMS_RATIO}x the .params.npz file's size + "
-                             f"{PARAMS_SLACK >> 20} MiB); a larger file is refused before it is read")
+                             f"{PARAMS_SLACK >> 20} MiB); parameters over it are refused before their data is read")
     if iterations:
         parser.add_argument("--max-iterations", type=_count, metavar="N",
                             help="with a saved PATH.program.json: stop any run of a while loop after N "

@@ -748,16 +748,17 @@ sys.exit(cli.main(sys.argv[2:]))
 
 
 @pytest.mark.skipif(not hasattr(os, "posix_fallocate") or sys.platform == "win32", reason="needs RLIMIT_FSIZE")
-@pytest.mark.parametrize("how", ["fallocate", "no-fallocate"])
-def test_a_file_size_limit_is_a_real_write_failure_reported_as_one_line(rows, how):
+@pytest.mark.parametrize("how, out, written", [("fallocate", ["--batch-size", "1000", "--out", "o"], "o/out0.npy"),
+                                               ("no-fallocate", ["--batch-size", "1000", "--out", "o"], "o/out0.npy"),
+                                               ("fallocate", ["--out", "o/all.npz"], "o/all.npz")])
+def test_a_file_size_limit_is_a_real_write_failure_reported_as_one_line(rows, how, out, written):
     (rows / "o").mkdir()
     np.save(rows / "o" / "keep.npy", np.arange(3))
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
     done = subprocess.run([sys.executable, "-c", _LIMITED, how, "run", "rowwise.py::double", "--input", "x=bx.npy",
-                           "--batch-size", "1000", "--out", "o"], cwd=rows, env=env, capture_output=True,
-                          text=True, timeout=120)                       # out0.npy needs 160 kB: over the limit
-    assert done.stdout == ""
-    assert_one_line_error(done.returncode, done.stderr, "cannot write o", "out0.npy", "File too large")
+                           *out], cwd=rows, env=env, capture_output=True, text=True, timeout=120)
+    assert done.stdout == ""                                            # the output needs 160 kB: over the limit
+    assert_one_line_error(done.returncode, done.stderr, f"cannot write {written}: File too large")
     assert _files(rows / "o") == ["keep.npy"]
 
 
