@@ -8,7 +8,8 @@ Each batch is copied out of the memory map, run, and its outputs are written
 into temporary `.npy` files beside DIR/outI.npy, whose disk space is reserved
 when they are made, so memory holds one batch at a time whatever the inputs'
 size; when every batch has run they are renamed into place. A run that fails
-(a full disk is one clear error) leaves DIR as it was. Every tensor output must have one row
+(a full disk is one clear error) leaves DIR as it was, and an outI.npy that is
+an input is refused before anything runs. Every tensor output must have one row
 per input row; a Python constant the function returns is saved once (it is the
 same for every batch). Results equal one call over the whole input only for
 functions that treat rows independently (no reductions over the batch axis).
