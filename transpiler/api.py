@@ -453,10 +453,34 @@ class StaticFunction:
         return params[1:] if self._instance is not None else params
 
     def _trace(self, key, leaves, treedef, positions, keep, stale=None, call=None):
-        """Trace and compile one signature, then cache it. A trace that fails leaves nothing behind.
+        """Trace and compile one signature, then cache it.
+
+        A trace that fails (any exception, a KeyboardInterrupt included) leaves nothing behind: no
+        entry, and every place it wrote holds what it held before — `.grad`s, attributes, globals,
+        closure variables, containers and the random generator. The one journal of those places is
+        the trace's `written` (runtime.state cells, and what comparing with the snapshots finds).
 
         `call` is the call's (args, kwargs): lists and dicts it passed that the function writes get
         the new values after each run (see writeback)."""
+        before = writeback.snapshot({**outer_names.user_objects(self._fn),
+                                     **writeback.argument_objects(self._fn, self._instance,
+                                                                  *pytree.unflatten(treedef, leaves))})
+        outer = outer_names.snapshot(self._fn)
+        written = {}
+        generator = rng.snapshot()
+        try:
+            traced = self._record(key, leaves, treedef, positions, keep, call, before, outer, written)
+            self._store(key, traced, stale)
+        except BaseException:
+            writeback.register_writes(written, before)
+            outer_names.register(self._fn, outer, written, traced_only=False)
+            tracing.put_back(written)
+            rng.restore(generator)
+            raise
+        return traced
+
+    def _record(self, key, leaves, treedef, positions, keep, call, before, outer, written):
+        """The trace and compiled plan of one signature; its written places are noted in `written`."""
         containers = writeback.ArgumentWrites(self._fn, self._instance, call)
         specs = []
         names = self._param_names()
@@ -471,10 +495,6 @@ class StaticFunction:
         named = list(self._instance.named_parameters()) if isinstance(self._instance, rt.nn.Layer) else []
         if isinstance(self._instance, rt.nn.Layer):
             named += self._instance.named_buffers()
-        before = writeback.snapshot({**outer_names.user_objects(self._fn),
-                                     **writeback.argument_objects(self._fn, self._instance,
-                                                                  *pytree.unflatten(treedef, leaves))})
-        outer = outer_names.snapshot(self._fn)
         try:
             with guards.recording() as reads, tracing.parameter_names(named), writeback.collecting(before):
                 args, kwargs = pytree.unflatten(treedef, leaves)
@@ -490,8 +510,8 @@ class StaticFunction:
                     args, kwargs = pytree.unflatten(treedef, filled)
                     containers.traced_with(args, kwargs)
                     return fn(*args, **kwargs)
-                recording = tracing.record(body, specs, name=self._fn.__name__, keeps_writes=True)
-            program, written = recording.program, recording.written
+                recording = tracing.record(body, specs, name=self._fn.__name__, keeps_writes=True, written=written)
+            program = recording.program
             writeback.register_writes(written, before)
             outer_names.register(self._fn, outer, written)
             containers.register(written)
@@ -510,9 +530,7 @@ class StaticFunction:
         device = _device(leaves[positions[0]]) if positions else "cpu"
         state = StateWrites(program, written, [program.parameters[v.name] for v in program.inputs[len(positions):]])
         plan = Executor(device, self._passes).compile(state.runnable(program))
-        traced = _Traced(program, plan, len(positions), reads.watches, keep, state)
-        self._store(key, traced, stale)
-        return traced
+        return _Traced(program, plan, len(positions), reads.watches, keep, state)
 
     def _store(self, key, traced, stale):
         """Cache a new entry (replacing a stale one for the same key), evicting the least recently used."""
