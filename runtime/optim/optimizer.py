@@ -32,9 +32,7 @@ class ParamGroup(dict):
             self[key] = value
 
     def __setitem__(self, key, value):
-        if key in _FORM_KEYS and key in self and bool(self[key]) != bool(value):
-            raise ValueError(f"changing {key!r} from {self[key]!r} to {value!r} changes the form of the update; "
-                             "make a new optimizer (with load_state_dict to keep its state)")
+        self.check_form(key, value)
         super().__setitem__(key, value)
         if key == "params" or isinstance(value, bool):
             return
@@ -43,6 +41,12 @@ class ParamGroup(dict):
         elif isinstance(value, tuple) and value and all(_is_number(v) for v in value):
             for i, v in enumerate(value):
                 self._hold((key, i), v)
+
+    def check_form(self, key, value):
+        """Refuse a new value that switches a term of the update on or off (see _FORM_KEYS)."""
+        if key in _FORM_KEYS and key in self and bool(self[key]) != bool(value):
+            raise ValueError(f"changing {key!r} from {self[key]!r} to {value!r} changes the form of the update; "
+                             "make a new optimizer (with load_state_dict to keep its state)")
 
     def _hold(self, key, value):
         held = self.tensors.get(key)
@@ -58,7 +62,11 @@ class ParamGroup(dict):
 
 
 def _is_number(value):
-    return isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
+    return isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_finite(value):
+    return _is_number(value) and bool(np.isfinite(value))
 
 
 class Optimizer:
@@ -97,9 +105,27 @@ class Optimizer:
             self.state[p] = self._new_state(p, values)
 
     NON_NEGATIVE = ("lr",)     # hyperparameters that may not be negative (each optimizer lists its own)
+    FLAGS = ("maximize",)      # hyperparameters that are True or False; the others are numbers
+    PAIRS = ()                 # ... or pairs of numbers (Adam's betas)
 
     def _check(self, group):
-        """Raise ValueError for a hyperparameter out of its range (subclasses add their own checks)."""
+        """Raise for a hyperparameter that is not what its default is (TypeError: a number, not a bool or a
+        string; a tuple of as many numbers, `betas`; True/False for a flag) or out of its range (ValueError:
+        NaN or infinite, negative where NON_NEGATIVE; subclasses add their own checks)."""
+        name = type(self).__name__
+        for key in self.defaults:
+            value = group[key]
+            if key in self.FLAGS:
+                if not isinstance(value, (bool, np.bool_)):
+                    raise TypeError(f"{name}: {key} must be True or False, got {value!r}")
+                continue
+            values = value if key in self.PAIRS else (value,)
+            if key in self.PAIRS and (not isinstance(value, tuple) or len(value) != 2):
+                raise TypeError(f"{name}: {key} must be two numbers, got {value!r}")
+            if not all(_is_number(v) for v in values):
+                raise TypeError(f"{name}: invalid {key} {value!r} (must be a number)")
+            if not all(_is_finite(v) for v in values):
+                raise ValueError(f"{name}: invalid {key} {value!r} (must be finite)")
         for key in self.NON_NEGATIVE:
             if group[key] < 0:
                 raise ValueError(f"{type(self).__name__}: invalid {key} {group[key]!r} (must be >= 0)")
@@ -154,31 +180,45 @@ class Optimizer:
 
     def load_state_dict(self, state_dict):
         """Take hyperparameters and state from `state_dict` (PyTorch's layout; Tensors or arrays), writing
-        into this optimizer's own state Tensors, so compiled training steps continue from it."""
+        into this optimizer's own state Tensors, so compiled training steps continue from it.
+
+        Everything is checked first (the layout, each group's hyperparameters as the constructor checks
+        them, each state value's shape and dtype), then written: a refused state_dict changes nothing."""
+        if not isinstance(state_dict, dict) or not isinstance(state_dict.get("state"), dict) or \
+                not isinstance(state_dict.get("param_groups"), (list, tuple)):
+            raise ValueError("load_state_dict: expected {'state': {...}, 'param_groups': [...]}, the layout "
+                             "state_dict() returns")
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups) or any(
+                not isinstance(g, dict) or not isinstance(g.get("params"), (list, tuple)) or
                 len(g["params"]) != len(own["params"]) for g, own in zip(groups, self.param_groups)):
             raise ValueError("load_state_dict: the state has a different number of parameter groups or "
                              "parameters per group than this optimizer")
+        hyperparameters = [self._loaded_group(i, g, own) for i, (g, own) in enumerate(zip(groups, self.param_groups))]
         writes = []
         for g, own in zip(groups, self.param_groups):
             for number, p in zip(g["params"], own["params"]):
                 saved = state_dict["state"].get(number, {})
                 for name, tensor in self.state[p].items():
-                    if name not in saved:
+                    if not isinstance(saved, dict) or name not in saved:
                         raise ValueError(f"load_state_dict: parameter {number} has no {name!r} in the state")
-                    value = saved[name]
-                    shape = tuple(getattr(value, "shape", np.shape(value)))
-                    if shape != tensor.shape:
-                        raise ValueError(f"load_state_dict: {name!r} of parameter {number} has shape {shape}, "
-                                         f"expected {tensor.shape}")
-                    writes.append((tensor, value))
-        for tensor, value in writes:
-            tensor.set_value(value)
-        for g, own in zip(groups, self.param_groups):
-            for key, value in g.items():
-                if key != "params":
-                    own[key] = tuple(value) if isinstance(value, list) else value
+                    writes.append((tensor, _loaded_array(saved[name], tensor, f"{name!r} of parameter {number}")))
+        for tensor, array in writes:
+            tensor.set_value(array)
+        for own, values in hyperparameters:
+            for key, value in values.items():
+                own[key] = value
+
+    def _loaded_group(self, index, saved, own):
+        """(own group, the hyperparameters to give it), checked as the constructor checks them."""
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in saved.items() if k != "params"}
+        try:
+            self._check({**{k: v for k, v in own.items() if k != "params"}, **values})
+            for key, value in values.items():
+                own.check_form(key, value)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"load_state_dict: parameter group {index}: {e}") from None
+        return own, values
 
     def __repr__(self):
         lines = [f"{type(self).__name__} ("]
@@ -186,6 +226,16 @@ class Optimizer:
             lines.append(f"Parameter Group {i}")
             lines += [f"    {k}: {v}" for k, v in sorted(group.items()) if k != "params"]
         return "\n".join(lines + [")"])
+
+
+def _loaded_array(value, tensor, label):
+    """A state value as a host array that set_value takes without fail (the shape and dtype checked here)."""
+    array = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
+    if array.shape != tensor.shape:
+        raise ValueError(f"load_state_dict: {label} has shape {array.shape}, expected {tensor.shape}")
+    if array.dtype.kind not in "biufc" or not np.can_cast(array.dtype, tensor.dtype, casting="same_kind"):
+        raise TypeError(f"load_state_dict: {label} is {array.dtype}, which does not cast to {tensor.dtype}")
+    return array
 
 
 def _read_grad(p, label):
