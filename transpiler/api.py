@@ -228,7 +228,9 @@ class StaticFunction:
         self._trace_lock = threading.RLock()      # held while tracing only
         self._cache_lock = threading.Lock()       # held for a moment around changes of _cache
         self._newest = None                       # the most recently used key (the end of _cache)
-        self._fast_by_shape = {}                  # first argument's shape -> a fast call (mixed-shape serving)
+        # first argument's shape -> the fast call of a cached entry (mixed-shape serving), most recent last:
+        # read without a lock, changed only under _cache_lock, at most max_signatures shapes
+        self._fast_by_shape = {}
         self.retrace_reasons = []     # why each trace after the first happened, e.g. "x: shape (2, 3) -> (4, 3)"
         self._fallback = None
         self._bound = weakref.WeakKeyDictionary()
@@ -327,7 +329,7 @@ class StaticFunction:
             if traced.fast:
                 self._fast_call = traced.fast
                 if args and args[0].__class__ is rt.Tensor:
-                    self._fast_by_shape[args[0].data.shape] = traced.fast
+                    self._index_fast(args[0].data.shape, key, traced)
         outs = [wrap_output(o, backend) for o in outs]
         if GRAD_MODE.enabled and not traced.writes_parameters:   # on the tape as one op when some input or
             # captured tensor requires grad; a Program that writes tensors requiring grad (a training step)
@@ -363,8 +365,10 @@ class StaticFunction:
         """
         specs = input_spec if input_spec is not None else self._spec_tree
         if specs is None:
-            if self.cache_size == 1:
-                return next(iter(self._cache.values())).program
+            with self._cache_lock:
+                entries = list(self._cache.values())
+            if len(entries) == 1:
+                return entries[0].program
             traced = f"been traced for {self.cache_size} signatures" if self.cache_size else "not been traced yet"
             raise ValueError(f"{self!r}: pass input_spec=[InputSpec(shape, dtype, name), ...] (to save or export) or "
                              f"use to_static(fn, input_spec=[...]) (to pickle) to say which Program stands for it: "
@@ -532,6 +536,18 @@ class StaticFunction:
         plan = Executor(device, self._passes).compile(state.runnable(program))
         return _Traced(program, plan, len(positions), reads.watches, keep, state)
 
+    def _index_fast(self, shape, key, traced):
+        """Serve arguments whose first has this shape with traced's fast call, while traced is the cached entry
+        for key (a thread may have evicted it meanwhile); the least recently indexed shape goes first."""
+        with self._cache_lock:
+            if self._cache.get(key) is not traced or not traced.fast:
+                return
+            by_shape = self._fast_by_shape      # a plain dict (the read is one dict.get), in insertion order
+            by_shape.pop(shape, None)
+            by_shape[shape] = traced.fast
+            while len(by_shape) > self._max_signatures:
+                del by_shape[next(iter(by_shape))]
+
     def _store(self, key, traced, stale):
         """Cache a new entry (replacing a stale one for the same key), evicting the least recently used."""
         with self._cache_lock:
@@ -549,8 +565,10 @@ class StaticFunction:
             dropped = {id(e.fast) for e in evicted if e.fast}
             if id(self.__dict__.get("_fast_call")) in dropped:
                 self.__dict__.pop("_fast_call", None)
-            if dropped:
-                self._fast_by_shape = {k: f for k, f in self._fast_by_shape.items() if id(f) not in dropped}
+            if evicted:
+                live = {id(e.fast) for e in self._cache.values() if e.fast}
+                for shape in [s for s, f in self._fast_by_shape.items() if id(f) not in live]:
+                    del self._fast_by_shape[shape]
         recent = "; ".join(self.retrace_reasons[-3:])
         if size in WARN_AT and not (old is not None and len(evicted) == 1):
             warnings.warn(f"{self._fn.__qualname__} has been traced for {size} input signatures "
