@@ -13,7 +13,7 @@ from ..backends import get_backend
 from ..tensor import Tensor
 from .. import ops, tracing
 from ..autodiff.tape import no_grad
-from ..autodiff.traced import GradPlace
+from ..autodiff.traced import GradPlace, set_grad
 from ..ir import Variable
 
 # Hyperparameters whose being zero or not changes the form of the update (which ops a step runs).
@@ -157,12 +157,15 @@ class Optimizer:
 
     def zero_grad(self, set_to_none=True):
         """Forget the gradients: `.grad = None` (PyTorch's default), or zeros with set_to_none=False."""
+        number = 0
         for group in self.param_groups:
             for p in group["params"]:
+                label = f"{type(self).__name__} parameter {number}.grad"
+                number += 1
                 if set_to_none:
-                    p.grad = None
+                    set_grad(p, None, label)
                 elif p.grad is not None:
-                    p.grad = ops.zeros_like(p.grad)
+                    set_grad(p, ops.zeros_like(p.grad), label)
 
     # --- state ----------------------------------------------------------------------------
     def state_dict(self):

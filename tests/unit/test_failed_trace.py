@@ -204,3 +204,22 @@ def test_a_failed_rt_trace_puts_back_the_gradients_it_wrote():
     with pytest.raises(KeyboardInterrupt):
         rt.trace(loss, [rt.InputSpec([3], "float32")])
     assert w.grad is grad and w.grad.numpy().tolist() == [5.0, 5.0, 5.0]
+
+
+@pytest.mark.parametrize("clear", ["optimizer", "layer"])
+def test_a_failed_update_step_after_an_eager_backward_keeps_the_eager_gradients(clear):
+    rt.seed(4)
+    model = nn.Linear(6, 3)
+    opt = rt.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def update():
+        opt.step()
+        opt.zero_grad() if clear == "optimizer" else model.clear_gradients()
+        fault("after_zero_grad")
+
+    F.cross_entropy(model(data(0)[0]), data(0)[1]).backward()
+    grads = [p.grad for p in model.parameters()]
+    FAULT["at"], FAULT["kind"] = "after_zero_grad", KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        to_static(update)()
+    assert all(p.grad is g for p, g in zip(model.parameters(), grads))
