@@ -476,10 +476,12 @@ class StaticFunction:
             traced = self._record(key, leaves, treedef, positions, keep, call, before, outer, written)
             self._store(key, traced, stale)
         except BaseException:
-            writeback.register_writes(written, before)
-            outer_names.register(self._fn, outer, written, traced_only=False)
-            tracing.put_back(written)
-            rng.restore(generator)
+            def undo():
+                writeback.register_writes(written, before)
+                outer_names.register(self._fn, outer, written, traced_only=False)
+                tracing.put_back(written)
+                rng.restore(generator)
+            _to_the_end(undo)
             raise
         return traced
 
@@ -681,6 +683,20 @@ def _fast_call(static, traced, args, key):
     exec(compile(source, f"<dy2static call {static._fn.__qualname__}>", "exec"), ns)
     ns["fast"].generation = ns["G0"]
     return ns["fast"]
+
+
+def _to_the_end(fn):
+    """Run fn (which may run again from the start: putting back is idempotent) to its end even when a Ctrl-C
+    arrives meanwhile; the KeyboardInterrupt is raised after it."""
+    interrupted = None
+    while True:
+        try:
+            fn()
+            break
+        except KeyboardInterrupt as e:
+            interrupted = e
+    if interrupted is not None:
+        raise interrupted
 
 
 def _tracked_call(program, arrays, sources, outs, backend):

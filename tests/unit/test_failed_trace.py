@@ -223,3 +223,39 @@ def test_a_failed_update_step_after_an_eager_backward_keeps_the_eager_gradients(
     with pytest.raises(KeyboardInterrupt):
         to_static(update)()
     assert all(p.grad is g for p, g in zip(model.parameters(), grads))
+
+
+class InterruptedOnce:
+    """An object whose first put-back is interrupted by a Ctrl-C (before the value is stored)."""
+
+    armed = []
+
+    def __init__(self):
+        self.value = 0
+
+    def __setattr__(self, name, value):
+        if name == "value" and self.armed:
+            self.armed.clear()
+            raise KeyboardInterrupt("pressed again while putting back")
+        object.__setattr__(self, name, value)
+
+
+FLAKY = InterruptedOnce()
+
+
+def test_a_ctrl_c_while_a_failed_trace_is_put_back_still_puts_everything_back():
+    rt.seed(5)
+    model = nn.Linear(3, 2)
+    w = model.weight
+
+    def step(x):
+        FLAKY.value = 5
+        (model(x) ** 2).sum().backward()
+        InterruptedOnce.armed.append(True)
+        fault("after_backward")
+        return x
+
+    FAULT["at"] = "after_backward"
+    with pytest.raises(KeyboardInterrupt, match="pressed again"):
+        to_static(step)(rt.tensor(np.ones((2, 3), np.float32)))
+    assert FLAKY.value == 0 and w.grad is None and model.bias.grad is None
