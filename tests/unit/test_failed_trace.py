@@ -95,7 +95,7 @@ def snapshot(model, opt):
         "arrays": {n: t.data.copy() for n, t in list(model.named_parameters()) + list(model.named_buffers())},
         "registries": {n: t for n, t in list(model.named_parameters()) + list(model.named_buffers())},
         "grads": {n: p.grad for n, p in model.named_parameters()},
-        "grad_arrays": {n: p.grad.data.copy() for n, p in model.named_parameters()},
+        "grad_arrays": {n: None if p.grad is None else p.grad.data.copy() for n, p in model.named_parameters()},
         "optimizer": {(i, k): (v, v.data.copy()) for i, s in enumerate(opt.state.values()) for k, v in s.items()},
         "groups": [dict(g) for g in opt.param_groups],
         "attributes": _objects(model),
@@ -110,7 +110,7 @@ def assert_unchanged(before, after):
     assert all(after["registries"][n] is t for n, t in before["registries"].items())
     for name, grad in before["grads"].items():
         assert after["grads"][name] is grad, f"{name}.grad is {after['grads'][name]!r}"
-        assert grad.data.tobytes() == before["grad_arrays"][name].tobytes()
+        assert grad is None or grad.data.tobytes() == before["grad_arrays"][name].tobytes()
     for key, (tensor, array) in before["optimizer"].items():
         now, _ = after["optimizer"][key]
         assert now is tensor and now.data.tobytes() == array.tobytes(), key
@@ -172,10 +172,14 @@ def test_a_trace_failing_at_any_step_of_training_leaves_everything_as_it_was(poi
 def test_a_failed_trace_puts_back_globals_and_attributes_holding_python_values():
     counter = {"n": 0}
     box = Net()
+    calls, scale = 0, rt.tensor(np.float32(2.0))
 
     def step(x):
         global LAST
+        nonlocal calls, scale
         LAST = "traced"
+        calls += 1
+        scale = scale * x.sum()
         counter["n"] += 1
         box.calls = 99
         box.tag = "new attribute"
@@ -183,11 +187,12 @@ def test_a_failed_trace_puts_back_globals_and_attributes_holding_python_values()
         fault("before_forward")
         return x * 2
 
-    LAST_before, generator = LAST, rng.snapshot()
+    LAST_before, scale_before, generator = LAST, scale, rng.snapshot()
     FAULT["at"], FAULT["kind"] = "before_forward", KeyboardInterrupt
     with pytest.raises(KeyboardInterrupt):
         to_static(step)(rt.tensor(np.ones(3, np.float32)))
     assert LAST is LAST_before and counter == {"n": 0} and box.calls == 0 and not hasattr(box, "tag")
+    assert calls == 0 and scale is scale_before
     assert rng.default_rng() is generator[0] and rng.get_state() == generator[1]
 
 
@@ -259,3 +264,38 @@ def test_a_ctrl_c_while_a_failed_trace_is_put_back_still_puts_everything_back():
     with pytest.raises(KeyboardInterrupt, match="pressed again"):
         to_static(step)(rt.tensor(np.ones((2, 3), np.float32)))
     assert FLAKY.value == 0 and w.grad is None and model.bias.grad is None
+
+
+class Trainer(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.net = Net()
+        self.opt = rt.optim.SGD(self.net.parameters(), lr=0.1, momentum=0.9)
+        self.steps = 0
+
+    @to_static
+    def train_step(self, x, y):
+        loss = F.cross_entropy(self.net(x), y)
+        loss.backward()
+        self.opt.step()
+        self.steps += 1
+        self.loss = loss
+        fault("after_step")
+        self.opt.zero_grad()
+        return loss
+
+
+@pytest.mark.parametrize("kind", [ValueError, KeyboardInterrupt])
+def test_a_failed_trace_of_a_static_method_leaves_its_layer_as_it_was(kind):
+    rt.seed(6)
+    trainer = Trainer()
+    before = snapshot(trainer.net, trainer.opt)
+    FAULT["at"], FAULT["kind"] = "after_step", kind
+    with pytest.raises(kind):
+        trainer.train_step(*data(0))
+    assert trainer.steps == 0 and not hasattr(trainer, "loss")
+    assert_unchanged(before, snapshot(trainer.net, trainer.opt))
+    FAULT["at"] = None
+    loss = trainer.train_step(*data(0))
+    assert trainer.steps == 1 and trainer.loss.numpy() == loss.numpy()
+    assert all(p.grad is None for p in trainer.net.parameters())
