@@ -22,16 +22,21 @@ _FORM_KEYS = ("momentum", "weight_decay", "nesterov", "amsgrad", "maximize")
 
 class ParamGroup(dict):
     """One group: `params` and its hyperparameters, a dict as in PyTorch. Each number (or tuple of
-    numbers, `betas`) also lives in 0-d float64 Tensors (`tensors[key]`), updated on assignment."""
+    numbers, `betas`) also lives in 0-d float64 Tensors (`tensors[key]`), updated on assignment, which
+    `check` (the optimizer's) validates as the constructor does: `group["lr"] = nan` is refused."""
 
-    def __init__(self, values, device):
+    def __init__(self, values, device, check=None):
         super().__init__()
         self.device = device
         self.tensors = {}
+        self.check = None
         for key, value in values.items():
             self[key] = value
+        self.check = check
 
     def __setitem__(self, key, value):
+        if self.check is not None and key != "params":
+            self.check({**self, key: value})
         self.check_form(key, value)
         super().__setitem__(key, value)
         if key == "params" or isinstance(value, bool):
@@ -100,7 +105,7 @@ class Optimizer:
         values = {**self.defaults, **group, "params": params}
         self._check(values)
         device = params[0].device if params else "cpu"
-        self.param_groups.append(ParamGroup(values, device))
+        self.param_groups.append(ParamGroup(values, device, self._check))
         for p in params:
             self.state[p] = self._new_state(p, values)
 

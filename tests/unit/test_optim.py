@@ -287,3 +287,18 @@ def test_load_state_dict_refuses_what_is_not_a_state_dict():
     for bad in (None, {"state": {}}, {"param_groups": [], "state": []}, {"state": {}, "param_groups": [5]}):
         with pytest.raises(ValueError, match="load_state_dict"):
             opt.load_state_dict(bad)
+
+
+@pytest.mark.parametrize("value, error", [(float("nan"), ValueError), (True, TypeError), ("0.1", TypeError),
+                                          (-0.5, ValueError)])
+def test_a_schedule_setting_an_unusable_learning_rate_is_refused_and_changes_nothing(value, error):
+    # `group["lr"] = True` used to be stored beside the old lr tensor, which the next step kept using
+    p = rt.Parameter(np.ones(2, np.float32))
+    opt = rt.optim.SGD([p], lr=0.1)
+    with pytest.raises(error, match="invalid lr"):
+        opt.param_groups[0]["lr"] = value
+    assert opt.param_groups[0]["lr"] == 0.1
+    opt.param_groups[0]["lr"] = 0.5
+    p.grad = rt.tensor(np.ones(2, np.float32))
+    opt.step()
+    np.testing.assert_allclose(p.numpy(), [0.5, 0.5])
