@@ -279,8 +279,8 @@ def record(fn, specs, name=None, keeps_writes=False, written=None):
 
 def put_back(written):
     """Store in each written place (`TraceState.written`: cell identity -> (cell, value before)) the value it
-    held before the trace; a value that is itself traced (the place was written earlier in the same trace,
-    inside a branch) is left for the run to store. Places are put back newest first, so the oldest wins."""
+    held before the trace (a value from earlier in this trace is left: the run stores the real one). Places
+    are put back newest first, so the oldest value wins."""
     for cell, before in reversed(list(written.values())):
         if not any(isinstance(v, Variable) for v in pytree.flatten(before)[0]):
             cell._store(before)

@@ -473,7 +473,7 @@ class StaticFunction:
         written = {}
         generator = rng.snapshot()
         try:
-            traced = self._record(key, leaves, treedef, positions, keep, call, before, outer, written)
+            traced = self._record(leaves, treedef, positions, keep, call, before, outer, written)
             self._store(key, traced, stale)
         except BaseException:
             def undo():
@@ -485,7 +485,7 @@ class StaticFunction:
             raise
         return traced
 
-    def _record(self, key, leaves, treedef, positions, keep, call, before, outer, written):
+    def _record(self, leaves, treedef, positions, keep, call, before, outer, written):
         """The trace and compiled plan of one signature; its written places are noted in `written`."""
         containers = writeback.ArgumentWrites(self._fn, self._instance, call)
         specs = []
