@@ -121,11 +121,11 @@ class Optimizer:
         for key in self.defaults:
             value = group[key]
             if key in self.FLAGS:
-                if not isinstance(value, (bool, np.bool_)):
-                    raise TypeError(f"{name}: {key} must be True or False, got {value!r}")
+                if not isinstance(value, (bool, np.bool_)) and not (_is_number(value) and value in (0, 1)):
+                    raise TypeError(f"{name}: {key} must be True or False, got {value!r}")   # 0/1 too, as in PyTorch
                 continue
             values = value if key in self.PAIRS else (value,)
-            if key in self.PAIRS and (not isinstance(value, tuple) or len(value) != 2):
+            if key in self.PAIRS and (not isinstance(value, (tuple, list)) or len(value) != 2):
                 raise TypeError(f"{name}: {key} must be two numbers, got {value!r}")
             if not all(_is_number(v) for v in values):
                 raise TypeError(f"{name}: invalid {key} {value!r} (must be a number)")

@@ -302,3 +302,14 @@ def test_a_schedule_setting_an_unusable_learning_rate_is_refused_and_changes_not
     p.grad = rt.tensor(np.ones(2, np.float32))
     opt.step()
     np.testing.assert_allclose(p.numpy(), [0.5, 0.5])
+
+
+def test_flags_and_pairs_take_what_pytorch_takes():
+    """0/1 for a flag and a list for betas are what configs loaded from JSON hold; PyTorch accepts both."""
+    p = rt.Parameter(np.zeros(2, np.float32))
+    assert rt.optim.Adam([p], amsgrad=0, betas=[0.8, 0.9]).param_groups[0]["betas"] == (0.8, 0.9)
+    rt.optim.SGD([p], momentum=0.9, nesterov=1)
+    with pytest.raises(TypeError, match="amsgrad"):
+        rt.optim.Adam([p], amsgrad=2)
+    with pytest.raises(TypeError, match="amsgrad"):
+        rt.optim.Adam([p], amsgrad="yes")
