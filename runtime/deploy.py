@@ -12,16 +12,15 @@ larger than 16x the .npz file's size + 64 MiB unless `max_bytes=` allows more:
 any problem is a `ProgramFormatError` (a ValueError) naming the file; a
 missing file is a FileNotFoundError. `max_iterations=` bounds the `while` loop iterations of each call.
 """
-import contextlib
 import hashlib
 import io
 import json
 import os
-import secrets
 import threading
 
 import numpy as np
 
+from .atomic_files import replacing
 from .executor import Executor
 from .serialization import (MAX_OPS, ProgramFormatError, parse_json, program_from_dict, program_to_dict, read_params,
                             write_params)
@@ -107,32 +106,13 @@ def parameter_arrays(program):
 
 
 def _atomic_write(path, write):
-    """Write through a new temporary file in the same folder, then rename: no half-written files, and
-    writers (threads or processes) never share a temporary. Returns the SHA-256 of the bytes written."""
-    path = os.fspath(path)
-    folder, name = os.path.split(path)
-    while True:
-        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(8)}.tmp")
-        try:        # O_EXCL: a name another writer holds is never reused; the umask applies, as to open()
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-            break
-        except FileExistsError:
-            continue
-    try:
-        with open(fd, "w+b") as f:
+    """Write `path` through a unique temporary beside it, renamed into place when whole
+    (`atomic_files.replacing`: no half-written files, no temporary shared by two writers);
+    returns the SHA-256 of the bytes written."""
+    with replacing(path) as temp:
+        with open(temp, "wb") as f:
             write(f)
-            f.flush()
-            os.fsync(f.fileno())
-            f.seek(0)
-            digest = hashlib.sha256()
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                digest.update(chunk)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return digest.hexdigest()
+        return _sha256(temp)
 
 
 def load_program(path, device="cpu", max_bytes=None, max_iterations=None, max_ops=None):
