@@ -163,14 +163,15 @@ def program_to_dict(program, origins="as is"):
 
 def relative_origin(origin):
     """"pkg/sub/mod.py:12" for "/home/me/src/pkg/sub/mod.py:12": the file relative to the folder that holds
-    its top package (the folders above it with an `__init__.py`), or its bare name for a script; names
-    that are not paths ("<stdin>:3") stay as they are."""
+    its top package (the folders above it with an `__init__.py`), or its bare name for a script. Only an
+    absolute path is changed: a relative one ("examples/mlp.py:3", an origin read back from a saved file)
+    and a name that is no path ("<stdin>:3") stay as they are."""
     if not isinstance(origin, str):
         return origin
     filename, sep, line = origin.rpartition(":")
     if not sep or not line.isdigit():
         filename, line = origin, None
-    if filename.startswith("<") or not filename:
+    if not os.path.isabs(filename):
         return origin
     relative = _relative_file(filename)
     return relative if line is None else f"{relative}:{line}"
@@ -178,7 +179,7 @@ def relative_origin(origin):
 
 @functools.lru_cache(maxsize=256)
 def _relative_file(filename):
-    folder, name = os.path.split(os.path.abspath(filename))
+    folder, name = os.path.split(os.path.normpath(filename))
     parts = [name]
     while folder and os.path.isfile(os.path.join(folder, "__init__.py")):
         folder, package = os.path.split(folder)

@@ -122,6 +122,8 @@ def test_relative_origin_keeps_the_package_path(tmp_path):
     assert relative_origin(f"{package / 'mod.py'}:12") == "pkg/sub/mod.py:12"
     assert relative_origin(f"{tmp_path / 'script.py'}:3") == "script.py:3"
     assert relative_origin("<stdin>:3") == "<stdin>:3"
+    assert relative_origin("pkg/sub/mod.py:12") == "pkg/sub/mod.py:12"       # read back from a saved file
+    assert relative_origin("examples/mlp.py:3") == "examples/mlp.py:3"
     assert relative_origin(None) is None
 
 
@@ -131,3 +133,14 @@ def test_an_exported_module_names_no_absolute_path(tmp_path):
     with open(py_path) as f:
         source = f.read()
     assert "test_deploy_files.py:" in source and os.path.dirname(os.path.abspath(__file__)) not in source
+
+
+def test_saving_a_loaded_program_keeps_its_origins(tmp_path, monkeypatch):
+    static = to_static(_checked_scaled, input_spec=[InputSpec([3], "float32", "x")])
+    first, _ = transpiler.save(static, tmp_path / "a")
+    package = tmp_path / "somewhere" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    monkeypatch.chdir(package)          # a relative origin is not resolved against the working directory
+    second, _ = transpiler.save(transpiler.load(tmp_path / "a"), tmp_path / "b")
+    assert _origins(first) == _origins(second)
