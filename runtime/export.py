@@ -35,7 +35,7 @@ from .atomic_files import Staged, commit_all, discard_all
 from .backends import _canonical
 from .deploy import _sha256, parameter_arrays
 from .codegen.generic import Codegen, is_literal
-from .serialization import DTYPES, write_params
+from .serialization import DTYPES, with_relative_origins, write_params
 from .shape_text import shape_text
 
 __all__ = ["export_python", "python_source", "ExportError"]
@@ -83,6 +83,7 @@ def python_source(program, params_file, device="cpu", params_sha256=None):
     """The standalone module's source; it reads parameters from `params_file` next to itself, and refuses a
     file whose SHA-256 is not `params_sha256` (None: no check)."""
     device = _canonical(device)
+    program = with_relative_origins(program)       # no absolute paths of the author's in the module
     xp_module = "numpy" if device == "cpu" else "cupy"
     sources = _Sources(_WRAPPER_NAMES)
     sources.preload(np, "np")

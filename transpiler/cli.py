@@ -788,9 +788,10 @@ def _add_load_limits(parser, iterations):
                              f"{PARAMS_SLACK >> 20} MiB); parameters over it are refused before their data is read")
     if iterations:
         parser.add_argument("--max-iterations", type=_count, metavar="N",
-                            help="with a saved PATH.program.json: stop any run of a while loop after N "
-                                 "iterations with an error naming the loop (default, as transpiler.load: no "
-                                 "limit); give it for Programs you did not write")
+                            help="with a saved PATH.program.json: a budget of N while-loop iterations per "
+                                 "call, all loops together (nested ones multiply), past which an error names the "
+                                 "loop that ran out (default, as transpiler.load: no limit); give it for Programs "
+                                 "you did not write")
 
 
 def main(argv=None, stdout=None, stderr=None):
