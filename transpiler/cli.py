@@ -43,7 +43,7 @@ import numpy as np
 import runtime as rt
 from runtime import atomic_files, deploy, export, pytree
 from runtime.ir import Variable, sub_block_attrs
-from runtime.serialization import PARAMS_RATIO, PARAMS_SLACK
+from runtime.serialization import MAX_OPS, PARAMS_RATIO, PARAMS_SLACK
 from runtime.shape_text import shape_text
 from runtime.tracing import InputSpec
 
@@ -616,25 +616,28 @@ def is_saved_program(target):
     return target.endswith(deploy.PROGRAM_SUFFIX)
 
 
-def load_saved(target, device="cpu", max_bytes=None, max_iterations=None):
+def load_saved(target, device="cpu", max_bytes=None, max_iterations=None, max_ops=None):
     """The LoadedProgram saved at TARGET, under `transpiler.load`'s limits; its problems as one-line CLIErrors."""
     if not os.path.exists(target):
         raise CLIError(f"{target}: no such file")
     try:
-        return deploy.load_program(target, device=device, max_bytes=max_bytes, max_iterations=max_iterations)
+        return deploy.load_program(target, device=device, max_bytes=max_bytes, max_iterations=max_iterations,
+                                   max_ops=max_ops)
     except Exception as e:
         raise CLIError(f"cannot load {target}: {_one_line(e)}") from e
 
 
 def load_limits(args):
-    """{max_bytes, max_iterations} given on the command line (None: the library's default)."""
-    return {"max_bytes": args.max_bytes, "max_iterations": getattr(args, "max_iterations", None)}
+    """{max_bytes, max_iterations, max_ops} given on the command line (None: the library's default)."""
+    return {"max_bytes": args.max_bytes, "max_iterations": getattr(args, "max_iterations", None),
+            "max_ops": args.max_ops}
 
 
 def refuse_load_limits(args):
-    """--max-bytes/--max-iterations bound what is loaded from a saved Program; refused for FILE.py targets."""
+    """--max-bytes/--max-iterations/--max-ops bound what is loaded from a saved Program; refused for FILE.py."""
     given = [flag for flag, value in (("--max-bytes", args.max_bytes),
-                                      ("--max-iterations", getattr(args, "max_iterations", None)))
+                                      ("--max-iterations", getattr(args, "max_iterations", None)),
+                                      ("--max-ops", args.max_ops))
              if value is not None]
     if given:
         raise CLIError(f"{' and '.join(given)}: bound{'s' if len(given) == 1 else ''} a saved Program "
@@ -786,6 +789,10 @@ def _add_load_limits(parser, iterations):
                         help="with a saved PATH.program.json: the most bytes its parameters may take once loaded "
                              f"(default, as transpiler.load: {PARAMS_RATIO}x the .params.npz file's size + "
                              f"{PARAMS_SLACK >> 20} MiB); parameters over it are refused before their data is read")
+    parser.add_argument("--max-ops", type=_count, metavar="N",
+                        help="with a saved PATH.program.json: the most ops it may hold, all blocks together "
+                             f"(default, as transpiler.load: {MAX_OPS:,}); a larger file is refused before its ops "
+                             "are read")
     if iterations:
         parser.add_argument("--max-iterations", type=_count, metavar="N",
                             help="with a saved PATH.program.json: a budget of N while-loop iterations per "

@@ -816,11 +816,23 @@ def test_max_bytes_bounds_a_saved_programs_parameters(saved):
     assert run_main("export", "build/affine.program.json", "--out", "build/np", "--max-bytes", "16")[0] == 0
 
 
+def test_max_ops_bounds_a_saved_programs_size(saved):
+    code, out, err = run_main("run", "build/affine.program.json", "--input", "x=x.npy", "--max-ops", "0")
+    assert_one_line_error(code, err, "cannot load build/affine.program.json", "max_ops")
+    code, out, err = run_main("export", "build/affine.program.json", "--out", "build/np2", "--max-ops", "0")
+    assert_one_line_error(code, err, "max_ops")
+    assert not (saved / "build" / "np2.py").exists()
+    code, out, err = run_main("run", "build/affine.program.json", "--input", "x=x.npy", "--max-ops", "100",
+                              "--out", "b.npz")
+    assert (code, err) == (0, "")
+
+
 @pytest.mark.parametrize("argv, fragment", [
     (["run", "endless.py::affine", "--input", "x=x.npy", "--max-bytes", "10"], "--max-bytes: bounds a saved"),
     (["run", "endless.py::affine", "--input", "x=x.npy", "--max-iterations", "10"], "--max-iterations: bounds"),
     (["export", "endless.py::affine", "--spec", "x:float32[None,4]", "--out", "b/x", "--max-bytes", "1"],
      "is Python code"),
+    (["run", "endless.py::affine", "--input", "x=x.npy", "--max-ops", "10"], "--max-ops: bounds a saved"),
 ])
 def test_load_limits_on_python_code_are_refused(saved, argv, fragment):
     code, out, err = run_main(*argv)
@@ -841,4 +853,5 @@ def test_help_documents_the_load_limits(capsys):
             cli.main([command, "--help"])
         text = " ".join(capsys.readouterr().out.split())
         assert "--max-bytes N" in text and "16x the .params.npz file's size + 64 MiB" in text
+        assert "--max-ops N" in text and "200,000" in text
         assert ("--max-iterations N" in text) == (command == "run")
