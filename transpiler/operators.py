@@ -23,6 +23,7 @@ from runtime.ops.control import Text, safe_field
 from runtime.ir import Variable
 from runtime.state import attr_cell, contents_cell, item_cell
 
+from .aliases import write_through
 from .choices import FunctionChoices, copy_containers
 from .errors import ConversionError
 
@@ -1219,6 +1220,38 @@ def _check_one_kind(items, what):
 
 
 def convert_setitem(container, index, value):
+    """`x[i] = v`: x after it. A traced tensor gets a new value, which also replaces it in the lists and
+    dicts holding it (`c = caches[i]; c[:, p] = k` shows in caches[i], as eagerly)."""
+    updated = _setitem(container, index, value)
+    if _symbolic(container) and container.kind == "dense":
+        write_through(container, updated)
+    return updated
+
+
+def convert_setitem_path(root, path, index, value):
+    """`root[p0]...[pn][index] = value` (`cache[i][:, :, pos] = k`, `d["k"][...] = v`): root after it. The
+    innermost item is set; where that gives a new value (a traced tensor's), it is stored back into the
+    item's holder, level by level up to root, while the holder is a list, dict or tensor array. A traced
+    tensor's item is a copy (as eagerly `x[0][1] = v` leaves x as it was), so storing stops there."""
+    holders = [root]
+    for key in path:
+        holders.append(convert_getitem(holders[-1], key))
+    item = _setitem(holders[-1], index, value)
+    new = item
+    for holder, key, old in reversed(list(zip(holders, path, holders[1:]))):
+        if new is old or (_symbolic(holder) and holder.kind == "dense"):
+            return root
+        if type(holder) is tuple:
+            raise TypeError("an item assignment through a tuple's item that is a traced tensor: a traced tuple "
+                            "cannot change; keep the tensors in a list")
+        new = _setitem(holder, key, new)
+    inner = holders[-1]
+    if _symbolic(inner) and inner.kind == "dense" and inner.block is tracing.current_block():
+        write_through(inner, item)       # other lists and dicts holding the item see the write too
+    return new
+
+
+def _setitem(container, index, value):
     if _is_array(container) and not isinstance(index, (slice, tuple)):
         return _array_setitem(container, index, value)
     if _symbolic(container):

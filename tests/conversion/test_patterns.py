@@ -1,0 +1,133 @@
+"""Patterns real model code uses (issue 24): each computes what the same Python computes eagerly.
+
+Oracle: the function run eagerly on fresh inputs; the static function is called several times, with
+inputs that take different tensor paths, and must equal eager on every call.
+"""
+import numpy as np
+import pytest
+
+import runtime as rt
+from runtime.errors import ControlFlowError
+from transpiler import to_static
+
+
+def _t(value, dtype=np.float32):
+    return rt.tensor(np.asarray(value, dtype))
+
+
+def _plain(value):
+    if isinstance(value, rt.Tensor):
+        return value.numpy()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def like_eager(fn, *calls):
+    """Call fn eagerly and static on each argument tuple in turn; every result must agree."""
+    static = to_static(fn)
+    for args in calls:
+        want = _plain(fn(*args))
+        got = _plain(static(*args))
+        np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=1e-6)
+    return static
+
+
+# --- writes through an alias and nested item assignment ------------------------------------------
+
+def kv_cache_alias(k, pos):
+    caches = [rt.zeros((2, 4)), rt.zeros((2, 4))]
+    for i in range(2):
+        c = caches[i]
+        c[:, pos] = k * (i + 1)
+    return caches[0] + caches[1] * 10
+
+
+def test_write_through_an_alias_reaches_the_list():
+    like_eager(kv_cache_alias, (_t([1, 2]), 1), (_t([3, -4]), 3))
+
+
+def alias_in_dict_and_list(x):
+    c = x * 1
+    held = {"k": c, "all": [c, x]}
+    c[0] = 7
+    return held["k"] + held["all"][0] + held["all"][1]
+
+
+def test_write_through_an_alias_reaches_dicts_and_nested_lists():
+    like_eager(alias_in_dict_and_list, (_t([1, 2]),), (_t([-3, 5]),))
+
+
+def alias_written_under_tensor_if(x):
+    caches = [x * 1, x * 2]
+    c = caches[0]
+    if x.sum() > 0:
+        c[0] = 0
+    return caches[0] + c
+
+
+def test_write_through_an_alias_under_a_tensor_if_is_a_clear_error():
+    with pytest.raises(ControlFlowError, match=r"(?s)assign through the container.*line \d+"):
+        to_static(alias_written_under_tensor_if)(_t([1, 2]))
+
+
+def alias_in_tuple(x):
+    pair = (x * 1, x)
+    c = pair[0]
+    c[0] = 5
+    return pair[0]
+
+
+def test_write_through_an_alias_in_a_tuple_is_a_clear_error():
+    with pytest.raises(TypeError, match="keep such tensors in a list"):
+        to_static(alias_in_tuple)(_t([1, 2]))
+
+
+def kv_cache_nested(k, steps):
+    cache = [rt.zeros((1, 2, 4)), rt.zeros((1, 2, 4))]
+    pos = 0
+    while pos < steps:
+        for i in range(2):
+            cache[i][:, :, pos] = k * (i + 1) + pos
+        pos += 1
+    return cache[0] + cache[1]
+
+
+def test_nested_item_assignment_in_a_tensor_loop():
+    like_eager(kv_cache_nested, (_t([1, 2]), _t(3, np.int64)), (_t([5, -1]), _t(1, np.int64)),
+               (_t([1, 2]), _t(4, np.int64)))
+
+
+def nested_dict_item(x):
+    d = {"k": rt.zeros((2,)), "v": [x * 0, x * 0]}
+    d["k"][...] = x
+    d["v"][1][0] += x[1]
+    if x.sum() > 0:
+        d["k"][1] = 10
+    return d["k"] + d["v"][1]
+
+
+def test_nested_item_assignment_through_a_dict():
+    like_eager(nested_dict_item, (_t([1, 2]),), (_t([-3, 1]),))
+
+
+def nested_item_of_a_tensor(x):
+    y = x * 1
+    y[0][1] = 9          # y[0] is a copy: eagerly y keeps its values
+    return y
+
+
+def test_nested_item_of_a_tensor_is_a_copy_as_eagerly():
+    like_eager(nested_item_of_a_tensor, (_t([[1, 2], [3, 4]]),))
+
+
+def subscript_in_tuple_target(x):
+    a = rt.zeros((3,))
+    i = 0
+    foo, a[0], bar = 1, x.sum(), 3
+    i, a[i + 1] = 1, x[0]
+    return a + foo + bar
+
+
+def test_subscript_inside_a_tuple_target():
+    like_eager(subscript_in_tuple_target, (_t([1, 2]),), (_t([4, -2]),))

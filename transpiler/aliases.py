@@ -1,0 +1,60 @@
+"""A write into a traced tensor reaches the lists and dicts that hold that same tensor, as eagerly.
+
+Eagerly `c = caches[i]; c[:, pos] = k` changes the one Tensor object both `c` and `caches[i]` reach.
+While tracing a tensor is a value: the write makes a new Variable and rebinds `c`. So that `caches[i]`
+shows the write too, the new value replaces the old one in every list and dict the frames of converted
+code hold it in (their locals, and the lists, dicts and tuples nested in those). Inside a tensor
+`if`/`while` such a container is not carried by the construct (only the names it rebinds are), so a
+write there through a name into a tensor from outside the construct that a container also holds is a
+ControlFlowError at the user's line; so is one whose tensor sits in a tuple (which cannot change).
+Other names bound to the same tensor keep the old value (docs/semantics.md, "State").
+"""
+import sys
+
+from runtime import tracing
+from runtime.errors import ControlFlowError
+
+CONVERTED_CODES = set()    # code objects of converted functions: the user's frames (errors, aliases)
+_DEPTH = 4                 # how deep inside a frame's lists, dicts and tuples a held tensor is looked for
+
+
+def write_through(old, new):
+    """Put new wherever a list or dict of converted code holds old (the tensor a write just replaced)."""
+    places = list(_places(old))
+    if not places:
+        return
+    outside = old.block is not tracing.current_block()
+    for container, key in places:
+        if type(container) is tuple:
+            raise TypeError(f"writing into the tensor '{old.name}', which a tuple also holds: eagerly the tuple "
+                            "would show the write, but a traced tuple cannot change; keep such tensors in a list")
+        if outside:
+            raise ControlFlowError(
+                "writing into a tensor that a list or dict also holds, inside a tensor-dependent if/while: "
+                "the construct carries names, not the container, so the list or dict would miss the write; "
+                "assign through the container (`caches[i][:, pos] = v`), or write before the if/while")
+    for container, key in places:
+        container[key] = new
+
+
+def _places(old):
+    """(container, key) for every list/dict/tuple item that is old, in the frames of converted code."""
+    seen = set()
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code in CONVERTED_CODES:
+            for value in frame.f_locals.values():
+                yield from _walk(value, old, seen, _DEPTH)
+        frame = frame.f_back
+
+
+def _walk(value, old, seen, depth):
+    kind = type(value)
+    if kind not in (list, dict, tuple) or depth == 0 or id(value) in seen:
+        return
+    seen.add(id(value))
+    for key, item in (value.items() if kind is dict else enumerate(value)):
+        if item is old:
+            yield value, key
+        else:
+            yield from _walk(item, old, seen, depth - 1)
