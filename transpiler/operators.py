@@ -8,6 +8,7 @@ module as `_jst`.
 import builtins
 import functools
 import operator
+import re
 import threading
 import types
 
@@ -17,6 +18,7 @@ import runtime as rt
 from runtime import pytree, tracing
 from runtime.array_methods import python_numbers
 from runtime.control_flow import Undefined, as_predicate, as_variable
+from runtime.undefined import AT_RUN_TIME
 from runtime.errors import ControlFlowError, SymbolicBoolError
 from runtime.ops.known import known_value
 from runtime.ops.control import Text, safe_field
@@ -90,7 +92,7 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
     def branch(fn, side, extra):
         def run():
             copies = copy_containers(args)
-            out = _tuple(fn(*copies), n)
+            out = _jumped_unbound(_tuple(fn(*copies), n), names)
             returned[side] = _returned_args(out, copies, args)
             changed[side] = {j for j, (c, a) in enumerate(zip(copies, args)) if _container_changed(c, a)}
             return choice.park(side, out) + tuple(copies[j] for j in extra)
@@ -125,6 +127,21 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
         _write_into(args[j], merged, label)
     outs = _write_back(choice.resolve(outs[:n]), args, names, returned[0], returned[1])
     return _untuple(outs, n)
+
+
+def _jumped_unbound(outs, names):
+    """A branch that returns, breaks or continues (it sets a jump flag) leaves its unbound names to be
+    filled by an `undefined` op: the code Python runs next on that path reads none of them (it is guarded by
+    the flag), so the name is bound after the `if` wherever it is read (`complicated(x)`: `a` is bound on
+    every path that reaches `return a + 1`); a read that does happen raises when the Program runs."""
+    if not any(value is True and _JUMP_FLAG.match(name) for name, value in zip(names, outs)):
+        return outs
+    return tuple(Undefined(v.name, v.origin, fill=AT_RUN_TIME, bound=v.bound)
+                 if type(v) is Undefined and not v.fill and not _JUMP_FLAG.match(name) else v
+                 for name, v in zip(names, outs))
+
+
+_JUMP_FLAG = re.compile(r"__(return_flag(_\d+)?|break_\d+|continue_\d+)$")
 
 
 def _container_changed(copy, original):

@@ -131,3 +131,67 @@ def subscript_in_tuple_target(x):
 
 def test_subscript_inside_a_tuple_target():
     like_eager(subscript_in_tuple_target, (_t([1, 2]),), (_t([4, -2]),))
+
+
+# --- a name bound on every path that reaches its read (the others return or break) -----------------
+
+def complicated(x):
+    if x:
+        if x == 2:
+            return 1
+        else:
+            a = 2
+    else:
+        a = 4
+    return a + 1
+
+
+def test_names_bound_on_every_path_that_does_not_return():
+    like_eager(complicated, (_t(2),), (_t(0),), (_t(3),), (_t(2),))
+
+
+def bound_unless_break(x, n):
+    i = 0
+    total = x * 0
+    while i < n:
+        if (x > i).all():
+            y = x * 2
+        else:
+            break
+        total = total + y
+        i += 1
+    return total + i
+
+
+def bound_unless_break_python_loop(x):
+    total = x * 0
+    for i in range(4):
+        if x.sum() > i:
+            y = x + i
+        elif i > 2:
+            continue
+        else:
+            break
+        total = total + y
+    return total
+
+
+def test_names_bound_on_every_path_that_does_not_break():
+    like_eager(bound_unless_break, (_t([3, 4]), _t(5, np.int64)), (_t([0.5, 4]), _t(5, np.int64)),
+               (_t([9, 9]), _t(2, np.int64)))
+    like_eager(bound_unless_break_python_loop, (_t([3, 4]),), (_t([0.5, 0.25]),), (_t([-1, 0]),))
+
+
+def read_after_a_break_that_left_it_unbound(x):
+    for v in x:
+        if v > 0:
+            y = v * 2
+        else:
+            break
+    return y
+
+
+def test_a_read_python_would_not_make_raises_when_the_program_runs():
+    static = like_eager(read_after_a_break_that_left_it_unbound, (_t([1, 2, -1]),))
+    with pytest.raises(UnboundLocalError, match="'y'"):
+        static(_t([-1, 2, 3]))
