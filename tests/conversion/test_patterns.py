@@ -195,3 +195,34 @@ def test_a_read_python_would_not_make_raises_when_the_program_runs():
     static = like_eager(read_after_a_break_that_left_it_unbound, (_t([1, 2, -1]),))
     with pytest.raises(UnboundLocalError, match="'y'"):
         static(_t([-1, 2, 3]))
+
+
+# --- a generator expression consumed at once inside a tensor loop -----------------------------------
+
+_STAGES = [[], [0.5], [0.0, 0.5], [0.0, 0.0, 1.0]]
+
+
+def rk4(y, t_end):
+    t = t_end * 0
+    h = 0.1
+    while t < t_end:
+        ks = []
+        for i in range(4):
+            yi = y + h * sum(a * k for a, k in zip(_STAGES[i], ks))
+            ks.append(-yi)
+        y = y + h * (ks[0] + 2 * ks[1] + 2 * ks[2] + ks[3]) / 6
+        t = t + h
+    return y
+
+
+def lazy_generator_in_tensor_while(x):
+    while x.sum() < 10:
+        parts = [x, x * 2]
+        total = max(p.sum() for p in parts) + min((p.max() for p in parts))
+        x = x + total
+    return x
+
+
+def test_a_generator_expression_consumed_at_once_inside_a_tensor_while():
+    like_eager(rk4, (_t([1, 2]), _t(0.35)), (_t([3, -1]), _t(0.05)), (_t([1, 2]), _t(0.55)))
+    like_eager(lazy_generator_in_tensor_while, (_t([1, 2]),), (_t([0.1, 0.2]),))
