@@ -92,7 +92,11 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
     def branch(fn, side, extra):
         def run():
             copies = copy_containers(args)
-            out = _jumped_unbound(_tuple(fn(*copies), n), names)
+            try:
+                out = _jumped_unbound(_tuple(fn(*copies), n), names)
+            except EmptyListRead as e:      # the branch raises there when the Program runs
+                rt.raise_(IndexError, str(e))
+                out = tuple(Undefined(name) for name in names)
             returned[side] = _returned_args(out, copies, args)
             changed[side] = {j for j, (c, a) in enumerate(zip(copies, args)) if _container_changed(c, a)}
             return choice.park(side, out) + tuple(copies[j] for j in extra)
@@ -1203,16 +1207,21 @@ def _array_setitem(arr, index, value):
     return rt.array_insert(arr, index, value)
 
 
+class EmptyListRead(IndexError):
+    """An empty Python list read at an index: Python's IndexError, wherever the read runs. Inside a
+    tensor `if` the branch raises it when the Program runs (in a loop's first trace, before the list that
+    grows there becomes a tensor array, the other branch gives the values: `hs[left[n]]` in a Tree-LSTM)."""
+
+
 def convert_getitem(container, index):
     """`xs[i]`; a Python list of tensors read at a tensor index is read in the graph."""
+    if type(container) is list and not container and (_symbolic(index) or type(index) is int):
+        raise EmptyListRead("list index out of range")
     if type(container) is list and _symbolic(index) and container:
         if all(callable(item) and not isinstance(item, (Variable, rt.Tensor)) for item in container):
             return _choose(container, index, "list")
-        if all(type(item) in (bool, int, float) for item in container) and \
-                len({type(item) for item in container}) == 1:
-            item = rt.asarray(np.asarray(container))[index]     # Python numbers of one type: a weak item
-            item.weak = True
-            return item
+        if _numbers_of_one_type(container):
+            return _weak_items(rt.asarray(np.asarray(container)), index)   # Python numbers: a weak item
         _check_one_kind(container, "read")
         return rt.stack(container)[index]
     return container[index]
@@ -1281,11 +1290,26 @@ def _setitem(container, index, value):
 
 def _list_setitem(items, index, value):
     """`xs[i] = v` on a Python list of tensors at a tensor index: the item i of their stack replaced in the
-    graph, each item read back from it. Only where that is what Python leaves: tensors of one shape and dtype."""
+    graph, each item read back from it. Only where that is what Python leaves: tensors of one shape and dtype,
+    or Python numbers of one type (each item then a weak 0-d tensor holding that number)."""
+    if _numbers_of_one_type(items + [value]):
+        stacked = rt.setitem(rt.asarray(np.asarray(items)), index, value)
+        items[:] = [_weak_items(stacked, k) for k in range(len(items))]
+        return items
     _check_one_kind(items + [value], "item set")
     stacked = rt.setitem(rt.stack(items), index, value)
     items[:] = [stacked[k] for k in range(len(items))]
     return items
+
+
+def _numbers_of_one_type(items):
+    return all(type(item) in (bool, int, float) for item in items) and len({type(item) for item in items}) == 1
+
+
+def _weak_items(values, index):
+    item = values[index]
+    item.weak = True
+    return item
 
 
 def convert_call_item(container, index):

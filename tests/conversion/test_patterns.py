@@ -226,3 +226,58 @@ def lazy_generator_in_tensor_while(x):
 def test_a_generator_expression_consumed_at_once_inside_a_tensor_while():
     like_eager(rk4, (_t([1, 2]), _t(0.35)), (_t([3, -1]), _t(0.05)), (_t([1, 2]), _t(0.55)))
     like_eager(lazy_generator_in_tensor_while, (_t([1, 2]),), (_t([0.1, 0.2]),))
+
+
+# --- lists read and set at a tensor index -----------------------------------------------------------
+
+def tree_sum(x, left, right, is_leaf):
+    hs = []                                  # grows in the tensor loop, read at tensor indices (Tree-LSTM)
+    n = 0
+    while n < x.shape[0]:
+        if is_leaf[n]:
+            h = x[n]
+        else:
+            h = hs[left[n]] * 2 + hs[right[n]]
+        hs.append(h)
+        n += 1
+    return hs[-1]
+
+
+def _tree(leaf, left, right):
+    return (_t(np.arange(10).reshape(5, 2)), _t(left, np.int64), _t(right, np.int64), _t(leaf, bool))
+
+
+def test_a_list_grown_in_a_tensor_loop_read_at_tensor_indices_inside_a_tensor_if():
+    like_eager(tree_sum, _tree([1, 1, 0, 1, 0], [0, 0, 0, 0, 2], [0, 0, 1, 0, 3]),
+               _tree([1, 0, 0, 0, 0], [0, 0, 1, 2, 3], [0, 0, 0, 1, 0]))
+
+
+def first_read_before_any_append(x):
+    hs = []
+    n = 0
+    while n < x.shape[0]:
+        if x[n] > 0:
+            h = x[n]
+        else:
+            h = hs[n - 1] + 1
+        hs.append(h)
+        n += 1
+    return hs[-1]
+
+
+def test_an_empty_list_read_at_a_tensor_index_raises_index_error_when_that_branch_runs():
+    static = like_eager(first_read_before_any_append, (_t([1, -2, 3]),), (_t([4, -1, -1]),))
+    with pytest.raises(IndexError, match="list index out of range"):
+        static(_t([-1, 2, 3]))
+
+
+def python_numbers_set_at_a_tensor_index(x):
+    flags = [0, 0, 0]
+    i = rt.argmax(x)
+    flags[i] = 1
+    flags[i - 1] += 2
+    return x * flags[0] + flags[1] * 10 + flags[2] * 100
+
+
+def test_a_list_of_python_numbers_set_at_a_tensor_index():
+    like_eager(python_numbers_set_at_a_tensor_index, (_t([1, 5, 2]),), (_t([9, 5, 2]),), (_t([1, 5, 7]),))

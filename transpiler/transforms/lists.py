@@ -124,7 +124,7 @@ class InPlaceUpdates(Transformer):
         if _is_name_subscript(node.target, self.locals):
             current = copy.deepcopy(node.target)
             current.ctx = gast.Load()
-            value = gast.BinOp(left=current, op=node.op, right=node.value)
+            value = gast.BinOp(left=self.visit(current), op=node.op, right=node.value)
             return self._setitem(node, node.target, value)
         return self._hoist_pop(node)
 
