@@ -784,7 +784,28 @@ def _as_symbolic_iterable(value):
         return _TensorRows(value)
     if isinstance(value, (list, tuple)):
         return _Sequence(value)
+    if type(value) is builtins.range:
+        return _PythonRange(value)
+    if isinstance(value, np.ndarray) and value.ndim > 0 and value.dtype.kind in "biufc":
+        return _TensorRows(rt.asarray(value))       # its rows as constants of the graph
     raise TypeError(f"cannot iterate over {type(value).__name__} inside a tensor-dependent loop")
+
+
+class _PythonRange(SymbolicIterable):
+    """A Python range zipped with a tensor: Python ints, weak int64 at a symbolic index."""
+
+    def __init__(self, numbers):
+        self.numbers = numbers
+
+    def length(self):
+        return len(self.numbers)
+
+    def item(self, i):
+        if isinstance(i, int):
+            return self.numbers[i]
+        value = rt.astype(i * self.numbers.step + self.numbers.start, np.int64)
+        value.weak = True
+        return value
 
 
 class _ArrayItems(SymbolicIterable):
@@ -1223,7 +1244,9 @@ def convert_getitem(container, index):
         if _numbers_of_one_type(container):
             return _weak_items(rt.asarray(np.asarray(container)), index)   # Python numbers: a weak item
         _check_one_kind(container, "read")
-        return rt.stack(container)[index]
+        item = rt.stack(container)[index]
+        item.weak = _all_weak(container)          # Python numbers that became tensors stay Python numbers
+        return item
     return container[index]
 
 
@@ -1298,8 +1321,15 @@ def _list_setitem(items, index, value):
         return items
     _check_one_kind(items + [value], "item set")
     stacked = rt.setitem(rt.stack(items), index, value)
+    weak = _all_weak(items + [value])
     items[:] = [stacked[k] for k in range(len(items))]
+    for item in items:
+        item.weak = weak
     return items
+
+
+def _all_weak(values):
+    return all(type(v) in (bool, int, float) or _symbolic(v) and v.weak for v in values)
 
 
 def _numbers_of_one_type(items):

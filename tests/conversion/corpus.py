@@ -409,6 +409,16 @@ def generator_in_tensor_while(x):
     return y
 
 
+@case((4, 2), (4, 2), ops={"while"}, tags={"loops"})
+def for_zip_enumerate_range(x, y):
+    s = x[0] * 0
+    for a, (j, b), k in zip(x, enumerate(y), range(100)):
+        s = s + a * b + j * k
+    for row, c in zip(np.arange(8.0, dtype=np.float32).reshape(4, 2), x):
+        s = s + row * c
+    return s + sum(x, [5, 6])
+
+
 # --- lists, subscripts, builtins ---------------------------------------------------------
 
 @case((None, 2), no_ops={"while"}, tags={"lists", "golden"})   # a static first dim and a growing list: unrolls (DESIGN §3)

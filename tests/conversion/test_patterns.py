@@ -29,6 +29,8 @@ def like_eager(fn, *calls):
     for args in calls:
         want = _plain(fn(*args))
         got = _plain(static(*args))
+        if isinstance(want, np.ndarray):
+            assert isinstance(got, np.ndarray) and got.dtype == want.dtype, (got, want)
         np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=1e-6)
     return static
 
@@ -281,3 +283,37 @@ def python_numbers_set_at_a_tensor_index(x):
 
 def test_a_list_of_python_numbers_set_at_a_tensor_index():
     like_eager(python_numbers_set_at_a_tensor_index, (_t([1, 5, 2]),), (_t([9, 5, 2]),), (_t([1, 5, 7]),))
+
+
+# --- builtins over tensor rows with Python and NumPy iterables --------------------------------------
+
+def zip_of_rows_enumerate_and_range(x, y):
+    s = x[0] * 0
+    for a, (j, b), k in zip(x, enumerate(y), range(100)):
+        s = s + a * b + j * k
+    return s
+
+
+def zip_of_ndarray_and_rows(x):
+    s = 0
+    for a, b in zip(np.ones((3, 2), np.float32) * 2, x):
+        s = s + a * b
+    return s
+
+
+def sum_with_a_list_start(x):
+    return sum(x, [5, 6]) + sum([x[0], x[1]], [1.5, 2])
+
+
+def test_zip_of_rows_with_enumerate_range_and_ndarray():
+    rows = rt.InputSpec([None, 2], "float32")
+    like_eager(zip_of_rows_enumerate_and_range, (_t([[1, 2], [3, 4]]), _t([[5, 6], [7, 8]])),
+               (_t([[1, 2], [3, 4], [0, 1]]), _t([[5, 6], [7, 8], [2, 2]])))
+    static = to_static(zip_of_rows_enumerate_and_range, input_spec=[rows, rows])
+    x, y = _t([[1, 2], [3, 4], [0, 1]]), _t([[5, 6], [7, 8], [2, 2]])
+    np.testing.assert_allclose(static(x, y).numpy(), zip_of_rows_enumerate_and_range(x, y).numpy())
+    like_eager(zip_of_ndarray_and_rows, (_t([[1, 2], [3, 4], [0, 1]]),), (_t([[1, 0], [0, 4], [5, 1]]),))
+
+
+def test_sum_with_a_list_start():
+    like_eager(sum_with_a_list_start, (_t([[1, 2], [3, 4]]),), (_t([[0, -2], [3, 9], [1, 1]]),))
