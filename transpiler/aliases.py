@@ -6,9 +6,11 @@ shows the write too, the new value replaces the old one in every list and dict t
 code hold it in (their locals, and the lists, dicts and tuples nested in those). Inside a tensor
 `if`/`while` such a container is not carried by the construct (only the names it rebinds are), so a
 write there through a name into a tensor from outside the construct that a container also holds is a
-ControlFlowError at the user's line; so is one whose tensor sits in a tuple (which cannot change).
+ControlFlowError at the user's line; so is one whose tensor sits in a tuple (which cannot change),
+other than a `*args` tuple, which only passes arguments on.
 Other names bound to the same tensor keep the old value (docs/semantics.md, "State").
 """
+import inspect
 import sys
 
 from runtime import tracing
@@ -18,9 +20,11 @@ CONVERTED_CODES = set()    # code objects of converted functions: the user's fra
 _DEPTH = 4                 # how deep inside a frame's lists, dicts and tuples a held tensor is looked for
 
 
-def write_through(old, new):
-    """Put new wherever a list or dict of converted code holds old (the tensor a write just replaced)."""
-    places = list(_places(old))
+def write_through(old, new, replaced=()):
+    """Put new wherever a list or dict of converted code holds old (the tensor a write just replaced);
+    `replaced`: containers the write itself already updated or replaced (a nested item assignment's)."""
+    skip = {id(c) for c in replaced}
+    places = [(container, key) for container, key in _places(old) if id(container) not in skip]
     if not places:
         return
     outside = old.block is not tracing.current_block()
@@ -42,19 +46,24 @@ def _places(old):
     seen = set()
     frame = sys._getframe(2)
     while frame is not None:
-        if frame.f_code in CONVERTED_CODES:
-            for value in frame.f_locals.values():
-                yield from _walk(value, old, seen, _DEPTH)
+        code = frame.f_code
+        if code in CONVERTED_CODES:
+            varargs = code.co_varnames[code.co_argcount + code.co_kwonlyargcount] \
+                if code.co_flags & inspect.CO_VARARGS else None
+            for name, value in frame.f_locals.items():
+                # a `*args` tuple only passes the arguments on (a wrapper's): what it holds is not looked at again
+                yield from _walk(value, old, seen, _DEPTH, report=name != varargs)
         frame = frame.f_back
 
 
-def _walk(value, old, seen, depth):
+def _walk(value, old, seen, depth, report=True):
     kind = type(value)
     if kind not in (list, dict, tuple) or depth == 0 or id(value) in seen:
         return
     seen.add(id(value))
     for key, item in (value.items() if kind is dict else enumerate(value)):
         if item is old:
-            yield value, key
+            if report:
+                yield value, key
         else:
             yield from _walk(item, old, seen, depth - 1)

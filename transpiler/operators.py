@@ -102,10 +102,9 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
             return choice.park(side, out) + tuple(copies[j] for j in extra)
         return run
 
-    point = tracing.checkpoint(tracing.current_block())
-    held = [(cell, cell.get()) for cell in (state() if state is not None else ())]
+    undo = _undo_point(state)
     watched = _watch_objects(state, true_fn, false_fn)
-    extra = ()
+    extra, called_writes = (), False
     while True:
         labels = tuple(_param_name(true_fn, j) for j in extra)
         try:
@@ -115,15 +114,19 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
         except ControlFlowError:
             choice.explain()
             raise
+        moved = [] if called_writes else list(_moved_attributes(watched))
+        if moved:       # attributes a method called in a branch sets (`self.bump()`): carried, traced again
+            undo()
+            state, called_writes = _carrying_attributes(state, moved, watched), True
+            undo = _undo_point(state)
+            continue
         given = {j for side in returned.values() for j in side if j is not None}
         unseen = sorted((changed[0] | changed[1]) - given)
         if extra or not unseen:
             break
         # a container changed in a branch yet given to no name after the if (`y = x["a"]`, then
         # `y["b"] = v` in a branch): trace again with it as an output, so its merged value goes back
-        tracing.rollback(point)
-        for cell, value in held:
-            cell._store(value)
+        undo()
         extra = tuple(unseen)
     _check_captured("if", true_fn, false_fn)
     _check_objects("if", watched)
@@ -138,9 +141,13 @@ def _jumped_unbound(outs, names):
     filled by an `undefined` op: the code Python runs next on that path reads none of them (it is guarded by
     the flag), so the name is bound after the `if` wherever it is read (`complicated(x)`: `a` is bound on
     every path that reaches `return a + 1`); a read that does happen raises when the Program runs."""
-    if not any(value is True and _JUMP_FLAG.match(name) for name, value in zip(names, outs)):
+    jumps = {_JUMP_FLAG.match(name).group(1) for name, value in zip(names, outs)
+             if value is True and _JUMP_FLAG.match(name)}
+    if not jumps:
         return outs
-    return tuple(Undefined(v.name, v.origin, fill=AT_RUN_TIME, bound=v.bound)
+    # after a `return` nothing reads it: zeros, as for the return value (a gradient may read those)
+    fill = True if any(jump.startswith("return") for jump in jumps) else AT_RUN_TIME
+    return tuple(Undefined(v.name, v.origin, fill=fill, bound=v.bound)
                  if type(v) is Undefined and not v.fill and not _JUMP_FLAG.match(name) else v
                  for name, v in zip(names, outs))
 
@@ -168,9 +175,16 @@ def convert_ifexp(pred, true_thunk, false_thunk, name=None):
         return true_thunk() if pred else false_thunk()
     choice = FunctionChoices(pred, ("the function chosen by a conditional expression",), convert_call)
     watched = _watch_objects(None, true_thunk, false_thunk)
+    state, undo = None, _undo_point()
     try:
-        out = rt.cond(pred, lambda: choice.park(0, (true_thunk(),)), lambda: choice.park(1, (false_thunk(),)),
-                      names=None if name is None else (name,))
+        while True:
+            out = rt.cond(pred, lambda: choice.park(0, (true_thunk(),)), lambda: choice.park(1, (false_thunk(),)),
+                          names=None if name is None else (name,), state=state)
+            moved = [] if state is not None else _moved_attributes(watched)
+            if not moved:
+                break
+            undo()          # attributes a method called in a branch sets: carried, traced again
+            state = _carrying_attributes(state, moved, watched)
     except ControlFlowError:
         choice.explain()
         raise
@@ -284,6 +298,9 @@ def _closure_values(fns):
                 yield name, module[name]
 
 
+_FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, functools.partial)
+
+
 def _watch_objects(state, *fns):
     """Before a graph if/while/for: the attributes of the user objects its functions capture, minus
     the places the construct itself carries (its state cells)."""
@@ -292,10 +309,39 @@ def _watch_objects(state, *fns):
     for name, value in _closure_values(fns):
         module = type(value).__module__.partition(".")[0]
         if module in ("runtime", "transpiler", "numpy", "builtins") or isinstance(value, (type, types.ModuleType)) \
-                or callable(value) or not hasattr(value, "__dict__"):
+                or isinstance(value, _FUNCTIONS) or not hasattr(value, "__dict__"):
             continue
         watched.append((name, value, dict(vars(value)), carried))
     return watched
+
+
+def _made_op(block, start, op_type):
+    return block is not None and any(op.type == op_type for op in block.ops[start:])
+
+
+def _moved_attributes(watched):
+    """(name, object, attribute) of the watched attributes that a function the construct called changed
+    and that the construct does not carry; each put back as it was before the construct."""
+    moved = []
+    for name, obj, before, carried in watched:
+        after = vars(obj)
+        moved += [(name, obj, attr) for attr in [*before, *(a for a in after if a not in before)]
+                  if (id(obj), attr) not in carried and before.get(attr, _MISSING) is not after.get(attr, _MISSING)]
+    return moved
+
+
+def _carrying_attributes(state, moved, watched):
+    """`state` with a cell for each moved attribute, which the watched objects now count as carried."""
+    cells = tuple(attr_cell(obj, attr, f"{name}.{attr}") for name, obj, attr in moved)
+    for _, _, _, carried in watched:
+        carried.update((id(obj), attr) for _, obj, attr in moved)
+    for _, obj, before, _ in watched:
+        for attr in [a for a in vars(obj) if a not in before]:
+            delattr(obj, attr)
+        for attr, value in before.items():
+            if vars(obj).get(attr, _MISSING) is not value:
+                setattr(obj, attr, value)
+    return lambda: tuple(state() if state is not None else ()) + cells
 
 
 def _check_objects(kind, watched):
@@ -513,9 +559,15 @@ def convert_while(cond_fn, body_fn, args, names, state=None):
     block = tracing.current_block()
     start = len(block.ops) if block is not None else 0
     watched = _watch_objects(state, cond_fn, body_fn) if block is not None else []
+    undo = _undo_point(state) if block is not None else None
     with _graph_region("while"):
         outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
-    if block is not None and any(op.type == "while" for op in block.ops[start:]):    # a graph loop
+        moved = list(_moved_attributes(watched)) if _made_op(block, start, "while") else []
+        if moved:       # attributes a method called in the body sets (`self.step()`): carried, traced again
+            undo()
+            state = _carrying_attributes(state, moved, watched)
+            outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
+    if _made_op(block, start, "while"):    # a graph loop
         _check_captured("while", cond_fn, body_fn)
         _check_objects("while", watched)
     return _untuple(_write_back(outs, args, names, returned), n)
@@ -640,10 +692,17 @@ def _graph_for(it, length, body_fn, values, names, extra_test, state=None):
     def body(i, *s):
         return (i + 1,) + inner(i, *s)
 
+    undo = _undo_point(state)
     index = as_variable(0)      # a symbolic index: iterating a tensor is a while op even for a static length
     watched = _watch_objects(state, body_fn)
     with _graph_region("for"):
         outs = rt.while_loop(cond, body, (index,) + values, names=("for_index",) + tuple(names), state=state)
+        moved = list(_moved_attributes(watched))
+        if moved:       # attributes a method called in the body sets: carried, traced again
+            undo()
+            state = _carrying_attributes(state, moved, watched)
+            index = as_variable(0)
+            outs = rt.while_loop(cond, body, (index,) + values, names=("for_index",) + tuple(names), state=state)
     _check_captured("for", body_fn)
     _check_objects("for", watched)
     return _untuple(_write_back(outs[1:], args, names, returned), n)
@@ -1290,13 +1349,15 @@ def convert_setitem_path(root, path, index, value):
     for holder, key, old in reversed(list(zip(holders, path, holders[1:]))):
         if new is old or (_symbolic(holder) and holder.kind == "dense"):
             return root
-        if type(holder) is tuple:
-            raise TypeError("an item assignment through a tuple's item that is a traced tensor: a traced tuple "
-                            "cannot change; keep the tensors in a list")
+        if isinstance(holder, tuple):    # a new tuple for the name it came from (other names keep the old one)
+            items = list(holder)
+            items[key] = new
+            new = type(holder)(*items) if hasattr(holder, "_fields") else type(holder)(items)
+            continue
         new = _setitem(holder, key, new)
     inner = holders[-1]
     if _symbolic(inner) and inner.kind == "dense" and inner.block is tracing.current_block():
-        write_through(inner, item)       # other lists and dicts holding the item see the write too
+        write_through(inner, item, replaced=holders[:-1])   # other lists and dicts holding it see the write
     return new
 
 

@@ -317,3 +317,86 @@ def test_zip_of_rows_with_enumerate_range_and_ndarray():
 
 def test_sum_with_a_list_start():
     like_eager(sum_with_a_list_start, (_t([[1, 2], [3, 4]]),), (_t([[0, -2], [3, 9], [1, 1]]),))
+
+
+# --- attributes set by a method called under tensor control flow: one rule for every kind of call -----
+
+class _Counter:
+    def __init__(self):
+        self.count = 0
+        self.last = rt.zeros((2,))
+
+    def bump(self, x):
+        self.count += 1
+        self.last = x * 2
+        return x + 1
+
+
+class _OwnCall(_Counter):
+    def __call__(self, x):
+        return self.bump(x)
+
+
+class _Base:
+    def __call__(self, x):
+        return self.forward(x)
+
+
+class _InheritedCall(_Base, _Counter):
+    def forward(self, x):
+        return self.bump(x)
+
+
+class _Layer(rt.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+        self.last = rt.zeros((2,))
+
+    def forward(self, x):
+        self.count += 1
+        self.last = x * 2
+        return x + 1
+
+
+def call_under_tensor_if(m, x):
+    if x.sum() > 0:
+        y = m(x)
+    else:
+        y = x - 1
+    return y + m.count + m.last
+
+
+def call_in_tensor_while(m, x):
+    while x.sum() < 20:
+        x = m(x)
+    return x + m.count + m.last
+
+
+@pytest.mark.parametrize("cls", [_OwnCall, _InheritedCall, _Layer])
+@pytest.mark.parametrize("fn", [call_under_tensor_if, call_in_tensor_while])
+def test_an_attribute_set_by_a_method_called_under_tensor_control_flow(cls, fn):
+    eager, static_object = cls(), cls()
+    static = to_static(fn)
+    for x in (_t([1, 2]), _t([-1, -2]), _t([3, 1])):
+        want, got = fn(eager, x), static(static_object, x)
+        np.testing.assert_allclose(got.numpy(), want.numpy())
+        assert int(static_object.count) == eager.count
+        np.testing.assert_allclose(np.asarray(static_object.last.numpy()), eager.last.numpy())
+
+
+def nested_item_through_a_tuple(x):
+    pair = (x * 1, [x * 2])
+    pair[0][0] = 5
+    pair[1][0][1] = 7
+    return pair[0] + pair[1][0]
+
+
+def writes_through_varargs(*xs):
+    xs[0][0] = 3                 # a wrapper's *args tuple only passes its tensors on
+    return xs[0] + xs[1]
+
+
+def test_nested_item_assignment_through_a_tuple_and_varargs():
+    like_eager(nested_item_through_a_tuple, (_t([1, 2]),), (_t([-1, 4]),))
+    like_eager(lambda x, y: writes_through_varargs(x * 1, y), (_t([1, 2]), _t([3, 4])))
