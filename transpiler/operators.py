@@ -596,10 +596,17 @@ def convert_for(iterable, body_fn, args, names, until=None, state=None):
         length = it.length()
         if not _symbolic(length) and length == 0:      # runs no iteration: its body is never traced, as in Python
             return _python_for(it, body_fn, tuple(args), names, extra_test, state)
-        if _symbolic(length) or not _changes_structure(it, body_fn, tuple(args), n, state):
+        grown = {}
+        if _symbolic(length) or not _changes_structure(it, body_fn, tuple(args), n, state, grown):
             undo = None if _symbolic(length) else _undo_point(state)
             try:
-                return _graph_for(it, length, body_fn, tuple(args), names, extra_test, state)
+                outs = _graph_for(it, length, body_fn, tuple(args), names, extra_test, state)
+                if extra_test is None:      # every iteration appended the same number of items: a known length
+                    for j, (start, step) in grown.items():
+                        out = _tuple(outs, n)[j]
+                        if _is_array(out):
+                            out.length = start + step * length
+                return outs
             except Exception as e:  # noqa: BLE001 - a static length: what one trace of the body cannot
                 if undo is not None:    # carry (a dtype or rank that changes after the first iteration, an
                     undo()              # item read at an index earlier iterations fill) unrolls as Python does
@@ -633,11 +640,12 @@ def _undo_point(cells=None):
     return undo
 
 
-def _changes_structure(it, body_fn, state, n, cells=None):
+def _changes_structure(it, body_fn, state, n, cells=None, grown=None):
     """Whether a while op cannot carry this loop but Python's unrolled walk can: its items cannot be
     indexed by a symbolic index (a list of strings zipped with a tensor), or one trace of the body
-    changes the structure of the loop state (grows a tuple or list, adds a dict key). Nothing
-    recorded here is kept."""
+    changes the structure of the loop state (grows a tuple, adds a dict key; a list of tensors it appends
+    to is a tensor array the while op carries: `grown` gets, per such list, its length and how many items
+    one iteration appends). Nothing recorded here is kept."""
     block = tracing.current_block()
     point = tracing.checkpoint(block)
     cells = tuple(cells()) if cells is not None else ()      # places the body writes: put back after the probe
@@ -654,11 +662,25 @@ def _changes_structure(it, body_fn, state, n, cells=None):
             out = _tuple(body_fn(item, *pytree.unflatten(treedef, leaves)), n)
         except Exception:  # noqa: BLE001 - the while op's own trace reports it
             return False
-        return pytree.flatten(out)[1] != treedef
+        if len(out) != len(state) or any(not _appended_to(before, after) and
+                                         pytree.flatten(before)[1] != pytree.flatten(after)[1]
+                                         for before, after in zip(state, out)):
+            return True
+        grown.update({j: (len(before), len(after) - len(before)) for j, (before, after) in enumerate(zip(state, out))
+                      if type(before) is list and type(after) is list and len(after) > len(before)})
+        return False
     finally:
         for cell, value in zip(cells, held):
             cell._store(value)
         tracing.rollback(point)
+
+
+def _appended_to(before, after):
+    """A list of tensors the body appended tensors to (under a tensor `if` too: then a tensor array
+    already): a tensor array the while op carries."""
+    if type(before) is not list or not all(_tensorish(v) for v in before):
+        return False
+    return _is_array(after) or type(after) is list and len(after) > len(before) and all(_tensorish(v) for v in after)
 
 
 def _python_for(iterable, body_fn, values, names, extra_test, state=None):
@@ -872,7 +894,7 @@ class _ArrayItems(SymbolicIterable):
         self.arr = arr
 
     def length(self):
-        return rt.array_length(self.arr)
+        return rt.array_length(self.arr) if self.arr.length is None else self.arr.length
 
     def item(self, i):
         return rt.array_read(self.arr, i)
@@ -1074,7 +1096,7 @@ def convert_bool(value=False):
 def convert_len(value):
     if _symbolic(value):
         if value.kind == "array":
-            return rt.array_length(value)
+            return rt.array_length(value) if value.length is None else value.length
         if value.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         first = value.static_shape[0]

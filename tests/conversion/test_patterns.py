@@ -400,3 +400,47 @@ def writes_through_varargs(*xs):
 def test_nested_item_assignment_through_a_tuple_and_varargs():
     like_eager(nested_item_through_a_tuple, (_t([1, 2]),), (_t([-1, 4]),))
     like_eager(lambda x, y: writes_through_varargs(x * 1, y), (_t([1, 2]), _t([3, 4])))
+
+
+# --- a list appended to over a tensor's rows: a tensor array in a while op, whatever the row count ------
+
+def doubled_rows(x):
+    outs = []
+    for row in x:
+        outs.append(row * 2)
+    return rt.stack(outs)
+
+
+def rows_used_as_a_python_list_afterwards(x):
+    outs = []
+    for row in x:
+        outs.append(row * 2)
+        outs.append(row + 1)
+    total = 0
+    for o in outs:               # total changes rank: this loop unrolls over the known length
+        total = total + o
+    return [o * 2 for o in outs][-1] + total + len(outs) + outs[-3]
+
+
+def rows_appended_under_a_tensor_if(x):
+    kept = []
+    for row in x:
+        if row.sum() > 0:
+            kept.append(row)
+    return rt.stack(kept).sum(0) + len(kept) if len(kept) else x[0] * 0
+
+
+def test_rows_appended_to_a_list_are_a_while_op_whatever_the_row_count():
+    static = to_static(doubled_rows)
+    sizes = set()
+    for rows in (3, 50, 400):
+        x = _t(np.arange(rows * 2).reshape(rows, 2))
+        np.testing.assert_allclose(static(x).numpy(), doubled_rows(x).numpy())
+        program = static.get_program(x)
+        assert "while" in {op.type for op in program.ops()}
+        sizes.add(sum(1 for _ in program.ops()))
+    assert len(sizes) == 1, sizes          # the Program does not grow with the data
+    like_eager(rows_used_as_a_python_list_afterwards, (_t(np.arange(8).reshape(4, 2)),),
+               (_t(np.ones((4, 2))),))
+    like_eager(rows_appended_under_a_tensor_if, (_t([[1, 2], [-3, 1], [2, 2]]),), (_t([[-1, 0], [0, 0], [1, -2]]),),
+               (_t([[1, 0], [-3, 1], [5, 2]]),))
