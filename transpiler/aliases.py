@@ -12,6 +12,7 @@ Other names bound to the same tensor keep the old value (docs/semantics.md, "Sta
 """
 import inspect
 import sys
+import weakref
 
 from runtime import tracing
 from runtime.errors import ControlFlowError
@@ -20,10 +21,24 @@ CONVERTED_CODES = set()    # code objects of converted functions: the user's fra
 _DEPTH = 4                 # how deep inside a frame's lists, dicts and tuples a held tensor is looked for
 
 
-def write_through(old, new, replaced=()):
+def array_item(item):
+    """item, read from a tensor array (a list grown in a loop): noted, so that a write into it is refused."""
+    _ARRAY_ITEMS[id(item)] = weakref.ref(item, lambda _, key=id(item): _ARRAY_ITEMS.pop(key, None))
+    return item
+
+
+_ARRAY_ITEMS = {}       # id -> weak reference of the items read from tensor arrays
+
+
+def write_through(old, new, replaced=None):
     """Put new wherever a list or dict of converted code holds old (the tensor a write just replaced);
-    `replaced`: containers the write itself already updated or replaced (a nested item assignment's)."""
-    skip = {id(c) for c in replaced}
+    `replaced`: the containers a nested item assignment already updated or replaced, up to its root."""
+    ref = _ARRAY_ITEMS.get(id(old))
+    if replaced is None and ref is not None and ref() is old:
+        raise TypeError("writing into a tensor read from a list that grows in a loop (a tensor array): eagerly the "
+                        "list's item would change too, but the item read is a copy here; assign through the list "
+                        "(`xs[i][...] = v`), or write `v` into a new list")
+    skip = {id(c) for c in replaced or ()}
     places = [(container, key) for container, key in _places(old) if id(container) not in skip]
     if not places:
         return

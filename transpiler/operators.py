@@ -25,7 +25,7 @@ from runtime.ops.control import Text, safe_field
 from runtime.ir import Variable
 from runtime.state import attr_cell, contents_cell, item_cell
 
-from .aliases import write_through
+from .aliases import array_item, write_through
 from .choices import FunctionChoices, copy_containers
 from .errors import ConversionError
 
@@ -897,7 +897,7 @@ class _ArrayItems(SymbolicIterable):
         return rt.array_length(self.arr) if self.arr.length is None else self.arr.length
 
     def item(self, i):
-        return rt.array_read(self.arr, i)
+        return array_item(rt.array_read(self.arr, i))
 
 
 def convert_range(*args):
@@ -1328,6 +1328,8 @@ def convert_getitem(container, index):
         item = rt.stack(container)[index]
         item.weak = _all_weak(container)          # Python numbers that became tensors stay Python numbers
         return item
+    if _is_array(container) and not isinstance(index, slice):
+        return array_item(container[index])
     return container[index]
 
 

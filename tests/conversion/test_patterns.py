@@ -444,3 +444,27 @@ def test_rows_appended_to_a_list_are_a_while_op_whatever_the_row_count():
                (_t(np.ones((4, 2))),))
     like_eager(rows_appended_under_a_tensor_if, (_t([[1, 2], [-3, 1], [2, 2]]),), (_t([[-1, 0], [0, 0], [1, -2]]),),
                (_t([[1, 0], [-3, 1], [5, 2]]),))
+
+
+def alias_of_a_tensor_array_item(x):
+    hs = []
+    for row in x:
+        hs.append(row * 1)
+    h = hs[0]
+    h[0] = 9
+    return rt.stack(hs)
+
+
+def nested_write_into_a_tensor_array_item(x):
+    hs = []
+    for row in x:
+        hs.append(row * 1)
+    hs[0][0] = 9
+    hs[-1][1] += 1
+    return rt.stack(hs)
+
+
+def test_writes_into_items_of_a_list_grown_in_a_tensor_loop():
+    like_eager(nested_write_into_a_tensor_array_item, (_t([[1, 2], [3, 4]]),), (_t([[5, 6], [7, 8], [0, 0]]),))
+    with pytest.raises(TypeError, match=r"(?s)assign through the list.*line \d+"):
+        to_static(alias_of_a_tensor_array_item)(_t([[1, 2], [3, 4]]))
