@@ -302,17 +302,33 @@ _FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, f
 
 
 def _watch_objects(state, *fns):
-    """Before a graph if/while/for: the attributes of the user objects its functions capture, minus
-    the places the construct itself carries (its state cells)."""
+    """Before a graph if/while/for: the attributes of the user objects its functions capture, and of the
+    user objects and sub-layers those hold (`self.sub.count`, two levels down), minus the places the
+    construct itself carries (its state cells)."""
     carried = {(id(c.obj), c.key) for c in (state() if state is not None else ()) if type(c).__name__ == "AttrCell"}
-    watched = []
+    watched, seen = [], set()
+
+    def watch(name, value, depth):
+        if id(value) in seen or not _user_object(value):
+            return
+        seen.add(id(value))
+        attrs = dict(vars(value))
+        watched.append((name, value, attrs, carried))
+        if depth:
+            held = {**attrs, **(attrs.get("_sublayers") if isinstance(value, rt.nn.Layer) else {})}
+            for attr, item in held.items():
+                if isinstance(attr, str) and not attr.startswith("__"):
+                    watch(f"{name}.{attr}", item, depth - 1)
+
     for name, value in _closure_values(fns):
-        module = type(value).__module__.partition(".")[0]
-        if module in ("runtime", "transpiler", "numpy", "builtins") or isinstance(value, (type, types.ModuleType)) \
-                or isinstance(value, _FUNCTIONS) or not hasattr(value, "__dict__"):
-            continue
-        watched.append((name, value, dict(vars(value)), carried))
+        watch(name, value, 2)
     return watched
+
+
+def _user_object(value):
+    module = type(value).__module__.partition(".")[0]
+    return not (module in ("runtime", "transpiler", "numpy", "builtins") or isinstance(value, (type, types.ModuleType))
+                or isinstance(value, _FUNCTIONS) or not hasattr(value, "__dict__"))
 
 
 def _made_op(block, start, op_type):

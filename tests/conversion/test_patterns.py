@@ -468,3 +468,24 @@ def test_writes_into_items_of_a_list_grown_in_a_tensor_loop():
     like_eager(nested_write_into_a_tensor_array_item, (_t([[1, 2], [3, 4]]),), (_t([[5, 6], [7, 8], [0, 0]]),))
     with pytest.raises(TypeError, match=r"(?s)assign through the list.*line \d+"):
         to_static(alias_of_a_tensor_array_item)(_t([[1, 2], [3, 4]]))
+
+
+class _Outer(rt.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.inner = _Layer()          # a sub-layer
+        self.helper = _OwnCall()       # a plain object held in an attribute
+
+    def forward(self, x):
+        if x.sum() > 0:
+            x = self.inner(x) + self.helper(x)
+        return x + self.inner.count * 10 + self.helper.count * 100
+
+
+def test_an_attribute_of_a_sub_layer_set_under_a_tensor_if():
+    eager, static_object = _Outer(), _Outer()
+    static = to_static(lambda m, x: m(x))
+    for x in (_t([1, 2]), _t([-1, -2]), _t([3, 1])):
+        np.testing.assert_allclose(static(static_object, x).numpy(), eager(x).numpy())
+        assert (int(static_object.inner.count), int(static_object.helper.count)) == \
+            (eager.inner.count, eager.helper.count)
