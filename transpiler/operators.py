@@ -103,7 +103,7 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
         return run
 
     undo = _undo_point(state)
-    watched = _watch_objects(state, true_fn, false_fn)
+    watched, captured = _watch_objects(state, true_fn, false_fn), _cell_values(true_fn, false_fn)
     extra, called_writes = (), False
     while True:
         labels = tuple(_param_name(true_fn, j) for j in extra)
@@ -128,7 +128,7 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
         # `y["b"] = v` in a branch): trace again with it as an output, so its merged value goes back
         undo()
         extra = tuple(unseen)
-    _check_captured("if", true_fn, false_fn)
+    _check_captured("if", captured, true_fn, false_fn)
     _check_objects("if", watched)
     for j, label, merged in zip(extra, labels, outs[n:]):
         _write_into(args[j], merged, label)
@@ -174,7 +174,7 @@ def convert_ifexp(pred, true_thunk, false_thunk, name=None):
     if not _symbolic(pred):
         return true_thunk() if pred else false_thunk()
     choice = FunctionChoices(pred, ("the function chosen by a conditional expression",), convert_call)
-    watched = _watch_objects(None, true_thunk, false_thunk)
+    watched, captured = _watch_objects(None, true_thunk, false_thunk), _cell_values(true_thunk, false_thunk)
     state, undo = None, _undo_point()
     try:
         while True:
@@ -188,7 +188,7 @@ def convert_ifexp(pred, true_thunk, false_thunk, name=None):
     except ControlFlowError:
         choice.explain()
         raise
-    _check_captured("conditional expression", true_thunk, false_thunk)
+    _check_captured("conditional expression", captured, true_thunk, false_thunk)
     _check_objects("conditional expression", watched)
     return choice.resolve(out)[0]
 
@@ -256,22 +256,39 @@ class _graph_region:
         return False
 
 
-def _check_captured(kind, *fns):
+def _cells(*fns):
+    """(name, cell) of what the functions read from enclosing scopes."""
+    for fn in fns:
+        yield from zip(getattr(getattr(fn, "__code__", None), "co_freevars", ()), getattr(fn, "__closure__", None) or ())
+
+
+def _cell_values(*fns):
+    """id(cell) -> id(its value) before a construct: a cell the construct rebinds holds another object after."""
+    held = {}
+    for _, cell in _cells(*fns):
+        try:
+            held[id(cell)] = id(cell.cell_contents)
+        except ValueError:
+            continue
+    return held
+
+
+def _check_captured(kind, before, *fns):
     """After a graph if/while/for: no list or dict that its functions read from the enclosing scope
     (closure cells) may hold a value made inside it. Such a container was changed where the
     analysis cannot see it (passed to a function that appends to it): Python would have changed it
-    on each path or iteration taken, a trace only once, so using it afterwards would be wrong."""
+    on each path or iteration taken, a trace only once, so using it afterwards would be wrong. A cell
+    the construct rebound (`ks = []` in a loop body, read by a generator there) holds a new container."""
     block = tracing.current_block()
     if block is None:
         return
     for fn in fns:
-        names = getattr(getattr(fn, "__code__", None), "co_freevars", ())
-        for name, cell in zip(names, getattr(fn, "__closure__", None) or ()):
+        for name, cell in _cells(fn):
             try:
                 value = cell.cell_contents
             except ValueError:
                 continue
-            if type(value) not in (list, dict):
+            if type(value) not in (list, dict) or before.get(id(cell)) != id(value):
                 continue
             for leaf in pytree.flatten(value)[0]:
                 if isinstance(leaf, Variable) and not (
@@ -575,6 +592,7 @@ def convert_while(cond_fn, body_fn, args, names, state=None):
     block = tracing.current_block()
     start = len(block.ops) if block is not None else 0
     watched = _watch_objects(state, cond_fn, body_fn) if block is not None else []
+    captured = _cell_values(cond_fn, body_fn)
     undo = _undo_point(state) if block is not None else None
     with _graph_region("while"):
         outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
@@ -584,7 +602,7 @@ def convert_while(cond_fn, body_fn, args, names, state=None):
             state = _carrying_attributes(state, moved, watched)
             outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
     if _made_op(block, start, "while"):    # a graph loop
-        _check_captured("while", cond_fn, body_fn)
+        _check_captured("while", captured, cond_fn, body_fn)
         _check_objects("while", watched)
     return _untuple(_write_back(outs, args, names, returned), n)
 
@@ -732,7 +750,7 @@ def _graph_for(it, length, body_fn, values, names, extra_test, state=None):
 
     undo = _undo_point(state)
     index = as_variable(0)      # a symbolic index: iterating a tensor is a while op even for a static length
-    watched = _watch_objects(state, body_fn)
+    watched, captured = _watch_objects(state, body_fn), _cell_values(body_fn)
     with _graph_region("for"):
         outs = rt.while_loop(cond, body, (index,) + values, names=("for_index",) + tuple(names), state=state)
         moved = list(_moved_attributes(watched))
@@ -741,7 +759,7 @@ def _graph_for(it, length, body_fn, values, names, extra_test, state=None):
             state = _carrying_attributes(state, moved, watched)
             index = as_variable(0)
             outs = rt.while_loop(cond, body, (index,) + values, names=("for_index",) + tuple(names), state=state)
-    _check_captured("for", body_fn)
+    _check_captured("for", captured, body_fn)
     _check_objects("for", watched)
     return _untuple(_write_back(outs[1:], args, names, returned), n)
 

@@ -225,7 +225,18 @@ def lazy_generator_in_tensor_while(x):
     return x
 
 
+def generator_kept_in_a_name_inside_a_tensor_while(y, t_end):
+    t = t_end * 0
+    while t < t_end:
+        ks = [y, y * 2]
+        halves = (k * 0.5 for k in ks)           # consumed on the next line, through a name
+        y = y + rt.stack(list(halves)).sum(0)
+        t = t + 1
+    return y
+
+
 def test_a_generator_expression_consumed_at_once_inside_a_tensor_while():
+    like_eager(generator_kept_in_a_name_inside_a_tensor_while, (_t([1, 2]), _t(2)), (_t([-1, 3]), _t(0)))
     like_eager(rk4, (_t([1, 2]), _t(0.35)), (_t([3, -1]), _t(0.05)), (_t([1, 2]), _t(0.55)))
     like_eager(lazy_generator_in_tensor_while, (_t([1, 2]),), (_t([0.1, 0.2]),))
 
