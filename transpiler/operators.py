@@ -92,11 +92,7 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
     def branch(fn, side, extra):
         def run():
             copies = copy_containers(args)
-            try:
-                out = _jumped_unbound(_tuple(fn(*copies), n), names)
-            except EmptyListRead as e:      # the branch raises there when the Program runs
-                rt.raise_(IndexError, str(e))
-                out = tuple(Undefined(name) for name in names)
+            out = _raising_at_run_time(lambda: _jumped_unbound(_tuple(fn(*copies), n), names), names)
             returned[side] = _returned_args(out, copies, args)
             changed[side] = {j for j, (c, a) in enumerate(zip(copies, args)) if _container_changed(c, a)}
             return choice.park(side, out) + tuple(copies[j] for j in extra)
@@ -134,6 +130,16 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
         _write_into(args[j], merged, label)
     outs = _write_back(choice.resolve(outs[:n]), args, names, returned[0], returned[1])
     return _untuple(outs, n)
+
+
+def _raising_at_run_time(branch, names):
+    """branch() of a tensor `if`; an empty list read there (EmptyListRead) raises when the Program runs that
+    branch, whose values are then the other branch's (runtime.control_flow: a branch that raises)."""
+    try:
+        return branch()
+    except EmptyListRead as e:
+        rt.raise_(IndexError, str(e))
+        return tuple(Undefined(name or "value") for name in names)
 
 
 def _jumped_unbound(outs, names):
@@ -178,7 +184,8 @@ def convert_ifexp(pred, true_thunk, false_thunk, name=None):
     state, undo = None, _undo_point()
     try:
         while True:
-            out = rt.cond(pred, lambda: choice.park(0, (true_thunk(),)), lambda: choice.park(1, (false_thunk(),)),
+            out = rt.cond(pred, lambda: choice.park(0, _raising_at_run_time(lambda: (true_thunk(),), (name,))),
+                          lambda: choice.park(1, _raising_at_run_time(lambda: (false_thunk(),), (name,))),
                           names=None if name is None else (name,), state=state)
             moved = [] if state is not None else _moved_attributes(watched)
             if not moved:

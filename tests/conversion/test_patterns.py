@@ -500,3 +500,17 @@ def test_an_attribute_of_a_sub_layer_set_under_a_tensor_if():
         np.testing.assert_allclose(static(static_object, x).numpy(), eager(x).numpy())
         assert (int(static_object.inner.count), int(static_object.helper.count)) == \
             (eager.inner.count, eager.helper.count)
+
+
+def tree_sum_with_a_conditional_expression(x, left, right, is_leaf):
+    hs = []
+    n = 0
+    while n < x.shape[0]:
+        hs.append(x[n] if is_leaf[n] else hs[left[n]] - hs[right[n]])
+        n += 1
+    return hs[-1]
+
+
+def test_a_list_grown_in_a_tensor_loop_read_inside_a_conditional_expression():
+    like_eager(tree_sum_with_a_conditional_expression, _tree([1, 1, 0, 1, 0], [0, 0, 0, 0, 2], [0, 0, 1, 0, 3]),
+               _tree([1, 0, 0, 0, 0], [0, 0, 1, 2, 3], [0, 0, 0, 1, 0]))
