@@ -429,6 +429,16 @@ def list_append_in_tensor_loop(x):
     return rt.stack(outs)
 
 
+@case((6, 2), ops={"while"}, tags={"lists"})
+def list_grown_then_walked_in_python(x):
+    outs = [x[0] * 0]
+    for row in x:
+        outs.append(row * 2)
+        if row.sum() > 0:
+            outs[-1] = outs[-1] + 1
+    return [o.sum() for o in outs][-1] + len(outs) + rt.stack(outs).sum(0)
+
+
 @case((3,), no_ops={"while"}, tags={"lists"})
 def append_python_loop(x):
     outs = []
