@@ -23,6 +23,7 @@ from runtime.errors import ControlFlowError, SymbolicBoolError
 from runtime.ops.known import known_value
 from runtime.ops.control import Text, safe_field
 from runtime.ir import Variable
+from runtime.ops.registry import get_op
 from runtime.state import attr_cell, contents_cell, item_cell
 
 from .aliases import array_item, write_through
@@ -640,8 +641,11 @@ def convert_for(iterable, body_fn, args, names, until=None, state=None):
         grown = {}
         if _symbolic(length) or not _changes_structure(it, body_fn, tuple(args), n, state, grown):
             undo = None if _symbolic(length) else _undo_point(state)
+            first_op = len(tracing.current_block().ops)
             try:
                 outs = _graph_for(it, length, body_fn, tuple(args), names, extra_test, state)
+                if grown and not _replayable(tracing.current_block().ops[first_op:]):
+                    raise _Unroll()     # a list item set or popped in the body: the unrolled loop has gradients
                 if extra_test is None:      # every iteration appended the same number of items: a known length
                     for j, (start, step) in grown.items():
                         out = _tuple(outs, n)[j]
@@ -661,6 +665,21 @@ def convert_for(iterable, body_fn, args, names, until=None, state=None):
                     raise
         iterable = it       # a static length and a body that grows what it carries: unroll as Python does
     return _python_for(iterable, body_fn, tuple(args), names, extra_test, state)
+
+
+class _Unroll(Exception):
+    """A static-length loop whose while op would lose what Python's unrolled walk keeps."""
+
+
+def _replayable(ops):
+    """Whether a gradient can replay the sub-blocks of these ops: none of their ops changes its input in place
+    (a tensor array's item set or popped; an append is fine) or draws random numbers (runtime.autodiff.replay)."""
+    for op in ops:
+        for block in op.sub_blocks():
+            if any(not get_op(inner.type).pure and not get_op(inner.type).grows_input and inner.outputs
+                   for inner in block.ops) or not _replayable(block.ops):
+                return False
+    return True
 
 
 def _not_flag(k):

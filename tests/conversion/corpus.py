@@ -433,9 +433,9 @@ def list_append_in_tensor_loop(x):
 def list_grown_then_walked_in_python(x):
     outs = [x[0] * 0]
     for row in x:
-        outs.append(row * 2)
         if row.sum() > 0:
-            outs[-1] = outs[-1] + 1
+            row = row + 1
+        outs.append(row * 2)
     return [o.sum() for o in outs][-1] + len(outs) + rt.stack(outs).sum(0)
 
 

@@ -514,3 +514,19 @@ def tree_sum_with_a_conditional_expression(x, left, right, is_leaf):
 def test_a_list_grown_in_a_tensor_loop_read_inside_a_conditional_expression():
     like_eager(tree_sum_with_a_conditional_expression, _tree([1, 1, 0, 1, 0], [0, 0, 0, 0, 2], [0, 0, 1, 0, 3]),
                _tree([1, 0, 0, 0, 0], [0, 0, 1, 2, 3], [0, 0, 0, 1, 0]))
+
+
+def item_set_after_append(x):
+    outs = []
+    for row in x:
+        outs.append(row * 2)
+        if row.sum() > 0:
+            outs[-1] = outs[-1] + 1      # a gradient cannot replay this on a tensor array: the loop unrolls
+    return rt.stack(outs).sum()
+
+
+def test_a_loop_that_sets_an_appended_item_keeps_its_gradient():
+    x = _t([[1, 2], [-3, 1], [0.5, -2]])
+    like_eager(item_set_after_append, (x,))
+    got = rt.grad(to_static(item_set_after_append))(x)
+    np.testing.assert_allclose(got.numpy(), rt.grad(item_set_after_append)(x).numpy())
