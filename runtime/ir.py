@@ -48,6 +48,8 @@ class Variable(ArrayMethods):
         self.persistable = persistable
         self.weak = weak
         self.kind = kind
+        self.length = None      # a tensor array's number of items when the trace knows it (a loop of static
+                                # length that appended to it once per iteration): Python may walk it then
 
     @property
     def ndim(self):
@@ -88,6 +90,8 @@ class Variable(ArrayMethods):
         raise SymbolicBoolError(self)
 
     def __len__(self):
+        if self.kind == "array" and self.length is not None:
+            return self.length
         if self.kind == "array":        # its static_shape is an element's: never the list's length
             raise TypeError(
                 f"len() of the tensor array '{self.name}' in plain Python: its length is known only when the "
@@ -104,6 +108,8 @@ class Variable(ArrayMethods):
         Python code that iterates (`sum(x)`, `list(x)`, `a, b = x`, `zip(x, y)`) then
         unrolls exactly as it would eagerly; a dynamic first dim has no Python length.
         """
+        if self.kind == "array" and self.length is not None:
+            return (self[i] for i in range(self.length))
         if self.kind == "array":
             raise TypeError(
                 f"cannot iterate the tensor array '{self.name}' in plain Python: its length is known only "

@@ -40,7 +40,7 @@ LAYERS = [
     ("runtime namespace", ["runtime"]),
     ("analysis", ["transpiler.analysis"]),
     ("transforms", ["transpiler.errors", "transpiler.naming", "transpiler.parsing", "transpiler.transforms"]),
-    ("operators", ["transpiler.choices", "transpiler.operators"]),
+    ("operators", ["transpiler.aliases", "transpiler.choices", "transpiler.operators"]),
     ("emit", ["transpiler.emit"]),
     ("trace bookkeeping", ["transpiler.guards", "transpiler.outer_names", "transpiler.writeback"]),
     ("api", ["transpiler.api"]),
