@@ -1,0 +1,143 @@
+"""Plans with native regions: the NumPy plan, each fused elementwise chain one native call where it can be.
+
+    multiply_7 = native_chain(x, b)        # one LLVM function for the whole chain (elementwise.py)
+
+`NativePlanCodegen` is the executor's `PlanCodegen` with one hook changed: a fused op's steps
+(`ufunc_steps`) become a call of a compiled `ChainKernel` when `compile_chain` takes them, and stay
+NumPy's `out=` chain otherwise (a one-step chain is already one NumPy call; a 0-d result is cheaper
+as NumPy scalars). The call allocates the result (or takes the input the `inplace` pass donated), and
+hands any call the kernel declines (an input not of the rank, dtype or broadcastable shape it was
+compiled for) to the NumPy chain, which computes it or raises NumPy's error.
+Every region decided is counted in `stats()` and listed on the plan (`plan.native_regions`).
+"""
+import threading
+
+import numpy as np
+
+from ..codegen.fast import PlanCodegen
+from ..codegen.plan import compile_plan
+from ..ir import Variable
+from ..ops.fused import FUSED_OP
+from . import elementwise
+
+_STATS = {"native": 0, "numpy": 0, "declined_calls": 0, "reasons": {}}
+_STATS_LOCK = threading.Lock()
+
+
+def stats():
+    """Counts of regions compiled native and kept on NumPy (with why), and calls handed back to NumPy."""
+    with _STATS_LOCK:
+        return dict(_STATS, reasons=dict(_STATS["reasons"]))
+
+
+def reset_stats():
+    with _STATS_LOCK:
+        _STATS.update(native=0, numpy=0, declined_calls=0, reasons={})
+
+
+def _count(why):
+    with _STATS_LOCK:
+        if why:
+            _STATS["numpy"] += 1
+            _STATS["reasons"][why] = _STATS["reasons"].get(why, 0) + 1
+        else:
+            _STATS["native"] += 1
+
+
+class NativePlanCodegen(PlanCodegen):
+    """PlanCodegen whose fused elementwise chains run as native kernels where they compile."""
+
+    def __init__(self, program, backend, max_iterations=None):
+        super().__init__(program, backend, max_iterations)
+        self.native_regions = []        # (output name, 'native' or why NumPy)
+
+    def ufunc_steps(self, op, steps):
+        why = self._why_not(op, steps)
+        kernel = None
+        if not why:
+            out = op.outputs[0]
+            kernel = elementwise.compile_chain([(v.dtype, tuple(v.static_shape)) for v in op.inputs],
+                                               (out.dtype, tuple(out.static_shape)), steps)
+            if isinstance(kernel, str):
+                why, kernel = kernel, None
+        self.native_regions.append((self.name(op.outputs[0]), why or "native"))
+        _count(why)
+        if kernel is None:
+            return super().ufunc_steps(op, steps)
+        run = chain_call(kernel, op, steps, self._donated(op))
+        name = self.bound(f"native_chain_{len(self.native_regions)}", run)
+        args = ", ".join(self.value(v) for v in op.inputs)
+        return [f"{self.name(op.outputs[0])} = {name}({args})"]
+
+    def _why_not(self, op, steps):
+        if not self.numpy:
+            return "not on NumPy"
+        if len(steps) < 2:
+            return "one step (already one NumPy call)"
+        out = op.outputs[0]
+        if out.ndim == 0:
+            return "0-d result (NumPy scalars are cheaper)"
+        if not all(isinstance(v, Variable) and v.kind == "dense" for v in op.inputs):
+            return "an input is not a dense array"
+        return ""
+
+    def _donated(self, op):
+        into = op.attrs.get("into")
+        if into is None or self.donations.get(id(op)) != into:
+            return None
+        v, out = op.inputs[into], op.outputs[0]
+        if (tuple(v.static_shape) != tuple(out.static_shape) or -1 in tuple(out.static_shape)
+                or np.dtype(v.dtype) != np.dtype(out.dtype)):
+            return None
+        return into
+
+
+def chain_call(kernel, op, steps, donated):
+    """The plan's function for one native chain: result array, kernel, NumPy's chain if it declines."""
+    cfunc = kernel.cfunc
+    shape = tuple(op.outputs[0].static_shape)
+    dtype = np.dtype(op.outputs[0].dtype)
+    empty, broadcast = np.empty, np.broadcast
+    numpy_chain = FUSED_OP.kernel
+
+    def on_numpy(arrays):
+        kernel.declined += 1
+        with _STATS_LOCK:
+            _STATS["declined_calls"] += 1
+        return numpy_chain(np, *arrays, steps=steps)
+
+    if donated is not None:
+        def run(*arrays):
+            if cfunc(arrays[donated], *arrays):
+                return on_numpy(arrays)
+            return arrays[donated]
+    elif -1 not in shape:
+        def run(*arrays):
+            out = empty(shape, dtype)
+            if cfunc(out, *arrays):
+                return on_numpy(arrays)
+            return out
+    else:
+        def run(*arrays):
+            try:
+                out = empty(broadcast(*arrays).shape, dtype)
+            except ValueError:
+                return on_numpy(arrays)
+            if cfunc(out, *arrays):
+                return on_numpy(arrays)
+            return out
+    return run
+
+
+def compile_native_plan(program, backend, max_iterations=None):
+    """A Plan as `codegen.plan.compile_plan` makes it, its fused chains native where they compile;
+    `plan.native_regions` lists (result name, 'native' or why it stayed on NumPy)."""
+    made = []
+
+    def codegen(*args):
+        made.append(NativePlanCodegen(*args))
+        return made[-1]
+
+    plan = compile_plan(program, backend, max_iterations, codegen)
+    plan.native_regions = made[0].native_regions
+    return plan
