@@ -19,6 +19,9 @@ from runtime.native.numpy_loops import same_bits, strided_loop, probe_values
 from runtime.ops.fused import ufunc_op
 from runtime.ops.registry import REGISTRY
 from transpiler import to_static
+from tests.conversion.corpus import CASES as CORPUS
+from tests.conversion.oracle import inputs as corpus_inputs
+from tests.conversion.test_differential import HEADER, _Gen, _state
 from tests.unit.test_ops_conformance import CASES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -246,3 +249,59 @@ def test_without_llvmlite_the_native_setting_runs_the_numpy_plan(tmp_path):
     path.write_text(script)
     done = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+# --- the conversion corpus and generated programs, both tiers, bit for bit ----------------------------
+def _outputs(program, arrays, native_on):
+    names = [v.name for v in program.inputs if not v.persistable]
+    with np.errstate(all="ignore"):
+        outs = rt.Executor(native=native_on).run(program, dict(zip(names, arrays)))
+    return [[t.numpy() for t in o] if isinstance(o, list) else o.numpy() for o in outs]
+
+
+def _same_outputs(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        if isinstance(w, list):
+            _same_outputs(g, w)
+        else:
+            assert same_bits(g, w), f"native {g!r} != NumPy plan {w!r}"
+
+
+@needs_llvm
+@pytest.mark.parametrize("case", CORPUS, ids=[c["fn"].__name__ for c in CORPUS])
+def test_corpus_native_bits(case):
+    program = to_static(case["fn"]).get_program(*[rt.tensor(a) for a in corpus_inputs(case, 0)], *case["scalars"])
+    for seed in (0, 1):
+        arrays = corpus_inputs(case, seed)
+        _same_outputs(_outputs(program, arrays, True), _outputs(program, arrays, False))
+
+
+GENERATED = 60          # `DY2STATIC_NATIVE_GENERATED=5000` runs more (each new chain compiles in ~0.1-0.2 s)
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    import importlib.util
+    count = int(os.environ.get("DY2STATIC_NATIVE_GENERATED", GENERATED))
+    path = tmp_path_factory.mktemp("gen") / "generated_for_native.py"
+    path.write_text(HEADER + "\n\n".join(_Gen(seed).program(f"prog_{seed}") for seed in range(count)))
+    spec = importlib.util.spec_from_file_location("generated_for_native", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, count
+
+
+@needs_llvm
+def test_generated_programs_native_bits(generated):
+    module, count = generated
+    native.reset_stats()
+    for seed in range(count):
+        fn = getattr(module, f"prog_{seed}")
+        rng = np.random.default_rng(seed)
+        x = rng.standard_normal(3).astype(np.float32)
+        rows = rng.standard_normal((4, 3)).astype(np.float32)
+        for flag in (True, False):
+            program = to_static(fn).get_program(rt.tensor(x), rt.tensor(rows), flag, _state(rt))
+            _same_outputs(_outputs(program, [x, rows], True), _outputs(program, [x, rows], False))
+    assert native.stats()["native"] > count // 4       # the chains really ran native
