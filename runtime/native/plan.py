@@ -7,7 +7,7 @@
 NumPy's `out=` chain otherwise (a one-step chain is already one NumPy call; a 0-d result is cheaper
 as NumPy scalars). The call allocates the result (or takes the input the `inplace` pass donated), and
 hands any call the kernel declines (an input not of the rank, dtype or broadcastable shape it was
-compiled for) to the NumPy chain, which computes it or raises NumPy's error.
+compiled for) to the NumPy chain (a 0-d input, which may be a NumPy scalar, is passed as `asarray` of it), which computes it or raises NumPy's error.
 Every region decided is counted in `stats()` and listed on the plan (`plan.native_regions`).
 """
 import threading
@@ -66,7 +66,8 @@ class NativePlanCodegen(PlanCodegen):
             return super().ufunc_steps(op, steps)
         run = chain_call(kernel, op, steps, self._donated(op))
         name = self.bound(f"native_chain_{len(self.native_regions)}", run)
-        args = ", ".join(self.value(v) for v in op.inputs)
+        asarray = self.bound("asarray")         # a 0-d value may be a NumPy scalar: the kernel reads arrays
+        args = ", ".join(f"{asarray}({self.value(v)})" if v.ndim == 0 else self.value(v) for v in op.inputs)
         return [f"{self.name(op.outputs[0])} = {name}({args})"]
 
     def _why_not(self, op, steps):

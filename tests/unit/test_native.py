@@ -96,6 +96,20 @@ def test_dynamic_batch_broadcast_and_strided_inputs():
 
 
 @needs_llvm
+def test_a_0d_value_computed_as_a_numpy_scalar_runs_native():
+    def f(x, s):
+        t = s * 0.5 + 1.0                   # 0-d: the plan computes it as NumPy scalars
+        return rt.tanh(x * t + 1.0) * 2.0
+
+    program, _, _ = rt.trace(f, [rt.InputSpec([4], "float32", name="x"), rt.InputSpec([], "float32", name="s")])
+    native.reset_stats()
+    plan, got, want = _both(program, {"x": np.arange(4, dtype=np.float32), "s": np.float32(3.0)})
+    assert [why for _, why in plan.native_regions] == ["native"]
+    assert same_bits(got[0], want[0])
+    assert native.stats()["declined_calls"] == 0
+
+
+@needs_llvm
 def test_a_shape_mismatch_raises_numpys_error_from_the_native_plan():
     def f(x, y):
         return rt.exp(x + y) * 2.0
