@@ -53,23 +53,35 @@ class ChainKernel:
 def compile_chain(inputs, out, steps):
     """A ChainKernel for steps over inputs [(dtype, static shape)] giving out (dtype, static shape),
     or a string saying why not."""
+    job = chain_job(inputs, out, steps)
+    return job if isinstance(job, str) else job()
+
+
+def chain_job(inputs, out, steps):
+    """What compiling the chain takes, split so the costly part may run later in another thread: a
+    string saying why the chain cannot be native, or a function `job()` that compiles it (once per
+    distinct chain; a ChainKernel, or why not) with `job.cached()`, what an earlier job made, or None."""
     if engine() is None:
         return "llvmlite unavailable"
     plan = _plan(inputs, out, steps)
     if isinstance(plan, str):
         return plan
     key = repr(plan["key"])
-    kernel = _KERNELS.get(key)
-    if kernel is None:
-        with _LOCK:
-            kernel = _KERNELS.get(key)
-            if kernel is None:
-                kernel = _build(plan)
-                if not isinstance(kernel, str):
-                    why = _self_test(kernel, inputs, out, steps)
-                    kernel = why or kernel
-                _KERNELS[key] = kernel
-    return kernel
+
+    def job():
+        kernel = _KERNELS.get(key)
+        if kernel is None:
+            with _LOCK:
+                kernel = _KERNELS.get(key)
+                if kernel is None:
+                    kernel = _build(plan)
+                    if not isinstance(kernel, str):
+                        kernel = _self_test(kernel, inputs, out, steps) or kernel
+                    _KERNELS[key] = kernel
+        return kernel
+
+    job.cached = lambda: _KERNELS.get(key)
+    return job
 
 
 # --- what each step computes, in which dtypes -------------------------------------------------------

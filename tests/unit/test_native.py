@@ -35,6 +35,7 @@ def _gelu(x):
 def _both(program, feed):
     """(native plan, its outputs, NumPy plan's outputs) for one Program and feed."""
     plan = rt.Executor(native=True).compile(program)
+    native.wait()                           # new chains compile in the background: run them native
     with np.errstate(all="ignore"):         # special values on purpose; the native tier does not warn
         got = [t.numpy() for t in plan.run(feed)]
         want = [t.numpy() for t in rt.Executor(native=False).run(program, feed)]
@@ -58,6 +59,7 @@ def test_setting_is_opt_in_and_checked(monkeypatch):
 def test_native_and_numpy_plans_are_cached_apart():
     program, _, _ = rt.trace(_gelu, [rt.InputSpec([8], "float32", name="x")])
     a, b = rt.Executor(native=True).compile(program), rt.Executor(native=False).compile(program)
+    native.wait()
     assert a is not b and a is rt.Executor(native=True).compile(program)
     assert hasattr(a, "native_regions") and not hasattr(b, "native_regions")
 
@@ -117,6 +119,8 @@ def test_a_shape_mismatch_raises_numpys_error_from_the_native_plan():
     specs = [rt.InputSpec([None], "float32", name="x"), rt.InputSpec([None], "float32", name="y")]
     program, _, _ = rt.trace(f, specs)
     feed = {"x": np.ones(3, np.float32), "y": np.ones(4, np.float32)}
+    rt.Executor(native=True).compile(program)
+    native.wait()
     with pytest.raises(ValueError) as native_error:
         rt.Executor(native=True).run(program, feed)
     with pytest.raises(ValueError) as numpy_error:
@@ -145,6 +149,50 @@ def test_the_while_rnn_runs_its_body_chain_native():
     plan, got, want = _both(program, feed)
     assert "native" in [why for _, why in plan.native_regions]
     assert same_bits(got[0], want[0])
+
+
+# --- compiling in the background ---------------------------------------------------------------------
+def _unique_chain_program():
+    """A Program whose chain no earlier test compiled (its number is new), so it is not cached."""
+    k = float(np.random.default_rng().integers(1 << 30)) + 0.5
+
+    def f(x):
+        return rt.tanh(x * k + 1.0) * 0.5
+
+    return rt.trace(f, [rt.InputSpec([300], "float32", name="x")])[0]
+
+
+@needs_llvm
+def test_a_new_chain_runs_on_numpy_until_the_background_compile_swaps_it_in(monkeypatch):
+    import threading
+    from runtime.native import compiler
+
+    monkeypatch.setenv(native.ENV, "1")
+    release = threading.Event()
+    compiler.submit(lambda: release.wait(30), lambda _: None)      # holds the compiler thread
+    try:
+        program = _unique_chain_program()
+        plan = rt.Executor(native=True).compile(program)           # returns at once: nothing compiled yet
+        assert [why for _, why in plan.native_regions] == ["compiling"]
+        assert native.stats()["compiling"] >= 1
+        x = probe_values("float32", 300)
+        with np.errstate(all="ignore"):
+            before = plan.run({"x": x})[0].numpy()                 # the NumPy chain meanwhile
+            want = rt.Executor(native=False).run(program, {"x": x})[0].numpy()
+        assert same_bits(before, want)
+    finally:
+        release.set()
+    native.wait()
+    assert [why for _, why in plan.native_regions] == ["native"]
+    with np.errstate(all="ignore"):
+        assert same_bits(plan.run({"x": x})[0].numpy(), want)
+
+
+@needs_llvm
+def test_sync_compiles_before_the_first_call(monkeypatch):
+    monkeypatch.setenv(native.ENV, "sync")
+    plan = rt.Executor().compile(_unique_chain_program())
+    assert [why for _, why in plan.native_regions] == ["native"]
 
 
 # --- every op the emitter handles, on the registry's conformance samples -----------------------------
@@ -268,8 +316,10 @@ def test_without_llvmlite_the_native_setting_runs_the_numpy_plan(tmp_path):
 # --- the conversion corpus and generated programs, both tiers, bit for bit ----------------------------
 def _outputs(program, arrays, native_on):
     names = [v.name for v in program.inputs if not v.persistable]
+    plan = rt.Executor(native=native_on).compile(program)
+    native.wait()
     with np.errstate(all="ignore"):
-        outs = rt.Executor(native=native_on).run(program, dict(zip(names, arrays)))
+        outs = plan.run(dict(zip(names, arrays)))
     return [[t.numpy() for t in o] if isinstance(o, list) else o.numpy() for o in outs]
 
 
