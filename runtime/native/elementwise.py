@@ -24,7 +24,7 @@ import threading
 import numpy as np
 
 from ..ops.fused import step_arg
-from .llvm import ARRAY_LAYOUT, engine
+from .llvm import ARRAY_LAYOUT, engine, may_be_available
 from .numpy_loops import same_bits, strided_loop, probe_values
 
 BLOCK = 512         # elements per block: a multiple of 64, so a SIMD loop splits a block as it splits the array
@@ -61,7 +61,7 @@ def chain_job(inputs, out, steps):
     """What compiling the chain takes, split so the costly part may run later in another thread: a
     string saying why the chain cannot be native, or a function `job()` that compiles it (once per
     distinct chain; a ChainKernel, or why not) with `job.cached()`, what an earlier job made, or None."""
-    if engine() is None:
+    if not may_be_available():
         return "llvmlite unavailable"
     plan = _plan(inputs, out, steps)
     if isinstance(plan, str):
@@ -74,7 +74,7 @@ def chain_job(inputs, out, steps):
             with _LOCK:
                 kernel = _KERNELS.get(key)
                 if kernel is None:
-                    kernel = _build(plan)
+                    kernel = _build(plan) if engine() is not None else "llvmlite unavailable"
                     if not isinstance(kernel, str):
                         kernel = _self_test(kernel, inputs, out, steps) or kernel
                     _KERNELS[key] = kernel

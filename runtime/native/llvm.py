@@ -8,6 +8,7 @@ instead of reading the wrong field.
 """
 import ctypes
 import threading
+from importlib.util import find_spec as _find_spec
 
 import numpy as np
 
@@ -51,6 +52,14 @@ def engine():
             if "engine" not in _STATE:
                 _STATE["engine"] = _load()
     return _STATE["engine"]
+
+
+def may_be_available():
+    """Whether `engine()` can be expected to load, without loading llvmlite (~50-100 ms) when it has
+    not loaded yet: the compiler thread pays that, not a plan's first call."""
+    if "engine" in _STATE:
+        return _STATE["engine"] is not None
+    return _find_spec("llvmlite") is not None and ctypes.sizeof(ctypes.c_void_p) == 8
 
 
 def why_unavailable():
