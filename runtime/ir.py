@@ -16,6 +16,7 @@ This module is data and imports nothing above it: `str(program)` and `repr(op)` 
 attached by printer.py, `to_json`/`from_json`/`==` by serialization.py, and a
 Variable's dynamic dims come from the array namespace (`rt.shape`).
 """
+import keyword
 import re
 
 import numpy as np
@@ -322,6 +323,8 @@ class Program:
         base = _IDENT.sub("_", str(hint)) or "t"
         if base[0].isdigit():
             base = "_" + base
+        if keyword.iskeyword(base) or base == "__debug__":     # names generated code cannot bind
+            base += "_"
         if base not in self._used:
             self._used.add(base)
             return base
