@@ -9,9 +9,12 @@ op, and the op's origin tells the user's file and line.
 """
 import weakref
 
+import numpy as np
+
 from .backends import get_backend
 from . import passes as _passes
 from .codegen.plan import compile_plan
+from . import native as _native
 
 # Program -> {(backend, passes, max_iterations): (stamp, plan)}; a plan never holds the Program
 # it is keyed by (it runs a copy), so a Program nobody else holds takes its plans with it
@@ -24,18 +27,23 @@ class Executor:
     `max_iterations` (opt-in, None = unbounded) is a budget per call: the iterations
     of all `while` loops of one run together (nested loops multiply), past which an
     IterationLimitError names the loop that ran out: a bound for Programs one did not write.
+
+    `native` (opt-in; None follows the DY2STATIC_NATIVE environment variable, off unless '1' or 'sync')
+    runs the regions the native tier compiles (runtime/native/) as machine code, NumPy's bits kept; the
+    rest, or all of it without llvmlite, is the NumPy plan.
     """
 
-    def __init__(self, device="cpu", passes=None, max_iterations=None):
+    def __init__(self, device="cpu", passes=None, max_iterations=None, native=None):
         self.backend = get_backend(device)
         self.passes = passes
         if max_iterations is not None and (not isinstance(max_iterations, int) or isinstance(max_iterations, bool)
                                            or max_iterations < 0):
             raise ValueError(f"max_iterations must be a non-negative int or None, not {max_iterations!r}")
         self.max_iterations = max_iterations
+        self.native = _native.setting(native) and self.backend.xp is np
 
     def compile(self, program):
-        key = (self.backend.name, _passes.pipeline_key(self.passes), self.max_iterations)
+        key = (self.backend.name, _passes.pipeline_key(self.passes), self.max_iterations, self.native)
         # version counts recorded ops; inputs/outputs are plain lists a caller may reassign
         stamp = (program.version, tuple(map(id, program.inputs)), tuple(map(id, program.outputs)))
         plans = _PLANS.get(program)
@@ -46,7 +54,8 @@ class Executor:
         if optimized is program:        # no passes: the plan runs a copy (holding its key would keep it alive)
             optimized = program.clone()
             optimized.parameters = program.parameters       # fed by default as before: the live table
-        plan = compile_plan(optimized, self.backend, self.max_iterations)
+        compile_ = _native.compile_native_plan if self.native else compile_plan
+        plan = compile_(optimized, self.backend, self.max_iterations)
         if plans is None:
             plans = _PLANS.setdefault(program, {})
         plans[key] = (stamp, plan)

@@ -46,8 +46,8 @@ def wrap_output(value, backend):
     return Tensor(value, backend)
 
 
-def generate_source(program, backend, max_iterations=None):
-    gen = PlanCodegen(program, backend, max_iterations)
+def generate_source(program, backend, max_iterations=None, codegen=PlanCodegen):
+    gen = codegen(program, backend, max_iterations)
     gen.function("plan")
     return "\n".join(gen.lines) + "\n", gen.line_ops, gen.namespace
 
@@ -55,8 +55,9 @@ def generate_source(program, backend, max_iterations=None):
 _plan_numbers = itertools.count(1)   # next() is atomic: plans compiled in two threads never share a name
 
 
-def compile_plan(program, backend, max_iterations=None):
-    source, line_ops, namespace = generate_source(program, backend, max_iterations)
+def compile_plan(program, backend, max_iterations=None, codegen=PlanCodegen):
+    """The Program's plan; `codegen` (PlanCodegen or a subclass: runtime/native's) writes its source."""
+    source, line_ops, namespace = generate_source(program, backend, max_iterations, codegen)
     filename = f"<dy2static plan {next(_plan_numbers)}: {program.name}>"
     exec(compile(source, filename, "exec"), namespace)
     plan = Plan(program, backend, namespace["plan"], source, line_ops)

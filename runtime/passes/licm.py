@@ -33,15 +33,16 @@ step (NumPy computes each slice of a stacked matmul as it computes that slice
 alone). It is speculative like any hoist: a loop that stops early wasted the
 unused slices; P is limited to GATHER_LIMIT elements.
 
-`fold_gather_addend`: `(p[i] + m) + c` in a loop body, with p and c defined
-outside, i a scalar index on p's first axis and c broadcasting into p[i]'s
-shape, becomes `q[i] + m` with `q = p + c` hoisted: the bias of an RNN step
-(`x[i] @ u + h @ w + b`, after hoist_gather_matmul) is added once to the whole
-sequence instead of once per step, and the per-step add that remains has
-operands of one shape (NumPy's cheaper same-shape loop). The sum is
-reassociated, so the result may differ by an ulp. All values share one
-float dtype (no promotion moves between the adds); p[i] and p[i] + m have
-no other readers; q is limited to GATHER_LIMIT elements.
+`fold_gather_addend`: `p[i] + c` in a loop body, with p and c defined outside,
+i a scalar index on p's first axis and c broadcasting into p[i]'s shape, becomes
+`q[i]` with `q = p + c` hoisted: a bias added to a gathered row (`x[i] @ u + b`,
+after hoist_gather_matmul) is added once to the whole sequence instead of once
+per step. Every element is the same add of the same two operands, so the result
+is bit for bit the unfolded one. A sum in another order (`(p[i] + m) + c`, W3's
+`x[i] @ u + h @ w + b`) is left alone: moving c next to p[i] would reassociate a
+float sum, and a pass may reorder only where the bits stay the same. All values
+share one float dtype; p[i] has no other reader; q is limited to GATHER_LIMIT
+elements.
 """
 from ..ir import Variable
 from ..ops.elementwise import ADD
@@ -176,7 +177,7 @@ def _batch_gathers(loop, pending):
         pending.add(loop, products)
 
 
-# --- (p[i] + m) + c -> (p + c)[i] + m -------------------------------------------------------------
+# --- p[i] + c -> (p + c)[i] -------------------------------------------------------------------------
 
 @register_pass("fold_gather_addend")
 def fold_gather_addend(program):
@@ -185,7 +186,7 @@ def fold_gather_addend(program):
     for loop in _loops_inner_first(program):
         _fold_addends(loop, pending, found, folded)
     pending.apply_all()
-    remove_ops(program, folded)         # each p[i] + m folded was read by its rewritten add alone
+    remove_ops(program, folded)         # each p[i] folded was read by its rewritten add alone
     return finish(program)
 
 
@@ -193,42 +194,28 @@ def _fold_addends(loop, pending, found, folded):
     body = sub_blocks(loop)[1]
     inside = _defined_inside(loop, pending)
     defs = {id(o): op for op in body.ops for o in op.outputs}
-
-    def only_reader(var, op):
-        return found.get(id(var)) == [op]
-
     sums = []
-    for outer in body.ops:
-        if outer.type != ADD.name or not all(isinstance(x, Variable) for x in outer.inputs):
+    for op in body.ops:
+        if op.type != ADD.name or not all(isinstance(x, Variable) for x in op.inputs):
             continue
-        for inner_var, c in (outer.inputs, outer.inputs[::-1]):
-            inner = defs.get(id(inner_var))
-            if inner is None or inner.type != ADD.name or id(c) in inside or not only_reader(inner_var, outer):
-                continue
-            gather, m = _gathered_operand(inner, defs, inside, only_reader)
-            if gather is None or not _fits(gather, c, [inner_var, outer.outputs[0], m]):
+        for position, (g, c) in enumerate((op.inputs, op.inputs[::-1])):
+            gather = defs.get(id(g))
+            if (id(c) in inside or gather is None or gather.type != GETITEM.name or found.get(id(g)) != [op]
+                    or id(gather.inputs[0]) in inside
+                    or not first_axis_scalar(gather.attrs.get("index"), gather.inputs[1:])
+                    or not _fits(gather, c, [op.outputs[0]])):
                 continue
             p = gather.inputs[0]
             q = loop.block.create_var(ADD.name, p.static_shape, p.dtype)
-            sums.append(type(outer)(ADD.name, [p, c], [q], {}, outer.origin, loop.block))
-            gather.inputs = [q] + list(gather.inputs[1:])
-            outer.inputs = [gather.outputs[0], m]
-            folded.add(id(inner))
+            operands = [p, c] if position == 0 else [c, p]          # the add's own operand order
+            sums.append(type(op)(ADD.name, operands, [q], {}, op.origin, loop.block))
+            op.type = GETITEM.name
+            op.inputs = [q] + list(gather.inputs[1:])
+            op.attrs = dict(gather.attrs)
+            folded.add(id(gather))
             break
     if sums:
         pending.add(loop, sums)
-
-
-def _gathered_operand(inner, defs, inside, only_reader):
-    """(the getitem p[i] that is one operand of inner, the other operand), or (None, None)."""
-    for g, m in (inner.inputs, inner.inputs[::-1]):
-        if not isinstance(g, Variable) or not isinstance(m, Variable):
-            continue
-        gather = defs.get(id(g))
-        if (gather is not None and gather.type == GETITEM.name and id(gather.inputs[0]) not in inside
-                and only_reader(g, inner) and first_axis_scalar(gather.attrs.get("index"), gather.inputs[1:])):
-            return gather, m
-    return None, None
 
 
 def _fits(gather, c, values):

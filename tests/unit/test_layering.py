@@ -15,7 +15,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ("runtime", "transpiler")
-OPTIONAL = {"cupy", "cupyx", "onnx", "onnxruntime", "dask", "distributed", "torch"}
+OPTIONAL = {"cupy", "cupyx", "onnx", "onnxruntime", "dask", "distributed", "torch", "llvmlite"}
 
 # Bottom to top; see layer_of for which layer a module is in.
 LAYERS = [
@@ -29,7 +29,7 @@ LAYERS = [
     ("control flow, writes", ["runtime.control_flow", "runtime.writes"]),
     ("printer, serialization, verify", ["runtime.printer", "runtime.serialization", "runtime.verify"]),
     ("passes", ["runtime.passes"]),
-    ("executor", ["runtime.codegen", "runtime.executor"]),
+    ("executor", ["runtime.codegen", "runtime.native", "runtime.executor"]),
     ("deploy, export", ["runtime.deploy", "runtime.export", "runtime.onnx"]),
     ("array API extras", ["runtime.array_api", "runtime.linalg", "runtime.fft"]),
     ("autodiff", ["runtime.autodiff.engine", "runtime.autodiff.replay", "runtime.autodiff.arrays",

@@ -1,0 +1,40 @@
+"""The native tier: regions of a Program compiled to machine code with LLVM (llvmlite), NumPy's bits kept.
+
+Opt-in: `Executor(native=True)`, or `DY2STATIC_NATIVE=1` in the environment for every Executor that
+does not say (`to_static` functions included). A region new to the process compiles in a background
+thread while the plan runs it on NumPy (`wait()` blocks until all have compiled);
+`DY2STATIC_NATIVE=sync` compiles it before the first call instead. Without llvmlite, or for any region
+it does not handle, the plan stays the NumPy plan: never an error. `stats()` counts the regions
+compiled native, still compiling, and kept on NumPy with the reason; a plan lists its own in
+`plan.native_regions`.
+
+- `llvm.py`: llvmlite loaded once, the host target, modules compiled to function addresses;
+- `numpy_loops.py`: NumPy's own strided ufunc loops, for native code to call (self-tested);
+- `elementwise.py`: a fused elementwise chain as one native function;
+- `compiler.py`: the background compiler thread;
+- `plan.py`: `NativePlanCodegen`, the NumPy plan with those chains as native calls.
+"""
+import os
+
+from .compiler import wait
+from .llvm import why_unavailable
+from .plan import compile_native_plan, reset_stats, stats
+
+ENV = "DY2STATIC_NATIVE"
+
+
+def available():
+    """Whether the native tier can compile here (llvmlite present and NumPy's array layout known)."""
+    return not why_unavailable()
+
+
+def setting(native):
+    """An Executor's `native` argument as a bool: None follows DY2STATIC_NATIVE ('1' or 'sync' on, else off)."""
+    if native is None:
+        return os.environ.get(ENV, "0").strip() in ("1", "sync")
+    if not isinstance(native, bool):
+        raise ValueError(f"native must be True, False or None, not {native!r}")
+    return native
+
+
+__all__ = ["available", "compile_native_plan", "reset_stats", "setting", "stats", "wait", "why_unavailable", "ENV"]

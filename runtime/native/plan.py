@@ -1,0 +1,183 @@
+"""Plans with native regions: the NumPy plan, each fused elementwise chain one native call where it can be.
+
+    multiply_7 = native_chain_1.run(x, b)      # one LLVM function for the whole chain (elementwise.py)
+
+`NativePlanCodegen` is the executor's `PlanCodegen` with one hook changed: a fused op's steps
+(`ufunc_steps`) become a call of a `NativeChain` when `elementwise.chain_job` takes them, and stay
+NumPy's `out=` chain otherwise (a one-step chain is already one NumPy call; a 0-d result is cheaper
+as NumPy scalars). A chain compiled before (by any plan) runs native from the first call. A new one
+compiles in a background thread (`compiler.py`) while its calls run the NumPy chain; the compiled
+function is swapped in (one attribute store) when it passed its self-test. With DY2STATIC_NATIVE=sync
+the plan compiles it first instead. The native call allocates the result (or takes the input the
+`inplace` pass donated), and hands any call the kernel declines (an input not of the rank, dtype or
+broadcastable shape it was compiled for) to the NumPy chain, which computes it or raises NumPy's error
+(a 0-d input, which may be a NumPy scalar, is passed as `asarray` of it).
+Every region decided is counted in `stats()` and listed on the plan (`plan.native_regions`:
+[result name, 'native', 'compiling' or why it runs on NumPy]).
+"""
+import threading
+
+import numpy as np
+
+from ..codegen.fast import PlanCodegen
+from ..codegen.plan import compile_plan
+from ..ir import Variable
+from ..ops.fused import FUSED_OP
+from . import compiler, elementwise
+
+_STATS = {"native": 0, "numpy": 0, "compiling": 0, "declined_calls": 0, "reasons": {}}
+_STATS_LOCK = threading.Lock()
+
+
+def stats():
+    """Counts of regions compiled native, kept on NumPy (with why) and still compiling, and of calls
+    a native kernel handed back to NumPy."""
+    with _STATS_LOCK:
+        return dict(_STATS, reasons=dict(_STATS["reasons"]))
+
+
+def reset_stats():
+    with _STATS_LOCK:
+        _STATS.update(native=0, numpy=0, compiling=0, declined_calls=0, reasons={})
+
+
+def _count(why, pending=0):
+    with _STATS_LOCK:
+        _STATS["compiling"] -= pending
+        if why == "compiling":
+            _STATS["compiling"] += 1
+        elif why:
+            _STATS["numpy"] += 1
+            _STATS["reasons"][why] = _STATS["reasons"].get(why, 0) + 1
+        else:
+            _STATS["native"] += 1
+
+
+class NativeChain:
+    """A plan's call of one chain: `run` is the NumPy chain until the native kernel is ready, then it."""
+
+    def __init__(self, op, steps, donated, region):
+        self.op, self.steps, self.donated, self.region = op, steps, donated, region
+        numpy_chain = FUSED_OP.kernel
+        self.run = lambda *arrays: numpy_chain(np, *arrays, steps=steps)
+
+    def use(self, kernel):
+        """Swap in the kernel (or record why not); called once, by the plan or the compiler thread."""
+        if isinstance(kernel, str):
+            self.region[1] = kernel
+            return
+        self.run = chain_call(kernel, self.op, self.steps, self.donated)
+        self.region[1] = "native"
+
+
+class NativePlanCodegen(PlanCodegen):
+    """PlanCodegen whose fused elementwise chains run as native kernels where they compile."""
+
+    def __init__(self, program, backend, max_iterations=None):
+        super().__init__(program, backend, max_iterations)
+        self.native_regions = []        # [output name, 'native', 'compiling' or why NumPy]
+
+    def ufunc_steps(self, op, steps):
+        why = self._why_not(op, steps)
+        job = None
+        if not why:
+            out = op.outputs[0]
+            job = elementwise.chain_job([(v.dtype, tuple(v.static_shape)) for v in op.inputs],
+                                        (out.dtype, tuple(out.static_shape)), steps)
+            if isinstance(job, str):
+                why, job = job, None
+        region = [self.name(op.outputs[0]), why or "compiling"]
+        self.native_regions.append(region)
+        if job is None:
+            _count(why)
+            return super().ufunc_steps(op, steps)
+        chain = NativeChain(op, steps, self._donated(op), region)
+        kernel = job.cached()
+        if kernel is None and not compiler.in_background():
+            kernel = job()
+        if kernel is not None:
+            chain.use(kernel)
+            _count("" if region[1] == "native" else region[1])
+        else:
+            _count("compiling")
+            compiler.submit(job, lambda kernel: (chain.use(kernel),
+                                                 _count("" if region[1] == "native" else region[1], pending=1)))
+        if region[1] not in ("native", "compiling"):
+            return super().ufunc_steps(op, steps)
+        name = self.bound(f"native_chain_{len(self.native_regions)}", chain)
+        asarray = self.bound("asarray")         # a 0-d value may be a NumPy scalar: the kernel reads arrays
+        args = ", ".join(f"{asarray}({self.value(v)})" if v.ndim == 0 else self.value(v) for v in op.inputs)
+        return [f"{self.name(op.outputs[0])} = {name}.run({args})"]
+
+    def _why_not(self, op, steps):
+        if not self.numpy:
+            return "not on NumPy"
+        if len(steps) < 2:
+            return "one step (already one NumPy call)"
+        out = op.outputs[0]
+        if out.ndim == 0:
+            return "0-d result (NumPy scalars are cheaper)"
+        if not all(isinstance(v, Variable) and v.kind == "dense" for v in op.inputs):
+            return "an input is not a dense array"
+        return ""
+
+    def _donated(self, op):
+        into = op.attrs.get("into")
+        if into is None or self.donations.get(id(op)) != into:
+            return None
+        v, out = op.inputs[into], op.outputs[0]
+        if (tuple(v.static_shape) != tuple(out.static_shape) or -1 in tuple(out.static_shape)
+                or np.dtype(v.dtype) != np.dtype(out.dtype)):
+            return None
+        return into
+
+
+def chain_call(kernel, op, steps, donated):
+    """The plan's function for one native chain: result array, kernel, NumPy's chain if it declines."""
+    cfunc = kernel.cfunc
+    shape = tuple(op.outputs[0].static_shape)
+    dtype = np.dtype(op.outputs[0].dtype)
+    empty, broadcast = np.empty, np.broadcast
+    numpy_chain = FUSED_OP.kernel
+
+    def on_numpy(arrays):
+        kernel.declined += 1
+        with _STATS_LOCK:
+            _STATS["declined_calls"] += 1
+        return numpy_chain(np, *arrays, steps=steps)
+
+    if donated is not None:
+        def run(*arrays):
+            if cfunc(arrays[donated], *arrays):
+                return on_numpy(arrays)
+            return arrays[donated]
+    elif -1 not in shape:
+        def run(*arrays):
+            out = empty(shape, dtype)
+            if cfunc(out, *arrays):
+                return on_numpy(arrays)
+            return out
+    else:
+        def run(*arrays):
+            try:
+                out = empty(broadcast(*arrays).shape, dtype)
+            except ValueError:
+                return on_numpy(arrays)
+            if cfunc(out, *arrays):
+                return on_numpy(arrays)
+            return out
+    return run
+
+
+def compile_native_plan(program, backend, max_iterations=None):
+    """A Plan as `codegen.plan.compile_plan` makes it, its fused chains native where they compile;
+    `plan.native_regions` lists (result name, 'native' or why it stayed on NumPy)."""
+    made = []
+
+    def codegen(*args):
+        made.append(NativePlanCodegen(*args))
+        return made[-1]
+
+    plan = compile_plan(program, backend, max_iterations, codegen)
+    plan.native_regions = made[0].native_regions
+    return plan
