@@ -1265,6 +1265,25 @@ def _item(items, k):
     return items[k]
 
 
+def _holds_traced(data):
+    return isinstance(data, Variable) or isinstance(data, (list, tuple)) and builtins.any(map(_holds_traced, data))
+
+
+def _numpy_array_overload(numpy_fn):
+    """`np.asarray(v)`, `np.array(v)` in converted code: of a traced value (or a list holding one) the
+    value itself, cast by `dtype=` (what `.numpy()` is inside a trace: a NumPy array cannot hold a value
+    that exists only when the Program runs); of anything else NumPy's own array."""
+    def convert(data, dtype=None, *args, ndmin=0, **kwargs):
+        if not _holds_traced(data):
+            return numpy_fn(data, dtype, *args, **({"ndmin": ndmin} if ndmin else {}), **kwargs)
+        out = rt.asarray(data, dtype)
+        while out.ndim < ndmin:
+            out = rt.expand_dims(out, 0)
+        return out
+    convert.__name__ = f"convert_{numpy_fn.__name__}"
+    return convert
+
+
 def convert_call(fn):
     """The converted form of fn when it is user code, our overload of a builtin reached through a
     variable (`fn = range; fn(n)`), fn itself otherwise."""
@@ -1278,7 +1297,8 @@ _OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins
               builtins.max: convert_max, builtins.map: convert_map, builtins.isinstance: convert_isinstance,
               builtins.any: convert_any, builtins.all: convert_all, builtins.reversed: convert_reversed,
               builtins.int: convert_int, builtins.float: convert_float, builtins.bool: convert_bool,
-              builtins.sum: convert_sum}
+              builtins.sum: convert_sum,
+              **{fn: _numpy_array_overload(fn) for fn in (np.asarray, np.array, np.asanyarray, np.ascontiguousarray)}}
 
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + [
