@@ -22,6 +22,7 @@ from runtime.ops.known import known_value
 from runtime.ops.control import Text, safe_field
 from runtime.ir import Variable
 from runtime.state import attr_cell, contents_cell, item_cell
+from runtime.tensor import stands_for
 
 from .choices import FunctionChoices, copy_containers
 from .errors import ConversionError
@@ -855,19 +856,14 @@ def _tensorish(value):
 
 def convert_isinstance(obj, classinfo):
     """isinstance as it would answer eagerly: a traced value is what it stands for, an rt.Tensor
-    (the Parameter itself for a captured one, a Python list for a tensor array)."""
+    (the Parameter itself for a captured one, a Python list for a tensor array; outside converted
+    code Tensor's metaclass answers the same, except that a tensor array is no list there)."""
     if _symbolic(obj):
-        return builtins.issubclass(_eager_type(obj), classinfo)
+        # a class's own __instancecheck__ (a user metaclass asking isinstance(obj, rt.Tensor)) sees the value
+        return builtins.issubclass(stands_for(obj), classinfo) or builtins.isinstance(obj, classinfo)
     if isinstance(obj, Undefined):
         raise obj.error()       # reading a name no path assigned, as eagerly
     return builtins.isinstance(obj, classinfo)
-
-
-def _eager_type(var):
-    if var.kind == "array":
-        return list
-    captured = var.block.program.parameters.get(var.name) if var.persistable else None
-    return type(captured) if captured is not None else rt.Tensor
 
 
 def convert_any(iterable):
@@ -1204,7 +1200,7 @@ def _check_one_kind(items, what):
     """A list used at a tensor index goes through its stack: only what Python would give back unchanged,
     tensors of one shape and dtype; Python numbers among 0-d tensors whose dtype holds them as they are
     (`[1, 1]` grown by int32 items in a tensor loop)."""
-    kinds = {(tuple(v.shape) if isinstance(v, rt.Tensor) else v.static_shape, np.dtype(v.dtype))
+    kinds = {(v.static_shape if isinstance(v, Variable) else tuple(v.shape), np.dtype(v.dtype))
              if isinstance(v, (Variable, rt.Tensor)) else None for v in items}
     numbers = {type(v) for v in items if not isinstance(v, (Variable, rt.Tensor))}
     if numbers and numbers <= {bool, int, float} and len(kinds - {None}) == 1:
