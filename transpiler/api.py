@@ -491,7 +491,7 @@ class StaticFunction:
                     containers.traced_with(args, kwargs)
                     return fn(*args, **kwargs)
                 recording = tracing.record(body, specs, name=self._fn.__name__, keeps_writes=True)
-            program, written = recording.program, recording.written
+            program, written = recording.program, writeback.without_call_locals(recording.written)
             writeback.register_writes(written, before)
             outer_names.register(self._fn, outer, written)
             containers.register(written)

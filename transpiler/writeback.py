@@ -22,7 +22,9 @@ What the Program read of those places is checked before each run:
   Tensor the last run wrote), and traces again if its shape or dtype changed.
 """
 import contextlib
+import gc
 import inspect
+import sys
 import numbers
 import threading
 import types
@@ -35,7 +37,7 @@ from runtime.control_flow import Undefined
 from runtime.errors import ControlFlowError
 from runtime.ir import Variable
 from runtime.nn import Layer
-from runtime.state import AttrCell, ContentsCell
+from runtime.state import AttrCell, Cell, ContentsCell
 from runtime.tensor import Tensor
 
 from .transforms.calls import is_library_module
@@ -71,6 +73,61 @@ def current(tensors):
             t = new
         out[i] = t
     return out
+
+
+def without_call_locals(written):
+    """`written` less the places of objects the call made and let go (a local list, dict or object set
+    in a tensor loop or branch): nothing outside the call can reach them, so what they hold is a value of
+    that run, not state stored after it (and save/export need not refuse the Program). An object counts
+    as let go when only cells, and other such objects, refer to it; any other holder keeps it state."""
+    cells = [cell for cell, _ in written.values() if not cell.in_place]
+    local = {id(cell.obj) for cell in cells}
+    changed = True
+    while changed:
+        changed = False
+        for cell in cells:
+            if id(cell.obj) in local and not _held_only_by(cell.obj, local):
+                local.discard(id(cell.obj))
+                changed = True
+    return {key: (cell, before) for key, (cell, before) in written.items()
+            if cell.in_place or id(cell.obj) not in local}
+
+
+def _held_only_by(obj, local):
+    """Whether every reference to obj is a cell's or one of the `local` objects' (ids): the referrers
+    gc finds must account for the whole reference count (a running frame's locals, which gc does not
+    list, then show as a difference)."""
+    held = 0
+    for referrer in gc.get_referrers(obj):
+        if isinstance(referrer, Cell) and referrer.obj is obj:
+            held += 1
+        elif id(referrer) in local and type(referrer) in (list, dict):
+            held += _count(referrer.values() if type(referrer) is dict else referrer, obj)
+        elif id(referrer) in local and isinstance(getattr(referrer, "__dict__", None), dict):
+            held += _count(vars(referrer).values(), obj)
+        elif isinstance(referrer, dict) and referrer is getattr(_owner_of(referrer, local), "__dict__", None):
+            held += _count(referrer.values(), obj)
+        else:
+            return False
+    return sys.getrefcount(obj) - _TEMPORARY_REFERENCES == held
+
+
+def _count(values, obj):
+    n = 0      # a loop, not a generator: a generator would hold obj in a closure cell, one reference more
+    for value in values:
+        n += value is obj
+    return n
+
+
+def _owner_of(namespace, local):
+    """The local object whose `__dict__` namespace is (gc reports an instance's dict, not the instance)."""
+    for owner in gc.get_referrers(namespace):
+        if id(owner) in local and getattr(owner, "__dict__", None) is namespace:
+            return owner
+    return None
+
+
+_TEMPORARY_REFERENCES = 2    # getrefcount's argument and _held_only_by's parameter
 
 
 class StateWrites:
