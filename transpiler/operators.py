@@ -18,6 +18,7 @@ from runtime import pytree, tracing
 from runtime.array_methods import python_numbers
 from runtime.control_flow import Undefined, as_predicate, as_variable
 from runtime.errors import ControlFlowError, SymbolicBoolError
+from runtime.ops.dispatch import record as record_op
 from runtime.ops.known import known_value
 from runtime.ops.control import Text, safe_field
 from runtime.ir import Variable
@@ -90,7 +91,8 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
     def branch(fn, side, extra):
         def run():
             copies = copy_containers(args)
-            out = _tuple(fn(*copies), n)
+            out = _branch_or_raise(lambda: fn(*copies), _NOTHING)
+            out = (None,) * n if out is _NOTHING else _tuple(out, n)
             returned[side] = _returned_args(out, copies, args)
             changed[side] = {j for j, (c, a) in enumerate(zip(copies, args)) if _container_changed(c, a)}
             return choice.park(side, out) + tuple(copies[j] for j in extra)
@@ -127,6 +129,62 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
     return _untuple(outs, n)
 
 
+_NOTHING = object()
+
+
+def _branch_or_raise(trace_branch, nothing):
+    """trace_branch() inside a tensor `if`'s branch; an error Python would raise only when the branch
+    runs (`_deferrable`) makes the branch a `raise` op instead, which yields `nothing` (never used: the
+    cond takes the other branch's values there)."""
+    start = tracing.checkpoint(tracing.current_block())
+    try:
+        return trace_branch()
+    except Exception as error:
+        if not _deferrable(error):
+            raise
+        tracing.rollback(start)
+        _raise_when_taken(error)
+        return nothing
+
+
+_NOT_DEFERRED = (RecursionError, MemoryError, StopIteration, StopAsyncIteration)
+
+
+def _deferrable(error):
+    """An error raised while tracing a branch of a tensor `if` that Python raises only when the branch
+    runs: a built-in exception (the `raise` op's kind) raised by Python or a library in the user's code,
+    or by an op refusing its inputs (a shape error in dead code); not a limit of tracing (a traced value
+    asked for its Python value), a conversion error, or one an open `try` of converted code catches."""
+    cls = type(error)
+    if cls.__module__ != "builtins" or isinstance(error, _NOT_DEFERRED) or _caught(cls):
+        return False
+    frames = _traceback_frames(error)
+    if frames and tracing.is_user_file(frames[-1].f_code.co_filename):
+        return True
+    return any(frame.f_code is _RECORD_CODE for frame in frames)
+
+
+_RECORD_CODE = record_op.__code__        # dispatch.record: an op's rule checking its inputs while tracing
+
+
+def _traceback_frames(error):
+    frames, tb = [], error.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    return frames
+
+
+def _raise_when_taken(error):
+    """A `raise` op of error's type and message, at the user's line where it was raised."""
+    message = _escape(str(error)) if error.args else None
+    rt.raise_(type(error), message)
+    origin = next((f"{f.f_code.co_filename}:{f.f_lineno}" for f in reversed(_traceback_frames(error))
+                   if tracing.is_user_file(f.f_code.co_filename)), None)
+    if origin is not None:
+        tracing.current_block().ops[-1].origin = origin
+
+
 def _container_changed(copy, original):
     """Did a branch change its copy of a list or dict (items, length, keys, or inside them)?"""
     if type(original) not in (list, dict):
@@ -148,8 +206,8 @@ def convert_ifexp(pred, true_thunk, false_thunk, name=None):
     choice = FunctionChoices(pred, ("the function chosen by a conditional expression",), convert_call)
     watched = _watch_objects(None, true_thunk, false_thunk)
     try:
-        out = rt.cond(pred, lambda: choice.park(0, (true_thunk(),)), lambda: choice.park(1, (false_thunk(),)),
-                      names=None if name is None else (name,))
+        out = rt.cond(pred, lambda: choice.park(0, (_branch_or_raise(true_thunk, None),)),
+                      lambda: choice.park(1, (_branch_or_raise(false_thunk, None),)), names=None if name is None else (name,))
     except ControlFlowError:
         choice.explain()
         raise

@@ -46,3 +46,80 @@ def test_dead_cond_with_a_growing_list_in_a_loop_condition_exports(tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     np.testing.assert_array_equal(module.run(x=np.asarray([3.0], np.float32)), count_down(t([3.0])).numpy())
+
+
+# --- an error in a branch this call does not take is raised only if the Program takes it -------------
+
+W = rt.tensor(np.ones((3, 2), np.float32))
+
+
+def shape_error_in_dead_branch(x):
+    if rt.sum(x) > 100:
+        y = x @ W                       # x is [4]: fails, but only for inputs that take this branch
+    else:
+        y = x * 2
+    return y
+
+
+def shape_error_in_dead_ternary(x):
+    return x @ W if rt.sum(x) > 100 else x * 3
+
+
+def errors_in_both_branches(x):
+    if rt.sum(x) > 100:
+        y = x @ W
+    else:
+        y = x + name_that_is_not_defined  # noqa: F821
+    return y
+
+
+def _eager_error(fn, x):
+    with pytest.raises(Exception) as info:
+        fn(x)
+    return info.value
+
+
+def _line_of(fn, text):
+    import inspect
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+@pytest.mark.parametrize("fn, line", [(shape_error_in_dead_branch, "y = x @ W"),
+                                      (shape_error_in_dead_ternary, "return x @ W")])
+def test_a_shape_error_in_a_branch_not_taken_is_raised_only_when_taken(fn, line):
+    static = to_static(fn)
+    small, big = t([1, 1, 1, 1]), t([50, 50, 50, 50])
+    for x in (small, t([2, 0, 1, 3]), small):
+        np.testing.assert_array_equal(static(x).numpy(), fn(x).numpy())
+    want = _eager_error(fn, big)
+    with pytest.raises(type(want)) as info:
+        static(big)
+    assert str(info.value) == str(want)
+    assert f"{__file__}:{_line_of(fn, line)}" in " ".join(getattr(info.value, "__notes__", []))
+    np.testing.assert_array_equal(static(small).numpy(), fn(small).numpy())
+
+
+def test_errors_in_both_branches_each_raise_when_their_branch_runs():
+    static = to_static(errors_in_both_branches)
+    for x in (t([1, 1, 1, 1]), t([50, 50, 50, 50])):
+        want = _eager_error(errors_in_both_branches, x)
+        with pytest.raises(type(want), match=str(want).replace("(", r"\(").replace(")", r"\)")):
+            static(x)
+
+
+def _python_int(v):
+    return int(v)
+
+
+def limit_of_tracing_in_a_branch(x):
+    if rt.sum(x) > 100:
+        y = x + transpiler.not_to_static(_python_int)(x[0])
+    else:
+        y = x
+    return y
+
+
+def test_a_limit_of_tracing_in_a_branch_is_still_an_error_while_tracing():
+    with pytest.raises(TypeError, match="not known while tracing"):
+        to_static(limit_of_tracing_in_a_branch)(t([1, 1, 1, 1]))
