@@ -159,7 +159,8 @@ def _deferrable(error):
     if cls.__module__ != "builtins" or isinstance(error, _NOT_DEFERRED) or _caught(cls):
         return False
     frames = _traceback_frames(error)
-    if frames and tracing.is_user_file(frames[-1].f_code.co_filename):
+    if frames and (tracing.is_user_file(frames[-1].f_code.co_filename) or
+                   frames[-1].f_code is convert_assert.__code__):      # Python's `assert` on Python values
         return True
     return any(frame.f_code is _RECORD_CODE for frame in frames)
 

@@ -123,3 +123,23 @@ def limit_of_tracing_in_a_branch(x):
 def test_a_limit_of_tracing_in_a_branch_is_still_an_error_while_tracing():
     with pytest.raises(TypeError, match="not known while tracing"):
         to_static(limit_of_tracing_in_a_branch)(t([1, 1, 1, 1]))
+
+
+POSITIVE = 0
+
+
+def python_assert_in_dead_branch(x):
+    if rt.sum(x) > 100:
+        assert POSITIVE > 0, "POSITIVE must be positive"
+        y = x + POSITIVE
+    else:
+        y = x
+    return y
+
+
+def test_a_python_assert_in_a_branch_not_taken_fails_only_when_taken():
+    static = to_static(python_assert_in_dead_branch)
+    small = t([1, 1, 1, 1])
+    np.testing.assert_array_equal(static(small).numpy(), python_assert_in_dead_branch(small).numpy())
+    with pytest.raises(AssertionError, match="POSITIVE must be positive"):
+        static(t([50, 50, 50, 50]))
