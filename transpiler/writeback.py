@@ -79,55 +79,52 @@ def without_call_locals(written):
     """`written` less the places of objects the call made and let go (a local list, dict or object set
     in a tensor loop or branch): nothing outside the call can reach them, so what they hold is a value of
     that run, not state stored after it (and save/export need not refuse the Program). An object counts
-    as let go when only cells, and other such objects, refer to it; any other holder keeps it state."""
+    as let go when cells, and other such objects, account for its whole reference count (so a holder gc
+    cannot list, a running frame's local, keeps it state like any other holder)."""
     cells = [cell for cell, _ in written.values() if not cell.in_place]
-    local = {id(cell.obj) for cell in cells}
+    if not cells:
+        return written
+    count = {}
+    for cell in cells:
+        count.setdefault(id(cell.obj), sys.getrefcount(cell.obj) - 1)     # less getrefcount's own argument
+    holders = {key: {} for key in count}      # candidate id -> {holder id, or "cell": references}
+    referrers = gc.get_referrers(*[cell.obj for cell in cells])            # one scan of the heap
+    namespaces = [r for r in referrers if type(r) is dict and id(r) not in count]
+    owner = {id(d): id(o) for o in gc.get_referrers(*namespaces) if id(o) in count
+             for d in namespaces if getattr(o, "__dict__", None) is d} if namespaces else {}
+    for referrer in referrers:
+        if isinstance(referrer, Cell):
+            if id(referrer.obj) in count:
+                _add(holders[id(referrer.obj)], "cell", 1)
+            continue
+        holder = owner.get(id(referrer), id(referrer))
+        for value in _contents(referrer):
+            if id(value) in count:
+                _add(holders[id(value)], holder, 1)
+    local = {key for key in count if sum(holders[key].values()) == count[key]}
     changed = True
     while changed:
         changed = False
-        for cell in cells:
-            if id(cell.obj) in local and not _held_only_by(cell.obj, local):
-                local.discard(id(cell.obj))
+        for key in list(local):
+            if any(h != "cell" and h not in local for h in holders[key]):
+                local.discard(key)
                 changed = True
     return {key: (cell, before) for key, (cell, before) in written.items()
             if cell.in_place or id(cell.obj) not in local}
 
 
-def _held_only_by(obj, local):
-    """Whether every reference to obj is a cell's or one of the `local` objects' (ids): the referrers
-    gc finds must account for the whole reference count (a running frame's locals, which gc does not
-    list, then show as a difference)."""
-    held = 0
-    for referrer in gc.get_referrers(obj):
-        if isinstance(referrer, Cell) and referrer.obj is obj:
-            held += 1
-        elif id(referrer) in local and type(referrer) in (list, dict):
-            held += _count(referrer.values() if type(referrer) is dict else referrer, obj)
-        elif id(referrer) in local and isinstance(getattr(referrer, "__dict__", None), dict):
-            held += _count(vars(referrer).values(), obj)
-        elif isinstance(referrer, dict) and referrer is getattr(_owner_of(referrer, local), "__dict__", None):
-            held += _count(referrer.values(), obj)
-        else:
-            return False
-    return sys.getrefcount(obj) - _TEMPORARY_REFERENCES == held
+def _add(counts, holder, n):
+    counts[holder] = counts.get(holder, 0) + n
 
 
-def _count(values, obj):
-    n = 0      # a loop, not a generator: a generator would hold obj in a closure cell, one reference more
-    for value in values:
-        n += value is obj
-    return n
-
-
-def _owner_of(namespace, local):
-    """The local object whose `__dict__` namespace is (gc reports an instance's dict, not the instance)."""
-    for owner in gc.get_referrers(namespace):
-        if id(owner) in local and getattr(owner, "__dict__", None) is namespace:
-            return owner
-    return None
-
-
-_TEMPORARY_REFERENCES = 2    # getrefcount's argument and _held_only_by's parameter
+def _contents(container):
+    """What a referrer gc found holds, where it is a list, tuple, dict or an object's attributes."""
+    if type(container) in (list, tuple):
+        return container
+    if type(container) is dict:
+        return list(container.values()) + list(container)
+    namespace = getattr(container, "__dict__", None)
+    return list(namespace.values()) if type(namespace) is dict else ()
 
 
 class StateWrites:
