@@ -38,6 +38,14 @@ def test_dead_cond_with_a_growing_list_in_a_loop_condition_compiles_and_runs(dat
     np.testing.assert_array_equal(to_static(count_down)(t(data)).numpy(), count_down(t(data)).numpy())
 
 
+def test_dead_code_elimination_drops_the_list_nobody_reads_with_its_loop_and_branch():
+    from runtime.passes.pipeline import run_passes
+    program = to_static(count_down).get_program(InputSpec([1], "float32", "x"))
+    assert {"cond", "array_append"} <= {op.type for op in program.ops()}
+    optimized = run_passes(program)
+    assert not {"cond", "array_append", "array_new"} & {op.type for op in optimized.ops()}
+
+
 def test_dead_cond_with_a_growing_list_in_a_loop_condition_exports(tmp_path):
     import importlib.util
     py_path, _ = transpiler.export_python(to_static(count_down), tmp_path / "m",
