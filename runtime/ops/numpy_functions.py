@@ -466,6 +466,6 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 _WRITTEN = {fn.__name__: fn for fn in (
     atleast_1d, atleast_2d, atleast_3d, vstack, hstack, dstack, column_stack, row_stack, ravel, swapaxes, fliplr,
-    flipud, meshgrid, tril, triu, take, unique, flatnonzero, argwhere, copy, shape, ndim, size, dot, inner, outer, vdot, kron, cross, trace,
-    diagonal, diag, cumprod, average, median, ptp, nansum, nanmean, isclose, allclose, array_equal, clip, nan_to_num, sinc,
-    heaviside, angle)}
+    flipud, meshgrid, tril, triu, take, unique, flatnonzero, argwhere, copy, shape, ndim, size, dot, inner, outer,
+    vdot, kron, cross, trace, diagonal, diag, cumprod, average, median, ptp, nansum, nanmean, isclose, allclose,
+    array_equal, clip, nan_to_num, sinc, heaviside, angle)}
