@@ -12,7 +12,7 @@ from .backends import gpu_available
 from .dtypes import DEFAULT_FLOAT, DEFAULT_INT, as_dtype
 from .ops import zeros, zeros_like
 from .ops.creation import tensor
-from .tensor import Tensor
+from .tensor import EagerTensor, Tensor
 
 __array_api_version__ = "2024.12"
 
@@ -102,7 +102,7 @@ def empty_like(x, /, *, dtype=None, device=None):
 
 def from_dlpack(x, /, *, device=None, copy=None):
     """An eager Tensor sharing (or copying) the memory of any DLPack-capable array."""
-    if isinstance(x, Tensor):
+    if isinstance(x, EagerTensor):
         return x if device is None else x.to(device)
     target = device or ("gpu" if hasattr(x, "__cuda_array_interface__") else "cpu")
     if target == "cpu":

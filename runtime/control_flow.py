@@ -20,7 +20,7 @@ from .ops import (array_from_list, array_length, array_new, astype, full, greate
 from .ops.control import block_raises, mark_raising
 from .shape_text import shape_text
 from .state import AttrCell, TensorValueCell, collecting_writes
-from .tensor import Tensor
+from .tensor import EagerTensor, Tensor
 from .undefined import AT_RUN_TIME, Undefined
 
 
@@ -165,7 +165,7 @@ def _carrying_tensor_writes(cells, build):
     point = tracing.checkpoint(tracing.current_block())
     fixed = [(c, c.get()) for c in cells if _holds_a_layer_tensor(c)]
     # `t[i] = v` on a captured Tensor t writes into it: carried as t's own state, not as a place of it
-    cells = tuple(c for c in cells if not any(c is f for f, _ in fixed) and not isinstance(c.obj, Tensor))
+    cells = tuple(c for c in cells if not any(c is f for f, _ in fixed) and not isinstance(c.obj, EagerTensor))
     carried = {c.identity() for c in cells}
     for _ in range(_MAX_RETRACES):
         before = [c.get() for c in cells]
@@ -191,7 +191,7 @@ def _holds_a_layer_tensor(cell):
     x` and a buffer assignment write into it in place, carried as the Tensor's own state), so it is no
     state of its own."""
     registries = [getattr(cell.obj, "__dict__", {}).get(r) for r in ("_parameters", "_buffers")]
-    return isinstance(cell, AttrCell) and isinstance(cell.get(), Tensor) and \
+    return isinstance(cell, AttrCell) and isinstance(cell.get(), EagerTensor) and \
         any(isinstance(r, dict) and r.get(cell.key) is cell.get() for r in registries)
 
 
@@ -234,7 +234,7 @@ def _cond(pred, true_fn, false_fn, operands, names):
             out_leaves.append(_one_sided(a, b))
             continue
         if not _tensorish(a) and not _tensorish(b) and _same_python_value(a, b) or \
-                a is b and isinstance(a, Tensor):     # one Tensor object (`self.p += x` on a Parameter)
+                a is b and isinstance(a, EagerTensor):     # one Tensor object (`self.p += x` on a Parameter)
             out_leaves.append(a)
             continue
         if not (_tensorish(a) or _is_scalar(a)) or not (_tensorish(b) or _is_scalar(b)):

@@ -141,6 +141,14 @@ class Variable(ArrayMethods):
 
     tolist = _no_value
 
+    def __array__(self, dtype=None, copy=None):
+        """NumPy cannot hold a value that exists only when the Program runs: rather than an object array
+        of symbols that every run would return unchanged, a TypeError (converted code maps `np.asarray`
+        and `np.array` of a traced value to the value itself)."""
+        raise TypeError(f"numpy.asarray cannot run on {self.describe()} (it has no value while tracing): use "
+                        "the value itself, or rt.asarray; inside @to_static code np.asarray/np.array of it is "
+                        "the value itself")
+
     def numpy(self):
         """Inside a traced function the array is the traced value itself (its ops are NumPy's): its value
         exists only when the Program runs."""

@@ -11,11 +11,38 @@ from . import tracing
 from .array_methods import ArrayMethods, ElementCount, namespace
 from .backends import get_backend
 from .dtypes import as_dtype
+from .ir import Variable
 from .autodiff import tape
 from .autodiff.tape import Slot, no_grad
 
 
-class Tensor(ArrayMethods):
+class EagerTensor(ArrayMethods):
+    """What only an eager Tensor is: runtime code that treats an eager Tensor and a traced value
+    differently asks `isinstance(x, EagerTensor)` (a plain, fast check), never `Tensor`, which a
+    traced value is an instance of too."""
+    __slots__ = ()
+
+
+class TensorType(type):
+    """Tensor's metaclass: a traced value is an instance of what it stands for eagerly — `Tensor`, the
+    Parameter's own class for a captured Parameter, `list` (not Tensor) for a tensor array — wherever it
+    is asked: library code, `@not_to_static` helpers, a metaclass's `__instancecheck__`. CPython answers
+    `isinstance(t, Tensor)` for an exact Tensor without calling this, so eager code pays nothing there.
+    `type(x) is Tensor` stays False for a traced value (its type is `Variable`)."""
+
+    def __instancecheck__(cls, obj):
+        return type.__instancecheck__(cls, obj) or isinstance(obj, Variable) and issubclass(stands_for(obj), cls)
+
+
+def stands_for(var):
+    """The eager class a traced value stands for (what `type(x)` is when the same code runs eagerly)."""
+    if var.kind == "array":
+        return list
+    captured = var.block.program.parameters.get(var.name) if var.persistable and var.block is not None else None
+    return type(captured) if captured is not None else Tensor
+
+
+class Tensor(EagerTensor, metaclass=TensorType):
     __slots__ = ("data", "backend", "_ag", "__weakref__")
     __array_priority__ = 1000
 
@@ -221,10 +248,10 @@ def to_tensor(data, dtype=None, device="cpu", copy=None):
     API's: True always copies, False never does (a ValueError where a copy is needed)."""
     backend = get_backend(device)
     source = data
-    if isinstance(data, Tensor) and copy is False and data.backend is backend and \
+    if isinstance(data, EagerTensor) and copy is False and data.backend is backend and \
             (dtype is None or as_dtype(dtype) == data.dtype):
         return data       # no copy: the array itself, as NumPy's asarray; x[i] = v on it shows through
-    if isinstance(data, Tensor):
+    if isinstance(data, EagerTensor):
         data = data.data if data.backend is backend else data.backend.to_numpy(data.data)
     elif type(data) in _PYTHON_DEFAULTS and dtype is None:   # np.float64 (a float subclass) keeps float64
         dtype = _PYTHON_DEFAULTS[type(data)]
@@ -246,7 +273,7 @@ _WIDE = {"float64": np.float32, "complex128": np.complex64}     # what lists of 
 
 
 def _device_of(data):
-    if isinstance(data, Tensor):
+    if isinstance(data, EagerTensor):
         return data.backend.name
     return "gpu" if hasattr(data, "__cuda_array_interface__") else "cpu"
 
@@ -256,7 +283,7 @@ def _has_numpy_float64(seq):
         if isinstance(item, (list, tuple)):
             if _has_numpy_float64(item):
                 return True
-        elif isinstance(item, (np.ndarray, np.float64, np.complex128, Tensor)) and \
+        elif isinstance(item, (np.ndarray, np.float64, np.complex128, EagerTensor)) and \
                 getattr(item, "dtype", None) in (np.float64, np.complex128):
             return True
     return False

@@ -112,6 +112,11 @@ def converted(fn):
     return fn
 
 
+def is_user_file(filename):
+    """Whether code of this file is the user's (or a library's): not runtime/ or transpiler/."""
+    return not filename.startswith(_SKIP_DIRS)
+
+
 def user_origin():
     """"file:line" of the innermost frame outside runtime/ and transpiler/ (the user's code)."""
     frame = sys._getframe(1)

@@ -16,7 +16,7 @@ from .ir import Variable
 from .ops.dispatch import constant
 from .ops.stop import stop_gradient
 from .state import write_tensor
-from .tensor import Parameter, Tensor
+from .tensor import EagerTensor, Parameter, Tensor
 
 
 def set_value(tensor, value):
@@ -95,7 +95,7 @@ def _label(program, tensor):
 
 
 def _is_tensor(value):
-    return isinstance(value, Tensor)
+    return isinstance(value, EagerTensor)
 
 
 _eager_setitem = Tensor.__setitem__

@@ -517,10 +517,10 @@ class StaticFunction:
                     containers.traced_with(args, kwargs)
                     return fn(*args, **kwargs)
                 recording = tracing.record(body, specs, name=self._fn.__name__, keeps_writes=True, written=written)
-            program = recording.program
-            writeback.register_writes(written, before)
-            outer_names.register(self._fn, outer, written)
-            containers.register(written)
+            program, kept = recording.program, writeback.without_call_locals(written)
+            writeback.register_writes(kept, before)
+            outer_names.register(self._fn, outer, kept)
+            containers.register(kept)
         except SymbolicBoolError as e:
             raise _symbolic_bool_conversion_error(e) from None
         except RecursionError as e:
@@ -534,7 +534,7 @@ class StaticFunction:
             located.original = e
             raise located from None
         device = _device(leaves[positions[0]]) if positions else "cpu"
-        state = StateWrites(program, written, [program.parameters[v.name] for v in program.inputs[len(positions):]])
+        state = StateWrites(program, kept, [program.parameters[v.name] for v in program.inputs[len(positions):]])
         plan = Executor(device, self._passes).compile(state.runnable(program))
         return _Traced(program, plan, len(positions), reads.watches, keep, state)
 

@@ -34,7 +34,7 @@ import numpy as np
 import runtime as rt
 from runtime.shape_text import shape_text
 from runtime import tracing
-from runtime.tensor import Tensor
+from runtime.tensor import EagerTensor as Tensor   # an eager Tensor: a traced value left in a place is no guard
 
 from .transforms.calls import is_library_module
 

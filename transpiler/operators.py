@@ -20,11 +20,13 @@ from runtime.array_methods import python_numbers
 from runtime.control_flow import Undefined, as_predicate, as_variable
 from runtime.undefined import AT_RUN_TIME
 from runtime.errors import ControlFlowError, SymbolicBoolError
+from runtime.ops.dispatch import record as record_op
 from runtime.ops.known import known_value
 from runtime.ops.control import Text, safe_field
 from runtime.ir import Variable
 from runtime.ops.registry import get_op
 from runtime.state import attr_cell, contents_cell, item_cell
+from runtime.tensor import stands_for
 
 from .aliases import array_item, write_through
 from .choices import FunctionChoices, copy_containers
@@ -93,7 +95,7 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
     def branch(fn, side, extra):
         def run():
             copies = copy_containers(args)
-            out = _raising_at_run_time(lambda: _jumped_unbound(_tuple(fn(*copies), n), names), names)
+            out = _branch_or_raise(lambda: _jumped_unbound(_tuple(fn(*copies), n), names), names)
             returned[side] = _returned_args(out, copies, args)
             changed[side] = {j for j, (c, a) in enumerate(zip(copies, args)) if _container_changed(c, a)}
             return choice.park(side, out) + tuple(copies[j] for j in extra)
@@ -133,14 +135,59 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
     return _untuple(outs, n)
 
 
-def _raising_at_run_time(branch, names):
-    """branch() of a tensor `if`; an empty list read there (EmptyListRead) raises when the Program runs that
-    branch, whose values are then the other branch's (runtime.control_flow: a branch that raises)."""
+def _branch_or_raise(trace_branch, names):
+    """trace_branch() inside a tensor `if`'s branch; an error Python would raise only when the branch
+    runs (`_deferrable`: a shape error in dead code, an empty list read there) makes the branch a `raise`
+    op instead, whose values (undefined, one per name) are never used: the cond takes the other branch's
+    values there (runtime.control_flow: a branch that raises)."""
+    start = tracing.checkpoint(tracing.current_block())
     try:
-        return branch()
-    except EmptyListRead as e:
-        rt.raise_(IndexError, str(e))
+        return trace_branch()
+    except Exception as error:
+        if not (isinstance(error, EmptyListRead) or _deferrable(error)):
+            raise
+        tracing.rollback(start)
+        _raise_when_taken(error)
         return tuple(Undefined(name or "value") for name in names)
+
+
+_NOT_DEFERRED = (RecursionError, MemoryError, StopIteration, StopAsyncIteration)
+
+
+def _deferrable(error):
+    """An error raised while tracing a branch of a tensor `if` that Python raises only when the branch
+    runs: a built-in exception (the `raise` op's kind) raised by Python or a library in the user's code,
+    or by an op refusing its inputs (a shape error in dead code); not a limit of tracing (a traced value
+    asked for its Python value), a conversion error, or one an open `try` of converted code catches."""
+    cls = type(error)
+    if cls.__module__ != "builtins" or isinstance(error, _NOT_DEFERRED) or _caught(cls):
+        return False
+    frames = _traceback_frames(error)
+    if frames and (tracing.is_user_file(frames[-1].f_code.co_filename) or
+                   frames[-1].f_code is convert_assert.__code__):      # Python's `assert` on Python values
+        return True
+    return any(frame.f_code is _RECORD_CODE for frame in frames)
+
+
+_RECORD_CODE = record_op.__code__        # dispatch.record: an op's rule checking its inputs while tracing
+
+
+def _traceback_frames(error):
+    frames, tb = [], error.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    return frames
+
+
+def _raise_when_taken(error):
+    """A `raise` op of error's type and message, at the user's line where it was raised."""
+    message = _escape(str(error)) if error.args else None
+    rt.raise_(type(error), message)
+    origin = next((f"{f.f_code.co_filename}:{f.f_lineno}" for f in reversed(_traceback_frames(error))
+                   if tracing.is_user_file(f.f_code.co_filename)), None)
+    if origin is not None:
+        tracing.current_block().ops[-1].origin = origin
 
 
 def _jumped_unbound(outs, names):
@@ -185,8 +232,8 @@ def convert_ifexp(pred, true_thunk, false_thunk, name=None):
     state, undo = None, _undo_point()
     try:
         while True:
-            out = rt.cond(pred, lambda: choice.park(0, _raising_at_run_time(lambda: (true_thunk(),), (name,))),
-                          lambda: choice.park(1, _raising_at_run_time(lambda: (false_thunk(),), (name,))),
+            out = rt.cond(pred, lambda: choice.park(0, _branch_or_raise(lambda: (true_thunk(),), (name,))),
+                          lambda: choice.park(1, _branch_or_raise(lambda: (false_thunk(),), (name,))),
                           names=None if name is None else (name,), state=state)
             moved = [] if state is not None else _moved_attributes(watched)
             if not moved:
@@ -1039,19 +1086,14 @@ def _tensorish(value):
 
 def convert_isinstance(obj, classinfo):
     """isinstance as it would answer eagerly: a traced value is what it stands for, an rt.Tensor
-    (the Parameter itself for a captured one, a Python list for a tensor array)."""
+    (the Parameter itself for a captured one, a Python list for a tensor array; outside converted
+    code Tensor's metaclass answers the same, except that a tensor array is no list there)."""
     if _symbolic(obj):
-        return builtins.issubclass(_eager_type(obj), classinfo)
+        # a class's own __instancecheck__ (a user metaclass asking isinstance(obj, rt.Tensor)) sees the value
+        return builtins.issubclass(stands_for(obj), classinfo) or builtins.isinstance(obj, classinfo)
     if isinstance(obj, Undefined):
         raise obj.error()       # reading a name no path assigned, as eagerly
     return builtins.isinstance(obj, classinfo)
-
-
-def _eager_type(var):
-    if var.kind == "array":
-        return list
-    captured = var.block.program.parameters.get(var.name) if var.persistable else None
-    return type(captured) if captured is not None else rt.Tensor
 
 
 def convert_any(iterable):
@@ -1397,7 +1439,7 @@ def _check_one_kind(items, what):
     """A list used at a tensor index goes through its stack: only what Python would give back unchanged,
     tensors of one shape and dtype; Python numbers among 0-d tensors whose dtype holds them as they are
     (`[1, 1]` grown by int32 items in a tensor loop)."""
-    kinds = {(tuple(v.shape) if isinstance(v, rt.Tensor) else v.static_shape, np.dtype(v.dtype))
+    kinds = {(v.static_shape if isinstance(v, Variable) else tuple(v.shape), np.dtype(v.dtype))
              if isinstance(v, (Variable, rt.Tensor)) else None for v in items}
     numbers = {type(v) for v in items if not isinstance(v, (Variable, rt.Tensor))}
     if numbers and numbers <= {bool, int, float} and len(kinds - {None}) == 1:
@@ -1514,6 +1556,25 @@ def _item(items, k):
     return items[k]
 
 
+def _holds_traced(data):
+    return isinstance(data, Variable) or isinstance(data, (list, tuple)) and builtins.any(map(_holds_traced, data))
+
+
+def _numpy_array_overload(numpy_fn):
+    """`np.asarray(v)`, `np.array(v)` in converted code: of a traced value (or a list holding one) the
+    value itself, cast by `dtype=` (what `.numpy()` is inside a trace: a NumPy array cannot hold a value
+    that exists only when the Program runs); of anything else NumPy's own array."""
+    def convert(data, dtype=None, *args, ndmin=0, **kwargs):
+        if not _holds_traced(data):
+            return numpy_fn(data, dtype, *args, **({"ndmin": ndmin} if ndmin else {}), **kwargs)
+        out = rt.asarray(data, dtype)
+        while out.ndim < ndmin:
+            out = rt.expand_dims(out, 0)
+        return out
+    convert.__name__ = f"convert_{numpy_fn.__name__}"
+    return convert
+
+
 def convert_call(fn):
     """The converted form of fn when it is user code, our overload of a builtin reached through a
     variable (`fn = range; fn(n)`), fn itself otherwise."""
@@ -1527,7 +1588,8 @@ _OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins
               builtins.max: convert_max, builtins.map: convert_map, builtins.isinstance: convert_isinstance,
               builtins.any: convert_any, builtins.all: convert_all, builtins.reversed: convert_reversed,
               builtins.int: convert_int, builtins.float: convert_float, builtins.bool: convert_bool,
-              builtins.sum: convert_sum}
+              builtins.sum: convert_sum,
+              **{fn: _numpy_array_overload(fn) for fn in (np.asarray, np.array, np.asanyarray, np.ascontiguousarray)}}
 
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + [

@@ -22,7 +22,9 @@ What the Program read of those places is checked before each run:
   Tensor the last run wrote), and traces again if its shape or dtype changed.
 """
 import contextlib
+import gc
 import inspect
+import sys
 import numbers
 import threading
 import types
@@ -35,7 +37,7 @@ from runtime.control_flow import Undefined
 from runtime.errors import ControlFlowError
 from runtime.ir import Variable
 from runtime.nn import Layer
-from runtime.state import AttrCell, ContentsCell
+from runtime.state import AttrCell, Cell, ContentsCell
 from runtime.tensor import Tensor
 from runtime.tracing import put_back
 
@@ -72,6 +74,58 @@ def current(tensors):
             t = new
         out[i] = t
     return out
+
+
+def without_call_locals(written):
+    """`written` less the places of objects the call made and let go (a local list, dict or object set
+    in a tensor loop or branch): nothing outside the call can reach them, so what they hold is a value of
+    that run, not state stored after it (and save/export need not refuse the Program). An object counts
+    as let go when cells, and other such objects, account for its whole reference count (so a holder gc
+    cannot list, a running frame's local, keeps it state like any other holder)."""
+    cells = [cell for cell, _ in written.values() if not cell.in_place]
+    if not cells:
+        return written
+    count = {}
+    for cell in cells:
+        count.setdefault(id(cell.obj), sys.getrefcount(cell.obj) - 1)     # less getrefcount's own argument
+    holders = {key: {} for key in count}      # candidate id -> {holder id, or "cell": references}
+    referrers = gc.get_referrers(*[cell.obj for cell in cells])            # one scan of the heap
+    namespaces = [r for r in referrers if type(r) is dict and id(r) not in count]
+    owner = {id(d): id(o) for o in gc.get_referrers(*namespaces) if id(o) in count
+             for d in namespaces if getattr(o, "__dict__", None) is d} if namespaces else {}
+    for referrer in referrers:
+        if isinstance(referrer, Cell):
+            if id(referrer.obj) in count:
+                _add(holders[id(referrer.obj)], "cell", 1)
+            continue
+        holder = owner.get(id(referrer), id(referrer))
+        for value in _contents(referrer):
+            if id(value) in count:
+                _add(holders[id(value)], holder, 1)
+    local = {key for key in count if sum(holders[key].values()) == count[key]}
+    changed = True
+    while changed:
+        changed = False
+        for key in list(local):
+            if any(h != "cell" and h not in local for h in holders[key]):
+                local.discard(key)
+                changed = True
+    return {key: (cell, before) for key, (cell, before) in written.items()
+            if cell.in_place or id(cell.obj) not in local}
+
+
+def _add(counts, holder, n):
+    counts[holder] = counts.get(holder, 0) + n
+
+
+def _contents(container):
+    """What a referrer gc found holds, where it is a list, tuple, dict or an object's attributes."""
+    if type(container) in (list, tuple):
+        return container
+    if type(container) is dict:
+        return list(container.values()) + list(container)
+    namespace = getattr(container, "__dict__", None)
+    return list(namespace.values()) if type(namespace) is dict else ()
 
 
 class StateWrites:

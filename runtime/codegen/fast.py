@@ -296,7 +296,8 @@ def _count_reads(block, reads):
             if isinstance(pred, Variable):
                 reads[id(pred)] = reads.get(id(pred), 0) + 1
             for branch in _graph.sub_blocks(op):
-                if branch.ops or branch.results[0] is not pred:      # else: the and/or operand itself
+                # else: the and/or operand itself (a cond whose outputs all died yields nothing)
+                if branch.ops or branch.results and branch.results[0] is not pred:
                     _count_reads(branch, reads)
             continue
         for x in op.inputs:

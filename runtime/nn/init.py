@@ -10,11 +10,11 @@ import numpy as np
 
 from ..rng import default_rng
 from ..shape_text import shape_text
-from ..tensor import Tensor
+from ..tensor import EagerTensor
 
 
 def _fill(tensor, values):
-    if not isinstance(tensor, Tensor):
+    if not isinstance(tensor, EagerTensor):
         raise TypeError(f"initializers fill a runtime Tensor/Parameter, got {type(tensor).__name__}")
     tensor.data = tensor.backend.asarray(np.asarray(values).astype(tensor.dtype, copy=False))
     return tensor

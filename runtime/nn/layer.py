@@ -18,7 +18,7 @@ from ..autodiff.traced import set_grad
 from ..backends import get_backend
 from ..ir import Variable
 from ..shape_text import shape_text
-from ..tensor import Parameter, Tensor
+from ..tensor import EagerTensor, Parameter, Tensor
 from . import init
 
 LoadResult = namedtuple("LoadResult", ["missing_keys", "unexpected_keys"])
@@ -103,7 +103,7 @@ class Layer:
                 raise TypeError(f"cannot assign {type(value).__name__} as buffer {name!r} of "
                                 f"{type(self).__name__} (a Tensor or None is expected)")
             buffers[name] = value
-        elif isinstance(value, Parameter):
+        elif isinstance(value, Parameter) and isinstance(value, EagerTensor):   # not a captured one, traced
             registry = self._registry("_parameters")
             self._forget(name)
             registry[name] = value

@@ -13,7 +13,7 @@ from .registry import REGISTRY, OpDef, defop, get_op, register
 from .dispatch import apply
 from . import creation, elementwise, reduction, linalg, manipulation, indexing, tensor_array, control
 from . import nn_ops  # noqa: F401  (registers the ops behind runtime.nn.functional)
-from . import activations, decompositions, rearrange, selection, sorting, spectral
+from . import activations, decompositions, numpy_functions, rearrange, selection, sorting, spectral
 from . import onnx_lowerings  # noqa: F401  (attaches each op's `onnx` facet)
 from .creation import arange, eye, full, full_like, linspace, ones, ones_like, zeros, zeros_like
 from .elementwise import astype, clip, where
@@ -56,7 +56,7 @@ _NUMPY_ALIASES = {
     "arccos": "acos", "arctan": "atan", "arctan2": "atan2", "arcsinh": "asinh", "arccosh": "acosh",
     "arctanh": "atanh", "rint": "round", "invert": "bitwise_invert", "left_shift": "bitwise_left_shift",
     "right_shift": "bitwise_right_shift", "concatenate": "concat", "transpose": "permute_dims",
-    "amax": "max", "amin": "min",
+    "amax": "max", "amin": "min", "around": "round",
 }
 NUMPY_NAMES = {alias: FUNCTIONS[name] for alias, name in _NUMPY_ALIASES.items()}   # rt.power, rt.concatenate...
 globals().update(NUMPY_NAMES)
@@ -74,6 +74,8 @@ def dispatch_ufunc(ufunc, method, inputs, kwargs):
     name = runtime_name(ufunc.__name__)
     if method == "__call__" and not kwargs and name is not None:
         return FUNCTIONS[name](*inputs)
+    if method == "__call__" and not kwargs and ufunc in NUMPY_FUNCTIONS:      # np.heaviside: written with ours
+        return NUMPY_FUNCTIONS[ufunc](*inputs)
     out = kwargs.get("out") or ()
     if builtins.any(isinstance(a, Variable) for a in (*inputs, *out)):
         what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
@@ -86,18 +88,22 @@ def dispatch_ufunc(ufunc, method, inputs, kwargs):
 
 
 def dispatch_array_function(func, types, args, kwargs):
-    """Other NumPy functions: our op of that name on Variables; on eager Tensors, NumPy itself."""
-    name = runtime_name(func.__name__)
+    """Other NumPy functions: ours with NumPy's signature (`numpy_functions`), else our op of that
+    name; on eager Tensors the same, falling back to NumPy itself where ours refuses the call."""
+    ours = NUMPY_FUNCTIONS.get(func)
+    if ours is None and func.__module__ == "numpy":
+        name = runtime_name(func.__name__)
+        ours = FUNCTIONS[name] if name is not None else None
     symbolic = builtins.any(issubclass(t, Variable) for t in types)
     if symbolic:
-        if name is None:
-            return _numpy_error(f"numpy.{func.__name__}", None)
-        return FUNCTIONS[name](*args, **kwargs)
-    if name is not None:
+        if ours is None:
+            return _numpy_error(f"{func.__module__}.{func.__name__}", None)
+        return ours(*args, **kwargs)
+    if ours is not None:
         try:
-            return FUNCTIONS[name](*args, **kwargs)
-        except TypeError:
-            pass
+            return ours(*args, **kwargs)
+        except (TypeError, ValueError, IndexError):
+            pass        # a call ours does not take (np.cross of 2-vectors): NumPy's answer, or its own error
     unwrapped = [a.numpy() if isinstance(a, Tensor) else a for a in args]
     return func(*unwrapped, **kwargs)
 
@@ -111,4 +117,5 @@ from .stop import stop_gradient  # noqa: E402  (an op whose only job is to stop 
 FUNCTIONS["stop_gradient"] = stop_gradient
 
 array_methods.bind_namespace(__import__(__name__, fromlist=["FUNCTIONS"]))
+NUMPY_FUNCTIONS = numpy_functions.table(array_methods.namespace())   # np.vstack, np.fft.fftshift, ... on ours
 del np

@@ -6,7 +6,7 @@ import numpy as np
 from .. import tracing
 from ..dtypes import DEFAULT_FLOAT, DEFAULT_INT, as_dtype, scalar_dtype, weak_example
 from ..ir import Variable
-from ..tensor import Tensor, to_tensor
+from ..tensor import EagerTensor, Tensor, to_tensor
 from .dispatch import apply
 from .elementwise import astype
 from .known import is_trace_constant, known_value, note_trace_constant
@@ -22,7 +22,7 @@ def _dims(shape):
     (eagerly, or made in this trace from constants), else one scalar dim per entry,
     read when the Program runs (dynamic dims).
     """
-    if isinstance(shape, (Variable, Tensor)) and shape.ndim == 1:
+    if isinstance(shape, (Variable, EagerTensor)) and shape.ndim == 1:
         shape = _tensor_dims(shape)
     elif isinstance(shape, (int, np.integer)) or isinstance(shape, Variable) or hasattr(shape, "backend"):
         shape = (shape,)
@@ -32,7 +32,7 @@ def _dims(shape):
 def _tensor_dims(shape):
     if shape.dtype.kind not in "iub":
         raise TypeError(f"a shape tensor must hold integers, not {shape.dtype.name}")
-    if isinstance(shape, Tensor):
+    if isinstance(shape, EagerTensor):
         block = tracing.current_block()
         if block is None or is_trace_constant(block.program, shape):
             return tuple(operator.index(d) for d in shape.numpy())

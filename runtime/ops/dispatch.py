@@ -10,7 +10,7 @@ from .. import tracing
 from ..array_methods import PYTHON_OPERATOR
 from ..backends import get_backend
 from ..ir import LITERAL_TYPES, Variable
-from ..tensor import Tensor
+from ..tensor import EagerTensor, Tensor
 from ..undefined import Undefined
 from .registry import get_op
 from .rules import Spec, is_weak, promote_operand
@@ -41,7 +41,7 @@ def run_eager(opdef, inputs, attrs, device=None):
     args = []
     tracked = False
     for x in inputs:
-        if isinstance(x, Tensor):
+        if isinstance(x, EagerTensor):
             if x._ag is not None:
                 tracked = True
             if backend is None:
@@ -52,9 +52,9 @@ def run_eager(opdef, inputs, attrs, device=None):
                     "move one with .to(device)")
             args.append(x.data)
         elif type(x) is list:    # an eager tensor array: a list of Tensors, its kernels take raw arrays
-            if backend is None and x and isinstance(x[0], Tensor):
+            if backend is None and x and isinstance(x[0], EagerTensor):
                 backend = x[0].backend
-            args.append([t.data if isinstance(t, Tensor) else t for t in x])
+            args.append([t.data if isinstance(t, EagerTensor) else t for t in x])
         elif isinstance(x, Variable):
             raise TypeError(f"{opdef.name}: Variable '{x.name}' used outside the trace that made it")
         elif isinstance(x, (int, float, complex)) and type(x) not in _EXACT_SCALARS and not isinstance(x, np.generic):
@@ -86,7 +86,7 @@ def explain_failure(opdef, inputs, attrs, error):
     """A kernel rejected its inputs: the op's own rule usually says why more clearly than
     the array library does, and says it the way tracing the same call would."""
     if opdef.infer is not None:
-        probes = [Variable("?", x.shape, x.dtype, None) if isinstance(x, Tensor) else x for x in inputs]
+        probes = [Variable("?", x.shape, x.dtype, None) if isinstance(x, EagerTensor) else x for x in inputs]
         try:
             opdef.infer(*probes, **attrs)
         except (ValueError, TypeError, IndexError) as clear:
@@ -127,7 +127,7 @@ def as_input(x, block, op_name):
                 f"{op_name}: Variable '{x.name}' belongs to another trace or to a branch/loop body "
                 "that has ended; return it from that body to use it here")
         return x
-    if isinstance(x, Tensor):
+    if isinstance(x, EagerTensor):
         return tracing.lift_tensor(x)
     if isinstance(x, (np.ndarray, np.generic)):       # before literals: np.float64 subclasses float yet is strong
         return constant(x)

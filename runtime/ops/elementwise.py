@@ -7,7 +7,7 @@ import numpy as np
 
 from ..dtypes import as_dtype, result_type
 from ..ir import Variable
-from ..tensor import Tensor
+from ..tensor import EagerTensor, Tensor
 from .dispatch import apply
 from .registry import PREVIOUS, OpDef, get_op, register
 from .rules import Spec, broadcast_shapes, dtype_of, elementwise, is_weak, promote_operand, shape_of
@@ -252,7 +252,7 @@ def astype(x, dtype, /, *, copy=True, device=None):
     is a new array object (its data is shared until one of them is assigned into: arrays are values)."""
     dtype = as_dtype(dtype)
     if getattr(x, "dtype", None) == dtype and not getattr(x, "weak", False):
-        if copy and isinstance(x, Tensor):
+        if copy and isinstance(x, EagerTensor):
             x = Tensor(x.data, x.backend)
         return x if device is None else x.to(device)
     out = apply(_astype, (x,), {"dtype": dtype.name})

@@ -8,7 +8,7 @@ Python index from the template, so the IR stays plain data.
 import numpy as np
 
 from ..ir import Variable
-from ..tensor import Tensor
+from ..tensor import EagerTensor
 from .dispatch import apply
 from .registry import OpDef, register
 from .rules import Spec, broadcast_shapes, dtype_of, is_weak, shape_of
@@ -36,7 +36,7 @@ def encode_index(index):
             return ref(np.asarray(item))
         if isinstance(item, (int, np.integer)):
             return int(item)
-        if isinstance(item, (Variable, Tensor)):
+        if isinstance(item, (Variable, EagerTensor)):
             return ref(item)
         if isinstance(item, (list, np.ndarray)):
             return ref(np.asarray(item))
@@ -45,7 +45,7 @@ def encode_index(index):
     def enc_scalar(v):
         if v is None or isinstance(v, (int, np.integer)):
             return None if v is None else int(v)
-        if isinstance(v, (Variable, Tensor)):
+        if isinstance(v, (Variable, EagerTensor)):
             return ref(v)
         raise TypeError(f"slice bounds must be integers, got {v!r}")
 

@@ -10,7 +10,9 @@ it. Control flow is looked through:
     a = matmul(x, w)             a unused               -> the op goes
 
 A cond/while with nothing needed and nothing impure inside goes with its
-blocks. Pure ops that could fail at run time (an out-of-bounds index) are
+blocks. An append to a tensor array that nothing reads (no value of its list,
+`_array_families`, is needed) is dead too: a list a branch builds and never
+uses goes with the loop that builds it. Pure ops that could fail at run time (an out-of-bounds index) are
 dropped like the rest when unused, as in other graph compilers: a Program
 reports the errors of the work it does.
 """
@@ -64,24 +66,37 @@ def eliminate_dead_code(program):
 
     for v in program.outputs:
         need(v)
+    family, members = _array_families(program)
+    mutators = {}           # family -> the ops growing or shrinking its list in place, needed once it is read
     for op in program.ops():
         if op.type not in ("cond", "while") and not is_pure(op):
-            need_op(op)
+            grown = _grown_family(op, family)
+            if grown is None:
+                need_op(op)
+            else:
+                mutators.setdefault(grown, []).append(op)
 
-    while work:
-        v = work.pop()
-        if id(v) in param_of:
-            need_state(*param_of[id(v)])
-            continue
-        if id(v) not in defs:
-            continue                                  # a Program input
-        op, k = defs[id(v)]
-        need_op(op)
-        if op.type == "cond":
-            for sub in sub_blocks(op):
-                need(sub.results[k])
-        elif op.type == "while":
-            need_state(op, k)
+    while work or mutators:
+        while work:
+            v = work.pop()
+            if id(v) in param_of:
+                need_state(*param_of[id(v)])
+                continue
+            if id(v) not in defs:
+                continue                                  # a Program input
+            op, k = defs[id(v)]
+            need_op(op)
+            if op.type == "cond":
+                for sub in sub_blocks(op):
+                    need(sub.results[k])
+            elif op.type == "while":
+                need_state(op, k)
+        read = [f for f in mutators if any(m in live_vars for m in members[f])]
+        for f in read:
+            for op in mutators.pop(f):
+                need_op(op)
+        if not read:
+            break
 
     dead = {id(op) for op in program.ops() if id(op) not in live_ops}
     for op in program.ops():
@@ -108,6 +123,50 @@ def eliminate_dead_code(program):
                 bb.results = [r for k, r in enumerate(bb.results) if k in keep]
     remove_ops(program, dead)
     return finish(program)
+
+
+def _array_families(program):
+    """Tensor-array values that may be one list at run time (an append grows its input in place; a
+    while carries it; a cond yields it): {id: family}, {family: [ids]}. A family nothing needs is
+    dead with the appends that grow it (a list a branch builds and never reads)."""
+    parent = {}
+
+    def find(i):
+        while parent.setdefault(i, i) != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def join(values):
+        ids = [id(v) for v in values if isinstance(v, Variable) and v.kind == "array"]
+        for i in ids[1:]:
+            parent[find(i)] = find(ids[0])
+        for i in ids[:1]:
+            find(i)
+
+    for op in program.ops():
+        if op.type == "while":
+            cb, bb = sub_blocks(op)
+            for k, out in enumerate(op.outputs):
+                join([op.inputs[k], cb.params[k], bb.params[k], bb.results[k], out])
+        elif op.type == "cond":
+            for k, out in enumerate(op.outputs):
+                join([out] + [sub.results[k] for sub in sub_blocks(op)])
+        else:
+            join(list(op.input_vars()) + list(op.outputs))
+    members = {}
+    for i in parent:
+        members.setdefault(find(i), []).append(i)
+    return {i: find(i) for i in parent}, members
+
+
+def _grown_family(op, family):
+    """The family of the list an impure op changes in place (it takes a tensor array and yields one:
+    append, insert, pop), or None for an op impure for other reasons (print, assert, raise, random)."""
+    arrays = [v for v in op.input_vars() if v.kind == "array"]
+    if not arrays or not any(o.kind == "array" for o in op.outputs):
+        return None
+    return family[id(arrays[0])]
 
 
 def _drop_outputs(op, keep):

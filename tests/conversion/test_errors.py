@@ -76,7 +76,7 @@ def calls_opted_out(x):
 
 
 def numpy_on_variable(x):
-    return np.linalg.norm(x)
+    return np.cov(x)           # (np.linalg.norm is ours: runtime/ops/numpy_functions.py)
 
 
 def test_yield_is_a_conversion_error_with_line_and_hint():
@@ -159,7 +159,7 @@ def test_not_to_static_function_with_tensor_if_explains():
 
 
 def test_numpy_function_on_variable_names_runtime_equivalent():
-    with pytest.raises(TypeError, match="numpy.norm|numpy.linalg|runtime"):
+    with pytest.raises(TypeError, match="numpy.cov cannot run on a traced Variable"):
         to_static(numpy_on_variable)(_t(3))
 
 

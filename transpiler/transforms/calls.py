@@ -10,6 +10,7 @@
     print('h', h)          →  _jst.convert_print('h', h)
     assert h.sum() > 0, m  →  _jst.convert_assert(h.sum() > 0, lambda: m)
     y = rt.tanh(x)         →  y = rt.tanh(x)        (library: left alone)
+    a = np.asarray(h)      →  a = _jst.convert_call(np.asarray)(h)   (a traced h: h itself)
     s = x.sum()            →  s = x.sum()           (array method: left alone)
 
 What a name refers to is looked up at conversion time in the function's
@@ -22,6 +23,7 @@ import builtins
 import sys
 
 import gast
+import numpy as np
 
 from ..analysis import Anno, getanno
 from .base import Transformer, is_jst_call, jst, load, located
@@ -38,6 +40,10 @@ sum mean max min prod std var any all argmax argmin cumsum abs exp log sqrt tanh
 unsqueeze transpose reshape numpy item tolist append extend pop insert keys values items get copy update
 index count split join format startswith endswith replace strip lower upper setdefault to cpu gpu
 """.split())
+
+# NumPy's array constructors: a traced value cannot live in a NumPy array, so `convert_call` maps
+# them to the value itself (operators._numpy_array_overload); other library calls stay plain
+NUMPY_ARRAY_CONSTRUCTORS = (np.asarray, np.array, np.asanyarray, np.ascontiguousarray)
 
 _LIBRARY_ROOTS = {"runtime", "transpiler", "numpy", "cupy", "math", "builtins", "functools", "itertools",
                   "operator", "collections", "typing", "random", "time", "os", "sys", "warnings", "re"}
@@ -66,6 +72,25 @@ def is_library_module(name):
         return True
     file = getattr(sys.modules.get(root), "__file__", "") or ""
     return "site-packages" in file or "dist-packages" in file
+
+
+def _is_array_constructor(value):
+    return builtins.any(value is fn for fn in NUMPY_ARRAY_CONSTRUCTORS)
+
+
+def _module_attribute(root_value, node):
+    """What `np.asarray` (an attribute chain through modules) names at conversion time; None past a
+    non-module, so resolving never runs a user property."""
+    names = []
+    while isinstance(node, gast.Attribute):
+        names.append(node.attr)
+        node = node.value
+    value = root_value
+    for name in reversed(names):
+        if not isinstance(value, type(sys)):
+            return None
+        value = getattr(value, name, None)
+    return value
 
 
 def _root_name(node):
@@ -105,13 +130,13 @@ class Calls(Transformer):
                     if overload:
                         node.func = located(jst(overload), func)
                     return node
-                if found and is_library_object(value):
+                if found and is_library_object(value) and not _is_array_constructor(value):
                     return node
         elif isinstance(func, gast.Attribute):
             root = _root_name(func)
             if root is not None and root not in self.locals:
                 found, value = self.ctx.resolve(root)
-                if found and is_library_object(value):
+                if found and is_library_object(value) and not _is_array_constructor(_module_attribute(value, func)):
                     return node
             if func.attr == "index" and node.args and not node.keywords:
                 # list/tuple.index compares with `==` and takes each truth: tensor-aware (other receivers: as is)
