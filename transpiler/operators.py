@@ -138,8 +138,8 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
 def _branch_or_raise(trace_branch, names):
     """trace_branch() inside a tensor `if`'s branch; an error Python would raise only when the branch
     runs (`_deferrable`: a shape error in dead code, an empty list read there) makes the branch a `raise`
-    op instead, whose values (undefined, one per name) are never used: the cond takes the other branch's
-    values there (runtime.control_flow: a branch that raises)."""
+    op instead, whose values (None, one per name) are never used: the cond takes the other branch's
+    values there (runtime.control_flow: a branch that raises), and where both raise nothing runs after it."""
     start = tracing.checkpoint(tracing.current_block())
     try:
         return trace_branch()
@@ -148,7 +148,7 @@ def _branch_or_raise(trace_branch, names):
             raise
         tracing.rollback(start)
         _raise_when_taken(error)
-        return tuple(Undefined(name or "value") for name in names)
+        return (None,) * len(names)
 
 
 _NOT_DEFERRED = (RecursionError, MemoryError, StopIteration, StopAsyncIteration)
@@ -183,7 +183,7 @@ def _traceback_frames(error):
 def _raise_when_taken(error):
     """A `raise` op of error's type and message, at the user's line where it was raised."""
     message = _escape(str(error)) if error.args else None
-    rt.raise_(type(error), message)
+    rt.raise_(next(c for c in type(error).__mro__ if c.__module__ == "builtins"), message)   # EmptyListRead: IndexError
     origin = next((f"{f.f_code.co_filename}:{f.f_lineno}" for f in reversed(_traceback_frames(error))
                    if tracing.is_user_file(f.f_code.co_filename)), None)
     if origin is not None:
@@ -379,21 +379,21 @@ def _watch_objects(state, *fns):
     construct itself carries (its state cells)."""
     carried = {(id(c.obj), c.key) for c in (state() if state is not None else ()) if type(c).__name__ == "AttrCell"}
     watched, seen = [], set()
-
-    def watch(name, value, depth):
+    # an explicit stack, not a recursive closure: a closure that calls itself is a reference cycle, which
+    # keeps the objects it saw alive until the garbage collector runs (writeback.without_call_locals counts
+    # references to tell objects the call made and let go)
+    stack = [(name, value, 2) for name, value in reversed(list(_closure_values(fns)))]
+    while stack:
+        name, value, depth = stack.pop()
         if id(value) in seen or not _user_object(value):
-            return
+            continue
         seen.add(id(value))
         attrs = dict(vars(value))
         watched.append((name, value, attrs, carried))
         if depth:
             held = {**attrs, **(attrs.get("_sublayers") if isinstance(value, rt.nn.Layer) else {})}
-            for attr, item in held.items():
-                if isinstance(attr, str) and not attr.startswith("__"):
-                    watch(f"{name}.{attr}", item, depth - 1)
-
-    for name, value in _closure_values(fns):
-        watch(name, value, 2)
+            stack += reversed([(f"{name}.{attr}", item, depth - 1) for attr, item in held.items()
+                               if isinstance(attr, str) and not attr.startswith("__")])
     return watched
 
 
