@@ -74,14 +74,16 @@ def register(fn, before, written):
         place = ContentsCell(obj, name)
         if place.identity() not in written and (contents_changed(old, obj) or _traced(obj)):
             written[place.identity()] = (place, old)
+    # Identity first: a global or cell the trace did not rebind is never walked (a module's 1M-item
+    # list costs nothing unless the function names it, as a container above).
     for name, value in list(fn.__globals__.items()):
         old = old_globals.get(name, _MISSING)
-        if _traced(value) and old is not value:
+        if old is not value and _traced(value):
             place = ItemCell(fn.__globals__, name, name)
             written.setdefault(place.identity(), (place, Undefined(name) if old is _MISSING else old))
     for name, cell, old in cells:
         value = _contents(cell)
-        if _traced(value) and value is not old:
+        if value is not old and _traced(value):
             place = ClosureCell(cell, None, name)
             written.setdefault(place.identity(), (place, Undefined(name) if old is _MISSING else old))
 
