@@ -7,6 +7,8 @@ import numpy as np
 import runtime as rt
 from transpiler import to_static
 
+from bench import retrace_globals
+
 
 class _CountingList(list):
     """A list that counts how often anything iterates it or reads an item."""
@@ -85,3 +87,8 @@ def test_a_rebound_global_is_still_a_written_place_beside_them():
         np.testing.assert_array_equal(last.numpy(), -x - 1)
     assert _walks() == before
     last = None
+
+
+def test_the_benchmark_runs(capsys):
+    retrace_globals.main(["--items", "1000", "--retraces", "3"])
+    assert "ratio:" in capsys.readouterr().out
