@@ -14,7 +14,6 @@ changed one becomes a written place too (its contents, as for an attribute's lis
 """
 import types
 
-from runtime import pytree
 from runtime.control_flow import Undefined
 from runtime.ir import Variable
 from runtime.state import Cell, ContentsCell, ItemCell
@@ -95,7 +94,22 @@ def _contents(cell):
         return _MISSING
 
 
+_CONTAINERS = (list, tuple, dict)
+
+
 def _traced(value):
-    if isinstance(value, (list, tuple, dict)):
-        return any(isinstance(v, Variable) for v in pytree.flatten(value)[0])
-    return isinstance(value, Variable)
+    """Whether value is a traced value or a list/tuple/dict holding one at any depth: a search that
+    stops at the first one and builds nothing (a global the function names may hold 1M items)."""
+    if not isinstance(value, _CONTAINERS):
+        return isinstance(value, Variable)
+    stack, seen = [value], {id(value)}
+    while stack:
+        container = stack.pop()
+        for item in container.values() if isinstance(container, dict) else container:
+            if isinstance(item, _CONTAINERS):
+                if id(item) not in seen:
+                    seen.add(id(item))
+                    stack.append(item)
+            elif isinstance(item, Variable):
+                return True
+    return False

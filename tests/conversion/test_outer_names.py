@@ -92,3 +92,24 @@ def test_a_rebound_global_is_still_a_written_place_beside_them():
 def test_the_benchmark_runs(capsys):
     retrace_globals.main(["--items", "1000", "--retraces", "3"])
     assert "ratio:" in capsys.readouterr().out
+
+
+NESTED = {"a": {"b": None}, "n": [[0]]}
+CYCLE = [1.0]
+CYCLE.append(CYCLE)
+
+
+def write_nested(x):
+    NESTED["a"]["b"] = x * 2          # a traced value two levels down a global the function names
+    return x + CYCLE[0]               # a global that holds itself: searched once, not forever
+
+
+def test_a_traced_value_deep_in_a_named_global_is_found():
+    static = to_static(write_nested)
+    for n in (2, 3):
+        x = np.arange(n, dtype=np.float32)
+        np.testing.assert_array_equal(static(rt.tensor(x)).numpy(), x + 1)
+        np.testing.assert_array_equal(NESTED["a"]["b"].numpy(), x * 2)
+        static(rt.tensor(x + 5))                     # a cache hit: the stored value is this run's
+        np.testing.assert_array_equal(NESTED["a"]["b"].numpy(), (x + 5) * 2)
+    NESTED["a"]["b"] = None
