@@ -5,7 +5,7 @@ imported from a temporary folder (its functions convert from source, as a user's
 call passes a new shape, so each one traces and compiles a new signature; the modules take turns.
 It prints the median (and min) retrace of each module and their ratio (the target is 1.0 +- 10%:
 registering the globals a trace left holding traced values must not walk the values it never read).
-Before the fix (0082630) the ratio was ~5000 (10.3 s against 1.9 ms, `--retraces 9`).
+Before the fix (0082630) it read 8,200 ms against 1.00 ms (`--retraces 9`, a loaded 2-core machine).
 """
 import argparse
 import gc
