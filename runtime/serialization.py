@@ -514,7 +514,10 @@ class _Reader:
         opdef = REGISTRY.get(op_type)
         if opdef is None:
             self.fail(f"unknown op type {brief(op_type)} in block {idx}")
-        where = f"op {n} ('{op_type}') of block {idx}"
+        origin = od.get("origin")
+        origin = origin if isinstance(origin, str) else None
+        made_at = f", made at {brief(origin)}" if origin else ""
+        where = f"op {n} ('{op_type}'{made_at}) of block {idx}"
         inputs = [self.value(x, block, defined) for x in self.field(od, "inputs", list, where)]
         outputs = [self.own_var(name, block, "output") for name in self.items(od, "outputs", str, where)]
         raw_attrs = self.field(od, "attrs", dict, where, {})
@@ -552,8 +555,7 @@ class _Reader:
             if id(o) in defined:
                 self.fail(f"variable '{o.name}' is defined twice")
             defined.add(id(o))
-        origin = od.get("origin")
-        block.ops.append(Operator(op_type, inputs, outputs, attrs, origin if isinstance(origin, str) else None, block))
+        block.ops.append(Operator(op_type, inputs, outputs, attrs, origin, block))
 
     def check_attr_names(self, where, opdef, inputs, attrs):
         """Only attrs the op declares: cond/while their blocks; other ops their kernel's keyword

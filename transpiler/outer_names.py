@@ -14,7 +14,6 @@ changed one becomes a written place too (its contents, as for an attribute's lis
 """
 import types
 
-from runtime import pytree
 from runtime.control_flow import Undefined
 from runtime.ir import Variable
 from runtime.nn import Layer
@@ -77,6 +76,8 @@ def register(fn, before, written, traced_only=True):
         place = ContentsCell(obj, name)
         if place.identity() not in written and (contents_changed(old, obj) or _traced(obj)):
             written[place.identity()] = (place, old)
+    # Identity first: a global or cell the trace did not rebind is never walked (a module's 1M-item
+    # list costs nothing unless the function names it, as a container above).
     names = list(fn.__globals__) + ([] if traced_only else [n for n in old_globals if n not in fn.__globals__])
     for name in names:
         value, old = fn.__globals__.get(name, _MISSING), old_globals.get(name, _MISSING)
@@ -97,7 +98,22 @@ def _contents(cell):
         return _MISSING
 
 
+_CONTAINERS = (list, tuple, dict)
+
+
 def _traced(value):
-    if isinstance(value, (list, tuple, dict)):
-        return any(isinstance(v, Variable) for v in pytree.flatten(value)[0])
-    return isinstance(value, Variable)
+    """Whether value is a traced value or a list/tuple/dict holding one at any depth: a search that
+    stops at the first one and builds nothing (a global the function names may hold 1M items)."""
+    if not isinstance(value, _CONTAINERS):
+        return isinstance(value, Variable)
+    stack, seen = [value], {id(value)}
+    while stack:
+        container = stack.pop()
+        for item in container.values() if isinstance(container, dict) else container:
+            if isinstance(item, _CONTAINERS):
+                if id(item) not in seen:
+                    seen.add(id(item))
+                    stack.append(item)
+            elif isinstance(item, Variable):
+                return True
+    return False

@@ -91,7 +91,8 @@ def test_corpus_same_results_with_each_pass(case):
 
 @pytest.mark.parametrize("case", CASES, ids=[c["fn"].__name__ for c in CASES])
 def test_corpus_programs_verify_after_every_pass(case):
-    """Each default pass, applied in turn, leaves a Program `rt.verify` accepts (captures exact included)."""
+    """Each default pass, applied in turn, leaves a Program `rt.verify` accepts (captures exact and
+    every op's declared outputs what its shape/dtype rule makes)."""
     program = to_static(case["fn"], passes=[]).get_program(
         *[rt.tensor(a) for a in _corpus_inputs(case, 0)], *case["scalars"])
     rt.verify(program)
@@ -128,6 +129,13 @@ def test_generated_programs_same_results_with_each_pass(generated, seed):
         for name in ALL + [None]:
             _same(_run(program, [x, rows], None if name is None else [name]), want, exact=name in EXACT)
         _valid(_optimize(program, None))
+        current = program.clone()
+        for name in passes.DEFAULT_PIPELINE:             # well-typed after every pass, not only the last
+            current = passes.PASSES[name](current)
+            try:
+                rt.verify(current)
+            except ProgramFormatError as e:
+                pytest.fail(f"after {name}: {e}\n{current}")
 
 
 def test_default_pipeline_names_registered_passes():
