@@ -35,6 +35,8 @@ linalg = _importlib.import_module(".linalg", __name__)   # the extension, not ru
 fft = _importlib.import_module(".fft", __name__)
 from .array_api import (__array_api_version__, __array_namespace_info__, can_cast, e, empty, empty_like,  # noqa: E402
                         from_dlpack, inf, isdtype, nan, newaxis, pi, result_type)
+from . import torch_functions as _torch_functions  # noqa: E402
+from .torch_functions import *  # noqa: E402,F401,F403  (PyTorch's spellings over the array API functions they extend)
 
 __all__ = sorted(_FUNCTIONS) + sorted(_NUMPY_NAMES) + [
     "tensor", "asarray", "Tensor", "Parameter", "Program", "Block", "Operator", "Variable", "cond", "while_loop",
@@ -44,3 +46,4 @@ __all__ = sorted(_FUNCTIONS) + sorted(_NUMPY_NAMES) + [
     "float32", "float64", "complex64", "complex128", "finfo", "iinfo", "nn", "optim", "linalg", "fft", "can_cast", "isdtype",
     "result_type", "e", "pi", "inf", "nan", "newaxis", "empty", "empty_like", "from_dlpack",
 ]
+__all__ += sorted(set(_torch_functions.__all__) - set(__all__))

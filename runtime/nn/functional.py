@@ -6,10 +6,6 @@ so a traced Program reads `conv2d(...)`, `layer_norm(...)`; `flatten` is a
 time. Semantics, defaults and layouts follow `torch.nn.functional`; axes are
 called `axis` as in the rest of the runtime.
 """
-import math
-
-from ..ir import Variable
-from ..ops.manipulation import dim, reshape
 from ..ops.nn_ops import (conv2d, conv_transpose2d, cross_entropy, dropout, gelu, layer_norm, linear,
                           log_softmax, max_pool2d, relu, sigmoid, softmax)
 
@@ -38,31 +34,7 @@ __all__ = ["relu", "gelu", "sigmoid", "softmax", "log_softmax", "linear", "conv2
 tanh = _ops.tanh
 
 
-def flatten(x, start_axis=0, stop_axis=-1):
-    """Merge dims start_axis..stop_axis (inclusive) into one, like torch.flatten.
-
-    Works on a dynamic batch while tracing: dims kept as they are and unknown
-    until run time are read with `dim` ops; a merged dim holding an unknown
-    one becomes -1.
-    """
-    static = x.static_shape if isinstance(x, Variable) else tuple(x.shape)
-    ndim = len(static)
-    if ndim == 0:
-        return reshape(x, (1,))
-    start, stop = _axis(start_axis, ndim, "start_axis"), _axis(stop_axis, ndim, "stop_axis")
-    if start > stop:
-        raise ValueError(f"flatten: start_axis ({start_axis}) must not come after stop_axis ({stop_axis}) "
-                         f"for an input of rank {ndim}")
-    if start == stop:
-        return x
-    merged = static[start:stop + 1]
-    merged_dim = -1 if -1 in merged else math.prod(merged)
-    keep = [d if d != -1 else dim(x, i) for i, d in enumerate(static) if not start <= i <= stop]
-    return reshape(x, tuple(keep[:start]) + (merged_dim,) + tuple(keep[start:]))
-
-
-def _axis(axis, ndim, what):
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"flatten: {what} {axis} is out of range for an input of rank {ndim}")
-    return axis % ndim
-
+def flatten(x, start_dim=0, end_dim=-1, *, start_axis=None, stop_axis=None):
+    """Merge dims start_dim..end_dim (inclusive) into one, like torch.flatten (Paddle's names
+    start_axis/stop_axis too); a dynamic batch while tracing is read with a `dim` op (`x.flatten`)."""
+    return x.flatten(start_dim if start_axis is None else start_axis, end_dim if stop_axis is None else stop_axis)

@@ -124,9 +124,9 @@ class Sigmoid(Layer):
 
 
 class Softmax(Layer):
-    def __init__(self, axis=-1):
+    def __init__(self, axis=-1, *, dim=None):
         super().__init__()
-        self.axis = axis
+        self.axis = axis if dim is None else dim
 
     def forward(self, x):
         return F.softmax(x, self.axis)
@@ -136,17 +136,19 @@ class Softmax(Layer):
 
 
 class Flatten(Layer):
-    """Merge dims start_axis..stop_axis; the default keeps the (possibly dynamic) batch dim."""
+    """Merge dims start_dim..end_dim (PyTorch's names; Paddle's start_axis/stop_axis too); the default
+    keeps the (possibly dynamic) batch dim."""
 
-    def __init__(self, start_axis=1, stop_axis=-1):
+    def __init__(self, start_dim=1, end_dim=-1, *, start_axis=None, stop_axis=None):
         super().__init__()
-        self.start_axis, self.stop_axis = start_axis, stop_axis
+        self.start_dim = start_dim if start_axis is None else start_axis
+        self.end_dim = end_dim if stop_axis is None else stop_axis
 
     def forward(self, x):
-        return F.flatten(x, self.start_axis, self.stop_axis)
+        return F.flatten(x, self.start_dim, self.end_dim)
 
     def extra_repr(self):
-        return f"start_axis={self.start_axis}, stop_axis={self.stop_axis}"
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
 class Dropout(Layer):
@@ -450,9 +452,9 @@ class Softplus(Layer):
 
 
 class LogSoftmax(Layer):
-    def __init__(self, axis=-1):
+    def __init__(self, axis=-1, *, dim=None):
         super().__init__()
-        self.axis = axis
+        self.axis = axis if dim is None else dim
 
     def forward(self, x):
         return F.log_softmax(x, self.axis)
@@ -544,9 +546,9 @@ class Conv3D(Layer):
 
 
 class CosineSimilarity(Layer):
-    def __init__(self, axis=1, eps=1e-8):
+    def __init__(self, axis=1, eps=1e-8, *, dim=None):
         super().__init__()
-        self.axis, self.eps = axis, eps
+        self.axis, self.eps = (axis if dim is None else dim), eps
 
     def forward(self, x1, x2):
         return composite.cosine_similarity(x1, x2, self.axis, self.eps)

@@ -60,3 +60,185 @@ def test_scaled_dot_product_attention_refuses_mask_and_causal_together():
     with pytest.raises(ValueError, match="not both"):
         F.scaled_dot_product_attention(rt.tensor(Q), rt.tensor(K), rt.tensor(V), attn_mask=rt.tensor(MASK),
                                        is_causal=True)
+
+
+# --- tensor methods with PyTorch's names, against NumPy ------------------------------------------------
+
+X = _r(2, 3, 4)
+IDX = _rng.integers(0, 3, (2, 2, 4)).astype(np.int64)
+MASK3 = _rng.random((2, 3, 4)) > 0.5
+
+
+def _np_split(a, sizes, axis):
+    return tuple(np.split(a, np.cumsum(sizes)[:-1], axis=axis))
+
+
+CORE = {   # name: (our method call, NumPy's result, arrays)
+    "sum_dim": (lambda x: x.sum(dim=1, keepdim=True), lambda a: a.sum(1, keepdims=True), X),
+    "mean_dims": (lambda x: x.mean(dim=[0, 2]), lambda a: a.mean((0, 2)), X),
+    "max_dim": (lambda x: x.max(1), lambda a: (a.max(1), a.argmax(1)), X),
+    "min_dim_keep": (lambda x: x.min(dim=-1, keepdim=True), lambda a: (a.min(-1, keepdims=True),
+                                                                        a.argmin(-1, keepdims=True)), X),
+    "max_axis_numpy": (lambda x: x.max(axis=1), lambda a: a.max(1), X),
+    "max_numpy_keywords": (lambda x: x.max(-1, keepdims=True), lambda a: a.max(-1, keepdims=True), X),
+    "max_other": (lambda x: x.max(x * 0.5), lambda a: np.maximum(a, a * 0.5), X),
+    "std_dim_unbiased": (lambda x: x.std(dim=1), lambda a: a.std(1, ddof=1), X),
+    "std_numpy": (lambda x: x.std(), lambda a: a.std(), X),
+    "var_biased": (lambda x: x.var(-1, unbiased=False), lambda a: a.var(-1), X),
+    "sort": (lambda x: x.sort(dim=1, descending=True),
+             lambda a: (-np.sort(-a, 1), np.argsort(-a, 1, kind="stable")), X),
+    "topk": (lambda x: x.topk(2, dim=-1), lambda a: (-np.sort(-a, -1)[..., :2],
+                                                      np.argsort(-a, -1, kind="stable")[..., :2]), X),
+    "view": (lambda x: x.view(6, 4), lambda a: a.reshape(6, 4), X),
+    "view_tuple": (lambda x: x.view((-1, 2)), lambda a: a.reshape(-1, 2), X),
+    "permute": (lambda x: x.permute(2, 0, 1), lambda a: a.transpose(2, 0, 1), X),
+    "transpose_pair": (lambda x: x.transpose(1, 2), lambda a: a.swapaxes(1, 2), X),
+    "transpose_2d_pair": (lambda x: x[0].transpose(0, 1), lambda a: a[0].T, X),
+    "transpose_numpy": (lambda x: x.transpose(1, 0, 2), lambda a: a.transpose(1, 0, 2), X),
+    "flatten": (lambda x: x.flatten(1), lambda a: a.reshape(2, 12), X),
+    "unsqueeze": (lambda x: x.unsqueeze(-1), lambda a: a[..., None], X),
+    "squeeze_not_one": (lambda x: x.squeeze(1), lambda a: a, X),
+    "expand": (lambda x: x[:, :1].expand(-1, 3, -1), lambda a: np.broadcast_to(a[:, :1], (2, 3, 4)), X),
+    "repeat": (lambda x: x.repeat(1, 2, 1), lambda a: np.tile(a, (1, 2, 1)), X),
+    "chunk": (lambda x: x.chunk(2, dim=1), lambda a: _np_split(a, [2, 1], 1), X),
+    "split": (lambda x: x.split(3, dim=2), lambda a: _np_split(a, [3, 1], 2), X),
+    "split_sizes": (lambda x: x.split([1, 2], 1), lambda a: _np_split(a, [1, 2], 1), X),
+    "narrow": (lambda x: x.narrow(2, 1, 2), lambda a: a[:, :, 1:3], X),
+    "masked_fill": (lambda x, m: x.masked_fill(m, -1.0), lambda a, m: np.where(m, -1.0, a).astype(np.float32),
+                    X, MASK3),
+    "masked_select": (lambda x, m: x.masked_select(m), lambda a, m: a[m], X, MASK3),
+    "gather": (lambda x, i: x.gather(1, i), lambda a, i: np.take_along_axis(a[:, :, :], i, 1), X, IDX),
+    "scatter": (lambda x, i: x.scatter(2, i[:, :, :1], 7.0),
+                lambda a, i: _np_scatter(a, 2, i[:, :, :1], 7.0), X, IDX),
+    "index_select": (lambda x, i: x.index_select(2, i[0, 0]), lambda a, i: a[:, :, i[0, 0]], X, IDX),
+    "clamp": (lambda x: x.clamp(-0.5, 0.5), lambda a: np.clip(a, -0.5, 0.5), X),
+    "where": (lambda x, m: x.where(m, 0.0), lambda a, m: np.where(m, a, 0).astype(np.float32), X, MASK3),
+    "flip": (lambda x: x.flip(0, 2), lambda a: a[::-1, :, ::-1], X),
+    "roll": (lambda x: x.roll(1, 2), lambda a: np.roll(a, 1, 2), X),
+    "clone": (lambda x: x.clone(), lambda a: a, X),
+    "long": (lambda x: x.long(), lambda a: a.astype(np.int64), X),
+    "double": (lambda x: x.double(), lambda a: a.astype(np.float64), X),
+    "type_as": (lambda x, i: x.type_as(i), lambda a, i: a.astype(np.int64), X, IDX),
+    "new_full": (lambda x: x.new_full((2, 2), 3.0), lambda a: np.full((2, 2), 3.0, np.float32), X),
+    "softmax": (lambda x: x.softmax(dim=1), lambda a: np.exp(a) / np.exp(a).sum(1, keepdims=True), X),
+}
+
+
+def _np_scatter(a, axis, index, value):
+    out = a.copy()
+    region = tuple(slice(0, n) if k != axis else slice(None) for k, n in enumerate(index.shape))
+    part = out[region]
+    np.put_along_axis(part, index, value, axis)
+    out[region] = part
+    return out
+
+
+def _compare(got, want):
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            _compare(g, w)
+        return
+    assert isinstance(got, rt.Tensor), type(got)
+    assert got.shape == np.shape(want) and got.dtype == np.asarray(want).dtype, (got.shape, np.shape(want),
+                                                                                got.dtype)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["eager", "static"])
+@pytest.mark.parametrize("name", list(CORE))
+def test_pytorch_method_against_numpy(name, static):
+    ours, numpy_fn, *arrays = CORE[name]
+
+    def run(*args):
+        return ours(*args)
+    if static and name == "masked_select":
+        pytest.skip("an output whose size depends on the values: covered eagerly")
+    got = (to_static(run) if static else run)(*[rt.tensor(a) for a in arrays])
+    _compare(got, numpy_fn(*arrays))
+
+
+def test_max_with_a_dim_is_a_named_tuple_of_values_and_indices():
+    out = rt.tensor(X).max(dim=1)
+    assert out._fields == ("values", "indices") and out.values.shape == (2, 4) and out.indices.dtype == np.int64
+    v, i = rt.max(rt.tensor(X), 2)
+    _compare((v, i), (X.max(2), X.argmax(2)))
+
+
+def test_size_numel_dim_item():
+    x = rt.tensor(X)
+    assert x.size() == (2, 3, 4) and x.size(1) == 3 and x.numel() == 24 and x.dim() == 3
+    assert isinstance(x.sum().item(), float)
+
+
+def test_namespace_functions_take_pytorchs_spellings():
+    x = rt.tensor(X)
+    _compare(rt.cat([x, x], dim=2), np.concatenate([X, X], 2))
+    _compare(rt.sum(x, dim=1, keepdim=True), X.sum(1, keepdims=True))
+    _compare(rt.zeros(2, 3), np.zeros((2, 3), np.float32))
+    _compare(rt.ones((2, 3), dtype=rt.long), np.ones((2, 3), np.int64))
+    _compare(rt.zeros((2, 3), "int32"), np.zeros((2, 3), np.int32))       # NumPy's (shape, dtype) too
+    _compare(rt.transpose(x, 0, 2), X.swapaxes(0, 2))
+    _compare(rt.transpose(x, (2, 0, 1)), X.transpose(2, 0, 1))
+    _compare(rt.split(x, 2, dim=2), tuple(np.split(X, 2, 2)))
+    _compare(rt.split(x, 3, axis=1), tuple(np.split(X, 3, 1)))             # NumPy's sections
+    assert rt.long is np.int64 and rt.float is np.float32 and rt.double is np.float64 and rt.half is np.float16
+
+
+def test_in_place_methods_write_into_the_tensor():
+    y = rt.tensor(np.ones(3, np.float32))
+    alias = y
+    y.add_(2).mul_(3)
+    y.sub_(rt.tensor(np.ones(3, np.float32)), alpha=2)
+    assert alias is y and y.tolist() == [7.0, 7.0, 7.0]
+    y.zero_()
+    assert y.tolist() == [0.0, 0.0, 0.0]
+    w = rt.tensor(np.ones(2, np.float32), requires_grad=True)
+    with pytest.raises(RuntimeError, match="no_grad"):
+        w.mul_(2)
+    with rt.no_grad():
+        w.mul_(2)
+    assert w.tolist() == [2.0, 2.0] and w.requires_grad
+
+
+def test_in_place_method_on_a_traced_value_says_what_to_write():
+    def f(x):
+        x.add_(1)
+        return x
+    with pytest.raises(TypeError, match=r"x = x.add\(...\)"):
+        to_static(f)(rt.tensor(X))
+
+
+def test_in_place_on_a_captured_tensor_in_static_code_writes_it_each_run():
+    counter = rt.tensor(np.zeros((), np.float32))
+
+    @to_static
+    def step(x):
+        counter.add_(1)
+        return x * 2
+    for _ in range(3):
+        step(rt.tensor(X))
+    assert counter.item() == 3.0 and step.cache_size == 1
+
+
+def test_no_grad_is_a_decorator_and_manual_seed_seeds():
+    @rt.no_grad()
+    def f(a):
+        return a * 2
+
+    @rt.no_grad
+    def g(a):
+        return a * 2
+    w = rt.tensor([1.0], requires_grad=True)
+    assert not f(w).requires_grad and not g(w).requires_grad and (w * 2).requires_grad
+    rt.manual_seed(5)
+    a = rt.randn(2, 3)
+    rt.manual_seed(5)
+    assert rt.randn(2, 3).tolist() == a.tolist() and a.shape == (2, 3)
+
+
+def test_requires_grad_and_to_dtype():
+    x = rt.tensor(X).requires_grad_()
+    assert x.requires_grad
+    assert x.to(rt.float64).dtype == np.float64 and x.to("cpu") is x and x.to("cpu", rt.long).dtype == np.int64
+    assert x.float() is x       # already float32: the same tensor, gradients flow as in PyTorch

@@ -81,3 +81,236 @@ def test_scaled_dot_product_attention_grouped_query():
     q, k, v = _r(2, 4, 3, 8), _r(2, 2, 5, 8), _r(2, 2, 5, 8)
     check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
           lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, enable_gqa=True), q, k, v)
+
+
+# --- tensor methods and functions: the same code on torch tensors and ours -----------------------------
+
+X = _r(2, 3, 4)
+IDX = _rng.integers(0, 3, (2, 2, 4)).astype(np.int64)
+MASK3 = _rng.random((2, 3, 4)) > 0.5
+
+METHODS = {
+    "sum_dim": (lambda x: x.sum(dim=1, keepdim=True), X),
+    "sum_dims": (lambda x: x.sum(dim=(0, 2)), X),
+    "mean_dim": (lambda x: x.mean(-1, keepdim=True), X),
+    "max_dim": (lambda x: x.max(1), X),
+    "max_dim_kw": (lambda x: x.max(dim=-1, keepdim=True), X),
+    "min_dim": (lambda x: x.min(dim=0), X),
+    "max_all": (lambda x: x.max(), X),
+    "max_other": (lambda x: x.max(x * 0.5), X),
+    "amax": (lambda x: x.amax(dim=(0, 1)), X),
+    "argmax": (lambda x: x.argmax(dim=1, keepdim=True), X),
+    "std_dim": (lambda x: x.std(dim=1), X),
+    "var_biased": (lambda x: x.var(-1, unbiased=False, keepdim=True), X),
+    "var_correction": (lambda x: x.var(dim=0, correction=0), X),
+    "prod": (lambda x: x.prod(dim=2), X),
+    "logsumexp": (lambda x: x.logsumexp(dim=1), X),
+    "cumsum": (lambda x: x.cumsum(dim=1), X),
+    "cumprod": (lambda x: x.cumprod(dim=2), X),
+    "norm": (lambda x: x.norm(), X),
+    "norm_dim": (lambda x: x.norm(dim=-1, keepdim=True), X),
+    "softmax": (lambda x: x.softmax(dim=1), X),
+    "log_softmax": (lambda x: x.log_softmax(-1), X),
+    "sort": (lambda x: x.sort(dim=1, descending=True), X),
+    "argsort": (lambda x: x.argsort(dim=-1), X),
+    "topk": (lambda x: x.topk(2, dim=1), X),
+    "topk_smallest": (lambda x: x.topk(3, largest=False), X),
+    "view": (lambda x: x.view(6, 4), X),
+    "view_infer": (lambda x: x.view(-1, 2, 2), X),
+    "reshape_star": (lambda x: x.reshape(4, 6), X),
+    "view_as": (lambda x: x.view_as(x.reshape(4, 6)), X),
+    "permute": (lambda x: x.permute(2, 0, 1), X),
+    "transpose": (lambda x: x.transpose(1, 2), X),
+    "transpose_neg": (lambda x: x.transpose(-2, -1), X),
+    "transpose_2d": (lambda x: x[0].transpose(0, 1), X),
+    "t": (lambda x: x[0].t(), X),
+    "mT": (lambda x: x.mT, X),
+    "flatten": (lambda x: x.flatten(), X),
+    "flatten_from": (lambda x: x.flatten(1), X),
+    "flatten_range": (lambda x: x.flatten(0, 1), X),
+    "unflatten": (lambda x: x.unflatten(2, (2, 2)), X),
+    "unsqueeze": (lambda x: x.unsqueeze(1), X),
+    "squeeze_dim": (lambda x: x[:, :1].squeeze(1), X),
+    "squeeze_not_one": (lambda x: x.squeeze(1), X),
+    "squeeze_all": (lambda x: x[:1, :, :1].squeeze(), X),
+    "expand": (lambda x: x[:, :1].expand(2, 5, 4), X),
+    "expand_keep": (lambda x: x[:, :1].expand(3, -1, -1, -1), X),
+    "expand_as": (lambda x: x[:, :1].expand_as(x), X),
+    "repeat": (lambda x: x.repeat(2, 1, 3), X),
+    "repeat_more_dims": (lambda x: x.repeat(2, 1, 1, 1), X),
+    "repeat_interleave": (lambda x: x.repeat_interleave(2, dim=1), X),
+    "chunk": (lambda x: x.chunk(2, dim=-1), X),
+    "chunk_uneven": (lambda x: x.chunk(2, dim=1), X),
+    "split_size": (lambda x: x.split(2, dim=1), X),
+    "split_sizes": (lambda x: x.split([1, 3], dim=2), X),
+    "unbind": (lambda x: x.unbind(1), X),
+    "narrow": (lambda x: x.narrow(2, 1, 2), X),
+    "masked_fill": (lambda x, m: x.masked_fill(m, -1.5), X, MASK3),
+    "masked_fill_inf": (lambda x, m: x.masked_fill(m[0], float("-inf")).softmax(-1), X, MASK3),
+    "masked_select": (lambda x, m: x.masked_select(m), X, MASK3),
+    "gather": (lambda x, i: x.gather(1, i), X, IDX),
+    "gather_smaller": (lambda x, i: x.gather(2, i[:, :, :2]), X, IDX),
+    "scatter": (lambda x, i: x.scatter(1, i[:, :1], x[:, :1] * 2), X, IDX),
+    "scatter_value": (lambda x, i: x.scatter(2, i[:, :, :1], 7.0), X, IDX),
+    "scatter_add": (lambda x, i: x.scatter_add(1, i, x[:, :2] * 3), X, IDX),
+    "index_select": (lambda x, i: x.index_select(2, i[0, 0]), X, IDX),
+    "clamp": (lambda x: x.clamp(-0.5, 0.5), X),
+    "clamp_min": (lambda x: x.clamp(min=0.1), X),
+    "clip": (lambda x: x.clip(max=0.2), X),
+    "where": (lambda x, m: x.where(m, x * 3), X, MASK3),
+    "flip": (lambda x: x.flip(0, 2), X),
+    "flip_list": (lambda x: x.flip([1]), X),
+    "roll": (lambda x: x.roll(1, 2), X),
+    "roll_dims": (lambda x: x.roll((1, -1), (0, 2)), X),
+    "tril": (lambda x: x.tril(diagonal=-1), X),
+    "triu": (lambda x: x.triu(1), X),
+    "clone": (lambda x: x.clone() * 2, X),
+    "contiguous": (lambda x: x.transpose(0, 1).contiguous().view(3, 8), X),
+    "detach": (lambda x: x.detach() * x, X),
+    "dtype_methods": (lambda x: (x.double(), x.long(), x.int(), x.bool(), x.float(), x.half().float()), X),
+    "type_as": (lambda x, i: x.type_as(i), X, IDX),
+    "new_zeros": (lambda x: x.new_zeros(2, 3) + x.new_ones((2, 3)) + x.new_full((2, 3), 4.0), X),
+    "new_tensor": (lambda x: x.new_tensor([1, 2, 3]), X),
+    "add_alpha": (lambda x: x.add(x, alpha=2), X),
+    "elementwise": (lambda x: (x.neg(), x.sigmoid(), x.relu(), x.abs().sqrt(), x.abs().rsqrt(), x.exp(),
+                               x.abs().log(), x.tanh(), x.sin(), x.cos(), x.floor(), x.ceil(), x.sign(),
+                               x.pow(2), x.square(), x.reciprocal()), X),
+    "compare": (lambda x: (x.eq(x), x.ne(x * 2), x.lt(0), x.le(0), x.gt(0.1), x.ge(0.1)), X),
+    "matmul": (lambda x: x.matmul(x.transpose(1, 2)) + x.bmm(x.transpose(-2, -1)), X),
+    "mm": (lambda x: x[0].mm(x[1].t()), X),
+    "facts": (lambda x: (x.numel(), x.dim(), x.size(), x.size(-1), x.shape[0]), X),
+    "item": (lambda x: x.sum().item(), X),
+    "tolist": (lambda x: x[0].tolist(), X),
+}
+
+
+def _to_py(value):
+    if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
+        return type(value)(value)
+    return value
+
+
+def _run_both(fn, arrays, grad):
+    ours, theirs = _leaves(arrays, grad)
+    return fn, ours, theirs
+
+
+@pytest.mark.parametrize("name", list(METHODS))
+def test_method_against_torch(name):
+    fn, *arrays = METHODS[name]
+    probe = fn(*[torch.tensor(a) for a in arrays])
+    if isinstance(probe, (int, float, list, tuple)) and not isinstance(probe, torch.Tensor) and \
+            not (isinstance(probe, tuple) and all(isinstance(p, torch.Tensor) for p in probe)):
+        got = fn(*[rt.tensor(a) for a in arrays])
+        assert got == probe or list(got) == list(probe), (got, probe)
+        return
+    if isinstance(probe, tuple) and hasattr(probe, "_fields"):      # torch.return_types: named fields too
+        got = fn(*[rt.tensor(a) for a in arrays])
+        assert got._fields == probe._fields == ("values", "indices")
+    check(fn, fn, *arrays)
+
+
+@pytest.mark.parametrize("name", [n for n in METHODS if n not in ("item", "tolist", "facts", "masked_select")])
+def test_method_in_static_code_against_torch(name):
+    fn, *arrays = METHODS[name]
+
+    def run(*args):
+        return fn(*args)
+    check(run, fn, *arrays, static=True)
+
+
+FUNCTIONS = {
+    "cat": (lambda m, x: m.cat([x, x * 2], dim=1), X),
+    "cat_tuple": (lambda m, x: m.cat((x, x), 0), X),
+    "stack": (lambda m, x: m.stack([x, x], dim=-1), X),
+    "sum": (lambda m, x: m.sum(x, dim=1, keepdim=True), X),
+    "mean": (lambda m, x: m.mean(x, dim=(0, 2)), X),
+    "max": (lambda m, x: m.max(x, 1), X),
+    "max_kw": (lambda m, x: m.max(x, dim=2, keepdim=True), X),
+    "max_elementwise": (lambda m, x: m.max(x, x * 0.3), X),
+    "min": (lambda m, x: m.min(x, dim=0), X),
+    "argmax": (lambda m, x: m.argmax(x, dim=-1), X),
+    "std": (lambda m, x: m.std(x, dim=1), X),
+    "var": (lambda m, x: m.var(x, 2, keepdim=True), X),
+    "cumsum": (lambda m, x: m.cumsum(x, dim=0), X),
+    "logsumexp": (lambda m, x: m.logsumexp(x, dim=-1), X),
+    "softmax": (lambda m, x: m.softmax(x, dim=1), X),
+    "log_softmax": (lambda m, x: m.log_softmax(x, -1), X),
+    "sigmoid_relu": (lambda m, x: m.sigmoid(x) + m.relu(x) + m.rsqrt(m.abs(x)), X),
+    "transpose": (lambda m, x: m.transpose(x, 0, 2), X),
+    "permute": (lambda m, x: m.permute(x, (1, 2, 0)), X),
+    "flatten": (lambda m, x: m.flatten(x, 1), X),
+    "unsqueeze_squeeze": (lambda m, x: m.squeeze(m.unsqueeze(x, 0), 0), X),
+    "chunk": (lambda m, x: m.chunk(x, 3, 1), X),
+    "split": (lambda m, x: m.split(x, 3, dim=2), X),
+    "narrow": (lambda m, x: m.narrow(x, 1, 0, 2), X),
+    "masked_fill": (lambda m, x: m.masked_fill(x, x > 0, 0.0), X),
+    "gather": (lambda m, x, i: m.gather(x, 1, i), X, IDX),
+    "index_select": (lambda m, x, i: m.index_select(x, 0, i[0, 0, :2]), X, IDX),
+    "clamp": (lambda m, x: m.clamp(x, min=-0.2, max=0.4), X),
+    "where": (lambda m, x: m.where(x > 0, x, x * 0.1), X),
+    "tril": (lambda m, x: m.tril(x, diagonal=1) + m.triu(x, 1), X),
+    "flip_roll": (lambda m, x: m.roll(m.flip(x, [0, 1]), 1, 2), X),
+    "topk": (lambda m, x: m.topk(x, 2, dim=1), X),
+    "sort": (lambda m, x: m.sort(x, dim=2), X),
+    "clone": (lambda m, x: m.clone(x), X),
+    "bmm": (lambda m, x: m.bmm(x, m.transpose(x, 1, 2)), X),
+    "zeros": (lambda m, x: (m.zeros(2, 3), m.ones((2, 3)), m.zeros(2, dtype=m.long), m.full((2,), 3.0)), X),
+    "zeros_like": (lambda m, x: m.zeros_like(x, dtype=m.int64) + m.ones_like(x, dtype=m.long), X),
+    "arange": (lambda m, x: (m.arange(5), m.arange(1, 7, 2), m.arange(0, 4, dtype=m.float)), X),
+    "numel": (lambda m, x: m.numel(x), X),
+    "exp_log": (lambda m, x: m.exp(x) + m.log(m.abs(x)) + m.tanh(x), X),
+    "einsum": (lambda m, x: m.einsum("bij,bkj->bik", x, x), X),
+    "where_ints": (lambda m, x: m.where(x > 0, 1.0, 0.0), X),
+}
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+def test_function_against_torch(name):
+    fn, *arrays = FUNCTIONS[name]
+    probe = fn(torch, *[torch.tensor(a) for a in arrays])
+    if isinstance(probe, int):
+        assert fn(rt, *[rt.tensor(a) for a in arrays]) == probe
+        return
+    check(lambda *a: fn(rt, *a), lambda *a: fn(torch, *a), *arrays)
+
+
+def test_dtype_aliases_are_torchs():
+    for name in ("float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8", "bool", "float",
+                 "double", "half", "long", "int", "short", "complex64"):
+        ours, theirs = getattr(rt, name), getattr(torch, name)
+        assert np.dtype(ours) == np.dtype(str(theirs).removeprefix("torch.").replace("bool", "bool_")
+                                         .replace("float", "float32").replace("float3232", "float32")
+                                         .replace("float3264", "float64").replace("float3216", "float16")
+                                         if name in ("float", "double", "half") else
+                                         torch.empty(0, dtype=theirs).numpy().dtype), name
+
+
+def test_in_place_methods_against_torch():
+    def steps(m, x):
+        y = x.clone()
+        y.add_(1.5)
+        y.mul_(2)
+        y.sub_(x, alpha=0.5)
+        y.div_(3)
+        y.clamp_(-1, 2)
+        y.masked_fill_(y > 1.9, 0.0)
+        z = m.zeros(3)
+        z.fill_(2.0)
+        z.zero_()
+        w = m.ones(2, 3)
+        w.copy_(x[0, :2, :3])
+        return y, z, w
+    check(lambda x: steps(rt, x), lambda x: steps(torch, x), X)
+
+
+def test_multinomial_frequencies_match_the_probabilities():
+    rt.manual_seed(0)
+    p = np.array([0.1, 0.2, 0.0, 0.7], np.float32)
+    draws = rt.multinomial(rt.tensor(p), 20000, replacement=True).numpy()
+    np.testing.assert_allclose(np.bincount(draws, minlength=4) / 20000, p, atol=0.015)
+    rows = rt.multinomial(rt.tensor(np.tile(p, (500, 1))), 3).numpy()
+    assert rows.shape == (500, 3) and all(len(set(r)) == 3 for r in rows) and not (rows == 2).any()
+    first = np.bincount(rows[:, 0], minlength=4) / 500
+    np.testing.assert_allclose(first, p, atol=0.06)      # torch's first draw has the same law
+    assert tuple(torch.multinomial(torch.tensor(np.tile(p, (5, 1))), 3).shape) == rows.shape[:0] + (5, 3)
