@@ -66,7 +66,13 @@ tril = _method_spelling(ops.tril, "tril", positional_is_torch=True)
 triu = _method_spelling(ops.triu, "triu", positional_is_torch=True)
 squeeze = _method_spelling(ops.squeeze, "squeeze")
 flip = _method_spelling(ops.flip, "flip")
-roll = _method_spelling(ops.roll, "roll", positional_is_torch=True)
+
+
+def roll(x, *args, **kwargs):
+    """The array API's `roll(x, shift, axis=)`; PyTorch's `roll(x, shifts, dims)` too."""
+    if len(args) > 1 or "dims" in kwargs or "shifts" in kwargs:
+        return _array(x).roll(*args, **kwargs)
+    return ops.roll(x, *args, **kwargs)
 
 
 def amax(x, dim=None, keepdim=False, *, axis=None, keepdims=False):

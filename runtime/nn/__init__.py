@@ -29,3 +29,17 @@ __all__ = ["Layer", "Parameter", "Sequential", "LayerList", "LayerDict", "Linear
            "BCEWithLogitsLoss", "NLLLoss", "CrossEntropyLoss", "BatchNorm3D", "InstanceNorm1D", "InstanceNorm2D",
            "InstanceNorm3D", "AdaptiveMaxPool2D", "AdaptiveAvgPool1D", "AdaptiveMaxPool1D", "MaxPool1D", "AvgPool1D",
            "Conv2DTranspose"]
+
+# PyTorch's spellings of the same classes (torch.nn), so a model file ports by changing its imports
+Module, ModuleList, ModuleDict = Layer, LayerList, LayerDict
+Conv1d, Conv2d, Conv3d, ConvTranspose2d = Conv1D, Conv2D, Conv3D, ConvTranspose2D
+BatchNorm1d, BatchNorm2d, BatchNorm3d = BatchNorm1D, BatchNorm2D, BatchNorm3D
+InstanceNorm1d, InstanceNorm2d, InstanceNorm3d = InstanceNorm1D, InstanceNorm2D, InstanceNorm3D
+MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d = MaxPool1D, MaxPool2D, AvgPool1D, AvgPool2D
+AdaptiveAvgPool1d, AdaptiveAvgPool2d = AdaptiveAvgPool1D, AdaptiveAvgPool2D
+AdaptiveMaxPool1d, AdaptiveMaxPool2d = AdaptiveMaxPool1D, AdaptiveMaxPool2D
+ZeroPad2d = ZeroPad2D
+__all__ += ["Module", "ModuleList", "ModuleDict", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose2d", "BatchNorm1d",
+            "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "MaxPool1d",
+            "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d",
+            "AdaptiveMaxPool2d", "ZeroPad2d"]

@@ -50,16 +50,23 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     return _reduce(loss, reduction, "huber_loss")
 
 
-def nll_loss(input, target, reduction="mean", ignore_index=-100):
-    """-input[n, target[n]] for log-probabilities input (N, C) and class indices target (N,)."""
-    if len(_static_shape(input)) != 2:
-        raise ValueError(f"nll_loss: input must be (N, C) log-probabilities, got shape {_static_shape(input)}")
+def nll_loss(input, target, reduction="mean", ignore_index=-100, weight=None):
+    """-weight[c] * input[n, c] at c = target[n], for log-probabilities input (N, C) or (N, C, d1, ...) and
+    class indices target (N,) or (N, d1, ...); the mean divides by the summed weights of the kept targets."""
+    shape = _static_shape(input)
+    if len(shape) < 2:
+        raise ValueError(f"nll_loss: input must be (N, C) or (N, C, d1, ...) log-probabilities, got shape {shape}")
+    if len(shape) > 2:       # classes last, then one row per position, as PyTorch's spatial loss
+        loss = nll_loss(rt.reshape(rt.moveaxis(input, 1, -1), (-1, shape[1])), rt.reshape(target, (-1,)),
+                        "none" if reduction == "none" else reduction, ignore_index, weight)
+        return rt.reshape(loss, tuple(target.shape)) if reduction == "none" else loss
     keep = target != ignore_index
     safe = rt.where(keep, target, 0)
     picked = rt.take_along_axis(input, rt.expand_dims(safe, axis=1), axis=1)[:, 0]
-    loss = rt.where(keep, -picked, 0.0)
+    scale = keep.astype(input.dtype) if weight is None else rt.where(keep, rt.take(weight, safe), 0.0)
+    loss = rt.where(keep, -picked, 0.0) if weight is None else -picked * scale
     if reduction == "mean":
-        return rt.sum(loss) / rt.sum(keep.astype(loss.dtype))
+        return rt.sum(loss) / rt.sum(scale)
     return _reduce(loss, reduction, "nll_loss")
 
 

@@ -97,7 +97,15 @@ class MaxPool2D(Layer):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class ReLU(Layer):
+class _Activation(Layer):
+    """An activation layer; `inplace=True` (PyTorch's memory saving) is accepted and changes nothing,
+    as tensors are values here."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+
+
+class ReLU(_Activation):
     def forward(self, x):
         return F.relu(x)
 
@@ -154,7 +162,7 @@ class Flatten(Layer):
 class Dropout(Layer):
     """Zero elements with probability p while training (scaling the rest by 1/(1-p)); identity in eval()."""
 
-    def __init__(self, p=0.5):
+    def __init__(self, p=0.5, inplace=False):
         super().__init__()
         if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
             raise ValueError(f"dropout probability has to be between 0 and 1, got {p!r}")
@@ -366,17 +374,17 @@ class Tanh(Layer):
         return F.tanh(x)
 
 
-class ReLU6(Layer):
+class ReLU6(_Activation):
     def forward(self, x):
         return composite.relu6(x)
 
 
-class Hardswish(Layer):
+class Hardswish(_Activation):
     def forward(self, x):
         return composite.hardswish(x)
 
 
-class Hardsigmoid(Layer):
+class Hardsigmoid(_Activation):
     def forward(self, x):
         return composite.hardsigmoid(x)
 
@@ -391,18 +399,18 @@ class LogSigmoid(Layer):
         return composite.log_sigmoid(x)
 
 
-class Mish(Layer):
+class Mish(_Activation):
     def forward(self, x):
         return composite.mish(x)
 
 
-class SiLU(Layer):
+class SiLU(_Activation):
     def forward(self, x):
         return F.silu(x)
 
 
 class Hardtanh(Layer):
-    def __init__(self, min_val=-1.0, max_val=1.0):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
         super().__init__()
         if min_val >= max_val:
             raise ValueError(f"Hardtanh: min_val ({min_val}) must be less than max_val ({max_val})")
@@ -416,7 +424,7 @@ class Hardtanh(Layer):
 
 
 class LeakyReLU(Layer):
-    def __init__(self, negative_slope=0.01):
+    def __init__(self, negative_slope=0.01, inplace=False):
         super().__init__()
         self.negative_slope = float(negative_slope)
 
@@ -428,7 +436,7 @@ class LeakyReLU(Layer):
 
 
 class ELU(Layer):
-    def __init__(self, alpha=1.0):
+    def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
         self.alpha = float(alpha)
 
@@ -613,22 +621,33 @@ class BCEWithLogitsLoss(_Loss):
         return composite.binary_cross_entropy_with_logits(input, target, self.reduction, self.pos_weight)
 
 
-class NLLLoss(_Loss):
-    def __init__(self, ignore_index=-100, reduction="mean"):
-        super().__init__(reduction)
+class _WeightedLoss(_Loss):
+    """PyTorch's signature: per-class `weight` (a buffer, in state_dict as PyTorch keeps it) and the
+    deprecated size_average/reduce flags."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
         self.ignore_index = int(ignore_index)
+        if weight is not None:
+            self.register_buffer("weight", weight)
+        else:
+            self.weight = None
+
+
+class NLLLoss(_WeightedLoss):
+    def forward(self, input, target):
+        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                 label_smoothing=0.0):
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
+        self.label_smoothing = float(label_smoothing)
 
     def forward(self, input, target):
-        return composite.nll_loss(input, target, self.reduction, self.ignore_index)
-
-
-class CrossEntropyLoss(_Loss):
-    def __init__(self, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-        super().__init__(reduction)
-        self.ignore_index, self.label_smoothing = int(ignore_index), float(label_smoothing)
-
-    def forward(self, input, target):
-        return F.cross_entropy(input, target, self.reduction, self.ignore_index, self.label_smoothing)
+        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
 Conv2DTranspose = ConvTranspose2D      # Paddle's name

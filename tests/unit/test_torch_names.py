@@ -242,3 +242,60 @@ def test_requires_grad_and_to_dtype():
     assert x.requires_grad
     assert x.to(rt.float64).dtype == np.float64 and x.to("cpu") is x and x.to("cpu", rt.long).dtype == np.int64
     assert x.float() is x       # already float32: the same tensor, gradients flow as in PyTorch
+
+
+# --- nn.functional and nn with PyTorch's signatures --------------------------------------------------
+
+def test_functional_takes_pytorchs_keywords():
+    x = rt.tensor(X[0])
+    _compare(F.softmax(x, dim=0), np.exp(X[0]) / np.exp(X[0]).sum(0, keepdims=True))
+    _compare(F.log_softmax(x, dim=-1), X[0] - np.log(np.exp(X[0]).sum(-1, keepdims=True)))
+    _compare(F.relu(x, inplace=True), np.maximum(X[0], 0))
+    _compare(F.dropout(x, 0.5, training=False, inplace=False), X[0])
+    _compare(F.normalize(x, dim=0), X[0] / np.linalg.norm(X[0], axis=0, keepdims=True))
+    _compare(F.flatten(rt.tensor(X), 1), X.reshape(2, 12))
+    onehot = F.one_hot(rt.tensor(np.array([0, 2, 1])))
+    assert onehot.dtype == np.int64 and onehot.shape == (3, 3)
+
+
+def test_cross_entropy_takes_class_weights_and_legacy_flags():
+    logits, target = _r(5, 4), np.array([0, 3, 1, 2, 1])
+    w = np.array([1.0, 2.0, 0.5, 3.0], np.float32)
+    logp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    picked = -logp[np.arange(5), target] * w[target]
+    got = F.cross_entropy(rt.tensor(logits), rt.tensor(target), weight=rt.tensor(w))
+    np.testing.assert_allclose(got.numpy(), picked.sum() / w[target].sum(), rtol=1e-5)
+    none = F.cross_entropy(rt.tensor(logits), rt.tensor(target), reduce=False)
+    np.testing.assert_allclose(none.numpy(), -logp[np.arange(5), target], rtol=1e-5)
+    layer = rt.nn.CrossEntropyLoss(weight=rt.tensor(w))
+    np.testing.assert_allclose(layer(rt.tensor(logits), rt.tensor(target)).numpy(), got.numpy(), rtol=1e-6)
+
+
+def test_torch_class_names_and_module_methods():
+    nn = rt.nn
+    assert nn.Module is nn.Layer and nn.ModuleList is nn.LayerList and nn.ModuleDict is nn.LayerDict
+    assert nn.Conv2d is nn.Conv2D and nn.BatchNorm2d is nn.BatchNorm2D and nn.MaxPool2d is nn.MaxPool2D
+    net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(inplace=True), nn.Flatten(start_dim=1))
+    assert [n for n, _ in net.named_modules()] == ["", "0", "1", "2"] and len(net.modules()) == 4
+    assert net.get_submodule("0").out_features == 3 and net.get_parameter("0.bias").shape == (3,)
+    assert len(net.parameters(recurse=False)) == 0 and len(list(net.children())) == 3
+
+
+def test_layer_to_dtype_and_dtype_on_constructors():
+    net = rt.nn.Sequential(rt.nn.Linear(4, 3), rt.nn.BatchNorm1d(3))
+    assert net.double() is net and all(p.dtype == np.float64 for p in net.parameters() + net.buffers()
+                                       if p.dtype.kind == "f")
+    x = rt.tensor(_r(2, 4).astype(np.float64))
+    assert net(x).dtype == np.float64
+    net.to("cpu", rt.float32)
+    assert all(p.dtype == np.float32 for p in net.parameters())
+    assert rt.nn.Linear(4, 2, dtype=rt.float64).weight.dtype == np.float64
+    assert rt.nn.Embedding(5, 2, device="cpu", dtype=rt.float64).weight.dtype == np.float64
+    with pytest.raises(TypeError, match="floating-point"):
+        net.to(rt.int64)
+
+
+def test_load_state_dict_casts_float64_into_float32_as_pytorch_copies():
+    layer = rt.nn.Linear(3, 2)
+    layer.load_state_dict({"weight": np.ones((2, 3)), "bias": np.zeros(2)})      # float64 arrays
+    assert layer.weight.dtype == np.float32 and layer.weight.numpy().sum() == 6.0

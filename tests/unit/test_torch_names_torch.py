@@ -314,3 +314,122 @@ def test_multinomial_frequencies_match_the_probabilities():
     first = np.bincount(rows[:, 0], minlength=4) / 500
     np.testing.assert_allclose(first, p, atol=0.06)      # torch's first draw has the same law
     assert tuple(torch.multinomial(torch.tensor(np.tile(p, (5, 1))), 3).shape) == rows.shape[:0] + (5, 3)
+
+
+# --- nn.functional with PyTorch's signatures ----------------------------------------------------------
+
+LOGITS = _r(5, 4)
+TARGET = np.array([0, 3, -1, 2, 1], np.int64)
+IMG = _r(2, 3, 5, 6)
+W_CONV = _r(4, 3, 3, 3) * 0.3
+CLASS_W = np.abs(_r(4)) + 0.5
+
+FUNCTIONAL = {
+    "softmax": (lambda F, x: F.softmax(x, dim=0), LOGITS),
+    "softmax_dtype": (lambda F, x: F.softmax(x, -1, dtype=torch.float64 if F is TF else rt.float64), LOGITS),
+    "log_softmax": (lambda F, x: F.log_softmax(x, dim=1), LOGITS),
+    "softmin": (lambda F, x: F.softmin(x, dim=1), LOGITS),
+    "glu": (lambda F, x: F.glu(x, dim=-1), LOGITS),
+    "cross_entropy_ignore": (lambda F, x: F.cross_entropy(x, _t(F, TARGET), ignore_index=-1), LOGITS),
+    "cross_entropy_smooth": (lambda F, x: F.cross_entropy(x, _t(F, np.abs(TARGET)), label_smoothing=0.2,
+                                                          reduction="sum"), LOGITS),
+    "cross_entropy_weight": (lambda F, x: F.cross_entropy(x, _t(F, TARGET), weight=_t(F, CLASS_W),
+                                                          ignore_index=-1), LOGITS),
+    "cross_entropy_spatial": (lambda F, x: F.cross_entropy(x, _t(F, np.array([[0, 2, 1, 0, 2, 1]] * 5))),
+                              _r(5, 3, 6)),
+    "nll_loss_weight": (lambda F, x: F.nll_loss(F.log_softmax(x, 1), _t(F, np.abs(TARGET)), weight=_t(F, CLASS_W)),
+                        LOGITS),
+    "pad": (lambda F, x: F.pad(x, (1, 2, 0, 1)), IMG),
+    "pad_reflect": (lambda F, x: F.pad(x, (2, 1, 1, 0), mode="reflect"), IMG),
+    "pad_value": (lambda F, x: F.pad(x, (1, 1, 1, 1), value=0.5), IMG),
+    "interpolate": (lambda F, x: F.interpolate(x, scale_factor=2, mode="nearest"), IMG),
+    "interpolate_bilinear": (lambda F, x: F.interpolate(x, size=(7, 9), mode="bilinear", align_corners=False), IMG),
+    "normalize": (lambda F, x: F.normalize(x, dim=-1), LOGITS),
+    "normalize_p1": (lambda F, x: F.normalize(x, p=1.0, dim=0), LOGITS),
+    "cosine_similarity": (lambda F, x: F.cosine_similarity(x, x.flip(0), dim=1), LOGITS),
+    "embedding": (lambda F, w: F.embedding(_t(F, np.array([[0, 2], [4, 1]])), w), LOGITS),
+    "embedding_padding": (lambda F, w: F.embedding(_t(F, np.array([0, 2, 1])), w, padding_idx=2), LOGITS),
+    "dropout_eval": (lambda F, x: F.dropout(x, 0.3, training=False), LOGITS),
+    "gelu_tanh": (lambda F, x: F.gelu(x, approximate="tanh"), LOGITS),
+    "activations": (lambda F, x: (F.relu(x, inplace=False), F.leaky_relu(x, 0.2), F.elu(x, alpha=0.5),
+                                  F.silu(x), F.hardtanh(x, -0.5, 0.5), F.relu6(x * 5), F.mish(x),
+                                  F.hardswish(x), F.hardsigmoid(x), F.logsigmoid(x), F.softplus(x, beta=2.0),
+                                  F.sigmoid(x), F.tanh(x)), LOGITS),
+    "layer_norm": (lambda F, x: F.layer_norm(x, (4,), eps=1e-6), LOGITS),
+    "linear": (lambda F, x: F.linear(x, x[:3]), LOGITS),
+    "conv2d": (lambda F, x, w: F.conv2d(x, w, stride=2, padding=1), IMG, W_CONV),
+    "conv2d_same": (lambda F, x, w: F.conv2d(x, w, padding="same", dilation=1), IMG, W_CONV),
+    "conv1d": (lambda F, x, w: F.conv1d(x, w, stride=1, padding=2, dilation=2), IMG[:, :, 0], W_CONV[:, :, 0]),
+    "max_pool2d": (lambda F, x: F.max_pool2d(x, kernel_size=2, stride=2), IMG),
+    "avg_pool2d": (lambda F, x: F.avg_pool2d(x, 3, stride=1, padding=1), IMG),
+    "adaptive_avg_pool2d": (lambda F, x: F.adaptive_avg_pool2d(x, (1, 1)), IMG),
+    "mse_l1": (lambda F, x: (F.mse_loss(x, x * 0.5), F.l1_loss(x, x * 0.5, reduction="sum")), LOGITS),
+}
+
+
+def _t(F, a):
+    return torch.tensor(a) if F is TF else rt.tensor(a)
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONAL))
+def test_functional_against_torch(name):
+    fn, *arrays = FUNCTIONAL[name]
+    check(lambda *a: fn(F, *a), lambda *a: fn(TF, *a), *arrays)
+
+
+def test_one_hot_is_torchs():
+    idx = np.array([0, 3, 1])
+    for kwargs in ({}, {"num_classes": 5}):
+        ours, theirs = F.one_hot(rt.tensor(idx), **kwargs), TF.one_hot(torch.tensor(idx), **kwargs)
+        assert ours.dtype == np.int64
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+# --- nn: PyTorch's class names, Module methods, state_dict round trips -----------------------------------
+
+def test_torch_named_layers_load_torch_state_dicts():
+    pairs = [(rt.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(3, 4, 3, padding=1), IMG),
+             (rt.nn.BatchNorm2d(3).eval(), torch.nn.BatchNorm2d(3).eval(), IMG),
+             (rt.nn.Sequential(rt.nn.Conv1d(3, 2, 3), rt.nn.ReLU(inplace=True), rt.nn.MaxPool1d(2),
+                               rt.nn.Flatten(start_dim=1), rt.nn.Dropout(0.1, inplace=False)).eval(),
+              torch.nn.Sequential(torch.nn.Conv1d(3, 2, 3), torch.nn.ReLU(inplace=True), torch.nn.MaxPool1d(2),
+                                  torch.nn.Flatten(start_dim=1), torch.nn.Dropout(0.1)).eval(), IMG[:, :, 0]),
+             (rt.nn.AdaptiveAvgPool2d((1, 1)), torch.nn.AdaptiveAvgPool2d((1, 1)), IMG)]
+    for ours, theirs, x in pairs:
+        ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
+        with torch.no_grad():
+            want = theirs(torch.tensor(x)).numpy()
+        np.testing.assert_allclose(ours(rt.tensor(x)).numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_module_methods_match_torchs():
+    def build(nn):
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+                self.heads = nn.ModuleDict({"a": nn.Linear(4, 2), "b": nn.Linear(4, 3)})
+                self.register_buffer("scale", (torch if nn is torch.nn else rt).ones(4), persistent=False)
+                self.register_buffer("shift", (torch if nn is torch.nn else rt).zeros(4))
+        return Block()
+    ours, theirs = build(rt.nn), build(torch.nn)
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert [n for n, _ in ours.named_modules()] == [n for n, _ in theirs.named_modules()]
+    same_kind = {"LayerList": "ModuleList", "LayerDict": "ModuleDict"}
+    assert [same_kind.get(type(m).__name__, type(m).__name__) for m in ours.children()] == \
+        [type(m).__name__ for m in theirs.children()]
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    seen, seen_torch = [], []
+    ours.apply(lambda m: seen.append(same_kind.get(type(m).__name__, type(m).__name__)))
+    theirs.apply(lambda m: seen_torch.append(type(m).__name__))
+    assert seen == seen_torch
+    assert ours.get_submodule("heads.b").weight.shape == (3, 4)
+
+
+def test_load_state_dict_takes_torch_tensors_directly():
+    theirs = torch.nn.Linear(3, 2).double()
+    ours = rt.nn.Linear(3, 2)
+    ours.load_state_dict(theirs.state_dict())          # torch tensors, float64: cast into float32
+    assert ours.weight.dtype == np.float32
+    np.testing.assert_allclose(ours.weight.numpy(), theirs.weight.detach().numpy(), rtol=1e-6)
+    ours.load_state_dict(dict(theirs.named_parameters()))   # tensors that require grad too
