@@ -30,6 +30,7 @@ from .autodiff.tape import enable_grad, no_grad
 from .autodiff import backward as _backward  # noqa: E402,F401  (gives Tensor and Variable .backward())
 from . import nn  # noqa: E402
 from . import optim  # noqa: E402
+from . import distributions, utils  # noqa: E402
 import importlib as _importlib  # noqa: E402
 linalg = _importlib.import_module(".linalg", __name__)   # the extension, not runtime.ops.linalg that `*` brought in
 fft = _importlib.import_module(".fft", __name__)
@@ -43,7 +44,7 @@ __all__ = sorted(_FUNCTIONS) + sorted(_NUMPY_NAMES) + [
     "InputSpec", "trace", "verify", "Executor", "Plan", "get_backend", "gpu_available", "seed", "print_", "assert_",
     "raise_", "grad", "value_and_grad", "no_grad", "enable_grad",
     "Undefined", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
-    "float32", "float64", "complex64", "complex128", "finfo", "iinfo", "nn", "optim", "linalg", "fft", "can_cast", "isdtype",
+    "float32", "float64", "complex64", "complex128", "finfo", "iinfo", "nn", "optim", "distributions", "utils", "linalg", "fft", "can_cast", "isdtype",
     "result_type", "e", "pi", "inf", "nan", "newaxis", "empty", "empty_like", "from_dlpack",
 ]
 __all__ += sorted(set(_torch_functions.__all__) - set(__all__))

@@ -5,7 +5,7 @@
 traced Program reads as persistable inputs, never as constants.
 """
 from ..tensor import Parameter
-from . import functional, init, op_samples  # noqa: F401  (op_samples: the nn ops' conformance samples)
+from . import functional, init, op_samples, utils  # noqa: F401  (op_samples: the nn ops' conformance samples)
 from .container import LayerDict, LayerList, Sequential
 from .layer import Layer, LoadResult
 from .layers import (ELU, GELU, AdaptiveAvgPool1D, AdaptiveAvgPool2D, AdaptiveMaxPool1D, AdaptiveMaxPool2D, AvgPool1D,
@@ -23,7 +23,7 @@ __all__ = ["Layer", "Parameter", "Sequential", "LayerList", "LayerDict", "Linear
            "ConvTranspose2D", "MaxPool2D", "AvgPool2D", "AdaptiveAvgPool2D", "ReLU", "GELU", "Sigmoid", "Softmax",
            "Flatten", "Dropout", "Identity", "LayerNorm", "BatchNorm1D", "BatchNorm2D", "GroupNorm", "Embedding",
            "RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "MultiheadAttention", "TransformerEncoderLayer",
-           "LoadResult", "functional", "init", "Tanh", "ReLU6", "Hardswish", "Hardsigmoid", "Hardtanh", "Softsign",
+           "LoadResult", "functional", "init", "utils", "Tanh", "ReLU6", "Hardswish", "Hardsigmoid", "Hardtanh", "Softsign",
            "LogSigmoid", "Mish", "SiLU", "LeakyReLU", "ELU", "Softplus", "LogSoftmax", "PReLU", "Pad2D", "ZeroPad2D",
            "Upsample", "Conv3D", "CosineSimilarity", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
            "BCEWithLogitsLoss", "NLLLoss", "CrossEntropyLoss", "BatchNorm3D", "InstanceNorm1D", "InstanceNorm2D",

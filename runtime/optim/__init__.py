@@ -8,5 +8,6 @@ from .optimizer import Optimizer, ParamGroup
 from .sgd import SGD
 from .adam import Adam, AdamW
 from .adaptive import Adagrad, RMSprop
+from . import lr_scheduler
 
-__all__ = ["Optimizer", "ParamGroup", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop"]
+__all__ = ["Optimizer", "ParamGroup", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "lr_scheduler"]
