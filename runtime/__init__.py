@@ -48,3 +48,12 @@ __all__ = sorted(_FUNCTIONS) + sorted(_NUMPY_NAMES) + [
     "result_type", "e", "pi", "inf", "nan", "newaxis", "empty", "empty_like", "from_dlpack",
 ]
 __all__ += sorted(set(_torch_functions.__all__) - set(__all__))
+
+
+def __getattr__(name):
+    """A torch.* name with no spelling here says what to write instead."""
+    hint = _torch_functions.NOT_PORTED.get(name)
+    if hint is None:
+        raise AttributeError(f"module 'runtime' has no attribute '{name}'")
+    raise AttributeError(f"module 'runtime' has no attribute '{name}' (PyTorch's torch.{name} is not supported): "
+                         f"{hint}")

@@ -295,6 +295,35 @@ def multinomial(input, num_samples, replacement=False):
     return picked if probs.ndim == 2 else picked[0]
 
 
+# torch.* names with no spelling here, and what to write instead (`rt.<name>` says it: runtime/__init__)
+NOT_PORTED = {
+    "cuda": "rt.gpu_available() says whether the GPU backend runs; move tensors with x.to('gpu'), models with "
+            "model.to('gpu')",
+    "compile": "decorate with transpiler.to_static (or call to_static(model))",
+    "jit": "transpiler.to_static converts, transpiler.save / load deploy",
+    "autocast": "mixed precision is not supported: cast with x.half() / model.half()",
+    "bfloat16": "NumPy has no bfloat16: use rt.float16 or rt.float32",
+    "Generator": "one generator: rt.manual_seed(n) / rt.seed(n)",
+    "set_default_dtype": "float32 is the default; pass dtype= to the creation functions",
+    "get_default_dtype": "float32 is the default",
+    "set_num_threads": "NumPy's threads come from its BLAS (OMP_NUM_THREADS)",
+    "use_deterministic_algorithms": "the NumPy backend is deterministic already",
+    "bernoulli": "(rt.rand(*p.shape) < p).astype(p.dtype)",
+    "normal": "mean + std * rt.randn(*shape)",
+    "addmm": "beta * x + alpha * (a @ b)",
+    "baddbmm": "beta * x + alpha * (a @ b)",
+    "save": "np.savez(path, **{k: v.numpy() for k, v in model.state_dict().items()}), or transpiler.save",
+    "load": "dict(np.load(path)) for model.load_state_dict, or transpiler.load",
+    "hub": "load weights with torch once and copy them with load_state_dict",
+    "distributed": "one process: map a saved Program over Dask arrays with transpiler.map_batches",
+    "kthvalue": "rt.sort(x, axis=dim)[..., k - 1]",
+    "median": "rt.sort(x, axis=dim)[..., (n - 1) // 2] (PyTorch's lower median)",
+    "unique": "rt.unique_values(x), rt.unique_inverse(x) or rt.unique_counts(x)",
+    "diag": "rt.linalg.diagonal(x), or rt.eye(n) * v for a vector",
+    "cdist": "rt.linalg.vector_norm(a[:, None] - b[None], axis=-1)",
+    "cross": "rt.linalg.cross(a, b)",
+}
+
 TORCH_DTYPES = {"float": float, "double": double, "half": half, "long": long, "int": int, "short": short,
                 "cfloat": cfloat, "cdouble": cdouble}
 

@@ -531,6 +531,35 @@ class TorchMethods:
         self.requires_grad = requires_grad
         return self
 
+    def is_contiguous(self, memory_format=None):
+        return True
+
+    def pin_memory(self):
+        return self
+
+    def cuda(self, device=None, non_blocking=False):
+        return self.to("gpu")
+
+    def lerp(self, end, weight):
+        return self + weight * (end - self)
+
+    def addcmul(self, tensor1, tensor2, *, value=1):
+        return self + value * tensor1 * tensor2
+
+    def addcdiv(self, tensor1, tensor2, *, value=1):
+        return self + value * tensor1 / tensor2
+
+    def nonzero(self, *, as_tuple=False):
+        """PyTorch's nonzero: an (n, ndim) int64 tensor of indices, or the array API's tuple with as_tuple."""
+        parts = _ns.nonzero(self)
+        return tuple(parts) if as_tuple else _ns.stack(list(parts), axis=1)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        close = _ns.abs(self - other) <= atol + rtol * _ns.abs(other)
+        if equal_nan:
+            close = close | (_ns.isnan(self) & _ns.isnan(other))
+        return bool(_ns.all(close))
+
     def contiguous(self, memory_format=None):
         return self
 
@@ -570,6 +599,68 @@ IN_PLACE = {"add_": "add", "sub_": "sub", "mul_": "mul", "div_": "div", "pow_": 
             "fill_": None, "zero_": None, "copy_": None, "normal_": None, "uniform_": None}
 
 
+# PyTorch tensor methods that have no spelling here, with what to write instead (the AttributeError says it)
+NOT_PORTED = {
+    "data_ptr": "there is no raw memory here: use x.numpy() for the values",
+    "storage": "there is no storage object: use x.numpy() for the values",
+    "untyped_storage": "there is no storage object: use x.numpy() for the values",
+    "stride": "strides are NumPy's business: use x.numpy().strides (bytes), after the Program ran",
+    "as_strided": "no strided views: build the windows with slicing and rt.stack",
+    "grad_fn": "there is no graph object on a tensor: x.requires_grad says whether one is recorded",
+    "register_hook": "no tensor hooks: take the gradient with rt.grad(fn) or read .grad after backward()",
+    "retain_grad": "only leaves keep .grad: differentiate with respect to it with rt.grad(fn, argnums=...)",
+    "resize_": "tensors are values: x = x.reshape(...), or a new tensor",
+    "set_": "write into a captured tensor with x.set_value(v)",
+    "index_put_": "x = rt.setitem(x, index, v) (or x[index] = v)",
+    "index_put": "rt.setitem(x, index, v)",
+    "index_add_": "x = rt.scatter_add(x, dim, index_expanded, src), or x[index] += v",
+    "index_add": "rt.scatter_add(x, dim, index_expanded, src)",
+    "index_fill_": "x = rt.setitem(x, (slice(None),) * dim + (index,), value)",
+    "index_copy_": "x = rt.setitem(x, (slice(None),) * dim + (index,), src)",
+    "put_": "x = rt.setitem(x, index, v)",
+    "bernoulli": "(rt.rand(*x.shape) < x).astype(x.dtype)",
+    "bernoulli_": "x = (rt.rand(*x.shape) < p).astype(x.dtype)",
+    "exponential_": "x = -rt.log(rt.rand(*x.shape)) / lambd",
+    "random_": "x = rt.randint(low, high, x.shape)",
+    "log_normal_": "x = rt.exp(mean + std * rt.randn(*x.shape))",
+    "geometric_": "draw with rt.rand and write with set_value",
+    "cauchy_": "draw with rt.rand and write with set_value",
+    "to_sparse": "sparse tensors are not supported: keep it dense",
+    "to_dense": "tensors are always dense here: x itself",
+    "coalesce": "sparse tensors are not supported",
+    "dequantize": "quantized tensors are not supported",
+    "unique": "rt.unique_values(x) (sorted), rt.unique_inverse(x) or rt.unique_counts(x)",
+    "kthvalue": "x.sort(dim).values[..., k - 1] (and .indices)",
+    "median": "rt.sort(x, axis=dim)[..., (n - 1) // 2] (PyTorch's lower median)",
+    "mode": "count with rt.unique_counts",
+    "cummax": "a loop, or rt.max over windows",
+    "cummin": "a loop, or rt.min over windows",
+    "logcumsumexp": "rt.log(rt.cumsum(rt.exp(x - m), axis=dim)) + m, with m = x.max()",
+    "addmm": "beta * x + alpha * (a @ b)",
+    "addbmm": "beta * x + alpha * (a @ b).sum(0)",
+    "baddbmm": "beta * x + alpha * (a @ b)",
+    "addmv": "beta * x + alpha * (a @ v)",
+    "addr": "beta * x + alpha * rt.linalg.outer(a, b)",
+    "view_as_real": "rt.stack([rt.real(x), rt.imag(x)], axis=-1)",
+    "view_as_complex": "x[..., 0] + 1j * x[..., 1]",
+    "bfloat16": "NumPy has no bfloat16: x.half() or x.float()",
+    "diag": "rt.linalg.diagonal(x) (a vector's diagonal matrix: rt.eye(n) * x)",
+    "diagonal": "rt.linalg.diagonal(x, offset=k)",
+    "trace": "rt.linalg.trace(x)",
+    "nan_to_num": "rt.where(rt.isnan(x), 0.0, x)",
+    "apply_": "compute the new value with runtime ops",
+    "map_": "compute the new value with runtime ops",
+    "share_memory_": "there is one process here: x itself",
+    "record_stream": "there are no CUDA streams here",
+    "is_pinned": "there is no pinned memory here",
+    "get_device": "x.device ('cpu' or 'gpu')",
+    "is_sparse": "tensors are always dense here",
+    "names": "named tensors are not supported",
+    "refine_names": "named tensors are not supported",
+    "align_to": "named tensors are not supported: x.permute(...)",
+}
+
+
 def _no_place(name, base):
     def method(self, *args, **kwargs):
         instead = f"x = x.{base}(...)" if base else "x = a new value (rt.zeros_like(x), rt.full_like(x, v), ...)"
@@ -583,6 +674,13 @@ def _no_place(name, base):
 def _cast(x, dtype):
     """x as dtype; x itself when it already is (PyTorch's `.float()` on a float32 keeps its gradient)."""
     return x if np.dtype(dtype) == np.dtype(x.dtype) and not getattr(x, "weak", False) else _ns.astype(x, dtype)
+
+
+def _not_ported(name, hint):
+    def missing(self):
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}' (PyTorch's x.{name} is "
+                             f"not supported): {hint}")
+    return property(missing, doc=f"Not supported (PyTorch's x.{name}): {hint}")
 
 
 def _dtype_method(dtype):
@@ -617,6 +715,8 @@ for _name, _target in BINARY.items():
     setattr(TorchMethods, _name, _binary_method(_target))
 for _name, _base in IN_PLACE.items():
     setattr(TorchMethods, _name, _no_place(_name, _base))
+for _name, _hint in NOT_PORTED.items():    # properties, not a __getattr__, which would slow every attribute read
+    setattr(TorchMethods, _name, _not_ported(_name, _hint))
 TorchMethods.rsqrt = lambda self: _ns.divide(1, _ns.sqrt(self))
 TorchMethods.sigmoid = lambda self: _ns.nn_ops.sigmoid(self)
 TorchMethods.relu = lambda self: _ns.nn_ops.relu(self)

@@ -43,3 +43,25 @@ __all__ += ["Module", "ModuleList", "ModuleDict", "Conv1d", "Conv2d", "Conv3d", 
             "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "MaxPool1d",
             "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d",
             "AdaptiveMaxPool2d", "ZeroPad2d"]
+
+# torch.nn names with no layer here, and what to use instead
+NOT_PORTED = {
+    "TransformerDecoderLayer": "compose MultiheadAttention, Linear and LayerNorm in a Module of your own",
+    "TransformerDecoder": "compose MultiheadAttention, Linear and LayerNorm in a Module of your own",
+    "Transformer": "TransformerEncoder plus a decoder Module of your own",
+    "EmbeddingBag": "Embedding then .sum(dim=1) / .mean(dim=1)",
+    "DataParallel": "one process: call the model directly",
+    "SyncBatchNorm": "BatchNorm1d/2d/3d",
+    "PixelShuffle": "x.view(N, C, r, r, H, W).permute(0, 1, 4, 2, 5, 3).reshape(N, C, H * r, W * r)",
+    "Bilinear": "rt.einsum('bi,oij,bj->bo', x1, weight, x2) + bias with Parameters of your own",
+    "LazyLinear": "Linear with in_features given",
+    "parallel": "one process: call the model directly",
+}
+
+
+def __getattr__(name):
+    hint = NOT_PORTED.get(name)
+    if hint is None:
+        raise AttributeError(f"module 'runtime.nn' has no attribute '{name}'")
+    raise AttributeError(f"module 'runtime.nn' has no attribute '{name}' (PyTorch's torch.nn.{name} is not "
+                         f"supported): {hint}")

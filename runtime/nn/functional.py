@@ -170,3 +170,29 @@ def flatten(x, start_dim=0, end_dim=-1, *, start_axis=None, stop_axis=None):
     """Merge dims start_dim..end_dim (inclusive) into one, like torch.flatten (Paddle's names
     start_axis/stop_axis too); a dynamic batch while tracing is read with a `dim` op (`x.flatten`)."""
     return x.flatten(start_dim if start_axis is None else start_axis, end_dim if stop_axis is None else stop_axis)
+
+
+# torch.nn.functional names with no function here, and what to use instead
+NOT_PORTED = {
+    "grid_sample": "index with rt.take_along_axis on computed integer coordinates",
+    "affine_grid": "rt.meshgrid and a matmul with theta",
+    "unfold": "slices stacked with rt.stack (or conv2d with an identity kernel)",
+    "fold": "rt.scatter_add of the patches",
+    "ctc_loss": "a loop over time with rt.logsumexp",
+    "kl_div": "(target * (rt.log(target) - input)).sum() / N (reduction='batchmean')",
+    "pixel_shuffle": "x.view(N, C, r, r, H, W).permute(0, 1, 4, 2, 5, 3).reshape(N, C, H * r, W * r)",
+    "gumbel_softmax": "softmax((logits - rt.log(-rt.log(rt.rand(*logits.shape)))) / tau, dim)",
+    "multi_head_attention_forward": "nn.MultiheadAttention",
+    "embedding_bag": "embedding(...).sum(dim=1)",
+    "local_response_norm": "compose it from avg_pool and pow",
+    "margin_ranking_loss": "rt.maximum(0, -y * (x1 - x2) + margin).mean()",
+    "triplet_margin_loss": "rt.maximum(d(a, p) - d(a, n) + margin, 0).mean()",
+}
+
+
+def __getattr__(name):
+    hint = NOT_PORTED.get(name)
+    if hint is None:
+        raise AttributeError(f"module 'runtime.nn.functional' has no attribute '{name}'")
+    raise AttributeError(f"module 'runtime.nn.functional' has no attribute '{name}' (PyTorch's "
+                         f"torch.nn.functional.{name} is not supported): {hint}")

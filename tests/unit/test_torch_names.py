@@ -299,3 +299,33 @@ def test_load_state_dict_casts_float64_into_float32_as_pytorch_copies():
     layer = rt.nn.Linear(3, 2)
     layer.load_state_dict({"weight": np.ones((2, 3)), "bias": np.zeros(2)})      # float64 arrays
     assert layer.weight.dtype == np.float32 and layer.weight.numpy().sum() == 6.0
+
+
+# --- porting errors: the PyTorch spelling that is missing and the one to use, at the user's line ----------
+
+def test_a_missing_pytorch_method_names_the_spelling_to_use_at_the_users_line():
+    def f(x):
+        return x.addmm(x, x)
+    with pytest.raises(AttributeError, match=r"PyTorch's x.addmm is not supported\): beta \* x \+ alpha") as info:
+        to_static(f)(rt.tensor(X[0, :3, :3]))
+    assert "test_torch_names.py" in str(info.value) and "return x.addmm(x, x)" in str(info.value)
+    with pytest.raises(AttributeError, match="rt.unique_values"):
+        rt.tensor(X).unique()
+    assert not hasattr(rt.tensor(X), "grad_fn") and not hasattr(rt.tensor(X), "no_such_name")
+
+
+def test_a_missing_torch_function_names_the_spelling_to_use():
+    with pytest.raises(AttributeError, match="torch.compile is not supported.*to_static"):
+        rt.compile
+    with pytest.raises(AttributeError, match="no attribute 'no_such_function'$"):
+        rt.no_such_function
+    with pytest.raises(AttributeError, match="TransformerDecoderLayer is not supported"):
+        rt.nn.TransformerDecoderLayer
+    with pytest.raises(AttributeError, match="grid_sample is not supported"):
+        F.grid_sample
+
+
+def test_in_place_on_a_leaf_that_requires_grad_is_refused_as_in_pytorch():
+    p = rt.nn.Parameter(np.ones(3, np.float32))
+    with pytest.raises(RuntimeError, match="no_grad"):
+        p.add_(1)
