@@ -289,7 +289,7 @@ def multinomial(input, num_samples, replacement=False):
     else:
         u = ops.rand(n_rows, n_cats, dtype="float64")
         gumbel = -ops.log(-ops.log(ops.clip(u, 1e-300, None)))
-        keys = ops.where(p > 0, ops.log(p) + gumbel, -np.inf)
+        keys = ops.where(p > 0, ops.log(ops.where(p > 0, p, 1.0)) + gumbel, -np.inf)
         picked = ops.topk(keys, num_samples, axis=-1)[1]
     picked = ops.astype(picked, "int64")
     return picked if probs.ndim == 2 else picked[0]

@@ -508,6 +508,12 @@ class TorchMethods:
         return np.dtype(self.dtype).kind == "c"
 
     @property
+    def device(self):
+        """A traced value's device is the Program's, chosen when it runs: None here (`rt.arange(n,
+        device=x.device)` then makes it where the Program runs). An eager Tensor has its own."""
+        return None
+
+    @property
     def is_cuda(self):
         return self.device == "gpu"
 

@@ -25,6 +25,17 @@ from . import init
 LoadResult = namedtuple("LoadResult", ["missing_keys", "unexpected_keys"])
 
 
+class Listing(list):
+    """What `parameters()`, `named_modules()` and the other walks return: a list (len, indexing, `+`) that
+    `next()` also walks, as PyTorch's generators are walked (`next(model.parameters())`)."""
+
+    def __next__(self):
+        walk = self.__dict__.get("_walk")
+        if walk is None:
+            walk = self.__dict__["_walk"] = iter(list(self))
+        return next(walk)
+
+
 class Layer:
     """Subclass it, assign Parameters and Layers as attributes in `__init__`, define `forward`."""
 
@@ -245,10 +256,10 @@ class Layer:
         for name, layer in self._sublayers.items():
             if layer is not None:
                 out.extend(layer.named_buffers(f"{prefix}{name}."))
-        return out
+        return Listing(out)
 
-    def buffers(self):
-        return [b for _, b in self.named_buffers()]
+    def buffers(self, recurse=True):
+        return Listing(b for _, b in self.named_buffers())
 
     def _state_items(self, prefix=""):
         """(dotted name, Tensor) of everything state_dict holds: parameters, then persistent buffers."""
@@ -280,10 +291,10 @@ class Layer:
             if layer is not None and id(layer) not in seen:
                 seen.add(id(layer))
                 out.append((name, layer))
-        return out
+        return Listing(out)
 
     def children(self):
-        return [layer for _, layer in self.named_children()]
+        return Listing(layer for _, layer in self.named_children())
 
     def named_sublayers(self, prefix="", include_self=False):
         """(dotted name, layer) of every nested sublayer, depth first, each layer once."""
@@ -298,10 +309,10 @@ class Layer:
                 if sub is not None:
                     visit(sub, f"{path}.{name}" if path else name)
         visit(self, prefix)
-        return out if include_self else out[1:]
+        return Listing(out if include_self else out[1:])
 
     def sublayers(self, include_self=False):
-        return [layer for _, layer in self.named_sublayers(include_self=include_self)]
+        return Listing(layer for _, layer in self.named_sublayers(include_self=include_self))
 
     def _all_named_parameters(self, prefix=""):
         """Every (dotted name, Parameter), shared ones under each of their names (state_dict's keys)."""
@@ -325,10 +336,10 @@ class Layer:
             if id(param) not in seen:
                 seen.add(id(param))
                 out.append((name, param))
-        return out
+        return Listing(out)
 
     def parameters(self, include_sublayers=True, *, recurse=None):
-        return [p for _, p in self.named_parameters(include_sublayers=include_sublayers, recurse=recurse)]
+        return Listing(p for _, p in self.named_parameters(include_sublayers=include_sublayers, recurse=recurse))
 
     # --- state --------------------------------------------------------------------------
     def state_dict(self):
