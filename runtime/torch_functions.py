@@ -12,7 +12,7 @@ import functools
 
 import numpy as np
 
-from . import ops
+from . import backends, ops
 from .autodiff import tape
 from .dtypes import as_dtype
 from .ir import Variable
@@ -168,6 +168,58 @@ swapdims = swapaxes
 unbind = _method("unbind", "The slices along `dim`, as a tuple.")
 repeat_interleave = _method("repeat_interleave", "Each element repeated along `dim` (rt.repeat).")
 bmm = mm = ops.matmul
+outer = ops.decompositions.outer
+Size = tuple                     # torch.Size: shapes are tuples here
+
+
+def hstack(tensors):
+    tensors = list(tensors)
+    return ops.concat(tensors, axis=0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    return ops.concat([t if t.ndim > 1 else ops.reshape(t, (1, -1)) for t in tensors], axis=0)
+
+
+def polar(abs, angle):
+    """abs * (cos(angle) + i sin(angle)), complex."""
+    return abs * ops.cos(angle) + 1j * (abs * ops.sin(angle))
+
+
+def view_as_complex(x):
+    """A (..., 2) float tensor as complex numbers (real, imaginary): a new value, not a view."""
+    return x[..., 0] + 1j * x[..., 1]
+
+
+def view_as_real(x):
+    """A complex tensor as (..., 2) floats (real, imaginary)."""
+    return ops.stack([ops.real(x), ops.imag(x)], axis=-1)
+
+
+class _Cuda:
+    """`rt.cuda.is_available()` and friends: the GPU backend (CuPy) stands for CUDA."""
+
+    @staticmethod
+    def is_available():
+        return backends.gpu_available()
+
+    @staticmethod
+    def device_count():
+        return int(backends.gpu_available())
+
+    @staticmethod
+    def manual_seed(n):
+        seed(n)
+
+    manual_seed_all = manual_seed
+
+    @staticmethod
+    def synchronize(device=None):
+        if backends.gpu_available():
+            backends.get_backend("gpu").synchronize()
+
+
+cuda = _Cuda()
 
 
 def split(x, split_size_or_sections, axis=None, *, dim=None):
@@ -297,8 +349,6 @@ def multinomial(input, num_samples, replacement=False):
 
 # torch.* names with no spelling here, and what to write instead (`rt.<name>` says it: runtime/__init__)
 NOT_PORTED = {
-    "cuda": "rt.gpu_available() says whether the GPU backend runs; move tensors with x.to('gpu'), models with "
-            "model.to('gpu')",
     "compile": "decorate with transpiler.to_static (or call to_static(model))",
     "jit": "transpiler.to_static converts, transpiler.save / load deploy",
     "autocast": "mixed precision is not supported: cast with x.half() / model.half()",
@@ -334,5 +384,6 @@ __all__ = sorted(TORCH_DTYPES) + [
     "unsqueeze", "chunk", "narrow", "masked_fill", "masked_select", "gather", "scatter", "index_select",
     "clamp", "clone", "numel", "swapaxes", "swapdims", "unbind", "repeat_interleave", "bmm", "mm", "split",
     "zeros", "ones", "empty", "randint", "manual_seed", "no_grad", "inference_mode", "is_grad_enabled",
-    "set_grad_enabled", "is_tensor", "from_numpy", "as_tensor", "device", "multinomial"]
+    "set_grad_enabled", "is_tensor", "from_numpy", "as_tensor", "device", "multinomial", "outer", "Size", "hstack",
+    "vstack", "polar", "view_as_complex", "view_as_real", "cuda"]
 del as_dtype, sort_result, topk_result

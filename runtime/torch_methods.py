@@ -647,8 +647,6 @@ NOT_PORTED = {
     "baddbmm": "beta * x + alpha * (a @ b)",
     "addmv": "beta * x + alpha * (a @ v)",
     "addr": "beta * x + alpha * rt.linalg.outer(a, b)",
-    "view_as_real": "rt.stack([rt.real(x), rt.imag(x)], axis=-1)",
-    "view_as_complex": "x[..., 0] + 1j * x[..., 1]",
     "bfloat16": "NumPy has no bfloat16: x.half() or x.float()",
     "diag": "rt.linalg.diagonal(x) (a vector's diagonal matrix: rt.eye(n) * x)",
     "diagonal": "rt.linalg.diagonal(x, offset=k)",

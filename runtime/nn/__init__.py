@@ -6,18 +6,18 @@ traced Program reads as persistable inputs, never as constants.
 """
 from ..tensor import Parameter
 from . import functional, init, op_samples, utils  # noqa: F401  (op_samples: the nn ops' conformance samples)
-from .container import LayerDict, LayerList, Sequential
+from .container import LayerDict, LayerList, ParameterDict, ParameterList, Sequential
 from .layer import Layer, LoadResult
 from .layers import (ELU, GELU, AdaptiveAvgPool1D, AdaptiveAvgPool2D, AdaptiveMaxPool1D, AdaptiveMaxPool2D, AvgPool1D,
                      AvgPool2D, Conv2DTranspose, MaxPool1D, BCELoss, BCEWithLogitsLoss, Conv1D, Conv2D, Conv3D,
                      ConvTranspose2D, CosineSimilarity, CrossEntropyLoss, Dropout, Embedding, Flatten, Hardsigmoid,
                      Hardswish, Hardtanh, HuberLoss, Identity, L1Loss, LayerNorm, LeakyReLU, Linear, LogSigmoid,
                      LogSoftmax, MaxPool2D, Mish, MSELoss, NLLLoss, Pad2D, PReLU, ReLU, ReLU6, Sigmoid, SiLU,
-                     SmoothL1Loss, Softmax, Softplus, Softsign, Tanh, Upsample, ZeroPad2D)
+                     SmoothL1Loss, Softmax, Softplus, Softsign, Tanh, Upsample, ZeroPad2D, Unflatten, RMSNorm)
 from .normalization import (BatchNorm1D, BatchNorm2D, BatchNorm3D, GroupNorm, InstanceNorm1D, InstanceNorm2D,
                             InstanceNorm3D)
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
-from .attention import MultiheadAttention, TransformerEncoderLayer
+from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
 
 __all__ = ["Layer", "Parameter", "Sequential", "LayerList", "LayerDict", "Linear", "Conv1D", "Conv2D",
            "ConvTranspose2D", "MaxPool2D", "AvgPool2D", "AdaptiveAvgPool2D", "ReLU", "GELU", "Sigmoid", "Softmax",
@@ -42,7 +42,8 @@ ZeroPad2d = ZeroPad2D
 __all__ += ["Module", "ModuleList", "ModuleDict", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose2d", "BatchNorm1d",
             "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "MaxPool1d",
             "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d",
-            "AdaptiveMaxPool2d", "ZeroPad2d"]
+            "AdaptiveMaxPool2d", "ZeroPad2d", "TransformerEncoder", "ParameterList", "ParameterDict", "Unflatten",
+            "RMSNorm"]
 
 # torch.nn names with no layer here, and what to use instead
 NOT_PORTED = {

@@ -159,6 +159,45 @@ class Flatten(Layer):
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
+class Unflatten(Layer):
+    """Split dim `dim` into `unflattened_size` (PyTorch's nn.Unflatten)."""
+
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = int(dim), tuple(unflattened_size)
+
+    def forward(self, x):
+        return x.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class RMSNorm(Layer):
+    """x / sqrt(mean(x**2 over the trailing normalized_shape dims) + eps) * weight (PyTorch's nn.RMSNorm;
+    eps=None is the dtype's machine epsilon)."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True):
+        super().__init__()
+        if isinstance(normalized_shape, (int, np.integer)):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(int(d) for d in normalized_shape)
+        self.eps = eps
+        if elementwise_affine:
+            self.weight = init.ones_(new_parameter(self.normalized_shape))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, x):
+        eps = float(np.finfo(x.dtype).eps) if self.eps is None else self.eps
+        dims = tuple(range(-len(self.normalized_shape), 0))
+        out = x * ((x * x).mean(dim=dims, keepdim=True) + eps).rsqrt()
+        return out if self.weight is None else out * self.weight
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
+
+
 class Dropout(Layer):
     """Zero elements with probability p while training (scaling the rest by 1/(1-p)); identity in eval()."""
 

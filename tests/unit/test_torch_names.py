@@ -329,3 +329,34 @@ def test_in_place_on_a_leaf_that_requires_grad_is_refused_as_in_pytorch():
     p = rt.nn.Parameter(np.ones(3, np.float32))
     with pytest.raises(RuntimeError, match="no_grad"):
         p.add_(1)
+
+
+def test_more_nn_names():
+    x = rt.tensor(X)
+    assert rt.nn.Unflatten(2, (2, 2))(x).shape == (2, 3, 2, 2)
+    norm = rt.nn.RMSNorm(4, eps=1e-6)
+    _compare(norm(x), X / np.sqrt((X * X).mean(-1, keepdims=True) + 1e-6))
+    params = rt.nn.ParameterList([np.ones(2, np.float32), np.zeros(3, np.float32)])
+    assert len(params) == 2 and params[1].shape == (3,) and list(params.state_dict()) == ["0", "1"]
+    table = rt.nn.ParameterDict({"scale": np.ones(2, np.float32)})
+    assert "scale" in table and table["scale"].requires_grad
+    layer = rt.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
+    encoder = rt.nn.TransformerEncoder(layer, 2).eval()
+    assert encoder.layers[0] is not encoder.layers[1] and encoder.layers[0].linear1.weight.device == "cpu"
+    src = rt.tensor(_r(5, 2, 8))
+    manual = encoder.layers[1](encoder.layers[0](src))
+    _compare(encoder(src), manual.numpy())
+    w = rt.nn.Parameter(np.zeros((3, 5), np.float32))
+    rt.nn.init.orthogonal_(w)
+    np.testing.assert_allclose(w.numpy() @ w.numpy().T, np.eye(3), atol=1e-5)
+    rt.nn.init.trunc_normal_(w, std=1.0, a=-0.5, b=0.5)
+    assert np.abs(w.numpy()).max() <= 0.5
+
+
+def test_complex_and_stacking_helpers():
+    a = _r(3, 4, 2)
+    z = rt.view_as_complex(rt.tensor(a))
+    np.testing.assert_allclose(z.numpy(), a[..., 0] + 1j * a[..., 1], rtol=1e-6)
+    _compare(rt.view_as_real(z), a)
+    _compare(rt.hstack([rt.tensor(a), rt.tensor(a)]), np.hstack([a, a]))
+    assert rt.Size([2, 3]) == (2, 3) and rt.cuda.is_available() == rt.gpu_available()

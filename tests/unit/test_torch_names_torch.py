@@ -433,3 +433,37 @@ def test_load_state_dict_takes_torch_tensors_directly():
     assert ours.weight.dtype == np.float32
     np.testing.assert_allclose(ours.weight.numpy(), theirs.weight.detach().numpy(), rtol=1e-6)
     ours.load_state_dict(dict(theirs.named_parameters()))   # tensors that require grad too
+
+
+def test_transformer_encoder_rmsnorm_parameter_containers_against_torch():
+    rng = np.random.default_rng(5)
+    theirs = torch.nn.TransformerEncoder(
+        torch.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True, norm_first=True), 2,
+        norm=torch.nn.LayerNorm(16), enable_nested_tensor=False).eval()
+    ours = rt.nn.TransformerEncoder(rt.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True,
+                                                                  norm_first=True), 2, norm=rt.nn.LayerNorm(16))
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    ours.eval().load_state_dict(theirs.state_dict())
+    x = rng.standard_normal((2, 5, 16)).astype(np.float32)
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(5)
+    with torch.no_grad():
+        want = theirs(torch.tensor(x), mask=mask, is_causal=True)
+    np.testing.assert_allclose(ours(rt.tensor(x), mask=rt.tensor(mask.numpy()), is_causal=True).numpy(),
+                               want.numpy(), rtol=1e-5, atol=1e-5)
+    norm_t, norm_o = torch.nn.RMSNorm(16), rt.nn.RMSNorm(16)
+    with torch.no_grad():
+        norm_t.weight.uniform_()
+    norm_o.load_state_dict(norm_t.state_dict())
+    check(lambda a: norm_o(a), lambda a: norm_t(a), x, grad=False)
+    plist = rt.nn.ParameterList([rt.nn.Parameter(np.ones(2, np.float32)) for _ in range(2)])
+    assert list(plist.state_dict()) == list(torch.nn.ParameterList(
+        [torch.nn.Parameter(torch.ones(2)) for _ in range(2)]).state_dict())
+
+
+def test_complex_helpers_against_torch():
+    a = _r(3, 4, 2)
+    check(lambda x: rt.view_as_real(rt.view_as_complex(x) * rt.polar(rt.ones(3, 4), x[..., 0])),
+          lambda x: torch.view_as_real(torch.view_as_complex(x) * torch.polar(torch.ones(3, 4), x[..., 0])), a,
+          grad=False)
+    check(lambda x: (rt.hstack([x, x]), rt.vstack([x[0], x[1]]), rt.outer(x[0, :, 0], x[1, :, 1])),
+          lambda x: (torch.hstack([x, x]), torch.vstack([x[0], x[1]]), torch.outer(x[0, :, 0], x[1, :, 1])), a)
