@@ -729,3 +729,33 @@ TorchMethods.exp = _unary_method("exp")
 TorchMethods.log = _unary_method("log")
 TorchMethods.sqrt = _unary_method("sqrt")
 TorchMethods.tanh = _unary_method("tanh")
+
+
+def in_place_value(x, method, args, kwargs):
+    """The value PyTorch's in-place `x.method(*args)` leaves in x, computed out of place: x's dtype (NumPy's
+    'same_kind' rule, as `x op= y`) and x's shape. Converted code rebinds a traced local to it."""
+    base = IN_PLACE[method]
+    if base is not None:
+        out = getattr(x, base)(*args, **kwargs)
+    elif method == "zero_":
+        out = _ns.zeros_like(x)
+    elif method == "fill_":
+        out = _ns.full_like(x, args[0] if args else kwargs["value"])
+    elif method == "copy_":
+        out = args[0] if args else kwargs["src"]
+    elif method == "normal_":
+        mean, std = (list(args) + [kwargs.get("mean", 0.0), kwargs.get("std", 1.0)][len(args):])[:2]
+        out = _ns.randn_like(x) * std + mean
+    else:   # uniform_
+        low, high = (list(args) + [kwargs.get("a", 0.0), kwargs.get("b", 1.0)][len(args):])[:2]
+        out = _ns.rand_like(x) * (high - low) + low
+    if not _is_array(out):
+        out = _ns.full_like(x, out)
+    if np.dtype(out.dtype) != np.dtype(x.dtype):
+        if not np.can_cast(out.dtype, x.dtype, casting="same_kind"):
+            raise TypeError(f"x.{method}(): the result is {np.dtype(out.dtype).name}, which cannot be written into "
+                            f"x ({np.dtype(x.dtype).name}) with casting rule 'same_kind'")
+        out = _ns.astype(out, x.dtype)
+    if tuple(_static_shape(out)) != tuple(_static_shape(x)):
+        out = _ns.broadcast_to(out, tuple(x.shape))
+    return out

@@ -22,6 +22,7 @@ from runtime.ops.known import known_value
 from runtime.ops.control import Text, safe_field
 from runtime.ir import Variable
 from runtime.state import attr_cell, contents_cell, item_cell
+from runtime.torch_methods import in_place_value
 
 from .choices import FunctionChoices, copy_containers
 from .errors import ConversionError
@@ -1283,3 +1284,13 @@ _OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + [
     "undefined", "return_placeholder", "attr_cell", "item_cell", "contents_cell", "check_caught", "outer_value"]
+
+
+def convert_in_place(x, method, *args, **kwargs):
+    """PyTorch's in-place method on a local name (`x.add_(y)`, `x.masked_fill_(m, v)`, `x.zero_()`): a traced
+    value, which has no place to write to, is rebound to the value the method would leave in it (its dtype
+    and shape); anything else runs the method itself (an eager Tensor is written in place) and stays bound."""
+    if _symbolic(x):
+        return in_place_value(x, method, args, kwargs)
+    getattr(x, method)(*args, **kwargs)
+    return x

@@ -203,8 +203,7 @@ def test_in_place_methods_write_into_the_tensor():
 
 def test_in_place_method_on_a_traced_value_says_what_to_write():
     def f(x):
-        x.add_(1)
-        return x
+        return x.add_(1)          # a statement `x.add_(1)` is rebound by the conversion; a value has no place
     with pytest.raises(TypeError, match=r"x = x.add\(...\)"):
         to_static(f)(rt.tensor(X))
 
@@ -360,3 +359,37 @@ def test_complex_and_stacking_helpers():
     _compare(rt.view_as_real(z), a)
     _compare(rt.hstack([rt.tensor(a), rt.tensor(a)]), np.hstack([a, a]))
     assert rt.Size([2, 3]) == (2, 3) and rt.cuda.is_available() == rt.gpu_available()
+
+
+def test_in_place_methods_on_traced_locals_are_rebindings_in_converted_code():
+    def f(x, m):
+        y = x * 2
+        y.add_(1, alpha=3)                      # y = y + 3
+        y.masked_fill_(m, 0.0)
+        z = rt.zeros_like(x)
+        z.fill_(2.0)
+        for i in range(2):                      # a Python loop: unrolled
+            z.mul_(y)
+        w = x.clone()
+        if x.sum() > 0:                         # a tensor if: the rebinding flows out of the branch
+            w.clamp_(min=0.0)
+        else:
+            w.zero_()
+        return y, z, w
+    x, m = rt.tensor(X), rt.tensor(MASK3)
+    eager = f(x, m)
+    static = to_static(f)(x, m)
+    for a, b in zip(static, eager):
+        _compare(a, b.numpy())
+    y = np.where(MASK3, 0.0, X * 2 + 3).astype(np.float32)
+    _compare(static[0], y)
+    assert x.numpy().tolist() == X.tolist()             # the caller's tensor: untouched (clone, then writes)
+
+
+def test_in_place_method_keeps_the_dtype_as_pytorch():
+    def f(i):
+        i.add_(1)
+        i.mul_(2)
+        return i
+    got = to_static(f)(rt.tensor(np.array([1, 2], np.int32)))
+    assert got.dtype == np.int32 and got.tolist() == [4, 6]
