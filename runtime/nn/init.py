@@ -14,6 +14,9 @@ from ..tensor import Tensor
 
 
 def _fill(tensor, values):
+    if isinstance(tensor, np.ndarray):
+        tensor[...] = values        # a Tensor's `.data` (PyTorch code writes `init.normal_(m.weight.data, ...)`)
+        return tensor
     if not isinstance(tensor, Tensor):
         raise TypeError(f"initializers fill a runtime Tensor/Parameter, got {type(tensor).__name__}")
     tensor.data = tensor.backend.asarray(np.asarray(values).astype(tensor.dtype, copy=False))

@@ -11,6 +11,9 @@ _IMPORTS = [   # each PyTorch import line and the same line for runtime
     (re.compile(r"^import torch$", re.M), "import runtime as torch"),
     (re.compile(r"^import torch\.nn as nn$", re.M), "import runtime.nn as nn"),
     (re.compile(r"^import torch\.nn\.functional as F$", re.M), "import runtime.nn.functional as F"),
+    (re.compile(r"^import torch\.optim as optim$", re.M), "import runtime.optim as optim"),
+    (re.compile(r"^from torch\.optim\.lr_scheduler import (.+)$", re.M), r"from runtime.optim.lr_scheduler import \1"),
+    (re.compile(r"^from torch\.utils\.data import (.+)$", re.M), r"from runtime.utils.data import \1"),
     (re.compile(r"^from torch\.nn import functional as F$", re.M), "from runtime.nn import functional as F"),
     (re.compile(r"^from torch import (\w+(?:, \w+)*)$", re.M), r"from runtime import \1"),
 ]

@@ -165,3 +165,47 @@ def test_word_language_model_matches_torch(rnn_type, static, tmp_path):
     pe_t, pe_o = torch_mod.PositionalEncoding(16, dropout=0.0, max_len=20), ours_mod.PositionalEncoding(16, 0.0, 20)
     x = _rng.standard_normal((5, 2, 16)).astype(np.float32)
     _same(pe_o(rt.tensor(x)), pe_t(torch.tensor(x)))
+
+
+class _Args:
+    log_interval, dry_run = 1, False
+
+
+@needs_torch
+@pytest.mark.parametrize("static", [False, True], ids=["eager", "static_forward"])
+def test_mnist_example_trains_as_torch(static, tmp_path, capsys):
+    """The example's own train() and test(), Adadelta and StepLR as its main() uses them, on a few batches."""
+    ours_mod, torch_mod = ports.load("mnist", tmp_path), ports.load("mnist", tmp_path, backend="torch")
+    theirs, ours = torch_mod.Net(), ours_mod.Net()
+    ours.load_state_dict(theirs.state_dict())
+    for model in (theirs, ours):                 # dropout's masks come from different generators
+        model.dropout1.p = model.dropout2.p = 0.0
+    images = _rng.standard_normal((8, 1, 28, 28)).astype(np.float32)
+    labels = _rng.integers(0, 10, 8)
+    loader_t = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.tensor(images),
+                                                                          torch.tensor(labels)), batch_size=4)
+    loader_o = rt.utils.data.DataLoader(rt.utils.data.TensorDataset(rt.tensor(images), rt.tensor(labels)),
+                                        batch_size=4)
+    opt_t, opt_o = torch.optim.Adadelta(theirs.parameters(), lr=1.0), rt.optim.Adadelta(ours.parameters(), lr=1.0)
+    sched_t = torch.optim.lr_scheduler.StepLR(opt_t, step_size=1, gamma=0.7)
+    sched_o = rt.optim.lr_scheduler.StepLR(opt_o, step_size=1, gamma=0.7)
+    runnable = to_static(ours) if static else ours
+    for epoch in (1, 2):
+        torch_mod.train(_Args, theirs, "cpu", loader_t, opt_t, epoch)
+        ours_mod.train(_Args, runnable, "cpu", loader_o, opt_o, epoch)
+        sched_t.step()
+        sched_o.step()
+    for name, p in theirs.named_parameters():
+        _same(dict(ours.named_parameters())[name], p, atol=2e-5)
+    want = torch_mod.test(theirs, "cpu", loader_t)
+    got = ours_mod.test(runnable, "cpu", loader_o)
+    assert got[1] == want[1]
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    assert "Test set: Average loss" in capsys.readouterr().out
+
+
+def test_initializers_fill_a_tensors_data_as_pytorch_code_writes():
+    conv = rt.nn.Conv2d(2, 3, 3)
+    rt.nn.init.normal_(conv.weight.data, 0.0, 0.02)          # DCGAN's weights_init writes through .data
+    rt.nn.init.constant_(conv.bias.data, 0)
+    assert conv.bias.numpy().tolist() == [0.0, 0.0, 0.0] and 0 < conv.weight.numpy().std() < 0.05

@@ -175,3 +175,21 @@ def test_data_loader_batches_shuffles_with_the_seed_and_drops_last():
     again = [b[0].tolist() for b in DataLoader(data, batch_size=5, shuffle=True)]
     assert first == again and sorted(sum(first, [])) == list(range(10)) and first != [[0, 1, 2, 3, 4],
                                                                                       [5, 6, 7, 8, 9]]
+
+
+def test_adadelta_follows_its_formula():
+    p0 = np.array([1.0, -2.0, 0.5], np.float32)
+    grads = [np.array([0.3, -0.1, 0.2], np.float32), np.array([-0.2, 0.4, 0.1], np.float32)]
+    p = nn.Parameter(p0.copy())
+    opt = rt.optim.Adadelta([p], lr=0.5, rho=0.8, eps=1e-6, weight_decay=0.1)
+    want, sq, acc = p0.astype(np.float64), 0.0, 0.0
+    for g in grads:
+        p.grad = rt.tensor(g)
+        opt.step()
+        d = g + 0.1 * want
+        sq = 0.8 * sq + 0.2 * d * d
+        delta = np.sqrt(acc + 1e-6) / np.sqrt(sq + 1e-6) * d
+        acc = 0.8 * acc + 0.2 * delta * delta
+        want = want - 0.5 * delta
+    np.testing.assert_allclose(p.numpy(), want, rtol=1e-5)
+    assert set(opt.state_dict()["state"][0]) == {"step", "square_avg", "acc_delta"}
