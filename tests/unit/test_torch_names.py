@@ -393,3 +393,15 @@ def test_in_place_method_keeps_the_dtype_as_pytorch():
         return i
     got = to_static(f)(rt.tensor(np.array([1, 2], np.int32)))
     assert got.dtype == np.int32 and got.tolist() == [4, 6]
+
+
+def test_in_place_method_on_a_temporary_is_its_value_in_converted_code():
+    def f(x):
+        start = rt.empty(x.shape[0], 1, dtype=rt.long).fill_(3)
+        noise = rt.zeros_like(x).add_(x, alpha=2).clamp_(max=1.0)
+        return start, noise
+    eager, static = f(rt.tensor(X[0])), to_static(f)(rt.tensor(X[0]))
+    for a, b in zip(static, eager):
+        _compare(a, b.numpy())
+    _compare(static[0], np.full((3, 1), 3, np.int64))
+    _compare(static[1], np.minimum(X[0] * 2, 1.0))

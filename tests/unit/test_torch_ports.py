@@ -209,3 +209,47 @@ def test_initializers_fill_a_tensors_data_as_pytorch_code_writes():
     rt.nn.init.normal_(conv.weight.data, 0.0, 0.02)          # DCGAN's weights_init writes through .data
     rt.nn.init.constant_(conv.bias.data, 0)
     assert conv.bias.numpy().tolist() == [0.0, 0.0, 0.0] and 0 < conv.weight.numpy().std() < 0.05
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["dcgan", "vae", "patch_embed", "llama_rms_rotary", "seq2seq_attention"])
+def test_model_snippets_match_torch(name, tmp_path):
+    ours_mod, torch_mod = ports.load("snippets", tmp_path), ports.load("snippets", tmp_path, backend="torch")
+
+    def pair(cls_name, *args):
+        theirs, ours = getattr(torch_mod, cls_name)(*args), getattr(ours_mod, cls_name)(*args)
+        ours.load_state_dict(theirs.state_dict())
+        return theirs.eval(), ours.eval()
+
+    def both(theirs, ours, *arrays):
+        with torch.no_grad():
+            want = theirs(*[torch.tensor(a) for a in arrays])
+        for run in (ours, to_static(ours)):
+            _same(run(*[rt.tensor(a) for a in arrays]), want)
+    if name == "dcgan":
+        for cls, shape in (("Generator", (2, 8, 1, 1)), ("Discriminator", (2, 3, 16, 16))):
+            theirs, ours = pair(cls)
+            theirs.apply(torch_mod.weights_init)
+            ours.apply(ours_mod.weights_init)         # runs through .data, as the example writes it
+            ours.load_state_dict(theirs.state_dict())
+            both(theirs, ours, _rng.standard_normal(shape).astype(np.float32))
+    elif name == "vae":
+        theirs, ours = pair("VAE")
+        x = _rng.random((3, 16)).astype(np.float32)
+        want = torch_mod.loss_function(*theirs(torch.tensor(x))[:1], torch.tensor(x), *theirs(torch.tensor(x))[1:])
+        got = ours(rt.tensor(x))
+        _same(ours_mod.loss_function(got[0], rt.tensor(x), *got[1:]), want)
+    elif name == "patch_embed":
+        both(*pair("PatchEmbed"), _rng.standard_normal((2, 3, 8, 8)).astype(np.float32))
+    elif name == "llama_rms_rotary":
+        x = _rng.standard_normal((2, 5, 2, 8)).astype(np.float32)
+        both(*pair("RMSNorm", 8), x)
+        want = torch_mod.apply_rotary_emb(torch.tensor(x), torch.tensor(x * 2), torch_mod.precompute_freqs_cis(8, 5))
+        freqs = ours_mod.precompute_freqs_cis(8, 5)
+        for run in (ours_mod.apply_rotary_emb, to_static(ours_mod.apply_rotary_emb)):
+            got = run(rt.tensor(x), rt.tensor(x * 2), freqs)
+            _same(got[0], want[0])
+            _same(got[1], want[1])
+    else:
+        both(*pair("Seq2SeqAttn"), _rng.standard_normal((2, 4, 8)).astype(np.float32),
+             _rng.standard_normal((1, 2, 8)).astype(np.float32))

@@ -12,6 +12,7 @@
                                                                        also self.h.stop_gradient = v)
     x.add_(y, alpha=2)   →  x = _jst.convert_in_place(x, 'add_', y, alpha=2)   (PyTorch's in-place methods,
                                                                        runtime.torch_methods.IN_PLACE)
+    f(n).fill_(0)        →  _jst.convert_in_place(f(n), 'fill_', 0)   (on a temporary: its value)
     xs[i]             →   _jst.convert_getitem(xs, i)      (only for names grown by append/insert/extend
                                                           or bound to a list display: `xs = [a, b]`)
 
@@ -48,6 +49,17 @@ class InPlaceUpdates(Transformer):
         self.generic_visit(node)
         if isinstance(node.ctx, gast.Load) and isinstance(node.value, gast.Name) and node.value.id in self.appended:
             call = gast.Call(func=jst("convert_getitem"), args=[node.value, index_expr(node.slice)], keywords=[])
+            return located(call, node)
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if (isinstance(func, gast.Attribute) and func.attr in IN_PLACE and isinstance(func.value, gast.Call)
+                and not any(isinstance(a, gast.Starred) for a in node.args)
+                and all(k.arg is not None for k in node.keywords)):
+            call = gast.Call(func=jst("convert_in_place"), args=[func.value, gast.Constant(value=func.attr, kind=None)]
+                             + node.args, keywords=node.keywords)
             return located(call, node)
         return node
 
