@@ -48,6 +48,25 @@ class ElementCount(int):
         return int.__repr__(self)
 
 
+_CALLABLE_SIZES = {}
+
+
+def callable_size(count, shape):
+    """A traced element count (a dynamic shape's product) that is also PyTorch's `x.size()` / `x.size(d)`:
+    the same value, given a subclass of its own class whose call reads `shape`."""
+    cls = type(count)
+    sized = _CALLABLE_SIZES.get(cls)
+    if sized is None:
+        sized = _CALLABLE_SIZES[cls] = type(cls.__name__, (cls,), {"__call__": _size_call, "__module__": cls.__module__})
+    count.__class__ = sized
+    count.size_shape = tuple(shape)
+    return count
+
+
+def _size_call(self, dim=None):
+    return self.size_shape if dim is None else self.size_shape[dim]
+
+
 class ArrayMethods(TorchMethods):
     """NumPy's operators and methods; PyTorch's names and keywords come from `TorchMethods`."""
 
@@ -136,7 +155,7 @@ class ArrayMethods(TorchMethods):
         n = 1
         for d in self.shape:
             n = n * d
-        return ElementCount(n, self.shape) if isinstance(n, int) else n
+        return ElementCount(n, self.shape) if isinstance(n, int) else callable_size(n, self.shape)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """NumPy ufuncs applied to us map onto the op of the same name."""

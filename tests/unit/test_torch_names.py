@@ -405,3 +405,16 @@ def test_in_place_method_on_a_temporary_is_its_value_in_converted_code():
         _compare(a, b.numpy())
     _compare(static[0], np.full((3, 1), 3, np.int64))
     _compare(static[1], np.minimum(X[0] * 2, 1.0))
+
+
+def test_size_of_a_dynamic_shape_is_callable_in_traced_code():
+    from transpiler import InputSpec
+
+    def f(x):
+        b, t = x.size()
+        return x.view(b * t), x.size(1), x.size(0) * 2, x.numel()
+    static = to_static(f, input_spec=[InputSpec([None, 3], "float32")])
+    for rows in (2, 5):
+        flat, cols, twice, count = static(rt.tensor(np.ones((rows, 3), np.float32)))
+        assert flat.shape == (rows * 3,) and cols == 3 and int(twice) == 2 * rows and int(count) == rows * 3
+    assert static.cache_size == 1

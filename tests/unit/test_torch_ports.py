@@ -253,3 +253,19 @@ def test_model_snippets_match_torch(name, tmp_path):
     else:
         both(*pair("Seq2SeqAttn"), _rng.standard_normal((2, 4, 8)).astype(np.float32),
              _rng.standard_normal((1, 2, 8)).astype(np.float32))
+
+
+@pytest.mark.parametrize("flash", [True, False], ids=["sdpa", "manual_attention"])
+def test_gpt_one_trace_serves_every_batch_and_length(flash, tmp_path):
+    """`b, t = idx.size()` with both dims dynamic (an InputSpec of [None, None]): one Program."""
+    from transpiler import InputSpec
+    gpt = ports.load("gpt", tmp_path)
+    rt.manual_seed(0)
+    model = gpt.GPT(_gpt_config(gpt, flash)).eval()
+    static = to_static(model.forward, input_spec=[InputSpec([None, None], "int64")])
+    for b, t in ((2, 8), (3, 5), (1, 1)):
+        idx = rt.tensor(_rng.integers(0, 48, (b, t)))
+        with rt.no_grad():
+            want = model(idx)[0]
+        np.testing.assert_allclose(static(idx)[0].numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+    assert static.cache_size == 1
