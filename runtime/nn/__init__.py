@@ -13,7 +13,8 @@ from .layers import (ELU, GELU, AdaptiveAvgPool1D, AdaptiveAvgPool2D, AdaptiveMa
                      ConvTranspose2D, CosineSimilarity, CrossEntropyLoss, Dropout, Embedding, Flatten, Hardsigmoid,
                      Hardswish, Hardtanh, HuberLoss, Identity, L1Loss, LayerNorm, LeakyReLU, Linear, LogSigmoid,
                      LogSoftmax, MaxPool2D, Mish, MSELoss, NLLLoss, Pad2D, PReLU, ReLU, ReLU6, Sigmoid, SiLU,
-                     SmoothL1Loss, Softmax, Softplus, Softsign, Tanh, Upsample, ZeroPad2D, Unflatten, RMSNorm)
+                     SmoothL1Loss, Softmax, Softplus, Softsign, Tanh, Upsample, ZeroPad2D, Unflatten, RMSNorm,
+                     Dropout1d, Dropout2d, Dropout3d)
 from .normalization import (BatchNorm1D, BatchNorm2D, BatchNorm3D, GroupNorm, InstanceNorm1D, InstanceNorm2D,
                             InstanceNorm3D)
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
@@ -43,7 +44,7 @@ __all__ += ["Module", "ModuleList", "ModuleDict", "Conv1d", "Conv2d", "Conv3d", 
             "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "MaxPool1d",
             "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d",
             "AdaptiveMaxPool2d", "ZeroPad2d", "TransformerEncoder", "ParameterList", "ParameterDict", "Unflatten",
-            "RMSNorm"]
+            "RMSNorm", "Dropout1d", "Dropout2d", "Dropout3d"]
 
 # torch.nn names with no layer here, and what to use instead
 NOT_PORTED = {

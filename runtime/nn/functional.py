@@ -31,7 +31,7 @@ __all__ = ["relu", "gelu", "sigmoid", "softmax", "log_softmax", "linear", "conv2
            "hardsigmoid", "hardswish", "hardtanh", "instance_norm", "interpolate", "log_sigmoid", "mish", "normalize",
            "pad", "prelu", "relu6", "smooth_l1_loss", "softsign", "upsample", "sequence_mask", "gather_tree",
            "temporal_shift", "label_smooth", "adaptive_max_pool2d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
-           "avg_pool1d", "max_pool1d", "logsigmoid", "softmin", "glu"]
+           "avg_pool1d", "max_pool1d", "logsigmoid", "softmin", "glu", "dropout1d", "dropout2d", "dropout3d"]
 
 
 tanh = _ops.tanh
@@ -109,6 +109,24 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 def dropout(input, p=0.5, training=True, inplace=False):
     return nn_ops.dropout(input, p, training)
+
+
+def channel_dropout(input, p=0.5, training=True):
+    """Zero whole channels (dim 1 of (N, C, ...)) with probability p, scaling the rest by 1/(1-p): one mask
+    value per (sample, channel), drawn like dropout's."""
+    if not training or p == 0:
+        return input
+    static = input.static_shape if isinstance(input, Variable) else tuple(input.shape)
+    mask_shape = tuple(input.shape[:2]) + (1,) * (len(static) - 2)
+    keep = nn_ops.dropout(_ops.ones(mask_shape, dtype=input.dtype), p, True)
+    return input * keep
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    return channel_dropout(input, p, training)
+
+
+dropout2d = dropout3d = dropout1d
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None, *, axis=None):

@@ -173,6 +173,34 @@ class Unflatten(Layer):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
+class _ChannelDropout(Layer):
+    """Zero whole channels (dim 1) with probability p while training, scaling the rest by 1/(1-p)."""
+
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, got {p!r}")
+        self.p = p
+
+    def forward(self, x):
+        return F.channel_dropout(x, self.p, self.training)
+
+    def extra_repr(self):
+        return f"p={self.p}"
+
+
+class Dropout1d(_ChannelDropout):
+    pass
+
+
+class Dropout2d(_ChannelDropout):
+    pass
+
+
+class Dropout3d(_ChannelDropout):
+    pass
+
+
 class RMSNorm(Layer):
     """x / sqrt(mean(x**2 over the trailing normalized_shape dims) + eps) * weight (PyTorch's nn.RMSNorm;
     eps=None is the dtype's machine epsilon)."""
@@ -257,6 +285,19 @@ class Embedding(Layer):
 
     def forward(self, ids):
         return composite.embedding(ids, self.weight, self.padding_idx)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, sparse=False):
+        """An Embedding whose weight is `embeddings` (2-D); frozen (no gradient) unless freeze=False."""
+        if max_norm is not None or sparse or scale_grad_by_freq:
+            raise NotImplementedError("Embedding.from_pretrained: max_norm, sparse and scale_grad_by_freq are "
+                                      "not supported")
+        rows, cols = embeddings.shape
+        layer = cls(rows, cols, padding_idx=padding_idx)
+        layer.weight.data = layer.weight.backend.asarray(np.array(embeddings, dtype=layer.weight.dtype))
+        layer.weight.requires_grad = not freeze
+        return layer
 
     def extra_repr(self):
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"

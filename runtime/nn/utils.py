@@ -50,3 +50,20 @@ def parameters_to_vector(parameters):
 
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector"]
+
+# torch.nn.utils names with no function here, and what to use instead
+NOT_PORTED = {
+    "rnn": "pass lengths= (one per sequence) to nn.LSTM / nn.GRU / nn.RNN instead of packing sequences",
+    "weight_norm": "compute the weight from g and v in forward: g * v / v.norm(dim=..., keepdim=True)",
+    "spectral_norm": "not supported",
+    "parametrizations": "compute the parametrized weight in forward",
+    "prune": "multiply the weight by a mask in forward",
+}
+
+
+def __getattr__(name):
+    hint = NOT_PORTED.get(name)
+    if hint is None:
+        raise AttributeError(f"module 'runtime.nn.utils' has no attribute '{name}'")
+    raise AttributeError(f"module 'runtime.nn.utils' has no attribute '{name}' (PyTorch's torch.nn.utils.{name} "
+                         f"is not supported): {hint}")

@@ -418,3 +418,15 @@ def test_size_of_a_dynamic_shape_is_callable_in_traced_code():
         flat, cols, twice, count = static(rt.tensor(np.ones((rows, 3), np.float32)))
         assert flat.shape == (rows * 3,) and cols == 3 and int(twice) == 2 * rows and int(count) == rows * 3
     assert static.cache_size == 1
+
+
+def test_channel_dropout_embedding_from_pretrained_and_nn_utils_hints():
+    rt.manual_seed(2)
+    y = rt.nn.Dropout2d(0.5)(rt.ones(4, 6, 3, 3)).numpy()
+    assert set(np.unique(y)) <= {0.0, 2.0} and all(len(set(y[n, c].ravel())) == 1 for n in range(4) for c in range(6))
+    assert (rt.nn.Dropout2d(0.5).eval()(rt.ones(2, 2, 2)).numpy() == 1).all()
+    table = rt.nn.Embedding.from_pretrained(rt.tensor(X[0]))
+    _compare(table(rt.tensor([2, 0])), X[0][[2, 0]])
+    assert not table.weight.requires_grad
+    with pytest.raises(AttributeError, match="lengths="):
+        rt.nn.utils.rnn
