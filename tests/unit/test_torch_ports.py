@@ -269,3 +269,18 @@ def test_gpt_one_trace_serves_every_batch_and_length(flash, tmp_path):
             want = model(idx)[0]
         np.testing.assert_allclose(static(idx)[0].numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
     assert static.cache_size == 1
+
+
+@needs_torch
+def test_gpt_in_float64_matches_torch_after_double(tmp_path):
+    ours_mod, torch_mod = ports.load("gpt", tmp_path), ports.load("gpt", tmp_path, backend="torch")
+    theirs = torch_mod.GPT(_gpt_config(torch_mod, True)).double()
+    ours = ours_mod.GPT(_gpt_config(ours_mod, True)).double()
+    ours.load_state_dict(theirs.state_dict())
+    idx = _rng.integers(0, 48, (2, 8))
+    want_logits, want_loss = theirs(torch.tensor(idx), torch.tensor(idx))
+    logits, loss = to_static(ours)(rt.tensor(idx), rt.tensor(idx))
+    assert logits.dtype == np.float64
+    np.testing.assert_allclose(logits.numpy(), want_logits.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(loss.numpy(), want_loss.detach().numpy(), rtol=1e-12)
+    assert ours.half().lm_head.weight.dtype == np.float16 and ours(rt.tensor(idx))[0].dtype == np.float16
