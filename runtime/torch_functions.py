@@ -7,7 +7,6 @@ positional meaning where the array API has none, as `rt.max(x, 1)`) goes to the 
 the same name (`runtime/torch_methods.py`), so each spelling is defined once.
 """
 import builtins
-import contextlib
 import functools
 
 import numpy as np
@@ -291,10 +290,19 @@ def is_grad_enabled():
     return tape.GRAD_MODE.enabled
 
 
-@contextlib.contextmanager
-def set_grad_enabled(mode):
-    with (tape.enable_grad() if mode else tape.no_grad()):
-        yield
+class set_grad_enabled:
+    """PyTorch's set_grad_enabled: grad mode `mode` from the call on (this thread), or inside a `with`
+    block, after which the mode before it comes back."""
+
+    def __init__(self, mode):
+        self.before = tape.GRAD_MODE.enabled
+        tape.GRAD_MODE.enabled = bool(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        tape.GRAD_MODE.enabled = self.before
 
 
 def is_tensor(x):

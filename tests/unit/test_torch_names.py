@@ -430,3 +430,16 @@ def test_channel_dropout_embedding_from_pretrained_and_nn_utils_hints():
     assert not table.weight.requires_grad
     with pytest.raises(AttributeError, match="lengths="):
         rt.nn.utils.rnn
+
+
+def test_set_grad_enabled_as_a_call_and_as_a_block():
+    w = rt.tensor([1.0], requires_grad=True)
+    with rt.set_grad_enabled(False):
+        assert not (w * 2).requires_grad and not rt.is_grad_enabled()
+    assert (w * 2).requires_grad
+    rt.set_grad_enabled(False)
+    try:
+        assert not (w * 2).requires_grad
+    finally:
+        rt.set_grad_enabled(True)
+    assert rt.is_grad_enabled()
