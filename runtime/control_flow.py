@@ -21,7 +21,7 @@ from .ops.control import block_raises, mark_raising
 from .shape_text import shape_text
 from .state import AttrCell, TensorValueCell, collecting_writes
 from .tensor import Tensor
-from .undefined import Undefined
+from .undefined import AT_RUN_TIME, Undefined
 
 
 # --- helpers ------------------------------------------------------------------------
@@ -344,6 +344,11 @@ def _load_cells(cells, values):
 def _fill(value, like, block, fill_only=True):
     """Replace fillable Undefined parts of value by zeros shaped like the other side's values."""
     if isinstance(value, Undefined):
+        if value.fill == AT_RUN_TIME and not isinstance(like, Undefined):
+            if not (_tensorish(like) or _is_scalar(like)):
+                return value
+            with tracing.block_guard(block):
+                return _undefined_like(like, value)
         if (value.fill or not fill_only) and not isinstance(like, Undefined):
             with tracing.block_guard(block):
                 return _placeholder_tree(like, None if value.fill else value)

@@ -21,9 +21,9 @@ _PLANS = weakref.WeakKeyDictionary()
 class Executor:
     """Runs Programs on one device; compiled plans are cached per Program (weakly) and per settings.
 
-    `max_iterations` (opt-in, None = unbounded) stops any one run of a `while` loop
-    after that many iterations with an IterationLimitError naming the loop's line:
-    a bound for Programs one did not write.
+    `max_iterations` (opt-in, None = unbounded) is a budget per call: the iterations
+    of all `while` loops of one run together (nested loops multiply), past which an
+    IterationLimitError names the loop that ran out: a bound for Programs one did not write.
     """
 
     def __init__(self, device="cpu", passes=None, max_iterations=None):

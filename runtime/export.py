@@ -19,6 +19,7 @@ comments, with anything unprintable replaced.
 import ast
 import builtins
 import copy
+import hashlib
 import inspect
 import keyword
 import linecache
@@ -30,10 +31,11 @@ import types
 
 import numpy as np
 
+from .atomic_files import Staged, commit_all, discard_all
 from .backends import _canonical
-from .deploy import _atomic_write, parameter_arrays
+from .deploy import _sha256, parameter_arrays
 from .codegen.generic import Codegen, is_literal
-from .serialization import DTYPES, write_params
+from .serialization import DTYPES, with_relative_origins, write_params
 from .shape_text import shape_text
 
 __all__ = ["export_python", "python_source", "ExportError"]
@@ -45,7 +47,7 @@ class ExportError(ValueError):
 
 _OUR_PACKAGES = frozenset(["runtime", "transpiler"])
 _WRAPPER_NAMES = frozenset(["program", "run", "load_params", "INPUTS", "PARAMETERS", "ARGS", "PARAMS_FILE",
-                            "_params", "_input", "xp", "np", "os", "sys"])
+                            "PARAMS_SHA256", "_params", "_input", "xp", "np", "os", "sys", "hashlib"])
 _INLINE_LIMIT = 80          # attrs with a longer repr become module-level constants
 
 
@@ -54,26 +56,40 @@ def export_python(program, path, device="cpu"):
 
     `device` "cpu" makes a module over NumPy, "gpu" over CuPy (parameters are
     copied to the GPU when first needed). A trailing ".py" on `path` is accepted.
+    Both files are written to temporaries and renamed into place only when both
+    are whole, the weights first; the module holds their SHA-256 and refuses
+    other weights when it loads them, so files of two exports never run together.
     """
     path = os.fspath(path)
     if path.endswith(".py"):
         path = path[:-3]
     py_path, npz_path = path + ".py", path + ".npz"
     arrays = parameter_arrays(program)
-    source = python_source(program, os.path.basename(npz_path), device)
-    _atomic_write(py_path, lambda f: f.write(source.encode("utf-8")))
-    _atomic_write(npz_path, lambda f: write_params(f, arrays))
+    staged = [Staged(npz_path), Staged(py_path)]
+    try:
+        with open(staged[0].temp, "wb") as f:
+            write_params(f, arrays)
+        source = python_source(program, os.path.basename(npz_path), device, params_sha256=_sha256(staged[0].temp))
+        with open(staged[1].temp, "wb") as f:
+            f.write(source.encode("utf-8"))
+        commit_all(staged)
+    except BaseException:
+        discard_all(staged)
+        raise
     return py_path, npz_path
 
 
-def python_source(program, params_file, device="cpu"):
-    """The standalone module's source; it reads parameters from `params_file` next to itself."""
+def python_source(program, params_file, device="cpu", params_sha256=None):
+    """The standalone module's source; it reads parameters from `params_file` next to itself, and refuses a
+    file whose SHA-256 is not `params_sha256` (None: no check)."""
     device = _canonical(device)
+    program = with_relative_origins(program)       # no absolute paths of the author's in the module
     xp_module = "numpy" if device == "cpu" else "cupy"
     sources = _Sources(_WRAPPER_NAMES)
     sources.preload(np, "np")
     sources.preload(os, "os")
     sources.preload(sys, "sys")
+    sources.preload(hashlib, "hashlib")
     gen = _ExportCodegen(program, sources)
     gen.function("program")
     shape_name = sources.function(shape_text, "shape_text", "the module's messages")
@@ -87,7 +103,7 @@ def python_source(program, params_file, device="cpu"):
            "outputs as the traced function returned them; `program(...)` is the Program itself.",
            '"""']
     out += _comment_block(str(program), "The Program, as dy2static prints it:")
-    out += ["", "import os", "import sys", "", "import numpy as np"]
+    out += ["", "import hashlib", "import os", "import sys", "", "import numpy as np"]
     out += [f"import {xp_module} as xp"] if xp_module != "numpy" else ["import numpy as xp"]
     out += sources.imports
     if sources.chunks:
@@ -99,8 +115,8 @@ def python_source(program, params_file, device="cpu"):
     out += ["", ""] + gen.lines
     out += ["", "", _WRAPPER.format(
         inputs=_dict_source(inputs), parameters=_dict_source(params),
-        args=repr(tuple(v.name for v in program.inputs)), params_file=repr(params_file), returned=returned,
-        shape_text=shape_name)]
+        args=repr(tuple(v.name for v in program.inputs)), params_file=repr(params_file),
+        params_sha256=repr(params_sha256), returned=returned, shape_text=shape_name)]
     source = "\n".join(out).rstrip("\n") + "\n"
     try:
         compile(source, "<exported program>", "exec")
@@ -115,11 +131,25 @@ INPUTS = {inputs}  # name -> (shape, dtype); -1 = any size
 PARAMETERS = {parameters}  # read from PARAMS_FILE
 ARGS = {args}  # program()'s arguments, in order
 PARAMS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), {params_file})
+PARAMS_SHA256 = {params_sha256}  # of the PARAMS_FILE exported with this module
 _params = {{}}
 
 
-def load_params(path=PARAMS_FILE):
-    """The parameters, read with allow_pickle=False and checked against PARAMETERS."""
+def load_params(path=PARAMS_FILE, sha256=PARAMS_SHA256):
+    """The parameters, read with allow_pickle=False and checked against PARAMETERS.
+
+    The file must have the SHA-256 `sha256` (by default: the one exported with this module, so
+    weights of another export never run with this code); sha256=None reads any file that fits.
+    """
+    if sha256 is not None:
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        if digest.hexdigest() != sha256:
+            raise ValueError(f"{{path}}: not the parameters file exported with this module (its SHA-256 differs: "
+                             "an export was interrupted, or files of two exports were mixed); export again, or "
+                             "call load_params(path, sha256=None) for parameters you trust")
     with np.load(path, allow_pickle=False) as npz:
         if set(npz.files) != set(PARAMETERS):
             raise ValueError(f"{{path}}: expected parameters {{sorted(PARAMETERS)}}, found {{sorted(npz.files)}}")

@@ -16,6 +16,7 @@ This module is data and imports nothing above it: `str(program)` and `repr(op)` 
 attached by printer.py, `to_json`/`from_json`/`==` by serialization.py, and a
 Variable's dynamic dims come from the array namespace (`rt.shape`).
 """
+import keyword
 import re
 
 import numpy as np
@@ -47,6 +48,8 @@ class Variable(ArrayMethods):
         self.persistable = persistable
         self.weak = weak
         self.kind = kind
+        self.length = None      # a tensor array's number of items when the trace knows it (a loop of static
+                                # length that appended to it once per iteration): Python may walk it then
 
     @property
     def ndim(self):
@@ -87,6 +90,8 @@ class Variable(ArrayMethods):
         raise SymbolicBoolError(self)
 
     def __len__(self):
+        if self.kind == "array" and self.length is not None:
+            return self.length
         if self.kind == "array":        # its static_shape is an element's: never the list's length
             raise TypeError(
                 f"len() of the tensor array '{self.name}' in plain Python: its length is known only when the "
@@ -103,6 +108,8 @@ class Variable(ArrayMethods):
         Python code that iterates (`sum(x)`, `list(x)`, `a, b = x`, `zip(x, y)`) then
         unrolls exactly as it would eagerly; a dynamic first dim has no Python length.
         """
+        if self.kind == "array" and self.length is not None:
+            return (self[i] for i in range(self.length))
         if self.kind == "array":
             raise TypeError(
                 f"cannot iterate the tensor array '{self.name}' in plain Python: its length is known only "
@@ -322,6 +329,8 @@ class Program:
         base = _IDENT.sub("_", str(hint)) or "t"
         if base[0].isdigit():
             base = "_" + base
+        if keyword.iskeyword(base) or base == "__debug__":     # names generated code cannot bind
+            base += "_"
         if base not in self._used:
             self._used.add(base)
             return base

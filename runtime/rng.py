@@ -18,6 +18,18 @@ def get_state():
     return _state["rng"].bit_generator.state
 
 
+def snapshot():
+    """The generator and its state now: `restore` undoes every draw since, and an `rt.seed` (a failed trace)."""
+    generator = _state["rng"]
+    return generator, generator.bit_generator.state
+
+
+def restore(saved):
+    generator, state = saved
+    generator.bit_generator.state = state
+    _state["rng"] = generator
+
+
 class replaying:
     """Within the block the generator starts from `state` (what it drew then, it draws again); after it,
     the generator is the one before, untouched: a replay takes nothing from the program's sequence."""

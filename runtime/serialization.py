@@ -1,8 +1,10 @@
 """Programs as versioned, human-readable JSON, parameters as .npz; and back.
 
 Reading treats the file as hostile. Nothing from it is executed: op types must
-be in the registry, attrs are plain data whose keys are identifiers, and every
-reference is checked (variables declared once, defined before use, in a block
+be in the registry, attrs are plain data whose keys are identifiers and whose
+values have the types the kernels take (an attr name means one thing across
+ops: `axis` is an int, never a bool), variable names are ones generated code
+can bind (no keyword, no `__debug__`), and every reference is checked (variables declared once, defined before use, in a block
 that encloses the use; sub-block indices in range, each block used by exactly
 one op, no cycles; `cond`/`while` arities consistent, and every value their
 blocks read from outside listed among their inputs). Each op's own shape
@@ -12,6 +14,7 @@ nesting deeper than `MAX_DEPTH` and npy headers that claim more data than the
 file holds are refused before any array is made. Every problem is a
 `ProgramFormatError` naming the file and what is wrong.
 """
+import functools
 import inspect
 import io
 import json
@@ -39,12 +42,49 @@ MAX_DEPTH = 100             # nesting of JSON arrays/objects
 MAX_BLOCK_DEPTH = 64        # nesting of sub-blocks (Python allows ~99 indentation levels)
 MAX_LOOP_DEPTH = 16         # nesting of while ops (Python allows 20 nested loops)
 MAX_NAME_LENGTH = 256
+MAX_OPS = 200_000           # ops of a loaded Program, all blocks together, unless load(..., max_ops=N)
 # what `Program.unique_name` makes: ASCII only, so no two names alias once Python
 # NFKC-normalizes identifiers (`ｖ` is `v` in generated code)
 VAR_NAME = re.compile(r"[A-Za-z0-9_.]+")
 ATTR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DTYPES = frozenset(["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                     "float16", "float32", "float64", "complex64", "complex128"])
+
+
+# What an attr of each name holds, for every op that has one (an attr name means one thing across the
+# registry): the loader refuses other types before a kernel sees them, so a plan and an exported module
+# (which call kernels with these values) never differ on a value NumPy takes in one spelling and refuses
+# in another (`axis=False` is axis 0 to `ndarray.take`, a TypeError to `np.take`). Names not listed
+# hold data any literal may be (a constant's value, a getitem index, a print template).
+_INT_ATTRS = frozenset([      # an int (never a bool), None, or (nested) lists of those
+    "axis", "axes", "source", "destination", "shift", "k", "n", "m", "groups", "offset", "num", "num_classes",
+    "minlength", "ignore_index", "stride", "padding", "dilation", "kernel_size", "output_padding",
+    "repetitions", "repeats", "sections", "shape", "normalized_shape", "into"])
+_BOOL_ATTRS = frozenset([     # exactly True or False
+    "keepdims", "descending", "ceil_mode", "endpoint", "upper", "full_matrices", "include_initial", "largest",
+    "inverse", "real", "prepend", "append"])
+_NUMBER_ATTRS = frozenset([   # an int or float (never a bool), or None
+    "start", "stop", "step", "correction", "eps", "p", "beta", "threshold", "negative_slope", "alpha",
+    "label_smoothing", "d", "rtol"])
+_STR_ATTRS = frozenset([      # a string, or None
+    "origin", "mode", "kind", "reduction", "side", "norm", "indexing", "approximate", "subscripts", "reduce"])
+
+
+def _attr_fits(name, value):
+    """Whether `value` is of the type the kernels take for an attr called `name` (see _INT_ATTRS...)."""
+    if name in _INT_ATTRS:
+        if isinstance(value, (list, tuple)):
+            return all(_attr_fits(name, v) for v in value)
+        return value is None or _is_int(value)
+    if name in _BOOL_ATTRS:
+        return isinstance(value, bool)
+    if name in _NUMBER_ATTRS:
+        return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+    if name in _STR_ATTRS:
+        return value is None or isinstance(value, str)
+    if name == "dtype":
+        return value is None or (isinstance(value, str) and value in DTYPES)
+    return True
 
 
 class ProgramFormatError(ValueError):
@@ -85,7 +125,13 @@ def _encode_input(x):
     return {"lit": _canon(x)}
 
 
-def program_to_dict(program):
+def program_to_dict(program, origins="as is"):
+    """The Program as JSON data. `origins` says what becomes of each op's "file:line" (and of the `origin`
+    attrs of ops that report it): "as is"; "relative", the file relative to the folder above its package
+    (`relative_origin`: what a saved file carries, no author's home directory); False, dropped (None)."""
+    if origins not in ("as is", "relative", False):
+        raise ValueError(f"origins must be 'as is', 'relative' or False, not {origins!r}")
+    where = _ORIGIN_FORMS[origins]
     blocks = []
     for b in program.blocks:
         blocks.append({
@@ -97,8 +143,9 @@ def program_to_dict(program):
             "ops": [{"type": op.type,
                      "inputs": [_encode_input(x) for x in op.inputs],
                      "outputs": [o.name for o in op.outputs],
-                     "attrs": _canon(op.attrs),
-                     "origin": op.origin} for op in b.ops],
+                     "attrs": _canon(op.attrs if "origin" not in op.attrs or origins == "as is"
+                                     else dict(op.attrs, origin=where(op.attrs["origin"]))),
+                     "origin": where(op.origin)} for op in b.ops],
         })
     return {
         "format": FORMAT,
@@ -112,6 +159,48 @@ def program_to_dict(program):
         "output_consts": {str(k): _canon(v) for k, v in program.output_consts.items()},
         "blocks": blocks,
     }
+
+
+def relative_origin(origin):
+    """"pkg/sub/mod.py:12" for "/home/me/src/pkg/sub/mod.py:12": the file relative to the folder that holds
+    its top package (the folders above it with an `__init__.py`), or its bare name for a script. Only an
+    absolute path is changed: a relative one ("examples/mlp.py:3", an origin read back from a saved file)
+    and a name that is no path ("<stdin>:3") stay as they are."""
+    if not isinstance(origin, str):
+        return origin
+    filename, sep, line = origin.rpartition(":")
+    if not sep or not line.isdigit():
+        filename, line = origin, None
+    if not os.path.isabs(filename):
+        return origin
+    relative = _relative_file(filename)
+    return relative if line is None else f"{relative}:{line}"
+
+
+@functools.lru_cache(maxsize=256)
+def _relative_file(filename):
+    folder, name = os.path.split(os.path.normpath(filename))
+    parts = [name]
+    while folder and os.path.isfile(os.path.join(folder, "__init__.py")):
+        folder, package = os.path.split(folder)
+        if not package:
+            break
+        parts.append(package)
+    return "/".join(reversed(parts))
+
+
+def with_relative_origins(program):
+    """A structural copy whose ops name the user's files relative to their packages (`relative_origin`):
+    what an exported module may carry."""
+    copy = program.clone()
+    for op in copy.ops():
+        op.origin = relative_origin(op.origin)
+        if "origin" in op.attrs:
+            op.attrs["origin"] = relative_origin(op.attrs["origin"])
+    return copy
+
+
+_ORIGIN_FORMS = {"as is": lambda origin: origin, "relative": relative_origin, False: lambda origin: None}
 
 
 def _var_dict(v):
@@ -136,24 +225,32 @@ def _tuplify(value, sequence=tuple):
     return value
 
 
-def program_from_json(text, source="<string>"):
+def program_from_json(text, source="<string>", max_ops=None):
     """Parse and validate Program JSON (str or bytes); ProgramFormatError on any problem."""
+    return program_from_dict(parse_json(text, source), source, max_ops=max_ops)
+
+
+def parse_json(text, source):
+    """The JSON data of Program text (str or bytes), or a ProgramFormatError."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except RecursionError:
         raise ProgramFormatError(f"{source}: JSON nested too deeply (over {MAX_DEPTH} levels)") from None
     except (ValueError, UnicodeDecodeError, TypeError) as e:   # JSONDecodeError, int too long, bad encoding
         raise ProgramFormatError(f"{source}: not valid JSON ({str(e)[:200]})") from None
-    return program_from_dict(data, source)
 
 
-def program_from_dict(data, source="<dict>", check_types=True):
+def program_from_dict(data, source="<dict>", check_types=True, max_ops=None):
     """Build a Program from its JSON data, checking every reference.
 
     `check_types` also re-runs each op's shape/dtype rule against the declared
     outputs (what an untrusted file needs; a copy of a live Program skips it).
+    `max_ops`: the most ops (all blocks together) the Program may have, checked
+    before anything else is read (None: no limit; `load` passes MAX_OPS).
     """
     try:
+        if max_ops is not None:
+            _check_op_count(data, source, max_ops)
         _check_depth(data, source)
         return _Reader(data, source, check_types).read()
     except ProgramFormatError:
@@ -164,15 +261,26 @@ def program_from_dict(data, source="<dict>", check_types=True):
         raise ProgramFormatError(f"{source}: malformed Program ({type(e).__name__}: {str(e)[:200]})") from None
 
 
+def _check_op_count(data, source, max_ops):
+    blocks = data.get("blocks") if isinstance(data, dict) else None
+    count = sum(len(b["ops"]) for b in blocks if isinstance(b, dict) and isinstance(b.get("ops"), list)) \
+        if isinstance(blocks, list) else 0
+    if count > max_ops:
+        raise ProgramFormatError(f"{source}: the Program has {count} ops, over the limit of {max_ops} "
+                                 f"(pass load(..., max_ops=N) to allow more)")
+
+
 def _check_depth(data, source):
-    """Refuse documents nested deeper than MAX_DEPTH (iteratively: no recursion on hostile input)."""
-    stack = [(data, 1)] if isinstance(data, (list, dict)) else []
-    while stack:
-        node, depth = stack.pop()
+    """Refuse documents nested deeper than MAX_DEPTH (iteratively, a level at a time: no recursion on
+    hostile input, and one pass over the containers of each level)."""
+    level = [data] if isinstance(data, (list, dict)) else []
+    depth = 0
+    while level:
+        depth += 1
         if depth > MAX_DEPTH:
             raise ProgramFormatError(f"{source}: JSON nested too deeply (over {MAX_DEPTH} levels)")
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((c, depth + 1) for c in children if isinstance(c, (list, dict)))
+        level = [c for node in level for c in (node.values() if isinstance(node, dict) else node)
+                 if isinstance(c, (list, dict))]
 
 
 def _is_int(value):
@@ -180,6 +288,8 @@ def _is_int(value):
 
 
 def _has_type(value, types):
+    if value.__class__ is types:        # the common case, at once (a bool's class is bool, never int)
+        return True
     types = types if isinstance(types, tuple) else (types,)
     return isinstance(value, types) and (bool in types or not isinstance(value, bool))
 
@@ -192,6 +302,18 @@ def _type_names(types):
 def _static_size(shape):
     known = [d for d in shape if d > 0]
     return math.prod(known) if known else 0
+
+
+def _attr_expectation(name):
+    if name in _INT_ATTRS:
+        return "an int, None or a list of ints; a bool is not an int here"
+    if name in _BOOL_ATTRS:
+        return "true or false"
+    if name in _NUMBER_ATTRS:
+        return "a number or None; a bool is not a number here"
+    if name == "dtype":
+        return f"one of {sorted(DTYPES)}"
+    return "a string or None"
 
 
 class _Reader:
@@ -308,6 +430,9 @@ class _Reader:
         if len(name) > MAX_NAME_LENGTH or not VAR_NAME.fullmatch(name):
             self.fail(f"variable with invalid name {brief(name)} in block {block.idx} (a name is 1 to "
                       f"{MAX_NAME_LENGTH} ASCII letters, digits, '_' or '.')")
+        if name[0].isdigit() or keyword.iskeyword(name) or name == "__debug__":
+            self.fail(f"variable with invalid name {brief(name)} in block {block.idx} (a Python keyword, "
+                      "'__debug__' or a name starting with a digit: a Program never makes one)")
         if name in self.vars:
             self.fail(f"variable '{name}' is declared twice")
         where = f"variable '{name}'"
@@ -370,13 +495,17 @@ class _Reader:
         self.used_blocks.add(idx)
         block = program.blocks[idx]
         bd = self.blocks_data[idx]
-        defined = set(defined) | {id(p) for p in block.params}
+        # one set for the whole Program: what a block defines is taken out again when it ends (each
+        # variable belongs to one block), so reading costs the same however many blocks there are
+        defined.update(id(p) for p in block.params)
         for n, od in enumerate(self.items(bd, "ops", dict, f"block {idx}")):
             self.read_op(program, block, od, n, defined, loop_depth)
         results = self.field(bd, "results", list, f"block {idx}", [])
         if idx == 0 and results:
             self.fail("block 0 cannot have results (the Program's outputs are listed in \"outputs\")")
         block.results = [self.value(x, block, defined) for x in results]
+        if idx != 0:
+            defined.difference_update(id(v) for v in block.vars.values())
         return defined
 
     def read_op(self, program, block, od, n, defined, loop_depth):
@@ -390,11 +519,14 @@ class _Reader:
         outputs = [self.own_var(name, block, "output") for name in self.items(od, "outputs", str, where)]
         raw_attrs = self.field(od, "attrs", dict, where, {})
         for key in raw_attrs:
-            if not ATTR_NAME.fullmatch(key) or keyword.iskeyword(key):
+            if not ATTR_NAME.fullmatch(key) or keyword.iskeyword(key) or key == "__debug__":
                 self.fail(f"{where} has an attr named {brief(key)}, which is not an identifier "
                           "(ASCII letters, digits, '_')")
         attrs = _tuplify(raw_attrs)
         self.check_attr_names(where, opdef, inputs, attrs)
+        for key, value in attrs.items():
+            if not _attr_fits(key, value):
+                self.fail(f"{where} does not accept attr {key!r} = {brief(value)} ({_attr_expectation(key)})")
         subs = []
         for key in sub_block_attrs(op_type):
             sub = attrs.get(key)
@@ -431,19 +563,14 @@ class _Reader:
             if unknown:
                 self.fail(f"{where} has attr(s) {brief(unknown)} that the op does not declare")
             return
-        signature = _kernel_signature(opdef)
-        params = list(signature.parameters.values())
-        if any(p.kind is p.VAR_KEYWORD for p in params):
-            return
-        declared = {p.name for p in params[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-                    and not p.name.startswith("_")}       # `_fn=...` defaults bind a kernel, never a file's attr
-        unknown = sorted(set(attrs) - declared)
-        if unknown:
-            self.fail(f"{where} has attr(s) {brief(unknown)} that the op does not declare")
-        try:
-            signature.bind(None, *inputs, **attrs)
-        except TypeError as e:
-            self.fail(f"{where} does not accept its inputs/attrs (TypeError: {str(e)[:200]})")
+        key = (opdef.name, len(inputs), tuple(attrs))     # binding depends on nothing else: decided once
+        problem = _BINDINGS.get(key, KeyError)
+        if problem is KeyError:
+            if len(_BINDINGS) > 4096:       # bounded, whatever files it has read
+                _BINDINGS.clear()
+            problem = _BINDINGS[key] = _binding_problem(opdef, len(inputs), attrs)
+        if problem is not None:
+            self.fail(f"{where} {problem}")
 
     def check_cond(self, where, inputs, outputs, tb, fb):
         if not inputs:
@@ -559,6 +686,25 @@ class _Reader:
 
 
 _SIGNATURES = {}
+_BINDINGS = {}      # (op name, number of inputs, attr names) -> what is wrong with such a call, or None
+
+
+def _binding_problem(opdef, n_inputs, attrs):
+    """Why the kernel cannot be called with n_inputs inputs and these attr names, or None."""
+    signature = _kernel_signature(opdef)
+    params = list(signature.parameters.values())
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    declared = {p.name for p in params[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                and not p.name.startswith("_")}       # `_fn=...` defaults bind a kernel, never a file's attr
+    unknown = sorted(set(attrs) - declared)
+    if unknown:
+        return f"has attr(s) {brief(unknown)} that the op does not declare"
+    try:
+        signature.bind(None, *([None] * n_inputs), **dict.fromkeys(attrs))
+    except TypeError as e:
+        return f"does not accept its inputs/attrs (TypeError: {str(e)[:200]})"
+    return None
 
 
 def _kernel_signature(opdef):

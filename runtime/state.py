@@ -39,12 +39,12 @@ class Cell:
     def get(self):
         raise NotImplementedError
 
-    def set(self, value):
+    def set(self, value, always=False):
         """Store a value; while tracing at the top level, remember the place (and its value before)
-        if it now holds traced values."""
+        if it now holds traced values, or `always` (`p.grad = None` by zero_grad: each run stores it too)."""
         program = tracing.current_program()
         if program is not None and tracing.current_block() is program.global_block and \
-                any(isinstance(v, Variable) for v in pytree.flatten(value)[0]):
+                (always or any(isinstance(v, Variable) for v in pytree.flatten(value)[0])):
             key = self.identity()     # (a set inside a branch/body is carried out by the enclosing op)
             written = tracing.trace_state(program).written
             if key not in written:

@@ -11,7 +11,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from . import pytree
+from . import pytree, rng
 from .array_methods import ArrayMethods
 from .autodiff.tape import enable_grad
 from .dtypes import as_dtype
@@ -241,9 +241,14 @@ def trace(fn, specs, name=None):
     return recording.program, recording.inputs, recording.result
 
 
-def record(fn, specs, name=None, keeps_writes=False):
+def record(fn, specs, name=None, keeps_writes=False, written=None):
     """`trace`, also handing back the places the trace wrote (a `Recording`); `keeps_writes`: the caller
-    stores them after each run (so `t[i] = v` on a captured Tensor may be recorded as a write of it)."""
+    stores them after each run (so `t[i] = v` on a captured Tensor may be recorded as a write of it).
+
+    A trace that fails (an exception, a KeyboardInterrupt) puts back what the places it wrote held before
+    (`put_back`) and the random generator, then raises. `written`: the dict to note the places in (the
+    caller's own, so that it can add and put back places it finds written another way, see transpiler.api).
+    """
     program = Program(name or getattr(fn, "__name__", "main"))
     block = program.global_block
     inputs = []
@@ -254,13 +259,31 @@ def record(fn, specs, name=None, keeps_writes=False):
     program.inputs = list(inputs)
     # a Program is a function: whether a call goes on the tape is decided when it runs, so the caller's
     # no_grad does not reach the trace; a `with rt.no_grad():` inside fn marks the ops it records
+    generator = rng.snapshot()
     with block_guard(block), enable_grad():
-        trace_state(program).keeps_writes = keeps_writes
-        result = fn(*inputs)
-        finish_outputs(program, result)
-        written = trace_state(program).written
+        state = trace_state(program)
+        state.keeps_writes = keeps_writes
+        if written is not None:
+            state.written = written
+        try:
+            result = fn(*inputs)
+            finish_outputs(program, result)
+        except BaseException:
+            put_back(state.written)
+            rng.restore(generator)
+            raise
+        written = state.written
     compact_blocks(program)     # sub-blocks of ops a gradient recorded and then pruned
     return Recording(program, inputs, result, written)
+
+
+def put_back(written):
+    """Store in each written place (`TraceState.written`: cell identity -> (cell, value before)) the value it
+    held before the trace (a value from earlier in this trace is left: the run stores the real one). Places
+    are put back newest first, so the oldest value wins."""
+    for cell, before in reversed(list(written.values())):
+        if not any(isinstance(v, Variable) for v in pytree.flatten(before)[0]):
+            cell._store(before)
 
 
 def finish_outputs(program, result):

@@ -1,6 +1,9 @@
 """`Undefined`: the value of a name on a path that never assigned it (below every layer that passes it along)."""
 
 
+AT_RUN_TIME = "at run time"
+
+
 class Undefined:
     """The value of a name on a path that never assigned it.
 
@@ -15,7 +18,10 @@ class Undefined:
     def __init__(self, name, origin=None, fill=False, bound=None):
         self.name = name
         self.origin = origin
-        self.fill = fill     # may be replaced by a zeros placeholder (values whose reads are guarded)
+        # True: may be replaced by a zeros placeholder (values whose reads are guarded); AT_RUN_TIME: by an
+        # `undefined` op (a name a branch that returns/breaks/continues left unbound: Python reads it on no
+        # path that follows, and a read there would raise when the Program runs)
+        self.fill = fill
         # the value the name has on the paths that do bind it (a tensor `if` that binds it in one branch):
         # a tensor loop whose body leaves the name so carries it with an `undefined` op for the other paths
         self.bound = bound

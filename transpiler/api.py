@@ -228,7 +228,9 @@ class StaticFunction:
         self._trace_lock = threading.RLock()      # held while tracing only
         self._cache_lock = threading.Lock()       # held for a moment around changes of _cache
         self._newest = None                       # the most recently used key (the end of _cache)
-        self._fast_by_shape = {}                  # first argument's shape -> a fast call (mixed-shape serving)
+        # first argument's shape -> the fast call of a cached entry (mixed-shape serving), most recent last:
+        # read without a lock, changed only under _cache_lock, at most max_signatures shapes
+        self._fast_by_shape = {}
         self.retrace_reasons = []     # why each trace after the first happened, e.g. "x: shape (2, 3) -> (4, 3)"
         self._fallback = None
         self._bound = weakref.WeakKeyDictionary()
@@ -327,7 +329,7 @@ class StaticFunction:
             if traced.fast:
                 self._fast_call = traced.fast
                 if args and args[0].__class__ is rt.Tensor:
-                    self._fast_by_shape[args[0].data.shape] = traced.fast
+                    self._index_fast(args[0].data.shape, key, traced)
         outs = [wrap_output(o, backend) for o in outs]
         if GRAD_MODE.enabled and not traced.writes_parameters:   # on the tape as one op when some input or
             # captured tensor requires grad; a Program that writes tensors requiring grad (a training step)
@@ -363,8 +365,10 @@ class StaticFunction:
         """
         specs = input_spec if input_spec is not None else self._spec_tree
         if specs is None:
-            if self.cache_size == 1:
-                return next(iter(self._cache.values())).program
+            with self._cache_lock:
+                entries = list(self._cache.values())
+            if len(entries) == 1:
+                return entries[0].program
             traced = f"been traced for {self.cache_size} signatures" if self.cache_size else "not been traced yet"
             raise ValueError(f"{self!r}: pass input_spec=[InputSpec(shape, dtype, name), ...] (to save or export) or "
                              f"use to_static(fn, input_spec=[...]) (to pickle) to say which Program stands for it: "
@@ -453,10 +457,36 @@ class StaticFunction:
         return params[1:] if self._instance is not None else params
 
     def _trace(self, key, leaves, treedef, positions, keep, stale=None, call=None):
-        """Trace and compile one signature, then cache it. A trace that fails leaves nothing behind.
+        """Trace and compile one signature, then cache it.
+
+        A trace that fails (any exception, a KeyboardInterrupt included) leaves nothing behind: no
+        entry, and every place it wrote holds what it held before — `.grad`s, attributes, globals,
+        closure variables, containers and the random generator. The one journal of those places is
+        the trace's `written` (runtime.state cells, and what comparing with the snapshots finds).
 
         `call` is the call's (args, kwargs): lists and dicts it passed that the function writes get
         the new values after each run (see writeback)."""
+        before = writeback.snapshot({**outer_names.user_objects(self._fn),
+                                     **writeback.argument_objects(self._fn, self._instance,
+                                                                  *pytree.unflatten(treedef, leaves))})
+        outer = outer_names.snapshot(self._fn)
+        written = {}
+        generator = rng.snapshot()
+        try:
+            traced = self._record(leaves, treedef, positions, keep, call, before, outer, written)
+            self._store(key, traced, stale)
+        except BaseException:
+            def undo():
+                writeback.register_writes(written, before)
+                outer_names.register(self._fn, outer, written, traced_only=False)
+                tracing.put_back(written)
+                rng.restore(generator)
+            _to_the_end(undo)
+            raise
+        return traced
+
+    def _record(self, leaves, treedef, positions, keep, call, before, outer, written):
+        """The trace and compiled plan of one signature; its written places are noted in `written`."""
         containers = writeback.ArgumentWrites(self._fn, self._instance, call)
         specs = []
         names = self._param_names()
@@ -471,10 +501,6 @@ class StaticFunction:
         named = list(self._instance.named_parameters()) if isinstance(self._instance, rt.nn.Layer) else []
         if isinstance(self._instance, rt.nn.Layer):
             named += self._instance.named_buffers()
-        before = writeback.snapshot({**outer_names.user_objects(self._fn),
-                                     **writeback.argument_objects(self._fn, self._instance,
-                                                                  *pytree.unflatten(treedef, leaves))})
-        outer = outer_names.snapshot(self._fn)
         try:
             with guards.recording() as reads, tracing.parameter_names(named), writeback.collecting(before):
                 args, kwargs = pytree.unflatten(treedef, leaves)
@@ -490,8 +516,8 @@ class StaticFunction:
                     args, kwargs = pytree.unflatten(treedef, filled)
                     containers.traced_with(args, kwargs)
                     return fn(*args, **kwargs)
-                recording = tracing.record(body, specs, name=self._fn.__name__, keeps_writes=True)
-            program, written = recording.program, recording.written
+                recording = tracing.record(body, specs, name=self._fn.__name__, keeps_writes=True, written=written)
+            program = recording.program
             writeback.register_writes(written, before)
             outer_names.register(self._fn, outer, written)
             containers.register(written)
@@ -510,9 +536,19 @@ class StaticFunction:
         device = _device(leaves[positions[0]]) if positions else "cpu"
         state = StateWrites(program, written, [program.parameters[v.name] for v in program.inputs[len(positions):]])
         plan = Executor(device, self._passes).compile(state.runnable(program))
-        traced = _Traced(program, plan, len(positions), reads.watches, keep, state)
-        self._store(key, traced, stale)
-        return traced
+        return _Traced(program, plan, len(positions), reads.watches, keep, state)
+
+    def _index_fast(self, shape, key, traced):
+        """Serve arguments whose first has this shape with traced's fast call, while traced is the cached entry
+        for key (a thread may have evicted it meanwhile); the least recently indexed shape goes first."""
+        with self._cache_lock:
+            if self._cache.get(key) is not traced or not traced.fast:
+                return
+            by_shape = self._fast_by_shape      # a plain dict (the read is one dict.get), in insertion order
+            by_shape.pop(shape, None)
+            by_shape[shape] = traced.fast
+            while len(by_shape) > self._max_signatures:
+                del by_shape[next(iter(by_shape))]
 
     def _store(self, key, traced, stale):
         """Cache a new entry (replacing a stale one for the same key), evicting the least recently used."""
@@ -531,8 +567,10 @@ class StaticFunction:
             dropped = {id(e.fast) for e in evicted if e.fast}
             if id(self.__dict__.get("_fast_call")) in dropped:
                 self.__dict__.pop("_fast_call", None)
-            if dropped:
-                self._fast_by_shape = {k: f for k, f in self._fast_by_shape.items() if id(f) not in dropped}
+            if evicted:
+                live = {id(e.fast) for e in self._cache.values() if e.fast}
+                for shape in [s for s, f in self._fast_by_shape.items() if id(f) not in live]:
+                    del self._fast_by_shape[shape]
         recent = "; ".join(self.retrace_reasons[-3:])
         if size in WARN_AT and not (old is not None and len(evicted) == 1):
             warnings.warn(f"{self._fn.__qualname__} has been traced for {size} input signatures "
@@ -645,6 +683,20 @@ def _fast_call(static, traced, args, key):
     exec(compile(source, f"<dy2static call {static._fn.__qualname__}>", "exec"), ns)
     ns["fast"].generation = ns["G0"]
     return ns["fast"]
+
+
+def _to_the_end(fn):
+    """Run fn (which may run again from the start: putting back is idempotent) to its end even when a Ctrl-C
+    arrives meanwhile; the KeyboardInterrupt is raised after it."""
+    interrupted = None
+    while True:
+        try:
+            fn()
+            break
+        except KeyboardInterrupt as e:
+            interrupted = e
+    if interrupted is not None:
+        raise interrupted
 
 
 def _tracked_call(program, arrays, sources, outs, backend):

@@ -8,6 +8,7 @@
     dy2static run model.py::f --input x=big.npy --scheduler tcp://host:8786 --out outdir   on a Dask cluster
     dy2static export model.py::f --spec 'x:float32[None,784]' --out build/f [--format python|program|onnx]
     dy2static export build/f.program.json --out build/f_np        a saved Program: no --spec needed
+    dy2static run f.program.json --input x=x.npy --max-iterations 100000 --max-bytes 10000000   an untrusted one
 
 TARGET is `FILE.py` or `FILE.py::QUALNAME` (`run` and `export` also take a saved
 Program, `PATH.program.json`, which needs no source and no --spec). QUALNAME is a dotted path from the
@@ -18,9 +19,10 @@ means its `forward`); `program` and `run` need something callable without `self`
 that is a function or a path through an instance.
 
 The user's file is imported by path under a unique module name, with its folder
-first on sys.path (as `python FILE.py` would have it). Errors are one line on
-stderr and exit status 1 (`--traceback` shows the whole Python traceback);
-usage errors exit with status 2.
+first on sys.path (as `python FILE.py` would have it). Outputs are written to
+temporaries and renamed into place when whole; an output that is an input is
+refused. Errors are one line on stderr and exit status 1 (`--traceback` shows
+the whole Python traceback); usage errors exit with status 2.
 """
 import argparse
 import difflib
@@ -39,8 +41,9 @@ import types
 import numpy as np
 
 import runtime as rt
-from runtime import deploy, export, pytree
+from runtime import atomic_files, deploy, export, pytree
 from runtime.ir import Variable, sub_block_attrs
+from runtime.serialization import MAX_OPS, PARAMS_RATIO, PARAMS_SLACK
 from runtime.shape_text import shape_text
 from runtime.tracing import InputSpec
 
@@ -271,13 +274,19 @@ def bind_arguments(static, named, target, what):
     return args, kwargs
 
 
-def parse_input(text, mmap=False):
-    """'x=path.npy' → ('x', array); 'path.npy' → (None, array); memory-mapped read-only with `mmap`."""
+def split_input(text):
+    """'x=path.npy' → ('x', 'path.npy'); 'path.npy' → (None, 'path.npy')."""
     name, sep, path = text.partition("=")
     if not sep:
-        name, path = None, text
-    elif not re.fullmatch(r"[A-Za-z_]\w*", name):
+        return None, text
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
         raise CLIError(f"bad --input '{text}': expected NAME=FILE.npy or FILE.npy")
+    return name, path
+
+
+def parse_input(text, mmap=False):
+    """'x=path.npy' → ('x', array); 'path.npy' → (None, array); memory-mapped read-only with `mmap`."""
+    name, path = split_input(text)
     if not os.path.exists(path):
         raise CLIError(f"--input {text}: {path}: no such file")
     try:
@@ -454,7 +463,7 @@ def cmd_program(args, out):
 def run_target(args):
     """(call, user file or None) for `run`: call([(name or None, array)]) runs TARGET on those inputs."""
     if is_saved_program(args.target):
-        loaded = load_saved(args.target, device=args.device)
+        loaded = load_saved(args.target, device=args.device, **load_limits(args))
 
         def call(named):
             positional = [value for name, value in named if name is None]
@@ -466,6 +475,7 @@ def run_target(args):
             return loaded.run({name: _to_tensor(value, args.device) for name, value in feed.items()})
         return call, None
 
+    refuse_load_limits(args)
     path, static = static_target(args)
 
     def call(named):
@@ -496,6 +506,8 @@ def cmd_run(args, out):
         return run_on_cluster(args, out)
     if args.batch_size is not None:
         return run_in_batches(args, out)
+    if args.out is not None:
+        check_out_is_no_input(args)
     inputs = [parse_input(text) for text in args.input]
     call, user_file = run_target(args)
     try:
@@ -507,12 +519,32 @@ def cmd_run(args, out):
     for i, leaf in enumerate(leaves):
         arrays[f"out{i}"] = leaf.numpy() if isinstance(leaf, rt.Tensor) else np.asarray(leaf)
     if args.out is not None:
-        np.savez(args.out, **arrays)
+        write_npz(args.out, arrays)
         out.write(f"wrote {len(arrays)} output(s) to {args.out}: {', '.join(arrays)}\n")
         return 0
     for key, array in arrays.items():
         out.write(f"{key}: {array.dtype.name}{shape_text(array.shape)}\n{np.array2string(array, threshold=200)}\n")
     return 0
+
+
+def write_npz(path, arrays):
+    """`run --out FILE.npz`: written whole to a temporary and renamed onto FILE (".npz" added as np.savez does)."""
+    path = path if path.endswith(".npz") else path + ".npz"
+    try:
+        with atomic_files.replacing(path) as temp, open(temp, "wb") as file:
+            np.savez(file, **arrays)
+    except OSError as e:
+        raise CLIError(f"cannot write {path}: {e.strerror or _one_line(e)}") from e
+
+
+def check_out_is_no_input(args):
+    """A CLIError, before anything runs or is written, if `run --out FILE.npz` is one of the --input files."""
+    path = args.out if args.out.endswith(".npz") else args.out + ".npz"
+    for text in args.input:
+        source = split_input(text)[1]
+        if os.path.exists(path) and os.path.exists(source) and os.path.samefile(path, source):
+            raise CLIError(f"--out {args.out} is the input {source} (the same file), which the outputs would "
+                           "replace; give another --out")
 
 
 def run_in_batches(args, out):
@@ -550,13 +582,14 @@ def run_on_cluster(args, out):
     named = [(name, array.filename) for name, array in (parse_input(text, mmap=True) for text in args.input)]
     user_file = None
     if is_saved_program(args.target):
-        target = load_saved(args.target, device=args.device)
+        target = load_saved(args.target, device=args.device, **load_limits(args))
         try:
             feed = target.bind([p for name, p in named if name is None], {n: p for n, p in named if n is not None})
         except TypeError as e:
             raise CLIError(f"--input: {e}") from e
         paths = [feed[name] for name in target.input_names]
     else:
+        refuse_load_limits(args)
         path, target = static_target(args)
         user_file = os.path.abspath(path)
         paths, keywords = bind_arguments(target, named, args.target, "--input")
@@ -565,6 +598,8 @@ def run_on_cluster(args, out):
                            f"{', '.join(keywords)}")
     try:
         written = cluster.run_on_scheduler(args.scheduler, target, paths, args.out, args.batch_size, args.device)
+    except batches.BatchError as e:
+        raise CLIError(str(e)) from None
     except ImportError as e:
         raise CLIError(f"--scheduler: {e}") from None
     except OSError as e:
@@ -581,22 +616,42 @@ def is_saved_program(target):
     return target.endswith(deploy.PROGRAM_SUFFIX)
 
 
-def load_saved(target, device="cpu"):
-    """The LoadedProgram saved at TARGET; its problems as one-line CLIErrors."""
+def load_saved(target, device="cpu", max_bytes=None, max_iterations=None, max_ops=None):
+    """The LoadedProgram saved at TARGET, under `transpiler.load`'s limits; its problems as one-line CLIErrors."""
     if not os.path.exists(target):
         raise CLIError(f"{target}: no such file")
     try:
-        return deploy.load_program(target, device=device)
+        return deploy.load_program(target, device=device, max_bytes=max_bytes, max_iterations=max_iterations,
+                                   max_ops=max_ops)
     except Exception as e:
         raise CLIError(f"cannot load {target}: {_one_line(e)}") from e
+
+
+def load_limits(args):
+    """{max_bytes, max_iterations, max_ops} given on the command line (None: the library's default)."""
+    return {"max_bytes": args.max_bytes, "max_iterations": getattr(args, "max_iterations", None),
+            "max_ops": args.max_ops}
+
+
+def refuse_load_limits(args):
+    """--max-bytes/--max-iterations/--max-ops bound what is loaded from a saved Program; refused for FILE.py."""
+    given = [flag for flag, value in (("--max-bytes", args.max_bytes),
+                                      ("--max-iterations", getattr(args, "max_iterations", None)),
+                                      ("--max-ops", args.max_ops))
+             if value is not None]
+    if given:
+        raise CLIError(f"{' and '.join(given)}: bound{'s' if len(given) == 1 else ''} a saved Program "
+                       f"(PATH{deploy.PROGRAM_SUFFIX}) as it is loaded; {args.target} is Python code, which is "
+                       "traced and run as written")
 
 
 def cmd_export(args, out):
     if is_saved_program(args.target):
         if args.spec:
             raise CLIError(f"{args.target}: a saved Program has its own input specs; leave out --spec")
-        program = load_saved(args.target).program
+        program = load_saved(args.target, **load_limits(args)).program
     else:
+        refuse_load_limits(args)
         program = traced_program(args)
     try:
         _make_parent(args.out)
@@ -692,6 +747,7 @@ def build_parser():
                         "the workers share. Needs dy2static[dask] here and on the workers")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (it is shown on stderr with --batch-size when stderr is a terminal)")
+    _add_load_limits(p, iterations=True)
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("export", parents=[common],
@@ -711,8 +767,38 @@ def build_parser():
     p.add_argument("--out", required=True, metavar="PATH", help="output path without extension")
     p.add_argument("--device", default="cpu", choices=("cpu", "gpu"),
                    help="the array module the exported .py imports: numpy (cpu) or cupy (gpu)")
+    _add_load_limits(p, iterations=False)
     p.set_defaults(handler=cmd_export)
     return parser
+
+
+def _count(text):
+    """A non-negative integer option (argparse type): anything else is a usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return value
+
+
+def _add_load_limits(parser, iterations):
+    """The limits `transpiler.load` applies to an untrusted saved Program, as options (same defaults)."""
+    parser.add_argument("--max-bytes", type=_count, metavar="N",
+                        help="with a saved PATH.program.json: the most bytes its parameters may take once loaded "
+                             f"(default, as transpiler.load: {PARAMS_RATIO}x the .params.npz file's size + "
+                             f"{PARAMS_SLACK >> 20} MiB); parameters over it are refused before their data is read")
+    parser.add_argument("--max-ops", type=_count, metavar="N",
+                        help="with a saved PATH.program.json: the most ops it may hold, all blocks together "
+                             f"(default, as transpiler.load: {MAX_OPS:,}); a larger file is refused before its ops "
+                             "are read")
+    if iterations:
+        parser.add_argument("--max-iterations", type=_count, metavar="N",
+                            help="with a saved PATH.program.json: a budget of N while-loop iterations per "
+                                 "call, all loops together (nested ones multiply), past which an error names the "
+                                 "loop that ran out (default, as transpiler.load: no limit); give it for Programs "
+                                 "you did not write")
 
 
 def main(argv=None, stdout=None, stderr=None):

@@ -17,9 +17,11 @@ import numpy as np
 
 import runtime as rt
 from runtime import deploy, pytree
+from runtime.atomic_files import Staged, commit_all, discard_all
 from runtime.tracing import InputSpec, rebuild_outputs
 
 from .api import StaticFunction, to_static
+from .batches import check_outputs_spare_inputs, create_npy, write_errors
 
 __all__ = ["map_batches", "NpyFile", "run_on_scheduler"]
 
@@ -194,8 +196,10 @@ def run_on_scheduler(address, fn_or_loaded, paths, out_dir, rows_per_chunk=None,
     The workers read the inputs and write `out_dir/out0.npy, out1.npy, ...` (one per
     output leaf, as `run --batch-size`) themselves, chunk by chunk: nothing passes
     through this process but the task graph. The workers run the Program on `device`.
-    Returns the paths written; on failure none are left behind.
+    They write temporaries beside those names, renamed into place once every chunk is
+    written. Returns the paths written; on failure none are left behind.
     """
+    check_outputs_spare_inputs(out_dir, paths)
     da = _dask_array()
     from distributed import Client
     with Client(address, timeout=30):       # unreachable: an OSError before any file is touched
@@ -208,21 +212,23 @@ def run_on_scheduler(address, fn_or_loaded, paths, out_dir, rows_per_chunk=None,
         loaded = _loaded_for(fn_or_loaded, inputs, device)
         leaves, _ = pytree.flatten(map_batches(loaded, *inputs))
         os.makedirs(out_dir, exist_ok=True)
-        written, sources, targets = [], [], []
+        staged, sources, targets = [], [], []
         try:
             for i, leaf in enumerate(leaves):
                 path = os.path.join(out_dir, f"out{i}.npy")
-                written.append(path)
-                if isinstance(leaf, da.Array):
-                    np.lib.format.open_memmap(path, mode="w+", dtype=leaf.dtype, shape=leaf.shape).flush()
-                    sources.append(leaf)
-                    targets.append(NpyFile(path, writable=True))
-                else:
-                    np.save(path, np.asarray(leaf), allow_pickle=False)
+                with write_errors(path):
+                    staged.append(Staged(path))
+                    if isinstance(leaf, da.Array):
+                        create_npy(staged[-1].temp, leaf.shape, leaf.dtype)[0].close()    # disk reserved here
+                        sources.append(leaf)
+                        targets.append(NpyFile(staged[-1].temp, writable=True))
+                    else:
+                        with open(staged[-1].temp, "wb") as file:
+                            np.save(file, np.asarray(leaf), allow_pickle=False)
             da.store(sources, targets, lock=False)
+            with write_errors(out_dir):
+                commit_all(staged)
         except BaseException:
-            for path in written:
-                if os.path.exists(path):
-                    os.unlink(path)
+            discard_all(staged)
             raise
-    return written
+    return [one.path for one in staged]

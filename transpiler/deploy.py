@@ -66,20 +66,27 @@ def _static_function(obj, input_spec):
                     "or a LoadedProgram")
 
 
-def save(obj, path, input_spec=None):
-    """Write `path.program.json` (versioned IR) and `path.params.npz`; returns both paths."""
+def save(obj, path, input_spec=None, origins=True):
+    """Write `path.program.json` (versioned IR) and `path.params.npz`; returns both paths.
+
+    Each op records the user's line it came from ("pkg/mod.py:12": the file relative to its
+    package, a script's bare name; never an absolute path); `origins=False` records none.
+    """
     program = program_for(obj, input_spec)
     _make_parent(path)
-    return _deploy.save_program(program, path)
+    return _deploy.save_program(program, path, origins=origins)
 
 
-def load(path, device="cpu", max_bytes=None, max_iterations=None):
+def load(path, device="cpu", max_bytes=None, max_iterations=None, max_ops=None):
     """A callable LoadedProgram running the saved Program (no Python source needed).
 
     `max_bytes` raises the limit on the parameters' size (default: 16x the .npz file's
-    size + 64 MiB); `max_iterations` bounds each run of a `while` loop (opt-in).
+    size + 64 MiB); `max_iterations` bounds the `while` loop iterations of each call, all loops
+    together (opt-in; nested loops multiply). `max_ops` raises the limit on the Program's ops
+    (default 200,000, `runtime.serialization.MAX_OPS`).
     """
-    return _deploy.load_program(path, device=device, max_bytes=max_bytes, max_iterations=max_iterations)
+    return _deploy.load_program(path, device=device, max_bytes=max_bytes, max_iterations=max_iterations,
+                                max_ops=max_ops)
 
 
 def export_python(obj, path, input_spec=None, device="cpu"):

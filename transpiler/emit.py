@@ -16,11 +16,11 @@ import astor
 import gast
 
 from . import operators
+from .aliases import CONVERTED_CODES
 
 WIDTH = 120        # converted source wraps its lines at the width of our own code, between arguments only
 FACTORY = "__dy2static_factory"
 CONVERTED = "__dy2static_converted"
-CONVERTED_CODES = set()    # code objects of converted functions: frames worth showing the user
 _JST_CELL = types.CellType(operators)
 
 

@@ -8,6 +8,7 @@ module as `_jst`.
 import builtins
 import functools
 import operator
+import re
 import threading
 import types
 
@@ -17,13 +18,16 @@ import runtime as rt
 from runtime import pytree, tracing
 from runtime.array_methods import python_numbers
 from runtime.control_flow import Undefined, as_predicate, as_variable
+from runtime.undefined import AT_RUN_TIME
 from runtime.errors import ControlFlowError, SymbolicBoolError
 from runtime.ops.known import known_value
 from runtime.ops.control import Text, safe_field
 from runtime.ir import Variable
+from runtime.ops.registry import get_op
 from runtime.state import attr_cell, contents_cell, item_cell
 from runtime.torch_methods import in_place_value
 
+from .aliases import array_item, write_through
 from .choices import FunctionChoices, copy_containers
 from .errors import ConversionError
 
@@ -90,16 +94,15 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
     def branch(fn, side, extra):
         def run():
             copies = copy_containers(args)
-            out = _tuple(fn(*copies), n)
+            out = _raising_at_run_time(lambda: _jumped_unbound(_tuple(fn(*copies), n), names), names)
             returned[side] = _returned_args(out, copies, args)
             changed[side] = {j for j, (c, a) in enumerate(zip(copies, args)) if _container_changed(c, a)}
             return choice.park(side, out) + tuple(copies[j] for j in extra)
         return run
 
-    point = tracing.checkpoint(tracing.current_block())
-    held = [(cell, cell.get()) for cell in (state() if state is not None else ())]
-    watched = _watch_objects(state, true_fn, false_fn)
-    extra = ()
+    undo = _undo_point(state)
+    watched, captured = _watch_objects(state, true_fn, false_fn), _cell_values(true_fn, false_fn)
+    extra, called_writes = (), False
     while True:
         labels = tuple(_param_name(true_fn, j) for j in extra)
         try:
@@ -109,22 +112,55 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
         except ControlFlowError:
             choice.explain()
             raise
+        moved = [] if called_writes else list(_moved_attributes(watched))
+        if moved:       # attributes a method called in a branch sets (`self.bump()`): carried, traced again
+            undo()
+            state, called_writes = _carrying_attributes(state, moved, watched), True
+            undo = _undo_point(state)
+            continue
         given = {j for side in returned.values() for j in side if j is not None}
         unseen = sorted((changed[0] | changed[1]) - given)
         if extra or not unseen:
             break
         # a container changed in a branch yet given to no name after the if (`y = x["a"]`, then
         # `y["b"] = v` in a branch): trace again with it as an output, so its merged value goes back
-        tracing.rollback(point)
-        for cell, value in held:
-            cell._store(value)
+        undo()
         extra = tuple(unseen)
-    _check_captured("if", true_fn, false_fn)
+    _check_captured("if", captured, true_fn, false_fn)
     _check_objects("if", watched)
     for j, label, merged in zip(extra, labels, outs[n:]):
         _write_into(args[j], merged, label)
     outs = _write_back(choice.resolve(outs[:n]), args, names, returned[0], returned[1])
     return _untuple(outs, n)
+
+
+def _raising_at_run_time(branch, names):
+    """branch() of a tensor `if`; an empty list read there (EmptyListRead) raises when the Program runs that
+    branch, whose values are then the other branch's (runtime.control_flow: a branch that raises)."""
+    try:
+        return branch()
+    except EmptyListRead as e:
+        rt.raise_(IndexError, str(e))
+        return tuple(Undefined(name or "value") for name in names)
+
+
+def _jumped_unbound(outs, names):
+    """A branch that returns, breaks or continues (it sets a jump flag) leaves its unbound names to be
+    filled by an `undefined` op: the code Python runs next on that path reads none of them (it is guarded by
+    the flag), so the name is bound after the `if` wherever it is read (`complicated(x)`: `a` is bound on
+    every path that reaches `return a + 1`); a read that does happen raises when the Program runs."""
+    jumps = {_JUMP_FLAG.match(name).group(1) for name, value in zip(names, outs)
+             if value is True and _JUMP_FLAG.match(name)}
+    if not jumps:
+        return outs
+    # after a `return` nothing reads it: zeros, as for the return value (a gradient may read those)
+    fill = True if any(jump.startswith("return") for jump in jumps) else AT_RUN_TIME
+    return tuple(Undefined(v.name, v.origin, fill=fill, bound=v.bound)
+                 if type(v) is Undefined and not v.fill and not _JUMP_FLAG.match(name) else v
+                 for name, v in zip(names, outs))
+
+
+_JUMP_FLAG = re.compile(r"__(return_flag(_\d+)?|break_\d+|continue_\d+)$")
 
 
 def _container_changed(copy, original):
@@ -146,14 +182,22 @@ def convert_ifexp(pred, true_thunk, false_thunk, name=None):
     if not _symbolic(pred):
         return true_thunk() if pred else false_thunk()
     choice = FunctionChoices(pred, ("the function chosen by a conditional expression",), convert_call)
-    watched = _watch_objects(None, true_thunk, false_thunk)
+    watched, captured = _watch_objects(None, true_thunk, false_thunk), _cell_values(true_thunk, false_thunk)
+    state, undo = None, _undo_point()
     try:
-        out = rt.cond(pred, lambda: choice.park(0, (true_thunk(),)), lambda: choice.park(1, (false_thunk(),)),
-                      names=None if name is None else (name,))
+        while True:
+            out = rt.cond(pred, lambda: choice.park(0, _raising_at_run_time(lambda: (true_thunk(),), (name,))),
+                          lambda: choice.park(1, _raising_at_run_time(lambda: (false_thunk(),), (name,))),
+                          names=None if name is None else (name,), state=state)
+            moved = [] if state is not None else _moved_attributes(watched)
+            if not moved:
+                break
+            undo()          # attributes a method called in a branch sets: carried, traced again
+            state = _carrying_attributes(state, moved, watched)
     except ControlFlowError:
         choice.explain()
         raise
-    _check_captured("conditional expression", true_thunk, false_thunk)
+    _check_captured("conditional expression", captured, true_thunk, false_thunk)
     _check_objects("conditional expression", watched)
     return choice.resolve(out)[0]
 
@@ -221,22 +265,39 @@ class _graph_region:
         return False
 
 
-def _check_captured(kind, *fns):
+def _cells(*fns):
+    """(name, cell) of what the functions read from enclosing scopes."""
+    for fn in fns:
+        yield from zip(getattr(getattr(fn, "__code__", None), "co_freevars", ()), getattr(fn, "__closure__", None) or ())
+
+
+def _cell_values(*fns):
+    """id(cell) -> id(its value) before a construct: a cell the construct rebinds holds another object after."""
+    held = {}
+    for _, cell in _cells(*fns):
+        try:
+            held[id(cell)] = id(cell.cell_contents)
+        except ValueError:
+            continue
+    return held
+
+
+def _check_captured(kind, before, *fns):
     """After a graph if/while/for: no list or dict that its functions read from the enclosing scope
     (closure cells) may hold a value made inside it. Such a container was changed where the
     analysis cannot see it (passed to a function that appends to it): Python would have changed it
-    on each path or iteration taken, a trace only once, so using it afterwards would be wrong."""
+    on each path or iteration taken, a trace only once, so using it afterwards would be wrong. A cell
+    the construct rebound (`ks = []` in a loop body, read by a generator there) holds a new container."""
     block = tracing.current_block()
     if block is None:
         return
     for fn in fns:
-        names = getattr(getattr(fn, "__code__", None), "co_freevars", ())
-        for name, cell in zip(names, getattr(fn, "__closure__", None) or ()):
+        for name, cell in _cells(fn):
             try:
                 value = cell.cell_contents
             except ValueError:
                 continue
-            if type(value) not in (list, dict):
+            if type(value) not in (list, dict) or before.get(id(cell)) != id(value):
                 continue
             for leaf in pytree.flatten(value)[0]:
                 if isinstance(leaf, Variable) and not (
@@ -263,18 +324,66 @@ def _closure_values(fns):
                 yield name, module[name]
 
 
+_FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, functools.partial)
+
+
 def _watch_objects(state, *fns):
-    """Before a graph if/while/for: the attributes of the user objects its functions capture, minus
-    the places the construct itself carries (its state cells)."""
+    """Before a graph if/while/for: the attributes of the user objects its functions capture, and of the
+    user objects and sub-layers those hold (`self.sub.count`, two levels down), minus the places the
+    construct itself carries (its state cells)."""
     carried = {(id(c.obj), c.key) for c in (state() if state is not None else ()) if type(c).__name__ == "AttrCell"}
-    watched = []
+    watched, seen = [], set()
+
+    def watch(name, value, depth):
+        if id(value) in seen or not _user_object(value):
+            return
+        seen.add(id(value))
+        attrs = dict(vars(value))
+        watched.append((name, value, attrs, carried))
+        if depth:
+            held = {**attrs, **(attrs.get("_sublayers") if isinstance(value, rt.nn.Layer) else {})}
+            for attr, item in held.items():
+                if isinstance(attr, str) and not attr.startswith("__"):
+                    watch(f"{name}.{attr}", item, depth - 1)
+
     for name, value in _closure_values(fns):
-        module = type(value).__module__.partition(".")[0]
-        if module in ("runtime", "transpiler", "numpy", "builtins") or isinstance(value, (type, types.ModuleType)) \
-                or callable(value) or not hasattr(value, "__dict__"):
-            continue
-        watched.append((name, value, dict(vars(value)), carried))
+        watch(name, value, 2)
     return watched
+
+
+def _user_object(value):
+    module = type(value).__module__.partition(".")[0]
+    return not (module in ("runtime", "transpiler", "numpy", "builtins") or isinstance(value, (type, types.ModuleType))
+                or isinstance(value, _FUNCTIONS) or not hasattr(value, "__dict__"))
+
+
+def _made_op(block, start, op_type):
+    return block is not None and any(op.type == op_type for op in block.ops[start:])
+
+
+def _moved_attributes(watched):
+    """(name, object, attribute) of the watched attributes that a function the construct called changed
+    and that the construct does not carry; each put back as it was before the construct."""
+    moved = []
+    for name, obj, before, carried in watched:
+        after = vars(obj)
+        moved += [(name, obj, attr) for attr in [*before, *(a for a in after if a not in before)]
+                  if (id(obj), attr) not in carried and before.get(attr, _MISSING) is not after.get(attr, _MISSING)]
+    return moved
+
+
+def _carrying_attributes(state, moved, watched):
+    """`state` with a cell for each moved attribute, which the watched objects now count as carried."""
+    cells = tuple(attr_cell(obj, attr, f"{name}.{attr}") for name, obj, attr in moved)
+    for _, _, _, carried in watched:
+        carried.update((id(obj), attr) for _, obj, attr in moved)
+    for _, obj, before, _ in watched:
+        for attr in [a for a in vars(obj) if a not in before]:
+            delattr(obj, attr)
+        for attr, value in before.items():
+            if vars(obj).get(attr, _MISSING) is not value:
+                setattr(obj, attr, value)
+    return lambda: tuple(state() if state is not None else ()) + cells
 
 
 def _check_objects(kind, watched):
@@ -492,10 +601,17 @@ def convert_while(cond_fn, body_fn, args, names, state=None):
     block = tracing.current_block()
     start = len(block.ops) if block is not None else 0
     watched = _watch_objects(state, cond_fn, body_fn) if block is not None else []
+    captured = _cell_values(cond_fn, body_fn)
+    undo = _undo_point(state) if block is not None else None
     with _graph_region("while"):
         outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
-    if block is not None and any(op.type == "while" for op in block.ops[start:]):    # a graph loop
-        _check_captured("while", cond_fn, body_fn)
+        moved = list(_moved_attributes(watched)) if _made_op(block, start, "while") else []
+        if moved:       # attributes a method called in the body sets (`self.step()`): carried, traced again
+            undo()
+            state = _carrying_attributes(state, moved, watched)
+            outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
+    if _made_op(block, start, "while"):    # a graph loop
+        _check_captured("while", captured, cond_fn, body_fn)
         _check_objects("while", watched)
     return _untuple(_write_back(outs, args, names, returned), n)
 
@@ -523,10 +639,20 @@ def convert_for(iterable, body_fn, args, names, until=None, state=None):
         length = it.length()
         if not _symbolic(length) and length == 0:      # runs no iteration: its body is never traced, as in Python
             return _python_for(it, body_fn, tuple(args), names, extra_test, state)
-        if _symbolic(length) or not _changes_structure(it, body_fn, tuple(args), n, state):
+        grown = {}
+        if _symbolic(length) or not _changes_structure(it, body_fn, tuple(args), n, state, grown):
             undo = None if _symbolic(length) else _undo_point(state)
+            first_op = len(tracing.current_block().ops)
             try:
-                return _graph_for(it, length, body_fn, tuple(args), names, extra_test, state)
+                outs = _graph_for(it, length, body_fn, tuple(args), names, extra_test, state)
+                if grown and not _replayable(tracing.current_block().ops[first_op:]):
+                    raise _Unroll()     # a list item set or popped in the body: the unrolled loop has gradients
+                if extra_test is None:      # every iteration appended the same number of items: a known length
+                    for j, (start, step) in grown.items():
+                        out = _tuple(outs, n)[j]
+                        if _is_array(out):
+                            out.length = start + step * length
+                return outs
             except Exception as e:  # noqa: BLE001 - a static length: what one trace of the body cannot
                 if undo is not None:    # carry (a dtype or rank that changes after the first iteration, an
                     undo()              # item read at an index earlier iterations fill) unrolls as Python does
@@ -540,6 +666,21 @@ def convert_for(iterable, body_fn, args, names, until=None, state=None):
                     raise
         iterable = it       # a static length and a body that grows what it carries: unroll as Python does
     return _python_for(iterable, body_fn, tuple(args), names, extra_test, state)
+
+
+class _Unroll(Exception):
+    """A static-length loop whose while op would lose what Python's unrolled walk keeps."""
+
+
+def _replayable(ops):
+    """Whether a gradient can replay the sub-blocks of these ops: none of their ops changes its input in place
+    (a tensor array's item set or popped; an append is fine) or draws random numbers (runtime.autodiff.replay)."""
+    for op in ops:
+        for block in op.sub_blocks():
+            if any(not get_op(inner.type).pure and not get_op(inner.type).grows_input and inner.outputs
+                   for inner in block.ops) or not _replayable(block.ops):
+                return False
+    return True
 
 
 def _not_flag(k):
@@ -560,11 +701,12 @@ def _undo_point(cells=None):
     return undo
 
 
-def _changes_structure(it, body_fn, state, n, cells=None):
+def _changes_structure(it, body_fn, state, n, cells=None, grown=None):
     """Whether a while op cannot carry this loop but Python's unrolled walk can: its items cannot be
     indexed by a symbolic index (a list of strings zipped with a tensor), or one trace of the body
-    changes the structure of the loop state (grows a tuple or list, adds a dict key). Nothing
-    recorded here is kept."""
+    changes the structure of the loop state (grows a tuple, adds a dict key; a list of tensors it appends
+    to is a tensor array the while op carries: `grown` gets, per such list, its length and how many items
+    one iteration appends). Nothing recorded here is kept."""
     block = tracing.current_block()
     point = tracing.checkpoint(block)
     cells = tuple(cells()) if cells is not None else ()      # places the body writes: put back after the probe
@@ -581,11 +723,25 @@ def _changes_structure(it, body_fn, state, n, cells=None):
             out = _tuple(body_fn(item, *pytree.unflatten(treedef, leaves)), n)
         except Exception:  # noqa: BLE001 - the while op's own trace reports it
             return False
-        return pytree.flatten(out)[1] != treedef
+        if len(out) != len(state) or any(not _appended_to(before, after) and
+                                         pytree.flatten(before)[1] != pytree.flatten(after)[1]
+                                         for before, after in zip(state, out)):
+            return True
+        grown.update({j: (len(before), len(after) - len(before)) for j, (before, after) in enumerate(zip(state, out))
+                      if type(before) is list and type(after) is list and len(after) > len(before)})
+        return False
     finally:
         for cell, value in zip(cells, held):
             cell._store(value)
         tracing.rollback(point)
+
+
+def _appended_to(before, after):
+    """A list of tensors the body appended tensors to (under a tensor `if` too: then a tensor array
+    already): a tensor array the while op carries."""
+    if type(before) is not list or not all(_tensorish(v) for v in before):
+        return False
+    return _is_array(after) or type(after) is list and len(after) > len(before) and all(_tensorish(v) for v in after)
 
 
 def _python_for(iterable, body_fn, values, names, extra_test, state=None):
@@ -619,11 +775,18 @@ def _graph_for(it, length, body_fn, values, names, extra_test, state=None):
     def body(i, *s):
         return (i + 1,) + inner(i, *s)
 
+    undo = _undo_point(state)
     index = as_variable(0)      # a symbolic index: iterating a tensor is a while op even for a static length
-    watched = _watch_objects(state, body_fn)
+    watched, captured = _watch_objects(state, body_fn), _cell_values(body_fn)
     with _graph_region("for"):
         outs = rt.while_loop(cond, body, (index,) + values, names=("for_index",) + tuple(names), state=state)
-    _check_captured("for", body_fn)
+        moved = list(_moved_attributes(watched))
+        if moved:       # attributes a method called in the body sets: carried, traced again
+            undo()
+            state = _carrying_attributes(state, moved, watched)
+            index = as_variable(0)
+            outs = rt.while_loop(cond, body, (index,) + values, names=("for_index",) + tuple(names), state=state)
+    _check_captured("for", captured, body_fn)
     _check_objects("for", watched)
     return _untuple(_write_back(outs[1:], args, names, returned), n)
 
@@ -763,7 +926,28 @@ def _as_symbolic_iterable(value):
         return _TensorRows(value)
     if isinstance(value, (list, tuple)):
         return _Sequence(value)
+    if type(value) is builtins.range:
+        return _PythonRange(value)
+    if isinstance(value, np.ndarray) and value.ndim > 0 and value.dtype.kind in "biufc":
+        return _TensorRows(rt.asarray(value))       # its rows as constants of the graph
     raise TypeError(f"cannot iterate over {type(value).__name__} inside a tensor-dependent loop")
+
+
+class _PythonRange(SymbolicIterable):
+    """A Python range zipped with a tensor: Python ints, weak int64 at a symbolic index."""
+
+    def __init__(self, numbers):
+        self.numbers = numbers
+
+    def length(self):
+        return len(self.numbers)
+
+    def item(self, i):
+        if isinstance(i, int):
+            return self.numbers[i]
+        value = rt.astype(i * self.numbers.step + self.numbers.start, np.int64)
+        value.weak = True
+        return value
 
 
 class _ArrayItems(SymbolicIterable):
@@ -771,10 +955,10 @@ class _ArrayItems(SymbolicIterable):
         self.arr = arr
 
     def length(self):
-        return rt.array_length(self.arr)
+        return rt.array_length(self.arr) if self.arr.length is None else self.arr.length
 
     def item(self, i):
-        return rt.array_read(self.arr, i)
+        return array_item(rt.array_read(self.arr, i))
 
 
 def convert_range(*args):
@@ -973,7 +1157,7 @@ def convert_bool(value=False):
 def convert_len(value):
     if _symbolic(value):
         if value.kind == "array":
-            return rt.array_length(value)
+            return rt.array_length(value) if value.length is None else value.length
         if value.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         first = value.static_shape[0]
@@ -1186,18 +1370,27 @@ def _array_setitem(arr, index, value):
     return rt.array_insert(arr, index, value)
 
 
+class EmptyListRead(IndexError):
+    """An empty Python list read at an index: Python's IndexError, wherever the read runs. Inside a
+    tensor `if` the branch raises it when the Program runs (in a loop's first trace, before the list that
+    grows there becomes a tensor array, the other branch gives the values: `hs[left[n]]` in a Tree-LSTM)."""
+
+
 def convert_getitem(container, index):
     """`xs[i]`; a Python list of tensors read at a tensor index is read in the graph."""
+    if type(container) is list and not container and (_symbolic(index) or type(index) is int):
+        raise EmptyListRead("list index out of range")
     if type(container) is list and _symbolic(index) and container:
         if all(callable(item) and not isinstance(item, (Variable, rt.Tensor)) for item in container):
             return _choose(container, index, "list")
-        if all(type(item) in (bool, int, float) for item in container) and \
-                len({type(item) for item in container}) == 1:
-            item = rt.asarray(np.asarray(container))[index]     # Python numbers of one type: a weak item
-            item.weak = True
-            return item
+        if _numbers_of_one_type(container):
+            return _weak_items(rt.asarray(np.asarray(container)), index)   # Python numbers: a weak item
         _check_one_kind(container, "read")
-        return rt.stack(container)[index]
+        item = rt.stack(container)[index]
+        item.weak = _all_weak(container)          # Python numbers that became tensors stay Python numbers
+        return item
+    if _is_array(container) and not isinstance(index, slice):
+        return array_item(container[index])
     return container[index]
 
 
@@ -1220,6 +1413,40 @@ def _check_one_kind(items, what):
 
 
 def convert_setitem(container, index, value):
+    """`x[i] = v`: x after it. A traced tensor gets a new value, which also replaces it in the lists and
+    dicts holding it (`c = caches[i]; c[:, p] = k` shows in caches[i], as eagerly)."""
+    updated = _setitem(container, index, value)
+    if _symbolic(container) and container.kind == "dense":
+        write_through(container, updated)
+    return updated
+
+
+def convert_setitem_path(root, path, index, value):
+    """`root[p0]...[pn][index] = value` (`cache[i][:, :, pos] = k`, `d["k"][...] = v`): root after it. The
+    innermost item is set; where that gives a new value (a traced tensor's), it is stored back into the
+    item's holder, level by level up to root, while the holder is a list, dict or tensor array. A traced
+    tensor's item is a copy (as eagerly `x[0][1] = v` leaves x as it was), so storing stops there."""
+    holders = [root]
+    for key in path:
+        holders.append(convert_getitem(holders[-1], key))
+    item = _setitem(holders[-1], index, value)
+    new = item
+    for holder, key, old in reversed(list(zip(holders, path, holders[1:]))):
+        if new is old or (_symbolic(holder) and holder.kind == "dense"):
+            return root
+        if isinstance(holder, tuple):    # a new tuple for the name it came from (other names keep the old one)
+            items = list(holder)
+            items[key] = new
+            new = type(holder)(*items) if hasattr(holder, "_fields") else type(holder)(items)
+            continue
+        new = _setitem(holder, key, new)
+    inner = holders[-1]
+    if _symbolic(inner) and inner.kind == "dense" and inner.block is tracing.current_block():
+        write_through(inner, item, replaced=holders[:-1])   # other lists and dicts holding it see the write
+    return new
+
+
+def _setitem(container, index, value):
     if _is_array(container) and not isinstance(index, (slice, tuple)):
         return _array_setitem(container, index, value)
     if _symbolic(container):
@@ -1232,11 +1459,33 @@ def convert_setitem(container, index, value):
 
 def _list_setitem(items, index, value):
     """`xs[i] = v` on a Python list of tensors at a tensor index: the item i of their stack replaced in the
-    graph, each item read back from it. Only where that is what Python leaves: tensors of one shape and dtype."""
+    graph, each item read back from it. Only where that is what Python leaves: tensors of one shape and dtype,
+    or Python numbers of one type (each item then a weak 0-d tensor holding that number)."""
+    if _numbers_of_one_type(items + [value]):
+        stacked = rt.setitem(rt.asarray(np.asarray(items)), index, value)
+        items[:] = [_weak_items(stacked, k) for k in range(len(items))]
+        return items
     _check_one_kind(items + [value], "item set")
     stacked = rt.setitem(rt.stack(items), index, value)
+    weak = _all_weak(items + [value])
     items[:] = [stacked[k] for k in range(len(items))]
+    for item in items:
+        item.weak = weak
     return items
+
+
+def _all_weak(values):
+    return all(type(v) in (bool, int, float) or _symbolic(v) and v.weak for v in values)
+
+
+def _numbers_of_one_type(items):
+    return all(type(item) in (bool, int, float) for item in items) and len({type(item) for item in items}) == 1
+
+
+def _weak_items(values, index):
+    item = values[index]
+    item.weak = True
+    return item
 
 
 def convert_call_item(container, index):

@@ -17,6 +17,7 @@ import types
 from runtime import pytree
 from runtime.control_flow import Undefined
 from runtime.ir import Variable
+from runtime.nn import Layer
 from runtime.state import Cell, ContentsCell, ItemCell
 from .writeback import contents_changed, is_user_object
 
@@ -50,11 +51,12 @@ def snapshot(fn):
 
 
 def user_objects(fn):
-    """{name: object} for the instances of user classes fn names as globals or closure variables: a trace
-    may set their attributes (`G.n = ...`, `helper(G, x)`), so the write-back compares them (writeback)."""
+    """{name: object} for the instances of user classes and the Layers (a model: `nn.Sequential(...)`) fn names
+    as globals or closure variables: a trace may set their attributes (`G.n = ...`, `helper(G, x)`,
+    `model.last = loss`), so the write-back compares them (writeback)."""
     held = [(name, fn.__globals__.get(name)) for name in _names(fn.__code__)]
     held += [(name, _contents(cell)) for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())]
-    return {name: value for name, value in held if is_user_object(value)}
+    return {name: value for name, value in held if is_user_object(value) or isinstance(value, Layer)}
 
 
 def _names(code):
@@ -66,22 +68,24 @@ def _names(code):
     return names
 
 
-def register(fn, before, written):
+def register(fn, before, written, traced_only=True):
     """Each global or closure variable the trace left holding a traced value, and each global or closure
-    list/dict whose contents it changed: a written place of the Program."""
+    list/dict whose contents it changed: a written place of the Program. `traced_only=False` (a trace that
+    failed: every place it wrote is put back) also takes those it rebound to, or deleted from, anything else."""
     old_globals, cells, containers = before
     for name, obj, old in containers:
         place = ContentsCell(obj, name)
         if place.identity() not in written and (contents_changed(old, obj) or _traced(obj)):
             written[place.identity()] = (place, old)
-    for name, value in list(fn.__globals__.items()):
-        old = old_globals.get(name, _MISSING)
-        if _traced(value) and old is not value:
+    names = list(fn.__globals__) + ([] if traced_only else [n for n in old_globals if n not in fn.__globals__])
+    for name in names:
+        value, old = fn.__globals__.get(name, _MISSING), old_globals.get(name, _MISSING)
+        if old is not value and (_traced(value) or not traced_only):
             place = ItemCell(fn.__globals__, name, name)
             written.setdefault(place.identity(), (place, Undefined(name) if old is _MISSING else old))
     for name, cell, old in cells:
         value = _contents(cell)
-        if _traced(value) and value is not old:
+        if value is not old and (_traced(value) or not traced_only):
             place = ClosureCell(cell, None, name)
             written.setdefault(place.identity(), (place, Undefined(name) if old is _MISSING else old))
 

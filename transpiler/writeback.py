@@ -37,6 +37,7 @@ from runtime.ir import Variable
 from runtime.nn import Layer
 from runtime.state import AttrCell, ContentsCell
 from runtime.tensor import Tensor
+from runtime.tracing import put_back
 
 from .transforms.calls import is_library_module
 
@@ -83,7 +84,7 @@ class StateWrites:
         self.feeds = {}         # index into param_tensors -> (cell, leaf index, tensor it held at trace time)
         self.checks = []        # (cell, treedef before, [(leaf index, Python value baked into the Program)])
         params = {id(t): i for i, t in enumerate(param_tensors)}
-        written = [(cell, before, cell.get()) for cell, before in written.values()]
+        places, written = written, [(cell, before, cell.get()) for cell, before in written.values()]
         for cell, before, now in written:
             if cell.in_place:
                 tensor = cell.obj
@@ -93,7 +94,7 @@ class StateWrites:
             leaves, treedef = pytree.flatten(now)
             ended = [v for v in leaves if isinstance(v, Variable) and v.block is not program.global_block]
             if ended:
-                _restore(written)
+                put_back(places)
                 raise ControlFlowError(
                     f"'{cell.label}' is given a value computed inside a tensor-dependent if/while "
                     f"({_origin(program, ended[0])}) in a function called from there, so it cannot be carried "
@@ -118,7 +119,7 @@ class StateWrites:
             for k, v in enumerate(old):
                 if isinstance(v, Tensor) and id(v) in params:
                     self.feeds[params[id(v)]] = (cell, k, v)
-        _restore(written)
+        put_back(places)
 
     def __bool__(self):
         return bool(self.entries or self.in_place)
@@ -175,12 +176,6 @@ class StateWrites:
                 for old, new in zip(previous, leaves):
                     _replaced(old, new)
             cell._store(pytree.unflatten(treedef, leaves))
-
-
-def _restore(written):
-    for cell, before, _ in reversed(written):
-        if not _has_variables(before):     # a value from earlier in this trace: the run writes the real one
-            cell._store(before)
 
 
 def _origin(program, var):

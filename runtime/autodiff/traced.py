@@ -38,6 +38,16 @@ def traced_backward(loss, grad=None):
         attr_cell(tensor, "grad", f"{var.name}.grad").set(g if before is None else before + g)
 
 
+def set_grad(tensor, value, label):
+    """`tensor.grad = value` (zero_grad, clear_gradients); while tracing, a written place of the trace like a
+    traced backward's, so each run stores it (an eager `.grad` from before the call is cleared by every run,
+    not only the trace) and a trace that fails puts the old one back."""
+    if tracing.current_block() is None:
+        tensor.grad = value
+    else:
+        attr_cell(tensor, "grad", label).set(value, always=True)
+
+
 class GradPlace:
     """A tensor's `.grad` as a place the transpiler's guards can read (`get("grad")`) on every call."""
 

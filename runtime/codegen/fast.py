@@ -49,6 +49,7 @@ class PlanCodegen(Codegen):
         self.temp_counts = {}
         self.layout = None          # c_contiguous_facts, made when an emit first asks
         self.layout_checks = {}     # frozenset of input ids -> the name of the plan's check of them
+        self.iterations = None      # the local counting loop iterations against max_iterations, once a loop needs it
         self.typed = {}
 
     def bound(self, attr, obj=None):
@@ -155,12 +156,15 @@ class PlanCodegen(Codegen):
 
     def function(self, fn_name):
         super().function(fn_name)
+        lines = []
+        if self.iterations is not None:     # one budget for every loop of the call
+            lines.append(f"    {self.iterations} = 0")
         if self.layout_checks:          # each check once, before the body: the inputs do not change
             check = self.bound("blas_ready", blas_ready)
-            lines = []
             for needed, name in self.layout_checks.items():
                 args = ", ".join(self.name(v) for v in self.program.inputs if id(v) in needed)
                 lines.append(f"    {name} = {check}({args})")
+        if lines:
             self.lines[1:1] = lines
             self.line_ops = {(n + len(lines) if n > 1 else n): op for n, op in self.line_ops.items()}
 
@@ -187,9 +191,10 @@ class PlanCodegen(Codegen):
         n = len(bb.params)
         self.assign(op.outputs, op.inputs[:n], indent)
         count = None
-        if self.max_iterations is not None:     # iterations of this run of the loop (not mapped to the op:
-            count = self.temp("iterations")     # the error names the loop itself)
-            self.emit(indent, f"{count} = 0")
+        if self.max_iterations is not None:     # iterations of every loop in this call, counted in one local
+            if self.iterations is None:         # set to 0 where the plan starts (`function`); the check is not
+                self.iterations = self.temp("iterations")   # mapped to the op: the error names the loop itself
+            count = self.iterations
         test = self.loop_test(cb)
         if test is not None:
             self.emit(indent, f"while {test}:", op)
@@ -333,10 +338,10 @@ def _atomic(text):
 
 
 def iteration_limit(op, limit):
-    """What a loop calls when it has run `limit` iterations (its message names the loop's line)."""
+    """What a loop calls when the call's loops have run `limit` iterations in all (names this loop's line)."""
     where = f" at {op.origin}" if op.origin else ""
-    message = (f"while loop{where} ran more than {limit} iterations (the executor's max_iterations; "
-               f"pass a larger max_iterations, or None, to run it longer)")
+    message = (f"while loop{where} ran more than {limit} iterations, counting every loop of this call (the "
+               f"executor's max_iterations is a budget per call; pass a larger one, or None, to run longer)")
 
     def stop():
         raise IterationLimitError(message)

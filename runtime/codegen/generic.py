@@ -10,6 +10,7 @@ import math
 
 from ..ir import Variable, sub_block_attrs
 from ..ops.registry import get_op
+from .ownership import owned_expression, shared_outputs
 
 _RESERVED = {"xp", "plan", "True", "False", "None", "int"}   # int: slice bounds call it
 INLINE_LIMIT = 200          # longest attr repr pasted into generated source
@@ -55,11 +56,14 @@ class Codegen:
 
     # --- emission ----------------------------------------------------------------
     def function(self, fn_name):
-        """Emit `def fn_name(<program.inputs>): ... return (<program.outputs>,)`."""
+        """Emit `def fn_name(<program.inputs>): ... return (<program.outputs>,)`; an output that may share
+        memory with an input, parameter or constant is returned as a copy (`ownership.py`)."""
         params = ", ".join(self.name(v) for v in self.program.inputs)
         self.emit(0, f"def {fn_name}({params}):")
         self.block(self.program.global_block, 1)
-        outs = ", ".join(self.value(v) for v in self.program.outputs)
+        shared = set(shared_outputs(self.program))   # the caller's results never alias the Program's own arrays
+        outs = ", ".join(owned_expression(v, self.value(v)) if k in shared else self.value(v)
+                         for k, v in enumerate(self.program.outputs))
         self.emit(1, f"return ({outs}{',' if len(self.program.outputs) == 1 else ''})")
 
     def name(self, var):
@@ -166,7 +170,8 @@ class Codegen:
 
 
 def _is_ascii_identifier(name):
-    return name.isascii() and name.isidentifier() and not keyword.iskeyword(name)
+    """A name generated code can bind: not a keyword, nor `__debug__` (assigning it is a SyntaxError)."""
+    return name.isascii() and name.isidentifier() and not keyword.iskeyword(name) and name != "__debug__"
 
 
 def is_literal(value):

@@ -80,10 +80,52 @@ def located(error, plan):
         return error
     where = f" at {op.origin}" if op.origin else ""
     message = f"{error} [while running op '{op.type}'{where}]"
-    try:
-        new = type(error)(message)
-    except Exception:
-        new = ProgramRunError(message)
+    new = _same_kind(error, message)
     new.op = op
     new.__cause__ = error
     return new
+
+
+def _same_kind(error, message):
+    """An error of error's type whose message is `message`, so `except MemoryError` still catches it.
+
+    A type whose constructor takes the message (ValueError, MemoryError, ...) is called with it; one that
+    takes other arguments (NumPy's `_ArrayMemoryError(shape, dtype)`) is subclassed together with
+    ProgramRunError, the message set as its only argument. Only a type that cannot be subclassed so gives
+    a ProgramRunError, with the original as its cause."""
+    cls = type(error)
+    try:
+        new = cls(message)
+        if str(new) == message:
+            return new
+    except Exception:       # noqa: BLE001 - any constructor may refuse a lone message
+        pass
+    located_cls = _located_type(cls)
+    if located_cls is None:
+        return ProgramRunError(message)
+    new = located_cls.__new__(located_cls)
+    new.args = (message,)
+    return new
+
+
+_LOCATED_TYPES = {}
+
+
+def _located_type(cls):
+    """`cls` and ProgramRunError in one type whose str() is its message (made once per type), or None."""
+    if cls not in _LOCATED_TYPES:
+        try:
+            made = type(cls.__name__, (cls, ProgramRunError), {
+                "__str__": BaseException.__str__, "__init__": BaseException.__init__,
+                "__reduce__": lambda self: (_rebuild_located, (cls, str(self))),     # pickles (Dask workers)
+                "__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                "__doc__": f"{cls.__name__} raised while a Program ran; also a ProgramRunError"})
+        except TypeError:       # a layout conflict, or a final type
+            made = None
+        _LOCATED_TYPES[cls] = made
+    return _LOCATED_TYPES[cls]
+
+
+def _rebuild_located(cls, message):
+    """Unpickles an error `_same_kind` made: the same located type, in this process."""
+    return _same_kind(cls.__new__(cls), message)

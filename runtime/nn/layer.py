@@ -15,6 +15,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import tracing
+from ..autodiff.traced import set_grad
 from ..backends import get_backend
 from ..ir import Variable
 from ..shape_text import shape_text
@@ -223,8 +224,8 @@ class Layer:
 
     def clear_gradients(self):
         """Paddle's name: every parameter's `.grad` back to None."""
-        for param in self.parameters():
-            param.grad = None
+        for name, param in self.named_parameters():
+            set_grad(param, None, f"{name}.grad")
 
     def apply(self, fn):
         """fn(layer) on every sublayer, then on this one (initialization code); returns self."""

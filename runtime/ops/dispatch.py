@@ -135,7 +135,15 @@ def as_input(x, block, op_name):
         return x
     if isinstance(x, Undefined):
         raise x.error()
+    if type(x) in (list, tuple) and _numbers_only(x):
+        return constant(np.asarray(x))      # what the kernel makes of it eagerly (`[5, 6] + t`)
     raise TypeError(f"{op_name}: cannot use a value of type {type(x).__name__} as an input")
+
+
+def _numbers_only(items):
+    """A (nested) list or tuple of Python numbers: NumPy data, as eagerly."""
+    return all(_numbers_only(v) if type(v) in (list, tuple) else type(v) in (bool, int, float, complex)
+               for v in items)
 
 
 def constant(value):

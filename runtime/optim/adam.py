@@ -14,6 +14,8 @@ from .optimizer import Optimizer, eager_zeros, step_counter
 
 
 class Adam(Optimizer):
+    FLAGS = ("amsgrad", "maximize")
+    PAIRS = ("betas",)
     decoupled = False      # AdamW: weight decay shrinks the parameter instead of joining the gradient
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, *,

@@ -40,6 +40,7 @@ class Adagrad(Optimizer):
 
 class RMSprop(Optimizer):
     NON_NEGATIVE = ("lr", "alpha", "eps", "weight_decay", "momentum")
+    FLAGS = ("centered", "maximize")
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False, *,
                  maximize=False):

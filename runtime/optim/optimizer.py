@@ -13,7 +13,7 @@ from ..backends import get_backend
 from ..tensor import Tensor
 from .. import ops, tracing
 from ..autodiff.tape import no_grad
-from ..autodiff.traced import GradPlace
+from ..autodiff.traced import GradPlace, set_grad
 from ..ir import Variable
 
 # Hyperparameters whose being zero or not changes the form of the update (which ops a step runs).
@@ -22,19 +22,22 @@ _FORM_KEYS = ("momentum", "weight_decay", "nesterov", "amsgrad", "maximize")
 
 class ParamGroup(dict):
     """One group: `params` and its hyperparameters, a dict as in PyTorch. Each number (or tuple of
-    numbers, `betas`) also lives in 0-d float64 Tensors (`tensors[key]`), updated on assignment."""
+    numbers, `betas`) also lives in 0-d float64 Tensors (`tensors[key]`), updated on assignment, which
+    `check` (the optimizer's) validates as the constructor does: `group["lr"] = nan` is refused."""
 
-    def __init__(self, values, device):
+    def __init__(self, values, device, check=None):
         super().__init__()
         self.device = device
         self.tensors = {}
+        self.check = None
         for key, value in values.items():
             self[key] = value
+        self.check = check
 
     def __setitem__(self, key, value):
-        if key in _FORM_KEYS and key in self and bool(self[key]) != bool(value):
-            raise ValueError(f"changing {key!r} from {self[key]!r} to {value!r} changes the form of the update; "
-                             "make a new optimizer (with load_state_dict to keep its state)")
+        if self.check is not None and key != "params":
+            self.check({**self, key: value})
+        self.check_form(key, value)
         super().__setitem__(key, value)
         if key == "params" or isinstance(value, bool):
             return
@@ -43,6 +46,12 @@ class ParamGroup(dict):
         elif isinstance(value, tuple) and value and all(_is_number(v) for v in value):
             for i, v in enumerate(value):
                 self._hold((key, i), v)
+
+    def check_form(self, key, value):
+        """Refuse a new value that switches a term of the update on or off (see _FORM_KEYS)."""
+        if key in _FORM_KEYS and key in self and bool(self[key]) != bool(value):
+            raise ValueError(f"changing {key!r} from {self[key]!r} to {value!r} changes the form of the update; "
+                             "make a new optimizer (with load_state_dict to keep its state)")
 
     def _hold(self, key, value):
         held = self.tensors.get(key)
@@ -58,7 +67,11 @@ class ParamGroup(dict):
 
 
 def _is_number(value):
-    return isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
+    return isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_finite(value):
+    return _is_number(value) and bool(np.isfinite(value))
 
 
 class Optimizer:
@@ -92,14 +105,32 @@ class Optimizer:
         values = {**self.defaults, **group, "params": params}
         self._check(values)
         device = params[0].device if params else "cpu"
-        self.param_groups.append(ParamGroup(values, device))
+        self.param_groups.append(ParamGroup(values, device, self._check))
         for p in params:
             self.state[p] = self._new_state(p, values)
 
     NON_NEGATIVE = ("lr",)     # hyperparameters that may not be negative (each optimizer lists its own)
+    FLAGS = ("maximize",)      # hyperparameters that are True or False; the others are numbers
+    PAIRS = ()                 # ... or pairs of numbers (Adam's betas)
 
     def _check(self, group):
-        """Raise ValueError for a hyperparameter out of its range (subclasses add their own checks)."""
+        """Raise for a hyperparameter that is not what its default is (TypeError: a number, not a bool or a
+        string; a tuple of as many numbers, `betas`; True/False for a flag) or out of its range (ValueError:
+        NaN or infinite, negative where NON_NEGATIVE; subclasses add their own checks)."""
+        name = type(self).__name__
+        for key in self.defaults:
+            value = group[key]
+            if key in self.FLAGS:
+                if not isinstance(value, (bool, np.bool_)) and not (_is_number(value) and value in (0, 1)):
+                    raise TypeError(f"{name}: {key} must be True or False, got {value!r}")   # 0/1 too, as in PyTorch
+                continue
+            values = value if key in self.PAIRS else (value,)
+            if key in self.PAIRS and (not isinstance(value, (tuple, list)) or len(value) != 2):
+                raise TypeError(f"{name}: {key} must be two numbers, got {value!r}")
+            if not all(_is_number(v) for v in values):
+                raise TypeError(f"{name}: invalid {key} {value!r} (must be a number)")
+            if not all(_is_finite(v) for v in values):
+                raise ValueError(f"{name}: invalid {key} {value!r} (must be finite)")
         for key in self.NON_NEGATIVE:
             if group[key] < 0:
                 raise ValueError(f"{type(self).__name__}: invalid {key} {group[key]!r} (must be >= 0)")
@@ -131,12 +162,15 @@ class Optimizer:
 
     def zero_grad(self, set_to_none=True):
         """Forget the gradients: `.grad = None` (PyTorch's default), or zeros with set_to_none=False."""
+        number = 0
         for group in self.param_groups:
             for p in group["params"]:
+                label = f"{type(self).__name__} parameter {number}.grad"
+                number += 1
                 if set_to_none:
-                    p.grad = None
+                    set_grad(p, None, label)
                 elif p.grad is not None:
-                    p.grad = ops.zeros_like(p.grad)
+                    set_grad(p, ops.zeros_like(p.grad), label)
 
     # --- state ----------------------------------------------------------------------------
     def state_dict(self):
@@ -154,31 +188,45 @@ class Optimizer:
 
     def load_state_dict(self, state_dict):
         """Take hyperparameters and state from `state_dict` (PyTorch's layout; Tensors or arrays), writing
-        into this optimizer's own state Tensors, so compiled training steps continue from it."""
+        into this optimizer's own state Tensors, so compiled training steps continue from it.
+
+        Everything is checked first (the layout, each group's hyperparameters as the constructor checks
+        them, each state value's shape and dtype), then written: a refused state_dict changes nothing."""
+        if not isinstance(state_dict, dict) or not isinstance(state_dict.get("state"), dict) or \
+                not isinstance(state_dict.get("param_groups"), (list, tuple)):
+            raise ValueError("load_state_dict: expected {'state': {...}, 'param_groups': [...]}, the layout "
+                             "state_dict() returns")
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups) or any(
+                not isinstance(g, dict) or not isinstance(g.get("params"), (list, tuple)) or
                 len(g["params"]) != len(own["params"]) for g, own in zip(groups, self.param_groups)):
             raise ValueError("load_state_dict: the state has a different number of parameter groups or "
                              "parameters per group than this optimizer")
+        hyperparameters = [self._loaded_group(i, g, own) for i, (g, own) in enumerate(zip(groups, self.param_groups))]
         writes = []
         for g, own in zip(groups, self.param_groups):
             for number, p in zip(g["params"], own["params"]):
                 saved = state_dict["state"].get(number, {})
                 for name, tensor in self.state[p].items():
-                    if name not in saved:
+                    if not isinstance(saved, dict) or name not in saved:
                         raise ValueError(f"load_state_dict: parameter {number} has no {name!r} in the state")
-                    value = saved[name]
-                    shape = tuple(getattr(value, "shape", np.shape(value)))
-                    if shape != tensor.shape:
-                        raise ValueError(f"load_state_dict: {name!r} of parameter {number} has shape {shape}, "
-                                         f"expected {tensor.shape}")
-                    writes.append((tensor, value))
-        for tensor, value in writes:
-            tensor.set_value(value)
-        for g, own in zip(groups, self.param_groups):
-            for key, value in g.items():
-                if key != "params":
-                    own[key] = tuple(value) if isinstance(value, list) else value
+                    writes.append((tensor, _loaded_array(saved[name], tensor, f"{name!r} of parameter {number}")))
+        for tensor, array in writes:
+            tensor.set_value(array)
+        for own, values in hyperparameters:
+            for key, value in values.items():
+                own[key] = value
+
+    def _loaded_group(self, index, saved, own):
+        """(own group, the hyperparameters to give it), checked as the constructor checks them."""
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in saved.items() if k != "params"}
+        try:
+            self._check({**{k: v for k, v in own.items() if k != "params"}, **values})
+            for key, value in values.items():
+                own.check_form(key, value)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"load_state_dict: parameter group {index}: {e}") from None
+        return own, values
 
     def __repr__(self):
         lines = [f"{type(self).__name__} ("]
@@ -186,6 +234,16 @@ class Optimizer:
             lines.append(f"Parameter Group {i}")
             lines += [f"    {k}: {v}" for k, v in sorted(group.items()) if k != "params"]
         return "\n".join(lines + [")"])
+
+
+def _loaded_array(value, tensor, label):
+    """A state value as a host array that set_value takes without fail (the shape and dtype checked here)."""
+    array = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
+    if array.shape != tensor.shape:
+        raise ValueError(f"load_state_dict: {label} has shape {array.shape}, expected {tensor.shape}")
+    if array.dtype.kind not in "biufc" or not np.can_cast(array.dtype, tensor.dtype, casting="same_kind"):
+        raise TypeError(f"load_state_dict: {label} is {array.dtype}, which does not cast to {tensor.dtype}")
+    return array
 
 
 def _read_grad(p, label):

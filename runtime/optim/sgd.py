@@ -11,6 +11,7 @@ from .optimizer import Optimizer, eager_zeros, step_counter
 
 class SGD(Optimizer):
     NON_NEGATIVE = ("lr", "momentum", "weight_decay")
+    FLAGS = ("nesterov", "maximize")
 
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
                  maximize=False):

@@ -1,4 +1,5 @@
 """The `dy2static` command: every subcommand, in-process through main([...]) and as a real process."""
+import errno
 import io
 import json
 import os
@@ -13,7 +14,7 @@ import pytest
 
 
 import runtime as rt
-from transpiler import InputSpec, cli, to_source, to_static
+from transpiler import InputSpec, batches, cli, to_source, to_static
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -646,3 +647,211 @@ def test_batches_keep_memory_far_below_the_input_size(rows):
     assert got.shape == (160_000, 64)
     for start in (0, 2047, 2048, 80_000, 159_999):
         np.testing.assert_array_equal(got[start], np.full(64, 2 * start + 1, np.float32))
+
+
+# --- outputs never destroy inputs; a full disk is one error and leaves no output ------------------------
+
+def _files(folder):
+    return sorted(p.name for p in Path(folder).iterdir()) if Path(folder).exists() else []
+
+
+def _link(kind, target, link):
+    if kind == "symlink":
+        os.symlink(os.path.relpath(target, os.path.dirname(link)), link)
+    else:
+        os.link(target, link)
+
+
+@pytest.mark.parametrize("kind", ["same name", "symlink", "hard link", "input through a symlink"])
+@pytest.mark.parametrize("mode", [["--batch-size", "128"], ["--scheduler", "tcp://127.0.0.1:9"]])
+def test_an_output_that_is_an_input_is_refused_before_anything_is_written(rows, kind, mode):
+    (rows / "parts").mkdir()
+    data = np.load(rows / "bx.npy")
+    if kind == "same name":                  # the input is the file the first output would replace
+        shutil.copy(rows / "bx.npy", rows / "parts" / "out0.npy")
+        given = "parts/out0.npy"
+    elif kind == "input through a symlink":
+        shutil.copy(rows / "bx.npy", rows / "parts" / "out0.npy")
+        _link("symlink", rows / "parts" / "out0.npy", str(rows / "alias.npy"))
+        given = "alias.npy"
+    else:
+        _link(kind.split()[0], rows / "bx.npy", str(rows / "parts" / "out0.npy"))
+        given = "bx.npy"
+    before = {name: (rows / "parts" / name).read_bytes() for name in _files(rows / "parts")}
+    code, out, err = run_main("run", "rowwise.py::double", "--input", f"x={given}", *mode, "--out", "parts")
+    assert out == ""
+    assert_one_line_error(code, err, "out0.npy is the input", "give another --out")
+    assert {name: (rows / "parts" / name).read_bytes() for name in _files(rows / "parts")} == before
+    np.testing.assert_array_equal(np.load(rows / given), data)
+
+
+def test_run_out_npz_that_is_an_input_is_refused(rows):
+    shutil.copy(rows / "bx.npy", rows / "data.npz")           # .npy bytes under an .npz name
+    before = (rows / "data.npz").read_bytes()
+    code, out, err = run_main("run", "rowwise.py::double", "--input", "x=data.npz", "--out", "data.npz")
+    assert_one_line_error(code, err, "--out data.npz is the input data.npz")
+    assert (rows / "data.npz").read_bytes() == before
+
+
+def test_outputs_replace_old_ones_only_when_every_batch_ran(rows):
+    (rows / "o").mkdir()
+    np.save(rows / "o" / "out0.npy", np.arange(3))                  # an earlier run's output
+    late = np.zeros((1000, 4), np.float32)
+    late[900] = 5                                                   # batches 0-13 run, batch 14 fails
+    np.save(rows / "late.npy", late)
+    code, out, err = run_main("run", "rowwise.py::bounded", "--input", "x=late.npy", "--batch-size", "64",
+                              "--out", "o")
+    assert_one_line_error(code, err, "value out of range")
+    assert _files(rows / "o") == ["out0.npy"]                        # no temporaries left
+    np.testing.assert_array_equal(np.load(rows / "o" / "out0.npy"), np.arange(3))
+    code, out, err = run_main("run", "rowwise.py::double", "--input", "x=bx.npy", "--batch-size", "999",
+                              "--out", "o")
+    assert (code, err) == (0, "")
+    assert _files(rows / "o") == ["out0.npy"]
+    np.testing.assert_array_equal(np.load(rows / "o" / "out0.npy"), np.load(rows / "bx.npy") * 2 + 1)
+
+
+def _no_space(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+@pytest.mark.parametrize("where", ["reserving", "writing rows"])
+def test_a_full_disk_is_one_error_and_leaves_no_output(rows, monkeypatch, where):
+    if where == "reserving":
+        if not hasattr(os, "posix_fallocate"):
+            pytest.skip("no posix_fallocate here")
+        monkeypatch.setattr(os, "posix_fallocate", _no_space)
+    else:
+        calls = []
+        real = batches._write_at
+
+        def write_at(*args):                # the third batch finds the disk full
+            calls.append(1)
+            return _no_space() if len(calls) == 3 else real(*args)
+        monkeypatch.setattr(batches, "_write_at", write_at)
+    code, out, err = run_main("run", "rowwise.py::f", "--input", "x=bx.npy", "--input", "y=by.npy",
+                              "--batch-size", "128", "--out", "o")
+    assert out == ""
+    assert_one_line_error(code, err, "cannot write o", "out0.npy", "No space left on device")
+    assert not (rows / "o").exists()
+
+
+_LIMITED = '''\
+import os, resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)      # a write past the limit fails with EFBIG instead
+resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+if sys.argv[1] == "no-fallocate":                   # a filesystem that cannot reserve: rows fail as written
+    del os.posix_fallocate
+from transpiler import cli
+sys.exit(cli.main(sys.argv[2:]))
+'''
+
+
+@pytest.mark.skipif(not hasattr(os, "posix_fallocate") or sys.platform == "win32", reason="needs RLIMIT_FSIZE")
+@pytest.mark.parametrize("how, out, written", [("fallocate", ["--batch-size", "1000", "--out", "o"], "o/out0.npy"),
+                                               ("no-fallocate", ["--batch-size", "1000", "--out", "o"], "o/out0.npy"),
+                                               ("fallocate", ["--out", "o/all.npz"], "o/all.npz")])
+def test_a_file_size_limit_is_a_real_write_failure_reported_as_one_line(rows, how, out, written):
+    (rows / "o").mkdir()
+    np.save(rows / "o" / "keep.npy", np.arange(3))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
+    done = subprocess.run([sys.executable, "-c", _LIMITED, how, "run", "rowwise.py::double", "--input", "x=bx.npy",
+                           *out], cwd=rows, env=env, capture_output=True, text=True, timeout=120)
+    assert done.stdout == ""                                            # the output needs 160 kB: over the limit
+    assert_one_line_error(done.returncode, done.stderr, f"cannot write {written}: File too large")
+    assert _files(rows / "o") == ["keep.npy"]
+
+
+# --- limits on an untrusted saved Program ---------------------------------------------------------------
+
+ENDLESS = '''\
+import runtime as rt
+
+
+def spin(x):
+    while rt.any(x > -1.0):
+        x = x + 1.0
+    return x
+
+
+def affine(x):
+    return x * W + 1.0
+
+
+W = rt.tensor(__import__("numpy").ones((4,), "float32"))
+'''
+
+
+@pytest.fixture
+def saved(workdir):
+    (workdir / "endless.py").write_text(ENDLESS)
+    for name in ("spin", "affine"):
+        code, _, err = run_main("export", f"endless.py::{name}", "--spec", "x:float32[None,4]", "--format",
+                                "program", "--out", f"build/{name}")
+        assert code == 0, err
+    return workdir
+
+
+def test_max_iterations_stops_an_endless_saved_program(saved):
+    code, out, err = run_process("run", "build/spin.program.json", "--input", "x=x.npy", "--max-iterations", "50",
+                                 cwd=saved)                             # bounded: run_process has a timeout
+    assert out == ""
+    assert_one_line_error(code, err, "more than 50 iterations")
+    code, out, err = run_main("run", "build/spin.program.json", "--input", "x=x.npy", "--batch-size", "1",
+                              "--out", "o", "--max-iterations", "0")
+    assert_one_line_error(code, err, "more than 0 iterations")
+    assert not (saved / "o").exists()
+
+
+def test_max_bytes_bounds_a_saved_programs_parameters(saved):
+    code, out, err = run_main("run", "build/affine.program.json", "--input", "x=x.npy", "--max-bytes", "15")
+    assert_one_line_error(code, err, "cannot load build/affine.program.json", "over the limit of 15 bytes")
+    code, out, err = run_main("export", "build/affine.program.json", "--out", "build/np", "--max-bytes", "15")
+    assert_one_line_error(code, err, "over the limit of 15 bytes")
+    assert not (saved / "build" / "np.py").exists()
+    code, out, err = run_main("run", "build/affine.program.json", "--input", "x=x.npy", "--max-bytes", "16",
+                              "--max-iterations", "3", "--out", "a.npz")
+    assert (code, err) == (0, "")
+    np.testing.assert_array_equal(np.load(saved / "a.npz")["out0"], np.load(saved / "x.npy") + 1)
+    assert run_main("export", "build/affine.program.json", "--out", "build/np", "--max-bytes", "16")[0] == 0
+
+
+def test_max_ops_bounds_a_saved_programs_size(saved):
+    code, out, err = run_main("run", "build/affine.program.json", "--input", "x=x.npy", "--max-ops", "0")
+    assert_one_line_error(code, err, "cannot load build/affine.program.json", "max_ops")
+    code, out, err = run_main("export", "build/affine.program.json", "--out", "build/np2", "--max-ops", "0")
+    assert_one_line_error(code, err, "max_ops")
+    assert not (saved / "build" / "np2.py").exists()
+    code, out, err = run_main("run", "build/affine.program.json", "--input", "x=x.npy", "--max-ops", "100",
+                              "--out", "b.npz")
+    assert (code, err) == (0, "")
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["run", "endless.py::affine", "--input", "x=x.npy", "--max-bytes", "10"], "--max-bytes: bounds a saved"),
+    (["run", "endless.py::affine", "--input", "x=x.npy", "--max-iterations", "10"], "--max-iterations: bounds"),
+    (["export", "endless.py::affine", "--spec", "x:float32[None,4]", "--out", "b/x", "--max-bytes", "1"],
+     "is Python code"),
+    (["run", "endless.py::affine", "--input", "x=x.npy", "--max-ops", "10"], "--max-ops: bounds a saved"),
+])
+def test_load_limits_on_python_code_are_refused(saved, argv, fragment):
+    code, out, err = run_main(*argv)
+    assert_one_line_error(code, err, fragment)
+
+
+@pytest.mark.parametrize("value", ["-1", "many", "1.5"])
+def test_load_limits_must_be_non_negative_integers(saved, value, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["run", "build/spin.program.json", "--input", "x=x.npy", "--max-iterations", value])
+    assert exit_.value.code == 2
+    assert "expected a non-negative integer" in capsys.readouterr().err
+
+
+def test_help_documents_the_load_limits(capsys):
+    for command in ("run", "export"):
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        assert "--max-bytes N" in text and "16x the .params.npz file's size + 64 MiB" in text
+        assert "--max-ops N" in text and "200,000" in text
+        assert ("--max-iterations N" in text) == (command == "run")

@@ -392,14 +392,51 @@ def python_range_tensor_break(x):
     return x
 
 
+_RK_STAGES = [[], [0.5], [0.0, 0.5], [0.0, 0.0, 1.0]]
+
+
+@case((3,), ops={"while"}, tags={"loops"})
+def generator_in_tensor_while(x):
+    t = x.sum() * 0
+    y = x
+    while t < 0.35:                         # a Runge-Kutta step per iteration
+        ks = []
+        for i in range(4):
+            yi = y + 0.1 * sum(a * k for a, k in zip(_RK_STAGES[i], ks))
+            ks.append(-yi)
+        y = y + 0.1 * (ks[0] + 2 * ks[1] + 2 * ks[2] + ks[3]) / 6
+        t = t + 0.1
+    return y
+
+
+@case((4, 2), (4, 2), ops={"while"}, tags={"loops"})
+def for_zip_enumerate_range(x, y):
+    s = x[0] * 0
+    for a, (j, b), k in zip(x, enumerate(y), range(100)):
+        s = s + a * b + j * k
+    for row, c in zip(np.arange(8.0, dtype=np.float32).reshape(4, 2), x):
+        s = s + row * c
+    return s + sum(x, [5, 6])
+
+
 # --- lists, subscripts, builtins ---------------------------------------------------------
 
-@case((None, 2), no_ops={"while"}, tags={"lists", "golden"})   # a static first dim and a growing list: unrolls (DESIGN §3)
+@case((None, 2), ops={"while"}, tags={"lists", "golden"})   # a growing list: a tensor array the while op carries
 def list_append_in_tensor_loop(x):
     outs = []
     for row in x:
         outs.append(row * 2)
     return rt.stack(outs)
+
+
+@case((6, 2), ops={"while"}, tags={"lists"})
+def list_grown_then_walked_in_python(x):
+    outs = [x[0] * 0]
+    for row in x:
+        if row.sum() > 0:
+            row = row + 1
+        outs.append(row * 2)
+    return [o.sum() for o in outs][-1] + len(outs) + rt.stack(outs).sum(0)
 
 
 @case((3,), no_ops={"while"}, tags={"lists"})
@@ -416,6 +453,29 @@ def subscript_assign(x):
     x[:, 1] = 0
     x[2] += 1
     return x
+
+
+@case((4, 3), tags={"lists"})
+def nested_item_assignment(x):
+    caches = [x * 0, x * 0]                 # a per-layer cache in a Python list
+    for layer in range(2):
+        caches[layer][:, layer] = x[:, 2] + layer
+        c = caches[layer]                   # writing through an alias reaches the list item
+        c[0] += 1
+    first, caches[1][1], last = 1.0, x[3], 2.0
+    return caches[0] + caches[1] * first + last
+
+
+@case((3,), ops={"cond"}, tags={"returns"})
+def bound_where_not_returned(x):
+    if x.sum() > 0:
+        if x[0] > 0:
+            return x * 2
+        else:
+            a = x + 1
+    else:
+        a = x - 1
+    return a * 3
 
 
 @case((None, 2, 3), no_ops={"cond", "while"}, tags={"calls", "golden"})

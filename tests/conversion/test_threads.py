@@ -1,8 +1,10 @@
 """One StaticFunction served from many threads gives what a sequential run gives (issue: the tracing stack was
 shared by all threads, so concurrent first calls returned Variables, raised, or recorded another thread's eager
 work). Tracing state belongs to the thread that traces; concurrent first calls of one signature trace once."""
+import sys
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -204,3 +206,45 @@ def test_rebinding_a_global_while_threads_call_gives_old_or_new_never_a_mix():
         SCALE = rt.tensor(np.float32(1.0))
     assert {tuple(g) for g in got} <= {(1.0, 1.0, 1.0), (2.0, 2.0, 2.0)}
     assert static.cache_size == 1 and static.retrace_reasons == []
+
+
+def _tanh_affine(x):
+    return rt.tanh(x) * 2.0 + 1.0
+
+
+def test_more_shapes_than_max_signatures_from_eight_threads():
+    """The mixed-shape index of fast calls was filled without the cache's lock while evictions rebuilt it under
+    the lock: 'dictionary changed size during iteration' now and then, and more shapes indexed than entries
+    cached (15 for 8 here). One index, changed only under the lock, holding at most max_signatures shapes."""
+    limit, n_shapes, n_threads, calls = 8, 20, 8, 250
+    static = to_static(_tanh_affine, max_signatures=limit)
+    arrays = [np.linspace(-1, 1, 3 + k, dtype=np.float32) for k in range(n_shapes)]
+    want = [_tanh_affine(rt.tensor(a)).numpy().tobytes() for a in arrays]
+    failures, indexed = [], []
+
+    def serve(seed):
+        for k in np.random.default_rng(seed).integers(0, n_shapes, calls):
+            try:
+                if static(rt.tensor(arrays[k])).numpy().tobytes() != want[k]:
+                    failures.append(f"wrong result for shape {arrays[k].shape}")
+            except Exception as e:     # noqa: BLE001 - every failure is reported below
+                failures.append(repr(e))
+            indexed.append(len(static._fast_by_shape))
+
+    threads = [threading.Thread(target=serve, args=(seed,), daemon=True) for seed in range(n_threads)]
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)                 # the GIL changes hands as often as it can: races show up
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")     # "more than max_signatures" is expected here
+            for t in threads:
+                t.start()
+            deadline = time.monotonic() + 120
+            for t in threads:
+                t.join(max(0.0, deadline - time.monotonic()))
+    finally:
+        sys.setswitchinterval(switch)
+    assert not any(t.is_alive() for t in threads), "a serving thread hung"
+    assert failures == []
+    assert len(indexed) == n_threads * calls
+    assert max(indexed) <= limit and static.cache_size <= limit

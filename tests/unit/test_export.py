@@ -1,5 +1,6 @@
 """Standalone export: one .py (numpy only) + one .npz that reproduce the Program exactly."""
 import ast
+import errno
 import importlib.util
 import inspect
 import json
@@ -15,6 +16,7 @@ import pytest
 import runtime as rt
 from runtime.deploy import load_program, save_program
 from runtime.serialization import ProgramFormatError
+from runtime import export as export_module
 from runtime.export import ExportError, _Sources, export_python, python_source
 from runtime.ops.registry import REGISTRY
 from runtime.tracing import rebuild_outputs
@@ -148,7 +150,7 @@ def test_module_imports_only_numpy_and_reads_like_code(tmp_path):
     imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
                 for alias in node.names}
     imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert imported == {"numpy", "os", "sys"}
+    assert imported == {"numpy", "hashlib", "os", "sys"}             # hashlib: the weights' digest is checked
     assert "np.load(path, allow_pickle=False)" in source
     body = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "program")
     kinds = {type(n).__name__ for n in ast.walk(body)}
@@ -193,11 +195,13 @@ def test_exported_params_file_is_checked(tmp_path):
     m = import_file(tmp_path / "m.py", "m_params")
     (name,) = m.PARAMETERS
     np.savez(npz_path, **{name: np.empty((4, 6), dtype=object)})
-    with pytest.raises(ValueError, match="allow_pickle=False"):
+    with pytest.raises(ValueError, match="not the parameters file exported with this module"):
         m.run(x=np.ones((1, 4), np.float32))
+    with pytest.raises(ValueError, match="allow_pickle=False"):       # files trusted by the caller: still checked
+        m.load_params(npz_path, sha256=None)
     np.savez(npz_path, **{name: np.ones((6, 4), np.float32)})
     with pytest.raises(ValueError, match=r"is float32\[6, 4\], expected float32\[4, 6\]"):
-        m.run(x=np.ones((1, 4), np.float32))
+        m.load_params(npz_path, sha256=None)
 
 
 def test_export_of_a_program_with_hostile_names(tmp_path):
@@ -356,3 +360,53 @@ def test_loaded_program_refuses_a_different_input_spec(tmp_path):
         transpiler.export_python(loaded, tmp_path / "m", input_spec=[rt.InputSpec([None, 5], "float32", "x")])
     py_path, _ = transpiler.export_python(loaded, tmp_path / "m", input_spec=[rt.InputSpec([None, 4], "float32")])
     assert os.path.exists(py_path)
+
+
+# --- a re-export is whole or not at all; the module runs only with its own weights -------------------------
+
+def affine_program(weights, shift=1.0):
+    w = rt.tensor(weights)
+    return trace(lambda x: rt.matmul(x, w) + shift, [rt.InputSpec([None, 4], "float32", "x")])
+
+
+def _disk_full_after_some_bytes(file, arrays):
+    file.write(b"PK\x03\x04 half of a zip")
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+@pytest.mark.parametrize("failing", ["weights", "code"])
+def test_a_failed_reexport_leaves_the_earlier_export_whole(tmp_path, monkeypatch, failing):
+    old_weights = RNG.standard_normal((4, 3)).astype(np.float32)
+    py_path, npz_path = export_python(affine_program(old_weights), tmp_path / "m")
+    before = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
+    if failing == "weights":
+        monkeypatch.setattr(export_module, "write_params", _disk_full_after_some_bytes)
+        with pytest.raises(OSError, match="No space left"):
+            export_python(affine_program(old_weights * 10, shift=2.0), tmp_path / "m")   # new code, new weights
+    else:
+        new = affine_program(old_weights * 10, shift=2.0)
+        monkeypatch.setattr(export_module, "python_source",
+                            lambda *a, **k: (_ for _ in ()).throw(ExportError("cannot export this op")))
+        with pytest.raises(ExportError):
+            export_python(new, tmp_path / "m")
+    assert {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == before   # no temporaries
+    m = import_file(py_path, f"m_reexport_{failing}")
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    np.testing.assert_allclose(m.run(x=x), x @ old_weights + 1.0, rtol=1e-6)
+
+
+def test_an_exported_module_refuses_the_weights_of_another_export(tmp_path):
+    weights = RNG.standard_normal((4, 3)).astype(np.float32)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    export_python(affine_program(weights), tmp_path / "a" / "m")
+    _, other = export_python(affine_program(weights * 2), tmp_path / "b" / "m")
+    os.replace(other, tmp_path / "a" / "m.npz")                     # files of two exports mixed
+    m = import_file(tmp_path / "a" / "m.py", "m_mixed")
+    x = np.ones((2, 4), np.float32)
+    with pytest.raises(ValueError, match="m.npz: not the parameters file exported with this module "
+                                         r"\(its SHA-256 differs"):
+        m.run(x=x)
+    params = m.load_params(sha256=None)                              # weights the caller trusts
+    np.testing.assert_array_equal(next(iter(params.values())), weights * 2)
+    assert re.fullmatch(r"[0-9a-f]{64}", m.PARAMS_SHA256)

@@ -19,8 +19,9 @@ OPTIONAL = {"cupy", "cupyx", "onnx", "onnxruntime", "dask", "distributed", "torc
 
 # Bottom to top; see layer_of for which layer a module is in.
 LAYERS = [
-    ("base", ["runtime.dtypes", "runtime.errors", "runtime.pytree", "runtime.backends", "runtime.undefined",
-              "runtime.rng", "runtime.shape_text", "runtime.array_methods", "runtime.torch_methods", "runtime.autodiff",
+    ("base", ["runtime.atomic_files", "runtime.dtypes", "runtime.errors", "runtime.pytree", "runtime.backends",
+              "runtime.undefined", "runtime.rng", "runtime.shape_text", "runtime.array_methods",
+              "runtime.torch_methods", "runtime.autodiff",
               "runtime.autodiff.records", "runtime.autodiff.tape"]),
     ("ir", ["runtime.ir"]),
     ("tracing", ["runtime.tracing", "runtime.state"]),
@@ -41,13 +42,13 @@ LAYERS = [
     ("runtime namespace", ["runtime"]),
     ("analysis", ["transpiler.analysis"]),
     ("transforms", ["transpiler.errors", "transpiler.naming", "transpiler.parsing", "transpiler.transforms"]),
-    ("operators", ["transpiler.choices", "transpiler.operators"]),
+    ("operators", ["transpiler.aliases", "transpiler.choices", "transpiler.operators"]),
     ("emit", ["transpiler.emit"]),
     ("trace bookkeeping", ["transpiler.guards", "transpiler.outer_names", "transpiler.writeback"]),
     ("api", ["transpiler.api"]),
-    ("deploy, cluster", ["transpiler.deploy", "transpiler.cluster"]),
+    ("deploy, cluster, batches", ["transpiler.deploy", "transpiler.cluster", "transpiler.batches"]),
     ("transpiler namespace", ["transpiler"]),
-    ("cli", ["transpiler.batches", "transpiler.cli", "transpiler.__main__"]),
+    ("cli", ["transpiler.cli", "transpiler.__main__"]),
 ]
 
 

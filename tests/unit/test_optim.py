@@ -203,3 +203,113 @@ def test_negative_learning_rate_is_refused_by_every_optimizer():
     for cls in (rt.optim.SGD, rt.optim.Adam, rt.optim.AdamW):
         with pytest.raises(ValueError, match="invalid lr"):
             cls([rt.Parameter(np.zeros(2, np.float32))], lr=-0.1)
+
+
+OPTIMIZER_CLASSES = (rt.optim.SGD, rt.optim.Adam, rt.optim.AdamW, rt.optim.Adagrad, rt.optim.RMSprop)
+
+
+@pytest.mark.parametrize("cls", OPTIMIZER_CLASSES, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("lr, error", [(True, TypeError), (float("nan"), ValueError), (float("inf"), ValueError),
+                                       ("0.1", TypeError), (None, TypeError), (-1, ValueError)])
+def test_constructors_refuse_a_learning_rate_that_is_not_a_usable_number(cls, lr, error):
+    # SGD(lr=True) used to be taken, then failed at the first step with a bare KeyError: 'lr'
+    with pytest.raises(error, match=f"{cls.__name__}: invalid lr"):
+        cls([rt.Parameter(np.zeros(2, np.float32))], lr=lr)
+
+
+def _trained_adam():
+    params = [rt.Parameter(np.ones(3, np.float32)), rt.Parameter(np.ones((2, 2), np.float32))]
+    opt = rt.optim.Adam(params, lr=0.1)
+    for _ in range(2):
+        for p in params:
+            p.grad = rt.tensor(np.full(p.shape, 0.5, np.float32))
+        opt.step()
+    return params, opt
+
+
+def _other_state():
+    """A valid state_dict of another run (other step count, moments and lr), as plain data to tamper with."""
+    _, other = _trained_adam()
+    other.param_groups[0]["lr"] = 0.02
+    for state in other.state.values():
+        for t in state.values():
+            t.set_value(t + 7)
+    saved = other.state_dict()
+    return {"state": {i: {k: v.numpy() for k, v in s.items()} for i, s in saved["state"].items()},
+            "param_groups": [dict(g) for g in saved["param_groups"]]}
+
+
+def _tamper_group(**values):
+    def tamper(saved):
+        saved["param_groups"][0].update(values)
+    return tamper
+
+
+def _tamper_state(name, value):
+    def tamper(saved):
+        saved["state"][1][name] = value        # the last parameter's: the first one's state comes before it
+    return tamper
+
+
+@pytest.mark.parametrize("tamper, error, match", [
+    (_tamper_group(lr=-1), ValueError, "invalid lr"),
+    (_tamper_group(lr=float("nan")), ValueError, "invalid lr"),
+    (_tamper_group(lr="0.1"), TypeError, "invalid lr"),
+    (_tamper_group(lr=None), TypeError, "invalid lr"),
+    (_tamper_group(lr=True), TypeError, "invalid lr"),
+    (_tamper_group(betas=(2, 5)), ValueError, "betas"),
+    (_tamper_group(betas=[0.9]), TypeError, "betas"),
+    (_tamper_group(eps=-1), ValueError, "eps"),
+    (_tamper_group(amsgrad=True), ValueError, "form of the update"),
+    (_tamper_state("step", "five"), TypeError, "'step' of parameter 1"),
+    (_tamper_state("exp_avg", np.zeros(4, np.float32)), ValueError, "'exp_avg' of parameter 1 has shape"),
+    (_tamper_state("exp_avg_sq", np.zeros((2, 2), np.complex64)), TypeError, "does not cast"),
+], ids=["negative-lr", "nan-lr", "str-lr", "none-lr", "bool-lr", "betas-range", "betas-length", "negative-eps",
+        "form-change", "str-step", "shape", "dtype"])
+def test_a_refused_load_state_dict_changes_nothing(tamper, error, match):
+    params, opt = _trained_adam()
+    before = {(i, k): (t, t.numpy().copy()) for i, s in enumerate(opt.state.values()) for k, t in s.items()}
+    groups = [dict(g) for g in opt.param_groups]
+    saved = _other_state()
+    tamper(saved)
+    with pytest.raises(error, match=match):
+        opt.load_state_dict(saved)
+    for key, (tensor, array) in before.items():
+        now = list(opt.state.values())[key[0]][key[1]]
+        assert now is tensor and now.numpy().tobytes() == array.tobytes(), key
+    assert [dict(g) for g in opt.param_groups] == groups
+    opt.load_state_dict(_other_state())        # the optimizer is still whole: a valid state loads
+    assert opt.param_groups[0]["lr"] == 0.02 and float(opt.state[params[0]]["step"].numpy()) == 9.0
+
+
+def test_load_state_dict_refuses_what_is_not_a_state_dict():
+    _, opt = _trained_adam()
+    for bad in (None, {"state": {}}, {"param_groups": [], "state": []}, {"state": {}, "param_groups": [5]}):
+        with pytest.raises(ValueError, match="load_state_dict"):
+            opt.load_state_dict(bad)
+
+
+@pytest.mark.parametrize("value, error", [(float("nan"), ValueError), (True, TypeError), ("0.1", TypeError),
+                                          (-0.5, ValueError)])
+def test_a_schedule_setting_an_unusable_learning_rate_is_refused_and_changes_nothing(value, error):
+    # `group["lr"] = True` used to be stored beside the old lr tensor, which the next step kept using
+    p = rt.Parameter(np.ones(2, np.float32))
+    opt = rt.optim.SGD([p], lr=0.1)
+    with pytest.raises(error, match="invalid lr"):
+        opt.param_groups[0]["lr"] = value
+    assert opt.param_groups[0]["lr"] == 0.1
+    opt.param_groups[0]["lr"] = 0.5
+    p.grad = rt.tensor(np.ones(2, np.float32))
+    opt.step()
+    np.testing.assert_allclose(p.numpy(), [0.5, 0.5])
+
+
+def test_flags_and_pairs_take_what_pytorch_takes():
+    """0/1 for a flag and a list for betas are what configs loaded from JSON hold; PyTorch accepts both."""
+    p = rt.Parameter(np.zeros(2, np.float32))
+    assert rt.optim.Adam([p], amsgrad=0, betas=[0.8, 0.9]).param_groups[0]["betas"] == (0.8, 0.9)
+    rt.optim.SGD([p], momentum=0.9, nesterov=1)
+    with pytest.raises(TypeError, match="amsgrad"):
+        rt.optim.Adam([p], amsgrad=2)
+    with pytest.raises(TypeError, match="amsgrad"):
+        rt.optim.Adam([p], amsgrad="yes")

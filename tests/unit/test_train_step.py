@@ -146,3 +146,26 @@ def test_a_static_update_reads_the_gradients_each_eager_backward_leaves():
     update(x)
     np.testing.assert_allclose(unused.numpy(), [0.9, 0.9], rtol=1e-6)
     assert update.retrace_reasons and "parameter 1.grad" in update.retrace_reasons[-1]
+
+
+@pytest.mark.parametrize("clear", ["optimizer", "layer"])
+def test_a_static_update_after_an_eager_backward_clears_the_gradients_on_every_call(clear):
+    # zero_grad() in the traced update used to clear `.grad` while tracing only: from the second call on, the
+    # gradients of earlier eager backward() calls piled up and every step used their sum
+    eager_model, mixed_model = make(), make()
+    eager_opt = rt.optim.SGD(eager_model.parameters(), lr=0.1, momentum=0.9)
+    mixed_opt = rt.optim.SGD(mixed_model.parameters(), lr=0.1, momentum=0.9)
+
+    def update(model, opt):
+        opt.step()
+        opt.zero_grad() if clear == "optimizer" else model.clear_gradients()
+
+    static_update = to_static(lambda: update(mixed_model, mixed_opt))
+    for x, y in batches():
+        for model in (eager_model, mixed_model):
+            F.cross_entropy(model(rt.tensor(x)), rt.tensor(y)).backward()
+        update(eager_model, eager_opt)
+        static_update()
+        assert all(p.grad is None for p in mixed_model.parameters())
+    assert static_update.cache_size == 1
+    assert_same_state(eager_model, mixed_model, eager_opt, mixed_opt)

@@ -21,13 +21,26 @@ from .scope import assigned_names, own_scope
 _LATE_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef, gast.GeneratorExp)
 
 
+# Builtins that consume a generator given to them before they return: such a generator runs at once, as
+# a list comprehension does (`sum(a * k for a, k in zip(row, ks))`).
+_CONSUMERS = frozenset({"sum", "any", "all", "min", "max", "list", "tuple", "set", "frozenset", "sorted", "dict"})
+
+
 def captured_names(fn_node, local_names):
     """Names of `local_names` that a def, lambda, class or generator inside fn_node reads or rebinds."""
     found = set()
+    at_once = _consumed_at_once(fn_node, local_names)
     for node in own_scope(fn_node.body, stop=_LATE_SCOPES):
-        if isinstance(node, _LATE_SCOPES):
+        if isinstance(node, _LATE_SCOPES) and id(node) not in at_once:
             found |= _free_names(node)
     return frozenset(found) & frozenset(local_names)
+
+
+def _consumed_at_once(fn_node, local_names):
+    """ids of generator expressions passed straight to a consuming builtin (`sum(... for ...)`)."""
+    return {id(arg) for node in own_scope(fn_node.body, stop=_LATE_SCOPES) if isinstance(node, gast.Call)
+            and isinstance(node.func, gast.Name) and node.func.id in _CONSUMERS and node.func.id not in local_names
+            for arg in node.args if isinstance(arg, gast.GeneratorExp)}
 
 
 def _free_names(scope):

@@ -3,6 +3,8 @@
     xs.append(v)      →   xs = _jst.convert_append(xs, v)
     x[i] = v          →   x = _jst.convert_setitem(x, i, v)
     x[i] += v         →   x = _jst.convert_setitem(x, i, x[i] + v)
+    x[k][i] = v       →   x = _jst.convert_setitem_path(x, (k,), i, v)    (any depth: `cache[l][:, p] = k`)
+    a, x[i] = v       →   a, __item_0 = v; x = _jst.convert_setitem(x, i, __item_0)   (stored left to right)
     xs.insert(i, v)   →   xs = _jst.convert_insert(xs, i, v)          (also extend)
     xs.pop()          →   xs = _jst.convert_pop(xs)[0]
     v = xs.pop(i)     →   xs, v = _jst.convert_pop(xs, i)
@@ -80,6 +82,11 @@ class InPlaceUpdates(Transformer):
         return located(gast.Assign(targets=[store(target)], value=new, type_comment=None), node)
 
     def visit_Assign(self, node):
+        if len(node.targets) == 1 and isinstance(node.targets[0], (gast.Tuple, gast.List)) and \
+                any(self._item_target(t) for t in gast.walk(node.targets[0])):
+            return self._unpack_then_store(node)
+        if len(node.targets) == 1 and _subscript_path(node.targets[0], self.locals):
+            return self._setitem_path(node, node.targets[0], self.visit(node.value))
         self.generic_visit(node)
         if len(node.targets) == 1 and _is_name_subscript(node.targets[0], self.locals):
             return self._setitem(node, node.targets[0], node.value)
@@ -130,18 +137,54 @@ class InPlaceUpdates(Transformer):
         return node
 
     def visit_AugAssign(self, node):
+        if _subscript_path(node.target, self.locals):
+            current = copy.deepcopy(node.target)
+            _load_all(current)
+            value = gast.BinOp(left=self.visit(current), op=node.op, right=self.visit(node.value))
+            return self._setitem_path(node, node.target, value)
         if _is_name_subscript(node.target, self.locals):
             current = copy.deepcopy(node.target)
             current.ctx = gast.Load()
-            value = gast.BinOp(left=current, op=node.op, right=node.value)
+            value = gast.BinOp(left=self.visit(current), op=node.op, right=node.value)
             return self._setitem(node, node.target, value)
         return self._hoist_pop(node)
+
+    def _item_target(self, target):
+        return _is_name_subscript(target, self.locals) or _subscript_path(target, self.locals) is not None
 
     def _setitem(self, node, target, value):
         name = target.value.id
         call = gast.Call(func=jst("convert_setitem"), args=[load(name), index_expr(target.slice), value],
                          keywords=[])
         return located(gast.Assign(targets=[store(name)], value=call, type_comment=None), node)
+
+    def _setitem_path(self, node, target, value):
+        name, path = _subscript_path(target, self.locals)
+        keys = gast.Tuple(elts=[self.visit(index_expr(key)) for key in path], ctx=gast.Load())
+        call = gast.Call(func=jst("convert_setitem_path"),
+                         args=[load(name), keys, self.visit(index_expr(target.slice)), value], keywords=[])
+        return located(gast.Assign(targets=[store(name)], value=call, type_comment=None), node)
+
+    def _unpack_then_store(self, node):
+        """`foo, a[0], bar = v` → `foo, __item_0, bar = v` then `a[0] = __item_0`, each converted: Python
+        unpacks first and stores the targets left to right, so every target is stored through a temporary
+        in its own statement, in order."""
+        stores = []
+
+        def temporary(target):
+            if isinstance(target, (gast.Tuple, gast.List)):
+                target.elts = [temporary(t) for t in target.elts]
+                return target
+            if isinstance(target, gast.Starred):
+                target.value = temporary(target.value)
+                return target
+            name = self.ctx.namer.new("item")
+            stores.append(located(gast.Assign(targets=[target], value=load(name), type_comment=None), node))
+            return store(name)
+
+        unpack = located(gast.Assign(targets=[temporary(node.targets[0])], value=node.value, type_comment=None),
+                         node)
+        return [unpack] + [self.visit_Assign(s) for s in stores]
 
 
 _METHODS = {"append": "convert_append", "insert": "convert_insert", "extend": "convert_extend",
@@ -206,6 +249,25 @@ def _set_ctx(node, ctx):
 def _is_name_subscript(target, local_names):
     return isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name) and \
         target.value.id in local_names
+
+
+def _subscript_path(target, local_names):
+    """`a[k0][k1][i]` with a a local name → ("a", [k0, k1]) (the keys above the last index); else None."""
+    path = []
+    node = target.value if isinstance(target, gast.Subscript) else None
+    while isinstance(node, gast.Subscript):
+        path.insert(0, node.slice)
+        node = node.value
+    if path and isinstance(node, gast.Name) and node.id in local_names:
+        return node.id, path
+    return None
+
+
+def _load_all(node):
+    """A store target reused as a value: every context in it a load."""
+    for child in gast.walk(node):
+        if hasattr(child, "ctx"):
+            child.ctx = gast.Load()
 
 
 def index_expr(index):
