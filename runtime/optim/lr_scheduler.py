@@ -180,7 +180,9 @@ class OneCycleLR(LRScheduler):
         start_step = 0.0
         for i, (end_step, lr0, lr1, m0, m1) in enumerate(self.phases):
             if epoch <= end_step or i == len(self.phases) - 1:
-                pct = (epoch - start_step) / (end_step - start_step)
+                # the step() after the last one (epoch == total_steps) sets a rate no update uses: PyTorch
+                # extrapolates there (below zero for 'linear'), here it stays the final rate
+                pct = min((epoch - start_step) / (end_step - start_step), 1.0)
                 a, b = (lr0, lr1) if kind == "lr" else (m0, m1)
                 return self._anneal(ranges[a], ranges[b], pct)
             start_step = end_step

@@ -193,3 +193,12 @@ def test_adadelta_follows_its_formula():
         want = want - 0.5 * delta
     np.testing.assert_allclose(p.numpy(), want, rtol=1e-5)
     assert set(opt.state_dict()["state"][0]) == {"step", "square_avg", "acc_delta"}
+
+
+def test_one_cycle_stepped_once_per_batch_never_sets_a_negative_rate():
+    opt = rt.optim.SGD([nn.Parameter(np.zeros(2, np.float32))], lr=0.1, momentum=0.9)
+    sched = lr_scheduler.OneCycleLR(opt, max_lr=0.5, total_steps=8, anneal_strategy="linear", three_phase=True)
+    for _ in range(8):                      # as a training loop does: one step() per batch, total_steps times
+        opt.step()
+        sched.step()
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.5 / 25 / 1e4)
