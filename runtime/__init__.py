@@ -30,17 +30,30 @@ from .autodiff.tape import enable_grad, no_grad
 from .autodiff import backward as _backward  # noqa: E402,F401  (gives Tensor and Variable .backward())
 from . import nn  # noqa: E402
 from . import optim  # noqa: E402
+from . import distributions, utils  # noqa: E402
 import importlib as _importlib  # noqa: E402
 linalg = _importlib.import_module(".linalg", __name__)   # the extension, not runtime.ops.linalg that `*` brought in
 fft = _importlib.import_module(".fft", __name__)
 from .array_api import (__array_api_version__, __array_namespace_info__, can_cast, e, empty, empty_like,  # noqa: E402
                         from_dlpack, inf, isdtype, nan, newaxis, pi, result_type)
+from . import torch_functions as _torch_functions  # noqa: E402
+from .torch_functions import *  # noqa: E402,F401,F403  (PyTorch's spellings over the array API functions they extend)
 
 __all__ = sorted(_FUNCTIONS) + sorted(_NUMPY_NAMES) + [
     "tensor", "asarray", "Tensor", "Parameter", "Program", "Block", "Operator", "Variable", "cond", "while_loop",
     "InputSpec", "trace", "verify", "Executor", "Plan", "get_backend", "gpu_available", "seed", "print_", "assert_",
     "raise_", "grad", "value_and_grad", "no_grad", "enable_grad",
     "Undefined", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
-    "float32", "float64", "complex64", "complex128", "finfo", "iinfo", "nn", "optim", "linalg", "fft", "can_cast", "isdtype",
+    "float32", "float64", "complex64", "complex128", "finfo", "iinfo", "nn", "optim", "distributions", "utils", "linalg", "fft", "can_cast", "isdtype",
     "result_type", "e", "pi", "inf", "nan", "newaxis", "empty", "empty_like", "from_dlpack",
 ]
+__all__ += sorted(set(_torch_functions.__all__) - set(__all__))
+
+
+def __getattr__(name):
+    """A torch.* name with no spelling here says what to write instead."""
+    hint = _torch_functions.NOT_PORTED.get(name)
+    if hint is None:
+        raise AttributeError(f"module 'runtime' has no attribute '{name}'")
+    raise AttributeError(f"module 'runtime' has no attribute '{name}' (PyTorch's torch.{name} is not supported): "
+                         f"{hint}")

@@ -11,6 +11,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from .shape_text import shape_text
+from . import torch_methods
+from .torch_methods import TorchMethods
 
 _ns = None
 
@@ -18,6 +20,7 @@ _ns = None
 def bind_namespace(namespace):
     global _ns
     _ns = namespace
+    torch_methods.bind_namespace(namespace)
 
 
 def namespace():
@@ -26,19 +29,47 @@ def namespace():
 
 
 class ElementCount(int):
-    """`x.size`: the number of elements, an int (NumPy's meaning). Called like PyTorch's `x.size(dim)`,
-    it says what to write instead rather than failing with "'int' object is not callable"."""
+    """`x.size`: the number of elements, an int (NumPy's meaning). Called, it is PyTorch's `x.size()`
+    (the shape) and `x.size(dim)` (one dim), so both spellings work."""
 
-    def __call__(self, *dims):
-        where = f"x.shape[{dims[0]}]" if len(dims) == 1 else "x.shape"
-        raise TypeError(f"x.size is the number of elements ({int(self)}), as in NumPy; for PyTorch's "
-                        f"x.size({', '.join(map(str, dims))}) write {where}")
+    def __new__(cls, n, shape=()):
+        out = super().__new__(cls, n)
+        out.shape = tuple(shape)
+        return out
+
+    def __call__(self, dim=None):
+        if dim is None:
+            return self.shape
+        if not -max(len(self.shape), 1) <= dim < max(len(self.shape), 1):
+            raise IndexError(f"size({dim}): dimension out of range for a tensor of rank {len(self.shape)}")
+        return self.shape[dim]
 
     def __repr__(self):
         return int.__repr__(self)
 
 
-class ArrayMethods:
+_CALLABLE_SIZES = {}
+
+
+def callable_size(count, shape):
+    """A traced element count (a dynamic shape's product) that is also PyTorch's `x.size()` / `x.size(d)`:
+    the same value, given a subclass of its own class whose call reads `shape`."""
+    cls = type(count)
+    sized = _CALLABLE_SIZES.get(cls)
+    if sized is None:
+        sized = _CALLABLE_SIZES[cls] = type(cls.__name__, (cls,), {"__call__": _size_call, "__module__": cls.__module__})
+    count.__class__ = sized
+    count.size_shape = tuple(shape)
+    return count
+
+
+def _size_call(self, dim=None):
+    return self.size_shape if dim is None else self.size_shape[dim]
+
+
+class ArrayMethods(TorchMethods):
+    """NumPy's operators and methods; PyTorch's names and keywords come from `TorchMethods`."""
+
     __slots__ = ()
 
     # gradients (runtime.autodiff; `backward` is attached by runtime.autodiff.backward) ---------
@@ -104,38 +135,8 @@ class ArrayMethods:
     # indexing -------------------------------------------------------------
     def __getitem__(self, index): return _ns.getitem(self, index)
 
-    # methods --------------------------------------------------------------
-    def sum(self, axis=None, keepdims=False, dtype=None): return _ns.sum(self, axis, dtype=dtype, keepdims=keepdims)
-    def mean(self, axis=None, keepdims=False): return _ns.mean(self, axis=axis, keepdims=keepdims)
-    def max(self, axis=None, keepdims=False): return _ns.max(self, axis=axis, keepdims=keepdims)
-    def min(self, axis=None, keepdims=False): return _ns.min(self, axis=axis, keepdims=keepdims)
-    def prod(self, axis=None, keepdims=False, dtype=None): return _ns.prod(self, axis, dtype=dtype, keepdims=keepdims)
-    def std(self, axis=None, keepdims=False, ddof=0): return _ns.std(self, axis, correction=ddof, keepdims=keepdims)
-    def var(self, axis=None, keepdims=False, ddof=0): return _ns.var(self, axis, correction=ddof, keepdims=keepdims)
-    def any(self, axis=None, keepdims=False): return _ns.any(self, axis=axis, keepdims=keepdims)
-    def all(self, axis=None, keepdims=False): return _ns.all(self, axis=axis, keepdims=keepdims)
-    def argmax(self, axis=None, keepdims=False): return _ns.argmax(self, axis=axis, keepdims=keepdims)
-    def argmin(self, axis=None, keepdims=False): return _ns.argmin(self, axis=axis, keepdims=keepdims)
-    def cumsum(self, axis=None): return _ns.cumsum(self, axis=axis)
-    def abs(self): return _ns.abs(self)
-    def exp(self): return _ns.exp(self)
-    def log(self): return _ns.log(self)
-    def sqrt(self): return _ns.sqrt(self)
-    def tanh(self): return _ns.tanh(self)
-    def clip(self, min=None, max=None): return _ns.clip(self, min, max)
+    # methods (reductions, shapes and the rest with PyTorch's names too: torch_methods.py) ---------
     def astype(self, dtype): return _ns.astype(self, dtype)
-    def flatten(self): return _ns.reshape(self, (-1,))
-    def squeeze(self, axis=None): return _ns.squeeze(self, axis)
-    def unsqueeze(self, axis): return _ns.expand_dims(self, axis)
-    def transpose(self, *axes):
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = tuple(axes[0])
-        return _ns.permute_dims(self, axes or None)
-
-    def reshape(self, *shape):
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        return _ns.reshape(self, shape)
 
     @property
     def T(self): return _ns.permute_dims(self, None)
@@ -154,7 +155,7 @@ class ArrayMethods:
         n = 1
         for d in self.shape:
             n = n * d
-        return ElementCount(n) if isinstance(n, int) else n
+        return ElementCount(n, self.shape) if isinstance(n, int) else callable_size(n, self.shape)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """NumPy ufuncs applied to us map onto the op of the same name."""

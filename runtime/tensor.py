@@ -9,6 +9,7 @@ import numpy as np
 
 from . import tracing
 from .array_methods import ArrayMethods, ElementCount, namespace
+from .torch_methods import to_arguments
 from .backends import get_backend
 from .dtypes import as_dtype
 from .ir import Variable
@@ -113,7 +114,7 @@ class Tensor(EagerTensor, metaclass=TensorType):
 
     @property
     def size(self):
-        return ElementCount(self.data.size)
+        return ElementCount(self.data.size, self.data.shape)
 
     @property
     def device(self):
@@ -133,11 +134,15 @@ class Tensor(EagerTensor, metaclass=TensorType):
     def tolist(self):
         return self.numpy().tolist()
 
-    def to(self, device):
-        backend = get_backend(device)
-        if backend is self.backend:
-            return self
-        return Tensor(backend.asarray(self.backend.to_numpy(self.data)), backend)
+    def to(self, *args, **kwargs):
+        """This tensor on `device` and/or as `dtype` (PyTorch's `to(device)`, `to(dtype)`, `to(device,
+        dtype)`, `to(other)`); itself when nothing changes."""
+        device, dtype = to_arguments(args, dict(kwargs))
+        out = self if dtype is None or as_dtype(dtype) == self.dtype else namespace().astype(self, dtype)
+        backend = out.backend if device is None else get_backend(device)
+        if backend is out.backend:
+            return out
+        return Tensor(backend.asarray(out.backend.to_numpy(out.data)), backend)
 
     def cpu(self):
         return self.to("cpu")

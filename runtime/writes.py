@@ -11,12 +11,14 @@ an extra output, and the static function stores it in the Tensor after every run
 import numpy as np
 
 from . import ops, tracing
+from .autodiff.tape import GRAD_MODE
 from .array_methods import _augmented
 from .ir import Variable
 from .ops.dispatch import constant
 from .ops.stop import stop_gradient
 from .state import write_tensor
 from .tensor import EagerTensor, Parameter, Tensor
+from .torch_methods import IN_PLACE
 
 
 def set_value(tensor, value):
@@ -123,3 +125,47 @@ Parameter.__isub__ = lambda self, other: set_value(self, _augmented("subtract", 
 Parameter.__imul__ = lambda self, other: set_value(self, _augmented("multiply", self, other))
 Parameter.__itruediv__ = lambda self, other: set_value(self, _augmented("divide", self, other))
 Parameter.__ipow__ = lambda self, other: set_value(self, _augmented("pow", self, other))
+
+
+# --- PyTorch's in-place methods (`x.add_(y)`, `w.zero_()`, `p.normal_(0, 0.02)`) on Tensors ----------------
+
+def _in_place(tensor, value, name):
+    """Write an in-place method's result into `tensor`: while tracing, a write that lasts (as `p -= g`);
+    eagerly, the new array, and the tape follows the new value as after `x[i] = v`."""
+    if tracing.current_block() is not None:
+        return set_value(tensor, value)
+    slot = tensor._ag
+    if GRAD_MODE.enabled and slot is not None and slot.record is None and slot.tracks():
+        raise RuntimeError(f"{name}(): a leaf tensor that requires grad cannot be changed in place where the "
+                           "change would be recorded (as in PyTorch): do it under `with rt.no_grad():`")
+    tensor.data = _eager_value(tensor, value)
+    made = getattr(value, "_ag", None)
+    if made is not None and made.record is not None and tuple(value.shape) == tuple(tensor.shape) and \
+            value.dtype == tensor.dtype:
+        tensor._ag = made
+    return tensor
+
+
+def _writing(name, base):
+    def method(self, *args, **kwargs):
+        return _in_place(self, getattr(self, base)(*args, **kwargs), name)
+    method.__name__ = name
+    method.__doc__ = f"x.{base}(...) written into x (PyTorch's in-place method)."
+    return method
+
+
+def _fill_(self, value):
+    return _in_place(self, ops.full_like(self, value) if not _is_tensor(value) and not isinstance(value, Variable)
+                     else ops.broadcast_to(ops.astype(value, self.dtype), self.shape), "fill_")
+
+
+for _name, _base in IN_PLACE.items():
+    if _base is not None:
+        setattr(Tensor, _name, _writing(_name, _base))
+Tensor.fill_ = _fill_
+Tensor.zero_ = lambda self: _in_place(self, ops.zeros_like(self), "zero_")
+Tensor.copy_ = lambda self, src, non_blocking=False: _in_place(self, src, "copy_")
+Tensor.normal_ = lambda self, mean=0.0, std=1.0: _in_place(
+    self, ops.randn(*self.shape, dtype=self.dtype, device=self.device) * std + mean, "normal_")
+Tensor.uniform_ = lambda self, a=0.0, b=1.0: _in_place(
+    self, ops.rand(*self.shape, dtype=self.dtype, device=self.device) * (b - a) + a, "uniform_")

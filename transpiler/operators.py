@@ -27,6 +27,7 @@ from runtime.ir import Variable
 from runtime.ops.registry import get_op
 from runtime.state import attr_cell, contents_cell, item_cell
 from runtime.tensor import stands_for
+from runtime.torch_methods import in_place_value
 
 from .aliases import array_item, write_through
 from .choices import FunctionChoices, copy_containers
@@ -1594,3 +1595,13 @@ _OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + [
     "undefined", "return_placeholder", "attr_cell", "item_cell", "contents_cell", "check_caught", "outer_value"]
+
+
+def convert_in_place(x, method, *args, **kwargs):
+    """PyTorch's in-place method on a local name (`x.add_(y)`, `x.masked_fill_(m, v)`, `x.zero_()`): a traced
+    value, which has no place to write to, is rebound to the value the method would leave in it (its dtype
+    and shape); anything else runs the method itself (an eager Tensor is written in place) and stays bound."""
+    if _symbolic(x):
+        return in_place_value(x, method, args, kwargs)
+    getattr(x, method)(*args, **kwargs)
+    return x

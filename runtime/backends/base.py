@@ -15,6 +15,12 @@ class Backend:
     name = "abstract"
     xp = None
 
+    def __deepcopy__(self, memo):
+        return self         # one backend per device: a copied tensor (copy.deepcopy of a Layer) stays on it
+
+    def __copy__(self):
+        return self
+
     def asarray(self, value, dtype=None):
         """Bring host or device data onto this backend (no copy when already there)."""
         raise NotImplementedError

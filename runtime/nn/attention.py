@@ -4,6 +4,7 @@ Attention is composed of matmul/softmax ops (see composite.py); masks follow
 PyTorch: boolean True (or -inf when additive) means "may not attend", and
 `key_padding_mask` (N, S) masks padded keys.
 """
+import copy
 import math
 
 import numpy as np
@@ -11,6 +12,7 @@ import numpy as np
 from .. import ops as rt
 from . import init
 from .functional import dropout, gelu, linear, relu, softmax
+from .container import LayerList
 from .layer import Layer, new_parameter
 from .layers import Dropout, LayerNorm, Linear
 
@@ -125,3 +127,20 @@ class TransformerEncoderLayer(Layer):
     def _feed_forward(self, x):
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
+
+
+class TransformerEncoder(Layer):
+    """`num_layers` copies of `encoder_layer` applied in turn, then `norm` when given (PyTorch's
+    nn.TransformerEncoder; its state_dict keys `layers.0...`, `norm...`)."""
+
+    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
+        super().__init__()
+        self.layers = LayerList([copy.deepcopy(encoder_layer) for _ in range(int(num_layers))])
+        self.num_layers = int(num_layers)
+        self.norm = norm
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        out = src
+        for layer in self.layers:
+            out = layer(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
+        return out if self.norm is None else self.norm(out)

@@ -13,7 +13,8 @@ import numpy as np
 from .. import ops as rt
 from ..control_flow import while_loop
 from ..ir import Variable
-from ..ops.nn_ops import conv2d, embedding as _embedding, int_pair, linear, max_pool2d, positive_pair, sigmoid, softmax
+from ..ops.nn_ops import (conv2d, dropout as _dropout, embedding as _embedding, int_pair, linear, max_pool2d,
+                          positive_pair, sigmoid, softmax)
 from ..ops.activations import softplus
 
 
@@ -49,16 +50,23 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     return _reduce(loss, reduction, "huber_loss")
 
 
-def nll_loss(input, target, reduction="mean", ignore_index=-100):
-    """-input[n, target[n]] for log-probabilities input (N, C) and class indices target (N,)."""
-    if len(_static_shape(input)) != 2:
-        raise ValueError(f"nll_loss: input must be (N, C) log-probabilities, got shape {_static_shape(input)}")
+def nll_loss(input, target, reduction="mean", ignore_index=-100, weight=None):
+    """-weight[c] * input[n, c] at c = target[n], for log-probabilities input (N, C) or (N, C, d1, ...) and
+    class indices target (N,) or (N, d1, ...); the mean divides by the summed weights of the kept targets."""
+    shape = _static_shape(input)
+    if len(shape) < 2:
+        raise ValueError(f"nll_loss: input must be (N, C) or (N, C, d1, ...) log-probabilities, got shape {shape}")
+    if len(shape) > 2:       # classes last, then one row per position, as PyTorch's spatial loss
+        loss = nll_loss(rt.reshape(rt.moveaxis(input, 1, -1), (-1, shape[1])), rt.reshape(target, (-1,)),
+                        "none" if reduction == "none" else reduction, ignore_index, weight)
+        return rt.reshape(loss, tuple(target.shape)) if reduction == "none" else loss
     keep = target != ignore_index
     safe = rt.where(keep, target, 0)
     picked = rt.take_along_axis(input, rt.expand_dims(safe, axis=1), axis=1)[:, 0]
-    loss = rt.where(keep, -picked, 0.0)
+    scale = keep.astype(input.dtype) if weight is None else rt.where(keep, rt.take(weight, safe), 0.0)
+    loss = rt.where(keep, -picked, 0.0) if weight is None else -picked * scale
     if reduction == "mean":
-        return rt.sum(loss) / rt.sum(keep.astype(loss.dtype))
+        return rt.sum(loss) / rt.sum(scale)
     return _reduce(loss, reduction, "nll_loss")
 
 
@@ -516,17 +524,42 @@ def label_smooth(label, prior_dist=None, epsilon=0.1):
 
 # --- attention ----------------------------------------------------------------------------------------------
 
-def scaled_dot_product_attention(q, k, v, mask=None):
-    """softmax(q @ k^T / sqrt(d) + mask) @ v, returning (output, attention weights).
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """softmax(query @ key^T * scale + bias) @ value: the output only, as `torch.nn.functional`'s.
 
-    `mask` is additive (float, -inf where attention is not allowed) or boolean (True = not allowed).
+    A boolean `attn_mask` says where a query may attend (True = attend; a row that may attend nowhere gives
+    zeros, as PyTorch's does); a float mask is added to the scores. `is_causal` lets query i see keys
+    0..i (an (L, S) lower triangle), `scale` defaults to 1/sqrt(E), `dropout_p` drops attention weights
+    (always: pass `p if self.training else 0.0`, as PyTorch code does), and `enable_gqa` repeats the key
+    and value heads (dim -3) to the query's count.
     """
-    d = _static_shape(q)[-1]
-    scores = rt.matmul(q, rt.matrix_transpose(k)) / math.sqrt(d)
-    if mask is not None:
-        scores = rt.where(mask, -math.inf, scores) if getattr(mask, "dtype", None) == np.bool_ else scores + mask
-    weights = softmax(scores, axis=-1)
-    return rt.matmul(weights, v), weights
+    if is_causal and attn_mask is not None:
+        raise ValueError("scaled_dot_product_attention: pass attn_mask or is_causal=True, not both "
+                         "(as in PyTorch)")
+    q_shape, k_shape = query.shape, key.shape
+    L, S = q_shape[-2], k_shape[-2]
+    factor = 1.0 / math.sqrt(_static_shape(query)[-1]) if scale is None else float(scale)
+    if enable_gqa and len(q_shape) >= 3 and _static_shape(key)[-3] != _static_shape(query)[-3]:
+        groups = _static_shape(query)[-3] // _static_shape(key)[-3]
+        key, value = rt.repeat(key, groups, axis=-3), rt.repeat(value, groups, axis=-3)
+    scores = rt.matmul(query, rt.matrix_transpose(key)) * factor
+    if is_causal:
+        attn_mask = rt.tril(rt.ones((L, S), dtype="bool"))
+    masked = attn_mask is not None and not is_causal
+    if attn_mask is not None:
+        if np.dtype(attn_mask.dtype) == np.bool_:
+            scores = rt.where(attn_mask, scores, -math.inf)
+        else:
+            scores = scores + attn_mask
+    if masked:      # a row that may attend nowhere gives zeros, as PyTorch's safe softmax does
+        reachable = rt.any(scores != -math.inf, axis=-1, keepdims=True)
+        weights = rt.where(reachable, softmax(rt.where(reachable, scores, 0.0), axis=-1), 0.0)
+    else:
+        weights = softmax(scores, axis=-1)
+    if dropout_p:
+        weights = _dropout(weights, dropout_p, True)
+    return rt.matmul(weights, value)
 
 
 # --- recurrent cells ------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 or name, no forward of their own)."""
 from collections import OrderedDict
 
+from ..tensor import Parameter
 from .layer import Layer
 
 
@@ -125,3 +126,71 @@ class LayerDict(Layer):
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("LayerDict has no forward: look its layers up by name and call them")
+
+
+class ParameterList(Layer):
+    """Parameters held by position (PyTorch's nn.ParameterList), registered as "0", "1", ..."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        for value in values or ():
+            self.append(value)
+
+    def append(self, value):
+        self.register_parameter(str(len(self._parameters)), _as_parameter(value))
+        return self
+
+    def extend(self, values):
+        for value in values:
+            self.append(value)
+        return self
+
+    def __getitem__(self, index):
+        return list(self._parameters.values())[index]
+
+    def __setitem__(self, index, value):
+        keys = list(self._parameters)
+        self.register_parameter(keys[index], _as_parameter(value))
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(list(self._parameters.values()))
+
+
+class ParameterDict(Layer):
+    """Parameters held by name (PyTorch's nn.ParameterDict)."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        for name, value in (parameters or {}).items():
+            self[name] = value
+
+    def __getitem__(self, name):
+        return self._parameters[name]
+
+    def __setitem__(self, name, value):
+        self.register_parameter(name, _as_parameter(value))
+
+    def __contains__(self, name):
+        return name in self._parameters
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(list(self._parameters))
+
+    def keys(self):
+        return list(self._parameters)
+
+    def values(self):
+        return list(self._parameters.values())
+
+    def items(self):
+        return list(self._parameters.items())
+
+
+def _as_parameter(value):
+    return value if isinstance(value, Parameter) or value is None else Parameter(value)

@@ -14,6 +14,9 @@ from ..tensor import EagerTensor
 
 
 def _fill(tensor, values):
+    if isinstance(tensor, np.ndarray):
+        tensor[...] = values        # a Tensor's `.data` (PyTorch code writes `init.normal_(m.weight.data, ...)`)
+        return tensor
     if not isinstance(tensor, EagerTensor):
         raise TypeError(f"initializers fill a runtime Tensor/Parameter, got {type(tensor).__name__}")
     tensor.data = tensor.backend.asarray(np.asarray(values).astype(tensor.dtype, copy=False))
@@ -60,6 +63,31 @@ def uniform_(tensor, a=0.0, b=1.0):
 
 def normal_(tensor, mean=0.0, std=1.0):
     return _fill(tensor, default_rng().normal(mean, std, size=tensor.shape))
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
+    """Normal(mean, std) samples redrawn until they fall in [a, b] (PyTorch's truncated normal)."""
+    rng = default_rng()
+    values = rng.normal(mean, std, size=tensor.shape)
+    outside = (values < a) | (values > b)
+    while outside.any():
+        values[outside] = rng.normal(mean, std, size=int(outside.sum()))
+        outside = (values < a) | (values > b)
+    return _fill(tensor, values)
+
+
+def orthogonal_(tensor, gain=1.0):
+    """A (semi-)orthogonal matrix over the first dim and the rest flattened, scaled by gain."""
+    rows = tensor.shape[0]
+    cols = int(np.prod(tensor.shape[1:])) if len(tensor.shape) > 1 else 1
+    flat = default_rng().normal(0.0, 1.0, size=(rows, cols))
+    q, r = np.linalg.qr(flat.T if rows < cols else flat)
+    q = q * np.sign(np.diag(r))
+    return _fill(tensor, gain * (q.T if rows < cols else q).reshape(tensor.shape))
+
+
+def eye_(tensor):
+    return _fill(tensor, np.eye(*tensor.shape))
 
 
 def constant_(tensor, value):

@@ -9,6 +9,7 @@ Assigning to a buffer (`self.running_mean = ...`) writes into the buffer Tensor
 (`set_value`), so a Program that computes the value writes it after each run.
 """
 import copy
+import functools
 from collections import namedtuple
 
 import numpy as np
@@ -19,9 +20,21 @@ from ..backends import get_backend
 from ..ir import Variable
 from ..shape_text import shape_text
 from ..tensor import EagerTensor, Parameter, Tensor
+from ..torch_methods import to_arguments
 from . import init
 
 LoadResult = namedtuple("LoadResult", ["missing_keys", "unexpected_keys"])
+
+
+class Listing(list):
+    """What `parameters()`, `named_modules()` and the other walks return: a list (len, indexing, `+`) that
+    `next()` also walks, as PyTorch's generators are walked (`next(model.parameters())`)."""
+
+    def __next__(self):
+        walk = self.__dict__.get("_walk")
+        if walk is None:
+            walk = self.__dict__["_walk"] = iter(list(self))
+        return next(walk)
 
 
 class Layer:
@@ -33,6 +46,11 @@ class Layer:
         object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_hook_version", 0)   # counts hook registrations; guarded like training
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__module__.startswith("runtime.nn") and "__init__" in cls.__dict__:
+            cls.__init__ = _taking_device_and_dtype(cls.__dict__["__init__"])
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
@@ -239,10 +257,10 @@ class Layer:
         for name, layer in self._sublayers.items():
             if layer is not None:
                 out.extend(layer.named_buffers(f"{prefix}{name}."))
-        return out
+        return Listing(out)
 
-    def buffers(self):
-        return [b for _, b in self.named_buffers()]
+    def buffers(self, recurse=True):
+        return Listing(b for _, b in self.named_buffers())
 
     def _state_items(self, prefix=""):
         """(dotted name, Tensor) of everything state_dict holds: parameters, then persistent buffers."""
@@ -274,10 +292,10 @@ class Layer:
             if layer is not None and id(layer) not in seen:
                 seen.add(id(layer))
                 out.append((name, layer))
-        return out
+        return Listing(out)
 
     def children(self):
-        return [layer for _, layer in self.named_children()]
+        return Listing(layer for _, layer in self.named_children())
 
     def named_sublayers(self, prefix="", include_self=False):
         """(dotted name, layer) of every nested sublayer, depth first, each layer once."""
@@ -292,10 +310,10 @@ class Layer:
                 if sub is not None:
                     visit(sub, f"{path}.{name}" if path else name)
         visit(self, prefix)
-        return out if include_self else out[1:]
+        return Listing(out if include_self else out[1:])
 
     def sublayers(self, include_self=False):
-        return [layer for _, layer in self.named_sublayers(include_self=include_self)]
+        return Listing(layer for _, layer in self.named_sublayers(include_self=include_self))
 
     def _all_named_parameters(self, prefix=""):
         """Every (dotted name, Parameter), shared ones under each of their names (state_dict's keys)."""
@@ -308,9 +326,10 @@ class Layer:
                 out.extend(layer._all_named_parameters(f"{prefix}{name}."))
         return out
 
-    def named_parameters(self, prefix="", include_sublayers=True):
+    def named_parameters(self, prefix="", include_sublayers=True, remove_duplicate=True, *, recurse=None):
         """(dotted name, Parameter) in registration order, each Parameter once (a list)."""
         prefix = f"{prefix}." if prefix else ""
+        include_sublayers = include_sublayers if recurse is None else recurse
         pairs = (self._all_named_parameters(prefix) if include_sublayers else
                  [(prefix + n, p) for n, p in self._parameters.items() if p is not None])
         seen, out = set(), []
@@ -318,10 +337,10 @@ class Layer:
             if id(param) not in seen:
                 seen.add(id(param))
                 out.append((name, param))
-        return out
+        return Listing(out)
 
-    def parameters(self, include_sublayers=True):
-        return [p for _, p in self.named_parameters(include_sublayers=include_sublayers)]
+    def parameters(self, include_sublayers=True, *, recurse=None):
+        return Listing(p for _, p in self.named_parameters(include_sublayers=include_sublayers, recurse=recurse))
 
     # --- state --------------------------------------------------------------------------
     def state_dict(self):
@@ -331,8 +350,10 @@ class Layer:
     def load_state_dict(self, state_dict, strict=True):
         """Set parameters from `state_dict` (name -> Tensor or array), all or nothing.
 
-        Keys must match exactly (unless strict=False), and each value must have
-        its parameter's shape and dtype: nothing is cast or reshaped silently.
+        Keys must match exactly (unless strict=False), and each value must have its parameter's shape;
+        a value of another dtype of the same kind is cast as PyTorch's copy does (float64 into a float32
+        parameter), another kind is an error. Values may be any array with `__dlpack__` (a torch tensor:
+        no torch import needed) or a `.numpy()`.
         The existing Parameter objects get the new values, so Programs already
         traced through this layer use them on their next run.
         """
@@ -348,12 +369,13 @@ class Layer:
         for name, param in own.items():
             if name not in state_dict:
                 continue
-            value = state_dict[name]
+            value = _foreign_array(state_dict[name])
             shape, dtype = _shape_dtype(value)
             if shape != param.shape:
                 problems.append(f"shape mismatch for {name!r}: the value has shape {shape_text(shape)}, "
                                 f"the parameter has shape {shape_text(param.shape)}")
-            elif dtype != param.dtype:
+            elif dtype != param.dtype and not (dtype.kind == param.dtype.kind or
+                                                (dtype.kind in "iu" and param.dtype.kind in "iu")):
                 problems.append(f"dtype mismatch for {name!r}: the value is {dtype}, the parameter is "
                                 f"{param.dtype}; cast it with .astype('{param.dtype}')")
             else:
@@ -361,7 +383,8 @@ class Layer:
         if problems:
             raise ValueError(f"error(s) loading state_dict into {type(self).__name__}:\n  " + "\n  ".join(problems))
         for param, value in updates:
-            param.data = _copy_onto(param.backend, value)
+            data = _copy_onto(param.backend, value)
+            param.data = data if data.dtype == param.dtype else data.astype(param.dtype)
         return LoadResult(missing, unexpected)
 
     def set_state_dict(self, state_dict):
@@ -378,14 +401,81 @@ class Layer:
     def eval(self):
         return self.train(False)
 
-    def to(self, device):
-        """Move every parameter to `device` ("cpu" or "gpu") in place; returns self."""
-        backend = get_backend(device)
+    def to(self, *args, **kwargs):
+        """Move every parameter and buffer to a device ("cpu" or "gpu"; PyTorch's "cuda" is "gpu") and/or cast
+        the floating-point ones to a float dtype, in place (`to(device)`, `to(dtype)`, `to(device, dtype)`, as
+        PyTorch's); returns self. Make optimizers after this: their state is made beside each parameter."""
+        device, dtype = to_arguments(args, dict(kwargs))
+        if dtype is not None and np.dtype(dtype).kind not in "fc":
+            raise TypeError(f"{type(self).__name__}.to() casts floating-point parameters to a floating-point "
+                            f"dtype, got {np.dtype(dtype).name}")
+        backend = None if device is None else get_backend(device)
         for param in self.parameters() + self.buffers():
-            if param.backend is not backend:
+            if dtype is not None and param.dtype.kind == np.dtype(dtype).kind and param.dtype != np.dtype(dtype):
+                param.data = param.data.astype(dtype)
+                param.grad = None
+            if backend is not None and param.backend is not backend:
                 param.data = backend.asarray(param.backend.to_numpy(param.data))
                 param.backend = backend
         return self
+
+    # --- PyTorch's names for the same things (nn.Module) -----------------------------------
+    def float(self):
+        return self.to(np.float32)
+
+    def double(self):
+        return self.to(np.float64)
+
+    def half(self):
+        return self.to(np.float16)
+
+    def cuda(self, device=None):
+        return self.to("gpu")
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def type(self, dst_type):
+        return self.to(dst_type)
+
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """(dotted name, layer) of this layer ("") and every nested one, each once."""
+        return self.named_sublayers(prefix=prefix, include_self=True)
+
+    def modules(self):
+        return self.sublayers(include_self=True)
+
+    def add_module(self, name, module):
+        return self.add_sublayer(name, module)
+
+    register_module = add_module
+
+    def get_submodule(self, target):
+        """The layer at a dotted path ("encoder.layers.0"); "" is this one."""
+        layer = self
+        for part in target.split(".") if target else ():
+            sub = layer._sublayers.get(part)
+            if sub is None:
+                raise AttributeError(f"{type(layer).__name__} has no sublayer {part!r} (in {target!r})")
+            layer = sub
+        return layer
+
+    def zero_grad(self, set_to_none=True):
+        """Every parameter's `.grad` to None (or to zeros with set_to_none=False)."""
+        for param in self.parameters():
+            if set_to_none or param.grad is None:
+                param.grad = None
+            else:
+                param.grad = Tensor(param.backend.xp.zeros_like(param.data), param.backend)
+
+    def requires_grad_(self, requires_grad=True):
+        for param in self.parameters():
+            param.requires_grad = requires_grad
+        return self
+
+    def get_parameter(self, target):
+        path, _, name = target.rpartition(".")
+        return getattr(self.get_submodule(path), name)
 
     # --- display ------------------------------------------------------------------------
     def extra_repr(self):
@@ -404,6 +494,17 @@ class Layer:
 _REGISTRIES = ("_parameters", "_sublayers", "_buffers")
 
 
+def _taking_device_and_dtype(init):
+    """A library layer's constructor that also takes PyTorch's `device=` and `dtype=` (`nn.Linear(4, 2,
+    dtype=rt.float64)`): the layer is made as usual, then moved/cast with `to`."""
+    @functools.wraps(init)
+    def constructor(self, *args, device=None, dtype=None, **kwargs):
+        init(self, *args, **kwargs)
+        if device is not None or dtype is not None:
+            self.to(device, dtype)
+    return constructor
+
+
 def _writes_into(buffer, value):
     """Whether assigning `value` to a buffer writes into the buffer Tensor (it keeps its identity, and
     a Program computing the value writes it after each run) rather than replacing it."""
@@ -412,6 +513,24 @@ def _writes_into(buffer, value):
     if isinstance(value, Variable):
         return True
     return isinstance(value, Tensor) and value.shape == buffer.shape and value.dtype == buffer.dtype
+
+
+def _foreign_array(value):
+    """A NumPy array for a value from another library (a torch tensor: detached, through DLPack or its
+    `.numpy()`); our Tensors and NumPy/CuPy arrays as they are."""
+    if isinstance(value, (Tensor, np.ndarray)) or hasattr(value, "__cuda_array_interface__") or \
+            isinstance(value, (list, tuple, int, float)):
+        return value
+    if hasattr(value, "detach"):
+        value = value.detach()
+    if hasattr(value, "cpu"):
+        value = value.cpu()
+    if hasattr(value, "__dlpack__"):
+        try:
+            return np.from_dlpack(value)
+        except (TypeError, RuntimeError, BufferError):
+            pass
+    return value.numpy() if hasattr(value, "numpy") else value
 
 
 def _shape_dtype(value):

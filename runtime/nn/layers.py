@@ -97,7 +97,15 @@ class MaxPool2D(Layer):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class ReLU(Layer):
+class _Activation(Layer):
+    """An activation layer; `inplace=True` (PyTorch's memory saving) is accepted and changes nothing,
+    as tensors are values here."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+
+
+class ReLU(_Activation):
     def forward(self, x):
         return F.relu(x)
 
@@ -124,9 +132,9 @@ class Sigmoid(Layer):
 
 
 class Softmax(Layer):
-    def __init__(self, axis=-1):
+    def __init__(self, axis=-1, *, dim=None):
         super().__init__()
-        self.axis = axis
+        self.axis = axis if dim is None else dim
 
     def forward(self, x):
         return F.softmax(x, self.axis)
@@ -136,23 +144,92 @@ class Softmax(Layer):
 
 
 class Flatten(Layer):
-    """Merge dims start_axis..stop_axis; the default keeps the (possibly dynamic) batch dim."""
+    """Merge dims start_dim..end_dim (PyTorch's names; Paddle's start_axis/stop_axis too); the default
+    keeps the (possibly dynamic) batch dim."""
 
-    def __init__(self, start_axis=1, stop_axis=-1):
+    def __init__(self, start_dim=1, end_dim=-1, *, start_axis=None, stop_axis=None):
         super().__init__()
-        self.start_axis, self.stop_axis = start_axis, stop_axis
+        self.start_dim = start_dim if start_axis is None else start_axis
+        self.end_dim = end_dim if stop_axis is None else stop_axis
 
     def forward(self, x):
-        return F.flatten(x, self.start_axis, self.stop_axis)
+        return F.flatten(x, self.start_dim, self.end_dim)
 
     def extra_repr(self):
-        return f"start_axis={self.start_axis}, stop_axis={self.stop_axis}"
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Layer):
+    """Split dim `dim` into `unflattened_size` (PyTorch's nn.Unflatten)."""
+
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = int(dim), tuple(unflattened_size)
+
+    def forward(self, x):
+        return x.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class _ChannelDropout(Layer):
+    """Zero whole channels (dim 1) with probability p while training, scaling the rest by 1/(1-p)."""
+
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, got {p!r}")
+        self.p = p
+
+    def forward(self, x):
+        return F.channel_dropout(x, self.p, self.training)
+
+    def extra_repr(self):
+        return f"p={self.p}"
+
+
+class Dropout1d(_ChannelDropout):
+    pass
+
+
+class Dropout2d(_ChannelDropout):
+    pass
+
+
+class Dropout3d(_ChannelDropout):
+    pass
+
+
+class RMSNorm(Layer):
+    """x / sqrt(mean(x**2 over the trailing normalized_shape dims) + eps) * weight (PyTorch's nn.RMSNorm;
+    eps=None is the dtype's machine epsilon)."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True):
+        super().__init__()
+        if isinstance(normalized_shape, (int, np.integer)):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(int(d) for d in normalized_shape)
+        self.eps = eps
+        if elementwise_affine:
+            self.weight = init.ones_(new_parameter(self.normalized_shape))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, x):
+        eps = float(np.finfo(x.dtype).eps) if self.eps is None else self.eps
+        dims = tuple(range(-len(self.normalized_shape), 0))
+        out = x * ((x * x).mean(dim=dims, keepdim=True) + eps).rsqrt()
+        return out if self.weight is None else out * self.weight
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
 
 
 class Dropout(Layer):
     """Zero elements with probability p while training (scaling the rest by 1/(1-p)); identity in eval()."""
 
-    def __init__(self, p=0.5):
+    def __init__(self, p=0.5, inplace=False):
         super().__init__()
         if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
             raise ValueError(f"dropout probability has to be between 0 and 1, got {p!r}")
@@ -208,6 +285,19 @@ class Embedding(Layer):
 
     def forward(self, ids):
         return composite.embedding(ids, self.weight, self.padding_idx)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, sparse=False):
+        """An Embedding whose weight is `embeddings` (2-D); frozen (no gradient) unless freeze=False."""
+        if max_norm is not None or sparse or scale_grad_by_freq:
+            raise NotImplementedError("Embedding.from_pretrained: max_norm, sparse and scale_grad_by_freq are "
+                                      "not supported")
+        rows, cols = embeddings.shape
+        layer = cls(rows, cols, padding_idx=padding_idx)
+        layer.weight.data = layer.weight.backend.asarray(np.array(embeddings, dtype=layer.weight.dtype))
+        layer.weight.requires_grad = not freeze
+        return layer
 
     def extra_repr(self):
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
@@ -364,17 +454,17 @@ class Tanh(Layer):
         return F.tanh(x)
 
 
-class ReLU6(Layer):
+class ReLU6(_Activation):
     def forward(self, x):
         return composite.relu6(x)
 
 
-class Hardswish(Layer):
+class Hardswish(_Activation):
     def forward(self, x):
         return composite.hardswish(x)
 
 
-class Hardsigmoid(Layer):
+class Hardsigmoid(_Activation):
     def forward(self, x):
         return composite.hardsigmoid(x)
 
@@ -389,18 +479,18 @@ class LogSigmoid(Layer):
         return composite.log_sigmoid(x)
 
 
-class Mish(Layer):
+class Mish(_Activation):
     def forward(self, x):
         return composite.mish(x)
 
 
-class SiLU(Layer):
+class SiLU(_Activation):
     def forward(self, x):
         return F.silu(x)
 
 
 class Hardtanh(Layer):
-    def __init__(self, min_val=-1.0, max_val=1.0):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
         super().__init__()
         if min_val >= max_val:
             raise ValueError(f"Hardtanh: min_val ({min_val}) must be less than max_val ({max_val})")
@@ -414,7 +504,7 @@ class Hardtanh(Layer):
 
 
 class LeakyReLU(Layer):
-    def __init__(self, negative_slope=0.01):
+    def __init__(self, negative_slope=0.01, inplace=False):
         super().__init__()
         self.negative_slope = float(negative_slope)
 
@@ -426,7 +516,7 @@ class LeakyReLU(Layer):
 
 
 class ELU(Layer):
-    def __init__(self, alpha=1.0):
+    def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
         self.alpha = float(alpha)
 
@@ -450,9 +540,9 @@ class Softplus(Layer):
 
 
 class LogSoftmax(Layer):
-    def __init__(self, axis=-1):
+    def __init__(self, axis=-1, *, dim=None):
         super().__init__()
-        self.axis = axis
+        self.axis = axis if dim is None else dim
 
     def forward(self, x):
         return F.log_softmax(x, self.axis)
@@ -544,9 +634,9 @@ class Conv3D(Layer):
 
 
 class CosineSimilarity(Layer):
-    def __init__(self, axis=1, eps=1e-8):
+    def __init__(self, axis=1, eps=1e-8, *, dim=None):
         super().__init__()
-        self.axis, self.eps = axis, eps
+        self.axis, self.eps = (axis if dim is None else dim), eps
 
     def forward(self, x1, x2):
         return composite.cosine_similarity(x1, x2, self.axis, self.eps)
@@ -611,22 +701,33 @@ class BCEWithLogitsLoss(_Loss):
         return composite.binary_cross_entropy_with_logits(input, target, self.reduction, self.pos_weight)
 
 
-class NLLLoss(_Loss):
-    def __init__(self, ignore_index=-100, reduction="mean"):
-        super().__init__(reduction)
+class _WeightedLoss(_Loss):
+    """PyTorch's signature: per-class `weight` (a buffer, in state_dict as PyTorch keeps it) and the
+    deprecated size_average/reduce flags."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
         self.ignore_index = int(ignore_index)
+        if weight is not None:
+            self.register_buffer("weight", weight)
+        else:
+            self.weight = None
+
+
+class NLLLoss(_WeightedLoss):
+    def forward(self, input, target):
+        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                 label_smoothing=0.0):
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
+        self.label_smoothing = float(label_smoothing)
 
     def forward(self, input, target):
-        return composite.nll_loss(input, target, self.reduction, self.ignore_index)
-
-
-class CrossEntropyLoss(_Loss):
-    def __init__(self, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-        super().__init__(reduction)
-        self.ignore_index, self.label_smoothing = int(ignore_index), float(label_smoothing)
-
-    def forward(self, input, target):
-        return F.cross_entropy(input, target, self.reduction, self.ignore_index, self.label_smoothing)
+        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
 Conv2DTranspose = ConvTranspose2D      # Paddle's name

@@ -7,6 +7,7 @@ writes the parameters and the optimizer's state after every run).
 from .optimizer import Optimizer, ParamGroup
 from .sgd import SGD
 from .adam import Adam, AdamW
-from .adaptive import Adagrad, RMSprop
+from .adaptive import Adadelta, Adagrad, RMSprop
+from . import lr_scheduler
 
-__all__ = ["Optimizer", "ParamGroup", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop"]
+__all__ = ["Optimizer", "ParamGroup", "SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "RMSprop", "lr_scheduler"]

@@ -75,3 +75,35 @@ class RMSprop(Optimizer):
             update = group.scalar("momentum", dtype) * state["momentum_buffer"] + update
             state["momentum_buffer"].set_value(update)
         p.set_value(p - group.scalar("lr", dtype) * update)
+
+
+class Adadelta(Optimizer):
+    """torch.optim.Adadelta:  g = grad (+ weight_decay * p);  square_avg = rho * square_avg + (1 - rho) * g * g
+    delta = sqrt(acc_delta + eps) / sqrt(square_avg + eps) * g;  acc_delta = rho * acc_delta + (1 - rho) * delta**2
+    p = p - lr * delta"""
+
+    NON_NEGATIVE = ("lr", "rho", "eps", "weight_decay")
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0, *, maximize=False):
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize))
+
+    def _check(self, group):
+        super()._check(group)
+        if group["rho"] > 1:
+            raise ValueError(f"Adadelta: invalid rho {group['rho']!r} (must be in [0, 1])")
+
+    def _new_state(self, p, group):
+        return {"step": step_counter(p), "square_avg": eager_zeros(p), "acc_delta": eager_zeros(p)}
+
+    def _update(self, p, grad, state, group):
+        dtype = p.dtype
+        state["step"].set_value(state["step"] + 1)
+        g = -grad if group["maximize"] else grad
+        if group["weight_decay"]:
+            g = g + group.scalar("weight_decay", dtype) * p
+        rho, eps = group.scalar("rho", dtype), group.scalar("eps", dtype)
+        square_avg = rho * state["square_avg"] + (1 - rho) * (g * g)
+        state["square_avg"].set_value(square_avg)
+        delta = ops.sqrt(state["acc_delta"] + eps) / ops.sqrt(square_avg + eps) * g
+        state["acc_delta"].set_value(rho * state["acc_delta"] + (1 - rho) * (delta * delta))
+        p.set_value(p - group.scalar("lr", dtype) * delta)

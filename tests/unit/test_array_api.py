@@ -78,12 +78,12 @@ def test_named_results():
     assert isinstance(rt.meshgrid(rt.arange(2), rt.arange(3)), list)
 
 
-def test_pytorch_spellings_get_a_hint_and_parameters_need_no_backend():
+def test_size_is_numpys_count_and_pytorchs_call_and_parameters_need_no_backend():
     from runtime import nn
     x = rt.asarray(np.ones((2, 3), np.float32))
-    assert x.size == 6
-    with pytest.raises(TypeError, match=r"x.shape\[0\]"):
-        x.size(0)
+    assert x.size == 6 and x.size() == (2, 3) and x.size(0) == 2 and x.size(-1) == 3
+    with pytest.raises(IndexError, match="out of range"):
+        x.size(2)
     p = nn.Parameter(np.ones((2, 2), np.float32))
     assert isinstance(p, rt.Parameter) and p.device == "cpu" and p.dtype == np.float32
     assert nn.Parameter([1.0, 2.0], dtype="float64").dtype == np.float64

@@ -20,7 +20,8 @@ OPTIONAL = {"cupy", "cupyx", "onnx", "onnxruntime", "dask", "distributed", "torc
 # Bottom to top; see layer_of for which layer a module is in.
 LAYERS = [
     ("base", ["runtime.atomic_files", "runtime.dtypes", "runtime.errors", "runtime.pytree", "runtime.backends",
-              "runtime.undefined", "runtime.rng", "runtime.shape_text", "runtime.array_methods", "runtime.autodiff",
+              "runtime.undefined", "runtime.rng", "runtime.shape_text", "runtime.array_methods",
+              "runtime.torch_methods", "runtime.autodiff",
               "runtime.autodiff.records", "runtime.autodiff.tape"]),
     ("ir", ["runtime.ir"]),
     ("tracing", ["runtime.tracing", "runtime.state"]),
@@ -31,7 +32,8 @@ LAYERS = [
     ("passes", ["runtime.passes"]),
     ("executor", ["runtime.codegen", "runtime.native", "runtime.executor"]),
     ("deploy, export", ["runtime.deploy", "runtime.export", "runtime.onnx"]),
-    ("array API extras", ["runtime.array_api", "runtime.linalg", "runtime.fft"]),
+    ("array API extras", ["runtime.array_api", "runtime.linalg", "runtime.fft", "runtime.torch_functions",
+                           "runtime.distributions", "runtime.utils"]),
     ("autodiff", ["runtime.autodiff.engine", "runtime.autodiff.replay", "runtime.autodiff.arrays",
                   "runtime.autodiff.control_flow", "runtime.autodiff.traced", "runtime.autodiff.backward",
                   "runtime.autodiff.functional", "runtime.autodiff.static_call"]),

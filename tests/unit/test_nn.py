@@ -549,8 +549,10 @@ def test_load_state_dict_errors_are_clear_and_atomic():
     assert "unexpected key(s): 'fc3.weight'" in message
     assert "shape mismatch for 'fc1.weight': the value has shape [16, 9], the parameter has shape [16, 8]" in message
     np.testing.assert_array_equal(model.fc1.weight.numpy(), before)   # nothing was loaded
-    with pytest.raises(ValueError, match=r"dtype mismatch for 'fc1.bias': the value is float64.*astype"):
-        model.load_state_dict(dict(state, **{"fc1.bias": state["fc1.bias"].astype(np.float64)}))
+    with pytest.raises(ValueError, match=r"dtype mismatch for 'fc1.bias': the value is int64.*astype"):
+        model.load_state_dict(dict(state, **{"fc1.bias": np.arange(16)}))     # another kind: never cast
+    model.load_state_dict(dict(state, **{"fc1.bias": np.full(16, 0.1, np.float64)}))   # PyTorch's copy_ casts
+    assert model.fc1.bias.dtype == np.float32 and model.fc1.bias.numpy()[0] == np.float32(0.1)
     partial = {"fc1.bias": np.ones(16, np.float32), "other": np.ones(1, np.float32)}
     result = model.load_state_dict(partial, strict=False)
     assert result.missing_keys == ["fc1.weight", "fc2.weight", "fc2.bias"] and result.unexpected_keys == ["other"]

@@ -146,7 +146,8 @@ def test_reduction_methods(method, axis, keepdims):
     x = rt.tensor(X3)
     expected = getattr(X3, method)(axis=axis, keepdims=keepdims)
     same(getattr(x, method)(axis=axis, keepdims=keepdims), expected)
-    same(getattr(x, method)(axis, keepdims), expected)
+    if method not in ("max", "min", "std", "var"):    # positional: the same in PyTorch (test_torch_names.py)
+        same(getattr(x, method)(axis, keepdims), expected)
     same(getattr(rt, method)(x, axis=axis, keepdims=keepdims), expected)
 
 

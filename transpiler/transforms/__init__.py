@@ -6,7 +6,7 @@
    WalrusOperands  an and/or/ternary whose later operand binds a name (`:=`) → ifs, so the name is the function's
 2. Returns         `if c: return a` + `return b` → `return a if c else b`; other early returns → one return at the end
 3. Jumps           break/continue → flags and guards; loop `else` → `if not __break_n`
-4. InPlaceUpdates  xs.append(v) / x[i] = v → rebinding, so analysis sees the write
+4. InPlaceUpdates  xs.append(v) / x[i] = v / x.add_(y) → rebinding, so analysis sees the write
    -- analysis: activity, liveness, definedness (annotations on the lowered tree) --
 5. ControlFlow     if/while/for → branch/body functions + convert_ifelse/while/for
 6. Raises          raise → convert_raise (a `raise` op where tracing is inside a branch or body)

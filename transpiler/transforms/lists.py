@@ -12,6 +12,9 @@
     del xs[i]         →   xs = _jst.convert_delitem(xs, i)
     x.stop_gradient = v  →  x = _jst.convert_stop_gradient(x, v)      (Paddle's flag: x detached from here on;
                                                                        also self.h.stop_gradient = v)
+    x.add_(y, alpha=2)   →  x = _jst.convert_in_place(x, 'add_', y, alpha=2)   (PyTorch's in-place methods,
+                                                                       runtime.torch_methods.IN_PLACE)
+    f(n).fill_(0)        →  _jst.convert_in_place(f(n), 'fill_', 0)   (on a temporary: its value)
     xs[i]             →   _jst.convert_getitem(xs, i)      (only for names grown by append/insert/extend
                                                           or bound to a list display: `xs = [a, b]`)
 
@@ -25,6 +28,8 @@ tensor index (`xs[i - 1]` with a loop counter) reads it in the graph.
 import copy
 
 import gast
+
+from runtime.torch_methods import IN_PLACE
 
 from ..analysis.scope import assigned_names, declared_names
 from .base import Transformer, jst, load, located, store
@@ -49,9 +54,25 @@ class InPlaceUpdates(Transformer):
             return located(call, node)
         return node
 
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if (isinstance(func, gast.Attribute) and func.attr in IN_PLACE and isinstance(func.value, gast.Call)
+                and not any(isinstance(a, gast.Starred) for a in node.args)
+                and all(k.arg is not None for k in node.keywords)):
+            call = gast.Call(func=jst("convert_in_place"), args=[func.value, gast.Constant(value=func.attr, kind=None)]
+                             + node.args, keywords=node.keywords)
+            return located(call, node)
+        return node
+
     def visit_Expr(self, node):
         self.generic_visit(node)
         call = node.value
+        if _in_place_receiver(call, self.locals):
+            new = gast.Call(func=jst("convert_in_place"),
+                            args=[load(call.func.value.id), gast.Constant(value=call.func.attr, kind=None)] + call.args,
+                            keywords=call.keywords)
+            return located(gast.Assign(targets=[store(call.func.value.id)], value=new, type_comment=None), node)
         target = _receiver(call, self.locals, _METHODS)
         if target is None:
             return self._hoist_pop(node)
@@ -179,6 +200,14 @@ def _receiver(node, local_names, methods):
         return None
     arity = {"append": (1,), "insert": (2,), "extend": (1,), "pop": (0, 1)}[node.func.attr]
     return node.func.value.id if len(node.args) in arity else None
+
+
+def _in_place_receiver(node, local_names):
+    """Whether `node` is a statement-level `x.add_(...)` (a PyTorch in-place method) on a local name x."""
+    return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and node.func.attr in IN_PLACE
+            and isinstance(node.func.value, gast.Name) and node.func.value.id in local_names
+            and not any(isinstance(a, gast.Starred) for a in node.args)
+            and all(k.arg is not None for k in node.keywords))
 
 
 _CONDITIONAL = (gast.BoolOp, gast.IfExp, gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp,

@@ -1,0 +1,397 @@
+"""The namespace's PyTorch spellings: `rt.cat`, `rt.sum(x, dim=1, keepdim=True)`, `rt.zeros(2, 3)`,
+`rt.max(x, 1)` as `(values, indices)`, `rt.manual_seed`, `rt.long`, `@rt.no_grad()`, `rt.multinomial`.
+
+`runtime/__init__` puts these over the array API functions they extend: a call in the array API's
+spelling reaches the array API function unchanged, a call with PyTorch's keywords (or PyTorch's
+positional meaning where the array API has none, as `rt.max(x, 1)`) goes to the tensor method of
+the same name (`runtime/torch_methods.py`), so each spelling is defined once.
+"""
+import builtins
+import functools
+
+import numpy as np
+
+from . import backends, ops
+from .autodiff import tape
+from .dtypes import as_dtype
+from .ir import Variable
+from .ops.creation import asarray, tensor
+from .rng import seed
+from .tensor import Tensor
+from .torch_methods import TorchMethods, sort_result, topk_result
+
+# PyTorch's dtype names (rt.float32 and the rest are NumPy's, which PyTorch shares)
+float = np.float32          # noqa: A001
+double = np.float64
+half = np.float16
+long = np.int64
+int = np.int32              # noqa: A001
+short = np.int16
+cfloat = np.complex64
+cdouble = np.complex128
+
+_TORCH_KEYWORDS = frozenset({"dim", "keepdim", "unbiased", "correction", "diagonal", "dims"})
+
+
+def _array(x):
+    return x if isinstance(x, TorchMethods) else asarray(x)
+
+
+def _method_spelling(array_fn, method, positional_is_torch=False):
+    """`array_fn` in the array API's spelling; the method `method` of x given PyTorch's keywords (or, with
+    `positional_is_torch`, any positional argument after x, where the array API takes keywords only)."""
+    @functools.wraps(array_fn)
+    def fn(x, *args, **kwargs):
+        if (kwargs and not _TORCH_KEYWORDS.isdisjoint(kwargs)) or (positional_is_torch and args):
+            return getattr(_array(x), method)(*args, **kwargs)
+        return array_fn(x, *args, **kwargs)
+    return fn
+
+
+sum = _method_spelling(ops.sum, "sum")          # noqa: A001
+mean = _method_spelling(ops.mean, "mean")
+prod = _method_spelling(ops.prod, "prod")
+any = _method_spelling(ops.any, "any")          # noqa: A001
+all = _method_spelling(ops.all, "all")          # noqa: A001
+argmax = _method_spelling(ops.argmax, "argmax")
+argmin = _method_spelling(ops.argmin, "argmin")
+cumsum = _method_spelling(ops.cumsum, "cumsum")
+logsumexp = _method_spelling(ops.logsumexp, "logsumexp")
+max = _method_spelling(ops.max, "max", positional_is_torch=True)      # noqa: A001
+min = _method_spelling(ops.min, "min", positional_is_torch=True)      # noqa: A001
+std = _method_spelling(ops.std, "std", positional_is_torch=True)
+var = _method_spelling(ops.var, "var", positional_is_torch=True)
+tril = _method_spelling(ops.tril, "tril", positional_is_torch=True)
+triu = _method_spelling(ops.triu, "triu", positional_is_torch=True)
+squeeze = _method_spelling(ops.squeeze, "squeeze")
+flip = _method_spelling(ops.flip, "flip")
+
+
+def roll(x, *args, **kwargs):
+    """The array API's `roll(x, shift, axis=)`; PyTorch's `roll(x, shifts, dims)` too."""
+    if len(args) > 1 or "dims" in kwargs or "shifts" in kwargs:
+        return _array(x).roll(*args, **kwargs)
+    return ops.roll(x, *args, **kwargs)
+
+
+def amax(x, dim=None, keepdim=False, *, axis=None, keepdims=False):
+    return _array(x).amax(dim, keepdim, axis=axis, keepdims=keepdims)
+
+
+def amin(x, dim=None, keepdim=False, *, axis=None, keepdims=False):
+    return _array(x).amin(dim, keepdim, axis=axis, keepdims=keepdims)
+
+
+def sort(x, *args, **kwargs):
+    """The array API's sorted values; PyTorch's (values, indices) given `dim=` or a dim positionally."""
+    if args or "dim" in kwargs:
+        return _array(x).sort(*args, **kwargs)
+    return ops.sort(x, **kwargs)
+
+
+def topk(x, k, dim=-1, largest=True, sorted=True, *, axis=None):
+    """(values, indices) of the k largest (smallest) along `dim` (`axis`), as a named tuple."""
+    return _array(x).topk(k, dim, largest, sorted, axis=axis)
+
+
+def cat(tensors, dim=0, *, axis=None):
+    """PyTorch's cat: rt.concat along `dim`."""
+    return ops.concat(list(tensors), axis=dim if axis is None else axis)
+
+
+def concat(arrays, axis=0, *, dim=None):
+    return ops.concat(arrays, axis=axis if dim is None else dim)
+
+
+concatenate = concat
+
+
+def stack(arrays, axis=0, *, dim=None):
+    return ops.stack(arrays, axis=axis if dim is None else dim)
+
+
+def transpose(x, *axes, **kwargs):
+    """`rt.transpose(x, d0, d1)` swaps two dims (PyTorch); `rt.transpose(x, axes)` permutes (NumPy)."""
+    if "dim0" in kwargs or "dim1" in kwargs:
+        return _array(x).swapaxes(kwargs.pop("dim0"), kwargs.pop("dim1"))
+    if "axes" in kwargs:
+        axes = (kwargs.pop("axes"),)
+    if kwargs:
+        raise TypeError(f"transpose() got unexpected keywords {sorted(kwargs)}")
+    return _array(x).transpose(*axes)
+
+
+def softmax(x, dim=-1, *, axis=None, dtype=None):
+    return _array(x).softmax(dim, axis=axis, dtype=dtype)
+
+
+def log_softmax(x, dim=-1, *, axis=None, dtype=None):
+    return _array(x).log_softmax(dim, axis=axis, dtype=dtype)
+
+
+def sigmoid(x):
+    return ops.nn_ops.sigmoid(x)
+
+
+def relu(x):
+    return ops.nn_ops.relu(x)
+
+
+def rsqrt(x):
+    return _array(x).rsqrt()
+
+
+def _method(name, doc):
+    def fn(x, *args, **kwargs):
+        return getattr(_array(x), name)(*args, **kwargs)
+    fn.__name__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+permute = _method("permute", "PyTorch's permute: rt.permute_dims.")
+flatten = _method("flatten", "Merge dims start_dim..end_dim into one (PyTorch's torch.flatten).")
+unsqueeze = _method("unsqueeze", "A new dim of size 1 at `dim` (rt.expand_dims).")
+chunk = _method("chunk", "`chunks` pieces along `dim` (PyTorch's torch.chunk).")
+narrow = _method("narrow", "x[..., start:start + length] along `dim`.")
+masked_fill = _method("masked_fill", "x with `value` where mask is True.")
+masked_select = _method("masked_select", "The elements of x where mask is True, 1-D.")
+gather = _method("gather", "PyTorch's gather(x, dim, index) (rt.take_along_axis).")
+scatter = _method("scatter", "PyTorch's scatter(x, dim, index, src): a copy with src written at index.")
+index_select = _method("index_select", "PyTorch's index_select(x, dim, index) (rt.take).")
+clamp = _method("clamp", "rt.clip under PyTorch's name.")
+clone = _method("clone", "A copy that gradients flow through.")
+numel = _method("numel", "The number of elements.")
+swapaxes = _method("swapaxes", "Swap two dims.")
+swapdims = swapaxes
+unbind = _method("unbind", "The slices along `dim`, as a tuple.")
+repeat_interleave = _method("repeat_interleave", "Each element repeated along `dim` (rt.repeat).")
+bmm = mm = ops.matmul
+outer = ops.decompositions.outer
+Size = tuple                     # torch.Size: shapes are tuples here
+
+
+def hstack(tensors):
+    tensors = list(tensors)
+    return ops.concat(tensors, axis=0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    return ops.concat([t if t.ndim > 1 else ops.reshape(t, (1, -1)) for t in tensors], axis=0)
+
+
+def polar(abs, angle):
+    """abs * (cos(angle) + i sin(angle)), complex."""
+    return abs * ops.cos(angle) + 1j * (abs * ops.sin(angle))
+
+
+def view_as_complex(x):
+    """A (..., 2) float tensor as complex numbers (real, imaginary): a new value, not a view."""
+    return x[..., 0] + 1j * x[..., 1]
+
+
+def view_as_real(x):
+    """A complex tensor as (..., 2) floats (real, imaginary)."""
+    return ops.stack([ops.real(x), ops.imag(x)], axis=-1)
+
+
+class _Cuda:
+    """`rt.cuda.is_available()` and friends: the GPU backend (CuPy) stands for CUDA."""
+
+    @staticmethod
+    def is_available():
+        return backends.gpu_available()
+
+    @staticmethod
+    def device_count():
+        return int(backends.gpu_available())
+
+    @staticmethod
+    def manual_seed(n):
+        seed(n)
+
+    manual_seed_all = manual_seed
+
+    @staticmethod
+    def synchronize(device=None):
+        if backends.gpu_available():
+            backends.get_backend("gpu").synchronize()
+
+
+cuda = _Cuda()
+
+
+def split(x, split_size_or_sections, axis=None, *, dim=None):
+    """NumPy's `rt.split(x, n, axis)` (n equal pieces, or pieces between indices); PyTorch's
+    `rt.split(x, size, dim=d)` (pieces of `size`, or of the listed sizes) given `dim=`."""
+    if dim is not None:
+        return _array(x).split(split_size_or_sections, dim)
+    return ops.split(x, split_size_or_sections, axis=0 if axis is None else axis)
+
+
+def _size_and_dtype(size, dtype, what):
+    """`zeros(2, 3)` / `zeros((2, 3))` (PyTorch) and `zeros((2, 3), float32)` (NumPy)."""
+    if len(size) == 2 and not isinstance(size[1], (builtins.int, np.integer, Variable)) and size[1] is not None:
+        if dtype is not None:
+            raise TypeError(f"{what}: dtype given twice")
+        return size[0], size[1]
+    if len(size) == 1:
+        return size[0], dtype
+    return tuple(size), dtype
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    shape, dtype = _size_and_dtype(size, dtype, "zeros")
+    return _grad(ops.zeros(shape, dtype=dtype, device=device), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    shape, dtype = _size_and_dtype(size, dtype, "ones")
+    return _grad(ops.ones(shape, dtype=dtype, device=device), requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    """Zeros (an uninitialized tensor has no defined values to depend on)."""
+    shape, dtype = _size_and_dtype(size, dtype, "empty")
+    return _grad(ops.zeros(shape, dtype=dtype, device=device), requires_grad)
+
+
+def _grad(x, requires_grad):
+    if requires_grad:
+        x.requires_grad = True
+    return x
+
+
+def randint(low, high=None, size=None, *, shape=None, dtype=None, device=None):
+    """Integers in [low, high): NumPy's `randint(low, high, shape)` and PyTorch's `randint(high, size)` /
+    `randint(low, high, size)`."""
+    if isinstance(high, (tuple, list)):
+        low, high, size = 0, low, high
+    shape = size if size is not None else (shape if shape is not None else (1,))
+    return ops.randint(low, high, tuple(shape) if isinstance(shape, list) else shape, dtype=dtype, device=device)
+
+
+def manual_seed(n):
+    """PyTorch's name for rt.seed."""
+    seed(n)
+
+
+def no_grad(func=None):
+    """`with rt.no_grad():`, `@rt.no_grad()` and `@rt.no_grad`: run without recording for backward()."""
+    if callable(func):
+        return tape.no_grad()(func)
+    return tape.no_grad()
+
+
+inference_mode = no_grad
+
+
+def is_grad_enabled():
+    return tape.GRAD_MODE.enabled
+
+
+class set_grad_enabled:
+    """PyTorch's set_grad_enabled: grad mode `mode` from the call on (this thread), or inside a `with`
+    block, after which the mode before it comes back."""
+
+    def __init__(self, mode):
+        self.before = tape.GRAD_MODE.enabled
+        tape.GRAD_MODE.enabled = bool(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        tape.GRAD_MODE.enabled = self.before
+
+
+def is_tensor(x):
+    return isinstance(x, (Tensor, Variable))
+
+
+def from_numpy(array):
+    """A Tensor over a NumPy array (its dtype kept)."""
+    return asarray(np.asarray(array))
+
+
+def as_tensor(data, dtype=None, device=None):
+    return asarray(data, dtype=dtype, device=device)
+
+
+def device(name):
+    """PyTorch's torch.device: the device's name here ("cuda" is the GPU backend, "gpu")."""
+    name = str(name).split(":")[0]
+    return "gpu" if name == "cuda" else name
+
+
+def multinomial(input, num_samples, replacement=False):
+    """`num_samples` category indices per row of non-negative weights `input` (1-D or 2-D), drawn from the
+    generator `rt.seed` / `rt.manual_seed` reset; without replacement no index repeats in a row.
+
+    With replacement each draw inverts the cumulative distribution at a uniform sample; without, the
+    Gumbel-top-k trick draws the categories in PyTorch's sequential order of probability.
+    """
+    probs = _array(input)
+    if probs.ndim not in (1, 2):
+        raise ValueError(f"multinomial: input must be 1-D or 2-D, got {probs.ndim}-D")
+    rows = probs if probs.ndim == 2 else ops.expand_dims(probs, axis=0)
+    n_rows, n_cats = rows.shape
+    if not replacement and isinstance(n_cats, builtins.int) and num_samples > n_cats:
+        raise ValueError(f"multinomial: cannot draw {num_samples} samples without replacement from "
+                         f"{n_cats} categories")
+    p = ops.astype(rows, "float64")
+    p = p / ops.sum(p, axis=-1, keepdims=True)
+    if replacement:
+        cdf = ops.cumsum(p, axis=-1)
+        u = ops.rand(n_rows, num_samples, dtype="float64")
+        picked = ops.sum(ops.expand_dims(u, axis=-1) >= ops.expand_dims(cdf, axis=-2), axis=-1)
+        picked = ops.minimum(picked, n_cats - 1)
+    else:
+        u = ops.rand(n_rows, n_cats, dtype="float64")
+        gumbel = -ops.log(-ops.log(ops.clip(u, 1e-300, None)))
+        keys = ops.where(p > 0, ops.log(ops.where(p > 0, p, 1.0)) + gumbel, -np.inf)
+        picked = ops.topk(keys, num_samples, axis=-1)[1]
+    picked = ops.astype(picked, "int64")
+    return picked if probs.ndim == 2 else picked[0]
+
+
+# torch.* names with no spelling here, and what to write instead (`rt.<name>` says it: runtime/__init__)
+NOT_PORTED = {
+    "compile": "decorate with transpiler.to_static (or call to_static(model))",
+    "jit": "transpiler.to_static converts, transpiler.save / load deploy",
+    "autocast": "mixed precision is not supported: cast with x.half() / model.half()",
+    "bfloat16": "NumPy has no bfloat16: use rt.float16 or rt.float32",
+    "Generator": "one generator: rt.manual_seed(n) / rt.seed(n)",
+    "set_default_dtype": "float32 is the default; pass dtype= to the creation functions",
+    "get_default_dtype": "float32 is the default",
+    "set_num_threads": "NumPy's threads come from its BLAS (OMP_NUM_THREADS)",
+    "use_deterministic_algorithms": "the NumPy backend is deterministic already",
+    "bernoulli": "(rt.rand(*p.shape) < p).astype(p.dtype)",
+    "normal": "mean + std * rt.randn(*shape)",
+    "addmm": "beta * x + alpha * (a @ b)",
+    "baddbmm": "beta * x + alpha * (a @ b)",
+    "save": "np.savez(path, **{k: v.numpy() for k, v in model.state_dict().items()}), or transpiler.save",
+    "load": "dict(np.load(path)) for model.load_state_dict, or transpiler.load",
+    "hub": "load weights with torch once and copy them with load_state_dict",
+    "distributed": "one process: map a saved Program over Dask arrays with transpiler.map_batches",
+    "kthvalue": "rt.sort(x, axis=dim)[..., k - 1]",
+    "median": "rt.sort(x, axis=dim)[..., (n - 1) // 2] (PyTorch's lower median)",
+    "unique": "rt.unique_values(x), rt.unique_inverse(x) or rt.unique_counts(x)",
+    "diag": "rt.linalg.diagonal(x), or rt.eye(n) * v for a vector",
+    "cdist": "rt.linalg.vector_norm(a[:, None] - b[None], axis=-1)",
+    "cross": "rt.linalg.cross(a, b)",
+}
+
+TORCH_DTYPES = {"float": float, "double": double, "half": half, "long": long, "int": int, "short": short,
+                "cfloat": cfloat, "cdouble": cdouble}
+
+__all__ = sorted(TORCH_DTYPES) + [
+    "sum", "mean", "prod", "any", "all", "argmax", "argmin", "cumsum", "logsumexp", "max", "min", "std", "var",
+    "tril", "triu", "squeeze", "flip", "roll", "amax", "amin", "sort", "topk", "cat", "concat", "concatenate",
+    "stack", "transpose", "softmax", "log_softmax", "sigmoid", "relu", "rsqrt", "permute", "flatten",
+    "unsqueeze", "chunk", "narrow", "masked_fill", "masked_select", "gather", "scatter", "index_select",
+    "clamp", "clone", "numel", "swapaxes", "swapdims", "unbind", "repeat_interleave", "bmm", "mm", "split",
+    "zeros", "ones", "empty", "randint", "manual_seed", "no_grad", "inference_mode", "is_grad_enabled",
+    "set_grad_enabled", "is_tensor", "from_numpy", "as_tensor", "device", "multinomial", "outer", "Size", "hstack",
+    "vstack", "polar", "view_as_complex", "view_as_real", "cuda"]
+del as_dtype, sort_result, topk_result
