@@ -173,8 +173,8 @@ class Unflatten(Layer):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
-class _ChannelDropout(Layer):
-    """Zero whole channels (dim 1) with probability p while training, scaling the rest by 1/(1-p)."""
+class Dropout(Layer):
+    """Zero elements with probability p while training (scaling the rest by 1/(1-p)); identity in eval()."""
 
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
@@ -183,10 +183,17 @@ class _ChannelDropout(Layer):
         self.p = p
 
     def forward(self, x):
-        return F.channel_dropout(x, self.p, self.training)
+        return F.dropout(x, self.p, self.training)
 
     def extra_repr(self):
         return f"p={self.p}"
+
+
+class _ChannelDropout(Dropout):
+    """Zero whole channels (dim 1) with probability p while training, scaling the rest by 1/(1-p)."""
+
+    def forward(self, x):
+        return F.channel_dropout(x, self.p, self.training)
 
 
 class Dropout1d(_ChannelDropout):
@@ -224,22 +231,6 @@ class RMSNorm(Layer):
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
-
-
-class Dropout(Layer):
-    """Zero elements with probability p while training (scaling the rest by 1/(1-p)); identity in eval()."""
-
-    def __init__(self, p=0.5, inplace=False):
-        super().__init__()
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, got {p!r}")
-        self.p = p
-
-    def forward(self, x):
-        return F.dropout(x, self.p, self.training)
-
-    def extra_repr(self):
-        return f"p={self.p}"
 
 
 class LayerNorm(Layer):

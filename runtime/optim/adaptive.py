@@ -28,9 +28,7 @@ class Adagrad(Optimizer):
         dtype = p.dtype
         step = state["step"] + 1
         state["step"].set_value(step)
-        g = -grad if group["maximize"] else grad
-        if group["weight_decay"]:
-            g = g + group.scalar("weight_decay", dtype) * p
+        g = self._l2_gradient(p, grad, group)
         hyper = group.tensors
         clr = hyper["lr"] / (1.0 + (ops.astype(step, "float64") - 1.0) * hyper["lr_decay"])
         total = state["sum"] + g * g
@@ -58,9 +56,7 @@ class RMSprop(Optimizer):
     def _update(self, p, grad, state, group):
         dtype = p.dtype
         state["step"].set_value(state["step"] + 1)
-        g = -grad if group["maximize"] else grad
-        if group["weight_decay"]:
-            g = g + group.scalar("weight_decay", dtype) * p
+        g = self._l2_gradient(p, grad, group)
         alpha = group.scalar("alpha", dtype)
         square_avg = alpha * state["square_avg"] + (1 - alpha) * (g * g)
         state["square_avg"].set_value(square_avg)
@@ -98,9 +94,7 @@ class Adadelta(Optimizer):
     def _update(self, p, grad, state, group):
         dtype = p.dtype
         state["step"].set_value(state["step"] + 1)
-        g = -grad if group["maximize"] else grad
-        if group["weight_decay"]:
-            g = g + group.scalar("weight_decay", dtype) * p
+        g = self._l2_gradient(p, grad, group)
         rho, eps = group.scalar("rho", dtype), group.scalar("eps", dtype)
         square_avg = rho * state["square_avg"] + (1 - rho) * (g * g)
         state["square_avg"].set_value(square_avg)

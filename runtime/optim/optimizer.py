@@ -138,6 +138,14 @@ class Optimizer:
     def _new_state(self, p, group):
         raise NotImplementedError
 
+    @staticmethod
+    def _l2_gradient(p, grad, group):
+        """grad (negated under `maximize`) plus weight_decay * p: PyTorch's coupled (L2) weight decay."""
+        g = -grad if group["maximize"] else grad
+        if group["weight_decay"]:
+            g = g + group.scalar("weight_decay", p.dtype) * p
+        return g
+
     def _update(self, p, grad, state, group):
         raise NotImplementedError
 

@@ -32,9 +32,7 @@ class SGD(Optimizer):
 
     def _update(self, p, grad, state, group):
         dtype = p.dtype
-        g = -grad if group["maximize"] else grad
-        if group["weight_decay"]:
-            g = g + group.scalar("weight_decay", dtype) * p
+        g = self._l2_gradient(p, grad, group)
         if group["momentum"]:
             momentum = group.scalar("momentum", dtype)
             step = state["step"]
