@@ -52,6 +52,12 @@ def convert_node(fn_node, filename, namer, resolve):
 
 
 def _nested_functions(fn_node):
-    """User functions defined directly in fn_node's scope (not inside another nested def)."""
-    return [node for node in own_scope(fn_node.body)
-            if isinstance(node, gast.FunctionDef) and not getanno(node, Anno.CONVERTED, False)]
+    """User functions defined directly in fn_node's scope (not inside another nested def), and the methods
+    of classes defined there: their code is converted code, which calls never convert again."""
+    found = []
+    for node in own_scope(fn_node.body):
+        if isinstance(node, gast.ClassDef):
+            found.extend(_nested_functions(node))
+        elif isinstance(node, gast.FunctionDef) and not getanno(node, Anno.CONVERTED, False):
+            found.append(node)
+    return found
