@@ -198,6 +198,45 @@ class Variable(ArrayMethods):
         return ArrayMethods.__pow__(self, other)
 
 
+    # the number protocol of what stands for a Python number (`round(float(v))`, `math.floor(x.item())`)
+    def _integral(self, ufunc):
+        """A Python int from a one-element value, as math.floor/ceil/trunc give one: a weak int64."""
+        ns = array_methods.namespace()
+        if self.static_shape != ():
+            self._no_python_number()
+        out = ns.astype(self if self.dtype.kind in "iub" else getattr(ns, ufunc)(self), "int64")
+        out.weak = True
+        return out
+
+    def __floor__(self):
+        return self._integral("floor")
+
+    def __ceil__(self):
+        return self._integral("ceil")
+
+    def __trunc__(self):
+        if not self.weak:       # as eagerly: a Tensor has no __trunc__ (math.trunc(float(t)) works)
+            raise TypeError("type Tensor doesn't define __trunc__ method")
+        return self._integral("trunc")
+
+    def __round__(self, ndigits=None):
+        """Python's round of a number (halves to even): an int without ndigits, else the number's type."""
+        if not self.weak:       # as eagerly: round() of a Tensor is a TypeError (round(float(t)) works)
+            raise TypeError("type Tensor doesn't define __round__ method")
+        if ndigits is None:
+            return self._integral("round")
+        out = array_methods.namespace().round(self, decimals=ndigits)
+        out = out if out is not self else array_methods.namespace().astype(self, self.dtype)
+        out.weak = True
+        return out
+
+    def __divmod__(self, other):
+        return self // other, self % other
+
+    def __rdivmod__(self, other):
+        return other // self, other % self
+
+
 for _name in array_methods.OPERATORS:     # a weak Variable's operators compute what Python's do
     setattr(Variable, _name, array_methods.python_operator(getattr(Variable, _name)))
 
