@@ -9,6 +9,7 @@ import builtins
 import functools
 import operator
 import re
+import sys
 import threading
 import types
 
@@ -26,7 +27,7 @@ from runtime.ir import Variable
 from runtime.ops.registry import get_op
 from runtime.state import attr_cell, contents_cell, item_cell
 
-from .aliases import array_item, write_through
+from .aliases import CONVERTED_CODES, array_item, write_through
 from .choices import FunctionChoices, copy_containers
 from .errors import ConversionError
 
@@ -130,6 +131,7 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
     for j, label, merged in zip(extra, labels, outs[n:]):
         _write_into(args[j], merged, label)
     outs = _write_back(choice.resolve(outs[:n]), args, names, returned[0], returned[1])
+    _check_list_aliases("if", args, outs, names)
     return _untuple(outs, n)
 
 
@@ -412,6 +414,47 @@ def _check_objects(kind, watched):
 _MISSING = object()
 
 
+def _check_list_aliases(kind, args, outs, names):
+    """A Python list that a graph construct grew into a tensor array is a new value, bound to the
+    construct's name only: another name or container of the user's code holding that same list would
+    silently keep its old contents (Python appends to the one object), so that is an error naming both."""
+    grown = [(names[k], a) for k, (a, o) in enumerate(zip(args, outs))
+             if type(a) is list and _symbolic(o) and o.kind == "array"]
+    frame = sys._getframe(2) if grown else None
+    while frame is not None:
+        if frame.f_code in CONVERTED_CODES:
+            for name, lst in grown:
+                holder = _other_holder(frame.f_locals, lst, name)
+                if holder is not None:
+                    raise ControlFlowError(
+                        f"the list '{name}' grows inside this tensor-dependent `{kind}`, so it becomes a tensor "
+                        f"array bound to '{name}' alone, but '{holder}' holds the same list and would not see "
+                        f"the change; use one name for the list: read it through '{name}' after the `{kind}`, or "
+                        f"store it back where '{holder}' is read")
+        frame = frame.f_back
+
+
+def _other_holder(local_names, lst, name):
+    """Where, other than the name `name`, the user's locals hold the list `lst` (one level deep)."""
+    for local, value in local_names.items():
+        if local == name or local.startswith("__"):
+            continue
+        if value is lst:
+            return local
+        if type(value) is dict:
+            items = [(f"{local}[{key!r}]", v) for key, v in value.items()]
+        elif type(value) in (list, tuple):
+            items = [(f"{local}[{i}]", v) for i, v in enumerate(value)]
+        elif hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType, types.FunctionType)):
+            items = [(f"{local}.{attr}", v) for attr, v in vars(value).items()]
+        else:
+            continue
+        for place, item in items:
+            if item is lst:
+                return place
+    return None
+
+
 def check_caught(exc):
     """First statement of an `except` clause: a graph cannot catch at run time what tracing raised.
     A ConversionError or `bool()` of a traced value goes on up as it is: eager code never raises them."""
@@ -612,7 +655,9 @@ def convert_while(cond_fn, body_fn, args, names, state=None):
     if _made_op(block, start, "while"):    # a graph loop
         _check_captured("while", captured, cond_fn, body_fn)
         _check_objects("while", watched)
-    return _untuple(_write_back(outs, args, names, returned), n)
+    outs = _write_back(outs, args, names, returned)
+    _check_list_aliases("while", args, _tuple(outs, n), names)
+    return _untuple(outs, n)
 
 
 def _tracking_body(body_fn, n, offset=0):
@@ -651,6 +696,7 @@ def convert_for(iterable, body_fn, args, names, until=None, state=None):
                         out = _tuple(outs, n)[j]
                         if _is_array(out):
                             out.length = start + step * length
+                _check_list_aliases("for", args, _tuple(outs, n), names)    # a static length then unrolls
                 return outs
             except Exception as e:  # noqa: BLE001 - a static length: what one trace of the body cannot
                 if undo is not None:    # carry (a dtype or rank that changes after the first iteration, an
