@@ -421,7 +421,7 @@ def _check_list_aliases(kind, args, outs, names):
     grown = [(names[k], a) for k, (a, o) in enumerate(zip(args, outs))
              if type(a) is list and _symbolic(o) and o.kind == "array"]
     frame = sys._getframe(2) if grown else None
-    while frame is not None:
+    while frame is not None:       # the frames of the user's function: its branch and body functions, then it
         if frame.f_code in CONVERTED_CODES:
             for name, lst in grown:
                 holder = _other_holder(frame.f_locals, lst, name)
@@ -431,6 +431,9 @@ def _check_list_aliases(kind, args, outs, names):
                         f"array bound to '{name}' alone, but '{holder}' holds the same list and would not see "
                         f"the change; use one name for the list: read it through '{name}' after the `{kind}`, or "
                         f"store it back where '{holder}' is read")
+            name_of = frame.f_code.co_name          # generated ones are `__kind_n` (transpiler.naming)
+            if not (name_of.startswith("__") and not name_of.endswith("__")):
+                return     # a caller's names: it may rebind them from what the function returns
         frame = frame.f_back
 
 

@@ -59,5 +59,13 @@ def _nested_functions(fn_node):
         if isinstance(node, gast.ClassDef):
             found.extend(_nested_functions(node))
         elif isinstance(node, gast.FunctionDef) and not getanno(node, Anno.CONVERTED, False):
-            found.append(node)
+            if is_generator(node):      # stays Python: it runs while tracing, as a library's would
+                setanno(node, Anno.CONVERTED, True)
+            else:
+                found.append(node)
     return found
+
+
+def is_generator(fn_node):
+    """Whether a def is a generator function (`yield` in its own scope)."""
+    return any(isinstance(node, (gast.Yield, gast.YieldFrom)) for node in own_scope(fn_node.body))
