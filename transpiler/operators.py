@@ -87,7 +87,11 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
         false_fn = lambda *values: _untuple(values, n)   # noqa: E731
     pred = _decided(pred)
     if not _symbolic(pred):
-        return true_fn(*args) if pred else false_fn(*args)
+        try:
+            return true_fn(*args) if pred else false_fn(*args)
+        except BaseException as e:
+            _keep_partial_state(e, (true_fn, false_fn), names, sys._getframe(1))
+            raise
     returned, changed = {}, {}
     choice = FunctionChoices(pred, names, convert_call)
 
@@ -458,6 +462,45 @@ def _other_holder(local_names, lst, name):
     return None
 
 
+_PARTIAL = "__dy2static_partial__"     # on an exception: {id(frame): (names' values, frame)}
+
+
+def _keep_partial_state(exc, fns, names, caller):
+    """An exception leaves a branch or loop body run as Python: the values its names had when it raised.
+
+    In Python those are the function's own locals, so an `except` of the function sees them; converted,
+    they live in the branch or body function, which the exception ends. They are noted on the exception
+    for the caller's frame (`partial_state` hands them to the `except` clause there), over what the
+    constructs inside that body noted for it."""
+    codes = {getattr(fn, "__code__", None) for fn in fns}
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code not in codes:
+        tb = tb.tb_next
+    if tb is None or not names:
+        return
+    partial = getattr(exc, _PARTIAL, None)
+    if partial is None:
+        try:
+            setattr(exc, _PARTIAL, {})
+        except AttributeError:      # an exception type without a __dict__: nothing to keep
+            return
+        partial = getattr(exc, _PARTIAL)
+    body = tb.tb_frame
+    local = body.f_locals
+    values = {name: local[name] for name in names if name in local}
+    values.update(partial.pop(id(body), ({}, None))[0])
+    partial[id(caller)] = (values, caller)
+
+
+def partial_state(exc):
+    """In an `except` clause: {name: value} that branches and loop bodies of this frame had bound when exc
+    left them (see `_keep_partial_state`); taken once, so an outer handler sees what this one leaves."""
+    partial = getattr(exc, _PARTIAL, None)
+    if not partial:
+        return {}
+    return partial.pop(id(sys._getframe(1)), ({}, None))[0]
+
+
 def check_caught(exc):
     """First statement of an `except` clause: a graph cannot catch at run time what tracing raised.
     A ConversionError or `bool()` of a traced value goes on up as it is: eager code never raises them."""
@@ -641,6 +684,14 @@ def _raise_unless(found, message, error=ValueError):
 # --- loops ------------------------------------------------------------------------------
 
 def convert_while(cond_fn, body_fn, args, names, state=None):
+    try:
+        return _convert_while(cond_fn, body_fn, args, names, state)
+    except BaseException as e:
+        _keep_partial_state(e, (cond_fn, body_fn), names, sys._getframe(1))
+        raise
+
+
+def _convert_while(cond_fn, body_fn, args, names, state):
     n = len(names)
     body, returned = _tracking_body(body_fn, n)
     block = tracing.current_block()
@@ -679,6 +730,14 @@ def _tracking_body(body_fn, n, offset=0):
 
 def convert_for(iterable, body_fn, args, names, until=None, state=None):
     """`until`: the name (one of `names`) of a flag that ends the loop once true: a lowered `break`."""
+    try:
+        return _convert_for(iterable, body_fn, args, names, until, state)
+    except BaseException as e:
+        _keep_partial_state(e, (body_fn,), names, sys._getframe(1))
+        raise
+
+
+def _convert_for(iterable, body_fn, args, names, until, state):
     n = len(names)
     extra_test = None if until is None else _not_flag(names.index(until))
     if isinstance(iterable, SymbolicIterable) or _symbolic(iterable):
@@ -1579,5 +1638,5 @@ _OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins
               builtins.sum: convert_sum}
 
 
-__all__ = [name for name in dict(globals()) if name.startswith("convert_")] + [
+__all__ = [name for name in dict(globals()) if name.startswith("convert_")] + ["partial_state",
     "undefined", "return_placeholder", "attr_cell", "item_cell", "contents_cell", "check_caught", "outer_value"]
