@@ -83,6 +83,16 @@ class Variable(ArrayMethods):
     def __repr__(self):
         return f"Variable({self.name}: {self.type_str()})"
 
+    def __str__(self):
+        """No text: a string made while tracing would hold a placeholder on every run, where Python's
+        holds the value (repr() still shows the placeholder, for debugging)."""
+        raise TypeError(f"{self.describe()} has no value while tracing, so str() or formatting it would give "
+                        "the same placeholder text on every run: print(...) it (printed when the Program runs), "
+                        "or return the tensor and format it outside the function")
+
+    def __format__(self, spec):
+        return self.__str__()
+
     def __hash__(self):
         return id(self)
 

@@ -1417,7 +1417,7 @@ def convert_fstring(literals, values, conversions, specs):
                             "when the Program runs: write it as {value}, {value!r} or with a short :spec "
                             "(widths and precisions of two digits at most)")
         else:       # raised while tracing, on every run: the Variable has no value to show
-            template.append(_escape(str(v)))
+            template.append(_escape(repr(v)))
     template.append(_escape(literals[-1]))
     return Text("".join(template), tensors)
 

@@ -224,3 +224,39 @@ def test_a_tensor_condition_inside_a_called_generator_is_an_error_at_its_line():
 def test_to_static_of_a_generator_function_is_a_conversion_error():
     with pytest.raises(ConversionError, match="generators"):
         to_static(pairs)(rt.tensor(X[0]))
+
+
+def text_of_a_sum(x):
+    return f"{x.sum()}"
+
+
+def text_by_percent(x):
+    return "v=%s" % x[0]
+
+
+def text_by_str(x):
+    return str(x[0])
+
+
+def text_with_a_spec(x):
+    return x * 2, f"sum {x.sum():.2f}"
+
+
+@pytest.mark.parametrize("fn", [text_of_a_sum, text_by_percent, text_by_str, text_with_a_spec],
+                         ids=lambda f: f.__name__)
+def test_text_of_a_traced_value_is_a_type_error_at_the_users_line(fn):
+    # eagerly the text holds the value; a string made while tracing would hold a placeholder on every run
+    assert isinstance(fn(rt.tensor(X[0])), (str, tuple))
+    with pytest.raises(TypeError, match="has no value while tracing") as info:
+        to_static(fn)(rt.tensor(X[0]))
+    assert "test_peer_ports_misc.py" in str(info.value) and "print(" in str(info.value)
+
+
+def text_of_static_facts_and_printed_values(x):
+    print(f"x is {x}")
+    assert rt.all(x > -10), f"bad {x}"
+    return repr(x.shape), f"{x.shape[0]}x{x.ndim}", x.dtype.name
+
+
+def test_text_of_shapes_and_printed_tensors_like_eager():
+    like_eager(text_of_static_facts_and_printed_values, X, Y)
