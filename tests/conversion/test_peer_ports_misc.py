@@ -260,3 +260,19 @@ def text_of_static_facts_and_printed_values(x):
 
 def test_text_of_shapes_and_printed_tensors_like_eager():
     like_eager(text_of_static_facts_and_printed_values, X, Y)
+
+
+def function_picked_or_none_in_a_loop(x):
+    g = None
+    for v in x:
+        if v > 0:
+            def g(t, v=v):
+                return t + v
+    return g(x) if g is not None else x
+
+
+def test_an_error_inside_a_loop_body_names_the_users_function_not_a_generated_one():
+    with pytest.raises(Exception, match="only a function in both branches") as info:
+        to_static(function_picked_or_none_in_a_loop)(rt.tensor(X[0]))
+    message = str(info.value)
+    assert "in function_picked_or_none_in_a_loop" in message and "__for_body" not in message
