@@ -75,7 +75,18 @@ def python_float_loss_accumulator(x):
         loss = loss + ((x[i] - 1) ** 2).mean()
     return loss / x.shape[0]
 
-CASES = [residual_tanh_with_tensor_rescale, causal_mask_softmax, rnn_over_time_steps, stable_softmax, clip_and_normalize, best_row_none_start, rotate_rows_python_loop, leaky_relu_per_column_write, argmax_gather, python_float_loss_accumulator]
+CASES = [
+    residual_tanh_with_tensor_rescale,
+    causal_mask_softmax,
+    rnn_over_time_steps,
+    stable_softmax,
+    clip_and_normalize,
+    best_row_none_start,
+    rotate_rows_python_loop,
+    leaky_relu_per_column_write,
+    argmax_gather,
+    python_float_loss_accumulator,
+]
 
 
 @pytest.mark.parametrize("fn", CASES, ids=[f.__name__ for f in CASES])
