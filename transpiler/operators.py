@@ -1426,6 +1426,21 @@ def _escape(text):
     return text.replace("{", "{{").replace("}", "}}")
 
 
+def convert_list_comp(iterable, keep_fn, item_fn, unpack):
+    """`[item for target in iterable if keep]`: Python's list while every `keep` is a Python truth; a tensor
+    `keep` appends under a cond, as the loop `for ...: if keep: out.append(item)` does (a tensor array)."""
+    out = []
+    for element in iterable:
+        args = tuple(element) if unpack else (element,)
+        keep = _decided(keep_fn(*args))
+        if _symbolic(keep):
+            out = convert_ifelse(keep, lambda acc, args=args: convert_append(acc, item_fn(*args)), None, (out,),
+                                 ("comprehension",))
+        elif keep:
+            out = convert_append(out, item_fn(*args))
+    return out
+
+
 def convert_append(container, value):
     if _symbolic(container) and container.kind == "array":
         return rt.array_append(container, value)

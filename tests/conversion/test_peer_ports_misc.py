@@ -276,3 +276,38 @@ def test_an_error_inside_a_loop_body_names_the_users_function_not_a_generated_on
         to_static(function_picked_or_none_in_a_loop)(rt.tensor(X[0]))
     message = str(info.value)
     assert "in function_picked_or_none_in_a_loop" in message and "__for_body" not in message
+
+
+def comprehension_with_tensor_condition(x):
+    res = [v * 2 for v in x if v > 0]
+    return len(res), res
+
+
+def comprehension_of_indices_with_tensor_condition(x):
+    return [i for i in range(3) if x[i] > 0]
+
+
+def comprehension_over_enumerate_with_tensor_condition(x):
+    kept = [v + i for i, v in enumerate(x) if v < 2]
+    return rt.stack(kept) if len(kept) > 0 else x[:0]
+
+
+def comprehension_with_python_condition(x):
+    return [x * k for k in range(4) if k % 2], [k for k in "abc" if k != "b"]
+
+
+@pytest.mark.parametrize("fn", [comprehension_with_tensor_condition, comprehension_of_indices_with_tensor_condition,
+                                comprehension_over_enumerate_with_tensor_condition,
+                                comprehension_with_python_condition], ids=lambda f: f.__name__)
+def test_a_list_comprehension_with_a_tensor_condition_like_eager(fn):
+    # the filtered list is a tensor array, as the loop `for v in x: if c: out.append(e)` makes
+    like_eager(fn, X, Y, (s([-1.0, -2.0, -3.0]),))
+
+
+def two_generators_with_tensor_condition(x):
+    return [a + b for a in x for b in x if a > b]
+
+
+def test_a_comprehension_of_two_fors_with_a_tensor_condition_is_a_conversion_error():
+    with pytest.raises(ConversionError, match="tensor-dependent condition"):
+        to_static(two_generators_with_tensor_condition)(rt.tensor(X[0]))
