@@ -1429,16 +1429,31 @@ def _escape(text):
 def convert_list_comp(iterable, keep_fn, item_fn, unpack):
     """`[item for target in iterable if keep]`: Python's list while every `keep` is a Python truth; a tensor
     `keep` appends under a cond, as the loop `for ...: if keep: out.append(item)` does (a tensor array)."""
-    out = []
-    for element in iterable:
+    def step(element, out):
         args = tuple(element) if unpack else (element,)
         keep = _decided(keep_fn(*args))
         if _symbolic(keep):
-            out = convert_ifelse(keep, lambda acc, args=args: convert_append(acc, item_fn(*args)), None, (out,),
-                                 ("comprehension",))
-        elif keep:
-            out = convert_append(out, item_fn(*args))
-    return out
+            return convert_ifelse(keep, lambda acc: convert_append(acc, item_fn(*args)), None, (out,),
+                                  ("comprehension",))
+        return convert_append(out, item_fn(*args)) if keep else out
+
+    if _walks_in_python(iterable):
+        out = []
+        for element in iterable:
+            out = step(element, out)
+        return out
+    return convert_for(iterable, step, ([],), ("comprehension",))     # rows known only when the Program runs
+
+
+def _walks_in_python(iterable):
+    """Whether Python can iterate this while tracing (a tensor or a tensor-bounded range of static length)."""
+    if isinstance(iterable, SymbolicIterable):
+        return not _symbolic(iterable.length())
+    if _symbolic(iterable):
+        if iterable.kind == "array":
+            return iterable.length is not None
+        return bool(iterable.static_shape) and iterable.static_shape[0] != -1
+    return True
 
 
 def convert_append(container, value):

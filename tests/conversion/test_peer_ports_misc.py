@@ -311,3 +311,17 @@ def two_generators_with_tensor_condition(x):
 def test_a_comprehension_of_two_fors_with_a_tensor_condition_is_a_conversion_error():
     with pytest.raises(ConversionError, match="tensor-dependent condition"):
         to_static(two_generators_with_tensor_condition)(rt.tensor(X[0]))
+
+
+def test_a_filtering_comprehension_over_a_dynamic_first_dim_is_a_graph_loop():
+    from transpiler import InputSpec
+
+    from .peers import agree
+
+    def positive_rows(x):
+        kept = [r * 2 for r in x if r.sum() > 0]
+        return len(kept), kept
+    static = to_static(positive_rows, input_spec=[InputSpec([None, 3], "float32")])
+    for n in (4, 2, 4, 1):
+        data = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+        agree(static(rt.tensor(data)), positive_rows(rt.tensor(data)))
