@@ -83,6 +83,16 @@ class Variable(ArrayMethods):
     def __repr__(self):
         return f"Variable({self.name}: {self.type_str()})"
 
+    def __str__(self):
+        """No text: a string made while tracing would hold a placeholder on every run, where Python's
+        holds the value (repr() still shows the placeholder, for debugging)."""
+        raise TypeError(f"{self.describe()} has no value while tracing, so str() or formatting it would give "
+                        "the same placeholder text on every run: print(...) it (printed when the Program runs), "
+                        "or return the tensor and format it outside the function")
+
+    def __format__(self, spec):
+        return self.__str__()
+
     def __hash__(self):
         return id(self)
 
@@ -204,6 +214,45 @@ class Variable(ArrayMethods):
             self = ns.astype(self, "float64")      # a Python int to a negative power is a float (NumPy: error)
             self.weak = True
         return ArrayMethods.__pow__(self, other)
+
+
+    # the number protocol of what stands for a Python number (`round(float(v))`, `math.floor(x.item())`)
+    def _integral(self, ufunc):
+        """A Python int from a one-element value, as math.floor/ceil/trunc give one: a weak int64."""
+        ns = array_methods.namespace()
+        if self.static_shape != ():
+            self._no_python_number()
+        out = ns.astype(self if self.dtype.kind in "iub" else getattr(ns, ufunc)(self), "int64")
+        out.weak = True
+        return out
+
+    def __floor__(self):
+        return self._integral("floor")
+
+    def __ceil__(self):
+        return self._integral("ceil")
+
+    def __trunc__(self):
+        if not self.weak:       # as eagerly: a Tensor has no __trunc__ (math.trunc(float(t)) works)
+            raise TypeError("type Tensor doesn't define __trunc__ method")
+        return self._integral("trunc")
+
+    def __round__(self, ndigits=None):
+        """Python's round of a number (halves to even): an int without ndigits, else the number's type."""
+        if not self.weak:       # as eagerly: round() of a Tensor is a TypeError (round(float(t)) works)
+            raise TypeError("type Tensor doesn't define __round__ method")
+        if ndigits is None:
+            return self._integral("round")
+        out = array_methods.namespace().round(self, decimals=ndigits)
+        out = out if out is not self else array_methods.namespace().astype(self, self.dtype)
+        out.weak = True
+        return out
+
+    def __divmod__(self, other):
+        return self // other, self % other
+
+    def __rdivmod__(self, other):
+        return other // self, other % self
 
 
 for _name in array_methods.OPERATORS:     # a weak Variable's operators compute what Python's do

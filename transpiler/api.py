@@ -110,6 +110,8 @@ def _resolver(fn):
 def _is_user_function(fn):
     if getattr(fn, NOT_TO_STATIC, False) or fn.__code__ in emit.CONVERTED_CODES:
         return False
+    if fn.__code__.co_flags & inspect.CO_GENERATOR:
+        return False        # a generator called from converted code runs as Python while tracing
     if is_library_module(getattr(fn, "__module__", None)):
         return False
     filename = fn.__code__.co_filename

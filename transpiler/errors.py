@@ -57,6 +57,8 @@ def relocate(error, converted_codes):
     if not frames:
         return None
     filename, lineno, name = frames[-1]
+    # a branch or loop body is the user's function itself: name it (generated names are `__kind_n`)
+    name = next((n for _, _, n in reversed(frames) if not (n.startswith("__") and not n.endswith("__"))), name)
     line = source_line(filename, lineno)
     where = f"\n  File \"{filename}\", line {lineno}, in {name}" + (f"\n    {line}" if line else "")
     message = (str(error.args[0]) if len(error.args) == 1 else str(error)) + where

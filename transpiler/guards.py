@@ -36,6 +36,7 @@ from runtime.shape_text import shape_text
 from runtime import tracing
 from runtime.tensor import EagerTensor as Tensor   # an eager Tensor: a traced value left in a place is no guard
 
+from .outer_names import defaults
 from .transforms.calls import is_library_module
 
 MISS = object()
@@ -263,10 +264,19 @@ class Reads:
             except ValueError:
                 continue
             self._place(f"closure variable '{name}'", cell, None, value, names, 0, source="cell")
+        self._defaults(fn, names)
         if instance is not None:
             self._attributes(instance, "self", names, 0)
         for obj, label in self._arguments:
             self._attributes(obj, label, names, 0)
+
+    def _defaults(self, fn, names):
+        """A mutable default (`acc=[]`, a config object) lives across calls as a global does: what the
+        trace read of it is guarded, so a call after one that changed it traces again."""
+        for param, container, key, value in defaults(fn):
+            if type(value) in (list, dict) or _is_user_object(value):
+                source = "dict" if type(container) is dict else "item"
+                self._place(f"default of parameter '{param}'", container, key, value, names, 0, source=source)
 
     def place(self, label, container, name, value):
         """A place library code read while tracing (e.g. a tensor's `.grad`): `container.get(name)`."""

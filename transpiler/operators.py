@@ -9,6 +9,7 @@ import builtins
 import functools
 import operator
 import re
+import sys
 import threading
 import types
 
@@ -29,7 +30,7 @@ from runtime.state import attr_cell, contents_cell, item_cell
 from runtime.tensor import stands_for
 from runtime.torch_methods import in_place_value
 
-from .aliases import array_item, write_through
+from .aliases import CONVERTED_CODES, array_item, write_through
 from .choices import FunctionChoices, copy_containers
 from .errors import ConversionError
 
@@ -89,7 +90,11 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
         false_fn = lambda *values: _untuple(values, n)   # noqa: E731
     pred = _decided(pred)
     if not _symbolic(pred):
-        return true_fn(*args) if pred else false_fn(*args)
+        try:
+            return true_fn(*args) if pred else false_fn(*args)
+        except BaseException as e:
+            _keep_partial_state(e, (true_fn, false_fn), names, sys._getframe(1))
+            raise
     returned, changed = {}, {}
     choice = FunctionChoices(pred, names, convert_call)
 
@@ -133,6 +138,7 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
     for j, label, merged in zip(extra, labels, outs[n:]):
         _write_into(args[j], merged, label)
     outs = _write_back(choice.resolve(outs[:n]), args, names, returned[0], returned[1])
+    _check_list_aliases("if", args, outs, names)
     return _untuple(outs, n)
 
 
@@ -460,6 +466,89 @@ def _check_objects(kind, watched):
 _MISSING = object()
 
 
+def _check_list_aliases(kind, args, outs, names):
+    """A Python list that a graph construct grew into a tensor array is a new value, bound to the
+    construct's name only: another name or container of the user's code holding that same list would
+    silently keep its old contents (Python appends to the one object), so that is an error naming both."""
+    grown = [(names[k], a) for k, (a, o) in enumerate(zip(args, outs))
+             if type(a) is list and _symbolic(o) and o.kind == "array"]
+    frame = sys._getframe(2) if grown else None
+    while frame is not None:       # the frames of the user's function: its branch and body functions, then it
+        if frame.f_code in CONVERTED_CODES:
+            for name, lst in grown:
+                holder = _other_holder(frame.f_locals, lst, name)
+                if holder is not None:
+                    raise ControlFlowError(
+                        f"the list '{name}' grows inside this tensor-dependent `{kind}`, so it becomes a tensor "
+                        f"array bound to '{name}' alone, but '{holder}' holds the same list and would not see "
+                        f"the change; use one name for the list: read it through '{name}' after the `{kind}`, or "
+                        f"store it back where '{holder}' is read")
+            name_of = frame.f_code.co_name          # generated ones are `__kind_n` (transpiler.naming)
+            if not (name_of.startswith("__") and not name_of.endswith("__")):
+                return     # a caller's names: it may rebind them from what the function returns
+        frame = frame.f_back
+
+
+def _other_holder(local_names, lst, name):
+    """Where, other than the name `name`, the user's locals hold the list `lst` (one level deep)."""
+    for local, value in local_names.items():
+        if local == name or local.startswith("__"):
+            continue
+        if value is lst:
+            return local
+        if type(value) is dict:
+            items = [(f"{local}[{key!r}]", v) for key, v in value.items()]
+        elif type(value) in (list, tuple):
+            items = [(f"{local}[{i}]", v) for i, v in enumerate(value)]
+        elif hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType, types.FunctionType)):
+            items = [(f"{local}.{attr}", v) for attr, v in vars(value).items()]
+        else:
+            continue
+        for place, item in items:
+            if item is lst:
+                return place
+    return None
+
+
+_PARTIAL = "__dy2static_partial__"     # on an exception: {id(frame): (names' values, frame)}
+
+
+def _keep_partial_state(exc, fns, names, caller):
+    """An exception leaves a branch or loop body run as Python: the values its names had when it raised.
+
+    In Python those are the function's own locals, so an `except` of the function sees them; converted,
+    they live in the branch or body function, which the exception ends. They are noted on the exception
+    for the caller's frame (`partial_state` hands them to the `except` clause there), over what the
+    constructs inside that body noted for it."""
+    codes = {getattr(fn, "__code__", None) for fn in fns}
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code not in codes:
+        tb = tb.tb_next
+    if tb is None or not names:
+        return
+    partial = getattr(exc, _PARTIAL, None)
+    if partial is None:
+        try:
+            setattr(exc, _PARTIAL, {})
+        except AttributeError:      # an exception type without a __dict__: nothing to keep
+            return
+        partial = getattr(exc, _PARTIAL)
+    body = tb.tb_frame
+    local = body.f_locals
+    values = {name: local[name] for name in names if name in local}
+    values.update(partial.pop(id(body), ({}, None))[0])
+    partial[id(caller)] = (values, caller)
+
+
+def partial_state(exc):
+    """In an `except` clause: {name: value} that branches and loop bodies of this frame had bound when exc
+    left them (see `_keep_partial_state`); taken once, so an outer handler sees what this one leaves."""
+    partial = getattr(exc, _PARTIAL, None)
+    if not partial:
+        return {}
+    return partial.pop(id(sys._getframe(1)), ({}, None))[0]
+
+
 def check_caught(exc):
     """First statement of an `except` clause: a graph cannot catch at run time what tracing raised.
     A ConversionError or `bool()` of a traced value goes on up as it is: eager code never raises them."""
@@ -643,6 +732,14 @@ def _raise_unless(found, message, error=ValueError):
 # --- loops ------------------------------------------------------------------------------
 
 def convert_while(cond_fn, body_fn, args, names, state=None):
+    try:
+        return _convert_while(cond_fn, body_fn, args, names, state)
+    except BaseException as e:
+        _keep_partial_state(e, (cond_fn, body_fn), names, sys._getframe(1))
+        raise
+
+
+def _convert_while(cond_fn, body_fn, args, names, state):
     n = len(names)
     body, returned = _tracking_body(body_fn, n)
     block = tracing.current_block()
@@ -660,7 +757,9 @@ def convert_while(cond_fn, body_fn, args, names, state=None):
     if _made_op(block, start, "while"):    # a graph loop
         _check_captured("while", captured, cond_fn, body_fn)
         _check_objects("while", watched)
-    return _untuple(_write_back(outs, args, names, returned), n)
+    outs = _write_back(outs, args, names, returned)
+    _check_list_aliases("while", args, _tuple(outs, n), names)
+    return _untuple(outs, n)
 
 
 def _tracking_body(body_fn, n, offset=0):
@@ -679,6 +778,14 @@ def _tracking_body(body_fn, n, offset=0):
 
 def convert_for(iterable, body_fn, args, names, until=None, state=None):
     """`until`: the name (one of `names`) of a flag that ends the loop once true: a lowered `break`."""
+    try:
+        return _convert_for(iterable, body_fn, args, names, until, state)
+    except BaseException as e:
+        _keep_partial_state(e, (body_fn,), names, sys._getframe(1))
+        raise
+
+
+def _convert_for(iterable, body_fn, args, names, until, state):
     n = len(names)
     extra_test = None if until is None else _not_flag(names.index(until))
     if isinstance(iterable, SymbolicIterable) or _symbolic(iterable):
@@ -699,6 +806,7 @@ def convert_for(iterable, body_fn, args, names, until=None, state=None):
                         out = _tuple(outs, n)[j]
                         if _is_array(out):
                             out.length = start + step * length
+                _check_list_aliases("for", args, _tuple(outs, n), names)    # a static length then unrolls
                 return outs
             except Exception as e:  # noqa: BLE001 - a static length: what one trace of the body cannot
                 if undo is not None:    # carry (a dtype or rank that changes after the first iteration, an
@@ -1352,13 +1460,43 @@ def convert_fstring(literals, values, conversions, specs):
                             "when the Program runs: write it as {value}, {value!r} or with a short :spec "
                             "(widths and precisions of two digits at most)")
         else:       # raised while tracing, on every run: the Variable has no value to show
-            template.append(_escape(str(v)))
+            template.append(_escape(repr(v)))
     template.append(_escape(literals[-1]))
     return Text("".join(template), tensors)
 
 
 def _escape(text):
     return text.replace("{", "{{").replace("}", "}}")
+
+
+def convert_list_comp(iterable, keep_fn, item_fn, unpack):
+    """`[item for target in iterable if keep]`: Python's list while every `keep` is a Python truth; a tensor
+    `keep` appends under a cond, as the loop `for ...: if keep: out.append(item)` does (a tensor array)."""
+    def step(element, out):
+        args = tuple(element) if unpack else (element,)
+        keep = _decided(keep_fn(*args))
+        if _symbolic(keep):
+            return convert_ifelse(keep, lambda acc: convert_append(acc, item_fn(*args)), None, (out,),
+                                  ("comprehension",))
+        return convert_append(out, item_fn(*args)) if keep else out
+
+    if _walks_in_python(iterable):
+        out = []
+        for element in iterable:
+            out = step(element, out)
+        return out
+    return convert_for(iterable, step, ([],), ("comprehension",))     # rows known only when the Program runs
+
+
+def _walks_in_python(iterable):
+    """Whether Python can iterate this while tracing (a tensor or a tensor-bounded range of static length)."""
+    if isinstance(iterable, SymbolicIterable):
+        return not _symbolic(iterable.length())
+    if _symbolic(iterable):
+        if iterable.kind == "array":
+            return iterable.length is not None
+        return bool(iterable.static_shape) and iterable.static_shape[0] != -1
+    return True
 
 
 def convert_append(container, value):
@@ -1593,7 +1731,7 @@ _OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins
               **{fn: _numpy_array_overload(fn) for fn in (np.asarray, np.array, np.asanyarray, np.ascontiguousarray)}}
 
 
-__all__ = [name for name in dict(globals()) if name.startswith("convert_")] + [
+__all__ = [name for name in dict(globals()) if name.startswith("convert_")] + ["partial_state",
     "undefined", "return_placeholder", "attr_cell", "item_cell", "contents_cell", "check_caught", "outer_value"]
 
 

@@ -45,6 +45,7 @@ def snapshot(fn):
     cells = [(name, cell, _contents(cell)) for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())]
     names = _names(fn.__code__)
     held = [(name, fn.__globals__.get(name)) for name in names] + [(name, _contents(c)) for name, c, _ in cells]
+    held += mutable_defaults(fn)
     containers = [(name, value, type(value)(value)) for name, value in held if type(value) in (list, dict)]
     return dict(fn.__globals__), cells, containers
 
@@ -56,6 +57,22 @@ def user_objects(fn):
     held = [(name, fn.__globals__.get(name)) for name in _names(fn.__code__)]
     held += [(name, _contents(cell)) for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())]
     return {name: value for name, value in held if is_user_object(value) or isinstance(value, Layer)}
+
+
+def defaults(fn):
+    """[(parameter name, container, key, value)] of fn's default values (`__defaults__` by index,
+    `__kwdefaults__` by name): a mutable one (`acc=[]`) lives across calls as a global does."""
+    code, positional = fn.__code__, fn.__defaults__ or ()
+    first = code.co_argcount - len(positional)
+    found = [(code.co_varnames[first + i], positional, i, value) for i, value in enumerate(positional)]
+    keywords = fn.__kwdefaults__ or {}
+    return found + [(name, keywords, name, value) for name, value in keywords.items()]
+
+
+def mutable_defaults(fn):
+    """[(parameter name, value)] of fn's list and dict defaults: what a trace writes into them is a
+    written place of the Program, as for a global list."""
+    return [(name, value) for name, _, _, value in defaults(fn) if type(value) in (list, dict)]
 
 
 def _names(code):

@@ -121,10 +121,7 @@ def array_append(arr, value):
     """Append in place and return the array (the Variable after the append).
 
     Python numbers and weak values adopt the array's dtype; other dtypes must match it."""
-    if isinstance(arr, Variable) and (isinstance(value, (bool, int, float, complex)) or
-                                      isinstance(value, Variable) and value.weak):
-        value = astype(value, arr.dtype)
-    return apply(_append, (arr, value), {})
+    return apply(_append, (arr, _element(arr, value)), {})
 
 
 def array_pop(arr, index=-1):
@@ -134,10 +131,19 @@ def array_pop(arr, index=-1):
 
 def array_insert(arr, index, value):
     """`arr.insert(index, value)` in place; the value's dtype follows the rule of `array_append`."""
-    if isinstance(arr, Variable) and (isinstance(value, (bool, int, float, complex)) or
-                                      isinstance(value, Variable) and value.weak):
-        value = astype(value, arr.dtype)
-    return apply(_insert, (arr, index, value), {})
+    return apply(_insert, (arr, index, _element(arr, value)), {})
+
+
+def _element(arr, value):
+    """An element for `arr`: a Python number becomes a 0-d value of the array's dtype (a bare number would
+    be read as float32/int64 by the op's rule), a weak value is cast to it, others are left to the op."""
+    if not isinstance(arr, Variable):
+        return value
+    if isinstance(value, (bool, int, float, complex)):
+        return np.asarray(value, arr.dtype)
+    if isinstance(value, Variable) and value.weak:
+        return astype(value, arr.dtype)
+    return value
 
 
 def _is_array(value):

@@ -233,7 +233,7 @@ def test_tensor_condition_in_unconverted_code_points_at_that_line():
 
 
 def test_a_traced_value_used_as_a_python_int_names_where_it_was_computed_and_what_to_do():
-    import math
+    import operator
 
     import numpy as np
     import runtime as rt
@@ -241,7 +241,8 @@ def test_a_traced_value_used_as_a_python_int_names_where_it_was_computed_and_wha
 
     def head(x):
         count = x.sum() % 3
-        return x[:math.floor(count)]     # a library asks for a Python number (`int(count)` is a graph cast)
+        # a library asks for a Python index (`int(count)` and `math.floor(count)` are graph casts)
+        return x[:operator.index(count)]
     with pytest.raises(TypeError) as info:
         to_static(head)(rt.asarray(np.ones(4, np.float32)))
     message = str(info.value)

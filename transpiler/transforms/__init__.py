@@ -52,6 +52,20 @@ def convert_node(fn_node, filename, namer, resolve):
 
 
 def _nested_functions(fn_node):
-    """User functions defined directly in fn_node's scope (not inside another nested def)."""
-    return [node for node in own_scope(fn_node.body)
-            if isinstance(node, gast.FunctionDef) and not getanno(node, Anno.CONVERTED, False)]
+    """User functions defined directly in fn_node's scope (not inside another nested def), and the methods
+    of classes defined there: their code is converted code, which calls never convert again."""
+    found = []
+    for node in own_scope(fn_node.body):
+        if isinstance(node, gast.ClassDef):
+            found.extend(_nested_functions(node))
+        elif isinstance(node, gast.FunctionDef) and not getanno(node, Anno.CONVERTED, False):
+            if is_generator(node):      # stays Python: it runs while tracing, as a library's would
+                setanno(node, Anno.CONVERTED, True)
+            else:
+                found.append(node)
+    return found
+
+
+def is_generator(fn_node):
+    """Whether a def is a generator function (`yield` in its own scope)."""
+    return any(isinstance(node, (gast.Yield, gast.YieldFrom)) for node in own_scope(fn_node.body))

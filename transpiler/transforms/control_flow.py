@@ -34,6 +34,7 @@ import gast
 
 from ..analysis import Anno, getanno, maybe_defined_in, rebound_names
 from ..analysis.closures import has_call, rebound_by_closures, written_by_closures
+from ..analysis.scope import assigned_names
 from .base import Transformer, const, jst, load, located, store
 from .expressions import mark_truth_only, python_valued
 from .state import changed_arguments, state_keyword
@@ -240,7 +241,24 @@ class ControlFlow(Transformer):
                 if handler.name is None:
                     handler.name = store(self.ctx.namer.new("caught"))
                 check = gast.Expr(value=_call("check_caught", [load(handler.name.id)]))
-                handler.body.insert(0, located(check, handler))
+                handler.body[:0] = [located(stmt, handler) for stmt in
+                                    [check] + self._partial_state(handler.name.id, node.body)]
         return node
+
+    def _partial_state(self, caught, body):
+        """`x = partial[x]` for each name the try body binds, where the exception left a branch or loop body
+        run as Python with x bound there (Python's locals would hold it: `operators.partial_state`)."""
+        names = sorted(name for name in assigned_names(body) if not name.startswith("__"))
+        if not names:
+            return []
+        partial = self.ctx.namer.new("partial")
+        out = [gast.Assign(targets=[store(partial)], value=_call("partial_state", [load(caught)]),
+                           type_comment=None)]
+        for name in names:
+            test = gast.Compare(left=const(name), ops=[gast.In()], comparators=[load(partial)])
+            value = gast.Subscript(value=load(partial), slice=const(name), ctx=gast.Load())
+            out.append(gast.If(test=test, body=[gast.Assign(targets=[store(name)], value=value, type_comment=None)],
+                               orelse=[]))
+        return out
 
     visit_TryStar = visit_Try

@@ -6,6 +6,7 @@
     a < f(b) < c   →  _jst.convert_logical_and(a < (__compare_0 := f(b)), lambda: __compare_0 < c)
     a if c else b  →  _jst.convert_ifexp(c, lambda: a, lambda: b)
     a in b         →  _jst.convert_in(a, b)        (`not in`: convert_not_in)
+    [e for v in it if c]  →  _jst.convert_list_comp(it, lambda v: c, lambda v: e, False)
 
 Right operands and branches are thunks, so short-circuiting holds for Python
 and tensor operands alike (a tensor left operand gives a `cond` op). Applies
@@ -152,6 +153,30 @@ class Expressions(Transformer):
         if getanno(node, Anno.RETURNED, False):     # a folded `if c: return a`: errors speak of the return value
             _name_result(call, "__return_value")
         return call
+
+    def visit_ListComp(self, node):
+        """`[e for v in it if c]` → `_jst.convert_list_comp(it, lambda v: c, lambda v: e, unpack)`: a tensor `c`
+        keeps an item under a cond, as the loop with `if c: out.append(e)` does. One `for` with one `if`
+        and a target of names; a walrus (which binds in the function) leaves it as written."""
+        for gen in node.generators:
+            for test in gen.ifs:
+                mark_truth_only(test)
+        self.generic_visit(node)
+        if len(node.generators) != 1:
+            return node
+        gen = node.generators[0]
+        targets = gen.target.elts if isinstance(gen.target, gast.Tuple) else [gen.target]
+        if len(gen.ifs) != 1 or gen.is_async or not all(isinstance(t, gast.Name) for t in targets) or \
+                any(isinstance(n, gast.NamedExpr) for n in gast.walk(node)):
+            return node
+        params = [gast.Name(id=t.id, ctx=gast.Param(), annotation=None, type_comment=None) for t in targets]
+
+        def function(body):
+            args = gast.arguments(args=params, posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                                  kwarg=None, defaults=[])
+            return located(gast.Lambda(args=args, body=body), body)
+        unpack = gast.Constant(value=isinstance(gen.target, gast.Tuple), kind=None)
+        return _call("convert_list_comp", [gen.iter, function(gen.ifs[0]), function(node.elt), unpack], node)
 
     def visit_Call(self, node):
         if is_jst_call(node) and node.func.attr == "undefined":
