@@ -67,11 +67,23 @@ squeeze = _method_spelling(ops.squeeze, "squeeze")
 flip = _method_spelling(ops.flip, "flip")
 
 
-def roll(x, *args, **kwargs):
+def roll(x, /, shift=None, *args, axis=None, shifts=None, dims=None):
     """The array API's `roll(x, shift, axis=)`; PyTorch's `roll(x, shifts, dims)` too."""
-    if len(args) > 1 or "dims" in kwargs or "shifts" in kwargs:
-        return _array(x).roll(*args, **kwargs)
-    return ops.roll(x, *args, **kwargs)
+    if shifts is not None:
+        if shift is not None:
+            raise TypeError("roll(): give shift (the array API's spelling) or shifts= (PyTorch's), not both")
+        shift = shifts
+    if shift is None:
+        raise TypeError("roll() missing its shift")
+    if args:
+        if len(args) > 1 or dims is not None:
+            raise TypeError("roll() takes x, shift and one dims")
+        dims = args[0]
+    if dims is not None:
+        if axis is not None:
+            raise TypeError("roll(): give axis= (the array API's spelling) or dims (PyTorch's), not both")
+        axis = dims
+    return _array(x).roll(shift, axis)
 
 
 def amax(x, dim=None, keepdim=False, *, axis=None, keepdims=False):
@@ -82,11 +94,21 @@ def amin(x, dim=None, keepdim=False, *, axis=None, keepdims=False):
     return _array(x).amin(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
-def sort(x, *args, **kwargs):
-    """The array API's sorted values; PyTorch's (values, indices) given `dim=` or a dim positionally."""
-    if args or "dim" in kwargs:
-        return _array(x).sort(*args, **kwargs)
-    return ops.sort(x, **kwargs)
+def sort(x, /, *args, axis=-1, descending=False, stable=True, dim=None):
+    """The array API's sorted values (`axis=`, `descending=`, `stable=` keywords); PyTorch's
+    `sort(x, dim, descending, stable)` as (values, indices) given `dim=` or a dim positionally."""
+    if not args and dim is None:
+        return ops.sort(x, axis=axis, descending=descending, stable=stable)
+    if len(args) > 3:
+        raise TypeError("sort() takes at most 3 positional arguments after x (dim, descending, stable)")
+    if len(args) > 1 and descending:
+        raise TypeError("sort(): descending given twice")
+    if args and dim is not None:
+        raise TypeError("sort(): dim given twice")
+    flags = {"descending": descending, "stable": stable}
+    for name in ("descending", "stable")[:len(args) - 1]:
+        del flags[name]
+    return _array(x).sort(*args, **({} if dim is None else {"dim": dim}), **flags)
 
 
 def topk(x, k, dim=-1, largest=True, sorted=True, *, axis=None):
@@ -229,30 +251,37 @@ def split(x, split_size_or_sections, axis=None, *, dim=None):
     return ops.split(x, split_size_or_sections, axis=0 if axis is None else axis)
 
 
-def _size_and_dtype(size, dtype, what):
-    """`zeros(2, 3)` / `zeros((2, 3))` (PyTorch) and `zeros((2, 3), float32)` (NumPy)."""
-    if len(size) == 2 and not isinstance(size[1], (builtins.int, np.integer, Variable)) and size[1] is not None:
+def _size_and_dtype(shape, sizes, size, dtype, what):
+    """`zeros(2, 3)` / `zeros((2, 3))` / `zeros(size=(2, 3))` (PyTorch) and `zeros((2, 3), float32)` /
+    `zeros(shape=(2, 3))` (NumPy, the array API)."""
+    if size is not None:
+        if shape is not None or sizes:
+            raise TypeError(f"{what}: give the shape once (shape, or PyTorch's size=)")
+        shape = size
+    if shape is None:
+        raise TypeError(f"{what}() missing its shape")
+    if len(sizes) == 1 and not isinstance(sizes[0], (builtins.int, np.integer, Variable)) and sizes[0] is not None:
         if dtype is not None:
             raise TypeError(f"{what}: dtype given twice")
-        return size[0], size[1]
-    if len(size) == 1:
-        return size[0], dtype
-    return tuple(size), dtype
+        return shape, sizes[0]
+    if not sizes:
+        return shape, dtype
+    return (shape,) + tuple(sizes), dtype
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
-    shape, dtype = _size_and_dtype(size, dtype, "zeros")
+def zeros(shape=None, *sizes, size=None, dtype=None, device=None, requires_grad=False):
+    shape, dtype = _size_and_dtype(shape, sizes, size, dtype, "zeros")
     return _grad(ops.zeros(shape, dtype=dtype, device=device), requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
-    shape, dtype = _size_and_dtype(size, dtype, "ones")
+def ones(shape=None, *sizes, size=None, dtype=None, device=None, requires_grad=False):
+    shape, dtype = _size_and_dtype(shape, sizes, size, dtype, "ones")
     return _grad(ops.ones(shape, dtype=dtype, device=device), requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
+def empty(shape=None, *sizes, size=None, dtype=None, device=None, requires_grad=False):
     """Zeros (an uninitialized tensor has no defined values to depend on)."""
-    shape, dtype = _size_and_dtype(size, dtype, "empty")
+    shape, dtype = _size_and_dtype(shape, sizes, size, dtype, "empty")
     return _grad(ops.zeros(shape, dtype=dtype, device=device), requires_grad)
 
 

@@ -2,6 +2,7 @@
 version, constants, data-type functions, namespace info, asarray's copy=, interchange (DLPack),
 array attributes and named results. (The official array-api-tests run against `runtime` too:
 `ARRAY_API_TESTS_MODULE=runtime pytest array_api_tests` in a checkout of data-apis/array-api-tests.)"""
+import inspect
 import math
 
 import numpy as np
@@ -132,3 +133,73 @@ def test_special_values_numpy_gets_wrong():
     t = rt.tanh(rt.asarray(np.array([complex(inf, 3), complex(-inf, 1), complex(inf, -3)], np.complex64))).numpy()
     assert t.tolist() == [1 + 0j, -1 + 0j, 1 - 0j] and list(np.signbit(t.imag)) == [False, False, True]
     assert rt.floor_divide(rt.asarray(np.array([7, -7])), 2).tolist() == [3, -4]
+
+
+# The standard's signatures of the functions that runtime/torch_functions.py extends with PyTorch's spellings
+# (data-apis/array-api, src/array_api_stubs/_2024_12): each must stay callable exactly as the standard says.
+def _spec_signatures():
+    def sum(x, /, *, axis=None, dtype=None, keepdims=False): ...
+    def prod(x, /, *, axis=None, dtype=None, keepdims=False): ...
+    def mean(x, /, *, axis=None, keepdims=False): ...
+    def max(x, /, *, axis=None, keepdims=False): ...
+    def min(x, /, *, axis=None, keepdims=False): ...
+    def any(x, /, *, axis=None, keepdims=False): ...
+    def all(x, /, *, axis=None, keepdims=False): ...
+    def argmax(x, /, *, axis=None, keepdims=False): ...
+    def argmin(x, /, *, axis=None, keepdims=False): ...
+    def std(x, /, *, axis=None, correction=0.0, keepdims=False): ...
+    def var(x, /, *, axis=None, correction=0.0, keepdims=False): ...
+    def tril(x, /, *, k=0): ...
+    def triu(x, /, *, k=0): ...
+    def squeeze(x, /, axis): ...
+    def flip(x, /, *, axis=None): ...
+    def roll(x, /, shift, *, axis=None): ...
+    def sort(x, /, *, axis=-1, descending=False, stable=True): ...
+    def concat(arrays, /, *, axis=0): ...
+    def stack(arrays, /, *, axis=0): ...
+    def zeros(shape, *, dtype=None, device=None): ...
+    def ones(shape, *, dtype=None, device=None): ...
+    def empty(shape, *, dtype=None, device=None): ...
+    return {f.__name__: inspect.signature(f) for f in (sum, prod, mean, max, min, any, all, argmax, argmin, std,
+                                                       var, tril, triu, squeeze, flip, roll, sort, concat,
+                                                       stack, zeros, ones, empty)}
+
+
+@pytest.mark.parametrize("name, spec", sorted(_spec_signatures().items()))
+def test_torch_spellings_keep_the_standard_signature(name, spec):
+    # the official suite's test_signatures rule: positional parameters at the same place with the same name
+    # (unless positional-only) and kind; keyword-only ones present, keyword-only or positional-or-keyword
+    sig = inspect.signature(getattr(rt, name))
+    params = list(sig.parameters.values())
+    positional = [p for p in spec.parameters.values() if p.kind != inspect.Parameter.KEYWORD_ONLY]
+    for i, want in enumerate(positional):
+        assert i < len(params), f"{name}: {want.name} missing"
+        if want.kind != inspect.Parameter.POSITIONAL_ONLY:
+            assert (params[i].name, params[i].kind) == (want.name, want.kind), f"{name}: {params[i]} is not {want}"
+    for want in spec.parameters.values():
+        if want.kind == inspect.Parameter.KEYWORD_ONLY:
+            assert want.name in sig.parameters, f"{name}: keyword {want.name} missing"
+            assert sig.parameters[want.name].kind in (inspect.Parameter.KEYWORD_ONLY,
+                                                      inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def test_standard_keywords_beside_torch_spellings():
+    x = np.array([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+    t = rt.asarray(x)
+    for make, fill in ((rt.zeros, 0), (rt.ones, 1), (rt.empty, 0)):
+        out = make(shape=(2, 3), dtype=rt.float64)
+        assert out.shape == (2, 3) and out.dtype == np.float64 and (out.numpy() == fill).all()
+        assert make(2, 3).shape == make((2, 3)).shape == make(size=(2, 3)).shape == (2, 3)   # PyTorch's
+        assert make((2, 3), rt.int32).dtype == np.int32                                       # NumPy's
+    np.testing.assert_array_equal(rt.sort(t, axis=0, descending=True, stable=False).numpy(), -np.sort(-x, axis=0))
+    values, indices = rt.sort(t, 1, True)                                                   # PyTorch's
+    np.testing.assert_array_equal(values.numpy(), -np.sort(-x, axis=1))
+    np.testing.assert_array_equal(indices.numpy(), np.argsort(-x, axis=1, kind="stable"))
+    np.testing.assert_array_equal(rt.roll(t, shift=1, axis=1).numpy(), np.roll(x, 1, axis=1))
+    np.testing.assert_array_equal(rt.roll(t, (1, 2), (0, 1)).numpy(), np.roll(x, (1, 2), axis=(0, 1)))
+    np.testing.assert_array_equal(rt.roll(t, shifts=1, dims=0).numpy(), np.roll(x, 1, axis=0))
+    np.testing.assert_allclose(rt.std(t, axis=0, correction=1.5, keepdims=True).numpy(),
+                               np.std(x, axis=0, ddof=1.5, keepdims=True))
+    np.testing.assert_allclose(rt.var(t, correction=0).numpy(), np.var(x))
+    with pytest.raises(TypeError, match="dims"):
+        rt.roll(t, 1, 0, 1)
