@@ -443,3 +443,23 @@ def test_set_grad_enabled_as_a_call_and_as_a_block():
     finally:
         rt.set_grad_enabled(True)
     assert rt.is_grad_enabled()
+
+
+def test_requires_grad_false_detaches_a_traced_value():
+    """`self.pe[:, :t].requires_grad_(False)` (the Annotated Transformer) is the detached value under
+    to_static, as the buffer's slice is eagerly."""
+    pe = rt.tensor(_r(1, 6, 4))
+    w = rt.tensor(_r(4), dtype=np.float32)
+    w.requires_grad = True
+
+    def f(x, w):
+        y = x * w + pe[:, :x.shape[1]].requires_grad_(False)
+        return (y * w).sum()
+
+    x = rt.tensor(_r(2, 3, 4))
+    grad = rt.grad(f, argnums=1)
+    want = grad(x, w)
+    np.testing.assert_allclose(to_static(grad)(x, w).numpy(), want.numpy(), rtol=1e-5)
+    xs = x.numpy()
+    # d/dw of sum((x*w + pe)*w) = sum(2*x*w + pe)
+    np.testing.assert_allclose(want.numpy(), (2 * xs * w.numpy() + pe.numpy()[:, :3]).sum((0, 1)), rtol=1e-5)
