@@ -396,7 +396,8 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
             src = np.maximum((dst + 0.5) * scale - 0.5, 0.0)
         lo = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
         hi = np.minimum(lo + 1, n_in - 1)
-        frac = (src - lo).astype(np.float32).reshape((-1,) + (1,) * (len(spatial) - 1 - i))
+        weight_dtype = np.float64 if np.dtype(x.dtype) == np.float64 else np.float32    # float64 stays exact
+        frac = (src - lo).astype(weight_dtype).reshape((-1,) + (1,) * (len(spatial) - 1 - i))
         a, b = rt.take(x, lo, axis=2 + i), rt.take(x, hi, axis=2 + i)
         x = a + (b - a) * frac
     return x

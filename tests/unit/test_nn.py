@@ -866,3 +866,12 @@ def test_paddle_training_names():
     other = nn.Linear(3, 2)
     other.set_state_dict(model.state_dict())
     np.testing.assert_array_equal(other.weight.numpy(), model.weight.numpy())
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_bilinear_resize_of_float64_keeps_float64_weights(align_corners):
+    """The interpolation weights are float64 for float64 input (they were float32: 1e-7 off PyTorch's double)."""
+    x = RNG.standard_normal((1, 2, 5, 7))
+    got = F.interpolate(rt.tensor(x), size=(9, 11), mode="bilinear", align_corners=align_corners)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got.numpy(), _bilinear_ref(x, 9, 11, align_corners), rtol=1e-13, atol=1e-13)
