@@ -403,6 +403,30 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
     return x
 
 
+def pixel_shuffle(x, upscale_factor):
+    """(N, C*r*r, H, W) -> (N, C, H*r, W*r), as torch.nn.functional.pixel_shuffle (sub-pixel convolution)."""
+    r = int(upscale_factor)
+    *batch, c, h, w = _static_shape(x)
+    if c % (r * r):
+        raise ValueError(f"pixel_shuffle: the channels ({c}) must be divisible by upscale_factor**2 ({r * r})")
+    x = rt.reshape(x, (*batch, c // (r * r), r, r, h, w))
+    n = len(batch)
+    x = rt.permute_dims(x, tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
+    return rt.reshape(x, (*batch, c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(x, downscale_factor):
+    """(N, C, H*r, W*r) -> (N, C*r*r, H, W): pixel_shuffle's inverse, as torch.nn.functional.pixel_unshuffle."""
+    r = int(downscale_factor)
+    *batch, c, h, w = _static_shape(x)
+    if h % r or w % r:
+        raise ValueError(f"pixel_unshuffle: the height and width ({h}, {w}) must be divisible by {r}")
+    x = rt.reshape(x, (*batch, c, h // r, r, w // r, r))
+    n = len(batch)
+    x = rt.permute_dims(x, tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
+    return rt.reshape(x, (*batch, c * r * r, h // r, w // r))
+
+
 def upsample(x, size=None, scale_factor=None, mode="nearest", align_corners=None):
     return interpolate(x, size, scale_factor, mode, align_corners)
 

@@ -594,6 +594,55 @@ class ZeroPad2D(Pad2D):
         super().__init__(padding)
 
 
+class ReflectionPad2d(Pad2D):
+    """PyTorch's nn.ReflectionPad2d: `padding` an int or (left, right, top, bottom)."""
+
+    def __init__(self, padding):
+        super().__init__(padding, "reflect")
+
+
+class ReplicationPad2d(Pad2D):
+    """PyTorch's nn.ReplicationPad2d: `padding` an int or (left, right, top, bottom)."""
+
+    def __init__(self, padding):
+        super().__init__(padding, "replicate")
+
+
+class ConstantPad2d(Pad2D):
+    """PyTorch's nn.ConstantPad2d(padding, value)."""
+
+    def __init__(self, padding, value):
+        super().__init__(padding, "constant", value)
+
+
+class PixelShuffle(Layer):
+    """PyTorch's nn.PixelShuffle: (N, C*r*r, H, W) -> (N, C, H*r, W*r)."""
+
+    def __init__(self, upscale_factor):
+        super().__init__()
+        self.upscale_factor = int(upscale_factor)
+
+    def forward(self, x):
+        return composite.pixel_shuffle(x, self.upscale_factor)
+
+    def extra_repr(self):
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Layer):
+    """PyTorch's nn.PixelUnshuffle: (N, C, H*r, W*r) -> (N, C*r*r, H, W)."""
+
+    def __init__(self, downscale_factor):
+        super().__init__()
+        self.downscale_factor = int(downscale_factor)
+
+    def forward(self, x):
+        return composite.pixel_unshuffle(x, self.downscale_factor)
+
+    def extra_repr(self):
+        return f"downscale_factor={self.downscale_factor}"
+
+
 class Upsample(Layer):
     """Resize the spatial dims: nn.functional.interpolate with this layer's size/scale_factor/mode."""
 
