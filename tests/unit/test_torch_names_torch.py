@@ -262,6 +262,13 @@ FUNCTIONS = {
     "exp_log": (lambda m, x: m.exp(x) + m.log(m.abs(x)) + m.tanh(x), X),
     "einsum": (lambda m, x: m.einsum("bij,bkj->bik", x, x), X),
     "where_ints": (lambda m, x: m.where(x > 0, 1.0, 0.0), X),
+    "div_rounding": (lambda m, x: (m.div(x, 0.3, rounding_mode="trunc"), m.div(x, -0.3, rounding_mode="floor"),
+                                   m.div(m.arange(-5, 6), 3, rounding_mode="trunc"), x.div(0.7)), X),
+    "addmm_family": (lambda m, x: (m.addmm(x[0, :, :3], x[1], x[0].t(), beta=0.5, alpha=2),
+                                   m.baddbmm(x[:, :, :3], x, x.transpose(1, 2)),
+                                   m.addbmm(x[0, :, :3], x, x.transpose(1, 2), alpha=-1),
+                                   m.addmv(x[0, :, 0], x[1], x[0, 0]), x[0].addr(x[1, :, 0], x[0, 0], beta=2)), X),
+    "legacy_constructors": (lambda m, x: (m.LongTensor([1, 2]) * 2, m.FloatTensor([0.5]) + 1), X),
 }
 
 
@@ -364,7 +371,19 @@ FUNCTIONAL = {
     "avg_pool2d": (lambda F, x: F.avg_pool2d(x, 3, stride=1, padding=1), IMG),
     "adaptive_avg_pool2d": (lambda F, x: F.adaptive_avg_pool2d(x, (1, 1)), IMG),
     "mse_l1": (lambda F, x: (F.mse_loss(x, x * 0.5), F.l1_loss(x, x * 0.5, reduction="sum")), LOGITS),
+    "pixel_shuffle": (lambda F, x: (F.pixel_shuffle(x, 2), F.pixel_unshuffle(F.pixel_shuffle(x, 2), 2)),
+                      _r(2, 8, 3, 4)),
 }
+
+
+def test_padding_and_pixel_shuffle_layers_against_torch():
+    x = _r(2, 8, 3, 4)
+    for make in (lambda nn: nn.ReflectionPad2d((1, 2, 2, 1)), lambda nn: nn.ReplicationPad2d(2),
+                 lambda nn: nn.ConstantPad2d((1, 0, 0, 3), -1.5), lambda nn: nn.PixelShuffle(2),
+                 lambda nn: nn.Sequential(nn.PixelShuffle(2), nn.PixelUnshuffle(2))):
+        ours, theirs = make(rt.nn), make(torch.nn)
+        for run in (ours, to_static(ours)):
+            np.testing.assert_array_equal(run(rt.tensor(x)).numpy(), theirs(torch.tensor(x)).numpy())
 
 
 def _t(F, a):
