@@ -875,3 +875,23 @@ def test_bilinear_resize_of_float64_keeps_float64_weights(align_corners):
     got = F.interpolate(rt.tensor(x), size=(9, 11), mode="bilinear", align_corners=align_corners)
     assert got.dtype == np.float64
     np.testing.assert_allclose(got.numpy(), _bilinear_ref(x, 9, 11, align_corners), rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("mode, np_mode", [("reflect", "reflect"), ("replicate", "edge"), ("circular", "wrap")])
+def test_conv_padding_mode_pads_the_input_by_that_mode(mode, np_mode):
+    """PyTorch's Conv2d/Conv1d(padding_mode=): the same as an unpadded convolution of the input padded by the mode."""
+    x = RNG.standard_normal((2, 3, 6, 7)).astype(np.float32)
+    conv = nn.Conv2d(3, 4, 3, padding=(1, 2), padding_mode=mode)
+    plain = nn.Conv2d(3, 4, 3)
+    plain.load_state_dict(conv.state_dict())
+    want = plain(rt.tensor(np.pad(x, ((0, 0), (0, 0), (1, 1), (2, 2)), mode=np_mode))).numpy()
+    for run in (conv, to_static(lambda v: conv(v))):
+        np.testing.assert_allclose(run(rt.tensor(x)).numpy(), want, rtol=1e-6, atol=1e-6)
+    conv1 = nn.Conv1d(3, 2, 3, padding=2, padding_mode=mode)
+    plain1 = nn.Conv1d(3, 2, 3)
+    plain1.load_state_dict(conv1.state_dict())
+    np.testing.assert_allclose(conv1(rt.tensor(x[:, :, 0])).numpy(),
+                               plain1(rt.tensor(np.pad(x[:, :, 0], ((0, 0), (0, 0), (2, 2)), mode=np_mode))).numpy(),
+                               rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="padding_mode"):
+        nn.Conv2d(3, 4, 3, padding_mode="mirror")

@@ -380,10 +380,15 @@ def test_padding_and_pixel_shuffle_layers_against_torch():
     x = _r(2, 8, 3, 4)
     for make in (lambda nn: nn.ReflectionPad2d((1, 2, 2, 1)), lambda nn: nn.ReplicationPad2d(2),
                  lambda nn: nn.ConstantPad2d((1, 0, 0, 3), -1.5), lambda nn: nn.PixelShuffle(2),
-                 lambda nn: nn.Sequential(nn.PixelShuffle(2), nn.PixelUnshuffle(2))):
+                 lambda nn: nn.Sequential(nn.PixelShuffle(2), nn.PixelUnshuffle(2)),
+                 lambda nn: nn.Conv2d(8, 2, 3, padding=(1, 2), padding_mode="reflect"),
+                 lambda nn: nn.Conv2d(8, 2, 3, padding=1, padding_mode="circular"),
+                 lambda nn: nn.Conv2d(8, 2, 3, padding=2, padding_mode="replicate")):
         ours, theirs = make(rt.nn), make(torch.nn)
+        ours.load_state_dict(theirs.state_dict())
         for run in (ours, to_static(ours)):
-            np.testing.assert_array_equal(run(rt.tensor(x)).numpy(), theirs(torch.tensor(x)).numpy())
+            np.testing.assert_allclose(run(rt.tensor(x)).numpy(), theirs(torch.tensor(x)).detach().numpy(),
+                                       rtol=1e-5, atol=1e-6)
 
 
 def _t(F, a):
