@@ -895,3 +895,33 @@ def test_conv_padding_mode_pads_the_input_by_that_mode(mode, np_mode):
                                rtol=1e-6, atol=1e-6)
     with pytest.raises(ValueError, match="padding_mode"):
         nn.Conv2d(3, 4, 3, padding_mode="mirror")
+
+
+def _avg_pool_ref(x, k, s, p, ceil_mode, count_include_pad):
+    """PyTorch's avg_pool2d by its definition, one window at a time (square kernel, stride, padding)."""
+    h, w = x.shape[2:]
+
+    def out(size):
+        o = (-(-(size + 2 * p - k) // s) if ceil_mode else (size + 2 * p - k) // s) + 1
+        return o - 1 if ceil_mode and (o - 1) * s >= size + p else o
+    res = np.zeros(x.shape[:2] + (out(h), out(w)), x.dtype)
+    for i in range(out(h)):
+        for j in range(out(w)):
+            r0, c0 = i * s - p, j * s - p
+            r1, c1 = min(r0 + k, h + p), min(c0 + k, w + p)
+            cells = x[:, :, max(r0, 0):min(r1, h), max(c0, 0):min(c1, w)]
+            count = (r1 - r0) * (c1 - c0) if count_include_pad else cells.shape[2] * cells.shape[3]
+            res[:, :, i, j] = cells.sum((2, 3)) / count
+    return res
+
+
+@pytest.mark.parametrize("k, s, p", [(2, 2, 0), (3, 2, 1), (3, 3, 1)])
+@pytest.mark.parametrize("count_include_pad", [True, False])
+def test_avg_pool2d_ceil_mode_is_pytorchs(k, s, p, count_include_pad):
+    x = RNG.standard_normal((2, 3, 8, 7)).astype(np.float32)
+    layer = nn.AvgPool2d(k, s, p, ceil_mode=True, count_include_pad=count_include_pad)
+    want = _avg_pool_ref(x, k, s, p, True, count_include_pad)
+    for run in (layer, to_static(lambda v: layer(v))):
+        got = run(rt.tensor(x)).numpy()
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
