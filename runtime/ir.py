@@ -61,6 +61,11 @@ class Variable(ArrayMethods):
                         "which converted code turns into that")
 
     stop_gradient = property(None, lambda self, value: self._no_flag(value, "stop_gradient"))
+
+    def requires_grad_(self, requires_grad=True):
+        """PyTorch's `x.requires_grad_(False)` on a traced value (`self.pe[:, :t].requires_grad_(False)`): the value
+        with no gradient flowing back through it; True leaves it as it is (a Program's values carry gradients)."""
+        return self if requires_grad else self.detach()
     requires_grad = property(None, lambda self, value: self._no_flag(value, "requires_grad"))
 
     @property

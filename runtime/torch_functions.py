@@ -189,6 +189,54 @@ swapdims = swapaxes
 unbind = _method("unbind", "The slices along `dim`, as a tuple.")
 repeat_interleave = _method("repeat_interleave", "Each element repeated along `dim` (rt.repeat).")
 bmm = mm = ops.matmul
+
+
+def div(input, other, *, rounding_mode=None):
+    """PyTorch's torch.div: true division, or rounding_mode 'floor' / 'trunc'."""
+    return _array(input).div(other, rounding_mode=rounding_mode)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat1 @ mat2)."""
+    return _array(input).addmm(mat1, mat2, beta=beta, alpha=alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """beta * input + alpha * (batch1 @ batch2), batched."""
+    return _array(input).baddbmm(batch1, batch2, beta=beta, alpha=alpha)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """beta * input + alpha * (batch1 @ batch2).sum(0)."""
+    return _array(input).addbmm(batch1, batch2, beta=beta, alpha=alpha)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat @ vec)."""
+    return _array(input).addmv(mat, vec, beta=beta, alpha=alpha)
+
+
+def _legacy_constructor(dtype, name):
+    """PyTorch's legacy typed constructors: `torch.LongTensor([1, 2])` (the data as that dtype) or
+    `torch.FloatTensor(2, 3)` (that shape; zeros where PyTorch leaves the memory uninitialized)."""
+    def make(*args):
+        if not args or builtins.all(isinstance(a, (builtins.int, np.integer)) for a in args):
+            return ops.zeros(tuple(builtins.int(a) for a in args) or (0,), dtype=dtype)
+        if len(args) != 1:
+            raise TypeError(f"{name}(): give the data (a list or array) or the sizes as ints, got {args!r}")
+        return tensor(args[0], dtype=dtype)
+    make.__name__ = name
+    make.__doc__ = _legacy_constructor.__doc__
+    return make
+
+
+FloatTensor = _legacy_constructor(np.float32, "FloatTensor")
+DoubleTensor = _legacy_constructor(np.float64, "DoubleTensor")
+HalfTensor = _legacy_constructor(np.float16, "HalfTensor")
+LongTensor = _legacy_constructor(np.int64, "LongTensor")
+IntTensor = _legacy_constructor(np.int32, "IntTensor")
+ByteTensor = _legacy_constructor(np.uint8, "ByteTensor")
+BoolTensor = _legacy_constructor(np.bool_, "BoolTensor")
 outer = ops.decompositions.outer
 Size = tuple                     # torch.Size: shapes are tuples here
 
@@ -397,8 +445,6 @@ NOT_PORTED = {
     "use_deterministic_algorithms": "the NumPy backend is deterministic already",
     "bernoulli": "(rt.rand(*p.shape) < p).astype(p.dtype)",
     "normal": "mean + std * rt.randn(*shape)",
-    "addmm": "beta * x + alpha * (a @ b)",
-    "baddbmm": "beta * x + alpha * (a @ b)",
     "save": "np.savez(path, **{k: v.numpy() for k, v in model.state_dict().items()}), or transpiler.save",
     "load": "dict(np.load(path)) for model.load_state_dict, or transpiler.load",
     "hub": "load weights with torch once and copy them with load_state_dict",
@@ -422,5 +468,6 @@ __all__ = sorted(TORCH_DTYPES) + [
     "clamp", "clone", "numel", "swapaxes", "swapdims", "unbind", "repeat_interleave", "bmm", "mm", "split",
     "zeros", "ones", "empty", "randint", "manual_seed", "no_grad", "inference_mode", "is_grad_enabled",
     "set_grad_enabled", "is_tensor", "from_numpy", "as_tensor", "device", "multinomial", "outer", "Size", "hstack",
-    "vstack", "polar", "view_as_complex", "view_as_real", "cuda"]
+    "vstack", "polar", "view_as_complex", "view_as_real", "cuda", "div", "addmm", "baddbmm", "addbmm", "addmv",
+    "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ByteTensor", "BoolTensor"]
 del as_dtype, sort_result, topk_result

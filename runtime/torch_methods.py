@@ -642,11 +642,6 @@ NOT_PORTED = {
     "cummax": "a loop, or rt.max over windows",
     "cummin": "a loop, or rt.min over windows",
     "logcumsumexp": "rt.log(rt.cumsum(rt.exp(x - m), axis=dim)) + m, with m = x.max()",
-    "addmm": "beta * x + alpha * (a @ b)",
-    "addbmm": "beta * x + alpha * (a @ b).sum(0)",
-    "baddbmm": "beta * x + alpha * (a @ b)",
-    "addmv": "beta * x + alpha * (a @ v)",
-    "addr": "beta * x + alpha * rt.linalg.outer(a, b)",
     "bfloat16": "NumPy has no bfloat16: x.half() or x.float()",
     "diag": "rt.linalg.diagonal(x) (a vector's diagonal matrix: rt.eye(n) * x)",
     "diagonal": "rt.linalg.diagonal(x, offset=k)",
@@ -722,6 +717,14 @@ for _name, _base in IN_PLACE.items():
 for _name, _hint in NOT_PORTED.items():    # properties, not a __getattr__, which would slow every attribute read
     setattr(TorchMethods, _name, _not_ported(_name, _hint))
 TorchMethods.rsqrt = lambda self: _ns.divide(1, _ns.sqrt(self))
+TorchMethods.div = TorchMethods.divide = lambda self, other, *, rounding_mode=None: divide(self, other, rounding_mode)
+TorchMethods.addmm = lambda self, mat1, mat2, *, beta=1, alpha=1: _add_scaled(self, _ns.matmul(mat1, mat2), beta, alpha)
+TorchMethods.baddbmm = TorchMethods.addmm        # batched: matmul broadcasts the batch dim
+TorchMethods.addbmm = lambda self, batch1, batch2, *, beta=1, alpha=1: _add_scaled(
+    self, _ns.sum(_ns.matmul(batch1, batch2), axis=0), beta, alpha)
+TorchMethods.addmv = lambda self, mat, vec, *, beta=1, alpha=1: _add_scaled(self, _ns.matmul(mat, vec), beta, alpha)
+TorchMethods.addr = lambda self, vec1, vec2, *, beta=1, alpha=1: _add_scaled(
+    self, _ns.multiply(_ns.expand_dims(vec1, axis=-1), vec2), beta, alpha)
 TorchMethods.sigmoid = lambda self: _ns.nn_ops.sigmoid(self)
 TorchMethods.relu = lambda self: _ns.nn_ops.relu(self)
 TorchMethods.abs = _unary_method("abs")
@@ -729,6 +732,31 @@ TorchMethods.exp = _unary_method("exp")
 TorchMethods.log = _unary_method("log")
 TorchMethods.sqrt = _unary_method("sqrt")
 TorchMethods.tanh = _unary_method("tanh")
+
+
+def divide(x, y, rounding_mode=None):
+    """PyTorch's div: true division, or rounded 'floor' (NumPy's floor_divide) or 'trunc' (towards zero; an
+    integer result for integer operands, as PyTorch's)."""
+    if rounding_mode is None:
+        return _ns.divide(x, y)
+    if rounding_mode == "floor":
+        return _ns.floor_divide(x, y)
+    if rounding_mode != "trunc":
+        raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+    q = _ns.floor_divide(x, y)
+    if not np.issubdtype(np.dtype(q.dtype), np.integer):
+        return _ns.trunc(_ns.divide(x, y))
+    # floor and trunc differ by one where the signs differ and the division is not exact
+    return q + _ns.astype(_ns.logical_and(q < 0, _ns.not_equal(q * y, x)), q.dtype)
+
+
+def _add_scaled(x, product, beta, alpha):
+    """PyTorch's addmm family: beta * x + alpha * product; x is not read when beta is 0 (its NaNs do not
+    propagate), as PyTorch's."""
+    out = product if alpha == 1 else product * alpha
+    if beta == 0:
+        return out
+    return out + (x if beta == 1 else x * beta)
 
 
 def in_place_value(x, method, args, kwargs):

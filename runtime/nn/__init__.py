@@ -14,6 +14,7 @@ from .layers import (ELU, GELU, AdaptiveAvgPool1D, AdaptiveAvgPool2D, AdaptiveMa
                      Hardswish, Hardtanh, HuberLoss, Identity, L1Loss, LayerNorm, LeakyReLU, Linear, LogSigmoid,
                      LogSoftmax, MaxPool2D, Mish, MSELoss, NLLLoss, Pad2D, PReLU, ReLU, ReLU6, Sigmoid, SiLU,
                      SmoothL1Loss, Softmax, Softplus, Softsign, Tanh, Upsample, ZeroPad2D, Unflatten, RMSNorm,
+                     ReflectionPad2d, ReplicationPad2d, ConstantPad2d, PixelShuffle, PixelUnshuffle,
                      Dropout1d, Dropout2d, Dropout3d)
 from .normalization import (BatchNorm1D, BatchNorm2D, BatchNorm3D, GroupNorm, InstanceNorm1D, InstanceNorm2D,
                             InstanceNorm3D)
@@ -44,7 +45,8 @@ __all__ += ["Module", "ModuleList", "ModuleDict", "Conv1d", "Conv2d", "Conv3d", 
             "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "MaxPool1d",
             "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d",
             "AdaptiveMaxPool2d", "ZeroPad2d", "TransformerEncoder", "ParameterList", "ParameterDict", "Unflatten",
-            "RMSNorm", "Dropout1d", "Dropout2d", "Dropout3d"]
+            "RMSNorm", "Dropout1d", "Dropout2d", "Dropout3d", "ReflectionPad2d", "ReplicationPad2d", "ConstantPad2d",
+            "PixelShuffle", "PixelUnshuffle"]
 
 # torch.nn names with no layer here, and what to use instead
 NOT_PORTED = {
@@ -54,7 +56,6 @@ NOT_PORTED = {
     "EmbeddingBag": "Embedding then .sum(dim=1) / .mean(dim=1)",
     "DataParallel": "one process: call the model directly",
     "SyncBatchNorm": "BatchNorm1d/2d/3d",
-    "PixelShuffle": "x.view(N, C, r, r, H, W).permute(0, 1, 4, 2, 5, 3).reshape(N, C, H * r, W * r)",
     "Bilinear": "rt.einsum('bi,oij,bj->bo', x1, weight, x2) + bias with Parameters of your own",
     "LazyLinear": "Linear with in_features given",
     "parallel": "one process: call the model directly",

@@ -167,29 +167,47 @@ def normalize(x, p=2.0, axis=1, eps=1e-12):
 # --- pooling by averaging ---------------------------------------------------------------------------
 
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    """Mean over kernel_size windows of NCHW input (stride defaults to kernel_size)."""
+    """Mean over kernel_size windows of NCHW input (stride defaults to kernel_size), as PyTorch's: with
+    ceil_mode a last partial window (starting inside the input or its left padding), whose divisor counts
+    only the cells up to the right padding's end (count_include_pad) or the input's cells."""
     kh, kw = positive_pair(kernel_size, "avg_pool2d kernel_size")
     sh, sw = (kh, kw) if stride is None else positive_pair(stride, "avg_pool2d stride")
     ph, pw = int_pair(padding, "avg_pool2d padding")
-    if ceil_mode:
-        raise NotImplementedError("avg_pool2d: ceil_mode=True is not supported; pad the input instead")
     n, c, h, w = _static_shape(x)
     if -1 in (h, w):
         raise ValueError("avg_pool2d: the spatial dims must be known while tracing")
-    if ph or pw:
-        x = rt.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-        h, w = h + 2 * ph, w + 2 * pw
-    oh, ow = (h - kh) // sh + 1, (w - kw) // sw + 1
+    oh, ow = _pool_out(h, kh, sh, ph, ceil_mode), _pool_out(w, kw, sw, pw, ceil_mode)
+    extra_h, extra_w = max(0, (oh - 1) * sh + kh - h - 2 * ph), max(0, (ow - 1) * sw + kw - w - 2 * pw)
+    if ph or pw or extra_h or extra_w:
+        x = rt.pad(x, ((0, 0), (0, 0), (ph, ph + extra_h), (pw, pw + extra_w)))
     total = None
     for i in range(kh):
         for j in range(kw):
             window = x[:, :, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw]
             total = window if total is None else total + window
-    if count_include_pad or not (ph or pw):
+    if not (extra_h or extra_w) and (count_include_pad or not (ph or pw)):
         return total / (kh * kw)
-    ones = np.pad(np.ones((h - 2 * ph, w - 2 * pw), np.float32), ((ph, ph), (pw, pw)))
-    counts = sum(ones[i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw] for i in range(kh) for j in range(kw))
-    return total / counts.astype(np.float32)
+    counts = np.outer(_window_counts(h, kh, sh, ph, oh, count_include_pad),
+                      _window_counts(w, kw, sw, pw, ow, count_include_pad))
+    return total / counts.astype(np.float64 if np.dtype(x.dtype) == np.float64 else np.float32)
+
+
+def _pool_out(size, k, s, p, ceil_mode):
+    """PyTorch's pooled length: floor or ceil of (size + 2p - k) / s, plus one; with ceil_mode a last window
+    must start inside the input or its left padding."""
+    if not ceil_mode:
+        return (size + 2 * p - k) // s + 1
+    out = -(-(size + 2 * p - k) // s) + 1
+    return out - 1 if (out - 1) * s >= size + p else out
+
+
+def _window_counts(size, k, s, p, out, count_include_pad):
+    """Each window's divisor along one dim: its cells up to the right padding's end, or only the input's."""
+    starts = np.arange(out) * s - p
+    ends = np.minimum(starts + k, size + p)
+    if count_include_pad:
+        return ends - starts
+    return np.minimum(ends, size) - np.maximum(starts, 0)
 
 
 def adaptive_avg_pool2d(x, output_size):
@@ -396,10 +414,35 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
             src = np.maximum((dst + 0.5) * scale - 0.5, 0.0)
         lo = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
         hi = np.minimum(lo + 1, n_in - 1)
-        frac = (src - lo).astype(np.float32).reshape((-1,) + (1,) * (len(spatial) - 1 - i))
+        weight_dtype = np.float64 if np.dtype(x.dtype) == np.float64 else np.float32    # float64 stays exact
+        frac = (src - lo).astype(weight_dtype).reshape((-1,) + (1,) * (len(spatial) - 1 - i))
         a, b = rt.take(x, lo, axis=2 + i), rt.take(x, hi, axis=2 + i)
         x = a + (b - a) * frac
     return x
+
+
+def pixel_shuffle(x, upscale_factor):
+    """(N, C*r*r, H, W) -> (N, C, H*r, W*r), as torch.nn.functional.pixel_shuffle (sub-pixel convolution)."""
+    r = int(upscale_factor)
+    *batch, c, h, w = _static_shape(x)
+    if c % (r * r):
+        raise ValueError(f"pixel_shuffle: the channels ({c}) must be divisible by upscale_factor**2 ({r * r})")
+    x = rt.reshape(x, (*batch, c // (r * r), r, r, h, w))
+    n = len(batch)
+    x = rt.permute_dims(x, tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
+    return rt.reshape(x, (*batch, c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(x, downscale_factor):
+    """(N, C, H*r, W*r) -> (N, C*r*r, H, W): pixel_shuffle's inverse, as torch.nn.functional.pixel_unshuffle."""
+    r = int(downscale_factor)
+    *batch, c, h, w = _static_shape(x)
+    if h % r or w % r:
+        raise ValueError(f"pixel_unshuffle: the height and width ({h}, {w}) must be divisible by {r}")
+    x = rt.reshape(x, (*batch, c, h // r, r, w // r, r))
+    n = len(batch)
+    x = rt.permute_dims(x, tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
+    return rt.reshape(x, (*batch, c * r * r, h // r, w // r))
 
 
 def upsample(x, size=None, scale_factor=None, mode="nearest", align_corners=None):

@@ -18,7 +18,8 @@ from . import composite
 from .composite import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
                         avg_pool1d, avg_pool2d, embedding, max_pool1d, batch_norm, binary_cross_entropy,
                         binary_cross_entropy_with_logits, conv1d, conv3d, group_norm,
-                        huber_loss, instance_norm, l1_loss, log_sigmoid, mse_loss, pad, prelu,
+                        huber_loss, instance_norm, l1_loss, log_sigmoid, mse_loss, pad, pixel_shuffle,
+                        pixel_unshuffle, prelu,
                         scaled_dot_product_attention,
                         smooth_l1_loss, softsign, upsample, sequence_mask, gather_tree, temporal_shift,
                         label_smooth)
@@ -31,7 +32,8 @@ __all__ = ["relu", "gelu", "sigmoid", "softmax", "log_softmax", "linear", "conv2
            "hardsigmoid", "hardswish", "hardtanh", "instance_norm", "interpolate", "log_sigmoid", "mish", "normalize",
            "pad", "prelu", "relu6", "smooth_l1_loss", "softsign", "upsample", "sequence_mask", "gather_tree",
            "temporal_shift", "label_smooth", "adaptive_max_pool2d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
-           "avg_pool1d", "max_pool1d", "logsigmoid", "softmin", "glu", "dropout1d", "dropout2d", "dropout3d"]
+           "avg_pool1d", "max_pool1d", "logsigmoid", "softmin", "glu", "dropout1d", "dropout2d", "dropout3d",
+           "pixel_shuffle", "pixel_unshuffle"]
 
 
 tanh = _ops.tanh
@@ -198,7 +200,6 @@ NOT_PORTED = {
     "fold": "rt.scatter_add of the patches",
     "ctc_loss": "a loop over time with rt.logsumexp",
     "kl_div": "(target * (rt.log(target) - input)).sum() / N (reduction='batchmean')",
-    "pixel_shuffle": "x.view(N, C, r, r, H, W).permute(0, 1, 4, 2, 5, 3).reshape(N, C, H * r, W * r)",
     "gumbel_softmax": "softmax((logits - rt.log(-rt.log(rt.rand(*logits.shape)))) / tau, dim)",
     "multi_head_attention_forward": "nn.MultiheadAttention",
     "embedding_bag": "embedding(...).sum(dim=1)",

@@ -51,13 +51,24 @@ def _conv_parameters(layer, shape, bias):
         layer.register_parameter("bias", None)
 
 
+def _padding_mode(mode, padding, what):
+    """PyTorch's padding_mode: 'zeros', or 'reflect'/'replicate'/'circular' (the input padded by that mode)."""
+    if mode != "zeros" and mode not in composite._PAD_MODES or mode == "constant":
+        raise ValueError(f"{what}: padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', got {mode!r}")
+    if mode != "zeros" and isinstance(padding, str):
+        raise NotImplementedError(f"{what}: padding={padding!r} with padding_mode={mode!r} is not supported: give the "
+                                  "padding as ints")
+    return mode
+
+
 class Conv2D(Layer):
     """2-D convolution over NCHW input; weight (out_channels, in_channels/groups, kh, kw)."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True):
+                 bias=True, padding_mode="zeros"):
         super().__init__()
         _conv_channels(self, "Conv2D", in_channels, out_channels, groups)
+        self.padding_mode = _padding_mode(padding_mode, padding, "Conv2D")
         self.kernel_size = positive_pair(kernel_size, "Conv2D kernel_size")
         self.stride = positive_pair(stride, "Conv2D stride")
         self.dilation = positive_pair(dilation, "Conv2D dilation")
@@ -67,6 +78,10 @@ class Conv2D(Layer):
         _conv_parameters(self, shape, bias)
 
     def forward(self, x):
+        if self.padding_mode != "zeros":        # PyTorch pads by the mode first, then convolves unpadded
+            (ph, pw) = self.padding
+            x = composite.pad(x, [pw, pw, ph, ph], self.padding_mode)
+            return F.conv2d(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
         return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     def extra_repr(self):
@@ -309,15 +324,19 @@ class Conv1D(Layer):
     """1-D convolution over (N, C, L) input; weight (out_channels, in_channels/groups, kernel_size)."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True):
+                 bias=True, padding_mode="zeros"):
         super().__init__()
         _conv_channels(self, "Conv1D", in_channels, out_channels, groups)
+        self.padding_mode = _padding_mode(padding_mode, padding, "Conv1D")
         self.kernel_size, self.stride, self.dilation = int(kernel_size), int(stride), int(dilation)
         self.padding = padding if isinstance(padding, str) else int(padding)
         shape = (self.out_channels, self.in_channels // self.groups, self.kernel_size)
         _conv_parameters(self, shape, bias)
 
     def forward(self, x):
+        if self.padding_mode != "zeros":
+            x = composite.pad(x, [self.padding, self.padding], self.padding_mode)
+            return composite.conv1d(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
         return composite.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     def extra_repr(self):
@@ -583,6 +602,55 @@ class Pad2D(Layer):
 class ZeroPad2D(Pad2D):
     def __init__(self, padding):
         super().__init__(padding)
+
+
+class ReflectionPad2d(Pad2D):
+    """PyTorch's nn.ReflectionPad2d: `padding` an int or (left, right, top, bottom)."""
+
+    def __init__(self, padding):
+        super().__init__(padding, "reflect")
+
+
+class ReplicationPad2d(Pad2D):
+    """PyTorch's nn.ReplicationPad2d: `padding` an int or (left, right, top, bottom)."""
+
+    def __init__(self, padding):
+        super().__init__(padding, "replicate")
+
+
+class ConstantPad2d(Pad2D):
+    """PyTorch's nn.ConstantPad2d(padding, value)."""
+
+    def __init__(self, padding, value):
+        super().__init__(padding, "constant", value)
+
+
+class PixelShuffle(Layer):
+    """PyTorch's nn.PixelShuffle: (N, C*r*r, H, W) -> (N, C, H*r, W*r)."""
+
+    def __init__(self, upscale_factor):
+        super().__init__()
+        self.upscale_factor = int(upscale_factor)
+
+    def forward(self, x):
+        return composite.pixel_shuffle(x, self.upscale_factor)
+
+    def extra_repr(self):
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Layer):
+    """PyTorch's nn.PixelUnshuffle: (N, C, H*r, W*r) -> (N, C*r*r, H, W)."""
+
+    def __init__(self, downscale_factor):
+        super().__init__()
+        self.downscale_factor = int(downscale_factor)
+
+    def forward(self, x):
+        return composite.pixel_unshuffle(x, self.downscale_factor)
+
+    def extra_repr(self):
+        return f"downscale_factor={self.downscale_factor}"
 
 
 class Upsample(Layer):

@@ -15,6 +15,7 @@ _IMPORTS = [   # each PyTorch import line and the same line for runtime
     (re.compile(r"^from torch\.optim\.lr_scheduler import (.+)$", re.M), r"from runtime.optim.lr_scheduler import \1"),
     (re.compile(r"^from torch\.utils\.data import (.+)$", re.M), r"from runtime.utils.data import \1"),
     (re.compile(r"^from torch\.nn import functional as F$", re.M), "from runtime.nn import functional as F"),
+    (re.compile(r"^from torch\.nn\.functional import (.+)$", re.M), r"from runtime.nn.functional import \1"),
     (re.compile(r"^from torch import (\w+(?:, \w+)*)$", re.M), r"from runtime import \1"),
 ]
 

@@ -866,3 +866,62 @@ def test_paddle_training_names():
     other = nn.Linear(3, 2)
     other.set_state_dict(model.state_dict())
     np.testing.assert_array_equal(other.weight.numpy(), model.weight.numpy())
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_bilinear_resize_of_float64_keeps_float64_weights(align_corners):
+    """The interpolation weights are float64 for float64 input (they were float32: 1e-7 off PyTorch's double)."""
+    x = RNG.standard_normal((1, 2, 5, 7))
+    got = F.interpolate(rt.tensor(x), size=(9, 11), mode="bilinear", align_corners=align_corners)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got.numpy(), _bilinear_ref(x, 9, 11, align_corners), rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("mode, np_mode", [("reflect", "reflect"), ("replicate", "edge"), ("circular", "wrap")])
+def test_conv_padding_mode_pads_the_input_by_that_mode(mode, np_mode):
+    """PyTorch's Conv2d/Conv1d(padding_mode=): the same as an unpadded convolution of the input padded by the mode."""
+    x = RNG.standard_normal((2, 3, 6, 7)).astype(np.float32)
+    conv = nn.Conv2d(3, 4, 3, padding=(1, 2), padding_mode=mode)
+    plain = nn.Conv2d(3, 4, 3)
+    plain.load_state_dict(conv.state_dict())
+    want = plain(rt.tensor(np.pad(x, ((0, 0), (0, 0), (1, 1), (2, 2)), mode=np_mode))).numpy()
+    for run in (conv, to_static(lambda v: conv(v))):
+        np.testing.assert_allclose(run(rt.tensor(x)).numpy(), want, rtol=1e-6, atol=1e-6)
+    conv1 = nn.Conv1d(3, 2, 3, padding=2, padding_mode=mode)
+    plain1 = nn.Conv1d(3, 2, 3)
+    plain1.load_state_dict(conv1.state_dict())
+    np.testing.assert_allclose(conv1(rt.tensor(x[:, :, 0])).numpy(),
+                               plain1(rt.tensor(np.pad(x[:, :, 0], ((0, 0), (0, 0), (2, 2)), mode=np_mode))).numpy(),
+                               rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="padding_mode"):
+        nn.Conv2d(3, 4, 3, padding_mode="mirror")
+
+
+def _avg_pool_ref(x, k, s, p, ceil_mode, count_include_pad):
+    """PyTorch's avg_pool2d by its definition, one window at a time (square kernel, stride, padding)."""
+    h, w = x.shape[2:]
+
+    def out(size):
+        o = (-(-(size + 2 * p - k) // s) if ceil_mode else (size + 2 * p - k) // s) + 1
+        return o - 1 if ceil_mode and (o - 1) * s >= size + p else o
+    res = np.zeros(x.shape[:2] + (out(h), out(w)), x.dtype)
+    for i in range(out(h)):
+        for j in range(out(w)):
+            r0, c0 = i * s - p, j * s - p
+            r1, c1 = min(r0 + k, h + p), min(c0 + k, w + p)
+            cells = x[:, :, max(r0, 0):min(r1, h), max(c0, 0):min(c1, w)]
+            count = (r1 - r0) * (c1 - c0) if count_include_pad else cells.shape[2] * cells.shape[3]
+            res[:, :, i, j] = cells.sum((2, 3)) / count
+    return res
+
+
+@pytest.mark.parametrize("k, s, p", [(2, 2, 0), (3, 2, 1), (3, 3, 1)])
+@pytest.mark.parametrize("count_include_pad", [True, False])
+def test_avg_pool2d_ceil_mode_is_pytorchs(k, s, p, count_include_pad):
+    x = RNG.standard_normal((2, 3, 8, 7)).astype(np.float32)
+    layer = nn.AvgPool2d(k, s, p, ceil_mode=True, count_include_pad=count_include_pad)
+    want = _avg_pool_ref(x, k, s, p, True, count_include_pad)
+    for run in (layer, to_static(lambda v: layer(v))):
+        got = run(rt.tensor(x)).numpy()
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

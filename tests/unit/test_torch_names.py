@@ -304,10 +304,10 @@ def test_load_state_dict_casts_float64_into_float32_as_pytorch_copies():
 
 def test_a_missing_pytorch_method_names_the_spelling_to_use_at_the_users_line():
     def f(x):
-        return x.addmm(x, x)
-    with pytest.raises(AttributeError, match=r"PyTorch's x.addmm is not supported\): beta \* x \+ alpha") as info:
+        return x.kthvalue(2)
+    with pytest.raises(AttributeError, match=r"PyTorch's x.kthvalue is not supported\): x.sort\(dim\)") as info:
         to_static(f)(rt.tensor(X[0, :3, :3]))
-    assert "test_torch_names.py" in str(info.value) and "return x.addmm(x, x)" in str(info.value)
+    assert "test_torch_names.py" in str(info.value) and "return x.kthvalue(2)" in str(info.value)
     with pytest.raises(AttributeError, match="rt.unique_values"):
         rt.tensor(X).unique()
     assert not hasattr(rt.tensor(X), "grad_fn") and not hasattr(rt.tensor(X), "no_such_name")
@@ -443,3 +443,66 @@ def test_set_grad_enabled_as_a_call_and_as_a_block():
     finally:
         rt.set_grad_enabled(True)
     assert rt.is_grad_enabled()
+
+
+def test_requires_grad_false_detaches_a_traced_value():
+    """`self.pe[:, :t].requires_grad_(False)` (the Annotated Transformer) is the detached value under
+    to_static, as the buffer's slice is eagerly."""
+    pe = rt.tensor(_r(1, 6, 4))
+    w = rt.tensor(_r(4), dtype=np.float32)
+    w.requires_grad = True
+
+    def f(x, w):
+        y = x * w + pe[:, :x.shape[1]].requires_grad_(False)
+        return (y * w).sum()
+
+    x = rt.tensor(_r(2, 3, 4))
+    grad = rt.grad(f, argnums=1)
+    want = grad(x, w)
+    np.testing.assert_allclose(to_static(grad)(x, w).numpy(), want.numpy(), rtol=1e-5)
+    xs = x.numpy()
+    # d/dw of sum((x*w + pe)*w) = sum(2*x*w + pe)
+    np.testing.assert_allclose(want.numpy(), (2 * xs * w.numpy() + pe.numpy()[:, :3]).sum((0, 1)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["eager", "static"])
+def test_div_rounding_modes_addmm_family_and_legacy_constructors(static):
+    a = np.array([7, -7, 6, -6, 1, -1, 0], np.int64)
+    b = np.array([2, 2, -4, -4, -3, 3, 5], np.int64)
+    x, m1, m2 = _r(3, 5), _r(3, 4), _r(4, 5)
+    b1, b2, v = _r(2, 3, 4), _r(2, 4, 5), _r(4)
+
+    def f(a, b, x, m1, m2, b1, b2, v):
+        return (rt.div(a, b, rounding_mode="trunc"), a.div(b, rounding_mode="floor"), rt.div(a, b),
+                rt.div(a.float() * 0.5, b, rounding_mode="trunc"), rt.addmm(x, m1, m2, beta=0.5, alpha=2),
+                x.addmm(m1, m2), rt.baddbmm(x, b1, b2, alpha=0.5), rt.addbmm(x, b1, b2, beta=2),
+                rt.addmv(x[:, 0], m1, v), x[0, :4].addr(v, v, beta=0))
+    got = (to_static(f) if static else f)(*[rt.tensor(t) for t in (a, b, x, m1, m2, b1, b2, v)])
+    want = (np.trunc(a / b).astype(np.int64), a // b, a / b, np.trunc(a * 0.5 / b), 0.5 * x + 2 * (m1 @ m2),
+            x + m1 @ m2, x + 0.5 * (b1 @ b2), 2 * x + (b1 @ b2).sum(0), x[:, 0] + m1 @ v, np.outer(v, v))
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype or np.issubdtype(w.dtype, np.floating)
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-5, atol=1e-5)
+    assert np.isfinite(rt.addmm(rt.full((3, 5), np.nan), rt.tensor(m1), rt.tensor(m2), beta=0).numpy()).all()
+    assert rt.LongTensor([1, 2]).dtype == np.int64 and rt.FloatTensor([1, 2]).dtype == np.float32
+    assert rt.FloatTensor(2, 3).shape == (2, 3) and rt.BoolTensor([True]).dtype == np.bool_
+    with pytest.raises(ValueError, match="rounding_mode"):
+        rt.div(rt.tensor(a), 2, rounding_mode="round")
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["eager", "static"])
+def test_pixel_shuffle_and_reflection_padding_layers(static):
+    x = _r(2, 8, 3, 4)
+    want = x.reshape(2, 2, 2, 2, 3, 4).transpose(0, 1, 4, 2, 5, 3).reshape(2, 2, 6, 8)
+    shuffle, unshuffle = rt.nn.PixelShuffle(2), rt.nn.PixelUnshuffle(2)
+    reflect, replicate = rt.nn.ReflectionPad2d((1, 2, 2, 1)), rt.nn.ReplicationPad2d(1)
+    constant = rt.nn.ConstantPad2d(1, 3.5)
+
+    def f(x):
+        y = shuffle(x)
+        return y, unshuffle(y), reflect(x), replicate(x), constant(x), rt.nn.functional.pixel_shuffle(x, 2)
+    got = (to_static(f) if static else f)(rt.tensor(x))
+    widths = ((0, 0), (0, 0), (2, 1), (1, 2))
+    for g, w in zip(got, (want, x, np.pad(x, widths, mode="reflect"), np.pad(x, 1, mode="edge")[1:-1, 1:-1],
+                          np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=3.5), want)):
+        np.testing.assert_array_equal(g.numpy(), w)

@@ -262,6 +262,13 @@ FUNCTIONS = {
     "exp_log": (lambda m, x: m.exp(x) + m.log(m.abs(x)) + m.tanh(x), X),
     "einsum": (lambda m, x: m.einsum("bij,bkj->bik", x, x), X),
     "where_ints": (lambda m, x: m.where(x > 0, 1.0, 0.0), X),
+    "div_rounding": (lambda m, x: (m.div(x, 0.3, rounding_mode="trunc"), m.div(x, -0.3, rounding_mode="floor"),
+                                   m.div(m.arange(-5, 6), 3, rounding_mode="trunc"), x.div(0.7)), X),
+    "addmm_family": (lambda m, x: (m.addmm(x[0, :, :3], x[1], x[0].t(), beta=0.5, alpha=2),
+                                   m.baddbmm(x[:, :, :3], x, x.transpose(1, 2)),
+                                   m.addbmm(x[0, :, :3], x, x.transpose(1, 2), alpha=-1),
+                                   m.addmv(x[0, :, 0], x[1], x[0, 0]), x[0].addr(x[1, :, 0], x[0, 0], beta=2)), X),
+    "legacy_constructors": (lambda m, x: (m.LongTensor([1, 2]) * 2, m.FloatTensor([0.5]) + 1), X),
 }
 
 
@@ -362,9 +369,29 @@ FUNCTIONAL = {
     "conv1d": (lambda F, x, w: F.conv1d(x, w, stride=1, padding=2, dilation=2), IMG[:, :, 0], W_CONV[:, :, 0]),
     "max_pool2d": (lambda F, x: F.max_pool2d(x, kernel_size=2, stride=2), IMG),
     "avg_pool2d": (lambda F, x: F.avg_pool2d(x, 3, stride=1, padding=1), IMG),
+    "avg_pool2d_ceil": (lambda F, x: (F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True),
+                                      F.avg_pool2d(x, 2, ceil_mode=True, count_include_pad=False),
+                                      F.avg_pool2d(x, 3, 2, ceil_mode=True)), IMG),
     "adaptive_avg_pool2d": (lambda F, x: F.adaptive_avg_pool2d(x, (1, 1)), IMG),
     "mse_l1": (lambda F, x: (F.mse_loss(x, x * 0.5), F.l1_loss(x, x * 0.5, reduction="sum")), LOGITS),
+    "pixel_shuffle": (lambda F, x: (F.pixel_shuffle(x, 2), F.pixel_unshuffle(F.pixel_shuffle(x, 2), 2)),
+                      _r(2, 8, 3, 4)),
 }
+
+
+def test_padding_and_pixel_shuffle_layers_against_torch():
+    x = _r(2, 8, 3, 4)
+    for make in (lambda nn: nn.ReflectionPad2d((1, 2, 2, 1)), lambda nn: nn.ReplicationPad2d(2),
+                 lambda nn: nn.ConstantPad2d((1, 0, 0, 3), -1.5), lambda nn: nn.PixelShuffle(2),
+                 lambda nn: nn.Sequential(nn.PixelShuffle(2), nn.PixelUnshuffle(2)),
+                 lambda nn: nn.Conv2d(8, 2, 3, padding=(1, 2), padding_mode="reflect"),
+                 lambda nn: nn.Conv2d(8, 2, 3, padding=1, padding_mode="circular"),
+                 lambda nn: nn.Conv2d(8, 2, 3, padding=2, padding_mode="replicate")):
+        ours, theirs = make(rt.nn), make(torch.nn)
+        ours.load_state_dict(theirs.state_dict())
+        for run in (ours, to_static(ours)):
+            np.testing.assert_allclose(run(rt.tensor(x)).numpy(), theirs(torch.tensor(x)).detach().numpy(),
+                                       rtol=1e-5, atol=1e-6)
 
 
 def _t(F, a):
