@@ -32,6 +32,7 @@ from runtime.shape_text import shape_text
 from . import emit, guards, outer_names, writeback
 from .analysis.scope import own_scope
 from .errors import ConversionError, recursion_error, relocate, warn_fallback
+from .lifetimes import Lifetimes
 from .naming import Namer
 from .parsing import parse_function
 from .transforms import convert_node
@@ -475,6 +476,7 @@ class StaticFunction:
                                      **writeback.argument_objects(self._fn, self._instance,
                                                                   *pytree.unflatten(treedef, leaves))})
         outer = outer_names.snapshot(self._fn)
+        n_before = len(before)      # the trace adds the objects whose methods it calls (some it makes itself)
         try:
             with guards.recording() as reads, tracing.parameter_names(named), writeback.collecting(before):
                 args, kwargs = pytree.unflatten(treedef, leaves)
@@ -508,7 +510,10 @@ class StaticFunction:
             located.original = e
             raise located from None
         device = _device(leaves[positions[0]]) if positions else "cpu"
-        state = StateWrites(program, written, [program.parameters[v.name] for v in program.inputs[len(positions):]])
+        seen = (call if call is not None else pytree.unflatten(treedef, leaves), self._instance, self._fn,
+                [(f, f.__globals__) for f in [self._fn] + reads.functions], [e[1:] for e in before[:n_before]], outer)
+        state = StateWrites(program, written, [program.parameters[v.name] for v in program.inputs[len(positions):]],
+                            Lifetimes(seen, recording.made))
         plan = Executor(device, self._passes).compile(state.runnable(program))
         traced = _Traced(program, plan, len(positions), reads.watches, keep, state)
         self._store(key, traced, stale)

@@ -42,7 +42,7 @@ LAYERS = [
     ("transforms", ["transpiler.errors", "transpiler.naming", "transpiler.parsing", "transpiler.transforms"]),
     ("operators", ["transpiler.choices", "transpiler.operators"]),
     ("emit", ["transpiler.emit"]),
-    ("trace bookkeeping", ["transpiler.guards", "transpiler.outer_names", "transpiler.writeback"]),
+    ("trace bookkeeping", ["transpiler.guards", "transpiler.lifetimes", "transpiler.outer_names", "transpiler.writeback"]),
     ("api", ["transpiler.api"]),
     ("deploy, cluster", ["transpiler.deploy", "transpiler.cluster"]),
     ("transpiler namespace", ["transpiler"]),
