@@ -20,7 +20,7 @@ each place it wrote (`runtime.state` cells) is sorted by the object it lives in
 Reachability is computed after the trace has put every written place back
 (`writeback.StateWrites`), so the objects reachable from the roots are what the
 call found. The walk follows containers, object attributes, user classes and
-modules, and functions' closures and defaults; it stops after `LIMIT` objects,
+modules, and functions' closures, defaults and globals; it stops after `LIMIT` objects,
 and whatever it has not reached by then counts as BEFORE (what every place was
 before this rule: never a lost write).
 """
@@ -121,7 +121,8 @@ def _referents(obj):
     if isinstance(obj, types.FunctionType):
         if is_library_module(obj.__module__):
             return []
-        return list(obj.__closure__ or ()) + list(obj.__defaults__ or ()) + list((obj.__kwdefaults__ or {}).values())
+        return list(obj.__closure__ or ()) + list(obj.__defaults__ or ()) + \
+            list((obj.__kwdefaults__ or {}).values()) + [obj.__globals__]
     if isinstance(obj, (type, types.ModuleType)):
         name = obj.__module__ if isinstance(obj, type) else obj.__name__
         return [] if is_library_module(name) else list(vars(obj).values())

@@ -320,6 +320,38 @@ def test_pre_existing_state_still_carries_writes():
     assert got == [2.0, 4.0, 6.0] and acc.total.item() == 6.0
 
 
+def _with_default():
+    def accumulate(x, acc=[rt.asarray(np.float32(0))]):      # noqa: B006 - Python's mutable default: state
+        if x > 0:
+            acc[0] = acc[0] + x
+        return acc[0] * 1
+    return accumulate
+
+
+_REGISTRY = {"t": rt.asarray(np.float32(0))}
+
+
+@transpiler.not_to_static
+def _registry():
+    return _REGISTRY
+
+
+def uses_registry(x):
+    d = _registry()             # a dict that existed before the call, reached through a helper
+    if x > 0:
+        d["t"] = d["t"] + x
+    return d["t"] * 1
+
+
+def test_state_reached_through_defaults_and_helpers_still_carries_writes():
+    eager, static = _with_default(), to_static(_with_default())
+    x = rt.tensor(np.float32(2))
+    assert [eager(x).item() for _ in range(3)] == [static(x).item() for _ in range(3)] == [2.0, 4.0, 6.0]
+    want = [uses_registry(x).item() for _ in range(3)]
+    _REGISTRY["t"] = rt.asarray(np.float32(0))
+    assert [to_static(uses_registry)(x).item() for _ in range(3)] == want == [2.0, 4.0, 6.0]
+
+
 # --- the same values through save / load / export_python -------------------------------------------
 
 @pytest.mark.parametrize("fn", [object_made_in_call, shift_right, local_list_item, method_writes_self])
