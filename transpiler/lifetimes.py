@@ -49,38 +49,28 @@ class Lifetimes:
     def sort(self, cells, escapes):
         """{cell identity: BEFORE | ESCAPED | LOCAL} for `cells` (cell, value now) pairs; `escapes` are
         the other values the caller keeps after a run (the function's returned Python objects)."""
-        targets = {}
-        for cell, _ in cells:
-            obj = cell.obj
-            if self._trackable(obj) and not isinstance(obj, Tensor):
-                targets[id(obj)] = obj
-        before = _reachable(self.roots, targets)
-        kinds = {}
-        for cell, _ in cells:
-            obj = cell.obj
-            made = isinstance(obj, Tensor) and self.made.get(id(obj)) is obj
-            kinds[cell.identity()] = LOCAL if made or (id(obj) in targets and id(obj) not in before) else BEFORE
-        rest = {id(c.obj): c.obj for c, _ in cells if kinds[c.identity()] == LOCAL}
-        if rest:
-            kept = [now for cell, now in cells if kinds[cell.identity()] == BEFORE] + list(escapes)
-            escaped = _reachable(kept, rest)
-            for cell, _ in cells:
-                if kinds[cell.identity()] == LOCAL and id(cell.obj) in escaped:
-                    kinds[cell.identity()] = ESCAPED
+        places = {id(c.obj): c.obj for c, _ in cells if _is_place_object(c.obj)}
+        before = _reachable(self.roots, places)
+        kinds = {c.identity(): LOCAL if self.is_made(c.obj) or id(c.obj) in places and id(c.obj) not in before
+                 else BEFORE for c, _ in cells}
+        made = {id(c.obj): c.obj for c, _ in cells if kinds[c.identity()] == LOCAL}
+        if made:
+            kept = [now for c, now in cells if kinds[c.identity()] == BEFORE] + list(escapes)
+            escaped = _reachable(kept, made)
+            for c, _ in cells:
+                if kinds[c.identity()] == LOCAL and id(c.obj) in escaped:
+                    kinds[c.identity()] = ESCAPED
         return kinds
 
     def is_made(self, value):
         """Whether value is a Tensor the trace made (a value of the run, not a place)."""
         return isinstance(value, Tensor) and self.made.get(id(value)) is value
 
-    @staticmethod
-    def _trackable(obj):
-        return isinstance(obj, (list, dict, Tensor)) or _is_plain_object(obj)
 
-
-def _is_plain_object(obj):
-    return hasattr(obj, "__dict__") and not isinstance(obj, (type, types.ModuleType, types.FunctionType,
-                                                             types.MethodType, types.CellType))
+def _is_place_object(obj):
+    """A list, dict or object whose attributes a cell writes (a Tensor is decided by `Lifetimes.made`)."""
+    return isinstance(obj, (list, dict)) or hasattr(obj, "__dict__") and not isinstance(
+        obj, (Tensor, type, types.ModuleType, types.FunctionType, types.MethodType, types.CellType))
 
 
 def _reachable(roots, targets):
