@@ -48,10 +48,10 @@ def test_every_corpus_function_called_three_times_equals_eager(case):
         _assert_same(got, want, f"{fn.__name__}, call {n + 1}")
 
 
-def three_calls(fn, *inputs):
-    """fn's static form called on inputs[0], inputs[1], inputs[0] equals fn run eagerly each time."""
+def three_calls(fn, first, other):
+    """fn's static form called on `first`, `other`, `first` again equals fn run eagerly each time."""
     static = to_static(fn)
-    for args in (inputs[0], inputs[1], inputs[0]):
+    for args in (first, other, first):
         want = _value(fn(*[rt.tensor(a) for a in args]))
         got = _value(static(*[rt.tensor(a) for a in args]))
         np.testing.assert_allclose(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64),
