@@ -204,10 +204,12 @@ def _cond(pred, true_fn, false_fn, operands, names):
     tb = program.new_block(block)
     with tracing.block_guard(tb):
         t_out = true_fn(*operands)
+    t_written = dict(written)       # what each branch left: a Tensor it yields is read as it left it
     _put_back(written, saved)
     fb = program.new_block(block)
     with tracing.block_guard(fb):
         f_out = false_fn(*operands)
+    f_written = dict(written)
     _put_back(written, saved)
     if block_raises(tb) or block_raises(fb):
         # a branch that raises never yields: it takes the other's values (zeros of its specs)
@@ -242,9 +244,9 @@ def _cond(pred, true_fn, false_fn, operands, names):
                 f"{_subject(name)} differs between the branches: {_describe(a)} in the true branch, "
                 f"{_describe(b)} in the false branch (only tensors and numbers can differ)")
         with tracing.block_guard(tb):
-            va = as_variable(a)
+            va = _branch_variable(a, t_written)
         with tracing.block_guard(fb):
-            vb = as_variable(b)
+            vb = _branch_variable(b, f_written)
         va, vb = _unify_dtypes(va, vb, tb, fb, name, "true branch", "false branch")
         if va.kind != vb.kind:
             raise ControlFlowError(f"{_subject(name)} is a tensor array in one branch and a tensor in the other")
@@ -259,6 +261,16 @@ def _cond(pred, true_fn, false_fn, operands, names):
                     {"true_block": tb.idx, "false_block": fb.idx}, origin=tracing.user_origin(),
                     no_grad=not GRAD_MODE.enabled)
     return pytree.unflatten(t_def, out_leaves)
+
+
+def _branch_variable(value, written):
+    """as_variable of a branch's output as the branch left it: a Tensor it wrote in place (`t[i] = v` on a
+    tensor bound to a name the branch yields) is the value written there, not the Tensor as before the if."""
+    if isinstance(value, Tensor):
+        entry = written.get(tracing.tensor_cell_key(value))
+        if entry is not None and entry[0].value is not None:
+            return entry[0].value
+    return as_variable(value)
 
 
 def _one_sided(a, b):

@@ -244,6 +244,7 @@ class Parameter(Tensor):
         super().__init__(data, backend)
         if requires_grad:
             self.requires_grad = True
+        tracing.note_made(self)       # a Layer built inside a traced call: its parameters are values of the run
 
 
 

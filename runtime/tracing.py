@@ -33,7 +33,9 @@ class TraceState:
 
     def __init__(self):
         self.captured = {}         # id(eager Tensor) -> its persistable Variable
-        self.constants = {}        # id(eager Tensor) -> a Tensor made in this trace from Python data (known.py)
+        self.made = {}             # id(eager Tensor) -> a Tensor this trace made (rt.tensor of data, a Parameter):
+                                   # a value of the run, never state (see `record`)
+        self.constants = {}        # id(eager Tensor) -> the Tensors of `made` built from Python data (known.py)
         self.known = {}            # known.py's memo: id(Variable) -> (Variable, value or None)
         self.defs = ({}, {})       # known.py's index of defining ops
         self.written = {}          # cell identity -> (cell, value before): places left holding traced values
@@ -150,6 +152,14 @@ class InputSpec:
         return f"InputSpec([{dims}], {self.dtype.name!r}{name})"
 
 
+def note_made(tensor):
+    """Record that the current trace made this eager Tensor (`rt.tensor` of data, a Parameter built in the
+    call): a value of each run, which the Program reads from a private copy of its own (see `record`)."""
+    block = current_block()
+    if block is not None:
+        trace_state(block.program).made[id(tensor)] = tensor     # held, so the id stays this tensor's
+
+
 def tensor_cell_key(tensor):
     """The key of a Tensor's state cell (runtime.state.TensorCell) among the places a trace wrote."""
     return ("TensorCell", id(tensor), None)
@@ -226,13 +236,15 @@ class Recording:
     `written` maps each place (runtime.state) the trace left holding traced
     values to (cell, value before). It belongs to the caller that makes those
     values outputs and writes them back (transpiler.writeback), not to the
-    Program, which stays the graph alone.
+    Program, which stays the graph alone. `made` holds the eager Tensors the
+    trace itself made (id -> Tensor): values of one run, never state.
     """
 
     program: Program
     inputs: list
     result: object
     written: dict
+    made: dict
 
 
 def trace(fn, specs, name=None):
@@ -277,9 +289,23 @@ def record(fn, specs, name=None, keeps_writes=False, written=None):
             put_back(state.written)
             rng.restore(generator)
             raise
-        written = state.written
+        written, made = state.written, state.made
     compact_blocks(program)     # sub-blocks of ops a gradient recorded and then pruned
-    return Recording(program, inputs, result, written)
+    _own_made_tensors(program, made)
+    return Recording(program, inputs, result, written, made)
+
+
+def _own_made_tensors(program, made):
+    """A Tensor the trace made is a value every run makes afresh (Python builds a new one per call): the
+    Program reads it from a private Tensor holding the array it had when traced, never from the Tensor
+    itself, which code outside may keep and change (or a write-back may store into) after the trace."""
+    for var in program.inputs:
+        tensor = program.parameters.get(var.name) if var.persistable else None
+        if tensor is not None and made.get(id(tensor)) is tensor:
+            own = type(tensor).__new__(type(tensor))
+            own.data, own.backend, own._ag = tensor.data, tensor.backend, None
+            own.requires_grad = tensor.requires_grad
+            program.parameters[var.name] = own
 
 
 def put_back(written):

@@ -32,6 +32,7 @@ from runtime.shape_text import shape_text
 from . import emit, guards, outer_names, writeback
 from .analysis.scope import own_scope
 from .errors import ConversionError, recursion_error, relocate, warn_fallback
+from .lifetimes import Lifetimes
 from .naming import Namer
 from .parsing import parse_function
 from .transforms import convert_node
@@ -503,6 +504,7 @@ class StaticFunction:
         named = list(self._instance.named_parameters()) if isinstance(self._instance, rt.nn.Layer) else []
         if isinstance(self._instance, rt.nn.Layer):
             named += self._instance.named_buffers()
+        n_before = len(before)      # the trace adds the objects whose methods it calls (some it makes itself)
         try:
             with guards.recording() as reads, tracing.parameter_names(named), writeback.collecting(before):
                 args, kwargs = pytree.unflatten(treedef, leaves)
@@ -519,10 +521,10 @@ class StaticFunction:
                     containers.traced_with(args, kwargs)
                     return fn(*args, **kwargs)
                 recording = tracing.record(body, specs, name=self._fn.__name__, keeps_writes=True, written=written)
-            program, kept = recording.program, writeback.without_call_locals(written)
-            writeback.register_writes(kept, before)
-            outer_names.register(self._fn, outer, kept)
-            containers.register(kept)
+            program = recording.program
+            writeback.register_writes(written, before)
+            outer_names.register(self._fn, outer, written)
+            containers.register(written)
         except SymbolicBoolError as e:
             raise _symbolic_bool_conversion_error(e) from None
         except RecursionError as e:
@@ -536,7 +538,10 @@ class StaticFunction:
             located.original = e
             raise located from None
         device = _device(leaves[positions[0]]) if positions else "cpu"
-        state = StateWrites(program, kept, [program.parameters[v.name] for v in program.inputs[len(positions):]])
+        seen = (call if call is not None else pytree.unflatten(treedef, leaves), self._instance, self._fn,
+                [(f, f.__globals__) for f in [self._fn] + reads.functions], [e[1:] for e in before[:n_before]], outer)
+        state = StateWrites(program, written, [program.parameters[v.name] for v in program.inputs[len(positions):]],
+                            Lifetimes(seen, recording.made))
         plan = Executor(device, self._passes).compile(state.runnable(program))
         return _Traced(program, plan, len(positions), reads.watches, keep, state)
 

@@ -240,6 +240,7 @@ class Reads:
         self._codes = set()            # code of the noted functions and of the functions nested in them
         self._objects = set()          # (id, names) of objects whose attributes were noted
         self._arguments = []           # (object, label): arguments keyed by identity, read like globals
+        self.functions = []            # the functions noted: their globals, closures and defaults existed before
 
     def argument(self, obj, label):
         """An argument object (keyed by identity): the attributes of it that noted code names are guarded too."""
@@ -252,6 +253,7 @@ class Reads:
         if code in self._codes and instance is None:
             return                     # already noted, or nested in a noted function (its cells are the trace's own)
         names, nested = code_names(code)
+        self.functions.append(fn)
         self._codes.add(code)
         self._codes.update(nested)
         g = fn.__globals__

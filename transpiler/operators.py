@@ -387,8 +387,7 @@ def _watch_objects(state, *fns):
     carried = {(id(c.obj), c.key) for c in (state() if state is not None else ()) if type(c).__name__ == "AttrCell"}
     watched, seen = [], set()
     # an explicit stack, not a recursive closure: a closure that calls itself is a reference cycle, which
-    # keeps the objects it saw alive until the garbage collector runs (writeback.without_call_locals counts
-    # references to tell objects the call made and let go)
+    # keeps the objects it saw alive until the garbage collector runs
     stack = [(name, value, 2) for name, value in reversed(list(_closure_values(fns)))]
     while stack:
         name, value, depth = stack.pop()

@@ -22,9 +22,7 @@ What the Program read of those places is checked before each run:
   Tensor the last run wrote), and traces again if its shape or dtype changed.
 """
 import contextlib
-import gc
 import inspect
-import sys
 import numbers
 import threading
 import types
@@ -37,10 +35,11 @@ from runtime.control_flow import Undefined
 from runtime.errors import ControlFlowError
 from runtime.ir import Variable
 from runtime.nn import Layer
-from runtime.state import AttrCell, Cell, ContentsCell
+from runtime.state import AttrCell, ContentsCell
 from runtime.tensor import Tensor
 from runtime.tracing import put_back
 
+from .lifetimes import BEFORE, LOCAL
 from .transforms.calls import is_library_module
 
 
@@ -76,70 +75,26 @@ def current(tensors):
     return out
 
 
-def without_call_locals(written):
-    """`written` less the places of objects the call made and let go (a local list, dict or object set
-    in a tensor loop or branch): nothing outside the call can reach them, so what they hold is a value of
-    that run, not state stored after it (and save/export need not refuse the Program). An object counts
-    as let go when cells, and other such objects, account for its whole reference count (so a holder gc
-    cannot list, a running frame's local, keeps it state like any other holder)."""
-    cells = [cell for cell, _ in written.values() if not cell.in_place]
-    if not cells:
-        return written
-    count = {}
-    for cell in cells:
-        count.setdefault(id(cell.obj), sys.getrefcount(cell.obj) - 1)     # less getrefcount's own argument
-    holders = {key: {} for key in count}      # candidate id -> {holder id, or "cell": references}
-    referrers = gc.get_referrers(*[cell.obj for cell in cells])            # one scan of the heap
-    namespaces = [r for r in referrers if type(r) is dict and id(r) not in count]
-    owner = {id(d): id(o) for o in gc.get_referrers(*namespaces) if id(o) in count
-             for d in namespaces if getattr(o, "__dict__", None) is d} if namespaces else {}
-    for referrer in referrers:
-        if isinstance(referrer, Cell):
-            if id(referrer.obj) in count:
-                _add(holders[id(referrer.obj)], "cell", 1)
-            continue
-        holder = owner.get(id(referrer), id(referrer))
-        for value in _contents(referrer):
-            if id(value) in count:
-                _add(holders[id(value)], holder, 1)
-    local = {key for key in count if sum(holders[key].values()) == count[key]}
-    changed = True
-    while changed:
-        changed = False
-        for key in list(local):
-            if any(h != "cell" and h not in local for h in holders[key]):
-                local.discard(key)
-                changed = True
-    return {key: (cell, before) for key, (cell, before) in written.items()
-            if cell.in_place or id(cell.obj) not in local}
-
-
-def _add(counts, holder, n):
-    counts[holder] = counts.get(holder, 0) + n
-
-
-def _contents(container):
-    """What a referrer gc found holds, where it is a list, tuple, dict or an object's attributes."""
-    if type(container) in (list, tuple):
-        return container
-    if type(container) is dict:
-        return list(container.values()) + list(container)
-    namespace = getattr(container, "__dict__", None)
-    return list(namespace.values()) if type(namespace) is dict else ()
-
-
 class StateWrites:
     __slots__ = ("entries", "feeds", "checks", "outputs", "in_place")
 
-    def __init__(self, program, written, param_tensors):
+    def __init__(self, program, written, param_tensors, lifetimes=None):
         self.in_place = []      # (Tensor, output index, shape, dtype): tensors written in place (TensorCell)
-        self.entries = []       # (cell, treedef, [output index or ("const", value) per leaf], [type or None])
+        self.entries = []       # (cell, treedef, [output index, ("const", value) or ("made", Tensor, array) per
+                                #  leaf], [type or None], whether a replaced Tensor is linked to the new one)
         self.outputs = []       # the Variables to add to the Program's outputs for the run
         self.feeds = {}         # index into param_tensors -> (cell, leaf index, tensor it held at trace time)
         self.checks = []        # (cell, treedef before, [(leaf index, Python value baked into the Program)])
         params = {id(t): i for i, t in enumerate(param_tensors)}
         places, written = written, [(cell, before, cell.get()) for cell, before in written.values()]
+        put_back(places)        # the objects as the call found them: what lifetimes.sort walks
+        kinds = lifetimes.sort([(cell, now) for cell, _, now in written], program.output_consts.values()) \
+            if lifetimes is not None else {}
+        made = lifetimes.is_made if lifetimes is not None else _never
         for cell, before, now in written:
+            kind = kinds.get(cell.identity(), BEFORE)
+            if kind == LOCAL:
+                continue        # made by this call and left nowhere outside it: a value of the run alone
             if cell.in_place:
                 tensor = cell.obj
                 self.in_place.append((tensor, len(program.outputs) + len(self.outputs), tensor.shape, tensor.dtype))
@@ -148,7 +103,6 @@ class StateWrites:
             leaves, treedef = pytree.flatten(now)
             ended = [v for v in leaves if isinstance(v, Variable) and v.block is not program.global_block]
             if ended:
-                put_back(places)
                 raise ControlFlowError(
                     f"'{cell.label}' is given a value computed inside a tensor-dependent if/while "
                     f"({_origin(program, ended[0])}) in a function called from there, so it cannot be carried "
@@ -162,18 +116,21 @@ class StateWrites:
                 if isinstance(leaf, Variable):
                     slots.append(len(program.outputs) + len(self.outputs))
                     self.outputs.append(leaf)
+                elif made(leaf):
+                    slots.append(("made", leaf, leaf.data))     # a new Tensor each run, as each call makes one
                 else:
                     slots.append(("const", leaf))
                 was = old[k] if old_def == treedef else None
                 keep_number = isinstance(leaf, Variable) and leaf.weak and leaf.static_shape == () and _is_number(was)
                 numbers_.append(type(was) if keep_number else None)
-            self.entries.append((cell, treedef, slots, numbers_))
+            self.entries.append((cell, treedef, slots, numbers_, kind == BEFORE))
+            if kind != BEFORE:
+                continue    # made by this call: each run makes its values afresh, so none is read back from it
             baked = [(k, v) for k, v in enumerate(old) if _is_number(v) or isinstance(v, Undefined)]
             self.checks.append((cell, old_def, baked))
             for k, v in enumerate(old):
                 if isinstance(v, Tensor) and id(v) in params:
                     self.feeds[params[id(v)]] = (cell, k, v)
-        put_back(places)
 
     def __bool__(self):
         return bool(self.entries or self.in_place)
@@ -220,16 +177,30 @@ class StateWrites:
 
     def store(self, outputs):
         """Write one run's values (wrapped outputs) to the objects."""
+        written = set()
         for tensor, k, _, _ in self.in_place:
             tensor.data = outputs[k].data
-        for cell, treedef, slots, numbers_ in self.entries:
-            leaves = [outputs[s] if isinstance(s, int) else s[1] for s in slots]
+            written.add(id(tensor))
+        for cell, treedef, slots, numbers_, links in self.entries:
+            leaves = [outputs[s] if isinstance(s, int) else _fresh(s, written) if s[0] == "made" else s[1]
+                      for s in slots]
             leaves = [t(v.numpy().item()) if t is not None else v for t, v in zip(numbers_, leaves)]
             previous, previous_def = pytree.flatten(cell.get())
-            if previous_def == treedef:
+            if links and previous_def == treedef:
                 for old, new in zip(previous, leaves):
                     _replaced(old, new)
             cell._store(pytree.unflatten(treedef, leaves))
+
+
+def _fresh(slot, written):
+    """A Tensor the trace made, stored on an object: a new one each run (with what the run wrote into it)."""
+    _, tensor, array = slot
+    array = tensor.data if id(tensor) in written else array
+    return type(tensor)(tensor.backend.xp.array(array, copy=True), tensor.backend)
+
+
+def _never(value):
+    return False
 
 
 def _origin(program, var):

@@ -194,10 +194,12 @@ def tensor(data, dtype=None, device="cpu", copy=None, requires_grad=False):
             raise TypeError(f"requires_grad=True needs a float or complex tensor, got {made.dtype.name}")
         made.requires_grad = True
         return made
-    constant = tracing.current_block() is not None and _python_data(data)   # made in a trace from constants (known.py)
+    tracing_now = tracing.current_block() is not None
     out = to_tensor(data, dtype, device, copy)
-    if constant:
-        note_trace_constant(out)
+    if tracing_now and out is not data:
+        tracing.note_made(out)            # a new Tensor each call makes: a value of the run, never state
+        if _python_data(data):            # ... and known while tracing (known.py)
+            note_trace_constant(out)
     return out
 
 

@@ -8,7 +8,11 @@ stay its own Program input through loops, retraces and branches.
 
 They write state too (`_Gen.state_stmt`): attributes and dict items of an object `st` passed in,
 and items of a local dict `loc`, under tensor `if`/`while`; after every call `st` must hold what
-Python left there."""
+Python left there. And they write what they make themselves (`_Gen.made_stmt`): an object built in
+the call (`mk = Box(xp)`, its methods too), a local list and dict holding tensors, and a tensor
+from `xp.asarray` written in place, alone or under tensor `if`/`while`. Each static function is
+called three times per flag (an input, another one, the first again): what the call made is fresh
+on every call, so each call must equal Python's."""
 import importlib.util
 import os
 import random
@@ -40,11 +44,30 @@ STATE_WRITES = [
 ]
 STATE_CONDS = TENSOR_CONDS + ["st.t.sum() > {c}", "st.d['k'].mean() < {c}"]
 
+# writes to what the call itself made (`MADE`): fresh values on every call
+MADE = ["mk = Box(xp)", "ml = [x * 0.0, xp.asarray(np.float32(1.0))]",
+        "md = {'p': xp.asarray(np.float32([0.5, -1.0, 2.0])), 'q': 0}", "mv = xp.asarray([1.0, 2.0, 3.0])"]
+MADE_WRITES = [
+    "mk.v = mk.v * 0.5 + a",
+    "mk.n = mk.n + 1",
+    "ml[0] = ml[0] + a * 0.5",
+    "ml[1] = ml[1] * 2",
+    "md['p'] = md['p'] * 0.9 + b",
+    "md['q'] += 1",
+    "mv[1:] = mv[:-1] + a[:2]",
+    "mv[0] += 1",
+    "a = a + ml[0] * 0.1 + mv * 0.01",
+]
+MADE_CONDS = TENSOR_CONDS + ["mv.sum() > {c} * 6", "mk.v.mean() < {c}", "ml[0].sum() > {c}"]
+MADE_CALLS = ["mk.add(a)", "mk.bump(b)", "mk.add(b * 0.5)"]     # methods writing self: before any tensor if/while
+MADE_RESULT = "mk.v * 0.01 + mk.n * 0.1 + ml[0] * 0.1 + ml[1] * 0.01 + md['p'] * 0.1 + md['q'] + mv * 0.01"
+
 
 class _Gen:
     def __init__(self, seed):
         self.rng = random.Random(seed)
         self.srng = random.Random(10**6 + seed)    # state statements: their own draws, old kinds unchanged
+        self.mrng = random.Random(2 * 10**6 + seed)    # writes to what the call made: their own draws too
         self.loops = 0
 
     def cond(self):
@@ -70,7 +93,25 @@ class _Gen:
         lines = []
         for _ in range(self.rng.randint(1, 3)):
             lines += self.stmt(depth, in_loop, indent)
+            if self.mrng.random() < 0.2:
+                lines += self.made_stmt(depth, indent)
         return lines
+
+    def made_stmt(self, depth, indent):
+        """Writes to the object, list, dict and tensor the call made, alone or under a tensor `if`/`while`."""
+        pad = "    " * indent
+        rng = self.mrng
+        writes = lambda: [pad + "    " + w for w in rng.sample(MADE_WRITES, rng.randint(1, 3))]   # noqa: E731
+        cond = rng.choice(MADE_CONDS).format(c=round(rng.uniform(-1, 1), 2))
+        r = rng.random()
+        if depth >= 3 or r < 0.3:
+            return [pad + w.strip() for w in writes()]
+        if r < 0.7:
+            out = [f"{pad}if {cond}:"] + writes()
+            return out + ([f"{pad}else:"] + writes() if rng.random() < 0.5 else [])
+        m = f"m{self.loops}"
+        self.loops += 1
+        return [f"{pad}{m} = 0", f"{pad}while {cond} and {m} < 3:", f"{pad}    {m} += 1"] + writes()
 
     def stmt(self, depth, in_loop, indent):
         pad = "    " * indent
@@ -155,10 +196,11 @@ class _Gen:
 
     def program(self, name):
         body = ["a = x * 1.0", "b = x * 0.5", "k = 0", "c0 = xp.asarray(0.5, dtype=xp.float32)",
-                "loc = {'v': x * 0.0, 'c': 0}"] + [line for line in self.block(0, False, 0)]
+                "loc = {'v': x * 0.0, 'c': 0}"] + MADE + self.mrng.sample(MADE_CALLS, self.mrng.randint(0, 2))
+        body += self.block(0, False, 0)
         if self.srng.random() < 0.3:
             body += self.state_stmt(0, 0)
-        body.append("return a + b + loc['v'] * 0.01 + loc['c']")
+        body.append(f"return a + b + loc['v'] * 0.01 + loc['c'] + {MADE_RESULT}")
         return f"def {name}(x, rows, flag, st):\n" + "\n".join("    " + line for line in body) + "\n"
 
 
@@ -171,6 +213,24 @@ CTX = contextlib.nullcontext()
 
 G = xp.asarray(np.float32(0.3))
 H = types.SimpleNamespace(w=xp.asarray(np.float32(-0.7)))
+
+
+class Box:     # built inside the programs (`mk = Box(xp)`): a fresh object on every call
+
+    def __init__(self, xp):
+        self.v = xp.asarray(np.float32([0.25, -0.5, 1.0]))
+        self.n = 0
+
+    def add(self, a):
+        self.v = self.v * 0.9 + a
+        self.n += 1
+        return self.v
+
+    def bump(self, a):
+        if a.sum() > 0:
+            self.v = self.v + a
+            self.n = self.n + 1
+        return self.n
 
 
 """
@@ -214,10 +274,10 @@ def test_generated_program_matches_python(generated, seed):
     static = to_static(fn)
     rng = np.random.default_rng(seed)
     want_state, got_state = _state(np), _state(rt)
-    for trial in range(2):
-        x = rng.standard_normal(3).astype(np.float32)
-        rows = rng.standard_normal((4, 3)).astype(np.float32)
-        for flag in (True, False):
+    draws = [(rng.standard_normal(3).astype(np.float32), rng.standard_normal((4, 3)).astype(np.float32))
+             for _ in range(2)]
+    for flag in (True, False):
+        for x, rows in (draws[0], draws[1], draws[0]):     # the same input, another, the same again
             want = _numpy_twin(fn)(x.copy(), rows.copy(), flag, want_state)
             got = static(rt.tensor(x), rt.tensor(rows), flag, got_state)
             np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5,

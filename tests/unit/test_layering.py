@@ -44,7 +44,7 @@ LAYERS = [
     ("transforms", ["transpiler.errors", "transpiler.naming", "transpiler.parsing", "transpiler.transforms"]),
     ("operators", ["transpiler.aliases", "transpiler.choices", "transpiler.operators"]),
     ("emit", ["transpiler.emit"]),
-    ("trace bookkeeping", ["transpiler.guards", "transpiler.outer_names", "transpiler.writeback"]),
+    ("trace bookkeeping", ["transpiler.guards", "transpiler.lifetimes", "transpiler.outer_names", "transpiler.writeback"]),
     ("api", ["transpiler.api"]),
     ("deploy, cluster, batches", ["transpiler.deploy", "transpiler.cluster", "transpiler.batches"]),
     ("transpiler namespace", ["transpiler"]),
