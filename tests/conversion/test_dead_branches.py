@@ -2,6 +2,8 @@
 
 The oracle is the same function run eagerly.
 """
+import sys
+
 import numpy as np
 import pytest
 
@@ -104,7 +106,8 @@ def test_a_shape_error_in_a_branch_not_taken_is_raised_only_when_taken(fn, line)
     with pytest.raises(type(want)) as info:
         static(big)
     assert str(info.value) == str(want)
-    assert f"{__file__}:{_line_of(fn, line)}" in " ".join(getattr(info.value, "__notes__", []))
+    if sys.version_info >= (3, 11):      # the user's line is a note (add_note: 3.11+)
+        assert f"{__file__}:{_line_of(fn, line)}" in " ".join(info.value.__notes__)
     np.testing.assert_array_equal(static(small).numpy(), fn(small).numpy())
 
 
