@@ -96,7 +96,7 @@ def _reachable(roots, targets):
 
 def _referents(obj):
     if isinstance(obj, dict):
-        return list(obj.values()) + [k for k in obj if not isinstance(k, _ATOMS)]
+        return [v for k, v in obj.items() if not _is_dunder(k)] + [k for k in obj if not isinstance(k, _ATOMS)]
     if isinstance(obj, (list, tuple, set, frozenset)):
         return list(obj)
     if isinstance(obj, Tensor):
@@ -115,7 +115,7 @@ def _referents(obj):
             list((obj.__kwdefaults__ or {}).values()) + [obj.__globals__]
     if isinstance(obj, (type, types.ModuleType)):
         name = obj.__module__ if isinstance(obj, type) else obj.__name__
-        return [] if is_library_module(name) else list(vars(obj).values())
+        return [] if is_library_module(name) else [v for k, v in vars(obj).items() if not _is_dunder(k)]
     attrs = getattr(obj, "__dict__", None)
     out = list(attrs.values()) if isinstance(attrs, dict) else []
     if not is_library_module(type(obj).__module__):
@@ -124,3 +124,9 @@ def _referents(obj):
         if isinstance(name, str) and not name.startswith("__"):
             out.append(getattr(obj, name, None))
     return out
+
+
+def _is_dunder(key):
+    """A namespace's own machinery (`__loader__`, `__spec__`, `__builtins__`): never a user's state, and
+    under a test runner or an IDE it reaches the whole session."""
+    return type(key) is str and key.startswith("__") and key.endswith("__")

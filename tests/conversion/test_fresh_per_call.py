@@ -372,3 +372,30 @@ def test_saved_and_exported_programs_are_fresh_each_call(fn, tmp_path):
         np.testing.assert_allclose(loaded(rt.tensor(x)).numpy(), want)
         out = exported.run(**{name: np.asarray(x)})
         np.testing.assert_allclose(out, want)
+
+
+def test_state_is_found_whatever_a_module_namespace_reaches():
+    """The walk for what existed before the call skips a namespace's own machinery (`__loader__`,
+    `__builtins__`...): under a test runner a module's `__loader__` reaches the whole session, which
+    would exhaust the walk's budget and make a local list look like state."""
+    from transpiler import lifetimes
+
+    def f(x):
+        buf = [x * 0, x * 0]
+        i = 0
+        while i < rt.sum(x):
+            buf[1] = buf[1] + x
+            i += 1
+        return buf[0] + buf[1]
+
+    huge = type("Machinery", (), {})()
+    huge.items = [[n] for n in range(lifetimes.LIMIT)]
+    f.__globals__["__machinery__"] = huge
+    try:
+        x = rt.tensor(np.float32([1, 2]))
+        static = to_static(f)
+        for _ in range(3):
+            np.testing.assert_array_equal(static(x).numpy(), f(x).numpy())
+        assert not static._cache[next(iter(static._cache))].state     # nothing stored: the list was local
+    finally:
+        del f.__globals__["__machinery__"]
