@@ -37,6 +37,7 @@ fft = _importlib.import_module(".fft", __name__)
 from .array_api import (__array_api_version__, __array_namespace_info__, can_cast, e, empty, empty_like,  # noqa: E402
                         from_dlpack, inf, isdtype, nan, newaxis, pi, result_type)
 from . import torch_functions as _torch_functions  # noqa: E402
+from .torch_methods import module_getattr as _module_getattr  # noqa: E402
 from .torch_functions import *  # noqa: E402,F401,F403  (PyTorch's spellings over the array API functions they extend)
 
 __all__ = sorted(_FUNCTIONS) + sorted(_NUMPY_NAMES) + [
@@ -50,10 +51,5 @@ __all__ = sorted(_FUNCTIONS) + sorted(_NUMPY_NAMES) + [
 __all__ += sorted(set(_torch_functions.__all__) - set(__all__))
 
 
-def __getattr__(name):
-    """A torch.* name with no spelling here says what to write instead."""
-    hint = _torch_functions.NOT_PORTED.get(name)
-    if hint is None:
-        raise AttributeError(f"module 'runtime' has no attribute '{name}'")
-    raise AttributeError(f"module 'runtime' has no attribute '{name}' (PyTorch's torch.{name} is not supported): "
-                         f"{hint}")
+# a torch.* name with no spelling here says what to write instead
+__getattr__ = _module_getattr("runtime", "torch", _torch_functions.NOT_PORTED)

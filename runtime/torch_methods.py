@@ -660,6 +660,18 @@ NOT_PORTED = {
 }
 
 
+def module_getattr(module, torch_module, not_ported):
+    """A module's `__getattr__`: a PyTorch name in `not_ported` (name -> what to write instead) is an
+    AttributeError that says so; any other missing name is the plain AttributeError."""
+    def __getattr__(name):
+        hint = not_ported.get(name)
+        if hint is None:
+            raise AttributeError(f"module '{module}' has no attribute '{name}'")
+        raise AttributeError(f"module '{module}' has no attribute '{name}' (PyTorch's {torch_module}.{name} is "
+                             f"not supported): {hint}")
+    return __getattr__
+
+
 def _no_place(name, base):
     def method(self, *args, **kwargs):
         instead = f"x = x.{base}(...)" if base else "x = a new value (rt.zeros_like(x), rt.full_like(x, v), ...)"

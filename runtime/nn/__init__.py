@@ -20,6 +20,7 @@ from .normalization import (BatchNorm1D, BatchNorm2D, BatchNorm3D, GroupNorm, In
                             InstanceNorm3D)
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
+from ..torch_methods import module_getattr as _module_getattr
 
 __all__ = ["Layer", "Parameter", "Sequential", "LayerList", "LayerDict", "Linear", "Conv1D", "Conv2D",
            "ConvTranspose2D", "MaxPool2D", "AvgPool2D", "AdaptiveAvgPool2D", "ReLU", "GELU", "Sigmoid", "Softmax",
@@ -62,9 +63,4 @@ NOT_PORTED = {
 }
 
 
-def __getattr__(name):
-    hint = NOT_PORTED.get(name)
-    if hint is None:
-        raise AttributeError(f"module 'runtime.nn' has no attribute '{name}'")
-    raise AttributeError(f"module 'runtime.nn' has no attribute '{name}' (PyTorch's torch.nn.{name} is not "
-                         f"supported): {hint}")
+__getattr__ = _module_getattr("runtime.nn", "torch.nn", NOT_PORTED)

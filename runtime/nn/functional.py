@@ -23,6 +23,7 @@ from .composite import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_p
                         scaled_dot_product_attention,
                         smooth_l1_loss, softsign, upsample, sequence_mask, gather_tree, temporal_shift,
                         label_smooth)
+from ..torch_methods import module_getattr as _module_getattr
 
 __all__ = ["relu", "gelu", "sigmoid", "softmax", "log_softmax", "linear", "conv2d", "conv_transpose2d", "max_pool2d",
            "layer_norm", "dropout", "cross_entropy", "embedding", "flatten", "elu", "erf", "leaky_relu", "logsumexp",
@@ -209,9 +210,4 @@ NOT_PORTED = {
 }
 
 
-def __getattr__(name):
-    hint = NOT_PORTED.get(name)
-    if hint is None:
-        raise AttributeError(f"module 'runtime.nn.functional' has no attribute '{name}'")
-    raise AttributeError(f"module 'runtime.nn.functional' has no attribute '{name}' (PyTorch's "
-                         f"torch.nn.functional.{name} is not supported): {hint}")
+__getattr__ = _module_getattr("runtime.nn.functional", "torch.nn.functional", NOT_PORTED)

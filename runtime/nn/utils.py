@@ -9,6 +9,7 @@ import math
 from .. import ops
 from ..autodiff.tape import no_grad
 from ..tensor import EagerTensor, Tensor
+from ..torch_methods import module_getattr as _module_getattr
 
 
 def _with_grads(parameters):
@@ -61,9 +62,4 @@ NOT_PORTED = {
 }
 
 
-def __getattr__(name):
-    hint = NOT_PORTED.get(name)
-    if hint is None:
-        raise AttributeError(f"module 'runtime.nn.utils' has no attribute '{name}'")
-    raise AttributeError(f"module 'runtime.nn.utils' has no attribute '{name}' (PyTorch's torch.nn.utils.{name} "
-                         f"is not supported): {hint}")
+__getattr__ = _module_getattr("runtime.nn.utils", "torch.nn.utils", NOT_PORTED)
