@@ -454,7 +454,7 @@ def cmd_program(args, out):
     if args.format == "dot" and ext not in (".dot", ".gv", ""):
         render_dot(text, args.out)
     else:
-        with open(args.out, "w", encoding="utf-8") as fh:
+        with atomic_files.replacing(args.out) as temp, open(temp, "w", encoding="utf-8") as fh:
             fh.write(text)
     out.write(f"wrote {args.out}\n")
     return 0

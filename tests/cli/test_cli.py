@@ -290,6 +290,31 @@ def test_program_out_file(workdir):
     assert (workdir / "grow.txt").read_text().startswith("program grow(")
 
 
+def test_program_out_file_is_replaced_whole_or_not_at_all(workdir, monkeypatch):
+    """A write that fails halfway (disk full) leaves the file that was there, and no temporary beside it."""
+    (workdir / "grow.txt").write_text("the old program\n")
+
+    class HalfWritten(io.StringIO):
+        def __init__(self, path):
+            super().__init__()
+            self.real = builtin_open(path, "w", encoding="utf-8")
+
+        def write(self, text):
+            self.real.write(text[: len(text) // 2])
+            self.real.flush()
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __exit__(self, *exc):
+            self.real.close()
+
+    builtin_open = open
+    monkeypatch.setattr(cli, "open", lambda path, *a, **k: HalfWritten(path), raising=False)
+    code, _, err = run_main("program", "model.py::grow", "--spec", "x:float32[None,8]", "--out", "grow.txt")
+    assert code != 0 and "No space left on device" in err
+    assert (workdir / "grow.txt").read_text() == "the old program\n"
+    assert sorted(p.name for p in workdir.iterdir() if p.name.startswith(".grow.txt")) == []
+
+
 def test_program_svg_without_graphviz_says_how_to_get_it(workdir, monkeypatch):
     monkeypatch.setattr(cli.shutil, "which", lambda name: None)
     code, _, err = run_main("program", "model.py::grow", "--spec", "x:float32[None,8]", "--format", "dot",
