@@ -77,6 +77,16 @@ class ArrayMethods(TorchMethods):
         """The same value, with no gradient flowing back through it."""
         return _ns.stop_gradient(self)
 
+    @property
+    def data(self):
+        """PyTorch's `x.data` of a traced value: the value with no gradient flowing back through it."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value):
+        raise TypeError("x.data = v (or an in-place method on x.data) on a traced value, which is a value, not a "
+                        "place: write x = v; a captured Tensor (a Parameter, a buffer) can be written so")
+
     # arithmetic -----------------------------------------------------------
     def __add__(self, other): return _ns.add(self, other)
     def __radd__(self, other): return _ns.add(other, self)

@@ -155,7 +155,7 @@ class TensorCell(Cell):
 
     def _store(self, value):
         """Only the trace's end stores here (the Tensor itself): later reads see the Tensor again. A run's
-        value goes straight into `obj.data` (transpiler.writeback)."""
+        value goes straight into `obj.array` (transpiler.writeback)."""
         self.value = None
 
 

@@ -1,8 +1,9 @@
 """Eager Tensor: an array on a backend, with NumPy's operators and methods.
 
 Eager calls go straight through the op registry's kernels, so eager and static
-results agree by construction. A Tensor is deliberately thin: `data` (the
-backend's array) and `backend`; everything else is derived. `rt.tensor`/`rt.asarray`,
+results agree by construction. A Tensor is deliberately thin: `array` (the
+backend's array) and `backend`; everything else is derived. `t.data` is PyTorch's:
+a Tensor without gradient that shares t's array (`DataView`, attached by writes.py). `rt.tensor`/`rt.asarray`,
 which also take traced Variables, are in ops/creation.py over `to_tensor` here.
 """
 import numpy as np
@@ -44,11 +45,11 @@ def stands_for(var):
 
 
 class Tensor(EagerTensor, metaclass=TensorType):
-    __slots__ = ("data", "backend", "_ag", "__weakref__")
+    __slots__ = ("array", "backend", "_ag", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, data, backend):
-        self.data = data
+        self.array = data
         self.backend = backend
         self._ag = None          # autodiff.tape.Slot once it requires grad, was made by a recorded op, or has .grad
 
@@ -102,19 +103,19 @@ class Tensor(EagerTensor, metaclass=TensorType):
     # --- facts -------------------------------------------------------------
     @property
     def shape(self):
-        return tuple(self.data.shape)
+        return tuple(self.array.shape)
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self.array.dtype
 
     @property
     def ndim(self):
-        return self.data.ndim
+        return self.array.ndim
 
     @property
     def size(self):
-        return ElementCount(self.data.size, self.data.shape)
+        return ElementCount(self.array.size, self.array.shape)
 
     @property
     def device(self):
@@ -122,7 +123,7 @@ class Tensor(EagerTensor, metaclass=TensorType):
 
     # --- conversion --------------------------------------------------------
     def numpy(self):
-        return np.asarray(self.backend.to_numpy(self.data))
+        return np.asarray(self.backend.to_numpy(self.array))
 
     def __array__(self, dtype=None, copy=None):
         out = self.numpy()
@@ -142,7 +143,7 @@ class Tensor(EagerTensor, metaclass=TensorType):
         backend = out.backend if device is None else get_backend(device)
         if backend is out.backend:
             return out
-        return Tensor(backend.asarray(out.backend.to_numpy(out.data)), backend)
+        return Tensor(backend.asarray(out.backend.to_numpy(out.array)), backend)
 
     def cpu(self):
         return self.to("cpu")
@@ -168,17 +169,17 @@ class Tensor(EagerTensor, metaclass=TensorType):
     def __len__(self):
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self.array.shape[0]
 
     def __iter__(self):
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         if self._ag is not None and self._ag.tracks():     # rows are ops on the tape, as x[i] is
-            for i in range(self.data.shape[0]):
+            for i in range(self.array.shape[0]):
                 yield self[i]
             return
-        for i in range(self.data.shape[0]):
-            yield Tensor(self.data[i], self.backend)
+        for i in range(self.array.shape[0]):
+            yield Tensor(self.array[i], self.backend)
 
     def __hash__(self):
         return id(self)
@@ -190,10 +191,10 @@ class Tensor(EagerTensor, metaclass=TensorType):
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
                                     ("copy", copy)) if v is not None}
-        return self.data.__dlpack__(**kwargs)
+        return self.array.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
-        return self.data.__dlpack_device__()
+        return self.array.__dlpack_device__()
 
     def __setitem__(self, index, value):
         if tracing.current_block() is not None:
@@ -203,12 +204,12 @@ class Tensor(EagerTensor, metaclass=TensorType):
         slot = self._ag
         if slot is not None and slot.record is None and slot.keeps_grad:
             with no_grad():             # a leaf collecting .grad (a Parameter being initialized): new data only
-                self.data = namespace().setitem(self, index, value).data
+                self.array = namespace().setitem(self, index, value).array
             return
         out = namespace().setitem(self, index, value)
         if out._ag is not None:         # the tape follows the new value: self is now computed by the setitem
             self._ag = out._ag
-        self.data = out.data
+        self.array = out.array
 
     def __repr__(self):
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
@@ -226,6 +227,27 @@ class Tensor(EagerTensor, metaclass=TensorType):
 tape.Tensor = Tensor     # the tape wraps the arrays it saved only when backward() reads them
 
 
+class DataView(Tensor):
+    """PyTorch's `t.data`: the same array as `t`, with no gradient history, so that a write through it
+    (`m.weight.data.uniform_(-r, r)`, `p.grad.data.zero_()`, `init.normal_(m.weight.data)`) changes `t`
+    and is not recorded: the view reads and writes its base's array, whatever array the base holds now."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base):
+        self.base = base
+        self.backend = base.backend
+        self._ag = None
+
+    @property
+    def array(self):
+        return self.base.array
+
+    @array.setter
+    def array(self, value):
+        self.base.array = value
+
+
 class Parameter(Tensor):
     """A Tensor owned by a Layer: a persistable input of every Program that uses it.
 
@@ -240,7 +262,7 @@ class Parameter(Tensor):
     def __init__(self, data, backend=None, dtype=None, requires_grad=True):
         if backend is None:
             made = to_tensor(data, dtype=dtype, device=_device_of(data))
-            data, backend = made.data, made.backend
+            data, backend = made.array, made.backend
         super().__init__(data, backend)
         if requires_grad:
             self.requires_grad = True
@@ -258,7 +280,7 @@ def to_tensor(data, dtype=None, device="cpu", copy=None):
             (dtype is None or as_dtype(dtype) == data.dtype):
         return data       # no copy: the array itself, as NumPy's asarray; x[i] = v on it shows through
     if isinstance(data, EagerTensor):
-        data = data.data if data.backend is backend else data.backend.to_numpy(data.data)
+        data = data.array if data.backend is backend else data.backend.to_numpy(data.array)
     elif type(data) in _PYTHON_DEFAULTS and dtype is None:   # np.float64 (a float subclass) keeps float64
         dtype = _PYTHON_DEFAULTS[type(data)]
     elif isinstance(data, (list, tuple)) and dtype is None:

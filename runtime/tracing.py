@@ -303,7 +303,7 @@ def _own_made_tensors(program, made):
         tensor = program.parameters.get(var.name) if var.persistable else None
         if tensor is not None and made.get(id(tensor)) is tensor:
             own = type(tensor).__new__(type(tensor))
-            own.data, own.backend, own._ag = tensor.data, tensor.backend, None
+            own.array, own.backend, own._ag = tensor.array, tensor.backend, None
             own.requires_grad = tensor.requires_grad
             program.parameters[var.name] = own
 

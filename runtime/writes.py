@@ -17,7 +17,7 @@ from .ir import Variable
 from .ops.dispatch import constant
 from .ops.stop import stop_gradient
 from .state import write_tensor
-from .tensor import EagerTensor, Parameter, Tensor
+from .tensor import DataView, EagerTensor, Parameter, Tensor
 from .torch_methods import IN_PLACE
 
 
@@ -31,7 +31,7 @@ def _write(tensor, value, keep_grad=False):
     block = tracing.current_block()
     if block is None:
         new = _eager_value(tensor, value)
-        tensor.data = new
+        tensor.array = new
         return tensor
     if not isinstance(value, Variable):
         value = tracing.lift_tensor(value) if _is_tensor(value) else constant(_eager_array(value, tensor))
@@ -53,7 +53,7 @@ def _eager_value(tensor, value):
         if value.backend is not backend:
             raise ValueError(f"set_value: the tensor is on {tensor.device}, the value on {value.device}; "
                              f"move it first with .to({tensor.device!r})")
-        array = value.data
+        array = value.array
     else:
         array = backend.asarray(_eager_array(value, tensor))
     if array.dtype != tensor.dtype:
@@ -117,7 +117,34 @@ def _setitem(tensor, index, value):
     _eager_setitem(tensor, index, value)
 
 
+def _data(tensor):
+    """PyTorch's `t.data`: eagerly a DataView (t's array, no gradient; writes through it change t); while
+    tracing, t's value without gradient (a traced read of t, so a Program reads t's array of each run)."""
+    if tracing.current_block() is not None:
+        return tensor.detach()
+    return DataView(tensor)
+
+
+def _set_data(tensor, value):
+    """`t.data = value`: t holds value's array from now on (its shape and dtype may change, as in PyTorch);
+    while tracing, a write into t that lasts, as `set_value`."""
+    if tracing.current_block() is not None or isinstance(value, Variable):
+        set_value(tensor, value)
+        return
+    if _is_tensor(value):
+        if value.backend is not tensor.backend:
+            raise ValueError(f"t.data = value: the tensor is on {tensor.device}, the value on {value.device}; "
+                             f"move it first with .to({tensor.device!r})")
+        tensor.array = value.array
+    elif tensor.backend.is_native(value):
+        tensor.array = tensor.backend.asarray(value)
+    else:
+        raise TypeError(f"t.data = value takes a Tensor (or a {tensor.backend.name} array), "
+                        f"not {type(value).__name__}: wrap it with rt.tensor(...)")
+
+
 # Attached here, the layer that owns writing: Tensor sits below the ops these need.
+Tensor.data = property(_data, _set_data)
 Tensor.set_value = set_value
 Tensor.__setitem__ = _setitem
 Parameter.__iadd__ = lambda self, other: set_value(self, _augmented("add", self, other))
@@ -138,7 +165,7 @@ def _in_place(tensor, value, name):
     if GRAD_MODE.enabled and slot is not None and slot.record is None and slot.tracks():
         raise RuntimeError(f"{name}(): a leaf tensor that requires grad cannot be changed in place where the "
                            "change would be recorded (as in PyTorch): do it under `with rt.no_grad():`")
-    tensor.data = _eager_value(tensor, value)
+    tensor.array = _eager_value(tensor, value)
     made = getattr(value, "_ag", None)
     if made is not None and made.record is not None and tuple(value.shape) == tuple(tensor.shape) and \
             value.dtype == tensor.dtype:

@@ -296,7 +296,7 @@ class StaticFunction:
             if out is not _MISS:
                 return out
             if args and args[0].__class__ is rt.Tensor:    # mixed signatures: the fast call of this shape
-                fast = self._fast_by_shape.get(args[0].data.shape)
+                fast = self._fast_by_shape.get(args[0].array.shape)
                 if fast is not None:
                     out = fast(args)
                     if out is not _MISS:
@@ -323,7 +323,7 @@ class StaticFunction:
         for j, t in enumerate(params):
             if t.backend is not backend:
                 raise _device_mismatch(traced.program.inputs[traced.n_inputs + j].name, t, plan)
-            arrays.append(t.data)
+            arrays.append(t.array)
         rng_state = rng.get_state() if GRAD_MODE.enabled and draws_random(traced.program) else None
         outs = plan(*arrays)
         if not kwargs:
@@ -332,7 +332,7 @@ class StaticFunction:
             if traced.fast:
                 self._fast_call = traced.fast
                 if args and args[0].__class__ is rt.Tensor:
-                    self._index_fast(args[0].data.shape, key, traced)
+                    self._index_fast(args[0].array.shape, key, traced)
         outs = [wrap_output(o, backend) for o in outs]
         if GRAD_MODE.enabled and not traced.writes_parameters:   # on the tape as one op when some input or
             # captured tensor requires grad; a Program that writes tensors requiring grad (a training step)
@@ -624,10 +624,10 @@ def _fast_call(static, traced, args, key):
         if type(a) is rt.Tensor:
             n = len(feeds)
             spec = specs[n] if specs is not None and n < len(specs) else None
-            shape = spec.shape if spec is not None else tuple(a.data.shape)
-            ns[f"DT{i}"] = np.dtype(spec.dtype if spec is not None else a.data.dtype)
+            shape = spec.shape if spec is not None else tuple(a.array.shape)
+            ns[f"DT{i}"] = np.dtype(spec.dtype if spec is not None else a.array.dtype)
             lines += [f"a{i} = args[{i}]", f"if a{i}.__class__ is not Tensor or a{i}.backend is not BE:",
-                      "    return MISS", f"d{i} = a{i}.data", f"s{i} = d{i}.shape"]
+                      "    return MISS", f"d{i} = a{i}.array", f"s{i} = d{i}.shape"]
             if -1 in shape:
                 dims = " or ".join(f"s{i}[{k}] != {d}" for k, d in enumerate(shape) if d != -1)
                 test = f"len(s{i}) != {len(shape)}" + (f" or {dims}" if dims else "")
@@ -654,15 +654,15 @@ def _fast_call(static, traced, args, key):
     for j, (t, source) in enumerate(zip(traced.param_tensors, sources)):
         ns[f"P{j}"] = t
         params.append(source or f"P{j}")
-    feeds += [f"{p}.data" for p in params]
+    feeds += [f"{p}.array" for p in params]
     if params:
         lines += ["if " + " or ".join(f"{p}.backend is not BE" for p in params) + ":", "    return MISS"]
     stores = []
     for j, (tensor, k, shape, dtype) in enumerate(traced.state.in_place):   # tensors the Program writes
         ns[f"WT{j}"], ns[f"WS{j}"], ns[f"WD{j}"] = tensor, shape, dtype
-        lines += [f"if WT{j}.data.shape != WS{j} or WT{j}.data.dtype != WD{j} or WT{j}.backend is not BE:",
+        lines += [f"if WT{j}.array.shape != WS{j} or WT{j}.array.dtype != WD{j} or WT{j}.backend is not BE:",
                   "    return MISS"]
-        stores.append(f"WT{j}.data = outs[{k}] if outs[{k}].__class__ is ND else WRAP(outs[{k}], BE).data")
+        stores.append(f"WT{j}.array = outs[{k}] if outs[{k}].__class__ is ND else WRAP(outs[{k}], BE).array")
     ns["GEN"], ns["G0"] = writeback.GENERATION, writeback.GENERATION[0]
     lines += ["if GEN[0] != G0:", "    return MISS"]       # a write-back replaced a captured tensor
     lines += ["try:", f"    outs = FN({', '.join(feeds)})", "except Exception as e:",
@@ -800,10 +800,10 @@ def _device(value):
 
 def _array(value, backend):
     if isinstance(value, rt.Tensor) and value.backend is backend:
-        return value.data
+        return value.array
     if isinstance(value, rt.InputSpec):
         raise TypeError("an InputSpec describes an input; call the function with a tensor")
-    return backend.asarray(value.data if isinstance(value, rt.Tensor) else value)
+    return backend.asarray(value.array if isinstance(value, rt.Tensor) else value)
 
 
 def _check_against_spec(value, spec, name):

@@ -189,11 +189,11 @@ class Watch:
 
 
 def _tensor_contents(t):
-    return _tensor_meta(t), t.backend.to_numpy(t.data).tobytes()
+    return _tensor_meta(t), t.backend.to_numpy(t.array).tobytes()
 
 
 def _tensor_meta(t):
-    return (type(t).__name__, t.backend.name, tuple(t.data.shape), np.dtype(t.data.dtype).str)
+    return (type(t).__name__, t.backend.name, tuple(t.array.shape), np.dtype(t.array.dtype).str)
 
 
 def key_part(kind, value):
@@ -415,7 +415,7 @@ class Guard:
         for w in watches:              # uncaptured or aliased tensors: any change of them retraces
             if w.kind == "tensor" and (id(w.expected) not in captured_ids or len(by_tensor[id(w.expected)]) > 1):
                 w.kind = "identity"
-                if id(w.expected) not in captured_ids and w.expected.data.size <= _MAX_ARRAY:
+                if id(w.expected) not in captured_ids and w.expected.array.size <= _MAX_ARRAY:
                     w.kind = "contents"    # perhaps read as a Python value (`if flag:`, `float(t)`): baked in
                     w.frozen = _tensor_contents(w.expected)
         self.watches = watches

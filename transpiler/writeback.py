@@ -117,7 +117,7 @@ class StateWrites:
                     slots.append(len(program.outputs) + len(self.outputs))
                     self.outputs.append(leaf)
                 elif made(leaf):
-                    slots.append(("made", leaf, leaf.data))     # a new Tensor each run, as each call makes one
+                    slots.append(("made", leaf, leaf.array))     # a new Tensor each run, as each call makes one
                 else:
                     slots.append(("const", leaf))
                 was = old[k] if old_def == treedef else None
@@ -150,7 +150,7 @@ class StateWrites:
     def stale(self):
         """Why the Program no longer fits what the objects hold (a reason for the retrace), or None."""
         for tensor, _, shape, dtype in self.in_place:
-            if tensor.data.shape != shape or tensor.data.dtype != dtype:
+            if tensor.array.shape != shape or tensor.array.dtype != dtype:
                 return f"a written tensor: {_brief(tensor)}, traced as {dtype.name}{list(shape)}"
         for cell, old_def, baked in self.checks:
             now, now_def = pytree.flatten(cell.get())
@@ -179,7 +179,7 @@ class StateWrites:
         """Write one run's values (wrapped outputs) to the objects."""
         written = set()
         for tensor, k, _, _ in self.in_place:
-            tensor.data = outputs[k].data
+            tensor.array = outputs[k].array
             written.add(id(tensor))
         for cell, treedef, slots, numbers_, links in self.entries:
             leaves = [outputs[s] if isinstance(s, int) else _fresh(s, written) if s[0] == "made" else s[1]
@@ -195,7 +195,7 @@ class StateWrites:
 def _fresh(slot, written):
     """A Tensor the trace made, stored on an object: a new one each run (with what the run wrote into it)."""
     _, tensor, array = slot
-    array = tensor.data if id(tensor) in written else array
+    array = tensor.array if id(tensor) in written else array
     return type(tensor)(tensor.backend.xp.array(array, copy=True), tensor.backend)
 
 

@@ -132,7 +132,7 @@ def _eager(fn, nums, has_aux, args, kwargs):
 def _fresh(t):
     if isinstance(t, Variable):
         raise TypeError("grad: a traced value reached an eager gradient")
-    out = Tensor(t.data, t.backend)
+    out = Tensor(t.array, t.backend)
     out._ag = Slot(keeps_grad=False)
     return out
 

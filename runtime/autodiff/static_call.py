@@ -86,9 +86,9 @@ def _call_opdef(program):
         backend = inputs[0].backend if inputs else None
         float_outs = [i for i, o in enumerate(forward.outputs) if _differentiable(o)]
         gs = g if isinstance(g, tuple) else (g,)
-        feeds = [t.data for t in inputs]
+        feeds = [t.array for t in inputs]
         for i in float_outs:
-            feeds.append((gs[i] if gs[i] is not None else zeros_like(outputs[i])).data)
+            feeds.append((gs[i] if gs[i] is not None else zeros_like(outputs[i])).array)
         plan = Executor(backend.name).compile(bprog)
         if draws_random(forward):
             if rng_state is None:
@@ -120,7 +120,7 @@ def record_call(program, arrays, sources, outputs, backend, rng_state=None):
     if opdef is None:
         opdef = _CALL_OPS[program] = _call_opdef(program)
     saved_in = [Tensor(a, backend) for a in arrays]
-    saved_out = tuple(Tensor(o.data, o.backend) if isinstance(o, Tensor) else o for o in outputs)
+    saved_out = tuple(Tensor(o.array, o.backend) if isinstance(o, Tensor) else o for o in outputs)
     out_keys = []
     attrs = {"rng_state": rng_state} if rng_state is not None else {}
     record = Record(opdef, saved_in, saved_out, attrs, in_keys, out_keys, False)

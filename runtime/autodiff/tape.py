@@ -71,10 +71,10 @@ def record(opdef, inputs, args, attrs, result, backend):
     record keeps them (a later `x[i] = v` gives x a new array, it never writes into this one)."""
     single = type(result) is not tuple
     if single:
-        if not carries_gradient(result.data):
+        if not carries_gradient(result.array):
             return
     else:
-        results = tuple([o.data for o in result])
+        results = tuple([o.array for o in result])
         out_keys = [carries_gradient(o) for o in results]      # then each output's Slot, or None
         if True not in out_keys:
             return
@@ -93,7 +93,7 @@ def record(opdef, inputs, args, attrs, result, backend):
     if not tracked:
         return
     if single:
-        result._ag = OutputRecord(opdef, attrs, saved, literals, result.data, backend)
+        result._ag = OutputRecord(opdef, attrs, saved, literals, result.array, backend)
         return
     rec = OpRecord(opdef, attrs, saved, literals, results, backend, out_keys)
     for i, out in enumerate(result):

@@ -29,7 +29,7 @@ def prepare_feed(program, backend, feed):
 def check_feed(var, value, backend):
     """The backend array for a fed value, after checking it against the declared Variable."""
     if isinstance(value, Tensor):
-        array = value.data if value.backend is backend else backend.asarray(value.backend.to_numpy(value.data))
+        array = value.array if value.backend is backend else backend.asarray(value.backend.to_numpy(value.array))
     elif backend.is_native(value):
         array = value
     elif isinstance(value, (bool, int, float, complex, list, tuple)):

@@ -19,7 +19,7 @@ def _fill(tensor, values):
         return tensor
     if not isinstance(tensor, EagerTensor):
         raise TypeError(f"initializers fill a runtime Tensor/Parameter, got {type(tensor).__name__}")
-    tensor.data = tensor.backend.asarray(np.asarray(values).astype(tensor.dtype, copy=False))
+    tensor.array = tensor.backend.asarray(np.asarray(values).astype(tensor.dtype, copy=False))
     return tensor
 
 

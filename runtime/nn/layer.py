@@ -345,7 +345,7 @@ class Layer:
     # --- state --------------------------------------------------------------------------
     def state_dict(self):
         """name -> Tensor holding each parameter's (and persistent buffer's) current value (sharing its array)."""
-        return {name: Tensor(p.data, p.backend) for name, p in self._state_items()}
+        return {name: Tensor(p.array, p.backend) for name, p in self._state_items()}
 
     def load_state_dict(self, state_dict, strict=True):
         """Set parameters from `state_dict` (name -> Tensor or array), all or nothing.
@@ -384,7 +384,7 @@ class Layer:
             raise ValueError(f"error(s) loading state_dict into {type(self).__name__}:\n  " + "\n  ".join(problems))
         for param, value in updates:
             data = _copy_onto(param.backend, value)
-            param.data = data if data.dtype == param.dtype else data.astype(param.dtype)
+            param.array = data if data.dtype == param.dtype else data.astype(param.dtype)
         return LoadResult(missing, unexpected)
 
     def set_state_dict(self, state_dict):
@@ -412,10 +412,10 @@ class Layer:
         backend = None if device is None else get_backend(device)
         for param in self.parameters() + self.buffers():
             if dtype is not None and param.dtype.kind == np.dtype(dtype).kind and param.dtype != np.dtype(dtype):
-                param.data = param.data.astype(dtype)
+                param.array = param.array.astype(dtype)
                 param.grad = None
             if backend is not None and param.backend is not backend:
-                param.data = backend.asarray(param.backend.to_numpy(param.data))
+                param.array = backend.asarray(param.backend.to_numpy(param.array))
                 param.backend = backend
         return self
 
@@ -466,7 +466,7 @@ class Layer:
             if set_to_none or param.grad is None:
                 param.grad = None
             else:
-                param.grad = Tensor(param.backend.xp.zeros_like(param.data), param.backend)
+                param.grad = Tensor(param.backend.xp.zeros_like(param.array), param.backend)
 
     def requires_grad_(self, requires_grad=True):
         for param in self.parameters():
@@ -544,8 +544,8 @@ def _copy_onto(backend, value):
     """A fresh array on `backend` holding `value` (a Tensor, NumPy/CuPy array or nested list)."""
     if isinstance(value, Tensor):
         if value.backend is backend:
-            return backend.xp.array(value.data, copy=True)
-        value = value.backend.to_numpy(value.data)
+            return backend.xp.array(value.array, copy=True)
+        value = value.backend.to_numpy(value.array)
     if backend.is_native(value):
         return backend.xp.array(value, copy=True)
     return backend.asarray(np.array(get_backend("cpu").asarray(value), copy=True))

@@ -301,7 +301,7 @@ class Embedding(Layer):
                                       "not supported")
         rows, cols = embeddings.shape
         layer = cls(rows, cols, padding_idx=padding_idx)
-        layer.weight.data = layer.weight.backend.asarray(np.array(embeddings, dtype=layer.weight.dtype))
+        layer.weight.array = layer.weight.backend.asarray(np.array(embeddings, dtype=layer.weight.dtype))
         layer.weight.requires_grad = not freeze
         return layer
 

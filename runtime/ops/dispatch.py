@@ -50,11 +50,11 @@ def run_eager(opdef, inputs, attrs, device=None):
                 raise ValueError(
                     f"{opdef.name}: inputs are on different devices ({backend.name} and {x.backend.name}); "
                     "move one with .to(device)")
-            args.append(x.data)
+            args.append(x.array)
         elif type(x) is list:    # an eager tensor array: a list of Tensors, its kernels take raw arrays
             if backend is None and x and isinstance(x[0], EagerTensor):
                 backend = x[0].backend
-            args.append([t.data if isinstance(t, EagerTensor) else t for t in x])
+            args.append([t.array if isinstance(t, EagerTensor) else t for t in x])
         elif isinstance(x, Variable):
             raise TypeError(f"{opdef.name}: Variable '{x.name}' used outside the trace that made it")
         elif isinstance(x, (int, float, complex)) and type(x) not in _EXACT_SCALARS and not isinstance(x, np.generic):

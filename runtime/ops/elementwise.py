@@ -253,7 +253,7 @@ def astype(x, dtype, /, *, copy=True, device=None):
     dtype = as_dtype(dtype)
     if getattr(x, "dtype", None) == dtype and not getattr(x, "weak", False):
         if copy and isinstance(x, EagerTensor):
-            x = Tensor(x.data, x.backend)
+            x = Tensor(x.array, x.backend)
         return x if device is None else x.to(device)
     out = apply(_astype, (x,), {"dtype": dtype.name})
     return out if device is None else out.to(device)

@@ -21,7 +21,7 @@ class Adagrad(Optimizer):
 
     def _new_state(self, p, group):
         total = eager_zeros(p)
-        total.data = total.data + group["initial_accumulator_value"]
+        total.array = total.array + group["initial_accumulator_value"]
         return {"step": step_counter(p), "sum": total}
 
     def _update(self, p, grad, state, group):

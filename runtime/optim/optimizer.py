@@ -59,7 +59,7 @@ class ParamGroup(dict):
             backend = get_backend(self.device)
             self.tensors[key] = Tensor(backend.asarray(np.float64(value)), backend)
         else:
-            held.data = held.backend.asarray(np.float64(value))
+            held.array = held.backend.asarray(np.float64(value))
 
     def scalar(self, key, dtype):
         """The hyperparameter as a 0-d tensor of `dtype` (read by reference in a traced step)."""
@@ -188,7 +188,7 @@ class Optimizer:
         for group in self.param_groups:
             numbers = []
             for p in group["params"]:
-                state[index] = {k: Tensor(v.data, v.backend) for k, v in self.state[p].items()}
+                state[index] = {k: Tensor(v.array, v.backend) for k, v in self.state[p].items()}
                 numbers.append(index)
                 index += 1
             groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": numbers})

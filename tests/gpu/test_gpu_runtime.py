@@ -38,7 +38,7 @@ def g(a, dtype=None):
 def assert_on_gpu(t):
     assert isinstance(t, rt.Tensor), type(t)
     assert t.device == "gpu"
-    assert isinstance(t.data, cupy.ndarray), type(t.data)
+    assert isinstance(t.array, cupy.ndarray), type(t.array)
 
 
 def check(t, expected, rtol=RTOL, atol=ATOL, device="gpu"):
@@ -80,9 +80,9 @@ def test_tensor_from_cupy_and_from_tensors():
     c = cupy.arange(6, dtype=cupy.float32).reshape(2, 3)
     t = g(c)
     assert_on_gpu(t)
-    assert t.data is c or bool((t.data == c).all())
+    assert t.array is c or bool((t.array == c).all())
     host = rt.tensor(c)                                  # a CuPy array asked onto the CPU is copied down
-    assert host.device == "cpu" and isinstance(host.data, np.ndarray)
+    assert host.device == "cpu" and isinstance(host.array, np.ndarray)
     np.testing.assert_array_equal(host.numpy(), cupy.asnumpy(c))
     again = g(t)
     assert_on_gpu(again)
@@ -96,7 +96,7 @@ def test_transfers_round_trip():
     assert_on_gpu(gpu)
     assert gpu.to("gpu") is gpu and cpu.to("cpu") is cpu
     back = gpu.to("cpu")
-    assert back.device == "cpu" and isinstance(back.data, np.ndarray)
+    assert back.device == "cpu" and isinstance(back.array, np.ndarray)
     np.testing.assert_array_equal(back.numpy(), a)
     np.testing.assert_array_equal(cpu.gpu().cpu().numpy(), a)
     np.testing.assert_array_equal(np.asarray(gpu), a)

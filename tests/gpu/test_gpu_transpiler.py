@@ -31,7 +31,7 @@ def g(a, dtype=None):
 def check(t, expected, rtol=1e-5, atol=1e-5):
     assert isinstance(t, rt.Tensor), type(t)
     assert t.device == "gpu", f"output is on {t.device}"
-    assert isinstance(t.data, cupy.ndarray), type(t.data)
+    assert isinstance(t.array, cupy.ndarray), type(t.array)
     expected = np.asarray(expected)
     actual = t.numpy()
     assert actual.dtype == expected.dtype, f"dtype {actual.dtype}, expected {expected.dtype}"
@@ -287,7 +287,7 @@ def _cpu_then_gpu(layer, *arrays, rtol=1e-4, atol=1e-5):
     expected = layer(*(rt.tensor(a) for a in arrays))
     expected = expected if isinstance(expected, tuple) else (expected,)
     assert layer.to("gpu") is layer
-    assert all(p.device == "gpu" and isinstance(p.data, cupy.ndarray) for p in layer.parameters())
+    assert all(p.device == "gpu" and isinstance(p.array, cupy.ndarray) for p in layer.parameters())
     out = layer(*(g(a) for a in arrays))
     out = out if isinstance(out, tuple) else (out,)
     for o, e in zip(out, expected):
@@ -361,7 +361,7 @@ def test_state_dict_round_trip_keeps_gpu():
     before = model(g(a)).numpy()
     state = {k: v.numpy() * 0 for k, v in model.state_dict().items()}     # host arrays in
     model.load_state_dict(state)
-    assert all(p.device == "gpu" and isinstance(p.data, cupy.ndarray) for p in model.parameters())
+    assert all(p.device == "gpu" and isinstance(p.array, cupy.ndarray) for p in model.parameters())
     after = model(g(a))                        # the traced Program reads the new values
     check(after, np.zeros((3, 4), np.float32), atol=1e-6)
     model.load_state_dict({k: g(v) for k, v in state.items()})          # GPU tensors in

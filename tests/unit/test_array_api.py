@@ -37,8 +37,8 @@ def test_dtype_functions():
 
 def test_asarray_copy_and_defaults():
     a = np.arange(3.0)
-    assert rt.asarray(a, copy=False).data is a
-    assert not np.shares_memory(rt.asarray(a, copy=True).data, a)
+    assert rt.asarray(a, copy=False).array is a
+    assert not np.shares_memory(rt.asarray(a, copy=True).array, a)
     with pytest.raises(ValueError, match="without a copy"):
         rt.asarray([1.0, 2.0], copy=False)
     assert rt.asarray(1.5).dtype == np.float32 and rt.asarray(1j).dtype == np.complex64
@@ -52,7 +52,7 @@ def test_asarray_copy_false_is_the_array_itself():
     x[()] = True
     assert out is x and out.item() is True
     empty = np.empty((0, 2), np.float32)          # shares_memory is False for empty arrays: no copy made either
-    assert rt.asarray(empty, copy=False).data is empty
+    assert rt.asarray(empty, copy=False).array is empty
     e = rt.asarray(empty)
     assert rt.asarray(e, copy=False, dtype="float32") is e
     with pytest.raises(ValueError, match="without a copy"):

@@ -463,7 +463,7 @@ def test_eager_tensor_array():
     for i in range(3):
         arr = rt.array_append(arr, rt.ones(2) * i)
     assert isinstance(arr, list) and all(isinstance(t, rt.Tensor) for t in arr)
-    assert all(isinstance(t.data, np.ndarray) for t in arr)
+    assert all(isinstance(t.array, np.ndarray) for t in arr)
     check(rt.stack(arr).numpy(), np.stack([np.ones(2, np.float32) * i for i in range(3)]))
     check(rt.array_length(arr).numpy(), np.int64(3))
     check(rt.array_read(arr, 2).numpy(), np.full(2, 2.0, np.float32))

@@ -92,11 +92,11 @@ def _objects(model):
 
 def snapshot(model, opt):
     return {
-        "arrays": {n: t.data.copy() for n, t in list(model.named_parameters()) + list(model.named_buffers())},
+        "arrays": {n: t.array.copy() for n, t in list(model.named_parameters()) + list(model.named_buffers())},
         "registries": {n: t for n, t in list(model.named_parameters()) + list(model.named_buffers())},
         "grads": {n: p.grad for n, p in model.named_parameters()},
-        "grad_arrays": {n: None if p.grad is None else p.grad.data.copy() for n, p in model.named_parameters()},
-        "optimizer": {(i, k): (v, v.data.copy()) for i, s in enumerate(opt.state.values()) for k, v in s.items()},
+        "grad_arrays": {n: None if p.grad is None else p.grad.array.copy() for n, p in model.named_parameters()},
+        "optimizer": {(i, k): (v, v.array.copy()) for i, s in enumerate(opt.state.values()) for k, v in s.items()},
         "groups": [dict(g) for g in opt.param_groups],
         "attributes": _objects(model),
         "globals": (LAST, list(HISTORY)),
@@ -110,10 +110,10 @@ def assert_unchanged(before, after):
     assert all(after["registries"][n] is t for n, t in before["registries"].items())
     for name, grad in before["grads"].items():
         assert after["grads"][name] is grad, f"{name}.grad is {after['grads'][name]!r}"
-        assert grad is None or grad.data.tobytes() == before["grad_arrays"][name].tobytes()
+        assert grad is None or grad.array.tobytes() == before["grad_arrays"][name].tobytes()
     for key, (tensor, array) in before["optimizer"].items():
         now, _ = after["optimizer"][key]
-        assert now is tensor and now.data.tobytes() == array.tobytes(), key
+        assert now is tensor and now.array.tobytes() == array.tobytes(), key
     assert after["groups"] == before["groups"]
     assert after["attributes"].keys() == before["attributes"].keys()
     for key, value in before["attributes"].items():

@@ -311,7 +311,7 @@ def test_setitem_on_eager_tensor_inside_a_trace_is_a_clear_error():
 
     with pytest.raises(TypeError, match="cannot assign into an eager Tensor inside traced code"):
         rt.trace(fn, [rt.InputSpec([3])])
-    assert isinstance(w.data, np.ndarray)
+    assert isinstance(w.array, np.ndarray)
     np.testing.assert_array_equal(w.numpy(), np.zeros(3, np.float32))       # nothing was written into w
 
 

@@ -15,6 +15,8 @@
     x.add_(y, alpha=2)   →  x = _jst.convert_in_place(x, 'add_', y, alpha=2)   (PyTorch's in-place methods,
                                                                        runtime.torch_methods.IN_PLACE)
     f(n).fill_(0)        →  _jst.convert_in_place(f(n), 'fill_', 0)   (on a temporary: its value)
+    p.data.add_(g)       →  p.data = _jst.convert_in_place(p.data, 'add_', g)   (PyTorch's `.data`: traced, a
+                                                                       write into p; eagerly, p's own array)
     xs[i]             →   _jst.convert_getitem(xs, i)      (only for names grown by append/insert/extend
                                                           or bound to a list display: `xs = [a, b]`)
 
@@ -73,6 +75,14 @@ class InPlaceUpdates(Transformer):
                             args=[load(call.func.value.id), gast.Constant(value=call.func.attr, kind=None)] + call.args,
                             keywords=call.keywords)
             return located(gast.Assign(targets=[store(call.func.value.id)], value=new, type_comment=None), node)
+        if _in_place_on_data(call):
+            holder_load, holder_store = copy.deepcopy(call.func.value), copy.deepcopy(call.func.value)
+            _set_ctx(holder_load, gast.Load())
+            _set_ctx(holder_store, gast.Store())
+            new = gast.Call(func=jst("convert_in_place"),
+                            args=[holder_load, gast.Constant(value=call.func.attr, kind=None)] + call.args,
+                            keywords=call.keywords)
+            return located(gast.Assign(targets=[holder_store], value=new, type_comment=None), node)
         target = _receiver(call, self.locals, _METHODS)
         if target is None:
             return self._hoist_pop(node)
@@ -206,6 +216,14 @@ def _in_place_receiver(node, local_names):
     """Whether `node` is a statement-level `x.add_(...)` (a PyTorch in-place method) on a local name x."""
     return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and node.func.attr in IN_PLACE
             and isinstance(node.func.value, gast.Name) and node.func.value.id in local_names
+            and not any(isinstance(a, gast.Starred) for a in node.args)
+            and all(k.arg is not None for k in node.keywords))
+
+
+def _in_place_on_data(node):
+    """Whether `node` is a statement-level `p.data.add_(...)`: a PyTorch in-place method on a `.data`."""
+    return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and node.func.attr in IN_PLACE
+            and isinstance(node.func.value, gast.Attribute) and node.func.value.attr == "data"
             and not any(isinstance(a, gast.Starred) for a in node.args)
             and all(k.arg is not None for k in node.keywords))
 
