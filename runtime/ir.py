@@ -18,6 +18,7 @@ Variable's dynamic dims come from the array namespace (`rt.shape`).
 """
 import keyword
 import re
+from typing import NamedTuple
 
 import numpy as np
 
@@ -28,6 +29,25 @@ from .shape_text import shape_text
 
 _IDENT = re.compile(r"[^0-9a-zA-Z_.]")   # dots kept: parameter names like "fc1.weight"
 LITERAL_TYPES = (bool, int, float, complex)
+
+
+class Spec(NamedTuple):
+    """A value's type: what shape rules read and return (`infer` rules take Specs for array inputs, never
+    Variables, so a rule runs the same on a traced value, an eager Tensor and a loaded file's value)."""
+
+    shape: tuple
+    dtype: np.dtype
+    weak: bool = False
+    kind: str = "dense"
+
+    @property
+    def static_shape(self):
+        """The shape (-1 = unknown), by the name a Variable gives it."""
+        return self.shape
+
+    @property
+    def ndim(self):
+        return len(self.shape)
 
 
 class Variable(ArrayMethods):
@@ -54,6 +74,11 @@ class Variable(ArrayMethods):
     @property
     def ndim(self):
         return len(self.static_shape)
+
+    @property
+    def type(self):
+        """This value's type (a Spec): what shape rules see of it."""
+        return Spec(self.static_shape, self.dtype, self.weak, self.kind)
 
     def _no_flag(self, value, name):
         raise TypeError(f"cannot set {name} on the traced value '{self.name}' (an attribute of an object or an "

@@ -13,7 +13,7 @@ from ..ir import LITERAL_TYPES, Variable
 from ..tensor import EagerTensor, Tensor
 from ..undefined import Undefined
 from .registry import get_op
-from .rules import Spec, is_weak, promote_operand
+from .rules import Spec, is_weak, promote_operand, type_of
 from ..autodiff.tape import GRAD_MODE, record as record_on_tape
 from ..dtypes import result_type
 
@@ -86,9 +86,9 @@ def explain_failure(opdef, inputs, attrs, error):
     """A kernel rejected its inputs: the op's own rule usually says why more clearly than
     the array library does, and says it the way tracing the same call would."""
     if opdef.infer is not None:
-        probes = [Variable("?", x.shape, x.dtype, None) if isinstance(x, EagerTensor) else x for x in inputs]
+        types = [Spec(tuple(x.shape), x.dtype) if isinstance(x, EagerTensor) else x for x in inputs]
         try:
-            opdef.infer(*probes, **attrs)
+            opdef.infer(*types, **attrs)
         except (ValueError, TypeError, IndexError) as clear:
             error = clear
         except Exception:
@@ -107,7 +107,7 @@ def record(opdef, inputs, attrs):
     ins = [as_input(x, block, opdef.name) for x in inputs]
     if opdef.promote:
         ins = cast_weak_operands(ins)
-    specs = opdef.infer(*ins, **attrs)
+    specs = opdef.infer(*map(type_of, ins), **attrs)
     single = isinstance(specs, Spec)
     # a Python operator of Python numbers is a Python number; an rt function of them is NumPy's strong result
     weak = getattr(PYTHON_OPERATOR, "active", False) or not all(is_weak(x) for x in ins if x is not None)

@@ -58,7 +58,7 @@ def _randint_infer(low, high, *dims, dtype):
     if dtype.kind not in "iu":
         raise TypeError(f"randint needs an integer dtype, not {dtype.name}")
     for bound in (low, high):
-        if isinstance(bound, Variable) and (bound.dtype.kind not in "iub" or bound.ndim != 0):
+        if isinstance(bound, Spec) and (bound.dtype.kind not in "iub" or bound.ndim != 0):
             raise TypeError(f"randint's bounds must be integers, not {bound.dtype.name}[{bound.ndim}-d]")
     return Spec(_static(dims), dtype)
 

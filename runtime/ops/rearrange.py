@@ -116,7 +116,7 @@ def _repeat_infer(x, repeats, axis=None):
     else:
         (axis,) = norm_axes(axis, len(shape))
     count = shape[axis]
-    n = -1 if isinstance(repeats, Variable) or count == -1 else int(repeats) * count   # per-element counts: data
+    n = -1 if isinstance(repeats, Spec) or count == -1 else int(repeats) * count   # per-element counts: data
     return _like(x, shape[:axis] + (n,) + shape[axis + 1:])
 
 
