@@ -76,7 +76,7 @@ class Variable(ArrayMethods):
         return len(self.static_shape)
 
     @property
-    def type(self):
+    def spec(self):
         """This value's type (a Spec): what shape rules see of it."""
         return Spec(self.static_shape, self.dtype, self.weak, self.kind)
 

@@ -17,7 +17,7 @@ TYPED = (Spec, Variable)     # what has a type of its own (a rule's array input:
 
 def type_of(x):
     """What a shape rule sees of an op input: a Variable's type (a Spec); literals as they are."""
-    return x.type if isinstance(x, Variable) else x
+    return x.spec if isinstance(x, Variable) else x
 
 
 def shape_of(x):
