@@ -10,14 +10,12 @@ import functools
 import operator
 import re
 import sys
-import threading
 import types
 
 import numpy as np
 
 import runtime as rt
 from runtime import pytree, tracing
-from runtime.array_methods import python_numbers
 from runtime.control_flow import Undefined, as_predicate, as_variable
 from runtime.undefined import AT_RUN_TIME
 from runtime.errors import ControlFlowError, SymbolicBoolError
@@ -991,7 +989,7 @@ class SymbolicRange(SymbolicIterable):
     def length(self):
         if isinstance(self.step, int) and self.step == 0:
             raise ValueError("range() arg 3 must not be zero")
-        with python_numbers():          # len(range(...)) is a Python int
+        with tracing.python_numbers():          # len(range(...)) is a Python int
             return self._length()
 
     def _length(self):
@@ -1038,7 +1036,7 @@ class _Zip(SymbolicIterable):
     def length(self):
         lengths = [p.length() for p in self.parts]
         out = lengths[0]
-        with python_numbers():          # the shortest length, a Python int
+        with tracing.python_numbers():          # the shortest length, a Python int
             for other in lengths[1:]:
                 out = rt.minimum(out, other) if _symbolic(out) or _symbolic(other) else builtins.min(out, other)
         return out
@@ -1376,9 +1374,6 @@ def convert_raise(exc, *cause):
     rt.raise_(cls, message, *values)
 
 
-_catching = threading.local()      # per thread: handler types of the `try` bodies tracing is inside
-
-
 class catching:
     """A `try` body of converted code: a raise its handlers catch stays a Python raise, even in a
     function it calls, since a `raise` op could not be caught when the Program runs."""
@@ -1386,20 +1381,18 @@ class catching:
     def __init__(self, types):
         self.types = types          # a thunk: the handlers' type expressions, read only on a raise
 
-    def __enter__(self):
-        stack = getattr(_catching, "stack", None)
-        if stack is None:
-            stack = _catching.stack = []
-        stack.append(self.types)
+    def __enter__(self):     # the trace context's frame holds the open bodies' handlers (this thread's)
+        self.scope = tracing.frame(catching=tracing.current_frame().catching + (self.types,))
+        self.scope.__enter__()
 
     def __exit__(self, *exc_info):
-        _catching.stack.pop()
+        self.scope.__exit__(*exc_info)
         return False
 
 
 def _caught(cls):
     """Would an open `try` of converted code catch an exception of type cls?"""
-    for handled in reversed(getattr(_catching, "stack", None) or ()):
+    for handled in reversed(tracing.current_frame().catching):
         flat = []
         for t in handled():
             flat.extend(t if isinstance(t, tuple) else (BaseException if t is None else t,))
@@ -1718,7 +1711,7 @@ def convert_call(fn):
     variable (`fn = range; fn(n)`), fn itself otherwise."""
     if isinstance(fn, (types.BuiltinFunctionType, type)):
         return _OVERLOADS.get(fn, fn)
-    return tracing.call_converter(fn)       # api's converted_callable: api sits above this module
+    return tracing.convert_callable(fn)       # api's converted_callable: api sits above this module
 
 
 _OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins.range: convert_range,

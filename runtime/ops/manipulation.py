@@ -15,12 +15,11 @@ from .tensor_array import array_concat, array_stack
 
 def _reshape_infer(x, *shape):
     src = list(shape_of(x))
-    # a symbolic dim that is x's own unknown dim (x.reshape(x.shape[0], -1)) cancels out
-    for d in shape:
-        source = getattr(d, "dim_of", None)
-        if source is not None and source[0] is x and src[source[1]] == -1:
-            src[source[1]] = 1
-    cancelled = [getattr(d, "dim_of", (None,))[0] is x for d in shape]
+    # a symbolic dim that is x's own unknown dim (x.reshape(x.shape[0], -1)) cancels out: x is input 0
+    cancelled = [isinstance(d, Spec) and d.dim_of is not None and d.dim_of[0] == 0 for d in shape]
+    for d, c in zip(shape, cancelled):
+        if c and src[d.dim_of[1]] == -1:
+            src[d.dim_of[1]] = 1
     dims = [d if isinstance(d, int) else (1 if c else -2) for d, c in zip(shape, cancelled)]  # -2: unknown now
     if dims.count(-1) > 1:
         raise ValueError(f"reshape: at most one -1 in the new shape, got {tuple(shape)}")

@@ -20,6 +20,19 @@ def type_of(x):
     return x.spec if isinstance(x, Variable) else x
 
 
+def input_types(inputs):
+    """What a shape rule sees of an op's inputs: each Variable's type, a traced dim of another input
+    (`x.reshape(x.shape[0], -1)`) marked as that input's (Spec.dim_of); literals as they are."""
+    types = [type_of(x) for x in inputs]
+    for j, x in enumerate(inputs):
+        source = getattr(x, "dim_of", None)
+        if source is not None:
+            k = next((k for k, y in enumerate(inputs) if y is source[0]), None)
+            if k is not None:
+                types[j] = types[j]._replace(dim_of=(k, source[1]))
+    return types
+
+
 def shape_of(x):
     return x.static_shape if isinstance(x, TYPED) else np.shape(x)
 

@@ -258,8 +258,8 @@ def _read_grad(p, label):
     """p.grad; while tracing, an eager gradient (from a backward() before the call) is a place read on
     every call: a Program feeds the `.grad` each call finds there, and None <-> tensor retraces."""
     grad = p.grad
-    if tracing.current_block() is not None and tracing.place_reader is not None and not isinstance(grad, Variable):
-        tracing.place_reader(f"{label}.grad", GradPlace(p), "grad", grad)
+    if tracing.current_block() is not None and not isinstance(grad, Variable):
+        tracing.note_place_read(f"{label}.grad", GradPlace(p), "grad", grad)
     return grad
 
 
