@@ -14,13 +14,14 @@ from . import pytree, tracing
 from .autodiff.tape import GRAD_MODE
 from .dtypes import DEFAULT_INT, result_type, weak_dtype
 from .errors import ControlFlowError
-from .ir import LITERAL_TYPES, Variable, captures
+from .ir import LITERAL_TYPES, captures
 from .ops import (array_from_list, array_length, array_new, astype, full, greater, not_equal, undefined_value,
                   zeros)
 from .ops.control import block_raises, mark_raising
 from .shape_text import shape_text
 from .state import AttrCell, TensorValueCell, collecting_writes
 from .tensor import EagerTensor, Tensor
+from .tracer import Tracer
 from .undefined import AT_RUN_TIME, Undefined
 
 
@@ -44,7 +45,7 @@ def _is_scalar(value):
 
 
 def _describe(value):
-    if isinstance(value, Variable):
+    if isinstance(value, Tracer):
         return f"a tensor ({value.type_str()})"
     if isinstance(value, Tensor):
         return f"a tensor ({value.dtype.name}{shape_text(value.shape)})"
@@ -99,7 +100,7 @@ def _weak_constant(value):
 
 def as_variable(value):
     """Any tensor-like leaf as a Variable of the current block."""
-    if isinstance(value, Variable):
+    if isinstance(value, Tracer):
         return value
     if isinstance(value, Tensor):
         return tracing.lift_tensor(value)
@@ -133,7 +134,7 @@ def _merge_shapes(a, b, name):
 def _cast(var, dtype):
     """astype that keeps a weak value weak (a Python number stays a Python number)."""
     out = astype(var, dtype)
-    if var.weak and isinstance(out, Variable):
+    if var.weak and isinstance(out, Tracer):
         out.weak = True
     return out
 
@@ -149,7 +150,7 @@ def cond(pred, true_fn, false_fn, *operands, names=None, state=None):
     function's locals that the branches may write: each branch starts from their
     value before the `if`, and after it they hold the `cond` op's results.
     """
-    if not isinstance(pred, Variable):
+    if not isinstance(pred, Tracer):
         return true_fn(*operands) if _truth(pred) else false_fn(*operands)
     cells = tuple(state()) if state is not None else ()
     return _carrying_tensor_writes(cells, lambda all_cells: _cond_with_cells(
@@ -380,7 +381,7 @@ def _fill(value, like, block, fill_only=True):
 
 def _undefined_like(bound, undefined):
     """An `undefined` op shaped like `bound`, a tensor or number that a branch binds the name to."""
-    if isinstance(bound, Variable):
+    if isinstance(bound, Tracer):
         return _placeholder_tree(bound, undefined)
     if isinstance(bound, Tensor):
         return undefined_value(undefined.name, bound.shape, bound.dtype, undefined.origin)
@@ -401,7 +402,7 @@ def _placeholder_tree(like, undefined=None):
     leaves, treedef = pytree.flatten(like)
     out = []
     for leaf in leaves:
-        if isinstance(leaf, Variable):
+        if isinstance(leaf, Tracer):
             if leaf.kind == "array":
                 out.append(array_new(leaf.static_shape, leaf.dtype))
             elif undefined is not None:
@@ -420,7 +421,7 @@ def _placeholder_tree(like, undefined=None):
 
 
 def _tensorish(value):
-    return isinstance(value, (Variable, Tensor))
+    return isinstance(value, (Tracer, Tensor))
 
 
 def _same_python_value(a, b):
@@ -526,7 +527,7 @@ def while_loop(cond_fn, body_fn, loop_vars, names=None, state=None):
     values = tuple(loop_vars)
     while True:
         pred = _probe(cond_fn, values)
-        if isinstance(pred, Variable):
+        if isinstance(pred, Tracer):
             cells = tuple(state()) if state is not None else ()
             values = _carrying_tensor_writes(cells, lambda all_cells, values=values: _while_with_cells(
                 cond_fn, body_fn, values, names, all_cells) if all_cells else
@@ -572,7 +573,7 @@ def _probe(cond_fn, state):
         return cond_fn(*state)
     point = tracing.checkpoint(block)
     pred = cond_fn(*state)
-    if isinstance(pred, Variable):
+    if isinstance(pred, Tracer):
         tracing.rollback(point)
     return pred
 
@@ -682,7 +683,7 @@ def _to_array(items, like, block):
     with tracing.block_guard(block):
         if items:
             return array_from_list([as_variable(v) for v in items])
-        if isinstance(like, Variable):
+        if isinstance(like, Tracer):
             return array_new(like.static_shape, like.dtype)
         if _is_number(like):      # a Python number appended while a loop's state was still Python
             return array_new((), weak_dtype(like))
@@ -690,7 +691,7 @@ def _to_array(items, like, block):
 
 
 def _is_array(value):
-    return isinstance(value, Variable) and value.kind == "array"
+    return isinstance(value, Tracer) and value.kind == "array"
 
 
 def _unify_lists(a, b, block_a, block_b):
@@ -712,7 +713,7 @@ def _grow_lists(init, out, block):
         return None
     changed, new = False, list(init)
     for i, (before, after) in enumerate(zip(init, out)):
-        if _is_tensor_list(before) and isinstance(after, Variable) and after.kind == "array":
+        if _is_tensor_list(before) and isinstance(after, Tracer) and after.kind == "array":
             new[i] = _to_array(before, after, block)
             changed = True
         elif _is_tensor_list(before) and _is_tensor_list(after) and len(after) != len(before) and after:
@@ -747,7 +748,7 @@ def _has_changed(new, old):
 
 
 def _carry(leaf):
-    if isinstance(leaf, Variable):
+    if isinstance(leaf, Tracer):
         return ("var", leaf)
     if isinstance(leaf, Tensor):
         return ("var", tracing.lift_tensor(leaf))

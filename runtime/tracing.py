@@ -18,6 +18,7 @@ from .ir import Program, Variable, compact_blocks
 from .trace_context import _active, _active_lock, _state
 from .trace_context import current_frame, frame, install, python_numbers  # noqa: F401 - tracing's face for the transpiler
 from .tracer import Tracer
+from .tracer import Tracer
 from .undefined import Undefined
 
 
@@ -321,7 +322,7 @@ def finish_outputs(program, result):
     for i, leaf in enumerate(leaves):
         if isinstance(leaf, Undefined):
             raise leaf.error()
-        if isinstance(leaf, Variable):
+        if isinstance(leaf, Tracer):
             outputs.append(leaf)
         elif isinstance(leaf, ArrayMethods):      # an eager Tensor (tensor.py is above this layer)
             outputs.append(lift_tensor(leaf))

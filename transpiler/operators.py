@@ -17,12 +17,12 @@ import numpy as np
 import runtime as rt
 from runtime import pytree, tracing
 from runtime.control_flow import Undefined, as_predicate, as_variable
+from runtime.tracer import Tracer
 from runtime.undefined import AT_RUN_TIME
 from runtime.errors import ControlFlowError, SymbolicBoolError
 from runtime.ops.dispatch import record as record_op
 from runtime.ops.known import known_value
 from runtime.ops.control import Text, safe_field
-from runtime.ir import Variable
 from runtime.ops.registry import get_op
 from runtime.state import attr_cell, contents_cell, item_cell
 from runtime.tensor import stands_for
@@ -34,7 +34,7 @@ from .errors import ConversionError
 
 
 def _symbolic(value):
-    return isinstance(value, Variable)
+    return isinstance(value, Tracer)
 
 
 def _tuple(result, n):
@@ -351,7 +351,7 @@ def _check_captured(kind, before, *fns):
             if type(value) not in (list, dict) or before.get(id(cell)) != id(value):
                 continue
             for leaf in pytree.flatten(value)[0]:
-                if isinstance(leaf, Variable) and not (
+                if isinstance(leaf, Tracer) and not (
                         leaf.block.program is block.program and leaf.block.is_ancestor_of(block)):
                     raise ControlFlowError(
                         f"'{name}' is changed inside this tensor-dependent `{kind}` where the conversion cannot "
@@ -446,7 +446,7 @@ def _check_objects(kind, watched):
         changed = [attr for attr in [*before, *(a for a in after if a not in before)]
                    if (id(obj), attr) not in carried and before.get(attr, _MISSING) is not after.get(attr, _MISSING)]
         python_valued = [attr for attr in changed
-                         if not any(isinstance(v, Variable) for v in pytree.flatten(after.get(attr))[0])]
+                         if not any(isinstance(v, Tracer) for v in pytree.flatten(after.get(attr))[0])]
         if not python_valued:
             continue
         for attr in changed:
@@ -1187,7 +1187,7 @@ def _extreme(python_fn, name, args, key, default, better):
 
 
 def _tensorish(value):
-    return isinstance(value, (Variable, rt.Tensor))
+    return isinstance(value, (Tracer, rt.Tensor))
 
 
 def convert_isinstance(obj, classinfo):
@@ -1553,7 +1553,7 @@ def convert_getitem(container, index):
     if type(container) is list and not container and (_symbolic(index) or type(index) is int):
         raise EmptyListRead("list index out of range")
     if type(container) is list and _symbolic(index) and container:
-        if all(callable(item) and not isinstance(item, (Variable, rt.Tensor)) for item in container):
+        if all(callable(item) and not isinstance(item, (Tracer, rt.Tensor)) for item in container):
             return _choose(container, index, "list")
         if _numbers_of_one_type(container):
             return _weak_items(rt.asarray(np.asarray(container)), index)   # Python numbers: a weak item
@@ -1570,9 +1570,9 @@ def _check_one_kind(items, what):
     """A list used at a tensor index goes through its stack: only what Python would give back unchanged,
     tensors of one shape and dtype; Python numbers among 0-d tensors whose dtype holds them as they are
     (`[1, 1]` grown by int32 items in a tensor loop)."""
-    kinds = {(v.static_shape if isinstance(v, Variable) else tuple(v.shape), np.dtype(v.dtype))
-             if isinstance(v, (Variable, rt.Tensor)) else None for v in items}
-    numbers = {type(v) for v in items if not isinstance(v, (Variable, rt.Tensor))}
+    kinds = {(v.static_shape if isinstance(v, Tracer) else tuple(v.shape), np.dtype(v.dtype))
+             if isinstance(v, (Tracer, rt.Tensor)) else None for v in items}
+    numbers = {type(v) for v in items if not isinstance(v, (Tracer, rt.Tensor))}
     if numbers and numbers <= {bool, int, float} and len(kinds - {None}) == 1:
         (shape, dtype), = kinds - {None}
         holds = {bool: "b", int: "iuf", float: "f"}
@@ -1688,7 +1688,7 @@ def _item(items, k):
 
 
 def _holds_traced(data):
-    return isinstance(data, Variable) or isinstance(data, (list, tuple)) and builtins.any(map(_holds_traced, data))
+    return isinstance(data, Tracer) or isinstance(data, (list, tuple)) and builtins.any(map(_holds_traced, data))
 
 
 def _numpy_array_overload(numpy_fn):

@@ -3,8 +3,8 @@ import numpy as np
 
 from .. import tracing
 from ..dtypes import result_type
-from ..ir import Variable
 from ..shape_text import shape_text
+from ..tracer import Tracer
 from .dispatch import apply
 from .registry import OpDef, register
 from .rules import Spec, broadcast_shapes, dtype_of, is_weak, norm_axes, promote_operand, shape_of
@@ -51,7 +51,7 @@ _reshape = register(OpDef("reshape", _reshape_kernel, _reshape_infer, safe_when_
 
 
 def reshape(x, /, shape, *, copy=None):
-    if isinstance(shape, (int, Variable)):
+    if isinstance(shape, (int, Tracer)):
         shape = (shape,)
     return apply(_reshape, (x,) + tuple(int(d) if isinstance(d, (int, np.integer)) else d for d in shape), {})
 
@@ -187,14 +187,14 @@ _stack = register(OpDef("stack", lambda xp, *xs, axis=0: xp.stack(xs, axis=axis)
 
 def concat(arrays, axis=0):
     """Join arrays along an existing axis; also takes a tensor array built by append in a loop."""
-    if isinstance(arrays, Variable) and arrays.kind == "array":
+    if isinstance(arrays, Tracer) and arrays.kind == "array":
         return array_concat(arrays, axis)
     return apply(_concat, tuple(arrays), {"axis": None if axis is None else int(axis)})
 
 
 def stack(arrays, axis=0):
     """Join arrays along a new axis; also takes a tensor array built by append in a loop."""
-    if isinstance(arrays, Variable) and arrays.kind == "array":
+    if isinstance(arrays, Tracer) and arrays.kind == "array":
         return array_stack(arrays, axis)
     return apply(_stack, tuple(arrays), {"axis": int(axis)})
 
@@ -247,14 +247,14 @@ _dim = register(OpDef("dim", _dim_kernel, _dim_infer))
 def dim(x, axis):
     """Size of one dim as a scalar int (symbolic while tracing when unknown)."""
     out = apply(_dim, (x,), {"axis": int(axis)})
-    if isinstance(out, Variable):
+    if isinstance(out, Tracer):
         out.dim_of = (x, int(axis) % max(len(x.static_shape), 1))   # lets reshape cancel it against x
     return out
 
 
 def shape(x):
     """x.shape, with unknown dims as scalar int Variables while tracing (a Variable's `.shape` is this)."""
-    if not isinstance(x, Variable):
+    if not isinstance(x, Tracer):
         return x.shape
     dims = x.static_shape
     if -1 not in dims or tracing.current_block() is None:
