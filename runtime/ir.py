@@ -48,6 +48,12 @@ class Spec(NamedTuple):
     def ndim(self):
         return len(self.shape)
 
+    def type_str(self):
+        text = f"{np.dtype(self.dtype).name}{shape_text(self.shape)}"
+        if self.kind == "array":
+            text = f"array<{text}>"
+        return text + " weak" if self.weak else text
+
 
 class Variable:
     """A value of the graph: a name (a printing hint, unique in its Program), its type and its block.
@@ -79,14 +85,8 @@ class Variable:
         return Spec(self.static_shape, self.dtype, self.weak, self.kind)
 
     def type_str(self):
-        text = f"{self.dtype.name}{shape_text(self.static_shape)}"
-        if self.kind == "array":
-            text = f"array<{text}>"
-        if self.weak:
-            text += " weak"
-        if self.persistable:
-            text += " persistable"
-        return text
+        text = self.spec.type_str()
+        return text + " persistable" if self.persistable else text
 
     def __repr__(self):
         return f"Variable({self.name}: {self.type_str()})"

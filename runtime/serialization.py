@@ -634,7 +634,7 @@ class _Reader:
             conflict = len(shape) != out.ndim or any(
                 a != b and -1 not in (a, b) for a, b in zip(shape, out.static_shape))
             if conflict or np.dtype(spec.dtype) != out.dtype or spec.kind != out.kind:
-                made = Variable("", shape, spec.dtype, None, kind=spec.kind).type_str()
+                made = Spec(shape, spec.dtype, kind=spec.kind).type_str()
                 self.fail(f"{where} declares output '{out.name}' as {out.type_str()}; the op makes {made}")
 
     # --- outputs and the parameter table -------------------------------------------------
