@@ -27,6 +27,7 @@ class Tracer(Variable, ArrayMethods):
         super().__init__(name, shape, dtype, block, persistable, weak, kind)
         self.length = None      # a tensor array's number of items when the trace knows it (a loop of static
                                 # length that appended to it once per iteration): Python may walk it then
+        self.dim_of = None      # (x, axis) when this is `x.shape[axis]` traced (ops.dim): rules see it (Spec.dim_of)
 
     def _no_flag(self, value, name):
         raise TypeError(f"cannot set {name} on the traced value '{self.name}' (an attribute of an object or an "
