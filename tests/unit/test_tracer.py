@@ -147,3 +147,24 @@ def test_a_converted_try_leaves_no_frame_behind():
     outermost = tracing.current_frame()
     np.testing.assert_allclose(_raises_in_a_try(rt.tensor(X)).numpy(), X + 1)
     assert tracing.current_frame() is outermost
+
+
+def test_trace_state_lives_in_the_one_trace_context():
+    """No module keeps per-thread state of its own (grad mode aside, which eager code uses too), and the
+    transpiler's services are installed through `tracing.install`, never assigned to module attributes."""
+    own_locals, hooks = [], []
+    for path in sorted((ROOT / "runtime").rglob("*.py")) + sorted((ROOT / "transpiler").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr == "local" and getattr(node.value, "id", None) == "threading":
+                own_locals.append(rel)
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr in (
+                    "call_converter", "place_reader") for t in node.targets):
+                hooks.append(rel)
+    assert sorted(set(own_locals)) == ["runtime/autodiff/tape.py", "runtime/trace_context.py"]
+    assert hooks == []
+
+
+def test_install_names_only_the_known_services():
+    with pytest.raises(TypeError, match="no trace service"):
+        tracing.install(converter=lambda fn: fn)
