@@ -1,12 +1,10 @@
-"""Operators and NumPy-style methods shared by eager Tensors and traced Variables.
+"""Operators and NumPy-style methods shared by eager Tensors and traced values (runtime.tracer).
 
 Every method forwards to the array namespace, so an op's semantics live only in
 the op registry; `_ns` is bound by `runtime.ops` once all ops are defined.
 Tensor and Variable sit below the ops, so they reach them only through `_ns`.
 """
 import sys
-import threading
-from contextlib import contextmanager
 
 import numpy as np
 
@@ -179,33 +177,6 @@ OPERATORS = tuple(f"__{name}__" for name in (
     "add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv mod rmod pow rpow neg pos abs invert "
     "and rand or ror xor rxor lshift rlshift rshift rrshift iadd isub imul itruediv ifloordiv imod ipow "
     "iand ior ixor ilshift irshift").split())
-PYTHON_OPERATOR = threading.local()     # .active: tracing what Python does with numbers
-
-
-@contextmanager
-def python_numbers():
-    """Ops traced inside compute what Python's operators compute on numbers: a weak value (a Python
-    number turned symbolic) stays weak. Outside, an rt function of weak values alone returns NumPy's
-    strongly typed result, as `np.abs(3)` is an int64 where `abs(3)` is an int."""
-    outer = getattr(PYTHON_OPERATOR, "active", False)
-    PYTHON_OPERATOR.active = True
-    try:
-        yield
-    finally:
-        PYTHON_OPERATOR.active = outer
-
-
-def python_operator(method):
-    """A Variable's operator, which on a weak value is Python's operator on a number."""
-    def operator(self, *args):
-        if not self.weak:
-            return method(self, *args)
-        with python_numbers():
-            return method(self, *args)
-    operator.__name__ = method.__name__
-    return operator
-
-
 def _augmented(name, x, y):
     """`x op= y` as NumPy computes it into x: the result keeps x's dtype when NumPy's 'same_kind'
     casting allows it (float32 x += int32 i stays float32) and x's shape, else NumPy's error.

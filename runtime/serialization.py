@@ -30,7 +30,7 @@ import numpy as np
 from . import pytree
 from .ir import Block, Operator, Program, Variable, captures, sub_block_attrs
 from .ops.registry import REGISTRY
-from .ops.rules import Spec
+from .ops.rules import Spec, input_types
 from .shape_text import shape_text
 
 FORMAT = "dy2static.program"
@@ -618,7 +618,7 @@ class _Reader:
         # should rules, but a rule that only takes one form is not the file's fault.
         for form in (_tuplify(attrs, list), attrs):
             try:
-                specs = opdef.infer(*inputs, **form)
+                specs = opdef.infer(*input_types(inputs), **form)
                 break
             except Exception as e:  # noqa: BLE001 - any failure of the rule means the file is inconsistent
                 error = error or e
@@ -634,7 +634,7 @@ class _Reader:
             conflict = len(shape) != out.ndim or any(
                 a != b and -1 not in (a, b) for a, b in zip(shape, out.static_shape))
             if conflict or np.dtype(spec.dtype) != out.dtype or spec.kind != out.kind:
-                made = Variable("", shape, spec.dtype, None, kind=spec.kind).type_str()
+                made = Spec(shape, spec.dtype, kind=spec.kind).type_str()
                 self.fail(f"{where} declares output '{out.name}' as {out.type_str()}; the op makes {made}")
 
     # --- outputs and the parameter table -------------------------------------------------

@@ -13,7 +13,7 @@ from .array_methods import ArrayMethods, ElementCount, namespace
 from .torch_methods import to_arguments
 from .backends import get_backend
 from .dtypes import as_dtype
-from .ir import Variable
+from .tracer import Tracer
 from .autodiff import tape
 from .autodiff.tape import Slot, no_grad
 
@@ -30,10 +30,10 @@ class TensorType(type):
     Parameter's own class for a captured Parameter, `list` (not Tensor) for a tensor array — wherever it
     is asked: library code, `@not_to_static` helpers, a metaclass's `__instancecheck__`. CPython answers
     `isinstance(t, Tensor)` for an exact Tensor without calling this, so eager code pays nothing there.
-    `type(x) is Tensor` stays False for a traced value (its type is `Variable`)."""
+    `type(x) is Tensor` stays False for a traced value (its type is `Tracer`)."""
 
     def __instancecheck__(cls, obj):
-        return type.__instancecheck__(cls, obj) or isinstance(obj, Variable) and issubclass(stands_for(obj), cls)
+        return type.__instancecheck__(cls, obj) or isinstance(obj, Tracer) and issubclass(stands_for(obj), cls)
 
 
 def stands_for(var):

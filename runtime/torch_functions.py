@@ -14,11 +14,11 @@ import numpy as np
 from . import backends, ops
 from .autodiff import tape
 from .dtypes import as_dtype
-from .ir import Variable
 from .ops.creation import asarray, tensor
 from .rng import seed
 from .tensor import Tensor
 from .torch_methods import TorchMethods, sort_result, topk_result
+from .tracer import Tracer
 
 # PyTorch's dtype names (rt.float32 and the rest are NumPy's, which PyTorch shares)
 float = np.float32          # noqa: A001
@@ -308,7 +308,7 @@ def _size_and_dtype(shape, sizes, size, dtype, what):
         shape = size
     if shape is None:
         raise TypeError(f"{what}() missing its shape")
-    if len(sizes) == 1 and not isinstance(sizes[0], (builtins.int, np.integer, Variable)) and sizes[0] is not None:
+    if len(sizes) == 1 and not isinstance(sizes[0], (builtins.int, np.integer, Tracer)) and sizes[0] is not None:
         if dtype is not None:
             raise TypeError(f"{what}: dtype given twice")
         return shape, sizes[0]
@@ -383,7 +383,7 @@ class set_grad_enabled:
 
 
 def is_tensor(x):
-    return isinstance(x, (Tensor, Variable))
+    return isinstance(x, (Tensor, Tracer))
 
 
 def from_numpy(array):

@@ -7,7 +7,6 @@ the Program, fed by reference on each run, never constants baked into it.
 """
 import os
 import sys
-import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -16,16 +15,11 @@ from .array_methods import ArrayMethods
 from .autodiff.tape import enable_grad
 from .dtypes import as_dtype
 from .ir import Program, Variable, compact_blocks
+from .trace_context import _active, _active_lock, _state
+from .trace_context import current_frame, frame, install, python_numbers  # noqa: F401 - tracing's face for the transpiler
+from .tracer import Tracer
+from .tracer import Tracer
 from .undefined import Undefined
-
-
-class _ThreadState(threading.local):
-    """Tracing state belongs to the thread that traces: another thread's eager ops are never recorded."""
-
-    def __init__(self):
-        self.blocks = []           # the stack of blocks being recorded into
-        self.name_hints = {}       # id(tensor) -> preferred Program name (layer parameters)
-        self.traces = {}           # id(Program) -> (Program, TraceState) of the Programs being recorded
 
 
 class TraceState:
@@ -51,9 +45,6 @@ def trace_state(program):
     return entry[1] if entry is not None and entry[0] is program else TraceState()
 
 
-_state = _ThreadState()
-_active = [0]                      # threads recording now: while 0, hot paths skip the thread-local lookup
-_active_lock = threading.Lock()
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
 _SKIP_DIRS = (_RUNTIME_DIR, os.path.join(os.path.dirname(_RUNTIME_DIR), "transpiler"))
 
@@ -103,15 +94,22 @@ def parameter_names(named_tensors):
             _name_hints.pop(key, None)
 
 
-call_converter = None   # set by the transpiler: the converted form of a user callable, for library and converted code
-place_reader = None     # set by the transpiler: note that the trace read `container.get(name)` (guarded per call)
-
-
 def converted(fn):
     """What library code (a Layer's __call__) should call while tracing: fn's converted form."""
-    if _state.blocks and call_converter is not None:
-        return call_converter(fn)
+    if _state.blocks and _state.call_converter is not None:
+        return _state.call_converter(fn)
     return fn
+
+
+def convert_callable(fn):
+    """fn's converted form (the transpiler's service), whether or not this thread traces."""
+    return _state.call_converter(fn)
+
+
+def note_place_read(label, container, name, value):
+    """Tell the transpiler (when it traces) that the trace read `container.get(name)`: guarded per call."""
+    if _state.place_reader is not None:
+        _state.place_reader(label, container, name, value)
 
 
 def is_user_file(filename):
@@ -266,7 +264,7 @@ def record(fn, specs, name=None, keeps_writes=False, written=None):
     (`put_back`) and the random generator, then raises. `written`: the dict to note the places in (the
     caller's own, so that it can add and put back places it finds written another way, see transpiler.api).
     """
-    program = Program(name or getattr(fn, "__name__", "main"))
+    program = Program(name or getattr(fn, "__name__", "main"), value_type=Tracer)
     block = program.global_block
     inputs = []
     for i, spec in enumerate(specs):
@@ -324,7 +322,7 @@ def finish_outputs(program, result):
     for i, leaf in enumerate(leaves):
         if isinstance(leaf, Undefined):
             raise leaf.error()
-        if isinstance(leaf, Variable):
+        if isinstance(leaf, Tracer):
             outputs.append(leaf)
         elif isinstance(leaf, ArrayMethods):      # an eager Tensor (tensor.py is above this layer)
             outputs.append(lift_tensor(leaf))

@@ -153,7 +153,7 @@ def _note_reads(fn, instance=None):
         reads.function(fn, instance)
 
 
-tracing.call_converter = converted_callable
+tracing.install(call_converter=converted_callable)
 
 
 def not_to_static(fn):

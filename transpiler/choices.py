@@ -9,7 +9,7 @@ import builtins
 import runtime as rt
 from runtime.control_flow import Undefined
 from runtime.errors import ControlFlowError
-from runtime.ir import Variable
+from runtime.tracer import Tracer
 
 
 class FunctionChoices:
@@ -26,7 +26,7 @@ class FunctionChoices:
         self.outputs[side] = outs
         parked = []
         for i, value in enumerate(outs):
-            if callable(value) and not isinstance(value, (Undefined, Variable, rt.Tensor)):
+            if callable(value) and not isinstance(value, (Undefined, Tracer, rt.Tensor)):
                 self.picked[side][i] = value
                 value = self.slots.setdefault(i, _Slot())
             parked.append(value)
@@ -89,7 +89,7 @@ def _name_of(fn):
 
 
 def _what(value):
-    if isinstance(value, (Variable, rt.Tensor)):
+    if isinstance(value, (Tracer, rt.Tensor)):
         return "a tensor"
     return f"a {type(value).__name__}"
 

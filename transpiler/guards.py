@@ -26,7 +26,6 @@ identity and length only; what unconverted code (`@not_to_static`, libraries)
 reads is not watched.
 """
 import struct
-import threading
 import types
 
 import numpy as np
@@ -43,7 +42,6 @@ MISS = object()
 _MAX_DEPTH = 3                 # attribute levels followed from a global, a closure cell or self
 _MAX_ITEMS = 64                # containers compared by value up to this many items
 _MAX_ARRAY = 1024              # NumPy arrays (baked in as constants) compared by value up to this size
-_local = threading.local()     # .reads: the Reads of the trace this thread is running
 
 
 # --- values compared exactly ---------------------------------------------------------------
@@ -367,7 +365,7 @@ def _is_user_object(value):
 
 def current():
     """The Reads of the trace this thread is running, or None."""
-    return getattr(_local, "reads", None)
+    return tracing.current_frame().reads
 
 
 def _note_place(label, container, name, value):
@@ -376,19 +374,20 @@ def _note_place(label, container, name, value):
         reads.place(label, container, name, value)
 
 
-tracing.place_reader = _note_place
+tracing.install(place_reader=_note_place)
 
 
 class recording:
     """`with recording() as reads:` notes what functions converted during the block may read (this thread)."""
 
-    def __enter__(self):
-        self.outer = current()
-        self.reads = _local.reads = Reads()
+    def __enter__(self):     # the trace context's frame holds the Reads (this thread's)
+        self.reads = Reads()
+        self.scope = tracing.frame(reads=self.reads)
+        self.scope.__enter__()
         return self.reads
 
     def __exit__(self, *exc):
-        _local.reads = self.outer
+        self.scope.__exit__(*exc)
 
 
 # --- the guard of one traced Program ---------------------------------------------------------

@@ -10,21 +10,19 @@ import functools
 import operator
 import re
 import sys
-import threading
 import types
 
 import numpy as np
 
 import runtime as rt
 from runtime import pytree, tracing
-from runtime.array_methods import python_numbers
 from runtime.control_flow import Undefined, as_predicate, as_variable
+from runtime.tracer import Tracer
 from runtime.undefined import AT_RUN_TIME
 from runtime.errors import ControlFlowError, SymbolicBoolError
 from runtime.ops.dispatch import record as record_op
 from runtime.ops.known import known_value
 from runtime.ops.control import Text, safe_field
-from runtime.ir import Variable
 from runtime.ops.registry import get_op
 from runtime.state import attr_cell, contents_cell, item_cell
 from runtime.tensor import stands_for
@@ -36,7 +34,7 @@ from .errors import ConversionError
 
 
 def _symbolic(value):
-    return isinstance(value, Variable)
+    return isinstance(value, Tracer)
 
 
 def _tuple(result, n):
@@ -353,7 +351,7 @@ def _check_captured(kind, before, *fns):
             if type(value) not in (list, dict) or before.get(id(cell)) != id(value):
                 continue
             for leaf in pytree.flatten(value)[0]:
-                if isinstance(leaf, Variable) and not (
+                if isinstance(leaf, Tracer) and not (
                         leaf.block.program is block.program and leaf.block.is_ancestor_of(block)):
                     raise ControlFlowError(
                         f"'{name}' is changed inside this tensor-dependent `{kind}` where the conversion cannot "
@@ -448,7 +446,7 @@ def _check_objects(kind, watched):
         changed = [attr for attr in [*before, *(a for a in after if a not in before)]
                    if (id(obj), attr) not in carried and before.get(attr, _MISSING) is not after.get(attr, _MISSING)]
         python_valued = [attr for attr in changed
-                         if not any(isinstance(v, Variable) for v in pytree.flatten(after.get(attr))[0])]
+                         if not any(isinstance(v, Tracer) for v in pytree.flatten(after.get(attr))[0])]
         if not python_valued:
             continue
         for attr in changed:
@@ -991,7 +989,7 @@ class SymbolicRange(SymbolicIterable):
     def length(self):
         if isinstance(self.step, int) and self.step == 0:
             raise ValueError("range() arg 3 must not be zero")
-        with python_numbers():          # len(range(...)) is a Python int
+        with tracing.python_numbers():          # len(range(...)) is a Python int
             return self._length()
 
     def _length(self):
@@ -1038,7 +1036,7 @@ class _Zip(SymbolicIterable):
     def length(self):
         lengths = [p.length() for p in self.parts]
         out = lengths[0]
-        with python_numbers():          # the shortest length, a Python int
+        with tracing.python_numbers():          # the shortest length, a Python int
             for other in lengths[1:]:
                 out = rt.minimum(out, other) if _symbolic(out) or _symbolic(other) else builtins.min(out, other)
         return out
@@ -1189,7 +1187,7 @@ def _extreme(python_fn, name, args, key, default, better):
 
 
 def _tensorish(value):
-    return isinstance(value, (Variable, rt.Tensor))
+    return isinstance(value, (Tracer, rt.Tensor))
 
 
 def convert_isinstance(obj, classinfo):
@@ -1376,9 +1374,6 @@ def convert_raise(exc, *cause):
     rt.raise_(cls, message, *values)
 
 
-_catching = threading.local()      # per thread: handler types of the `try` bodies tracing is inside
-
-
 class catching:
     """A `try` body of converted code: a raise its handlers catch stays a Python raise, even in a
     function it calls, since a `raise` op could not be caught when the Program runs."""
@@ -1386,20 +1381,18 @@ class catching:
     def __init__(self, types):
         self.types = types          # a thunk: the handlers' type expressions, read only on a raise
 
-    def __enter__(self):
-        stack = getattr(_catching, "stack", None)
-        if stack is None:
-            stack = _catching.stack = []
-        stack.append(self.types)
+    def __enter__(self):     # the trace context's frame holds the open bodies' handlers (this thread's)
+        self.scope = tracing.frame(catching=tracing.current_frame().catching + (self.types,))
+        self.scope.__enter__()
 
     def __exit__(self, *exc_info):
-        _catching.stack.pop()
+        self.scope.__exit__(*exc_info)
         return False
 
 
 def _caught(cls):
     """Would an open `try` of converted code catch an exception of type cls?"""
-    for handled in reversed(getattr(_catching, "stack", None) or ()):
+    for handled in reversed(tracing.current_frame().catching):
         flat = []
         for t in handled():
             flat.extend(t if isinstance(t, tuple) else (BaseException if t is None else t,))
@@ -1560,7 +1553,7 @@ def convert_getitem(container, index):
     if type(container) is list and not container and (_symbolic(index) or type(index) is int):
         raise EmptyListRead("list index out of range")
     if type(container) is list and _symbolic(index) and container:
-        if all(callable(item) and not isinstance(item, (Variable, rt.Tensor)) for item in container):
+        if all(callable(item) and not isinstance(item, (Tracer, rt.Tensor)) for item in container):
             return _choose(container, index, "list")
         if _numbers_of_one_type(container):
             return _weak_items(rt.asarray(np.asarray(container)), index)   # Python numbers: a weak item
@@ -1577,9 +1570,9 @@ def _check_one_kind(items, what):
     """A list used at a tensor index goes through its stack: only what Python would give back unchanged,
     tensors of one shape and dtype; Python numbers among 0-d tensors whose dtype holds them as they are
     (`[1, 1]` grown by int32 items in a tensor loop)."""
-    kinds = {(v.static_shape if isinstance(v, Variable) else tuple(v.shape), np.dtype(v.dtype))
-             if isinstance(v, (Variable, rt.Tensor)) else None for v in items}
-    numbers = {type(v) for v in items if not isinstance(v, (Variable, rt.Tensor))}
+    kinds = {(v.static_shape if isinstance(v, Tracer) else tuple(v.shape), np.dtype(v.dtype))
+             if isinstance(v, (Tracer, rt.Tensor)) else None for v in items}
+    numbers = {type(v) for v in items if not isinstance(v, (Tracer, rt.Tensor))}
     if numbers and numbers <= {bool, int, float} and len(kinds - {None}) == 1:
         (shape, dtype), = kinds - {None}
         holds = {bool: "b", int: "iuf", float: "f"}
@@ -1695,7 +1688,7 @@ def _item(items, k):
 
 
 def _holds_traced(data):
-    return isinstance(data, Variable) or isinstance(data, (list, tuple)) and builtins.any(map(_holds_traced, data))
+    return isinstance(data, Tracer) or isinstance(data, (list, tuple)) and builtins.any(map(_holds_traced, data))
 
 
 def _numpy_array_overload(numpy_fn):
@@ -1718,7 +1711,7 @@ def convert_call(fn):
     variable (`fn = range; fn(n)`), fn itself otherwise."""
     if isinstance(fn, (types.BuiltinFunctionType, type)):
         return _OVERLOADS.get(fn, fn)
-    return tracing.call_converter(fn)       # api's converted_callable: api sits above this module
+    return tracing.convert_callable(fn)       # api's converted_callable: api sits above this module
 
 
 _OVERLOADS = {builtins.len: convert_len, builtins.print: convert_print, builtins.range: convert_range,

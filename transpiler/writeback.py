@@ -24,13 +24,12 @@ What the Program read of those places is checked before each run:
 import contextlib
 import inspect
 import numbers
-import threading
 import types
 import weakref
 
 import numpy as np
 
-from runtime import pytree
+from runtime import pytree, tracing
 from runtime.control_flow import Undefined
 from runtime.errors import ControlFlowError
 from runtime.ir import Variable
@@ -287,24 +286,17 @@ def is_user_object(value):
         not is_library_module(type(value).__module__) and hasattr(value, "__dict__")
 
 
-_collecting = threading.local()      # the snapshot list of the trace this thread records, if any
-
-
 @contextlib.contextmanager
 def collecting(snap):
     """While a trace runs: the objects of methods it calls join `snap` (see `note_instance`)."""
-    outer = getattr(_collecting, "snap", None)
-    _collecting.snap = snap
-    try:
+    with tracing.frame(snapshot=snap):     # the trace context's frame holds it (this thread's)
         yield snap
-    finally:
-        _collecting.snap = outer
 
 
 def note_instance(obj):
     """A method of obj is about to run in the trace: snapshot obj first (a sub-layer's `self.n = ...` is a
     write of the Program like one on the function's own `self`), once per object."""
-    snap = getattr(_collecting, "snap", None)
+    snap = tracing.current_frame().snapshot
     if snap is not None and not any(entry[1] is obj for entry in snap):
         snap.extend(snapshot({"self": obj}))
 

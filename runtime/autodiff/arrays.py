@@ -6,7 +6,6 @@ append); a stack's VJP unstacks. The helper ops below exist only for these
 rules; each builds a fresh list, except where a rule consumes its cotangent
 array (an append's VJP pops from it, like the append it undoes).
 """
-from ..ir import Variable
 from ..ops import (array_concat, array_insert, array_length, array_pop, array_read, array_slice, array_stack,
                    zeros_like)
 from ..ops.dispatch import apply
@@ -196,8 +195,8 @@ def _scatter_add_infer(like, arr_g, *arr_idx, index):
 
 
 def _gather_infer(x, *arr_idx, index):
-    probes = [Variable("?", a.static_shape, a.dtype, None) for a in arr_idx]
-    spec = _getitem_infer(x, *probes, index=index)
+    elements = [Spec(a.shape, a.dtype) for a in arr_idx]     # an element of each index array
+    spec = _getitem_infer(x, *elements, index=index)
     return _array_spec(spec.shape, spec.dtype)
 
 

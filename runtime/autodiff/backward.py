@@ -1,8 +1,8 @@
 """`value.backward()`: one method for eager Tensors and traced Variables, attached to both here."""
 from .. import ops
 from ..array_methods import ArrayMethods
-from ..ir import Variable
 from ..tensor import Tensor
+from ..tracer import Tracer
 from .engine import backprop
 from .tape import no_grad, reachable
 from .traced import traced_backward
@@ -12,7 +12,7 @@ def backward(value, grad=None):
     """Add d value / d t into `t.grad` for every tensor t requiring grad that value was computed from:
     eagerly the leaves of the tape; while tracing the captured tensors that require grad (written back after
     each run of the Program)."""
-    if isinstance(value, Variable):
+    if isinstance(value, Tracer):
         return traced_backward(value, grad)
     return eager_backward(value, grad)
 

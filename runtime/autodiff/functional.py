@@ -10,9 +10,9 @@ import functools
 
 from .. import pytree, tracing
 from ..control_flow import as_variable
-from ..ir import Variable
 from ..ops import ones_like, zeros_like
 from ..tensor import Tensor
+from ..tracer import Tracer
 from .engine import backprop, records_of_ops
 from .tape import Slot, enable_grad, no_grad, reachable
 
@@ -72,9 +72,9 @@ def _split_value(out, has_aux, name):
         value, aux = out
     else:
         value, aux = out, None
-    if not isinstance(value, (Tensor, Variable)) or value.dtype.kind not in "fc":
+    if not isinstance(value, (Tensor, Tracer)) or value.dtype.kind not in "fc":
         raise TypeError(f"grad: {name} must return a float tensor, got {_describe(value)}")
-    shape = value.static_shape if isinstance(value, Variable) else tuple(value.shape)
+    shape = value.static_shape if isinstance(value, Tracer) else tuple(value.shape)
     if any(d != 1 for d in shape):
         dims = ", ".join("None" if d == -1 else str(d) for d in shape)
         raise TypeError(f"grad: {name} must return a scalar (one element), got shape [{dims}]; "
@@ -83,7 +83,7 @@ def _split_value(out, has_aux, name):
 
 
 def _describe(value):
-    if isinstance(value, (Tensor, Variable)):
+    if isinstance(value, (Tensor, Tracer)):
         return f"a {value.dtype.name} tensor"
     return type(value).__name__
 
@@ -94,7 +94,7 @@ def _leaves(args, nums, name):
     for i in nums:
         leaves, tree = pytree.flatten(args[i])
         for leaf in leaves:
-            if not isinstance(leaf, (Tensor, Variable)) or leaf.dtype.kind not in "fc":
+            if not isinstance(leaf, (Tensor, Tracer)) or leaf.dtype.kind not in "fc":
                 raise TypeError(f"grad of {name}: argument {i} holds {_describe(leaf)}; only float tensors "
                                 "(and nests of them) can be differentiated")
         flat.append(leaves)
@@ -130,7 +130,7 @@ def _eager(fn, nums, has_aux, args, kwargs):
 
 
 def _fresh(t):
-    if isinstance(t, Variable):
+    if isinstance(t, Tracer):
         raise TypeError("grad: a traced value reached an eager gradient")
     out = Tensor(t.array, t.backend)
     out._ag = Slot(keeps_grad=False)

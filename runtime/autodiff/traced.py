@@ -33,8 +33,8 @@ def traced_backward(loss, grad=None):
         if g is None:
             continue
         before = tensor.grad
-        if tracing.place_reader is not None:     # None now and a tensor next call (or back): retrace
-            tracing.place_reader(f"{var.name}.grad", GradPlace(tensor), "grad", before)
+        # None now and a tensor next call (or back): retrace
+        tracing.note_place_read(f"{var.name}.grad", GradPlace(tensor), "grad", before)
         attr_cell(tensor, "grad", f"{var.name}.grad").set(g if before is None else before + g)
 
 

@@ -12,14 +12,14 @@ import numpy as np
 
 from .. import ops as rt
 from ..control_flow import while_loop
-from ..ir import Variable
 from ..ops.nn_ops import (conv2d, dropout as _dropout, embedding as _embedding, int_pair, linear, max_pool2d,
                           positive_pair, sigmoid, softmax)
 from ..ops.activations import softplus
+from ..tracer import Tracer
 
 
 def _static_shape(x):
-    return x.static_shape if isinstance(x, Variable) else tuple(x.shape)
+    return x.static_shape if isinstance(x, Tracer) else tuple(x.shape)
 
 
 def _reduce(loss, reduction, what):

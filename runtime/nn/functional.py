@@ -6,7 +6,6 @@ so a traced Program reads `conv2d(...)`, `layer_norm(...)`; `flatten` is a
 time. Semantics, defaults and layouts follow `torch.nn.functional`; axes are
 called `axis` as in the rest of the runtime.
 """
-from ..ir import Variable
 from ..ops import nn_ops
 from ..ops.nn_ops import conv2d, conv_transpose2d, gelu, layer_norm, linear, max_pool2d, sigmoid
 
@@ -24,6 +23,7 @@ from .composite import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_p
                         smooth_l1_loss, softsign, upsample, sequence_mask, gather_tree, temporal_shift,
                         label_smooth)
 from ..torch_methods import module_getattr as _module_getattr
+from ..tracer import Tracer
 
 __all__ = ["relu", "gelu", "sigmoid", "softmax", "log_softmax", "linear", "conv2d", "conv_transpose2d", "max_pool2d",
            "layer_norm", "dropout", "cross_entropy", "embedding", "flatten", "elu", "erf", "leaky_relu", "logsumexp",
@@ -119,7 +119,7 @@ def channel_dropout(input, p=0.5, training=True):
     value per (sample, channel), drawn like dropout's."""
     if not training or p == 0:
         return input
-    static = input.static_shape if isinstance(input, Variable) else tuple(input.shape)
+    static = input.static_shape if isinstance(input, Tracer) else tuple(input.shape)
     mask_shape = tuple(input.shape[:2]) + (1,) * (len(static) - 2)
     keep = nn_ops.dropout(_ops.ones(mask_shape, dtype=input.dtype), p, True)
     return input * keep
@@ -144,7 +144,7 @@ def one_hot(tensor, num_classes=-1, *, dtype="int64"):
     """PyTorch's one_hot: int64 (rt.one_hot's default is float32); num_classes=-1 reads max + 1, which
     needs the value, so only eagerly."""
     if num_classes == -1:
-        if isinstance(tensor, Variable):
+        if isinstance(tensor, Tracer):
             raise ValueError("one_hot: num_classes=-1 reads the largest class from the values, which a traced "
                              "tensor does not have: pass num_classes")
         num_classes = int(tensor.max().item()) + 1

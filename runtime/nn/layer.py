@@ -17,10 +17,10 @@ import numpy as np
 from .. import tracing
 from ..autodiff.traced import set_grad
 from ..backends import get_backend
-from ..ir import Variable
 from ..shape_text import shape_text
 from ..tensor import EagerTensor, Parameter, Tensor
 from ..torch_methods import to_arguments
+from ..tracer import Tracer
 from . import init
 
 LoadResult = namedtuple("LoadResult", ["missing_keys", "unexpected_keys"])
@@ -510,7 +510,7 @@ def _writes_into(buffer, value):
     a Program computing the value writes it after each run) rather than replacing it."""
     if buffer is None or value is buffer:
         return False
-    if isinstance(value, Variable):
+    if isinstance(value, Tracer):
         return True
     return isinstance(value, Tensor) and value.shape == buffer.shape and value.dtype == buffer.dtype
 

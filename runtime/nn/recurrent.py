@@ -11,8 +11,8 @@ import math
 
 from .. import ops as rt
 from ..control_flow import while_loop
-from ..ir import Variable
 from ..ops.creation import tensor
+from ..tracer import Tracer
 from . import composite, init
 from .functional import dropout
 from .layer import Layer, new_parameter
@@ -37,7 +37,7 @@ def _step(mode, gi, state, w_hh, b_hh):
 
 def _append(outs, value):
     """outs + [value]; once the loop has made outs a tensor array (a traced while), an array append."""
-    if isinstance(outs, Variable):
+    if isinstance(outs, Tracer):
         return rt.array_append(outs, value)
     return outs + [value]
 

@@ -7,8 +7,8 @@ import builtins
 import numpy as np
 
 from .. import array_methods
-from ..ir import Variable
 from ..tensor import Tensor
+from ..tracer import Tracer
 from .registry import REGISTRY, OpDef, defop, get_op, register
 from .dispatch import apply
 from . import creation, elementwise, reduction, linalg, manipulation, indexing, tensor_array, control
@@ -77,7 +77,7 @@ def dispatch_ufunc(ufunc, method, inputs, kwargs):
     if method == "__call__" and not kwargs and ufunc in NUMPY_FUNCTIONS:      # np.heaviside: written with ours
         return NUMPY_FUNCTIONS[ufunc](*inputs)
     out = kwargs.get("out") or ()
-    if builtins.any(isinstance(a, Variable) for a in (*inputs, *out)):
+    if builtins.any(isinstance(a, Tracer) for a in (*inputs, *out)):
         what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
         return _numpy_error(what + (" with " + ", ".join(f"{k}=" for k in kwargs) if kwargs else ""), name)
     if builtins.any(isinstance(a, Tensor) for a in out):
@@ -94,7 +94,7 @@ def dispatch_array_function(func, types, args, kwargs):
     if ours is None and func.__module__ == "numpy":
         name = runtime_name(func.__name__)
         ours = FUNCTIONS[name] if name is not None else None
-    symbolic = builtins.any(issubclass(t, Variable) for t in types)
+    symbolic = builtins.any(issubclass(t, Tracer) for t in types)
     if symbolic:
         if ours is None:
             return _numpy_error(f"{func.__module__}.{func.__name__}", None)

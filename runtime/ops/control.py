@@ -13,8 +13,8 @@ import weakref
 import numpy as np
 
 from .. import tracing
-from ..ir import Variable
 from ..tensor import Tensor
+from ..tracer import Tracer
 from .dispatch import apply
 from .registry import OpDef, register
 from .rules import Spec
@@ -68,7 +68,7 @@ def print_(*values, sep=" "):
         if isinstance(v, Text):
             parts.append(v.template)
             tensors.extend(v.values)
-        elif isinstance(v, (Variable, Tensor)):
+        elif isinstance(v, (Tracer, Tensor)):
             parts.append("{}")
             tensors.append(v)
         else:

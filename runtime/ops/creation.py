@@ -7,6 +7,7 @@ from .. import tracing
 from ..dtypes import DEFAULT_FLOAT, DEFAULT_INT, as_dtype, scalar_dtype, weak_example
 from ..ir import Variable
 from ..tensor import EagerTensor, Tensor, to_tensor
+from ..tracer import Tracer
 from .dispatch import apply
 from .elementwise import astype
 from .known import is_trace_constant, known_value, note_trace_constant
@@ -22,9 +23,9 @@ def _dims(shape):
     (eagerly, or made in this trace from constants), else one scalar dim per entry,
     read when the Program runs (dynamic dims).
     """
-    if isinstance(shape, (Variable, EagerTensor)) and shape.ndim == 1:
+    if isinstance(shape, (Tracer, EagerTensor)) and shape.ndim == 1:
         shape = _tensor_dims(shape)
-    elif isinstance(shape, (int, np.integer)) or isinstance(shape, Variable) or hasattr(shape, "backend"):
+    elif isinstance(shape, (int, np.integer)) or isinstance(shape, Tracer) or hasattr(shape, "backend"):
         shape = (shape,)
     return tuple(int(d) if isinstance(d, (int, np.integer)) else d for d in shape)
 
@@ -219,7 +220,7 @@ def _python_data(data, top=True):
 
 
 def _holds_variable(data):
-    if isinstance(data, Variable):
+    if isinstance(data, Tracer):
         return True
     return isinstance(data, (list, tuple)) and any(_holds_variable(item) for item in data)
 
@@ -248,7 +249,7 @@ def _sequence_dtype(data):
         if isinstance(item, (list, tuple)):
             for sub in item:
                 walk(sub)
-        elif isinstance(item, Variable):
+        elif isinstance(item, Tracer):
             leaves.append((np.asarray(weak_example(item.dtype)).dtype, False) if item.weak else (item.dtype, True))
         elif type(item) in (bool, int, float, complex):
             leaves.append((np.asarray(item).dtype, False))

@@ -7,13 +7,12 @@ appends an Operator whose outputs are new Variables shaped by the op's rule.
 import numpy as np
 
 from .. import tracing
-from ..array_methods import PYTHON_OPERATOR
 from ..backends import get_backend
 from ..ir import LITERAL_TYPES, Variable
 from ..tensor import EagerTensor, Tensor
 from ..undefined import Undefined
 from .registry import get_op
-from .rules import Spec, is_weak, promote_operand
+from .rules import Spec, input_types, is_weak, promote_operand
 from ..autodiff.tape import GRAD_MODE, record as record_on_tape
 from ..dtypes import result_type
 
@@ -86,9 +85,9 @@ def explain_failure(opdef, inputs, attrs, error):
     """A kernel rejected its inputs: the op's own rule usually says why more clearly than
     the array library does, and says it the way tracing the same call would."""
     if opdef.infer is not None:
-        probes = [Variable("?", x.shape, x.dtype, None) if isinstance(x, EagerTensor) else x for x in inputs]
+        types = [Spec(tuple(x.shape), x.dtype) if isinstance(x, EagerTensor) else x for x in inputs]
         try:
-            opdef.infer(*probes, **attrs)
+            opdef.infer(*types, **attrs)
         except (ValueError, TypeError, IndexError) as clear:
             error = clear
         except Exception:
@@ -107,10 +106,10 @@ def record(opdef, inputs, attrs):
     ins = [as_input(x, block, opdef.name) for x in inputs]
     if opdef.promote:
         ins = cast_weak_operands(ins)
-    specs = opdef.infer(*ins, **attrs)
+    specs = opdef.infer(*input_types(ins), **attrs)
     single = isinstance(specs, Spec)
     # a Python operator of Python numbers is a Python number; an rt function of them is NumPy's strong result
-    weak = getattr(PYTHON_OPERATOR, "active", False) or not all(is_weak(x) for x in ins if x is not None)
+    weak = _state.frames[-1].python_numbers or not all(is_weak(x) for x in ins if x is not None)
     outs = [block.create_var(opdef.name, s.shape, s.dtype, weak=s.weak and weak, kind=s.kind)
             for s in ([specs] if single else specs)]
     block.append_op(opdef.name, ins, outs, attrs, origin=tracing.user_origin(), no_grad=not GRAD_MODE.enabled)

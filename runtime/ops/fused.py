@@ -11,7 +11,6 @@ into input k's buffer; the code generator checks that again.
 """
 import numpy as np
 
-from ..ir import Variable
 from .registry import REGISTRY, OpDef, register
 
 FUSED = "fused_elementwise"
@@ -79,7 +78,7 @@ def step_specs(inputs, steps):
         args = [step_arg(a, inputs, values) for a in step[1:]]
         spec = ufunc_op(step[0]).infer(*args)
         specs.append(spec)
-        values.append(Variable("", spec.shape, spec.dtype, None, weak=spec.weak))
+        values.append(spec)
     return specs
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..ir import Variable
 from ..tensor import EagerTensor
+from ..tracer import Tracer
 from .dispatch import apply
 from .registry import OpDef, register
 from .rules import Spec, broadcast_shapes, dtype_of, is_weak, shape_of
@@ -36,7 +37,7 @@ def encode_index(index):
             return ref(np.asarray(item))
         if isinstance(item, (int, np.integer)):
             return int(item)
-        if isinstance(item, (Variable, EagerTensor)):
+        if isinstance(item, (Tracer, EagerTensor)):
             return ref(item)
         if isinstance(item, (list, np.ndarray)):
             return ref(np.asarray(item))
@@ -45,7 +46,7 @@ def encode_index(index):
     def enc_scalar(v):
         if v is None or isinstance(v, (int, np.integer)):
             return None if v is None else int(v)
-        if isinstance(v, (Variable, EagerTensor)):
+        if isinstance(v, (Tracer, EagerTensor)):
             return ref(v)
         raise TypeError(f"slice bounds must be integers, got {v!r}")
 
@@ -196,7 +197,7 @@ GETITEM = register(OpDef("getitem", _getitem_kernel, _getitem_infer, emit=_emit_
 
 
 def getitem(x, index):
-    if isinstance(x, Variable) and x.kind == "array":
+    if isinstance(x, Tracer) and x.kind == "array":
         return array_slice(x, index.start, index.stop, index.step) if isinstance(index, slice) else array_read(x, index)
     template, inputs = encode_index(index)
     return apply(GETITEM, (x, *inputs), {"index": template})

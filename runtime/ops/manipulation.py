@@ -3,8 +3,8 @@ import numpy as np
 
 from .. import tracing
 from ..dtypes import result_type
-from ..ir import Variable
 from ..shape_text import shape_text
+from ..tracer import Tracer
 from .dispatch import apply
 from .registry import OpDef, register
 from .rules import Spec, broadcast_shapes, dtype_of, is_weak, norm_axes, promote_operand, shape_of
@@ -15,12 +15,11 @@ from .tensor_array import array_concat, array_stack
 
 def _reshape_infer(x, *shape):
     src = list(shape_of(x))
-    # a symbolic dim that is x's own unknown dim (x.reshape(x.shape[0], -1)) cancels out
-    for d in shape:
-        source = getattr(d, "dim_of", None)
-        if source is not None and source[0] is x and src[source[1]] == -1:
-            src[source[1]] = 1
-    cancelled = [getattr(d, "dim_of", (None,))[0] is x for d in shape]
+    # a symbolic dim that is x's own unknown dim (x.reshape(x.shape[0], -1)) cancels out: x is input 0
+    cancelled = [isinstance(d, Spec) and d.dim_of is not None and d.dim_of[0] == 0 for d in shape]
+    for d, c in zip(shape, cancelled):
+        if c and src[d.dim_of[1]] == -1:
+            src[d.dim_of[1]] = 1
     dims = [d if isinstance(d, int) else (1 if c else -2) for d, c in zip(shape, cancelled)]  # -2: unknown now
     if dims.count(-1) > 1:
         raise ValueError(f"reshape: at most one -1 in the new shape, got {tuple(shape)}")
@@ -52,7 +51,7 @@ _reshape = register(OpDef("reshape", _reshape_kernel, _reshape_infer, safe_when_
 
 
 def reshape(x, /, shape, *, copy=None):
-    if isinstance(shape, (int, Variable)):
+    if isinstance(shape, (int, Tracer)):
         shape = (shape,)
     return apply(_reshape, (x,) + tuple(int(d) if isinstance(d, (int, np.integer)) else d for d in shape), {})
 
@@ -188,14 +187,14 @@ _stack = register(OpDef("stack", lambda xp, *xs, axis=0: xp.stack(xs, axis=axis)
 
 def concat(arrays, axis=0):
     """Join arrays along an existing axis; also takes a tensor array built by append in a loop."""
-    if isinstance(arrays, Variable) and arrays.kind == "array":
+    if isinstance(arrays, Tracer) and arrays.kind == "array":
         return array_concat(arrays, axis)
     return apply(_concat, tuple(arrays), {"axis": None if axis is None else int(axis)})
 
 
 def stack(arrays, axis=0):
     """Join arrays along a new axis; also takes a tensor array built by append in a loop."""
-    if isinstance(arrays, Variable) and arrays.kind == "array":
+    if isinstance(arrays, Tracer) and arrays.kind == "array":
         return array_stack(arrays, axis)
     return apply(_stack, tuple(arrays), {"axis": int(axis)})
 
@@ -248,14 +247,14 @@ _dim = register(OpDef("dim", _dim_kernel, _dim_infer))
 def dim(x, axis):
     """Size of one dim as a scalar int (symbolic while tracing when unknown)."""
     out = apply(_dim, (x,), {"axis": int(axis)})
-    if isinstance(out, Variable):
+    if isinstance(out, Tracer):
         out.dim_of = (x, int(axis) % max(len(x.static_shape), 1))   # lets reshape cancel it against x
     return out
 
 
 def shape(x):
     """x.shape, with unknown dims as scalar int Variables while tracing (a Variable's `.shape` is this)."""
-    if not isinstance(x, Variable):
+    if not isinstance(x, Tracer):
         return x.shape
     dims = x.static_shape
     if -1 not in dims or tracing.current_block() is None:

@@ -3,7 +3,7 @@
 Each op is one registered OpDef (kernel against `xp`, shape/dtype rule), so a
 Program shows `conv2d(x, conv1.weight, conv1.bias, stride=(1, 1), ...)` rather
 than the dozens of ops it would take to compose it. Shape rules are written over
-(shape, dtype) pairs: tracing runs them on Variables (-1 = unknown dim) and the
+(shape, dtype) pairs: tracing runs them on types (Specs, -1 = unknown dim) and the
 public functions run the same rule on eager Tensors, so a bad shape gives the
 same clear error in both modes. Layouts follow PyTorch: NCHW images, Linear
 weight (out, in), Conv2D weight (out, in/groups, kh, kw).
@@ -29,8 +29,8 @@ def _meta(x):
     """(shape, dtype) of an op input (-1 for unknown dims), or None for an absent one."""
     if x is None:
         return None
-    if isinstance(x, Variable):
-        return x.static_shape, x.dtype
+    if isinstance(x, Spec):
+        return x.shape, x.dtype
     if isinstance(x, (Tensor, np.ndarray, np.generic)) or hasattr(x, "__cuda_array_interface__"):
         return tuple(x.shape), np.dtype(x.dtype)
     return (), scalar_dtype(x)

@@ -11,8 +11,8 @@ import inspect
 
 import numpy as np
 
-from ..ir import Variable
 from ..tensor import EagerTensor
+from ..tracer import Tracer
 from . import decompositions, linalg, spectral
 from .creation import asarray
 
@@ -66,7 +66,7 @@ def _is_default(value, default):
 def _array(a):
     """An argument as a tensor: a NumPy array or nested list of numbers among the arguments is a
     constant of NumPy's dtype (`weights=[1.0, 2.0]` is float64, as NumPy reads it)."""
-    if isinstance(a, (Variable, EagerTensor)):
+    if isinstance(a, (Tracer, EagerTensor)):
         return a
     if isinstance(a, (list, tuple, np.ndarray)) and not _holds_tensor(a):
         return asarray(np.asarray(a))
@@ -74,7 +74,7 @@ def _array(a):
 
 
 def _holds_tensor(value):
-    if isinstance(value, (Variable, EagerTensor)):
+    if isinstance(value, (Tracer, EagerTensor)):
         return True
     return isinstance(value, (list, tuple)) and any(_holds_tensor(v) for v in value)
 

@@ -8,8 +8,8 @@ from ours, so `rt.seed` makes GPU draws reproducible too.
 import numpy as np
 
 from ..dtypes import DEFAULT_FLOAT, DEFAULT_INT, as_dtype
-from ..ir import Variable
 from ..rng import default_rng
+from ..tracer import Tracer
 from .creation import _concrete, _dims, _static
 from .dispatch import apply
 from .manipulation import dim
@@ -58,7 +58,7 @@ def _randint_infer(low, high, *dims, dtype):
     if dtype.kind not in "iu":
         raise TypeError(f"randint needs an integer dtype, not {dtype.name}")
     for bound in (low, high):
-        if isinstance(bound, Variable) and (bound.dtype.kind not in "iub" or bound.ndim != 0):
+        if isinstance(bound, Spec) and (bound.dtype.kind not in "iub" or bound.ndim != 0):
             raise TypeError(f"randint's bounds must be integers, not {bound.dtype.name}[{bound.ndim}-d]")
     return Spec(_static(dims), dtype)
 
@@ -123,13 +123,13 @@ def randn_like(x, dtype=None, device=None):
 
 def _like_shape(x):
     static = shape_of(x)
-    if isinstance(x, Variable) and -1 in static:
+    if isinstance(x, Tracer) and -1 in static:
         return tuple(d if d != -1 else dim(x, axis) for axis, d in enumerate(static))
     return tuple(static)
 
 
 def _device_of(x):
-    return None if isinstance(x, Variable) else getattr(getattr(x, "backend", None), "name", None)
+    return None if isinstance(x, Tracer) else getattr(getattr(x, "backend", None), "name", None)
 
 
 RANDOM_FUNCTIONS = {f.__name__: f for f in (rand, randn, randint, randperm, rand_like, randn_like)}

@@ -8,8 +8,8 @@ static dim or the attr itself.
 import numpy as np
 
 from ..dtypes import result_type
-from ..ir import Variable
 from ..tensor import Tensor
+from ..tracer import Tracer
 from .creation import ones_like
 from .dispatch import apply
 from .elementwise import astype, where
@@ -116,7 +116,7 @@ def _repeat_infer(x, repeats, axis=None):
     else:
         (axis,) = norm_axes(axis, len(shape))
     count = shape[axis]
-    n = -1 if isinstance(repeats, Variable) or count == -1 else int(repeats) * count   # per-element counts: data
+    n = -1 if isinstance(repeats, Spec) or count == -1 else int(repeats) * count   # per-element counts: data
     return _like(x, shape[:axis] + (n,) + shape[axis + 1:])
 
 
@@ -213,7 +213,7 @@ def pad(x, pad_width, mode="constant", constant_values=0):
     A tensor `constant_values` (a loop counter, say) is not an attr: the pad is a zero pad and a
     `where` over a padded mask picks the value, cast to x's dtype as NumPy does."""
     widths = _pad_widths(pad_width, len(shape_of(x)))
-    if mode == "constant" and isinstance(constant_values, (Variable, Tensor)):
+    if mode == "constant" and isinstance(constant_values, (Tracer, Tensor)):
         padded = apply(_pad, (x,), {"pad_width": widths, "mode": mode, "constant_values": 0})
         inside = apply(_pad, (ones_like(x, dtype=np.bool_),), {"pad_width": widths, "mode": mode,
                                                                 "constant_values": False})

@@ -20,7 +20,7 @@ REGISTRY = {}
 class OpDef:
     name: str
     kernel: Callable                 # kernel(xp, *inputs, **attrs) -> array | tuple of arrays
-    infer: Callable                  # infer(*inputs, **attrs) -> Spec | tuple[Spec]; inputs are Variables or literals
+    infer: Callable                  # infer(*inputs, **attrs) -> Spec | tuple[Spec]; array inputs are Specs (types), others literals
     num_outputs: int = 1             # -1: the kernel returns a tuple whose length infer decides
     elementwise: bool = False        # same-shape, per-element: fusable
     promote: bool = False            # inputs share one dtype after NumPy promotion (weak operands cast)

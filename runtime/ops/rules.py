@@ -4,38 +4,50 @@ Shapes use -1 for a dim unknown until run time. Dtypes come from NumPy's own
 promotion (`result_type`, ufunc type resolution) so traced dtypes match what
 the kernels produce.
 """
-from typing import NamedTuple
-
 import numpy as np
 
 from ..dtypes import as_dtype, result_type, scalar_dtype
 from ..errors import AxisError
-from ..ir import Variable
+from ..ir import Spec, Variable
 from ..shape_text import shape_text
 
 
-class Spec(NamedTuple):
-    shape: tuple
-    dtype: np.dtype
-    weak: bool = False
-    kind: str = "dense"
+TYPED = (Spec, Variable)     # what has a type of its own (a rule's array input: a Spec; dispatch: a Variable)
+
+
+def type_of(x):
+    """What a shape rule sees of an op input: a Variable's type (a Spec); literals as they are."""
+    return x.spec if isinstance(x, Variable) else x
+
+
+def input_types(inputs):
+    """What a shape rule sees of an op's inputs: each Variable's type, a traced dim of another input
+    (`x.reshape(x.shape[0], -1)`) marked as that input's (Spec.dim_of); literals as they are."""
+    types = [type_of(x) for x in inputs]
+    for j, x in enumerate(inputs):
+        source = getattr(x, "dim_of", None)     # a Tracer's; a loaded Variable has none
+        if source is not None:
+            k = next((k for k, y in enumerate(inputs) if y is source[0]), None)
+            if k is not None:
+                types[j] = types[j]._replace(dim_of=(k, source[1]))
+    return types
 
 
 def shape_of(x):
-    return x.static_shape if isinstance(x, Variable) else np.shape(x)
+    return x.static_shape if isinstance(x, TYPED) else np.shape(x)
 
 
 def dtype_of(x):
-    return x.dtype if isinstance(x, Variable) else scalar_dtype(x)
+    return x.dtype if isinstance(x, TYPED) else scalar_dtype(x)
 
 
 def is_weak(x):
-    return x.weak if isinstance(x, Variable) else isinstance(x, (bool, int, float, complex))
+    return x.weak if isinstance(x, TYPED) else isinstance(x, (bool, int, float, complex))
 
 
 def promote_operand(x):
     """What NumPy's promotion should see for x: a dtype, or a Python scalar when weak."""
-    if isinstance(x, Variable):
+    if isinstance(x, TYPED):
         return (x.dtype, x.weak)
     return x
 

@@ -7,7 +7,7 @@ starts from a fresh list made by `array_new`/`array_from_list`.
 import numpy as np
 
 from ..dtypes import as_dtype
-from ..ir import Variable
+from ..tracer import Tracer
 from .dispatch import apply
 from .elementwise import astype
 from .registry import OpDef, register
@@ -137,17 +137,17 @@ def array_insert(arr, index, value):
 def _element(arr, value):
     """An element for `arr`: a Python number becomes a 0-d value of the array's dtype (a bare number would
     be read as float32/int64 by the op's rule), a weak value is cast to it, others are left to the op."""
-    if not isinstance(arr, Variable):
+    if not isinstance(arr, Tracer):
         return value
     if isinstance(value, (bool, int, float, complex)):
         return np.asarray(value, arr.dtype)
-    if isinstance(value, Variable) and value.weak:
+    if isinstance(value, Tracer) and value.weak:
         return astype(value, arr.dtype)
     return value
 
 
 def _is_array(value):
-    return isinstance(value, Variable) and value.kind == "array"
+    return isinstance(value, Tracer) and value.kind == "array"
 
 
 def array_join(left, right):

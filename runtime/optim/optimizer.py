@@ -14,7 +14,7 @@ from ..tensor import Tensor
 from .. import ops, tracing
 from ..autodiff.tape import no_grad
 from ..autodiff.traced import GradPlace, set_grad
-from ..ir import Variable
+from ..tracer import Tracer
 
 # Hyperparameters whose being zero or not changes the form of the update (which ops a step runs).
 _FORM_KEYS = ("momentum", "weight_decay", "nesterov", "amsgrad", "maximize")
@@ -258,8 +258,8 @@ def _read_grad(p, label):
     """p.grad; while tracing, an eager gradient (from a backward() before the call) is a place read on
     every call: a Program feeds the `.grad` each call finds there, and None <-> tensor retraces."""
     grad = p.grad
-    if tracing.current_block() is not None and tracing.place_reader is not None and not isinstance(grad, Variable):
-        tracing.place_reader(f"{label}.grad", GradPlace(p), "grad", grad)
+    if tracing.current_block() is not None and not isinstance(grad, Tracer):
+        tracing.note_place_read(f"{label}.grad", GradPlace(p), "grad", grad)
     return grad
 
 

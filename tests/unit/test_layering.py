@@ -24,7 +24,7 @@ LAYERS = [
               "runtime.torch_methods", "runtime.autodiff",
               "runtime.autodiff.records", "runtime.autodiff.tape"]),
     ("ir", ["runtime.ir"]),
-    ("tracing", ["runtime.tracing", "runtime.state"]),
+    ("tracing", ["runtime.trace_context", "runtime.tracer", "runtime.tracing", "runtime.state"]),
     ("tensor", ["runtime.tensor"]),
     ("ops", ["runtime.ops"]),
     ("control flow, writes", ["runtime.control_flow", "runtime.writes"]),

@@ -6,8 +6,8 @@ runs eagerly, records backward ops while tracing, and runs on every backend.
 """
 from types import SimpleNamespace
 
-from ...ir import Variable
 from ...tensor import Tensor
+from ...tracer import Tracer
 from .. import FUNCTIONS
 from ..dispatch import apply
 from ..registry import OpDef, facet, get_op, register
@@ -31,7 +31,7 @@ def nondifferentiable(*names):
 
 
 def is_array(x):
-    return isinstance(x, (Tensor, Variable))
+    return isinstance(x, (Tensor, Tracer))
 
 
 def takes_gradient(x):
