@@ -23,7 +23,7 @@ from runtime.undefined import AT_RUN_TIME
 from runtime.errors import ControlFlowError, SymbolicBoolError
 from runtime.ops.dispatch import record as record_op
 from runtime.ops.known import known_value
-from runtime.ops.control import Text, safe_field
+from runtime.ops.control import WHILE, Text, safe_field
 from runtime.ir import Variable
 from runtime.ops.registry import get_op
 from runtime.state import attr_cell, contents_cell, item_cell
@@ -409,8 +409,8 @@ def _user_object(value):
                 or isinstance(value, _FUNCTIONS) or not hasattr(value, "__dict__"))
 
 
-def _made_op(block, start, op_type):
-    return block is not None and any(op.type == op_type for op in block.ops[start:])
+def _made_op(block, start, opdef):
+    return block is not None and any(op.type == opdef.name for op in block.ops[start:])
 
 
 def _moved_attributes(watched):
@@ -748,12 +748,12 @@ def _convert_while(cond_fn, body_fn, args, names, state):
     undo = _undo_point(state) if block is not None else None
     with _graph_region("while"):
         outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
-        moved = list(_moved_attributes(watched)) if _made_op(block, start, "while") else []
+        moved = list(_moved_attributes(watched)) if _made_op(block, start, WHILE) else []
         if moved:       # attributes a method called in the body sets (`self.step()`): carried, traced again
             undo()
             state = _carrying_attributes(state, moved, watched)
             outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
-    if _made_op(block, start, "while"):    # a graph loop
+    if _made_op(block, start, WHILE):    # a graph loop
         _check_captured("while", captured, cond_fn, body_fn)
         _check_objects("while", watched)
     outs = _write_back(outs, args, names, returned)

@@ -267,13 +267,42 @@ def _op_names_compared(tree):
 
 def test_only_runtime_ops_names_an_op_type():
     """What a stage asks about an op is a property of its OpDef: outside runtime/ops/ no module
-    compares an op's type with a name, except the control-flow ops `cond` and `while`."""
+    compares an op's type with a name, the region ops `cond` and `while` included (a stage asks
+    their OpDef's `region`, ops/regions.py)."""
     from runtime.ops.registry import REGISTRY
     found = []
     for name, (path, _) in modules().items():
         if name.startswith("runtime.ops"):
             continue
         for value, line in _op_names_compared(ast.parse(path.read_text())):
-            if value in REGISTRY and value not in ("cond", "while"):
+            if value in REGISTRY:
                 found.append(f"{path.relative_to(ROOT)}:{line} names op {value!r}")
     assert not found, "\n".join(found)
+
+
+REGION_OPS = ("cond", "while", "scan")
+
+
+def _region_names_compared(tree):
+    """Lines where any comparison (`x == "while"`, `t in ("cond", "while")`, `k != 'scan'`) has the name of
+    a region op as a string constant on either side, whatever the other side is."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for side in [node.left, *node.comparators]:
+                for const in ast.walk(side):
+                    if isinstance(const, ast.Constant) and const.value in REGION_OPS:
+                        yield const.value, node.lineno
+
+
+def test_no_stage_compares_with_a_region_op_name():
+    """No module outside runtime/ops/ compares anything with "cond", "while" or "scan": passes, codegen,
+    serialization, printer and the converter ask the OpDef's `region` (names as hints or facet keys are fine)."""
+    found = []
+    for name, (path, _) in modules().items():
+        if name.startswith("runtime.ops"):
+            continue
+        for value, line in _region_names_compared(ast.parse(path.read_text())):
+            found.append(f"{path.relative_to(ROOT)}:{line} compares with {value!r}")
+    assert not found, "\n".join(found)
+    probe = ast.parse('if op.type in ("cond", "while") or kind == "scan":\n    pass\nf("while")\n')
+    assert [v for v, _ in _region_names_compared(probe)] == ["cond", "while", "scan"]
