@@ -33,6 +33,7 @@ from runtime.torch_methods import in_place_value
 from .aliases import CONVERTED_CODES, array_item, write_through
 from .choices import FunctionChoices, copy_containers
 from .errors import ConversionError
+from .scan_for import scanned_for
 
 
 def _symbolic(value):
@@ -819,6 +820,10 @@ def _convert_for(iterable, body_fn, args, names, until, state):
                             "loop carries one structure (append tensors to a list and rt.stack it)") from None
                     raise
         iterable = it       # a static length and a body that grows what it carries: unroll as Python does
+    elif extra_test is None and state is None:
+        outs = scanned_for(iterable, body_fn, tuple(args), n)     # a long range over a big body: a scan op
+        if outs is not None:
+            return _untuple(outs, n)
     return _python_for(iterable, body_fn, tuple(args), names, extra_test, state)
 
 

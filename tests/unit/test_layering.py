@@ -42,7 +42,7 @@ LAYERS = [
     ("runtime namespace", ["runtime"]),
     ("analysis", ["transpiler.analysis"]),
     ("transforms", ["transpiler.errors", "transpiler.naming", "transpiler.parsing", "transpiler.transforms"]),
-    ("operators", ["transpiler.aliases", "transpiler.choices", "transpiler.operators"]),
+    ("operators", ["transpiler.aliases", "transpiler.choices", "transpiler.scan_for", "transpiler.operators"]),
     ("emit", ["transpiler.emit"]),
     ("trace bookkeeping", ["transpiler.guards", "transpiler.lifetimes", "transpiler.outer_names", "transpiler.writeback"]),
     ("api", ["transpiler.api"]),

@@ -277,3 +277,63 @@ def test_bad_arguments_are_clear():
         traced(lambda x: rt.scan(lambda c, r: (rt.astype(c, "float32"), None), x, None, length=2), C)
     with pytest.raises(program_error, match="must return a pair"):
         traced(lambda x: rt.scan(lambda c, r: c, x, None, length=2), C)
+
+
+# --- the converter: `for i in range(n)` over a big body ---------------------------------------------
+
+def _recurrent(x, w, u):
+    h = rt.zeros((x.shape[1], w.shape[1]))          # float32: the first iteration makes it float64 (peeled)
+    for t in range(x.shape[0]):
+        h = rt.tanh(x[t] @ w + h @ u)
+        h = h * 0.5 + rt.sin(h) * 0.5
+        h = rt.clip(h, -1, 1) + rt.cos(h) * 0.25
+    return rt.sum(h)
+
+
+def _op_types(program):
+    return [op.type for op in program.ops()]
+
+
+def test_long_range_over_a_big_body_converts_to_scan():
+    from transpiler import scan_for
+    x, w, u = RNG.standard_normal((300, 2, 3)), RNG.standard_normal((3, 4)), RNG.standard_normal((4, 4)) * 0.3
+    args = [rt.tensor(a) for a in (x, w, u)]
+    static = to_static(_recurrent)
+    program = static.get_program(*args)
+    assert _op_types(program).count("scan") == 1 and len(program.global_block.ops) < 40
+    assert 10 * 300 > scan_for.UNROLL_LIMIT
+    rt.verify(program)
+    np.testing.assert_allclose(static(*args).numpy(), _recurrent(*args).numpy(), rtol=1e-12)
+    grads = to_static(rt.grad(_recurrent, argnums=(1, 2)))(*args)
+    want = rt.grad(_recurrent, argnums=(1, 2))(*args)          # eager: the Python loop on the tape
+    for g, e in zip(grads, want):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_short_loops_python_indices_and_python_counters_still_unroll():
+    x = rt.tensor(RNG.standard_normal((300, 3)))
+    scales = [float(k) for k in range(300)]
+
+    def short(x):
+        s = x[0]
+        for t in range(3):
+            s = rt.tanh(s + x[t])
+        return s
+
+    def python_list(x):
+        s = x[0]
+        for t in range(300):
+            s = rt.tanh(s * scales[t] + x[t]) + rt.sin(s) + rt.cos(s)     # a Python list read at t
+        return s
+
+    def counter(x):
+        s, n = x[0], 0
+        for t in range(300):
+            s = rt.tanh(s + x[t]) + rt.sin(s) + rt.cos(s)
+            n += 1                                     # a Python number that changes: stays Python
+        return s * n
+
+    for fn in (short, python_list, counter):
+        static = to_static(fn)
+        assert "scan" not in _op_types(static.get_program(x))
+        np.testing.assert_allclose(static(x).numpy(), fn(x).numpy(), rtol=1e-12)
