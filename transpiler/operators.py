@@ -820,10 +820,8 @@ def _convert_for(iterable, body_fn, args, names, until, state):
                             "loop carries one structure (append tensors to a list and rt.stack it)") from None
                     raise
         iterable = it       # a static length and a body that grows what it carries: unroll as Python does
-    elif extra_test is None and state is None:
-        outs = scanned_for(iterable, body_fn, tuple(args), n)     # a long range over a big body: a scan op
-        if outs is not None:
-            return _untuple(outs, n)
+    elif extra_test is None and state is None:     # a long range over a big body: a scan op after one iteration
+        iterable, args = scanned_for(iterable, body_fn, tuple(args), n)
     return _python_for(iterable, body_fn, tuple(args), names, extra_test, state)
 
 

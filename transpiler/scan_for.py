@@ -3,8 +3,8 @@
 A Python `for` over a range of Python ints unrolls while tracing (each iteration's ops recorded
 again, `i` a Python int), which is exact and lets the body use `i` as Python does (index a list of
 layers, decide an `if` at trace time). When one iteration records many ops and the range is long,
-the Program grows with n: then the loop becomes `rt.scan` over the loop's values with `i` a weak
-int carried from `start` by `step`, traced once. Only where the scan computes what the unrolled loop
+the Program grows with n: then, after its first iteration, the loop becomes `rt.scan` over the loop's
+values with `i` a weak int carried by `step`, traced once. Only where the scan computes what the unrolled loop
 would: no `break` (a flag), no attribute or container writes carried as state, loop values that are
 all tensors or numbers, and a body that traces with a symbolic `i` (a body that needs a Python `i`
 raises while it is traced, the attempt is undone and the loop unrolls as before).
@@ -19,37 +19,36 @@ UNROLL_LIMIT = 1000     # ops an unrolled loop may record (its iterations togeth
 
 
 def scanned_for(iterable, body_fn, values, n):
-    """The loop's values after it ran as a scan op (a tuple of n), or None: unroll it.
+    """(what of the range is left to run as Python, the loop's values so far).
 
-    A loop whose first iteration changes what it carries (`h = 0` becoming a tensor, a float32 start
-    made float64) runs that iteration as Python and scans the rest."""
+    The first iteration runs as Python does (what it records is the measure of the body: nothing is
+    traced twice); when the rest would record more than UNROLL_LIMIT ops, it is one scan op from there
+    (so a first iteration that changes what the loop carries, `h = 0` made a tensor, is no obstacle)."""
     block = tracing.current_block()
     if (block is None or type(iterable) is not range or len(iterable) < 2
             or not all(_carriable(v) for v in values)):
-        return None
-    probe = _probe(block, iterable[0], body_fn, values, n)
-    if probe is None or probe[0] * len(iterable) <= UNROLL_LIMIT:
-        return None
-    point = tracing.checkpoint(block)
-    outs = _scan(iterable, body_fn, values, n, probe[1])
-    if outs is None:
-        tracing.rollback(point)
-        try:
-            peeled = _tuple(body_fn(iterable[0], *values), n)
-        except Exception:  # noqa: BLE001 - the unrolled loop reports it
-            peeled = None
-        if peeled is not None and all(_carriable(v) for v in peeled):
-            outs = _scan(iterable[1:], body_fn, peeled, n, probe[1])
-        if outs is None:
-            tracing.rollback(point)
-    return outs
+        return iterable, values
+    program = block.program
+    first_op, first_block = len(block.ops), len(program.blocks)
+    after = _tuple(body_fn(iterable[0], *values), n)
+    rest = iterable[1:]
+    size = len(block.ops) - first_op + sum(len(b.ops) for b in program.blocks[first_block:])
+    if size * len(rest) <= UNROLL_LIMIT or not all(_carriable(v) for v in after):
+        return rest, after
+    fixed = set()               # Python numbers the body leaves as they are: not carried
+    for k, (before, now) in enumerate(zip(values, after)):
+        if isinstance(before, numbers.Number) and isinstance(now, numbers.Number):
+            if type(before) is not type(now) or before != now:
+                return rest, after          # a Python counter stays Python: unroll
+            fixed.add(k)
+    outs = _scan(rest, body_fn, after, n, fixed)
+    return (rest, after) if outs is None else (range(0), outs)
 
 
 def _scan(iterable, body_fn, values, n, fixed):
-    """`rt.scan` over the loop's values (the positions in `fixed` hold Python numbers the body leaves as
-    they are: not carried), the index carried from `start` by `step`; None if the body cannot trace so."""
-    if any(k in fixed and not isinstance(values[k], numbers.Number) for k in range(n)):
-        return None
+    """`rt.scan` over the loop's values but the `fixed` positions, the index carried from `start` by
+    `step`; None (and nothing recorded) if the body cannot trace so."""
+    point = tracing.checkpoint(tracing.current_block())
 
     def merged(state):
         it = iter(state)
@@ -64,6 +63,7 @@ def _scan(iterable, body_fn, values, n, fixed):
         carried = tuple(v for k, v in enumerate(values) if k not in fixed)
         (_, outs), _ = rt.scan(step, (iterable.start, carried), None, length=len(iterable))
     except Exception:  # noqa: BLE001 - what a symbolic `i` cannot trace, the unrolled loop does as Python
+        tracing.rollback(point)
         return None
     return tuple(merged(outs))
 
@@ -71,31 +71,6 @@ def _scan(iterable, body_fn, values, n, fixed):
 def _carriable(value):
     return isinstance(value, (Variable, rt.Tensor)) or isinstance(value, numbers.Number) and not \
         isinstance(value, bool)
-
-
-def _probe(block, i, body_fn, values, n):
-    """(ops one iteration records, nested blocks included; the positions of Python numbers it leaves as
-    they are), found by tracing it once and undoing that; None if the body fails there (the unrolled
-    loop reports it) or changes a Python number to another one (a Python counter stays Python)."""
-    point = tracing.checkpoint(block)
-    program = block.program
-    first, blocks = len(block.ops), len(program.blocks)
-    try:
-        out = _tuple(body_fn(i, *values), n)
-        size = len(block.ops) - first + sum(len(b.ops) for b in program.blocks[blocks:])
-    except Exception:  # noqa: BLE001
-        return None
-    finally:
-        tracing.rollback(point)
-    if len(out) != n:
-        return None
-    fixed = set()
-    for k, (before, after) in enumerate(zip(values, out)):
-        if isinstance(before, numbers.Number) and isinstance(after, numbers.Number):
-            if type(before) is not type(after) or before != after:
-                return None
-            fixed.add(k)
-    return size, fixed
 
 
 def _tuple(result, n):

@@ -23,8 +23,9 @@ every stage asks of an op that holds blocks:
   `RegionError` with the text after the op's description;
 - `emit(gen, op, indent)`: its plan code, written with the code generator's vocabulary (`emit`, `block`,
   `assign`, `value`, `name`, `names`, `temp`, `if_else`, `state_loop`, `count_iteration`), the way an
-  ordinary op's `emit` is; `inline(gen, op, reads)` an expression form for a loop test, or None, and
-  `count_reads(op, reads, visit)` how often such an expression reads each value.
+  ordinary op's `emit` is; `inline(gen, op, reads)` an expression form for a loop test (built with
+  `gen.inline_block`), or None, and `count_reads(op, reads, visit)` how often such an expression reads
+  each value.
 `register` (registry.py) declares each region's block attrs to `ir`, which walks blocks without
 knowing op types. Gradients and ONNX lowerings are the usual `vjp`/`onnx` facets.
 """

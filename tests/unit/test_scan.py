@@ -337,3 +337,27 @@ def test_short_loops_python_indices_and_python_counters_still_unroll():
         static = to_static(fn)
         assert "scan" not in _op_types(static.get_program(x))
         np.testing.assert_allclose(static(x).numpy(), fn(x).numpy(), rtol=1e-12)
+
+
+def test_rt_scan_in_converted_code_with_a_tensor_if_in_its_body():
+    @to_static
+    def f(c0, xs):
+        def body(c, x):
+            if rt.sum(x) > 0:
+                c = c + x
+            else:
+                c = c - x
+            return c, rt.max(c)
+        return rt.scan(body, c0, xs)
+
+    xs = RNG.standard_normal((6, 3))
+    c, ys = f(rt.tensor(np.zeros(3)), rt.tensor(xs))
+    want_c, want_ys = np.zeros(3), []
+    for x in xs:
+        want_c = want_c + x if x.sum() > 0 else want_c - x
+        want_ys.append(want_c.max())
+    np.testing.assert_allclose(c.numpy(), want_c, rtol=1e-12)
+    np.testing.assert_allclose(ys.numpy(), want_ys, rtol=1e-12)
+    program = f.get_program(rt.tensor(np.zeros(3)), rt.tensor(xs))
+    assert [op.type for op in program.global_block.ops] == ["scan"]
+    assert "cond" in [op.type for op in program.blocks[1].ops]
