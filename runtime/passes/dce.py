@@ -25,7 +25,7 @@ from ._graph import finish, is_pure, region_of, remove_ops
 def eliminate_dead_code(program):
     """A region op (cond, while, scan) is looked through by its slots (`ops/regions.py`): a slot lives
     when its output or one of its block params is needed, and then needs its own inputs and results."""
-    defs, owner, param_of, slots = {}, {}, {}, {}
+    defs, owner, param_of, slots, regions = {}, {}, {}, {}, {}
     for block in program.blocks:
         for op in block.ops:
             region = region_of(op)
@@ -37,6 +37,7 @@ def eliminate_dead_code(program):
             for sub in subs:
                 owner[sub.idx] = op
             slots[id(op)] = op_slots = region.slots(op)
+            regions[id(op)] = (region, subs)
             for s, slot in enumerate(op_slots):
                 for b, k in slot.params:
                     param_of[id(subs[b].params[k])] = (op, s)
@@ -55,8 +56,8 @@ def eliminate_dead_code(program):
         if id(op) in live_ops:
             return
         live_ops.add(id(op))
-        region = region_of(op)
-        for v in (region.control(op) if region is not None else op.inputs):
+        region = regions.get(id(op))
+        for v in (region[0].control(op) if region is not None else op.inputs):
             need(v)
         if op.block.idx in owner:
             need_op(owner[op.block.idx])
@@ -65,16 +66,16 @@ def eliminate_dead_code(program):
         if (id(op), s) not in live_slots:
             live_slots.add((id(op), s))
             need_op(op)
-            _, inputs, _, results = slots[id(op)][s].values(op, region_of(op).blocks(op))
+            _, inputs, _, results = slots[id(op)][s].values(op, regions[id(op)][1])
             for v in inputs + results:
                 need(v)
 
     for v in program.outputs:
         need(v)
-    family, members = _array_families(program)
+    family, members = _array_families(program, slots, regions)
     mutators = {}           # family -> the ops growing or shrinking its list in place, needed once it is read
     for op in program.ops():
-        if region_of(op) is None and not is_pure(op):
+        if id(op) not in regions and not is_pure(op):
             grown = _grown_family(op, family)
             if grown is None:
                 need_op(op)
@@ -107,12 +108,12 @@ def eliminate_dead_code(program):
             continue
         keep = {s for s in range(len(slots[id(op)])) if (id(op), s) in live_slots}
         if len(keep) < len(slots[id(op)]):
-            region_of(op).drop(op, keep)
+            regions[id(op)][0].drop(op, keep)
     remove_ops(program, dead)
     return finish(program)
 
 
-def _array_families(program):
+def _array_families(program, slots, regions):
     """Tensor-array values that may be one list at run time (an append grows its input in place; a
     region op's slot carries it: a while's state, a cond's result): {id: family}, {family: [ids]}. A
     family nothing needs is dead with the appends that grow it (a list a branch builds and never reads)."""
@@ -132,12 +133,11 @@ def _array_families(program):
             find(i)
 
     for op in program.ops():
-        region = region_of(op)
-        if region is None:
+        if id(op) not in regions:
             join(list(op.input_vars()) + list(op.outputs))
             continue
-        subs = region.blocks(op)
-        for slot in region.slots(op):
+        subs = regions[id(op)][1]
+        for slot in slots[id(op)]:
             out, inputs, params, results = slot.values(op, subs)
             join(inputs + params + results + ([out] if out is not None else []))
     members = {}
