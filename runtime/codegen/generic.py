@@ -173,6 +173,12 @@ class Codegen:
         self.emit(indent, "else:")
         self.branch(fb, indent + 1, op.outputs)
 
+    def while_(self, op, indent):
+        """A `while` op's code (`WhileRegion.emit` asks for it): `state_loop` over its two blocks; the hook a
+        generator with its own form of a whole loop overrides (the native tier's)."""
+        cb, bb = get_op(op.type).region.blocks(op)
+        self.state_loop(op, cb, bb, indent)
+
     def state_loop(self, op, cb, bb, indent):
         """A loop over state: op's outputs start as its first inputs; while block cb (params: the state)
         yields a true test, block bb (params: the state) makes the next state."""

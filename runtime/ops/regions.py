@@ -22,7 +22,7 @@ every stage asks of an op that holds blocks:
 - `check(op, check_types)`: the loader's structural checks beyond slots (arity, param counts), raising
   `RegionError` with the text after the op's description;
 - `emit(gen, op, indent)`: its plan code, written with the code generator's vocabulary (`emit`, `block`,
-  `assign`, `value`, `name`, `names`, `temp`, `if_else`, `state_loop`, `count_iteration`), the way an
+  `assign`, `value`, `name`, `names`, `temp`, `if_else`, `while_`/`state_loop`, `count_iteration`), the way an
   ordinary op's `emit` is; `inline(gen, op, reads)` an expression form for a loop test (built with
   `gen.inline_block`), or None, and `count_reads(op, reads, visit)` how often such an expression reads
   each value.
@@ -236,5 +236,5 @@ class WhileRegion(Region):
             raise RegionError(f": condition block {cb.idx} must yield exactly one value")
 
     def emit(self, gen, op, indent):
-        gen.state_loop(op, *self.blocks(op), indent)
+        gen.while_(op, indent)          # state_loop over both blocks, unless the generator has its own form
 
