@@ -94,8 +94,8 @@ class ScanRegion(Region):
         gen.block(body, indent + 1)
         for y, out in late:
             gen.emit(indent + 1, f"if {step} == 0:")
-            gen.emit(indent + 2, f"{gen.name(out)} = xp.empty(({length},) + xp.shape({gen.value(y)}), "
-                                 f"{out.dtype.name!r})")
+            gen.emit(indent + 2, f"{gen.name(out)} = xp.empty(({length},) + tuple(getattr({gen.value(y)}, "
+                                 f"'shape', ())), {out.dtype.name!r})")
         for y, out in zip(body.results[nc:], op.outputs[nc:]):       # before the carry moves on: a row
             gen.emit(indent + 1, f"{gen.name(out)}[{step}] = {gen.value(y)}", op)   # may be the carry itself
         gen.assign(carry, body.results[:nc], indent + 1)

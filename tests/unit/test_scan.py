@@ -361,3 +361,17 @@ def test_rt_scan_in_converted_code_with_a_tensor_if_in_its_body():
     program = f.get_program(rt.tensor(np.zeros(3)), rt.tensor(xs))
     assert [op.type for op in program.global_block.ops] == ["scan"]
     assert "cond" in [op.type for op in program.blocks[1].ops]
+
+
+def test_stacked_output_of_a_dynamic_shape_is_allocated_at_the_first_iteration():
+    def fn(x):
+        return rt.scan(lambda c, _: (c + 1, c * 2), x, None, length=3)
+
+    x = RNG.standard_normal((4, 2))
+    program, _, _ = rt.trace(fn, [rt.InputSpec([None, 2], "float64", "x")])
+    c, ys = rt.Executor().run(program, {"x": x})
+    np.testing.assert_allclose(ys.numpy(), np.stack([(x + k) * 2 for k in range(3)]), rtol=1e-12)
+    np.testing.assert_allclose(c.numpy(), x + 3, rtol=1e-12)
+    (c0,) = rt.Executor().run(rt.trace(lambda x: rt.scan(lambda c, _: (c + 1, None), x, None, length=2)[0],
+                                       [rt.InputSpec([None], "float64", "x")])[0], {"x": np.ones(3)})
+    np.testing.assert_allclose(c0.numpy(), np.full(3, 3.0))
