@@ -13,6 +13,7 @@ from .ops import FUNCTIONS as _FUNCTIONS, NUMPY_NAMES as _NUMPY_NAMES, print_, a
 from .ops.creation import asarray, tensor
 from .ops.registry import REGISTRY, OpDef, defop, get_op, register
 from .control_flow import Undefined, cond, while_loop
+from .scan_loop import scan
 from .tracing import InputSpec, trace
 from .codegen.plan import Plan
 from .executor import Executor
@@ -25,6 +26,7 @@ from .serialization import ProgramFormatError
 from .verify import verify
 from .rng import default_rng, seed
 from .autodiff import control_flow as _control_flow_gradients, arrays as _array_gradients  # noqa: F401  (vjp rules)
+from .autodiff import scan as _scan_gradient  # noqa: F401  (scan's vjp rule)
 from .autodiff.functional import grad, value_and_grad
 from .autodiff.tape import enable_grad, no_grad
 from .autodiff import backward as _backward  # noqa: E402,F401  (gives Tensor and Variable .backward())
@@ -41,7 +43,7 @@ from .torch_methods import module_getattr as _module_getattr  # noqa: E402
 from .torch_functions import *  # noqa: E402,F401,F403  (PyTorch's spellings over the array API functions they extend)
 
 __all__ = sorted(_FUNCTIONS) + sorted(_NUMPY_NAMES) + [
-    "tensor", "asarray", "Tensor", "Parameter", "Program", "Block", "Operator", "Variable", "cond", "while_loop",
+    "tensor", "asarray", "Tensor", "Parameter", "Program", "Block", "Operator", "Variable", "cond", "while_loop", "scan",
     "InputSpec", "trace", "verify", "Executor", "Plan", "get_backend", "gpu_available", "seed", "print_", "assert_",
     "raise_", "grad", "value_and_grad", "no_grad", "enable_grad",
     "Undefined", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",

@@ -102,7 +102,7 @@ class Variable:
 
 
 class Operator:
-    """One op: `outputs = type(inputs, **attrs)`; cond/while name sub-blocks in attrs."""
+    """One op: `outputs = type(inputs, **attrs)`; a region op (cond, while, scan) names its sub-blocks in attrs."""
 
     __slots__ = ("type", "inputs", "outputs", "attrs", "origin", "block", "no_grad")
 
@@ -122,19 +122,19 @@ class Operator:
         return [self.block.program.blocks[self.attrs[k]] for k in _SUB_BLOCK_ATTRS.get(self.type, ())]
 
 
-_SUB_BLOCK_ATTRS = {"cond": ("true_block", "false_block"), "while": ("cond_block", "body_block")}
+_SUB_BLOCK_ATTRS = {}       # op type -> the attrs naming its sub-blocks: declared by the op registry (regions)
 
 
-def own_inputs(op):
-    """A cond/while op's inputs before its captures: the predicate (cond), the loop state's start (while)."""
-    return op.inputs[:1] if op.type == "cond" else op.inputs[:len(op.outputs)]
+def declare_sub_blocks(op_type, attrs):
+    """Say which attrs of op_type name sub-blocks (the registry does, for each region op)."""
+    _SUB_BLOCK_ATTRS[op_type] = tuple(attrs)
 
 
 def captures(blocks, exclude=()):
-    """What `blocks` (one cond/while op's sub-blocks) read from enclosing blocks, in the order first read.
+    """What `blocks` (one region op's sub-blocks) read from enclosing blocks, in the order first read.
 
     The one rule for an op's captured inputs: tracing lists them, passes refresh them,
-    the loader checks them. A nested cond/while counts as reading its inputs (its own
+    the loader checks them. A nested region op counts as reading its inputs (its own
     captures must be current), so each op's blocks are read once.
     """
     seen, out = {id(v) for v in exclude}, []

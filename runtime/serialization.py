@@ -30,6 +30,7 @@ import numpy as np
 from . import pytree
 from .ir import Block, Operator, Program, Variable, captures, sub_block_attrs
 from .ops.registry import REGISTRY
+from .ops.regions import RegionError
 from .ops.rules import Spec, input_types
 from .shape_text import shape_text
 
@@ -530,23 +531,21 @@ class _Reader:
         for key, value in attrs.items():
             if not _attr_fits(key, value):
                 self.fail(f"{where} does not accept attr {key!r} = {brief(value)} ({_attr_expectation(key)})")
+        region = opdef.region
         subs = []
         for key in sub_block_attrs(op_type):
             sub = attrs.get(key)
             if not _is_int(sub) or not 0 < sub < len(program.blocks) or program.blocks[sub].parent_idx != idx:
                 self.fail(f"{where} names invalid sub-block {brief(sub)} (attr {key!r})")
             subs.append(program.blocks[sub])
-        inner_loop_depth = loop_depth + (op_type == "while")
+        inner_loop_depth = loop_depth + bool(region is not None and region.loop)
         if inner_loop_depth > MAX_LOOP_DEPTH:
             self.fail(f"{where}: while loops nested more than {MAX_LOOP_DEPTH} deep")
         for sub in subs:
             self.read_block(program, sub.idx, defined, inner_loop_depth)
-        if op_type == "cond":
-            self.check_cond(where, inputs, outputs, *subs)
-            self.check_captures(where, inputs, subs, exclude=inputs[:1])
-        elif op_type == "while":
-            self.check_while(where, inputs, outputs, *subs)
-            self.check_captures(where, inputs, subs)
+        op = Operator(op_type, inputs, outputs, attrs, origin, block)
+        if region is not None:
+            self.check_region(where, region, op)
         elif self.check_types:
             self.check_inferred(where, opdef, inputs, attrs, outputs)
         elif opdef.num_outputs >= 0 and len(outputs) != opdef.num_outputs:
@@ -555,13 +554,13 @@ class _Reader:
             if id(o) in defined:
                 self.fail(f"variable '{o.name}' is defined twice")
             defined.add(id(o))
-        block.ops.append(Operator(op_type, inputs, outputs, attrs, origin, block))
+        block.ops.append(op)
 
     def check_attr_names(self, where, opdef, inputs, attrs):
-        """Only attrs the op declares: cond/while their blocks; other ops their kernel's keyword
-        parameters (what would otherwise be a TypeError when the Program first runs)."""
-        if opdef.name in ("cond", "while"):
-            unknown = sorted(set(attrs) - set(sub_block_attrs(opdef.name)))
+        """Only attrs the op declares: a region op its blocks and `region.attrs`; other ops their kernel's
+        keyword parameters (what would otherwise be a TypeError when the Program first runs)."""
+        if opdef.region is not None:
+            unknown = sorted(set(attrs) - set(opdef.region.block_attrs) - set(opdef.region.attrs))
             if unknown:
                 self.fail(f"{where} has attr(s) {brief(unknown)} that the op does not declare")
             return
@@ -574,28 +573,27 @@ class _Reader:
         if problem is not None:
             self.fail(f"{where} {problem}")
 
-    def check_cond(self, where, inputs, outputs, tb, fb):
-        if not inputs:
-            self.fail(f"{where} has no predicate input")
-        for sub in (tb, fb):
-            if sub.params:
-                self.fail(f"{where}: branch block {sub.idx} cannot have params")
-            if len(sub.results) != len(outputs):
-                self.fail(f"{where} has {len(outputs)} outputs but block {sub.idx} yields {len(sub.results)} values")
+    def check_region(self, where, region, op):
+        """A region op (`ops/regions.py`): its own structure checks, then each slot's values one type
+        (with check_types), and every value its blocks read from outside listed among its inputs."""
+        try:
+            region.check(op, self.check_types)
+            slots = region.slots(op)
+            blocks = region.blocks(op)
+            values = [slot.values(op, blocks) for slot in slots]
+        except RegionError as e:
+            self.fail(f"{where}{e}")
+        except IndexError:
+            self.fail(f"{where}: its inputs, outputs and blocks' params and results do not match")
         if self.check_types:
-            for out, a, b in zip(outputs, tb.results, fb.results):
-                self.check_same(where, out, a, b)
-
-    def check_while(self, where, inputs, outputs, cb, bb):
-        n = len(outputs)
-        if len(inputs) < n or len(cb.params) != n or len(bb.params) != n or len(bb.results) != n:
-            self.fail(f"{where}: loop state does not match ({n} outputs, {len(inputs)} inputs, "
-                      f"{len(cb.params)}/{len(bb.params)} block params, {len(bb.results)} body results)")
-        if len(cb.results) != 1:
-            self.fail(f"{where}: condition block {cb.idx} must yield exactly one value")
-        if self.check_types:
-            for i, out in enumerate(outputs):
-                self.check_same(where, out, inputs[i], cb.params[i], bb.params[i], bb.results[i])
+            for slot, (out, inputs, params, results) in zip(slots, values):
+                outer = [v for v in [out] + inputs if isinstance(v, Variable)]
+                if not outer:
+                    continue
+                self.check_same(where, outer[0], *outer[1:], *([] if slot.stacked else params + results))
+                if slot.stacked:
+                    self.check_same(where, outer[0], *params, *results, rows=True)
+        self.check_captures(where, op.inputs, blocks, exclude=region.readable_own(op))
 
     def check_captures(self, where, inputs, subs, exclude=()):
         listed = {id(v) for v in inputs if isinstance(v, Variable)}
@@ -604,9 +602,10 @@ class _Reader:
                 self.fail(f"{where}: its blocks read '{v.name}' from an enclosing block, but the op does not "
                           "list it among its inputs")
 
-    def check_same(self, where, out, *values):
+    def check_same(self, where, out, *values, rows=False):
+        """Each value of out's type (dtype, kind, rank); `rows`: of the type of one row of out."""
         for v in values:
-            if isinstance(v, Variable) and (v.dtype != out.dtype or v.kind != out.kind or v.ndim != out.ndim):
+            if isinstance(v, Variable) and (v.dtype != out.dtype or v.kind != out.kind or v.ndim + rows != out.ndim):
                 self.fail(f"{where}: '{v.name}' ({v.type_str()}) does not match output '{out.name}' ({out.type_str()})")
 
     def check_inferred(self, where, opdef, inputs, attrs, outputs):

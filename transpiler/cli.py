@@ -336,7 +336,7 @@ def program_to_dot(program):
             extras = [repr(v) for v in op.inputs if not isinstance(v, Variable)]
             extras += [f"{k}={v!r}" for k, v in op.attrs.items() if k not in sub_block_attrs(op.type) and k != "origin"]
             label = op.type + ("\n" + textwrap.shorten(", ".join(extras), 60) if extras else "")
-            shape = "diamond" if op.type in ("cond", "while") else "box"
+            shape = "diamond" if sub_block_attrs(op.type) else "box"
             op_id = node(label, indent, shape=shape, style="rounded" if shape == "box" else "solid")
             first = first or op_id
             edges_into(op_id, op.inputs, indent)

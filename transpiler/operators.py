@@ -22,7 +22,7 @@ from runtime.undefined import AT_RUN_TIME
 from runtime.errors import ControlFlowError, SymbolicBoolError
 from runtime.ops.dispatch import record as record_op
 from runtime.ops.known import known_value
-from runtime.ops.control import Text, safe_field
+from runtime.ops.control import WHILE, Text, safe_field
 from runtime.ops.registry import get_op
 from runtime.state import attr_cell, contents_cell, item_cell
 from runtime.tensor import stands_for
@@ -31,6 +31,7 @@ from runtime.torch_methods import in_place_value
 from .aliases import CONVERTED_CODES, array_item, write_through
 from .choices import FunctionChoices, copy_containers
 from .errors import ConversionError
+from .scan_for import scanned_for
 
 
 def _symbolic(value):
@@ -407,8 +408,8 @@ def _user_object(value):
                 or isinstance(value, _FUNCTIONS) or not hasattr(value, "__dict__"))
 
 
-def _made_op(block, start, op_type):
-    return block is not None and any(op.type == op_type for op in block.ops[start:])
+def _made_op(block, start, opdef):
+    return block is not None and any(op.type == opdef.name for op in block.ops[start:])
 
 
 def _moved_attributes(watched):
@@ -746,12 +747,12 @@ def _convert_while(cond_fn, body_fn, args, names, state):
     undo = _undo_point(state) if block is not None else None
     with _graph_region("while"):
         outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
-        moved = list(_moved_attributes(watched)) if _made_op(block, start, "while") else []
+        moved = list(_moved_attributes(watched)) if _made_op(block, start, WHILE) else []
         if moved:       # attributes a method called in the body sets (`self.step()`): carried, traced again
             undo()
             state = _carrying_attributes(state, moved, watched)
             outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
-    if _made_op(block, start, "while"):    # a graph loop
+    if _made_op(block, start, WHILE):    # a graph loop
         _check_captured("while", captured, cond_fn, body_fn)
         _check_objects("while", watched)
     outs = _write_back(outs, args, names, returned)
@@ -817,6 +818,8 @@ def _convert_for(iterable, body_fn, args, names, until, state):
                             "loop carries one structure (append tensors to a list and rt.stack it)") from None
                     raise
         iterable = it       # a static length and a body that grows what it carries: unroll as Python does
+    elif extra_test is None and state is None:     # a long range over a big body: a scan op after one iteration
+        iterable, args = scanned_for(iterable, body_fn, tuple(args), n)
     return _python_for(iterable, body_fn, tuple(args), names, extra_test, state)
 
 

@@ -4,7 +4,7 @@ import re
 import numpy as np
 
 from ..errors import IterationLimitError
-from ..ir import Variable, sub_block_attrs
+from ..ir import Variable
 from ..ops.registry import get_op
 from ..passes import _graph, inplace as _inplace
 from ..passes.licm import cannot_fail
@@ -46,7 +46,6 @@ class PlanCodegen(Codegen):
         self.donations = _inplace.donations(program)
         self.readers = _graph.readers(program)
         self.globals = {}
-        self.temp_counts = {}
         self.layout = None          # c_contiguous_facts, made when an emit first asks
         self.layout_checks = {}     # frozenset of input ids -> the name of the plan's check of them
         self.iterations = None      # the local counting loop iterations against max_iterations, once a loop needs it
@@ -80,17 +79,6 @@ class PlanCodegen(Codegen):
             if self.numpy:
                 value.flags.writeable = False
             name = self.typed[key] = self.constant(value)
-        return name
-
-    def temp(self, hint="buf"):
-        """A fresh local name (`buf`, `buf_1`, ...); the count per hint carries on (no rescan from 1)."""
-        n = self.temp_counts.get(hint, 0)
-        name = hint if n == 0 else f"{hint}_{n}"
-        while name in self.used or name in self.namespace:
-            n += 1
-            name = f"{hint}_{n}"
-        self.temp_counts[hint] = n + 1
-        self.used.add(name)
         return name
 
     def op(self, op, indent):
@@ -183,18 +171,25 @@ class PlanCodegen(Codegen):
             if i in dead:
                 self.emit(indent, "del " + ", ".join(self.name(v) for v in dead[i]))
 
-    def while_(self, op, indent):
-        cb, bb = (self.program.blocks[op.attrs[k]] for k in sub_block_attrs("while"))
+    def count_iteration(self, op, indent):
+        """One iteration of loop `op` against the call's budget: iterations of every loop in this call are
+        counted in one local set to 0 where the plan starts (`function`); the check is not mapped to the op:
+        the error names the loop itself."""
+        if self.max_iterations is None:
+            return
+        if self.iterations is None:
+            self.iterations = self.temp("iterations")
+        stop = self.constant(iteration_limit(op, self.max_iterations))
+        self.emit(indent, f"{self.iterations} += 1")
+        self.emit(indent, f"if {self.iterations} > {self.max_iterations}:")
+        self.emit(indent + 1, f"{stop}()")
+
+    def state_loop(self, op, cb, bb, indent):
         for block in (cb, bb):
             for param, out in zip(block.params, op.outputs):
                 self.names[id(param)] = self.name(out)
         n = len(bb.params)
         self.assign(op.outputs, op.inputs[:n], indent)
-        count = None
-        if self.max_iterations is not None:     # iterations of every loop in this call, counted in one local
-            if self.iterations is None:         # set to 0 where the plan starts (`function`); the check is not
-                self.iterations = self.temp("iterations")   # mapped to the op: the error names the loop itself
-            count = self.iterations
         test = self.loop_test(cb)
         if test is not None:
             self.emit(indent, f"while {test}:", op)
@@ -204,11 +199,7 @@ class PlanCodegen(Codegen):
             self.emit(indent + 1, f"if not {self.value(cb.results[0])}:", op)
             self.emit(indent + 2, "break")
         start = len(self.lines)
-        if count is not None:
-            stop = self.constant(iteration_limit(op, self.max_iterations))
-            self.emit(indent + 1, f"{count} += 1")
-            self.emit(indent + 1, f"if {count} > {self.max_iterations}:")
-            self.emit(indent + 2, f"{stop}()")
+        self.count_iteration(op, indent + 1)
         direct = self.direct_results(bb)
         for k in direct:
             self.names[id(bb.results[k])] = self.name(op.outputs[k])
@@ -221,7 +212,7 @@ class PlanCodegen(Codegen):
     def direct_results(self, body):
         """Positions k whose next value the body's op writes straight into the loop variable
         (`h = xp_tanh(...)`, `i = (i + 1)`; no temporary and no tuple assignment per iteration): the
-        op is the body's own and not a cond/while (their blocks would read k after it is written), its
+        op is the body's own and not a region op (its blocks would read k after it is written), its
         one output is yielded at k alone, and nothing after it (nor another position's result) reads
         the current value of variable k."""
         position = {}
@@ -233,7 +224,7 @@ class PlanCodegen(Codegen):
         direct = set()
         for op in reversed(body.ops):
             if (len(op.outputs) == 1 and len(position.get(id(op.outputs[0]), ())) == 1
-                    and op.type not in _graph.CONTROL_FLOW):     # an inner loop's state lives in its outputs
+                    and get_op(op.type).region is None):     # an inner loop's state lives in its outputs
                 k = position[id(op.outputs[0])][0]
                 if k not in read_later and k < len(body.params):
                     direct.add(k)
@@ -250,23 +241,24 @@ class PlanCodegen(Codegen):
         saved = dict(self.names)
         reads = {}
         _count_reads(block, reads)
-        test = self._inline(block, reads)
+        test = self.inline_block(block, reads)
         if test is None:
             self.names = saved
         elif test.startswith("(") and _atomic(test):
             test = test[1:-1]
         return test
 
-    def _inline(self, block, reads):
+    def inline_block(self, block, reads):
+        """Block as one expression of its result (each value read once, no op that can raise), or None."""
         for op in block.ops:
             if len(op.outputs) != 1 or reads.get(id(op.outputs[0])) != 1 or not _graph.is_pure(op):
                 return None
-            if op.type == "cond":
-                text = self._inline_choice(op, reads)
-            elif op.type in _graph.CONTROL_FLOW or not cannot_fail(op):
+            opdef = get_op(op.type)
+            if opdef.region is not None:
+                text = opdef.region.inline(self, op, reads)       # cond: `and`/`or`/`if else`
+            elif not cannot_fail(op):
                 return None
             else:
-                opdef = get_op(op.type)
                 text = opdef.emit(self, op) if opdef.emit is not None else None
                 text = self.generic(op) if text is None else text
             if not isinstance(text, str):
@@ -274,37 +266,18 @@ class PlanCodegen(Codegen):
             self.names[id(op.outputs[0])] = text if _atomic(text) else f"({text})"
         return self.value(block.results[0])
 
-    def _inline_choice(self, op, reads):
-        true_block, false_block = _graph.sub_blocks(op)
-        pred = self.value(op.inputs[0])
-        if not false_block.ops and false_block.results[0] is op.inputs[0]:
-            then = self._inline(true_block, reads)
-            return None if then is None else f"{pred} and {then}"
-        if not true_block.ops and true_block.results[0] is op.inputs[0]:
-            other = self._inline(false_block, reads)
-            return None if other is None else f"{pred} or {other}"
-        then, other = self._inline(true_block, reads), self._inline(false_block, reads)
-        return None if then is None or other is None else f"{then} if {pred} else {other}"
-
 
 def _count_reads(block, reads):
-    """How often the inlined expression reads each value (a cond's predicate yielded back by its
-    other branch is the `and`/`or` operand itself: read once)."""
+    """How often the inlined expression reads each value (a region op says for its blocks: a cond's
+    predicate yielded back by its other branch is the `and`/`or` operand itself, read once)."""
     for op in block.ops:
-        if op.type == "cond":
-            pred = op.inputs[0]
-            if isinstance(pred, Variable):
-                reads[id(pred)] = reads.get(id(pred), 0) + 1
-            for branch in _graph.sub_blocks(op):
-                # else: the and/or operand itself (a cond whose outputs all died yields nothing)
-                if branch.ops or branch.results and branch.results[0] is not pred:
-                    _count_reads(branch, reads)
+        region = get_op(op.type).region
+        if region is not None:
+            region.count_reads(op, reads, _count_reads)
             continue
         for x in op.inputs:
             if isinstance(x, Variable):
                 reads[id(x)] = reads.get(id(x), 0) + 1
-        for sub in _graph.sub_blocks(op):
-            _count_reads(sub, reads)
     for x in block.results:
         if isinstance(x, Variable):
             reads[id(x)] = reads.get(id(x), 0) + 1

@@ -1,14 +1,16 @@
 """Codegen: a Program as the source of one Python function, every block inlined.
 
-`cond` becomes `if/else`, `while` becomes `while True: ... if not pred: break ...`,
-every other op a call of its kernel (or its `template`) with attrs as literals.
+A region op (`ops/regions.py`) writes its own code through its OpDef's `region.emit`, with
+this generator's vocabulary: `if_else` (cond: `if/else`), `state_loop` (while: `while True:
+... if not pred: break ...`), `block`, `assign`, `temp`, `count_iteration`; every other op is a
+call of its kernel (or its `template`) with attrs as literals.
 Shared by the executor's plans (`fast.PlanCodegen` adds the NumPy-fast forms) and
 by `runtime.export` (a standalone module).
 """
 import keyword
 import math
 
-from ..ir import Variable, sub_block_attrs
+from ..ir import Variable
 from ..ops.registry import get_op
 from .ownership import owned_expression, shared_outputs
 
@@ -34,6 +36,7 @@ class Codegen:
         self.name_counts = {}
         self.names = {}
         self.used = set(_RESERVED)
+        self.temp_counts = {}
 
     # --- how the function reaches kernels and constants (hooks) ---------------------
     def kernel(self, op_type, opdef):
@@ -101,12 +104,26 @@ class Codegen:
             self.any_op(op, indent)
 
     def any_op(self, op, indent):
-        if op.type == "cond":
-            self.cond(op, indent)
-        elif op.type == "while":
-            self.while_(op, indent)
+        region = get_op(op.type).region
+        if region is not None:
+            region.emit(self, op, indent)
         else:
             self.op(op, indent)
+
+    def temp(self, hint="buf"):
+        """A fresh local name (`buf`, `buf_1`, ...); the count per hint carries on (no rescan from 1)."""
+        n = self.temp_counts.get(hint, 0)
+        name = hint if n == 0 else f"{hint}_{n}"
+        while name in self.used or name in self.namespace:
+            n += 1
+            name = f"{hint}_{n}"
+        self.temp_counts[hint] = n + 1
+        self.used.add(name)
+        return name
+
+    def count_iteration(self, op, indent):
+        """Emit the check of the call's iteration budget for one iteration of loop `op` (the plan's
+        `max_iterations`; nothing here)."""
 
     def branch(self, block, indent, outputs):
         start = len(self.lines)
@@ -148,15 +165,23 @@ class Codegen:
                 return text
         return self.constant(value)
 
-    def cond(self, op, indent):
-        tb, fb = (self.program.blocks[op.attrs[k]] for k in sub_block_attrs("cond"))
-        self.emit(indent, f"if {self.value(op.inputs[0])}:", op)
+    # --- the vocabulary of region ops' `emit` -------------------------------------------------
+    def if_else(self, op, pred, tb, fb, indent):
+        """`if pred:` block tb `else:` block fb, each yielding op's outputs."""
+        self.emit(indent, f"if {self.value(pred)}:", op)
         self.branch(tb, indent + 1, op.outputs)
         self.emit(indent, "else:")
         self.branch(fb, indent + 1, op.outputs)
 
     def while_(self, op, indent):
-        cb, bb = (self.program.blocks[op.attrs[k]] for k in sub_block_attrs("while"))
+        """A `while` op's code (`WhileRegion.emit` asks for it): `state_loop` over its two blocks; the hook a
+        generator with its own form of a whole loop overrides (the native tier's)."""
+        cb, bb = get_op(op.type).region.blocks(op)
+        self.state_loop(op, cb, bb, indent)
+
+    def state_loop(self, op, cb, bb, indent):
+        """A loop over state: op's outputs start as its first inputs; while block cb (params: the state)
+        yields a true test, block bb (params: the state) makes the next state."""
         n = len(bb.params)
         self.assign(op.outputs, op.inputs[:n], indent)
         self.emit(indent, "while True:", op)

@@ -14,15 +14,16 @@ without a fact may have any layout. The plan checks the inputs a `dot` needs onc
   - a ufunc op, a fused elementwise op: when all its array inputs are (a ufunc allocates its
     result in its inputs' memory order; a fused chain writes into inputs or buffers it made);
   - x[i] with one scalar index on the first axis: when x is;
-  - a while loop's state: when its start and every iteration's result are (a fixed point);
-  - a cond's output: when both branches' are.
+  - a region op's output (`ops/regions.py` slots): when the slot's own inputs and the block results
+    making it are; in a loop, its params likewise, up to a fixed point (a while's state: when its start
+    and every iteration's result are; a cond's output: when both branches' are).
 """
 from ..ir import Variable
 from ..ops.fused import FUSED
 from ..ops.indexing import GETITEM
 from ..ops.linalg import MATMUL
 from ..ops.registry import get_op
-from ..passes._graph import first_axis_scalar, sub_blocks
+from ..passes._graph import first_axis_scalar
 
 ALWAYS = frozenset()
 
@@ -48,10 +49,9 @@ def _meet(a, b):
 
 def _visit(block, facts):
     for op in block.ops:
-        if op.type == "while":
-            _while(op, facts)
-        elif op.type == "cond":
-            _cond(op, facts)
+        region = get_op(op.type).region
+        if region is not None:
+            _region(op, region, facts)
         else:
             fact = _op_fact(op, facts) if len(op.outputs) == 1 and op.outputs[0].kind == "dense" else None
             for out in op.outputs:
@@ -72,29 +72,32 @@ def _op_fact(op, facts):
     return None
 
 
-def _while(op, facts):
-    cond_block, body = sub_blocks(op)
-    state = [_fact(x, facts) for x in op.inputs[:len(body.params)]]
+def _region(op, region, facts):
+    blocks, slots = region.blocks(op), region.slots(op)
+    values = [slot.values(op, blocks) for slot in slots]
+    state = []
+    for _, inputs, _, _ in values:
+        fact = ALWAYS
+        for x in inputs:
+            fact = _meet(fact, _fact(x, facts))
+        state.append(fact)
     while True:
-        for block in (cond_block, body):
-            for param, fact in zip(block.params, state):
+        for (_, _, params, _), fact in zip(values, state):
+            for param in params:
                 _set(facts, param, fact)
-        _visit(cond_block, facts)
-        _visit(body, facts)
-        after = [_meet(fact, _fact(r, facts)) for fact, r in zip(state, body.results)]
-        if after == state:
+        for block in blocks:
+            _visit(block, facts)
+        after = []
+        for (_, _, _, results), fact in zip(values, state):
+            for r in results:
+                fact = _meet(fact, _fact(r, facts))
+            after.append(fact)
+        if not region.loop or after == state:
             break
         state = after                # facts only grow or vanish: this ends
-    for out, fact in zip(op.outputs, state):
-        _set(facts, out, fact)
-
-
-def _cond(op, facts):
-    branches = sub_blocks(op)
-    for block in branches:
-        _visit(block, facts)
-    for k, out in enumerate(op.outputs):
-        _set(facts, out, _meet(_fact(branches[0].results[k], facts), _fact(branches[1].results[k], facts)))
+    for slot, (out, _, _, _), fact in zip(slots, values, after):
+        if out is not None:
+            _set(facts, out, ALWAYS if slot.stacked else fact)     # a stacked output is a new array
 
 
 def _set(facts, var, fact):

@@ -10,14 +10,15 @@ writes). Decided once per plan, from the graph: a value is *shared* when
   reshape, getitem, astype(copy=False), a tensor array holding one, ...);
   ops that make their value from literals and attrs (`creation`, random draws)
   make a new value on every run (the plan's `constant` copies where it escapes);
-- a `cond` output whose branch may yield a shared value, or a `while` output whose
-  initial value or body result may be shared (the loop may run zero times; the
-  body is read as if all its state were shared).
+- a region op's output (`ops/regions.py` slots) whose own inputs or block results may be
+  shared: a `cond` output whose branch may yield a shared value, a `while` output whose
+  initial value or body result may be (the loop may run zero times); a loop's blocks are
+  read as if all their params were shared.
 
 The plan returns a copy of exactly those outputs; every other output is made by the
 run itself and costs nothing more.
 """
-from ..ir import Variable, sub_block_attrs
+from ..ir import Variable
 from ..ops.registry import get_op
 
 
@@ -34,29 +35,26 @@ def _is_shared(x, shared):
 
 def _block(program, block, shared):
     for op in block.ops:
-        if op.type == "cond":
-            branches = [program.blocks[op.attrs[k]] for k in sub_block_attrs("cond")]
-            for branch in branches:
-                _block(program, branch, shared)
-            for k, out in enumerate(op.outputs):
-                if any(_is_shared(b.results[k], shared) for b in branches if k < len(b.results)):
-                    shared.add(id(out))
-        elif op.type == "while":
-            _while(program, op, shared)
+        region = get_op(op.type).region
+        if region is not None:
+            _region(program, op, region, shared)
         elif not get_op(op.type).copies and any(_is_shared(x, shared) for x in op.inputs):
             shared.update(id(o) for o in op.outputs)
 
 
-def _while(program, op, shared):
-    """Loop state k is shared if its initial value or the body's result k may be. The body is read once,
-    as if every state value were shared (a loop's state may be any of them after a few iterations): an
-    over-approximation that costs a copy at most, and keeps the analysis linear in nested loops."""
-    cond_block, body = (program.blocks[op.attrs[k]] for k in sub_block_attrs("while"))
-    for block in (cond_block, body):
-        shared.update(id(p) for p in block.params)
+def _region(program, op, region, shared):
+    """A slot's output is shared if its inputs or results may be. A loop's blocks are read once, as if every
+    param were shared (a loop's state may be any of them after a few iterations): an over-approximation
+    that costs a copy at most, and keeps the analysis linear in nested loops."""
+    blocks = region.blocks(op)
+    values = [slot.values(op, blocks) for slot in region.slots(op)]
+    for _, inputs, params, _ in values:
+        if region.loop or any(_is_shared(x, shared) for x in inputs):
+            shared.update(id(p) for p in params)
+    for block in blocks:
         _block(program, block, shared)
-    for k, out in enumerate(op.outputs):
-        if _is_shared(op.inputs[k], shared) or (k < len(body.results) and _is_shared(body.results[k], shared)):
+    for slot, (out, inputs, _, results) in zip(region.slots(op), values):
+        if out is not None and not slot.stacked and any(_is_shared(x, shared) for x in inputs + results):
             shared.add(id(out))
 
 

@@ -12,6 +12,7 @@ from ..tracer import Tracer
 from .registry import REGISTRY, OpDef, defop, get_op, register
 from .dispatch import apply
 from . import creation, elementwise, reduction, linalg, manipulation, indexing, tensor_array, control
+from . import scan as _scan_op  # noqa: F401  (registers the scan region op; rt.scan is runtime/scan_loop.py)
 from . import nn_ops  # noqa: F401  (registers the ops behind runtime.nn.functional)
 from . import activations, decompositions, numpy_functions, rearrange, selection, sorting, spectral
 from . import onnx_lowerings  # noqa: F401  (attaches each op's `onnx` facet)

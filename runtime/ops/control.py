@@ -1,8 +1,8 @@
 """Ops that act when the Program runs: print, assert, raise; and the control-flow op types.
 
-`cond` and `while` have no kernel: the executor lowers them to Python `if` and
-`while` around their inlined sub-blocks. They are registered so every op type a
-Program may hold is known to the registry (serialization checks against it).
+`cond` and `while` have no kernel: they are region ops (`regions.py`), whose OpDef's
+`region` says how every stage treats the blocks they hold; the plan inlines their blocks
+in Python `if` and `while` statements.
 """
 import builtins
 import re
@@ -17,6 +17,7 @@ from ..tensor import Tensor
 from ..tracer import Tracer
 from .dispatch import apply
 from .registry import OpDef, register
+from .regions import CondRegion, WhileRegion
 from .rules import Spec
 
 
@@ -202,9 +203,10 @@ def undefined_value(name, shape, dtype, origin=None):
                                   "origin": origin})
 
 
-def _lowered_by_executor(xp, *args, **attrs):
-    raise RuntimeError("control-flow ops are lowered by the executor, not called")
+def lowered_by_executor(xp, *args, **attrs):
+    """The kernel of a region op: never called, the plan inlines its blocks."""
+    raise RuntimeError("region ops are lowered by the executor, not called")
 
 
-register(OpDef("cond", _lowered_by_executor, None, num_outputs=-1))
-register(OpDef("while", _lowered_by_executor, None, num_outputs=-1))
+COND = register(OpDef("cond", lowered_by_executor, None, num_outputs=-1, region=CondRegion()))
+WHILE = register(OpDef("while", lowered_by_executor, None, num_outputs=-1, region=WhileRegion()))

@@ -13,6 +13,8 @@ primitive's rules beside it.
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from ..ir import declare_sub_blocks
+
 REGISTRY = {}
 
 
@@ -48,6 +50,7 @@ class OpDef:
     cheaper: Optional[Callable] = None   # cheaper(op, producer) -> [(OpDef, inputs)] computing the same faster,
     #                                      or None; producer(var): the op of op's block that made var, or None
     emit: Optional[Callable] = None  # emit(gen, op) -> plan source for the op's value, a list of statements, or None
+    region: Optional[object] = None  # a regions.Region: the op holds blocks (cond, while, scan); its rules
 
     def __post_init__(self):
         if self.ufunc is not None:
@@ -70,6 +73,8 @@ def register(opdef):
     if opdef.name in REGISTRY:
         raise ValueError(f"op {opdef.name!r} is defined twice")
     REGISTRY[opdef.name] = opdef
+    if opdef.region is not None:
+        declare_sub_blocks(opdef.name, opdef.region.block_attrs)
     return opdef
 
 

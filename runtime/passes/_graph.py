@@ -2,19 +2,13 @@
 and who reads a Variable, and the clean-up every rewrite ends with.
 
 Passes mutate the Program they are given (a clone made by `run_passes`); they
-call `finish(program)` last so the result is again a valid Program: cond/while
-ops list exactly the values their sub-blocks capture (`ir.captures`), every block is used by
-one op, and compiled plans of the old version are invalid.
+call `finish(program)` last so the result is again a valid Program: region ops (cond,
+while, scan: `ops/regions.py`) list exactly the values their sub-blocks capture (`ir.captures`),
+every block is used by one op, and compiled plans of the old version are invalid.
 """
-from ..ir import Variable, captures, compact_blocks, own_inputs, sub_block_attrs
+from ..ir import Variable, captures, compact_blocks
 from ..ops.registry import REGISTRY
-
-CONTROL_FLOW = ("cond", "while")
-
-
-def sub_blocks(op):
-    program = op.block.program
-    return [program.blocks[op.attrs[k]] for k in sub_block_attrs(op.type)]
+from ..ops.regions import region_of, sub_blocks  # noqa: F401  (sub_blocks: the passes' name for it)
 
 
 def blocks_under(op):
@@ -30,8 +24,8 @@ def blocks_under(op):
 
 
 def is_pure(op):
-    """No side effects: a cond/while is pure when everything inside it is."""
-    if op.type in CONTROL_FLOW:
+    """No side effects: a region op is pure when everything inside it is."""
+    if region_of(op) is not None:
         return all(is_pure(inner) for block in sub_blocks(op) for inner in block.ops)
     return REGISTRY[op.type].pure
 
@@ -84,7 +78,7 @@ def readers(program):
 
 
 def last_reads(block):
-    """id(Variable) -> index of the last op of block that reads it (a cond/while reads its captures)."""
+    """id(Variable) -> index of the last op of block that reads it (a region op reads its captures)."""
     last = {}
     for i, op in enumerate(block.ops):
         for v in op.inputs:
@@ -109,20 +103,20 @@ def replace_uses(program, mapping):
 
 
 def refresh_captures(program):
-    """Make each cond/while op's inputs list what its sub-blocks read from outside (`ir.captures`).
+    """Make each region op's inputs list what its sub-blocks read from outside (`ir.captures`).
 
     Inner ops first, so an outer op reads a nested op's fresh inputs: each block is
     read once (times the nesting depth, for the "declared outside" test).
     """
     def visit(block):
         for op in block.ops:
-            subs = sub_blocks(op)
-            if not subs:
+            region = region_of(op)
+            if region is None:
                 continue
+            subs = region.blocks(op)
             for sub in subs:
                 visit(sub)
-            head = own_inputs(op)
-            op.inputs = list(head) + captures(subs, exclude=head if op.type == "cond" else ())
+            op.inputs = list(region.own_inputs(op)) + captures(subs, exclude=region.readable_own(op))
 
     visit(program.global_block)
 

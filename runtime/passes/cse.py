@@ -15,7 +15,7 @@ two `array_new` make two lists) are never merged.
 """
 from ..ir import Variable
 from .pipeline import register_pass
-from ._graph import CONTROL_FLOW, finish, is_pure, remove_ops, replace_uses, sub_blocks, touches_arrays
+from ._graph import finish, is_pure, region_of, remove_ops, replace_uses, sub_blocks, touches_arrays
 
 
 @register_pass("cse")
@@ -31,7 +31,7 @@ def eliminate_common_subexpressions(program):
         added = []
         for op in block.ops:
             op.inputs = [resolve(x) for x in op.inputs]
-            if op.type in CONTROL_FLOW:
+            if region_of(op) is not None:
                 for sub in sub_blocks(op):
                     visit(sub)
                 continue

@@ -9,7 +9,7 @@ it. Control flow is looked through:
                                  condition or by what makes h and i -> k leaves the loop
     a = matmul(x, w)             a unused               -> the op goes
 
-A cond/while with nothing needed and nothing impure inside goes with its
+(generally: a region op's slots, `ops/regions.py`). A region op with nothing needed and nothing impure inside goes with its
 blocks. An append to a tensor array that nothing reads (no value of its list,
 `_array_families`, is needed) is dead too: a list a branch builds and never
 uses goes with the loop that builds it. Pure ops that could fail at run time (an out-of-bounds index) are
@@ -18,24 +18,33 @@ reports the errors of the work it does.
 """
 from ..ir import Variable
 from .pipeline import register_pass
-from ._graph import finish, is_pure, remove_ops, sub_blocks
+from ._graph import finish, is_pure, region_of, remove_ops
 
 
 @register_pass("dce")
 def eliminate_dead_code(program):
-    defs, owner, param_of = {}, {}, {}
+    """A region op (cond, while, scan) is looked through by its slots (`ops/regions.py`): a slot lives
+    when its output or one of its block params is needed, and then needs its own inputs and results."""
+    defs, owner, param_of, slots, regions = {}, {}, {}, {}, {}
     for block in program.blocks:
         for op in block.ops:
+            region = region_of(op)
             for k, o in enumerate(op.outputs):
                 defs[id(o)] = (op, k)
-            for sub in sub_blocks(op):
+            if region is None:
+                continue
+            subs = region.blocks(op)
+            for sub in subs:
                 owner[sub.idx] = op
-            if op.type == "while":
-                for sub in sub_blocks(op):
-                    for k, p in enumerate(sub.params):
-                        param_of[id(p)] = (op, k)
+            slots[id(op)] = op_slots = region.slots(op)
+            regions[id(op)] = (region, subs)
+            for s, slot in enumerate(op_slots):
+                for b, k in slot.params:
+                    param_of[id(subs[b].params[k])] = (op, s)
+                if slot.output is not None:
+                    defs[id(op.outputs[slot.output])] = (op, ("slot", s))
 
-    live_vars, live_ops, live_states = set(), set(), set()
+    live_vars, live_ops, live_slots = set(), set(), set()
     work = []
 
     def need(v):
@@ -47,29 +56,26 @@ def eliminate_dead_code(program):
         if id(op) in live_ops:
             return
         live_ops.add(id(op))
-        if op.type == "cond":
-            need(op.inputs[0])
-        elif op.type == "while":
-            need(sub_blocks(op)[0].results[0])      # the loop's condition decides how often it runs
-        else:
-            for v in op.inputs:
-                need(v)
+        region = regions.get(id(op))
+        for v in (region[0].control(op) if region is not None else op.inputs):
+            need(v)
         if op.block.idx in owner:
             need_op(owner[op.block.idx])
 
-    def need_state(op, k):
-        if (id(op), k) not in live_states:
-            live_states.add((id(op), k))
+    def need_slot(op, s):
+        if (id(op), s) not in live_slots:
+            live_slots.add((id(op), s))
             need_op(op)
-            need(op.inputs[k])
-            need(sub_blocks(op)[1].results[k])
+            _, inputs, _, results = slots[id(op)][s].values(op, regions[id(op)][1])
+            for v in inputs + results:
+                need(v)
 
     for v in program.outputs:
         need(v)
-    family, members = _array_families(program)
+    family, members = _array_families(program, slots, regions)
     mutators = {}           # family -> the ops growing or shrinking its list in place, needed once it is read
     for op in program.ops():
-        if op.type not in ("cond", "while") and not is_pure(op):
+        if id(op) not in regions and not is_pure(op):
             grown = _grown_family(op, family)
             if grown is None:
                 need_op(op)
@@ -80,17 +86,15 @@ def eliminate_dead_code(program):
         while work:
             v = work.pop()
             if id(v) in param_of:
-                need_state(*param_of[id(v)])
+                need_slot(*param_of[id(v)])
                 continue
             if id(v) not in defs:
                 continue                                  # a Program input
             op, k = defs[id(v)]
-            need_op(op)
-            if op.type == "cond":
-                for sub in sub_blocks(op):
-                    need(sub.results[k])
-            elif op.type == "while":
-                need_state(op, k)
+            if isinstance(k, tuple):
+                need_slot(op, k[1])
+            else:
+                need_op(op)
         read = [f for f in mutators if any(m in live_vars for m in members[f])]
         for f in read:
             for op in mutators.pop(f):
@@ -100,35 +104,19 @@ def eliminate_dead_code(program):
 
     dead = {id(op) for op in program.ops() if id(op) not in live_ops}
     for op in program.ops():
-        if id(op) in dead:
+        if id(op) in dead or id(op) not in slots:
             continue
-        if op.type == "cond":
-            keep = {k for k, o in enumerate(op.outputs) if id(o) in live_vars}
-            if len(keep) < len(op.outputs):
-                _drop_outputs(op, keep)
-                for sub in sub_blocks(op):
-                    sub.results = [r for k, r in enumerate(sub.results) if k in keep]
-        elif op.type == "while":
-            keep = {k for k in range(len(op.outputs)) if (id(op), k) in live_states}
-            if len(keep) < len(op.outputs):
-                cb, bb = sub_blocks(op)
-                n = len(op.outputs)
-                _drop_outputs(op, keep)
-                op.inputs = [x for k, x in enumerate(op.inputs[:n]) if k in keep] + op.inputs[n:]
-                for sub in (cb, bb):
-                    for k, p in enumerate(sub.params):
-                        if k not in keep and sub.vars.get(p.name) is p:
-                            del sub.vars[p.name]
-                    sub.params = [p for k, p in enumerate(sub.params) if k in keep]
-                bb.results = [r for k, r in enumerate(bb.results) if k in keep]
+        keep = {s for s in range(len(slots[id(op)])) if (id(op), s) in live_slots}
+        if len(keep) < len(slots[id(op)]):
+            regions[id(op)][0].drop(op, keep)
     remove_ops(program, dead)
     return finish(program)
 
 
-def _array_families(program):
+def _array_families(program, slots, regions):
     """Tensor-array values that may be one list at run time (an append grows its input in place; a
-    while carries it; a cond yields it): {id: family}, {family: [ids]}. A family nothing needs is
-    dead with the appends that grow it (a list a branch builds and never reads)."""
+    region op's slot carries it: a while's state, a cond's result): {id: family}, {family: [ids]}. A
+    family nothing needs is dead with the appends that grow it (a list a branch builds and never reads)."""
     parent = {}
 
     def find(i):
@@ -145,15 +133,13 @@ def _array_families(program):
             find(i)
 
     for op in program.ops():
-        if op.type == "while":
-            cb, bb = sub_blocks(op)
-            for k, out in enumerate(op.outputs):
-                join([op.inputs[k], cb.params[k], bb.params[k], bb.results[k], out])
-        elif op.type == "cond":
-            for k, out in enumerate(op.outputs):
-                join([out] + [sub.results[k] for sub in sub_blocks(op)])
-        else:
+        if id(op) not in regions:
             join(list(op.input_vars()) + list(op.outputs))
+            continue
+        subs = regions[id(op)][1]
+        for slot in slots[id(op)]:
+            out, inputs, params, results = slot.values(op, subs)
+            join(inputs + params + results + ([out] if out is not None else []))
     members = {}
     for i in parent:
         members.setdefault(find(i), []).append(i)
@@ -167,11 +153,3 @@ def _grown_family(op, family):
     if not arrays or not any(o.kind == "array" for o in op.outputs):
         return None
     return family[id(arrays[0])]
-
-
-def _drop_outputs(op, keep):
-    block = op.block
-    for k, o in enumerate(op.outputs):
-        if k not in keep and block.vars.get(o.name) is o:
-            del block.vars[o.name]
-    op.outputs = [o for k, o in enumerate(op.outputs) if k in keep]

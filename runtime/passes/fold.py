@@ -22,7 +22,7 @@ from ..ir import Variable
 from ..ops.creation import CONSTANT
 from ..ops.registry import get_op
 from .pipeline import register_pass
-from ._graph import CONTROL_FLOW, finish, is_pure, is_static, size_of, touches_arrays
+from ._graph import finish, is_pure, is_static, region_of, size_of, touches_arrays
 
 FOLD_LIMIT = 1024
 
@@ -32,7 +32,7 @@ def fold_constants(program):
     known = {}
     for block in program.blocks:                # parents before children: definitions come first
         for op in block.ops:
-            if op.type in CONTROL_FLOW or touches_arrays(op) or not is_pure(op) or len(op.outputs) != 1:
+            if region_of(op) is not None or touches_arrays(op) or not is_pure(op) or len(op.outputs) != 1:
                 continue
             out = op.outputs[0]
             if not is_static(out) or size_of(out) > FOLD_LIMIT:

@@ -1,4 +1,4 @@
-"""Loop-invariant code motion out of `while` ops.
+"""Loop-invariant code motion out of loops (region ops whose `region.loop` is set: while, scan).
 
 `licm`: an op at the top level of a loop's condition or body block whose
 Variable inputs are all defined outside the loop (or by ops already hoisted)
@@ -11,8 +11,9 @@ computes the same value on every iteration; it moves to just before the
 
 The rule for what may move, since a hoisted op runs even when the loop
 runs zero times:
-- from the condition block: any pure op (the condition runs at least once
-  whenever the loop runs, so the op ran before too);
+- from the condition block (a region's `first_blocks`: a scan's body when its
+  length is not 0): any pure op (the condition runs at least once whenever the
+  loop runs, so the op ran before too);
 - from the body: only pure ops that cannot raise for the shapes the tracer
   checked (their OpDef's `safe_when_static`: elementwise ops, matmul, casts,
   creation ops, reshapes/transposes, reductions — over non-empty arrays when
@@ -20,8 +21,8 @@ runs zero times:
   with fully static shapes (a dynamic dim could break a broadcast at run time). Such an op may still emit a NumPy floating-point
   warning (overflow, 0/0) for a loop that runs zero times; it cannot raise
   (unless the user turned warnings into errors).
-Never moved: ops inside branches of the body (they run conditionally), cond/
-while ops, impure ops, ops touching tensor arrays (a fresh list per iteration
+Never moved: ops inside branches of the body (they run conditionally), region
+ops, impure ops, ops touching tensor arrays (a fresh list per iteration
 matters). Inner loops are done first, so an invariant of two nested loops
 moves out of both.
 
@@ -51,8 +52,8 @@ from ..ops.linalg import MATMUL
 from ..ops.rules import broadcast_shapes
 from ..ops.registry import get_op
 from .pipeline import register_pass
-from ._graph import (CONTROL_FLOW, Insertions, blocks_under, finish, first_axis_scalar, is_pure, is_static, move_var,
-                     readers, remove_ops, size_of, sub_blocks, touches_arrays)
+from ._graph import (Insertions, blocks_under, finish, first_axis_scalar, is_pure, is_static, move_var, readers,
+                     region_of, remove_ops, size_of, sub_blocks, touches_arrays)
 
 GATHER_LIMIT = 1 << 24
 
@@ -73,7 +74,8 @@ def _loops_inner_first(program):
         for op in block.ops:
             for sub in sub_blocks(op):
                 visit(sub)
-            if op.type == "while":
+            region = region_of(op)
+            if region is not None and region.loop:
                 out.append(op)
     visit(program.global_block)
     return out
@@ -91,13 +93,14 @@ def _defined_inside(loop, pending):
 
 
 def _hoist(loop, pending):
-    cond_block, body = sub_blocks(loop)
+    region = region_of(loop)
+    first = region.first_blocks(loop)           # blocks that run whenever the loop runs (its condition)
     inside = _defined_inside(loop, pending)     # inner loops' hoisted ops may move on out of this one
     hoisted = []
-    for block in (cond_block, body):
+    for block in region.blocks(loop):
         kept = []
         for op in block.ops:
-            movable = _movable(op, in_condition=block is cond_block)
+            movable = _movable(op, in_condition=any(block is b for b in first))
             if movable and not any(id(v) in inside for v in op.input_vars()):
                 hoisted.append(op)
                 for o in op.outputs:
@@ -114,7 +117,7 @@ def _hoist(loop, pending):
 
 
 def _movable(op, in_condition):
-    if op.type in CONTROL_FLOW or not op.outputs or touches_arrays(op) or not is_pure(op):
+    if region_of(op) is not None or not op.outputs or touches_arrays(op) or not is_pure(op):
         return False
     if in_condition:
         return True
@@ -145,7 +148,9 @@ def hoist_gather_matmul(program):
 
 
 def _batch_gathers(loop, pending):
-    body = sub_blocks(loop)[1]
+    body = region_of(loop).body(loop)
+    if body is None:
+        return
     inside = _defined_inside(loop, pending)
     defs = {id(o): op for op in body.ops for o in op.outputs}
     products = []
@@ -191,7 +196,9 @@ def fold_gather_addend(program):
 
 
 def _fold_addends(loop, pending, found, folded):
-    body = sub_blocks(loop)[1]
+    body = region_of(loop).body(loop)
+    if body is None:
+        return
     inside = _defined_inside(loop, pending)
     defs = {id(o): op for op in body.ops for o in op.outputs}
     sums = []

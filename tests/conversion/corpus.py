@@ -419,6 +419,16 @@ def for_zip_enumerate_range(x, y):
     return s + sum(x, [5, 6])
 
 
+
+@case((None, 3), (3, 3), ops={"scan"}, no_ops={"while"}, tags={"loops"})
+def for_long_python_range(x, w):
+    # 8 ops an iteration, 200 iterations: past transpiler.scan_for.UNROLL_LIMIT, so one scan op after
+    # the first iteration, `i` a traced index
+    h = x
+    for i in range(200):
+        h = rt.tanh(h @ w) * 0.5 + rt.sin(h) * 0.25 + x * (i % 3) * 0.125
+    return h
+
 # --- lists, subscripts, builtins ---------------------------------------------------------
 
 @case((None, 2), ops={"while"}, tags={"lists", "golden"})   # a growing list: a tensor array the while op carries

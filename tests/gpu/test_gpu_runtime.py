@@ -643,3 +643,24 @@ def test_fused_elementwise_runs_as_one_gpu_kernel():
     (again,) = executor.run(program, {"x": g(b), "y": g(a)})    # the compiled kernel is reused
     check(again, np.tanh(b) * a + np.exp(-b) * np.float32(0.5) - a ** 2, rtol=1e-5, atol=1e-5)
     assert rt.get_backend("gpu").synchronize() is None
+
+
+def test_scan_runs_on_the_gpu_as_on_numpy():
+    """A scan op's plan on CuPy (xp.empty for the stacked outputs, rows written by index) and its gradient."""
+    def cell(c, x):
+        h = rt.tanh(c @ x[0] + x[1])
+        return h, rt.sum(h * h)
+
+    def fn(c0, w, b):
+        c, ys = rt.scan(cell, c0, (w, b))
+        return c, ys, rt.grad(lambda c0: rt.sum(rt.scan(cell, c0, (w, b))[1]))(c0)
+
+    arrays = [_x(3, seed=1), _x(5, 3, 3, seed=2) * 0.5, _x(5, 3, seed=3)]
+    specs = [rt.InputSpec(list(a.shape), "float32", f"a{k}") for k, a in enumerate(arrays)]
+    program, _, _ = rt.trace(fn, specs)
+    feed = {f"a{k}": a for k, a in enumerate(arrays)}
+    want = rt.Executor().run(program, feed)
+    got = rt.Executor(device="gpu").run(program, {k: g(v) for k, v in feed.items()})
+    for a, b in zip(got, want):
+        assert_on_gpu(a)
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=RTOL, atol=ATOL)

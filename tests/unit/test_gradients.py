@@ -26,8 +26,9 @@ from runtime.tensor import Tensor
 
 from test_ops_conformance import Sample, samples_of
 
-# control flow and tensor arrays: the autodiff engine differentiates them itself
-ENGINE_OPS = {"cond", "while"} | {name for name in REGISTRY if name.startswith("array_")}
+# control flow and tensor arrays: the autodiff engine differentiates them itself (scan: its rule is
+# checked against finite differences and the unrolled loop in test_scan.py)
+ENGINE_OPS = {"cond", "while", "scan"} | {name for name in REGISTRY if name.startswith("array_")}
 EPS = 1e-6
 # ops whose samples sit where they are not differentiable (remainder jumps at the whole numbers
 # the samples hold; sort and topk samples hold ties on purpose): checked at a point near each sample

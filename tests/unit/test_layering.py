@@ -27,7 +27,7 @@ LAYERS = [
     ("tracing", ["runtime.trace_context", "runtime.tracer", "runtime.tracing", "runtime.state"]),
     ("tensor", ["runtime.tensor"]),
     ("ops", ["runtime.ops"]),
-    ("control flow, writes", ["runtime.control_flow", "runtime.writes"]),
+    ("control flow, writes", ["runtime.control_flow", "runtime.scan_loop", "runtime.writes"]),
     ("printer, serialization, verify", ["runtime.printer", "runtime.serialization", "runtime.verify"]),
     ("passes", ["runtime.passes"]),
     ("executor", ["runtime.codegen", "runtime.native", "runtime.executor"]),
@@ -35,14 +35,14 @@ LAYERS = [
     ("array API extras", ["runtime.array_api", "runtime.linalg", "runtime.fft", "runtime.torch_functions",
                            "runtime.distributions", "runtime.utils"]),
     ("autodiff", ["runtime.autodiff.engine", "runtime.autodiff.replay", "runtime.autodiff.arrays",
-                  "runtime.autodiff.control_flow", "runtime.autodiff.traced", "runtime.autodiff.backward",
+                  "runtime.autodiff.control_flow", "runtime.autodiff.scan", "runtime.autodiff.traced", "runtime.autodiff.backward",
                   "runtime.autodiff.functional", "runtime.autodiff.static_call"]),
     ("nn", ["runtime.nn"]),
     ("optim", ["runtime.optim"]),
     ("runtime namespace", ["runtime"]),
     ("analysis", ["transpiler.analysis"]),
     ("transforms", ["transpiler.errors", "transpiler.naming", "transpiler.parsing", "transpiler.transforms"]),
-    ("operators", ["transpiler.aliases", "transpiler.choices", "transpiler.operators"]),
+    ("operators", ["transpiler.aliases", "transpiler.choices", "transpiler.scan_for", "transpiler.operators"]),
     ("emit", ["transpiler.emit"]),
     ("trace bookkeeping", ["transpiler.guards", "transpiler.lifetimes", "transpiler.outer_names", "transpiler.writeback"]),
     ("api", ["transpiler.api"]),
@@ -267,13 +267,42 @@ def _op_names_compared(tree):
 
 def test_only_runtime_ops_names_an_op_type():
     """What a stage asks about an op is a property of its OpDef: outside runtime/ops/ no module
-    compares an op's type with a name, except the control-flow ops `cond` and `while`."""
+    compares an op's type with a name, the region ops `cond` and `while` included (a stage asks
+    their OpDef's `region`, ops/regions.py)."""
     from runtime.ops.registry import REGISTRY
     found = []
     for name, (path, _) in modules().items():
         if name.startswith("runtime.ops"):
             continue
         for value, line in _op_names_compared(ast.parse(path.read_text())):
-            if value in REGISTRY and value not in ("cond", "while"):
+            if value in REGISTRY:
                 found.append(f"{path.relative_to(ROOT)}:{line} names op {value!r}")
     assert not found, "\n".join(found)
+
+
+REGION_OPS = ("cond", "while", "scan")
+
+
+def _region_names_compared(tree):
+    """Lines where any comparison (`x == "while"`, `t in ("cond", "while")`, `k != 'scan'`) has the name of
+    a region op as a string constant on either side, whatever the other side is."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for side in [node.left, *node.comparators]:
+                for const in ast.walk(side):
+                    if isinstance(const, ast.Constant) and const.value in REGION_OPS:
+                        yield const.value, node.lineno
+
+
+def test_no_stage_compares_with_a_region_op_name():
+    """No module outside runtime/ops/ compares anything with "cond", "while" or "scan": passes, codegen,
+    serialization, printer and the converter ask the OpDef's `region` (names as hints or facet keys are fine)."""
+    found = []
+    for name, (path, _) in modules().items():
+        if name.startswith("runtime.ops"):
+            continue
+        for value, line in _region_names_compared(ast.parse(path.read_text())):
+            found.append(f"{path.relative_to(ROOT)}:{line} compares with {value!r}")
+    assert not found, "\n".join(found)
+    probe = ast.parse('if op.type in ("cond", "while") or kind == "scan":\n    pass\nf("while")\n')
+    assert [v for v, _ in _region_names_compared(probe)] == ["cond", "while", "scan"]

@@ -5,4 +5,4 @@ These modules never import onnx: the exporter (runtime/onnx/) does, when asked t
 An op left out here has no ONNX form, and exporting a Program that uses it is an
 ExportError naming the op and the user's line.
 """
-from . import control, elementwise, indexing, nn, rearrange, reduction, shape, tensor_array  # noqa: F401
+from . import control, elementwise, indexing, nn, rearrange, reduction, scan, shape, tensor_array  # noqa: F401
