@@ -5,7 +5,7 @@
 gives the statement `x = _jst.convert_setitem(x, i, v)`. A hole is a name of the template;
 what fills it:
 - a str: a name, in the template's context there (`name` above is stored, then loaded);
-  it also fills a hole that names a function (`def fn(params): ...`);
+  it also fills a hole that names a function (`def fn(params): ...`) or an attribute (`_jst.op(x)`);
 - a gast node: that node (a copy where the hole occurs again);
 - a list: spliced where the hole stands in a list (`f(args)`, `def f(params)`, a statement
   `body` alone on its line); a list of str in `def f(params)` gives the parameters.
@@ -87,4 +87,6 @@ class _Filler:
         fields = {field: self._node(getattr(node, field)) for field in node._fields}
         if isinstance(node, gast.FunctionDef) and isinstance(self.holes.get(node.name), str):
             fields["name"] = self.holes[node.name]
+        elif isinstance(node, gast.Attribute) and isinstance(self.holes.get(node.attr), str):
+            fields["attr"] = self.holes[node.attr]
         return type(node)(**fields)     # made from its fields alone: no location (the caller locates it)
