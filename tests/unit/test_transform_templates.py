@@ -38,3 +38,8 @@ def test_expression_and_a_template_parsed_once():
     assert again is not call and again.args[0] is not call.args[0]      # every filling makes new nodes
     with pytest.raises(ValueError):
         templates.expression("a = 1\nb = 2")
+
+
+def test_a_hole_the_template_lacks_is_an_error():
+    with pytest.raises(ValueError, match=r"\['indx'\] are not in the template"):
+        templates.replace("x = a[index]", indx=load("i"))

@@ -19,8 +19,14 @@ import textwrap
 import gast
 
 def replace(template, **holes):
-    """The template's statements with the holes filled (see the module doc)."""
-    return _Filler(holes).statements(_parsed(template))
+    """The template's statements with the holes filled (see the module doc); a hole given that the
+    template does not have is a ValueError (a misspelt hole would otherwise be left unfilled)."""
+    filler = _Filler(holes)
+    made = filler.statements(_parsed(template))
+    missing = set(holes) - filler.filled
+    if missing:
+        raise ValueError(f"holes {sorted(missing)} are not in the template {template!r}")
+    return made
 
 
 def expression(template, **holes):
@@ -39,7 +45,8 @@ class _Filler:
 
     def __init__(self, holes):
         self.holes = holes
-        self.used = set()
+        self.used = set()       # node holes inserted once: copied from then on
+        self.filled = set()
 
     def statements(self, stmts):
         return self._list(stmts)
@@ -58,6 +65,7 @@ class _Filler:
         if isinstance(node, gast.Expr):
             node = node.value
         if isinstance(node, gast.Name) and node.id in self.holes:
+            self.filled.add(node.id)
             return node.id
         return None
 
@@ -87,6 +95,8 @@ class _Filler:
         fields = {field: self._node(getattr(node, field)) for field in node._fields}
         if isinstance(node, gast.FunctionDef) and isinstance(self.holes.get(node.name), str):
             fields["name"] = self.holes[node.name]
+            self.filled.add(node.name)
         elif isinstance(node, gast.Attribute) and isinstance(self.holes.get(node.attr), str):
             fields["attr"] = self.holes[node.attr]
+            self.filled.add(node.attr)
         return type(node)(**fields)     # made from its fields alone: no location (the caller locates it)
