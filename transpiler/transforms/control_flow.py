@@ -92,6 +92,8 @@ def _add_state(call, composites, bound):
 
 
 class ControlFlow(Transformer):
+    statements_only = True
+
     def transform(self, fn_node):
         scope = getanno(fn_node, Anno.SCOPE)
         self.globals, self.declared = scope.globals, scope.globals | scope.nonlocals

@@ -33,6 +33,8 @@ def jumps_out(stmts):
 
 
 class FinallyJumps(Transformer):
+    statements_only = True
+
     def visit_Try(self, node):
         self.generic_visit(node)
         if not node.finalbody or not jumps_out(node.finalbody):

@@ -31,7 +31,7 @@ import gast
 
 from runtime.torch_methods import IN_PLACE
 
-from ..analysis.scope import assigned_names, declared_names
+from ..analysis.scope import assigned_names, declared_names, every_node
 from . import templates
 from .base import Transformer, const, load, located, store
 
@@ -42,10 +42,17 @@ class InPlaceUpdates(Transformer):
     def transform(self, fn_node):
         # a nested def's parameter `log` is not this function's `log`
         self.locals = assigned_names([fn_node.args, *fn_node.body]) - declared_names(fn_node.body)
-        self.appended = {_receiver(node, self.locals, _GROWING) for node in gast.walk(fn_node)} - {None}
-        self.appended |= {node.targets[0].id for node in gast.walk(fn_node) if isinstance(node, gast.Assign)
-                          and isinstance(node.value, (gast.List, gast.ListComp)) and len(node.targets) == 1
-                          and isinstance(node.targets[0], gast.Name) and node.targets[0].id in self.locals}
+        self.appended = set()
+        self.pops = False         # whether any local list is popped (else no statement has a pop to hoist)
+        for node in every_node(fn_node):
+            if isinstance(node, gast.Call):
+                self.appended.add(_receiver(node, self.locals, _GROWING))
+                self.pops = self.pops or _receiver(node, self.locals, ("pop",)) is not None
+            elif (isinstance(node, gast.Assign) and isinstance(node.value, (gast.List, gast.ListComp))
+                  and len(node.targets) == 1 and isinstance(node.targets[0], gast.Name)
+                  and node.targets[0].id in self.locals):
+                self.appended.add(node.targets[0].id)
+        self.appended.discard(None)
         return super().transform(fn_node)
 
     def visit_Subscript(self, node):
@@ -115,7 +122,7 @@ class InPlaceUpdates(Transformer):
         """A pop inside a larger statement (`s += xs.pop()`, `return xs.pop() * 2`) runs first, as its own
         rebinding of xs: only where it surely runs (not under and/or/if-else/lambda/comprehension) and
         nothing else in the statement reads xs, so the order of evaluation cannot show."""
-        if getattr(node, "value", None) is None:
+        if not self.pops or getattr(node, "value", None) is None:
             return node
         pops = list(_unconditional_pops(node.value, self.locals))
         if len(pops) != 1:
