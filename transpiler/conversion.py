@@ -18,7 +18,7 @@ from .parsing import parse_function
 from .transforms import convert_node
 from .transforms.calls import is_library_module
 
-_code_cache = {}                              # original code object -> (converted code, source text)
+_code_cache = {}                              # _code_key(fn) -> _Converted
 _function_cache = weakref.WeakKeyDictionary()  # original function -> converted function
 NOT_TO_STATIC = "__dy2static_not_to_static__"
 
@@ -28,18 +28,27 @@ def convert_function(fn):
     cached = _function_cache.get(fn)
     if cached is not None:
         return cached
-    entry = _code_cache.get(fn.__code__)
+    key = _code_key(fn)
+    entry = _code_cache.get(key)
     if entry is None:
         parsed = parse_function(fn)
         returns = return_lines(parsed.node)
         namer = Namer(parsed.node)
         node = convert_node(parsed.node, parsed.filename, namer, _resolver(fn))
         code = emit.emit(node, parsed.filename, fn.__code__.co_freevars)
-        entry = _code_cache[fn.__code__] = _Converted(code, node, (parsed.filename, returns))
+        entry = _code_cache[key] = _Converted(code, node, (parsed.filename, returns))
     converted = emit.instantiate(entry.code, fn)
     converted.__dy2static_returns__ = entry.returns
     _function_cache[fn] = converted
     return converted
+
+
+def _code_key(fn):
+    """What one conversion serves: one code object (closures made again by one factory share it) in one
+    module. Code objects compare equal across files (their filename is not compared), and what a name
+    of the function resolves to at conversion time is its module's: the same `def` in another file is
+    converted on its own, with that file's name and lines in its errors."""
+    return fn.__code__, fn.__code__.co_filename, id(fn.__globals__)
 
 
 class _Converted:
@@ -60,7 +69,7 @@ class _Converted:
 def converted_source(fn):
     """The converted source text of a plain function."""
     convert_function(fn)
-    return _code_cache[fn.__code__].source
+    return _code_cache[_code_key(fn)].source
 
 
 def return_lines(fn_node):
