@@ -11,9 +11,20 @@ function of 8000 elementwise ops, must not cost seconds per pass). The shapes:
 Run as `python -m bench.pass_scaling [--sizes 2000 4000 ...] [--shapes chain ...] [--gc]`; prints a
 table of CPU seconds per pass (best of 3, GC paused unless --gc) and the growth of the time from the
 smallest to the largest size over the growth of the op count (about 1 when linear).
+
+`python -m bench.pass_scaling --first-call [--sizes 1000 2000 4000]` times what a user waits for
+before a function of n elementwise ops has its first result (issue 27: 4000 ops in <= 0.5 s), phase
+by phase, in CPU seconds, in a fresh process per size (GC on, as a user runs): `x = x * 1.0001 + 0.5` repeated as
+written out in the source (`lines`: n/2 lines to convert) or by a Python loop (`loop`: a few lines
+that trace to n ops), each also with unary ops mixed in (`mixed_*`: tanh, exp, abs, sqrt).
 """
 import argparse
 import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -129,12 +140,107 @@ def _time_once(program, best):
         best[name] = min(best.get(name, seconds), seconds)
 
 
+# --- the first call of an n-op chain: convert, trace, passes, plan, run --------------------------
+
+FIRST_CALL_SIZES = (1000, 2000, 4000)
+FORMS = ("lines", "mixed_lines", "loop", "mixed_loop")
+_UNARY = ("xp.tanh(x)", "xp.exp(x * -0.001)", "xp.abs(x)", "xp.sqrt(xp.abs(x) + 1.0)")
+
+
+def chain_source(n, form):
+    """Source of a module defining `chain(x)`, n elementwise ops long (see the module doc for the forms)."""
+    mixed = form.startswith("mixed")
+    if form.endswith("loop"):
+        body = ["for i in range(%d):" % (n // (5 if mixed else 2)),
+                "    x = xp.tanh(x * 1.0001 + 0.5)" if mixed else "    x = x * 1.0001 + 0.5"]
+        if mixed:
+            body.append("    x = xp.sqrt(xp.abs(x) + 1.0)")
+    else:
+        body, ops = [], 0
+        while ops < n:
+            if mixed and len(body) % 3 == 2:
+                unary = _UNARY[(len(body) // 3) % len(_UNARY)]
+                body.append(f"x = {unary}")
+                ops += unary.count("(") + unary.count(" * ") + unary.count(" + ")
+            else:
+                body.append("x = x * 1.0001 + 0.5")
+                ops += 2
+    return "import runtime as xp\n\n\ndef chain(x):\n" + "".join(f"    {line}\n" for line in body) + "    return x\n"
+
+
+def first_call_phases(n, form):
+    """{phase: CPU seconds} of one n-op chain's first call, phase by phase, after a 10-op chain of the same
+    form went through every phase (imports and caches: what any first call of the process pays once); then
+    the whole first call as a user makes it (guards and write-back too) of a second copy of the module."""
+    from transpiler import to_static
+    from transpiler.api import convert_function
+    x = rt.tensor(np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8))
+    times = {}
+    with tempfile.TemporaryDirectory() as folder:
+        sys.path.insert(0, folder)
+        modules = []
+        for copy, size in (("a", n), ("b", n), ("warm", 10)):
+            name = f"chain_{form}_{size}_{copy}"
+            with open(os.path.join(folder, name + ".py"), "w") as f:
+                f.write(chain_source(size, form))
+            modules.append(__import__(name))
+        to_static(modules[2].chain)(x)
+        start = time.process_time()
+        converted = convert_function(modules[0].chain)
+        times["convert"] = time.process_time() - start
+        start = time.process_time()
+        program, _, _ = rt.trace(converted, [rt.InputSpec([8, 8], "float32", "x")])
+        times["trace"] = time.process_time() - start
+        start = time.process_time()
+        optimized = _passes.run_passes(program)
+        times["passes"] = time.process_time() - start
+        start = time.process_time()
+        plan = compile_plan(optimized, rt.Executor().backend)
+        times["plan"] = time.process_time() - start
+        start = time.process_time()
+        plan(x.data)
+        times["run"] = time.process_time() - start
+        times["sum"] = sum(times.values())
+        start = time.process_time()
+        to_static(modules[1].chain)(x)
+        times["first call"] = time.process_time() - start
+    times["ops"] = sum(1 for _ in program.ops())
+    return times
+
+
+def first_call_table(sizes, forms):
+    for form in forms:
+        rows, ops = {}, []
+        for n in sizes:
+            out = subprocess.run([sys.executable, "-m", "bench.pass_scaling", "--phases-of", form, str(n)],
+                                 check=True, capture_output=True, text=True).stdout
+            phases = json.loads(out.splitlines()[-1])
+            ops.append(phases.pop("ops"))
+            for name, seconds in phases.items():
+                rows.setdefault(name, []).append(seconds)
+        print(f"\n{form}: CPU seconds to the first result ({' / '.join(map(str, ops))} traced ops)")
+        print(f"{'phase':<14}" + "".join(f"{n:>10}" for n in sizes) + f"{'scaling':>10}")
+        for name, times in rows.items():
+            growth = (times[-1] / max(times[0], 1e-9)) / (sizes[-1] / sizes[0])
+            print(f"{name:<14}" + "".join(f"{t:>10.3f}" for t in times) + f"{growth:>10.2f}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=SIZES)
+    parser.add_argument("--sizes", type=int, nargs="+", default=None)
     parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
     parser.add_argument("--gc", action="store_true", help="keep the cyclic GC running while timing")
+    parser.add_argument("--first-call", action="store_true", help="time the first call of n-op chains instead")
+    parser.add_argument("--forms", nargs="+", default=list(FORMS), choices=FORMS)
+    parser.add_argument("--phases-of", nargs=2, metavar=("FORM", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.phases_of:
+        print(json.dumps(first_call_phases(int(args.phases_of[1]), args.phases_of[0])))
+        return
+    if args.first_call:
+        first_call_table(args.sizes or FIRST_CALL_SIZES, args.forms)
+        return
+    args.sizes = args.sizes or SIZES
     for shape in args.shapes:
         rows = {}
         ops = []

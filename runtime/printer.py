@@ -1,7 +1,11 @@
-"""The readable text form of a Program (`str(program)`), sub-blocks indented under their op.
+"""The readable text form of a Program (`str(program)`), sub-blocks indented under their op, and its
+Graphviz DOT picture (`program_to_dot`, what `dy2static program --format dot` writes).
 
 ir.py is data only; this module gives Program its `str` and Operator its `repr` (bottom).
 """
+import itertools
+import textwrap
+
 from .ir import Operator, Program, Variable, sub_block_attrs
 
 
@@ -43,6 +47,70 @@ def format_program(program):
     _format_block(program.global_block, "  ", lines)
     lines.append(f"  return ({', '.join(v.name for v in program.outputs)})")
     return "\n".join(lines)
+
+
+def _dot_quote(text):
+    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def program_to_dot(program):
+    """Graphviz DOT text of a Program: ops as boxes, values as labeled edges, sub-blocks as clusters."""
+    lines = [f"digraph {_dot_quote(program.name)} {{", "  compound=true;", "  rankdir=TB;",
+             '  node [fontname="Helvetica", fontsize=10];', '  edge [fontname="Helvetica", fontsize=9];']
+    producer = {}          # variable name -> node id that makes it
+    counter = itertools.count()
+
+    def node(label, indent, **style):
+        node_id = f"n{next(counter)}"
+        attrs = ", ".join([f"label={_dot_quote(label)}"] + [f"{k}={_dot_quote(v)}" for k, v in style.items()])
+        lines.append(f"{indent}{node_id} [{attrs}];")
+        return node_id
+
+    def edges_into(node_id, values, indent):
+        for value in values:
+            if isinstance(value, Variable) and value.name in producer:
+                lines.append(f"{indent}{producer[value.name]} -> {node_id} [label={_dot_quote(value.name)}];")
+
+    for var in program.inputs:
+        shape = "box3d" if var.persistable else "ellipse"
+        producer[var.name] = node(f"{var.name}\n{var.type_str()}", "  ", shape=shape, style="filled",
+                                  fillcolor="#dbe9f6" if not var.persistable else "#eeeeee")
+
+    def emit_block(block, indent):
+        first = None
+        for var in block.params:
+            producer[var.name] = node(f"{var.name}\n{var.type_str()}", indent, shape="ellipse")
+            first = first or producer[var.name]
+        for op in block.ops:
+            extras = [repr(v) for v in op.inputs if not isinstance(v, Variable)]
+            extras += [f"{k}={v!r}" for k, v in op.attrs.items() if k not in sub_block_attrs(op.type) and k != "origin"]
+            label = op.type + ("\n" + textwrap.shorten(", ".join(extras), 60) if extras else "")
+            shape = "diamond" if sub_block_attrs(op.type) else "box"      # a region op: cond, while, ...
+            op_id = node(label, indent, shape=shape, style="rounded" if shape == "box" else "solid")
+            first = first or op_id
+            edges_into(op_id, op.inputs, indent)
+            for key in sub_block_attrs(op.type):
+                sub = program.blocks[op.attrs[key]]
+                cluster = f"cluster_b{sub.idx}"
+                lines.append(f"{indent}subgraph {cluster} {{")
+                title = f"{op.type} {key.replace('_block', '')} block {sub.idx}"
+                lines.append(f"{indent}  label={_dot_quote(title)};")
+                lines.append(f'{indent}  style="dashed";')
+                entry = emit_block(sub, indent + "  ")
+                lines.append(f"{indent}}}")
+                lines.append(f'{indent}{op_id} -> {entry} [lhead={cluster}, style="dashed", arrowhead="odot"];')
+            for out in op.outputs:
+                producer[out.name] = op_id
+        yield_id = node("yield", indent, shape="plaintext") if block.idx != 0 else None
+        if yield_id is not None:
+            edges_into(yield_id, block.results, indent)
+        return first or yield_id
+
+    emit_block(program.global_block, "  ")
+    out_id = node("return", "  ", shape="doublecircle")
+    edges_into(out_id, program.outputs, "  ")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
 
 
 def _operator_repr(op):

@@ -1,13 +1,15 @@
 """Readable, deterministic names for generated code (`__true_fn_0`, `__break_1`)."""
 import gast
 
+from .analysis.scope import every_node
+
 
 class Namer:
     """Hands out `__<kind>_<n>` names that clash with nothing in the function."""
 
     def __init__(self, fn_node):
         self.taken = set()
-        for node in gast.walk(fn_node):
+        for node in every_node(fn_node):
             if isinstance(node, gast.Name):
                 self.taken.add(node.id)
             elif isinstance(node, gast.FunctionDef):

@@ -30,22 +30,20 @@ def parse_function(fn):
     if fn.__name__ == "<lambda>":
         return _parse_lambda(fn, source, filename, first, _dedented_by(lines, source))
     try:
-        module = gast.parse(source)
+        module = _parse_at(source, first)
     except SyntaxError:
         lines, first = inspect.getsourcelines(fn)     # the line table's span fell short: ask inspect
         source = textwrap.dedent("".join(lines))
         try:
-            module = gast.parse(source)
+            module = _parse_at(source, first)
         except SyntaxError as e:
-            raise ConversionError(f"syntax error in {_name(fn)}: {e.msg}", filename,
-                                  (e.lineno or 1) + first - 1) from None
+            raise ConversionError(f"syntax error in {_name(fn)}: {e.msg}", filename, e.lineno or first) from None
     node = module.body[0]
     if isinstance(node, (gast.AsyncFunctionDef,)):
         raise ConversionError(f"async function {_name(fn)} cannot be converted", filename, first,
                               "convert a plain `def` function")
     if not isinstance(node, gast.FunctionDef):
         raise ConversionError(f"{_name(fn)} is not a function definition", filename, first)
-    _shift_lines(module, first - 1)
     node.decorator_list = []
     return ParsedFunction(node, filename, source)
 
@@ -151,6 +149,12 @@ def _dedented_by(lines, source):
         if original.strip():
             return len(original) - len(dedented)
     return 0
+
+
+def _parse_at(source, first):
+    """The module of `source` as if it started at line `first` of its file (blank lines above it: no
+    walk over the tree to shift its line numbers afterwards)."""
+    return gast.parse("\n" * (first - 1) + source)
 
 
 def _shift_lines(tree, offset):

@@ -7,6 +7,7 @@ import pytest
 
 import runtime as rt
 from runtime import tracing
+from runtime.printer import program_to_dot
 
 SPEC = rt.InputSpec([None, 3], "float32", name="x")
 X = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -156,6 +157,16 @@ def test_str_indents_sub_blocks_under_their_op(program):
     assert "array<float32[]>" in text
     for op in program.ops():                      # every op appears once, by its type
         assert f"{op.type}(" in text
+
+
+def test_dot_draws_region_ops_as_diamonds_with_their_blocks_as_clusters(program):
+    dot = program_to_dot(program)
+    assert dot.startswith('digraph "nested" {') and dot.rstrip().endswith("}")
+    regions = [op for op in program.ops() if op.sub_blocks()]
+    assert dot.count('shape="diamond"') == len(regions) == 3        # while, cond, while: none named here
+    assert dot.count("subgraph cluster_b") == sum(len(op.sub_blocks()) for op in regions)
+    assert 'label="while body block' in dot and 'label="cond true block' in dot
+    assert dot.count('shape="doublecircle"') == 1 and '[label="x\\nfloat32[?, 3]"' in dot
 
 
 def test_variable_and_operator_repr():

@@ -14,7 +14,7 @@ place a closure writes through a captured name (`c.k += 1`): `written_by_closure
 import gast
 
 from .activity import activity_of, param_names
-from .scope import assigned_names, own_scope
+from .scope import assigned_names, every_node, own_scope
 
 # Scopes that may run after the statement that creates them (a list/set/dict
 # comprehension runs at once, so what it reads is read right there).
@@ -28,19 +28,24 @@ _CONSUMERS = frozenset({"sum", "any", "all", "min", "max", "list", "tuple", "set
 
 def captured_names(fn_node, local_names):
     """Names of `local_names` that a def, lambda, class or generator inside fn_node reads or rebinds."""
+    scopes, at_once = [], set()
+    for node in own_scope(fn_node.body, stop=_LATE_SCOPES):      # one walk: the function may be long
+        if isinstance(node, _LATE_SCOPES):
+            scopes.append(node)
+        elif isinstance(node, gast.Call):
+            at_once |= _consumed_at_once(node, local_names)
     found = set()
-    at_once = _consumed_at_once(fn_node, local_names)
-    for node in own_scope(fn_node.body, stop=_LATE_SCOPES):
-        if isinstance(node, _LATE_SCOPES) and id(node) not in at_once:
-            found |= _free_names(node)
+    for scope in scopes:
+        if id(scope) not in at_once:
+            found |= _free_names(scope)
     return frozenset(found) & frozenset(local_names)
 
 
-def _consumed_at_once(fn_node, local_names):
-    """ids of generator expressions passed straight to a consuming builtin (`sum(... for ...)`)."""
-    return {id(arg) for node in own_scope(fn_node.body, stop=_LATE_SCOPES) if isinstance(node, gast.Call)
-            and isinstance(node.func, gast.Name) and node.func.id in _CONSUMERS and node.func.id not in local_names
-            for arg in node.args if isinstance(arg, gast.GeneratorExp)}
+def _consumed_at_once(call, local_names):
+    """ids of the generator expressions a call passes straight to a consuming builtin (`sum(... for ...)`)."""
+    if not (isinstance(call.func, gast.Name) and call.func.id in _CONSUMERS and call.func.id not in local_names):
+        return set()
+    return {id(arg) for arg in call.args if isinstance(arg, gast.GeneratorExp)}
 
 
 def _free_names(scope):
@@ -60,7 +65,7 @@ def rebound_names(stmts, names):
 
 def rebound_by_closures(fn_node, local_names):
     """Names of `local_names` that a nested def/lambda/class declares `nonlocal` (so any call may rebind)."""
-    found = {name for stmt in fn_node.body for node in gast.walk(stmt) if isinstance(node, gast.Nonlocal)
+    found = {name for stmt in fn_node.body for node in every_node(stmt) if isinstance(node, gast.Nonlocal)
              for name in node.names}
     return frozenset(found) & frozenset(local_names)
 

@@ -14,12 +14,32 @@ COMPREHENSIONS = (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
 def own_scope(nodes, stop=NESTED_SCOPES):
     """Every node under `nodes` (themselves included) in source order; one of a `stop` type is
     yielded but not entered."""
-    stack = list(reversed(list(nodes)))
+    stack = list(nodes)
+    stack.reverse()
     while stack:
         node = stack.pop()
         yield node
         if not isinstance(node, stop):
-            stack.extend(reversed(list(gast.iter_child_nodes(node))))
+            stack.extend(_children_last_first(node))
+
+
+def every_node(root):
+    """Every node under root (itself included, nested scopes too), in no particular order: a faster
+    gast.walk for the walks of a whole function where order does not matter."""
+    return own_scope([root], stop=())
+
+
+def _children_last_first(node):
+    """node's child nodes, last first (as gast.iter_child_nodes yields them, reversed), without its
+    two nested generators: every analysis walks the whole function, so this loop is the converter's hottest."""
+    out = []
+    for field in reversed(node._fields):
+        value = getattr(node, field, None)
+        if isinstance(value, list):
+            out.extend(item for item in reversed(value) if isinstance(item, gast.AST))
+        elif isinstance(value, gast.AST):
+            out.append(value)
+    return out
 
 
 def assigned_names(nodes):

@@ -21,10 +21,32 @@ class Context:
 
 
 class Transformer(gast.NodeTransformer):
-    """Base: holds the context; skips nested user functions (already converted on their own)."""
+    """Base: holds the context; skips nested user functions (already converted on their own).
+
+    A transform that rewrites statements only sets `statements_only`: its visit then enters the
+    statement blocks of a node (body, orelse, finalbody, handlers, cases) and never an expression,
+    where it would find nothing to do (a statement never stands inside an expression) at the cost
+    of a call per node.
+    """
+
+    statements_only = False
 
     def __init__(self, ctx):
         self.ctx = ctx
+
+    def generic_visit(self, node):
+        if not self.statements_only:
+            return super().generic_visit(node)
+        for field in _BLOCKS:
+            block = getattr(node, field, None)
+            if isinstance(block, list):     # a Lambda's body is an expression
+                block[:] = self.visit_block(block)
+        return node
+
+    def visit_Constant(self, node):
+        # a leaf; not ast.NodeVisitor's visit_Constant, which looks for the deprecated visit_Num, visit_Str, ...
+        # of the transform on every constant
+        return node
 
     def visit_FunctionDef(self, node):
         if getanno(node, Anno.CONVERTED, False):
@@ -43,6 +65,9 @@ class Transformer(gast.NodeTransformer):
                 continue
             out.extend(new if isinstance(new, list) else [new])
         return out
+
+
+_BLOCKS = ("body", "orelse", "handlers", "finalbody", "cases")
 
 
 def is_jst_call(node):

@@ -35,6 +35,7 @@ import gast
 from ..analysis import Anno, getanno, maybe_defined_in, rebound_names
 from ..analysis.closures import has_call, rebound_by_closures, written_by_closures
 from ..analysis.scope import assigned_names
+from . import templates
 from .base import Transformer, const, jst, load, located, store
 from .expressions import mark_truth_only, python_valued
 from .state import changed_arguments, state_keyword
@@ -46,12 +47,6 @@ def _names_tuple(names):
 
 def _str_tuple(names):
     return gast.Tuple(elts=[const(n) for n in names], ctx=gast.Load())
-
-
-def _params(names):
-    return gast.arguments(args=[gast.Name(id=n, ctx=gast.Param(), annotation=None, type_comment=None)
-                                for n in names],
-                          posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
 
 
 def _return(names):
@@ -72,10 +67,9 @@ def _def(name, params, body, origin, cells=None, globals_=frozenset()):
         prologue.append(gast.Global(names=outer))
     if enclosing:
         prologue.append(gast.Nonlocal(names=enclosing))
-    prologue += [gast.Assign(targets=[store(n)], value=load(cells[n]), type_comment=None) for n in sorted(cells)]
-    fn = gast.FunctionDef(name=name, args=_params([cells.get(p, p) for p in params]),
-                          body=prologue + body or [gast.Pass()], decorator_list=[],
-                          returns=None, type_comment=None, type_params=[])
+    prologue += [stmt for n in sorted(cells) for stmt in templates.replace("name = cell", name=n, cell=cells[n])]
+    (fn,) = templates.replace("def fn(params):\n    body", fn=name, params=[cells.get(p, p) for p in params],
+                              body=prologue + body or [gast.Pass()])
     return located(fn, origin)
 
 
@@ -98,6 +92,8 @@ def _add_state(call, composites, bound):
 
 
 class ControlFlow(Transformer):
+    statements_only = True
+
     def transform(self, fn_node):
         scope = getanno(fn_node, Anno.SCOPE)
         self.globals, self.declared = scope.globals, scope.globals | scope.nonlocals
@@ -122,8 +118,7 @@ class ControlFlow(Transformer):
         def arg(name):
             if name not in self.declared:
                 return load(name)
-            read = gast.Lambda(args=_params([]), body=load(name))
-            return _call("outer_value", [read, const(name)])
+            return templates.expression("_jst.outer_value(lambda: name, key)", name=name, key=const(name))
         return gast.Tuple(elts=[arg(n) for n in names], ctx=gast.Load())
 
     def _rebound_declared(self, *blocks):
@@ -201,8 +196,8 @@ class ControlFlow(Transformer):
             item, body = node.target.id, node.body
         else:
             item = namer.new("item")
-            unpack = gast.Assign(targets=[node.target], value=load(item), type_comment=None)
-            body = [located(unpack, node)] + node.body
+            body = [located(stmt, node) for stmt in templates.replace("target = item", target=node.target, item=item)]
+            body += node.body
         stmts = self._undefined_inits(node, loop_vars, live_in)
         stmts.append(self._def(body_name, [item] + loop_vars, body + _return(loop_vars), node))
         call = _call("convert_for", [node.iter, load(body_name), self._args(loop_vars), _str_tuple(loop_vars)])
@@ -224,8 +219,8 @@ class ControlFlow(Transformer):
             if name in defined or name in self.declared:
                 continue
             if name not in live_in or name not in maybe_defined_in(self.ctx.fn_node, node):
-                call = _call("undefined", [const(name)])
-                out.append(located(gast.Assign(targets=[store(name)], value=call, type_comment=None), node))
+                out += [located(stmt, node) for stmt in
+                        templates.replace("name = _jst.undefined(key)", name=name, key=const(name))]
         return out
 
     def visit_Try(self, node):
@@ -240,9 +235,9 @@ class ControlFlow(Transformer):
             for handler in node.handlers:
                 if handler.name is None:
                     handler.name = store(self.ctx.namer.new("caught"))
-                check = gast.Expr(value=_call("check_caught", [load(handler.name.id)]))
+                check = templates.replace("_jst.check_caught(caught)", caught=handler.name.id)
                 handler.body[:0] = [located(stmt, handler) for stmt in
-                                    [check] + self._partial_state(handler.name.id, node.body)]
+                                    check + self._partial_state(handler.name.id, node.body)]
         return node
 
     def _partial_state(self, caught, body):
@@ -252,13 +247,10 @@ class ControlFlow(Transformer):
         if not names:
             return []
         partial = self.ctx.namer.new("partial")
-        out = [gast.Assign(targets=[store(partial)], value=_call("partial_state", [load(caught)]),
-                           type_comment=None)]
+        out = templates.replace("partial = _jst.partial_state(caught)", partial=partial, caught=caught)
         for name in names:
-            test = gast.Compare(left=const(name), ops=[gast.In()], comparators=[load(partial)])
-            value = gast.Subscript(value=load(partial), slice=const(name), ctx=gast.Load())
-            out.append(gast.If(test=test, body=[gast.Assign(targets=[store(name)], value=value, type_comment=None)],
-                               orelse=[]))
+            out += templates.replace("if key in partial:\n    name = partial[key]", key=const(name), partial=partial,
+                                     name=name)
         return out
 
     visit_TryStar = visit_Try

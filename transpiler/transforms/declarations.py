@@ -13,6 +13,8 @@ from .base import Transformer
 
 
 class Declarations(Transformer):
+    statements_only = True
+
     def transform(self, fn_node):
         self.found = {gast.Global: [], gast.Nonlocal: []}
         fn_node.body = self.visit_block(fn_node.body)

@@ -20,7 +20,20 @@ jump. A try whose `finally` does not jump is left as it is.
 import gast
 
 from ..analysis.scope import NESTED_SCOPES, own_scope
-from .base import Transformer, const, load, located, store
+from . import templates
+from .base import Transformer, located
+
+_HOLD = '''
+pending = None
+try:
+    body
+except BaseException as caught:
+    pending = caught
+finally:
+    finalbody
+if pending is not None:
+    raise pending
+'''
 
 
 def jumps_out(stmts):
@@ -33,6 +46,8 @@ def jumps_out(stmts):
 
 
 class FinallyJumps(Transformer):
+    statements_only = True
+
     def visit_Try(self, node):
         self.generic_visit(node)
         if not node.finalbody or not jumps_out(node.finalbody):
@@ -42,12 +57,8 @@ class FinallyJumps(Transformer):
         body = node.body
         if node.handlers or node.orelse:
             body = [type(node)(body=node.body, handlers=node.handlers, orelse=node.orelse, finalbody=[])]
-        hold = gast.ExceptHandler(type=load("BaseException"), name=store(caught),
-                                  body=[gast.Assign(targets=[store(pending)], value=load(caught), type_comment=None)])
-        held = gast.Try(body=body, handlers=[hold], orelse=[], finalbody=node.finalbody)
-        start = gast.Assign(targets=[store(pending)], value=const(None), type_comment=None)
-        test = gast.Compare(left=load(pending), ops=[gast.IsNot()], comparators=[const(None)])
-        again = gast.If(test=test, body=[gast.Raise(exc=load(pending), cause=None)], orelse=[])
+        start, held, again = templates.replace(_HOLD, pending=pending, caught=caught, body=body,
+                                               finalbody=node.finalbody)
         return [located(start, node), located(held, node), located(again, node.finalbody[-1])]
 
     visit_TryStar = visit_Try

@@ -91,6 +91,8 @@ class _Lowering:
 
 
 class Jumps(Transformer):
+    statements_only = True
+
     def visit_While(self, node):
         return self._loop(node)
 

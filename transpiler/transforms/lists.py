@@ -33,8 +33,9 @@ import gast
 
 from runtime.torch_methods import IN_PLACE
 
-from ..analysis.scope import assigned_names, declared_names
-from .base import Transformer, jst, load, located, store
+from ..analysis.scope import assigned_names, declared_names, every_node
+from . import templates
+from .base import Transformer, const, load, located, store
 
 
 class InPlaceUpdates(Transformer):
@@ -43,16 +44,23 @@ class InPlaceUpdates(Transformer):
     def transform(self, fn_node):
         # a nested def's parameter `log` is not this function's `log`
         self.locals = assigned_names([fn_node.args, *fn_node.body]) - declared_names(fn_node.body)
-        self.appended = {_receiver(node, self.locals, _GROWING) for node in gast.walk(fn_node)} - {None}
-        self.appended |= {node.targets[0].id for node in gast.walk(fn_node) if isinstance(node, gast.Assign)
-                          and isinstance(node.value, (gast.List, gast.ListComp)) and len(node.targets) == 1
-                          and isinstance(node.targets[0], gast.Name) and node.targets[0].id in self.locals}
+        self.appended = set()
+        self.pops = False         # whether any local list is popped (else no statement has a pop to hoist)
+        for node in every_node(fn_node):
+            if isinstance(node, gast.Call):
+                self.appended.add(_receiver(node, self.locals, _GROWING))
+                self.pops = self.pops or _receiver(node, self.locals, ("pop",)) is not None
+            elif (isinstance(node, gast.Assign) and isinstance(node.value, (gast.List, gast.ListComp))
+                  and len(node.targets) == 1 and isinstance(node.targets[0], gast.Name)
+                  and node.targets[0].id in self.locals):
+                self.appended.add(node.targets[0].id)
+        self.appended.discard(None)
         return super().transform(fn_node)
 
     def visit_Subscript(self, node):
         self.generic_visit(node)
         if isinstance(node.ctx, gast.Load) and isinstance(node.value, gast.Name) and node.value.id in self.appended:
-            call = gast.Call(func=jst("convert_getitem"), args=[node.value, index_expr(node.slice)], keywords=[])
+            call = templates.expression("_jst.convert_getitem(xs, index)", xs=node.value, index=index_expr(node.slice))
             return located(call, node)
         return node
 
@@ -62,8 +70,9 @@ class InPlaceUpdates(Transformer):
         if (isinstance(func, gast.Attribute) and func.attr in IN_PLACE and isinstance(func.value, gast.Call)
                 and not any(isinstance(a, gast.Starred) for a in node.args)
                 and all(k.arg is not None for k in node.keywords)):
-            call = gast.Call(func=jst("convert_in_place"), args=[func.value, gast.Constant(value=func.attr, kind=None)]
-                             + node.args, keywords=node.keywords)
+            call = templates.expression("_jst.convert_in_place(x, method, args)", x=func.value, method=const(func.attr),
+                                        args=node.args)
+            call.keywords = node.keywords
             return located(call, node)
         return node
 
@@ -71,25 +80,24 @@ class InPlaceUpdates(Transformer):
         self.generic_visit(node)
         call = node.value
         if _in_place_receiver(call, self.locals):
-            new = gast.Call(func=jst("convert_in_place"),
-                            args=[load(call.func.value.id), gast.Constant(value=call.func.attr, kind=None)] + call.args,
-                            keywords=call.keywords)
-            return located(gast.Assign(targets=[store(call.func.value.id)], value=new, type_comment=None), node)
+            (new,) = templates.replace("x = _jst.convert_in_place(x, method, args)", x=call.func.value.id,
+                                       method=const(call.func.attr), args=call.args)
+            new.value.keywords = call.keywords
+            return located(new, node)
         if _in_place_on_data(call):
             holder_load, holder_store = copy.deepcopy(call.func.value), copy.deepcopy(call.func.value)
             _set_ctx(holder_load, gast.Load())
             _set_ctx(holder_store, gast.Store())
-            new = gast.Call(func=jst("convert_in_place"),
-                            args=[holder_load, gast.Constant(value=call.func.attr, kind=None)] + call.args,
-                            keywords=call.keywords)
-            return located(gast.Assign(targets=[holder_store], value=new, type_comment=None), node)
+            (new,) = templates.replace("holder = _jst.convert_in_place(current, method, args)", holder=holder_store,
+                                       current=holder_load, method=const(call.func.attr), args=call.args)
+            new.value.keywords = call.keywords
+            return located(new, node)
         target = _receiver(call, self.locals, _METHODS)
         if target is None:
             return self._hoist_pop(node)
-        new = gast.Call(func=jst(_METHODS[call.func.attr]), args=[load(target)] + call.args, keywords=[])
-        if call.func.attr == "pop":
-            new = gast.Subscript(value=new, slice=gast.Constant(value=0, kind=None), ctx=gast.Load())
-        return located(gast.Assign(targets=[store(target)], value=new, type_comment=None), node)
+        template = "xs = _jst.op(xs, args)[0]" if call.func.attr == "pop" else "xs = _jst.op(xs, args)"
+        (new,) = templates.replace(template, xs=target, op=_METHODS[call.func.attr], args=call.args)
+        return located(new, node)
 
     def visit_Assign(self, node):
         if len(node.targets) == 1 and isinstance(node.targets[0], (gast.Tuple, gast.List)) and \
@@ -106,13 +114,14 @@ class InPlaceUpdates(Transformer):
             holder_load, holder_store = copy.deepcopy(target.value), copy.deepcopy(target.value)
             _set_ctx(holder_load, gast.Load())
             _set_ctx(holder_store, gast.Store())
-            call = gast.Call(func=jst("convert_stop_gradient"), args=[holder_load, node.value], keywords=[])
-            return located(gast.Assign(targets=[holder_store], value=call, type_comment=None), node)
+            (new,) = templates.replace("holder = _jst.convert_stop_gradient(current, value)", holder=holder_store,
+                                       current=holder_load, value=node.value)
+            return located(new, node)
         name = _receiver(node.value, self.locals, ("pop",))
         if len(node.targets) == 1 and name is not None:
-            new = gast.Call(func=jst("convert_pop"), args=[load(name)] + node.value.args, keywords=[])
-            both = gast.Tuple(elts=[store(name), node.targets[0]], ctx=gast.Store())
-            return located(gast.Assign(targets=[both], value=new, type_comment=None), node)
+            (new,) = templates.replace("xs, target = _jst.convert_pop(xs, args)", xs=name, target=node.targets[0],
+                                       args=node.value.args)
+            return located(new, node)
         return self._hoist_pop(node)
 
     def visit_Return(self, node):
@@ -123,7 +132,7 @@ class InPlaceUpdates(Transformer):
         """A pop inside a larger statement (`s += xs.pop()`, `return xs.pop() * 2`) runs first, as its own
         rebinding of xs: only where it surely runs (not under and/or/if-else/lambda/comprehension) and
         nothing else in the statement reads xs, so the order of evaluation cannot show."""
-        if getattr(node, "value", None) is None:
+        if not self.pops or getattr(node, "value", None) is None:
             return node
         pops = list(_unconditional_pops(node.value, self.locals))
         if len(pops) != 1:
@@ -134,16 +143,15 @@ class InPlaceUpdates(Transformer):
             return node
         item = self.ctx.namer.new("pop")
         node.value = _Replace(call, load(item)).visit(node.value)
-        new = gast.Call(func=jst("convert_pop"), args=[load(name)] + call.args, keywords=[])
-        both = gast.Tuple(elts=[store(name), store(item)], ctx=gast.Store())
-        return [located(gast.Assign(targets=[both], value=new, type_comment=None), node), node]
+        (new,) = templates.replace("xs, item = _jst.convert_pop(xs, args)", xs=name, item=item, args=call.args)
+        return [located(new, node), node]
 
     def visit_Delete(self, node):
         if len(node.targets) == 1 and _is_name_subscript(node.targets[0], self.locals):
             target = node.targets[0]
-            name = target.value.id
-            call = gast.Call(func=jst("convert_delitem"), args=[load(name), index_expr(target.slice)], keywords=[])
-            return located(gast.Assign(targets=[store(name)], value=call, type_comment=None), node)
+            (new,) = templates.replace("xs = _jst.convert_delitem(xs, index)", xs=target.value.id,
+                                       index=index_expr(target.slice))
+            return located(new, node)
         return node
 
     def visit_AugAssign(self, node):
@@ -163,17 +171,16 @@ class InPlaceUpdates(Transformer):
         return _is_name_subscript(target, self.locals) or _subscript_path(target, self.locals) is not None
 
     def _setitem(self, node, target, value):
-        name = target.value.id
-        call = gast.Call(func=jst("convert_setitem"), args=[load(name), index_expr(target.slice), value],
-                         keywords=[])
-        return located(gast.Assign(targets=[store(name)], value=call, type_comment=None), node)
+        (new,) = templates.replace("x = _jst.convert_setitem(x, index, value)", x=target.value.id,
+                                   index=index_expr(target.slice), value=value)
+        return located(new, node)
 
     def _setitem_path(self, node, target, value):
         name, path = _subscript_path(target, self.locals)
-        keys = gast.Tuple(elts=[self.visit(index_expr(key)) for key in path], ctx=gast.Load())
-        call = gast.Call(func=jst("convert_setitem_path"),
-                         args=[load(name), keys, self.visit(index_expr(target.slice)), value], keywords=[])
-        return located(gast.Assign(targets=[store(name)], value=call, type_comment=None), node)
+        (new,) = templates.replace("x = _jst.convert_setitem_path(x, (keys,), index, value)", x=name,
+                                   keys=[self.visit(index_expr(key)) for key in path],
+                                   index=self.visit(index_expr(target.slice)), value=value)
+        return located(new, node)
 
     def _unpack_then_store(self, node):
         """`foo, a[0], bar = v` → `foo, __item_0, bar = v` then `a[0] = __item_0`, each converted: Python
@@ -189,12 +196,11 @@ class InPlaceUpdates(Transformer):
                 target.value = temporary(target.value)
                 return target
             name = self.ctx.namer.new("item")
-            stores.append(located(gast.Assign(targets=[target], value=load(name), type_comment=None), node))
+            stores.extend(located(stmt, node) for stmt in templates.replace("target = item", target=target, item=name))
             return store(name)
 
-        unpack = located(gast.Assign(targets=[temporary(node.targets[0])], value=node.value, type_comment=None),
-                         node)
-        return [unpack] + [self.visit_Assign(s) for s in stores]
+        (unpack,) = templates.replace("targets = value", targets=temporary(node.targets[0]), value=node.value)
+        return [located(unpack, node)] + [self.visit_Assign(s) for s in stores]
 
 
 _METHODS = {"append": "convert_append", "insert": "convert_insert", "extend": "convert_extend",

@@ -21,6 +21,7 @@ import builtins
 import gast
 
 from ..analysis import Anno, getanno
+from . import templates
 from .base import Transformer, const, jst, located
 
 
@@ -62,12 +63,8 @@ class Raises(Transformer):
             return node
         self.generic_visit(node)
         types = [h.type if h.type is not None else const(None) for h in node.handlers]
-        caught = gast.Lambda(args=gast.arguments(args=[], posonlyargs=[], vararg=None, kwonlyargs=[],
-                                                 kw_defaults=[], kwarg=None, defaults=[]),
-                             body=gast.Tuple(elts=types, ctx=gast.Load()))
-        scope = gast.withitem(context_expr=gast.Call(func=jst("catching"), args=[caught], keywords=[]),
-                              optional_vars=None)
-        node.body = [located(gast.With(items=[scope], body=node.body, type_comment=None), node)]
+        (scope,) = templates.replace("with _jst.catching(lambda: (types,)):\n    body", types=types, body=node.body)
+        node.body = [located(scope, node)]
         return node
 
     visit_TryStar = visit_Try

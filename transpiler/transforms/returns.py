@@ -26,7 +26,8 @@ import gast
 
 from ..analysis import Anno, getanno, hasanno, setanno
 from ..analysis.scope import own_scope
-from .base import Transformer, const, jst, load, located, store
+from . import templates
+from .base import Transformer, const, load, located, store
 from .expressions import mark_truth_only
 from .jumps import block_has
 
@@ -97,13 +98,11 @@ class Returns(Transformer):
         if self.flag_used:     # some code runs under `if not __return_flag`: every return must set it
             self.flag_every_return = True
             body = self.lower(normalized, top=True)
-        placeholder = gast.Call(func=jst("return_placeholder"), args=[], keywords=[])
         if self.flag_used:
-            names = gast.Tuple(elts=[store(self.value), store(self.flag)], ctx=gast.Store())
-            start = gast.Assign(targets=[names], value=gast.Tuple(elts=[placeholder, const(False)], ctx=gast.Load()),
-                                type_comment=None)
+            (start,) = templates.replace("value, flag = _jst.return_placeholder(), False", value=self.value,
+                                         flag=self.flag)
         else:
-            start = gast.Assign(targets=[store(self.value)], value=placeholder, type_comment=None)
+            (start,) = templates.replace("value = _jst.return_placeholder()", value=self.value)
         located(start, fn_node.body[0] if fn_node.body else fn_node)
         if not (body and isinstance(body[-1], gast.Return)):
             body.append(located(gast.Return(value=load(self.value)), body[-1] if body else fn_node))

@@ -45,6 +45,8 @@ def _needs_lowering(node):
 
 
 class WalrusOperands(Transformer):
+    statements_only = True
+
     def visit_If(self, node):
         self.generic_visit(node)
         test = node.test
