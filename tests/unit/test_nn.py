@@ -269,6 +269,36 @@ def test_max_pool2d_nans_propagate_for_every_window_size(k, s):
     np.testing.assert_array_equal(out.numpy(), ref.astype(np.float32))
 
 
+def _max_pool2d_grad_by_add_at(g, x, k, s, p, d):
+    """The reference the taps kernel must equal bit for bit: g added with `add.at` at each window's
+    first maximum (argmax over the -inf-padded window view)."""
+    from runtime.ops.gradients.conv import _first_maxima
+    shape, where = _first_maxima(np, x, g.shape[-2:], k, s, p, d)
+    out = np.zeros(shape, g.dtype)
+    np.add.at(out, where, g)
+    return out[:, :, p[0]:p[0] + x.shape[2], p[1]:p[1] + x.shape[3]]
+
+
+@pytest.mark.parametrize("k,s,p,d,ceil_mode", POOL_CASES + [((3, 3), (1, 1), (1, 1), (1, 1), False),
+                                                        ((2, 2), (2, 2), (0, 0), (1, 1), False)])
+def test_max_pool2d_grad_by_taps_has_add_ats_bits(k, s, p, d, ceil_mode):
+    """Ties, NaNs, -0.0 cotangents and overlapping windows whose sums depend on their order (1e8 and
+    1): the per-tap kernel gives every bit of the argmax + add.at one it replaced."""
+    from runtime.ops.registry import get_op
+    x = np.round(randn(2, 3, 8, 8))                     # many ties
+    x[0, 0, 2:4, 2:4] = np.nan
+    x[1, 1, :3, :3] = -np.inf
+    s = s or k
+    attrs = {"kernel_size": k, "stride": s, "padding": p, "dilation": d, "ceil_mode": ceil_mode}
+    pooled = get_op("max_pool2d").kernel(np, x, **attrs)
+    g = np.where(RNG.random(pooled.shape) < 0.5, 1e8, 1.0).astype(np.float32) * np.sign(randn(*pooled.shape))
+    g.flat[::7] = -0.0
+    out = get_op("max_pool2d_grad").kernel(np, g, x, **attrs)
+    ref = _max_pool2d_grad_by_add_at(g, x, k, s, p, d)
+    assert out.flags.c_contiguous and out.shape == x.shape
+    np.testing.assert_array_equal(out.view(np.uint32), np.ascontiguousarray(ref).view(np.uint32))
+
+
 # --- normalization, dropout, losses, lookup ---------------------------------------------------
 
 @pytest.mark.parametrize("shape", [(4,), (3, 4)])

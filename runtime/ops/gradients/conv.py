@@ -8,7 +8,7 @@ input against g) and `max_pool2d_grad` (g added at each window's first maximum).
 """
 import numpy as np
 
-from ..nn_ops import _pool_out_size, _windows, conv2d
+from ..nn_ops import _POOL_TAPS, _padded, _pool_out_size, _windows, conv2d
 from ..registry import OpDef, facet, get_op, register
 from ..dispatch import apply
 from ..rules import Spec, dtype_of, shape_of
@@ -17,7 +17,12 @@ from .conv_samples import SAMPLES
 
 
 def _conv2d_input_grad_kernel(xp, g, x, weight, stride, padding, dilation, groups):
-    """The cotangent of conv2d's input: each output pixel's g sent back through the filter taps."""
+    """The cotangent of conv2d's input: each output pixel's g sent back through the filter taps.
+
+    One GEMM per group gives every tap's contribution channels-first, (C, KH, KW, N, OH, OW) (col2im's
+    columns); each tap's (C, N, OH, OW) slab, contiguous rows of OW pixels, is added into its strided
+    view of the padded input, kept channels-first until one transposing copy at the end (taps read
+    pixels-last and scattered with a transpose per tap cost ~2x more)."""
     unbatched = g.ndim == 3
     if unbatched:
         g = g[None]
@@ -26,33 +31,35 @@ def _conv2d_input_grad_kernel(xp, g, x, weight, stride, padding, dilation, group
     top, bottom, left, right = padding
     group_ch, kh, kw = weight.shape[1:]
     (sh, sw), (dh, dw) = stride, dilation
-    full = xp.zeros((n, c, h + top + bottom, w + left + right), dtype=g.dtype)
     per_group = out_ch // groups
-    for k in range(groups):
-        gk = g[:, k * per_group:(k + 1) * per_group]
-        wk = weight[k * per_group:(k + 1) * per_group]
-        taps = xp.tensordot(gk, wk, axes=([1], [0]))                 # (n, oh, ow, group_ch, kh, kw)
-        for i in range(kh):
-            for j in range(kw):
-                full[:, k * group_ch:(k + 1) * group_ch, i * dh:i * dh + (oh - 1) * sh + 1:sh,
-                     j * dw:j * dw + (ow - 1) * sw + 1:sw] += taps[..., i, j].transpose(0, 3, 1, 2)
-    out = full[:, :, top:top + h, left:left + w]
-    return out[0] if unbatched else xp.ascontiguousarray(out)
+    gs = g.reshape(n, groups, per_group, oh * ow).transpose(1, 2, 0, 3).reshape(groups, per_group, n * oh * ow)
+    filters = weight.reshape(groups, per_group, group_ch * kh * kw).transpose(0, 2, 1)
+    cols = xp.matmul(filters, gs).reshape(c, kh, kw, n, oh, ow)
+    full = xp.zeros((c, n, h + top + bottom, w + left + right), dtype=g.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            full[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw] += cols[:, i, j]
+    out = xp.ascontiguousarray(full[:, :, top:top + h, left:left + w].transpose(1, 0, 2, 3))
+    return out[0] if unbatched else out
 
 
 def _conv2d_weight_grad_kernel(xp, g, x, weight, stride, padding, dilation, groups):
-    """The cotangent of conv2d's weight: every window of the padded input weighted by g."""
+    """The cotangent of conv2d's weight: every window of the padded input weighted by g.
+
+    One GEMM per group, (O/G, N*OH*OW) times the patches gathered channels-first as (C/G*KH*KW,
+    N*OH*OW) and read transposed: the gather copies rows of OW pixels (tensordot's patches-last
+    gather copied KW pixels at a time, ~3x slower), and the sum runs over (n, oh, ow) in the same order."""
     if g.ndim == 3:
         g, x = g[None], x[None]
-    top, bottom, left, right = padding
-    if top or bottom or left or right:
-        x = xp.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
-    out_ch, group_ch, kh, kw = weight.shape
-    windows = _windows(xp, x, (kh, kw), stride, dilation, g.shape[-2:])   # (n, c, oh, ow, kh, kw)
+    x = _padded(xp, x, padding)
+    n, out_ch, oh, ow = g.shape
+    _, group_ch, kh, kw = weight.shape
     per_group = out_ch // groups
-    parts = [xp.tensordot(g[:, k * per_group:(k + 1) * per_group], windows[:, k * group_ch:(k + 1) * group_ch],
-                          axes=([0, 2, 3], [0, 2, 3])) for k in range(groups)]
-    return (parts[0] if groups == 1 else xp.concatenate(parts, axis=0)).astype(weight.dtype, copy=False)
+    windows = _windows(xp, x, (kh, kw), stride, dilation, (oh, ow))   # (n, c, oh, ow, kh, kw)
+    cols = windows.transpose(1, 4, 5, 0, 2, 3).reshape(groups, group_ch * kh * kw, n * oh * ow)
+    gs = g.reshape(n, groups, per_group, oh * ow).transpose(1, 2, 0, 3).reshape(groups, per_group, n * oh * ow)
+    out = xp.matmul(gs, cols.transpose(0, 2, 1))                       # (G, O/G, C/G*KH*KW)
+    return out.reshape(weight.shape).astype(weight.dtype, copy=False)
 
 
 def _first_maxima(xp, x, out_hw, kernel_size, stride, padding, dilation):
@@ -76,17 +83,69 @@ def _max_pool2d_grad_kernel(xp, g, x, kernel_size, stride, padding, dilation, ce
     unbatched = x.ndim == 3
     if unbatched:
         g, x = g[None], x[None]
-    shape, where = _first_maxima(xp, x, g.shape[-2:], kernel_size, stride, padding, dilation)
-    out = xp.zeros(shape, dtype=g.dtype)
-    add = getattr(xp, "add")
-    if hasattr(add, "at"):
-        add.at(out, where, g)
-    else:                     # CuPy: scatter_add lives in cupyx
-        import cupyx
-        cupyx.scatter_add(out, where, g)
-    (ph, pw), (h, w) = padding, x.shape[-2:]
+    if kernel_size[0] * kernel_size[1] <= _POOL_TAPS:
+        out, (ph, pw) = _max_pool2d_grad_by_taps(xp, g, x, kernel_size, stride, padding, dilation), padding
+    else:
+        shape, where = _first_maxima(xp, x, g.shape[-2:], kernel_size, stride, padding, dilation)
+        out = xp.zeros(shape, dtype=g.dtype)
+        add = getattr(xp, "add")
+        if hasattr(add, "at"):
+            add.at(out, where, g)
+        else:                     # CuPy: scatter_add lives in cupyx
+            import cupyx
+            cupyx.scatter_add(out, where, g)
+        (ph, pw) = padding
+    h, w = x.shape[-2:]
     out = out[:, :, ph:ph + h, pw:pw + w]
     return out[0] if unbatched else xp.ascontiguousarray(out)
+
+
+def _max_pool2d_grad_by_taps(xp, g, x, kernel_size, stride, padding, dilation):
+    """max_pool2d_grad onto x padded as `_first_maxima` pads it, without argmax over the window view
+    and `add.at` (~30x slower on a 2x2 pool): the windows' taps are copied once into one contiguous
+    (KH*KW, N, C, OH, OW) stack; a tap takes g where it equals its window's maximum (or is NaN, which
+    `max` propagates) and no earlier tap did. Each tap's share is added into its strided view of the
+    result in reverse order, so a pixel shared by overlapping windows receives their g in the windows'
+    raster order, the order `add.at` sums in: the bits are the same."""
+    n, c = x.shape[:2]
+    oh, ow = g.shape[-2:]
+    (kh, kw), (sh, sw), (dh, dw) = kernel_size, stride, dilation
+    extra = [max(0, (o - 1) * s + d * (k - 1) + 1 - size - 2 * p)
+             for o, size, k, s, p, d in zip((oh, ow), x.shape[-2:], kernel_size, stride, padding, dilation)]
+    low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    padded = _padded(xp, x, (padding[0], padding[0] + extra[0], padding[1], padding[1] + extra[1]), low)
+    taps = xp.ascontiguousarray(_windows(xp, padded, kernel_size, stride, dilation, (oh, ow)).transpose(4, 5, 0, 1, 2, 3))
+    taps = taps.reshape(kh * kw, n, c, oh, ow)
+    hit = xp.equal(taps, taps.max(axis=0))
+    if x.dtype.kind == "f":
+        xp.logical_or(hit, xp.isnan(taps), out=hit)
+    seen = hit[0].copy()
+    for t in range(1, kh * kw):                       # the first hit of each window only
+        later = xp.logical_and(seen, hit[t])          # (a loop: logical_or.accumulate takes ~50x longer)
+        xp.logical_or(seen, hit[t], out=seen)
+        xp.not_equal(hit[t], later, out=hit[t])
+    shares = _masked(xp, hit, g)
+    out = xp.zeros(padded.shape, dtype=g.dtype)
+    if (sh, sw) == (kh, kw) and (dh, dw) == (1, 1) and padded.shape[2:] == (oh * kh, ow * kw):
+        # windows tile the padded input: one add through a (N, C, OH, KH, OW, KW) view
+        tiles = out.reshape(n, c, oh, kh, ow, kw)
+        tiles += shares.reshape(kh, kw, n, c, oh, ow).transpose(2, 3, 4, 0, 5, 1)
+        return out
+    for t in reversed(range(kh * kw)):
+        i, j = divmod(t, kw)
+        out[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw] += shares[t]
+    return out
+
+
+def _masked(xp, mask, g):
+    """g where mask is true, else +0 (mask broadcasts g): `where(mask, g, 0)`. On NumPy as an AND of g's
+    bits with all-ones or zeros, the same bits ~15x faster than `where`, whose branch per element
+    mispredicts on a mask of window maxima."""
+    if xp is not np or g.dtype.itemsize not in (2, 4, 8):
+        return xp.where(mask, g, 0)
+    bits = np.dtype(f"u{g.dtype.itemsize}")
+    ones = np.negative(mask, dtype=bits)
+    return np.bitwise_and(g.view(bits), ones, out=ones).view(g.dtype)
 
 
 def _max_pool2d_select_kernel(xp, g, x, kernel_size, stride, padding, dilation, ceil_mode):
