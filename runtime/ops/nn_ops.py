@@ -396,30 +396,53 @@ def _padded(xp, x, padding, value=0):
     return out
 
 
+def _batch_last(xp, x, padding):
+    """NCHW x as a (C, H, W, N) array, padded by (top, bottom, left, right) zeros: the layout the
+    convolutions gather their patches from. A window tap's (OH, OW, N) slab is then rows of OW*N
+    elements (stride 1), where NCHW gave rows of OW pixels: on small images (8x8 digits, LeNet's
+    later layers) NumPy's per-row cost made the gather most of a convolution. x already in that
+    memory order (the convolutions' own results are) is a view, or one copy when padded."""
+    top, bottom, left, right = padding
+    n, c, h, w = x.shape
+    moved = x.transpose(1, 2, 3, 0)
+    if not (top or bottom or left or right):
+        return xp.ascontiguousarray(moved)
+    out = xp.zeros((c, h + top + bottom, w + left + right, n), x.dtype)
+    out[:, top:top + h, left:left + w] = moved
+    return out
+
+
+def _batch_last_windows(xp, x, kernel, stride, dilation, out_hw):
+    """View (C, KH, KW, OH, OW, N) of the sliding windows of a (C, H, W, N) array (no copy)."""
+    s = x.strides
+    shape = (x.shape[0], kernel[0], kernel[1], out_hw[0], out_hw[1], x.shape[3])
+    strides = (s[0], s[1] * dilation[0], s[2] * dilation[1], s[1] * stride[0], s[2] * stride[1], s[3])
+    return xp.lib.stride_tricks.as_strided(x, shape=shape, strides=strides)
+
+
 def _conv2d_kernel(xp, x, weight, bias, stride, padding, dilation, groups):
     unbatched = x.ndim == 3
     if unbatched:
         x = x[None]
-    x = _padded(xp, x, padding)
-    n, c, h, w = x.shape
+    n = x.shape[0]
     out_ch, group_ch, kh, kw = weight.shape
-    oh = _out_size(h, 0, kh, stride[0], dilation[0])
-    ow = _out_size(w, 0, kw, stride[1], dilation[1])
+    top, bottom, left, right = padding
+    oh = _out_size(x.shape[2] + top + bottom, 0, kh, stride[0], dilation[0])
+    ow = _out_size(x.shape[3] + left + right, 0, kw, stride[1], dilation[1])
     if oh <= 0 or ow <= 0:
-        raise ValueError(f"conv2d: padded input size ({h}, {w}) is smaller than the dilated kernel")
-    windows = _windows(xp, x, (kh, kw), stride, dilation, (oh, ow))
-    # im2col with the pixels last and the images next to them: per group, (O/G, C/G*KH*KW) filters times
-    # (C/G*KH*KW, N*OH*OW) patches, one GEMM (one per image cost a BLAS call each: ~2x at batch 64 on
-    # 8x8 images). Gathering the patches copies rows of OW pixels at a time; patches-first copied KW
-    # (LeNet: 5) at a time, 8x slower. The result, (O, N, OH, OW), becomes NCHW in the copy that adds
-    # the bias.
-    cols = windows.transpose(1, 4, 5, 0, 2, 3).reshape(groups, group_ch * kh * kw, n * oh * ow)
-    out = xp.matmul(weight.reshape(groups, out_ch // groups, group_ch * kh * kw), cols)   # (G, O/G, N*OH*OW)
-    out = out.reshape(out_ch, n, oh, ow).transpose(1, 0, 2, 3)
+        raise ValueError(f"conv2d: padded input size {tuple(x.shape[2:])} is smaller than the dilated kernel")
+    # im2col with the batch last: per group, (O/G, C/G*KH*KW) filters times (C/G*KH*KW, OH*OW*N)
+    # patches, one GEMM (one per image cost a BLAS call each), summed over (c, kh, kw) as before.
+    # The result stays (O, OH, OW, N) in memory and is returned as its NCHW view: a transposing copy
+    # cost as much as the GEMM, and the ops after a convolution (activations, pooling, the next
+    # convolution's gather) run on that layout as fast or faster.
+    windows = _batch_last_windows(xp, _batch_last(xp, x, padding), (kh, kw), stride, dilation, (oh, ow))
+    cols = windows.reshape(groups, group_ch * kh * kw, oh * ow * n)
+    out = xp.matmul(weight.reshape(groups, out_ch // groups, group_ch * kh * kw), cols)   # (G, O/G, OH*OW*N)
+    out = out.reshape(out_ch, oh, ow, n)
     if bias is not None:
-        out = xp.add(out, bias.reshape(out_ch, 1, 1), out=xp.empty(out.shape, out.dtype))
-    else:
-        out = xp.ascontiguousarray(out)
+        out += bias.reshape(out_ch, 1, 1, 1)
+    out = out.transpose(3, 0, 1, 2)
     return out[0] if unbatched else out
 
 

@@ -8,7 +8,7 @@ input against g) and `max_pool2d_grad` (g added at each window's first maximum).
 """
 import numpy as np
 
-from ..nn_ops import _POOL_TAPS, _padded, _pool_out_size, _windows, conv2d
+from ..nn_ops import _POOL_TAPS, _batch_last, _batch_last_windows, _padded, _pool_out_size, _windows, conv2d
 from ..registry import OpDef, facet, get_op, register
 from ..dispatch import apply
 from ..rules import Spec, dtype_of, shape_of
@@ -19,10 +19,10 @@ from .conv_samples import SAMPLES
 def _conv2d_input_grad_kernel(xp, g, x, weight, stride, padding, dilation, groups):
     """The cotangent of conv2d's input: each output pixel's g sent back through the filter taps.
 
-    One GEMM per group gives every tap's contribution channels-first, (C, KH, KW, N, OH, OW) (col2im's
-    columns); each tap's (C, N, OH, OW) slab, contiguous rows of OW pixels, is added into its strided
-    view of the padded input, kept channels-first until one transposing copy at the end (taps read
-    pixels-last and scattered with a transpose per tap cost ~2x more)."""
+    One GEMM per group gives every tap's contribution as col2im's columns, (C, KH, KW, OH, OW, N)
+    (the batch last, as conv2d lays out its patches); each tap's (C, OH, OW, N) slab is added into its
+    strided view of the padded input, kept (C, H, W, N), in raster order (the order of the taps the
+    sum always had); the result is that buffer's NCHW view."""
     unbatched = g.ndim == 3
     if unbatched:
         g = g[None]
@@ -32,32 +32,31 @@ def _conv2d_input_grad_kernel(xp, g, x, weight, stride, padding, dilation, group
     group_ch, kh, kw = weight.shape[1:]
     (sh, sw), (dh, dw) = stride, dilation
     per_group = out_ch // groups
-    gs = g.reshape(n, groups, per_group, oh * ow).transpose(1, 2, 0, 3).reshape(groups, per_group, n * oh * ow)
+    gs = _batch_last(xp, g, (0, 0, 0, 0)).reshape(groups, per_group, oh * ow * n)
     filters = weight.reshape(groups, per_group, group_ch * kh * kw).transpose(0, 2, 1)
-    cols = xp.matmul(filters, gs).reshape(c, kh, kw, n, oh, ow)
-    full = xp.zeros((c, n, h + top + bottom, w + left + right), dtype=g.dtype)
+    cols = xp.matmul(filters, gs).reshape(c, kh, kw, oh, ow, n)
+    full = xp.zeros((c, h + top + bottom, w + left + right, n), dtype=g.dtype)
     for i in range(kh):
         for j in range(kw):
-            full[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw] += cols[:, i, j]
-    out = xp.ascontiguousarray(full[:, :, top:top + h, left:left + w].transpose(1, 0, 2, 3))
+            full[:, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw] += cols[:, i, j]
+    out = full[:, top:top + h, left:left + w].transpose(3, 0, 1, 2)
     return out[0] if unbatched else out
 
 
 def _conv2d_weight_grad_kernel(xp, g, x, weight, stride, padding, dilation, groups):
     """The cotangent of conv2d's weight: every window of the padded input weighted by g.
 
-    One GEMM per group, (O/G, N*OH*OW) times the patches gathered channels-first as (C/G*KH*KW,
-    N*OH*OW) and read transposed: the gather copies rows of OW pixels (tensordot's patches-last
-    gather copied KW pixels at a time, ~3x slower), and the sum runs over (n, oh, ow) in the same order."""
+    One GEMM per group: g as (O/G, OH*OW*N) times the patches gathered as conv2d gathers them,
+    (C/G*KH*KW, OH*OW*N), read transposed (the batch last: rows of OW*N elements, where tensordot's
+    patches-last gather copied KW pixels at a time)."""
     if g.ndim == 3:
         g, x = g[None], x[None]
-    x = _padded(xp, x, padding)
     n, out_ch, oh, ow = g.shape
     _, group_ch, kh, kw = weight.shape
     per_group = out_ch // groups
-    windows = _windows(xp, x, (kh, kw), stride, dilation, (oh, ow))   # (n, c, oh, ow, kh, kw)
-    cols = windows.transpose(1, 4, 5, 0, 2, 3).reshape(groups, group_ch * kh * kw, n * oh * ow)
-    gs = g.reshape(n, groups, per_group, oh * ow).transpose(1, 2, 0, 3).reshape(groups, per_group, n * oh * ow)
+    windows = _batch_last_windows(xp, _batch_last(xp, x, padding), (kh, kw), stride, dilation, (oh, ow))
+    cols = windows.reshape(groups, group_ch * kh * kw, oh * ow * n)
+    gs = _batch_last(xp, g, (0, 0, 0, 0)).reshape(groups, per_group, oh * ow * n)
     out = xp.matmul(gs, cols.transpose(0, 2, 1))                       # (G, O/G, C/G*KH*KW)
     return out.reshape(weight.shape).astype(weight.dtype, copy=False)
 
