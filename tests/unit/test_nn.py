@@ -190,6 +190,11 @@ CONV_CASES = [
 ]
 
 
+def _batch_last(a):
+    """a with its values and shape, in the memory order conv2d leaves its results in: (C, H, W, N)."""
+    return np.ascontiguousarray(a.transpose(1, 2, 3, 0)).transpose(3, 0, 1, 2)
+
+
 @pytest.mark.parametrize("kw", CONV_CASES)
 @pytest.mark.parametrize("bias", [True, False])
 def test_conv2d_matches_loops(kw, bias):
@@ -201,6 +206,30 @@ def test_conv2d_matches_loops(kw, bias):
                      pair(kw.get("dilation", 1)), groups)
     assert out.dtype == np.float32 and out.shape == ref.shape
     np.testing.assert_allclose(out.numpy(), ref, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kw", CONV_CASES)
+def test_conv2d_and_its_cotangents_give_the_same_bits_in_either_memory_order(kw):
+    """conv2d leaves its result batch-last in memory (an NCHW view); the next convolution, its
+    cotangents and pooling read that order: the values and bits must not depend on it."""
+    from runtime.ops.registry import get_op
+    groups = kw.get("groups", 1)
+    pair = lambda v: v if isinstance(v, tuple) else (v, v)  # noqa: E731
+    pad = pair(kw.get("padding", 0))
+    attrs = {"stride": pair(kw.get("stride", 1)), "padding": (pad[0], pad[0], pad[1], pad[1]),
+             "dilation": pair(kw.get("dilation", 1)), "groups": groups}
+    x, w, b = randn(3, 4, 7, 6), randn(6, 4 // groups, 3, 2), randn(6)
+    out = get_op("conv2d").kernel(np, x, w, b, **attrs)
+    assert out.transpose(1, 2, 3, 0).flags.c_contiguous          # the batch-last memory order
+    np.testing.assert_allclose(out, conv2d_ref(x, w, b, attrs["stride"], pad, attrs["dilation"], groups),
+                               rtol=1e-4, atol=1e-5)
+    g = randn(*out.shape)
+    for name, args in (("conv2d", (x, w, b)), ("conv2d_input_grad", (g, x, w)), ("conv2d_weight_grad", (g, x, w))):
+        kernel = get_op(name).kernel
+        same = kernel(np, *args, **attrs)
+        moved = kernel(np, *[_batch_last(a) if a.ndim == 4 and a is not w else a for a in args], **attrs)
+        np.testing.assert_array_equal(np.ascontiguousarray(moved).view(np.uint32),
+                                      np.ascontiguousarray(same).view(np.uint32), err_msg=name)
 
 
 def test_conv2d_same_padding_and_unbatched_input():
@@ -279,15 +308,19 @@ def _max_pool2d_grad_by_add_at(g, x, k, s, p, d):
     return out[:, :, p[0]:p[0] + x.shape[2], p[1]:p[1] + x.shape[3]]
 
 
+@pytest.mark.parametrize("layout", ["nchw", "batch_last"])
 @pytest.mark.parametrize("k,s,p,d,ceil_mode", POOL_CASES + [((3, 3), (1, 1), (1, 1), (1, 1), False),
                                                         ((2, 2), (2, 2), (0, 0), (1, 1), False)])
-def test_max_pool2d_grad_by_taps_has_add_ats_bits(k, s, p, d, ceil_mode):
+def test_max_pool2d_grad_by_taps_has_add_ats_bits(k, s, p, d, ceil_mode, layout):
     """Ties, NaNs, -0.0 cotangents and overlapping windows whose sums depend on their order (1e8 and
-    1): the per-tap kernel gives every bit of the argmax + add.at one it replaced."""
+    1): the per-tap kernel gives every bit of the argmax + add.at one it replaced, on x in NCHW memory
+    and in a convolution's batch-last memory."""
     from runtime.ops.registry import get_op
     x = np.round(randn(2, 3, 8, 8))                     # many ties
     x[0, 0, 2:4, 2:4] = np.nan
     x[1, 1, :3, :3] = -np.inf
+    if layout == "batch_last":
+        x = _batch_last(x)
     s = s or k
     attrs = {"kernel_size": k, "stride": s, "padding": p, "dilation": d, "ceil_mode": ceil_mode}
     pooled = get_op("max_pool2d").kernel(np, x, **attrs)
@@ -295,8 +328,8 @@ def test_max_pool2d_grad_by_taps_has_add_ats_bits(k, s, p, d, ceil_mode):
     g.flat[::7] = -0.0
     out = get_op("max_pool2d_grad").kernel(np, g, x, **attrs)
     ref = _max_pool2d_grad_by_add_at(g, x, k, s, p, d)
-    assert out.flags.c_contiguous and out.shape == x.shape
-    np.testing.assert_array_equal(out.view(np.uint32), np.ascontiguousarray(ref).view(np.uint32))
+    assert out.shape == x.shape
+    np.testing.assert_array_equal(np.ascontiguousarray(out).view(np.uint32), np.ascontiguousarray(ref).view(np.uint32))
 
 
 # --- normalization, dropout, losses, lookup ---------------------------------------------------

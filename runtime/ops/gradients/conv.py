@@ -8,7 +8,7 @@ input against g) and `max_pool2d_grad` (g added at each window's first maximum).
 """
 import numpy as np
 
-from ..nn_ops import _POOL_TAPS, _batch_last, _batch_last_windows, _padded, _pool_out_size, _windows, conv2d
+from ..nn_ops import _POOL_TAPS, _batch_last, _batch_last_windows, _pool_out_size, _windows, conv2d
 from ..registry import OpDef, facet, get_op, register
 from ..dispatch import apply
 from ..rules import Spec, dtype_of, shape_of
@@ -83,38 +83,51 @@ def _max_pool2d_grad_kernel(xp, g, x, kernel_size, stride, padding, dilation, ce
     if unbatched:
         g, x = g[None], x[None]
     if kernel_size[0] * kernel_size[1] <= _POOL_TAPS:
-        out, (ph, pw) = _max_pool2d_grad_by_taps(xp, g, x, kernel_size, stride, padding, dilation), padding
-    else:
-        shape, where = _first_maxima(xp, x, g.shape[-2:], kernel_size, stride, padding, dilation)
-        out = xp.zeros(shape, dtype=g.dtype)
-        add = getattr(xp, "add")
-        if hasattr(add, "at"):
-            add.at(out, where, g)
-        else:                     # CuPy: scatter_add lives in cupyx
-            import cupyx
-            cupyx.scatter_add(out, where, g)
-        (ph, pw) = padding
-    h, w = x.shape[-2:]
+        out = _max_pool2d_grad_by_taps(xp, g, x, kernel_size, stride, padding, dilation)
+        return out[0] if unbatched else out
+    shape, where = _first_maxima(xp, x, g.shape[-2:], kernel_size, stride, padding, dilation)
+    out = xp.zeros(shape, dtype=g.dtype)
+    add = getattr(xp, "add")
+    if hasattr(add, "at"):
+        add.at(out, where, g)
+    else:                     # CuPy: scatter_add lives in cupyx
+        import cupyx
+        cupyx.scatter_add(out, where, g)
+    (ph, pw), (h, w) = padding, x.shape[-2:]
     out = out[:, :, ph:ph + h, pw:pw + w]
     return out[0] if unbatched else xp.ascontiguousarray(out)
 
 
 def _max_pool2d_grad_by_taps(xp, g, x, kernel_size, stride, padding, dilation):
-    """max_pool2d_grad onto x padded as `_first_maxima` pads it, without argmax over the window view
-    and `add.at` (~30x slower on a 2x2 pool): the windows' taps are copied once into one contiguous
-    (KH*KW, N, C, OH, OW) stack; a tap takes g where it equals its window's maximum (or is NaN, which
-    `max` propagates) and no earlier tap did. Each tap's share is added into its strided view of the
-    result in reverse order, so a pixel shared by overlapping windows receives their g in the windows'
-    raster order, the order `add.at` sums in: the bits are the same."""
-    n, c = x.shape[:2]
+    """max_pool2d_grad without argmax over the window view and `add.at` (~30x slower on a 2x2 pool).
+
+    x is taken as (A, H, W, B): (N*C, H, W, 1) for NCHW memory, (C, H, W, N) for the batch-last
+    memory of a convolution's result (rows of W*N elements, not W). It is padded as `_first_maxima`
+    pads it, its windows' taps copied once into one contiguous (KH*KW, A, OH, OW, B) stack; a tap
+    takes g where it equals its window's maximum (or is NaN, which `max` propagates) and no earlier
+    tap did. Each tap's share is added into its strided view of the result in reverse order, so a
+    pixel shared by overlapping windows receives their g in the windows' raster order, the order
+    `add.at` sums in: the bits are the same. The result has x's memory order."""
+    n, c, h, w = x.shape
     oh, ow = g.shape[-2:]
-    (kh, kw), (sh, sw), (dh, dw) = kernel_size, stride, dilation
+    (kh, kw), (sh, sw), (dh, dw), (ph, pw) = kernel_size, stride, dilation, padding
+    batch_last = n > 1 and x.transpose(1, 2, 3, 0).flags.c_contiguous
+    if batch_last:
+        xa, ga = x.transpose(1, 2, 3, 0), g.transpose(1, 2, 3, 0)
+    else:
+        xa, ga = x.reshape(n * c, h, w, 1), g.reshape(n * c, oh, ow, 1)
     extra = [max(0, (o - 1) * s + d * (k - 1) + 1 - size - 2 * p)
-             for o, size, k, s, p, d in zip((oh, ow), x.shape[-2:], kernel_size, stride, padding, dilation)]
-    low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    padded = _padded(xp, x, (padding[0], padding[0] + extra[0], padding[1], padding[1] + extra[1]), low)
-    taps = xp.ascontiguousarray(_windows(xp, padded, kernel_size, stride, dilation, (oh, ow)).transpose(4, 5, 0, 1, 2, 3))
-    taps = taps.reshape(kh * kw, n, c, oh, ow)
+             for o, size, k, s, p, d in zip((oh, ow), (h, w), kernel_size, stride, padding, dilation)]
+    shape = (xa.shape[0], h + 2 * ph + extra[0], w + 2 * pw + extra[1], xa.shape[3])
+    padded = xa
+    if shape != xa.shape:
+        padded = xp.full(shape, -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min, x.dtype)
+        padded[:, ph:ph + h, pw:pw + w] = xa
+    st = padded.strides
+    windows = xp.lib.stride_tricks.as_strided(
+        padded, shape=(kh, kw, shape[0], oh, ow, shape[3]),
+        strides=(st[1] * dh, st[2] * dw, st[0], st[1] * sh, st[2] * sw, st[3]))
+    taps = xp.ascontiguousarray(windows).reshape(kh * kw, shape[0], oh, ow, shape[3])
     hit = xp.equal(taps, taps.max(axis=0))
     if x.dtype.kind == "f":
         xp.logical_or(hit, xp.isnan(taps), out=hit)
@@ -123,17 +136,20 @@ def _max_pool2d_grad_by_taps(xp, g, x, kernel_size, stride, padding, dilation):
         later = xp.logical_and(seen, hit[t])          # (a loop: logical_or.accumulate takes ~50x longer)
         xp.logical_or(seen, hit[t], out=seen)
         xp.not_equal(hit[t], later, out=hit[t])
-    shares = _masked(xp, hit, g)
-    out = xp.zeros(padded.shape, dtype=g.dtype)
-    if (sh, sw) == (kh, kw) and (dh, dw) == (1, 1) and padded.shape[2:] == (oh * kh, ow * kw):
-        # windows tile the padded input: one add through a (N, C, OH, KH, OW, KW) view
-        tiles = out.reshape(n, c, oh, kh, ow, kw)
-        tiles += shares.reshape(kh, kw, n, c, oh, ow).transpose(2, 3, 4, 0, 5, 1)
-        return out
-    for t in reversed(range(kh * kw)):
-        i, j = divmod(t, kw)
-        out[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw] += shares[t]
-    return out
+    shares = _masked(xp, hit, ga)
+    out = xp.zeros(shape, dtype=g.dtype)
+    if (sh, sw) == (kh, kw) and (dh, dw) == (1, 1) and shape[1:3] == (oh * kh, ow * kw):
+        # windows tile the padded input: one add through an (A, OH, KH, OW, KW, B) view
+        tiles = out.reshape(shape[0], oh, kh, ow, kw, shape[3])
+        tiles += shares.reshape(kh, kw, shape[0], oh, ow, shape[3]).transpose(2, 3, 0, 4, 1, 5)
+    else:
+        for t in reversed(range(kh * kw)):
+            i, j = divmod(t, kw)
+            out[:, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw] += shares[t]
+    out = out[:, ph:ph + h, pw:pw + w]
+    if batch_last:
+        return out.transpose(3, 0, 1, 2)
+    return xp.ascontiguousarray(out).reshape(n, c, h, w)
 
 
 def _masked(xp, mask, g):
