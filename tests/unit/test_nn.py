@@ -332,6 +332,25 @@ def test_max_pool2d_grad_by_taps_has_add_ats_bits(k, s, p, d, ceil_mode, layout)
     np.testing.assert_array_equal(np.ascontiguousarray(out).view(np.uint32), np.ascontiguousarray(ref).view(np.uint32))
 
 
+def test_relu_cotangent_is_one_relu_grad_op_with_wheres_bits():
+    """relu's rule is the `relu_grad` op (its NumPy kernel ANDs g's bits with the mask): the values of
+    `where(x > 0, g, 0)`, -0.0, inf and NaN in g and NaN in x included, in a convolution's batch-last
+    memory order too."""
+    from runtime.ops.registry import get_op
+    x, g = randn(4, 3, 5, 5), randn(4, 3, 5, 5)
+    x.flat[::9], g.flat[::7], g.flat[1::11], g.flat[2::13] = np.nan, -0.0, np.inf, np.nan
+    for xs, gs in ((x, g), (_batch_last(x), _batch_last(g)), (x, _batch_last(g))):
+        out = get_op("relu_grad").kernel(np, gs, xs)
+        np.testing.assert_array_equal(np.ascontiguousarray(out).view(np.uint32),
+                                      np.where(x > 0, g, np.float32(0)).view(np.uint32))
+    finite = np.where(np.isfinite(g), g, np.float32(1))
+    xt = rt.tensor(x, requires_grad=True)
+    (F.relu(xt) * t(finite)).sum().backward()
+    np.testing.assert_array_equal(xt.grad.numpy(), np.where(x > 0, finite, np.float32(0)))
+    program = rt.trace(lambda a: rt.grad(lambda v: F.relu(v).sum())(a), [rt.InputSpec([4, 3], "float32", "a")])[0]
+    assert [op.type for op in program.global_block.ops].count("relu_grad") == 1
+
+
 # --- normalization, dropout, losses, lookup ---------------------------------------------------
 
 @pytest.mark.parametrize("shape", [(4,), (3, 4)])
