@@ -767,21 +767,25 @@ def _cross_entropy_kernel(xp, logits, target, reduction="mean", ignore_index=-10
         loss = -xp.sum(target * logp, axis=axis)
         count = None
     else:
+        # array methods and plain indexing where they do the same work: NumPy's function wrappers
+        # (take_along_axis, expand_dims, sum, any) made most of this kernel's ~20 µs at batch 64
         valid = target != ignore_index
         bad = valid & ((target < 0) | (target >= classes))
-        if bool(xp.any(bad)):
+        if bool(bad.any()):
             value = int(target[bad].ravel()[0])
             raise IndexError(f"cross_entropy: target {value} is out of range for {classes} classes")
         safe = xp.where(valid, target, 0)
-        picked = xp.take_along_axis(logp, xp.expand_dims(safe, axis), axis=axis)
-        loss = -xp.squeeze(picked, axis=axis)
+        if logp.ndim == 2:
+            loss = -logp[xp.arange(logp.shape[0]), safe]
+        else:
+            loss = -xp.squeeze(xp.take_along_axis(logp, xp.expand_dims(safe, axis), axis=axis), axis=axis)
         if label_smoothing:
             loss = (1 - label_smoothing) * loss - label_smoothing * xp.mean(logp, axis=axis)
         loss = xp.where(valid, loss, 0)
-        count = xp.sum(valid)
+        count = valid.sum()
     if reduction == "none":
         return loss
-    total = xp.sum(loss)
+    total = loss.sum()
     if reduction == "mean":
         if count is None:
             total = total / max(loss.size, 1)
