@@ -8,8 +8,9 @@ Pinned to one CPU, one thread (bench/pin.py), each workload's variants interleav
   random draw of that shape: scikit-learn is not a dependency) as a static training step, against
   the same epoch in PyTorch eager with the same weights; and prediction (argmax of the logits) of the
   450 test images in one call, static against PyTorch eager under `torch.no_grad()`.
-- the MLP of W2 (512 -> 256 -> 128 -> 2 with ReLUs, batch 256) exported with `transpiler.export_onnx`
-  and run by onnxruntime (one thread), against the same static function run by our executor.
+- examples/mlp.py's MLP (nn.Linear 512 -> 256 -> 128 -> 2 with ReLUs, batch 256) exported with
+  `transpiler.export_onnx` and run by onnxruntime (one thread), against the same static forward run by
+  our executor.
 
 A variant that does not import (torch in the project's venv, onnxruntime in torch's) is skipped with
 its reason. Targets: static <= 1.0x PyTorch eager (epoch, prediction), <= 1.0x onnxruntime (MLP).
@@ -124,22 +125,38 @@ def cnn_variants(torch):
     return epochs, predictions, first, (train_step, predict)
 
 
-def mlp_variants(ort):
-    """{variant: one call} for the W2 MLP: our static function and onnxruntime on its ONNX export."""
+def ours_mlp(nn, F, sizes=(512, 256, 128, 2)):
+    """examples/mlp.py's MLP: nn.Linear layers (weights (out, in), as PyTorch) with ReLUs."""
+    class MLP(nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(sizes[0], sizes[1])
+            self.fc2 = nn.Linear(sizes[1], sizes[2])
+            self.fc3 = nn.Linear(sizes[2], sizes[3])
+
+        def forward(self, x):
+            return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+    return MLP()
+
+
+def mlp_variants(ort, batch=256):
+    """{variant: one call} for examples/mlp.py's MLP (512 -> 256 -> 128 -> 2): our static forward and
+    onnxruntime on its `transpiler.export_onnx` model (float32, batch 256)."""
     import runtime as rt
     import transpiler
+    from runtime import nn
+    from runtime.nn import functional as F
     from transpiler import InputSpec, to_static
-    from .workloads import MLP_DIMS, make_rt_mlp, mlp_weights
-    tw = [rt.tensor(w) for w in mlp_weights()]
-    fn = make_rt_mlp(tw)
-    static = to_static(fn)
-    x = np.random.default_rng(0).standard_normal((256, MLP_DIMS[0])).astype(np.float32)
+    rt.seed(0)
+    model = ours_mlp(nn, F)
+    spec = [InputSpec([None, 512], "float32", "x")]
+    static = to_static(model.forward)            # as examples/mlp.py: traced for the batch it is called with
+    x = np.random.default_rng(0).standard_normal((batch, 512)).astype(np.float32)
     xt = rt.tensor(x)
     variants = {"static": lambda: static(xt)}
     if ort is not None:
         folder = tempfile.mkdtemp()
-        path = transpiler.export_onnx(fn, os.path.join(folder, "mlp.onnx"),
-                                      input_spec=[InputSpec([None, MLP_DIMS[0]], "float32", "x")])
+        path = transpiler.export_onnx(model.forward, os.path.join(folder, "mlp.onnx"), input_spec=spec)
         options = ort.SessionOptions()
         options.intra_op_num_threads = options.inter_op_num_threads = 1
         session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
@@ -176,7 +193,7 @@ def main(argv=None):
         if "predict" in args.only:
             work["digits CNN predict 450"] = (predictions, "torch eager")
     if "mlp" in args.only:
-        work["W2 MLP batch 256"] = (mlp_variants(ort), "onnxruntime")
+        work["MLP 512-256-128-2 batch 256"] = (mlp_variants(ort), "onnxruntime")
     for name, (variants, peer) in work.items():
         medians, samples = timing.measure(variants, repeats=repeats, target_s=target)
         ratio = medians["static"] / medians[peer] if peer in medians else None

@@ -346,7 +346,7 @@ def _linear_kernel(xp, x, weight, bias):
     return out
 
 
-_linear = _defop("linear", _linear_rule, _linear_kernel, copies=True)
+_linear = _defop("linear", _linear_rule, _linear_kernel, fresh=True)
 
 
 def linear(x, weight, bias=None):

@@ -351,6 +351,19 @@ def test_relu_cotangent_is_one_relu_grad_op_with_wheres_bits():
     assert [op.type for op in program.global_block.ops].count("relu_grad") == 1
 
 
+def test_linear_result_is_fresh_so_the_relu_after_it_writes_in_place():
+    """linear allocates its result (a matmul's): the plan may write the next elementwise op into it, as
+    it does after a matmul (an MLP layer's ReLU then allocates nothing)."""
+    from runtime.executor import Executor
+    w, b = t(randn(8, 4)), t(randn(8))
+    program = rt.trace(lambda x: F.relu(F.linear(x, w, b)), [rt.InputSpec([3, 4], "float32", "x")])[0]
+    source = Executor().compile(program).source
+    assert "out=linear" in source, source
+    x = randn(3, 4)
+    np.testing.assert_array_equal(Executor().run(program, {program.inputs[0].name: x})[0].numpy(),
+                                  np.maximum(x @ w.numpy().T + b.numpy(), 0))
+
+
 # --- normalization, dropout, losses, lookup ---------------------------------------------------
 
 @pytest.mark.parametrize("shape", [(4,), (3, 4)])
