@@ -7,7 +7,8 @@ Pinned to one CPU, one thread (bench/pin.py), each workload's variants interleav
   of 64, the last one of 3, the size of scikit-learn's digits training split; the data is a fixed
   random draw of that shape: scikit-learn is not a dependency) as a static training step, against
   the same epoch in PyTorch eager with the same weights; and prediction (argmax of the logits) of the
-  450 test images in one call, static against PyTorch eager under `torch.no_grad()`.
+  450 test images in one call, and of one image (per-call costs), static under `rt.no_grad()` against
+  PyTorch eager under `torch.no_grad()`.
 - examples/mlp.py's MLP (nn.Linear 512 -> 256 -> 128 -> 2 with ReLUs, batch 256) exported with
   `transpiler.export_onnx` and run by onnxruntime (one thread), against the same static forward run by
   our executor.
@@ -62,7 +63,8 @@ def torch_cnn(torch):
 
 
 def cnn_variants(torch):
-    """({variant: one epoch}, {variant: one prediction}, {variant: first epoch's mean loss})."""
+    """({variant: one epoch}, {"450" / "1": {variant: one prediction of that many test images}},
+    {variant: first epoch's mean loss}, (the static training step, the static prediction))."""
     import runtime as rt
     from runtime import nn
     from runtime.nn import functional as F
@@ -86,13 +88,18 @@ def cnn_variants(torch):
         return rt.argmax(model(xb), axis=-1)
 
     ours_batches = [(rt.tensor(a), rt.tensor(b)) for a, b in batches]
-    tx_test = rt.tensor(x_test)
+    tx_test, tx_one = rt.tensor(x_test), rt.tensor(x_test[:1])
 
     def static_epoch():
         return sum(float(train_step(a, b)) * len(b) for a, b in ours_batches) / TRAIN
 
     epochs = {"static": static_epoch}
-    predictions = {"static": lambda: predict(tx_test)}
+    def static_predict(images):
+        with rt.no_grad():                    # inference, as PyTorch's under torch.no_grad()
+            return predict(images)
+
+    predictions = {"static": lambda: static_predict(tx_test)}
+    one = {"static": lambda: static_predict(tx_one)}
     net = None
     if torch is not None:
         net = torch_cnn(torch)
@@ -101,7 +108,7 @@ def cnn_variants(torch):
     if torch is not None:
         topt = torch.optim.Adam(net.parameters(), lr=1e-3)
         torch_batches = [(torch.from_numpy(a), torch.from_numpy(b)) for a, b in batches]
-        px_test = torch.from_numpy(x_test)
+        px_test, px_one = torch.from_numpy(x_test), torch.from_numpy(x_test[:1])
 
         def torch_epoch():
             total = 0.0
@@ -117,12 +124,17 @@ def cnn_variants(torch):
             with torch.no_grad():
                 return net(px_test).argmax(-1)
 
+        def torch_predict_one():
+            with torch.no_grad():
+                return net(px_one).argmax(-1)
+
         first["torch eager"] = torch_epoch()
         epochs["torch eager"] = torch_epoch
         predictions["torch eager"] = torch_predict
+        one["torch eager"] = torch_predict_one
         agree = np.mean(predict(tx_test).numpy() == torch_predict().numpy())
         first["predictions agreeing"] = float(agree)
-    return epochs, predictions, first, (train_step, predict)
+    return epochs, {"450": predictions, "1": one}, first, (train_step, predict)
 
 
 def ours_mlp(nn, F, sizes=(512, 256, 128, 2)):
@@ -191,7 +203,8 @@ def main(argv=None):
         if "epoch" in args.only:
             work["digits CNN epoch"] = (epochs, "torch eager")
         if "predict" in args.only:
-            work["digits CNN predict 450"] = (predictions, "torch eager")
+            work["digits CNN predict 450"] = (predictions["450"], "torch eager")
+            work["digits CNN predict 1"] = (predictions["1"], "torch eager")
     if "mlp" in args.only:
         work["MLP 512-256-128-2 batch 256"] = (mlp_variants(ort), "onnxruntime")
     for name, (variants, peer) in work.items():
