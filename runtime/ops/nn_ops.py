@@ -403,13 +403,22 @@ def _conv2d_rule(x, weight, bias, stride, padding, dilation, groups):
     return Spec(tuple(xs[:-3]) + (out_ch, oh, ow), x[1])
 
 
+def strided_view(xp, x, shape, strides):
+    """A view of x's memory with these shape and strides. For a C-contiguous NumPy x, the ndarray
+    constructor over its buffer: the same view as `as_strided`, which costs ~5 µs more a call (a
+    convolution of one image makes two)."""
+    if xp is np and x.flags.c_contiguous:
+        return np.ndarray(shape, x.dtype, x, 0, strides)
+    return xp.lib.stride_tricks.as_strided(x, shape=shape, strides=strides)
+
+
 def _windows(xp, x, kernel, stride, dilation, out_hw):
     """View (N, C, OH, OW, KH, KW) of the sliding windows of an NCHW array (no copy)."""
     n, c = x.shape[:2]
     s = x.strides
     shape = (n, c, out_hw[0], out_hw[1], kernel[0], kernel[1])
     strides = (s[0], s[1], s[2] * stride[0], s[3] * stride[1], s[2] * dilation[0], s[3] * dilation[1])
-    return xp.lib.stride_tricks.as_strided(x, shape=shape, strides=strides)
+    return strided_view(xp, x, shape, strides)
 
 
 def _padded(xp, x, padding, value=0):
@@ -446,7 +455,7 @@ def _batch_last_windows(xp, x, kernel, stride, dilation, out_hw):
     s = x.strides
     shape = (x.shape[0], kernel[0], kernel[1], out_hw[0], out_hw[1], x.shape[3])
     strides = (s[0], s[1] * dilation[0], s[2] * dilation[1], s[1] * stride[0], s[2] * stride[1], s[3])
-    return xp.lib.stride_tricks.as_strided(x, shape=shape, strides=strides)
+    return strided_view(xp, x, shape, strides)
 
 
 def _conv2d_kernel(xp, x, weight, bias, stride, padding, dilation, groups):

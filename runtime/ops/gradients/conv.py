@@ -8,7 +8,8 @@ input against g) and `max_pool2d_grad` (g added at each window's first maximum).
 """
 import numpy as np
 
-from ..nn_ops import _POOL_TAPS, _batch_last, _batch_last_windows, _pool_out_size, _windows, conv2d, masked
+from ..nn_ops import (_POOL_TAPS, _batch_last, _batch_last_windows, _pool_out_size, _windows, conv2d, masked,
+                      strided_view)
 from ..registry import OpDef, facet, get_op, register
 from ..dispatch import apply
 from ..rules import Spec, dtype_of, shape_of
@@ -124,9 +125,8 @@ def _max_pool2d_grad_by_taps(xp, g, x, kernel_size, stride, padding, dilation):
         padded = xp.full(shape, -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min, x.dtype)
         padded[:, ph:ph + h, pw:pw + w] = xa
     st = padded.strides
-    windows = xp.lib.stride_tricks.as_strided(
-        padded, shape=(kh, kw, shape[0], oh, ow, shape[3]),
-        strides=(st[1] * dh, st[2] * dw, st[0], st[1] * sh, st[2] * sw, st[3]))
+    windows = strided_view(xp, padded, (kh, kw, shape[0], oh, ow, shape[3]),
+                           (st[1] * dh, st[2] * dw, st[0], st[1] * sh, st[2] * sw, st[3]))
     taps = xp.ascontiguousarray(windows).reshape(kh * kw, shape[0], oh, ow, shape[3])
     hit = xp.equal(taps, taps.max(axis=0))
     if x.dtype.kind == "f":
