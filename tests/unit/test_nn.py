@@ -190,6 +190,11 @@ CONV_CASES = [
 ]
 
 
+def _batch_last(a):
+    """a with its values and shape, in the memory order conv2d leaves its results in: (C, H, W, N)."""
+    return np.ascontiguousarray(a.transpose(1, 2, 3, 0)).transpose(3, 0, 1, 2)
+
+
 @pytest.mark.parametrize("kw", CONV_CASES)
 @pytest.mark.parametrize("bias", [True, False])
 def test_conv2d_matches_loops(kw, bias):
@@ -201,6 +206,30 @@ def test_conv2d_matches_loops(kw, bias):
                      pair(kw.get("dilation", 1)), groups)
     assert out.dtype == np.float32 and out.shape == ref.shape
     np.testing.assert_allclose(out.numpy(), ref, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kw", CONV_CASES)
+def test_conv2d_and_its_cotangents_give_the_same_bits_in_either_memory_order(kw):
+    """conv2d leaves its result batch-last in memory (an NCHW view); the next convolution, its
+    cotangents and pooling read that order: the values and bits must not depend on it."""
+    from runtime.ops.registry import get_op
+    groups = kw.get("groups", 1)
+    pair = lambda v: v if isinstance(v, tuple) else (v, v)  # noqa: E731
+    pad = pair(kw.get("padding", 0))
+    attrs = {"stride": pair(kw.get("stride", 1)), "padding": (pad[0], pad[0], pad[1], pad[1]),
+             "dilation": pair(kw.get("dilation", 1)), "groups": groups}
+    x, w, b = randn(3, 4, 7, 6), randn(6, 4 // groups, 3, 2), randn(6)
+    out = get_op("conv2d").kernel(np, x, w, b, **attrs)
+    assert out.transpose(1, 2, 3, 0).flags.c_contiguous          # the batch-last memory order
+    np.testing.assert_allclose(out, conv2d_ref(x, w, b, attrs["stride"], pad, attrs["dilation"], groups),
+                               rtol=1e-4, atol=1e-5)
+    g = randn(*out.shape)
+    for name, args in (("conv2d", (x, w, b)), ("conv2d_input_grad", (g, x, w)), ("conv2d_weight_grad", (g, x, w))):
+        kernel = get_op(name).kernel
+        same = kernel(np, *args, **attrs)
+        moved = kernel(np, *[_batch_last(a) if a.ndim == 4 and a is not w else a for a in args], **attrs)
+        np.testing.assert_array_equal(np.ascontiguousarray(moved).view(np.uint32),
+                                      np.ascontiguousarray(same).view(np.uint32), err_msg=name)
 
 
 def test_conv2d_same_padding_and_unbatched_input():
@@ -267,6 +296,72 @@ def test_max_pool2d_nans_propagate_for_every_window_size(k, s):
     ref = max_pool2d_ref(np.where(np.isnan(x), np.inf, x), k, s, (0, 0))
     ref[np.isinf(ref)] = np.nan            # the windows that hold a NaN
     np.testing.assert_array_equal(out.numpy(), ref.astype(np.float32))
+
+
+def _max_pool2d_grad_by_add_at(g, x, k, s, p, d):
+    """The reference the taps kernel must equal bit for bit: g added with `add.at` at each window's
+    first maximum (argmax over the -inf-padded window view)."""
+    from runtime.ops.gradients.conv import _first_maxima
+    shape, where = _first_maxima(np, x, g.shape[-2:], k, s, p, d)
+    out = np.zeros(shape, g.dtype)
+    np.add.at(out, where, g)
+    return out[:, :, p[0]:p[0] + x.shape[2], p[1]:p[1] + x.shape[3]]
+
+
+@pytest.mark.parametrize("layout", ["nchw", "batch_last"])
+@pytest.mark.parametrize("k,s,p,d,ceil_mode", POOL_CASES + [((3, 3), (1, 1), (1, 1), (1, 1), False),
+                                                        ((2, 2), (2, 2), (0, 0), (1, 1), False)])
+def test_max_pool2d_grad_by_taps_has_add_ats_bits(k, s, p, d, ceil_mode, layout):
+    """Ties, NaNs, -0.0 cotangents and overlapping windows whose sums depend on their order (1e8 and
+    1): the per-tap kernel gives every bit of the argmax + add.at one it replaced, on x in NCHW memory
+    and in a convolution's batch-last memory."""
+    from runtime.ops.registry import get_op
+    x = np.round(randn(2, 3, 8, 8))                     # many ties
+    x[0, 0, 2:4, 2:4] = np.nan
+    x[1, 1, :3, :3] = -np.inf
+    if layout == "batch_last":
+        x = _batch_last(x)
+    s = s or k
+    attrs = {"kernel_size": k, "stride": s, "padding": p, "dilation": d, "ceil_mode": ceil_mode}
+    pooled = get_op("max_pool2d").kernel(np, x, **attrs)
+    g = np.where(RNG.random(pooled.shape) < 0.5, 1e8, 1.0).astype(np.float32) * np.sign(randn(*pooled.shape))
+    g.flat[::7] = -0.0
+    out = get_op("max_pool2d_grad").kernel(np, g, x, **attrs)
+    ref = _max_pool2d_grad_by_add_at(g, x, k, s, p, d)
+    assert out.shape == x.shape
+    np.testing.assert_array_equal(np.ascontiguousarray(out).view(np.uint32), np.ascontiguousarray(ref).view(np.uint32))
+
+
+def test_relu_cotangent_is_one_relu_grad_op_with_wheres_bits():
+    """relu's rule is the `relu_grad` op (its NumPy kernel ANDs g's bits with the mask): the values of
+    `where(x > 0, g, 0)`, -0.0, inf and NaN in g and NaN in x included, in a convolution's batch-last
+    memory order too."""
+    from runtime.ops.registry import get_op
+    x, g = randn(4, 3, 5, 5), randn(4, 3, 5, 5)
+    x.flat[::9], g.flat[::7], g.flat[1::11], g.flat[2::13] = np.nan, -0.0, np.inf, np.nan
+    for xs, gs in ((x, g), (_batch_last(x), _batch_last(g)), (x, _batch_last(g))):
+        out = get_op("relu_grad").kernel(np, gs, xs)
+        np.testing.assert_array_equal(np.ascontiguousarray(out).view(np.uint32),
+                                      np.where(x > 0, g, np.float32(0)).view(np.uint32))
+    finite = np.where(np.isfinite(g), g, np.float32(1))
+    xt = rt.tensor(x, requires_grad=True)
+    (F.relu(xt) * t(finite)).sum().backward()
+    np.testing.assert_array_equal(xt.grad.numpy(), np.where(x > 0, finite, np.float32(0)))
+    program = rt.trace(lambda a: rt.grad(lambda v: F.relu(v).sum())(a), [rt.InputSpec([4, 3], "float32", "a")])[0]
+    assert [op.type for op in program.global_block.ops].count("relu_grad") == 1
+
+
+def test_linear_result_is_fresh_so_the_relu_after_it_writes_in_place():
+    """linear allocates its result (a matmul's): the plan may write the next elementwise op into it, as
+    it does after a matmul (an MLP layer's ReLU then allocates nothing)."""
+    from runtime.executor import Executor
+    w, b = t(randn(8, 4)), t(randn(8))
+    program = rt.trace(lambda x: F.relu(F.linear(x, w, b)), [rt.InputSpec([3, 4], "float32", "x")])[0]
+    source = Executor().compile(program).source
+    assert "out=linear" in source, source
+    x = randn(3, 4)
+    np.testing.assert_array_equal(Executor().run(program, {program.inputs[0].name: x})[0].numpy(),
+                                  np.maximum(x @ w.numpy().T + b.numpy(), 0))
 
 
 # --- normalization, dropout, losses, lookup ---------------------------------------------------

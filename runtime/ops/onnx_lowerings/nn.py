@@ -19,6 +19,15 @@ def _relu(g, op):
     return g.node("Relu", [_float_input(g, op)])
 
 
+@facet("relu_grad", "onnx")
+def _relu_grad(g, op):
+    """relu's cotangent: Where(x > 0, g, 0)."""
+    grad, x = op.inputs
+    dtype = op.outputs[0].dtype
+    positive = g.node("Greater", [g.value(x), g.const(0, x.dtype)])
+    return g.node("Where", [positive, g.value(grad, dtype), g.const(0, dtype)])
+
+
 @facet("sigmoid", "onnx")
 def _sigmoid(g, op):
     return g.node("Sigmoid", [_float_input(g, op)])
