@@ -198,7 +198,7 @@ def first_call_phases(n, form):
         plan = compile_plan(optimized, rt.Executor().backend)
         times["plan"] = time.process_time() - start
         start = time.process_time()
-        plan(x.data)
+        plan(x.array)
         times["run"] = time.process_time() - start
         times["sum"] = sum(times.values())
         start = time.process_time()
