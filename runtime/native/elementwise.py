@@ -19,11 +19,13 @@ a reason string instead of a kernel for what it does not handle, and the caller 
 chain; a compiled kernel must give the NumPy chain's bits on a test input before it is used.
 """
 import ctypes
+import hashlib
 import threading
 
 import numpy as np
 
 from ..ops.fused import step_arg
+from . import disk_cache, objects
 from .llvm import ARRAY_LAYOUT, engine, may_be_available
 from .numpy_loops import same_bits, strided_loop, probe_values
 
@@ -38,7 +40,6 @@ _SUPPORTED = {np.dtype(c) for c in "?bhilqBHILQfd"}
 
 _KERNELS = {}
 _LOCK = threading.Lock()
-_names = iter(range(1, 1 << 62))
 
 
 class ChainKernel:
@@ -60,12 +61,14 @@ def compile_chain(inputs, out, steps):
 def chain_job(inputs, out, steps):
     """What compiling the chain takes, split so the costly part may run later in another thread: a
     string saying why the chain cannot be native, or a function `job()` that compiles it (once per
-    distinct chain; a ChainKernel, or why not) with `job.cached()`, what an earlier job made, or None."""
+    distinct chain; a ChainKernel, or why not) with `job.cached()`, what an earlier job made or the
+    disk cache holds (loaded without llvmlite), or None."""
     if not may_be_available():
         return "llvmlite unavailable"
     plan = _plan(inputs, out, steps)
     if isinstance(plan, str):
         return plan
+    plan["source"] = (inputs, out, steps)
     key = repr(plan["key"])
 
     def job():
@@ -74,14 +77,68 @@ def chain_job(inputs, out, steps):
             with _LOCK:
                 kernel = _KERNELS.get(key)
                 if kernel is None:
-                    kernel = _build(plan) if engine() is not None else "llvmlite unavailable"
-                    if not isinstance(kernel, str):
-                        kernel = _self_test(kernel, inputs, out, steps) or kernel
+                    if engine() is None:
+                        kernel = "llvmlite unavailable"
+                    else:
+                        kernel = _from_disk(plan, with_llvmlite=True) or _compile(plan)
                     _KERNELS[key] = kernel
         return kernel
 
-    job.cached = lambda: _KERNELS.get(key)
+    def cached():
+        kernel = _KERNELS.get(key)
+        if kernel is None:          # not under _LOCK: a compile in another thread never blocks this one
+            kernel = _from_disk(plan, with_llvmlite=False)
+            if kernel is not None:
+                kernel = _KERNELS.setdefault(key, kernel)
+        return kernel
+
+    job.cached = cached
     return job
+
+
+def _from_disk(plan, with_llvmlite):
+    """The kernel the disk cache holds for the plan, or None (none, cache off, or it needs llvmlite to
+    load and with_llvmlite is False, or it fails the self-test here)."""
+    entry = disk_cache.read(disk_cache.entry_key(repr(plan["key"])))
+    if entry is None or (entry[2] is None and not with_llvmlite):
+        return None
+    meta, obj, shared = entry
+    kernel = _load(plan, meta.get("name", ""), obj, shared)
+    return None if isinstance(kernel, str) else kernel
+
+
+def _compile(plan):
+    """Compile the plan to object code, load it, self-test it, and keep it on disk: a ChainKernel or why not."""
+    name, text = _module(plan)
+    obj = engine().emit_object(text)
+    shared = objects.link(obj)
+    kernel = _load(plan, name, obj, shared)
+    if not isinstance(kernel, str):
+        disk_cache.write(disk_cache.entry_key(repr(plan["key"])), {"name": name}, obj, shared)
+    return kernel
+
+
+def _load(plan, name, obj, shared):
+    """The code loaded, its address table filled with this process's addresses, self-tested."""
+    loaded = objects.load(obj, shared, [name, name + "_table"])
+    if loaded is None:
+        return "the compiled code could not be loaded"
+    addresses, holder = loaded
+    table = _table(plan)
+    (ctypes.c_uint64 * len(table)).from_address(addresses[name + "_table"])[:] = table
+    kernel = ChainKernel(addresses[name], len(plan["inputs"]), list(plan["keep"]) + [holder] + [
+        st["loop"] for st in plan["steps"] if st["loop"] is not None])
+    return _self_test(kernel, *plan["source"]) or kernel
+
+
+def _table(plan):
+    """What the code reads from its table: NumPy's array type, then each NumPy loop's function,
+    context and auxdata (addresses of this process)."""
+    table = [id(np.ndarray)]
+    for st in plan["steps"]:
+        if st["loop"] is not None:
+            table += [st["loop"].loop, st["loop"].context or 0, st["loop"].auxdata or 0]
+    return table
 
 
 # --- what each step computes, in which dtypes -------------------------------------------------------
@@ -168,20 +225,26 @@ def _inline(name, loop_in, result):
 
 
 # --- the LLVM function ------------------------------------------------------------------------------
-def _build(plan):
+def _module(plan):
+    """(function name, LLVM module text) of the chain; addresses it needs come from `{name}_table`."""
     import llvmlite.ir as ir
 
-    eng = engine()
     i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
     p8 = ir.PointerType(i8)
     n_in = len(plan["inputs"])
     out_dtype, nd = plan["out"]
-    name = f"chain_{next(_names)}"
+    name = "chain_" + hashlib.sha256(repr(plan["key"]).encode()).hexdigest()[:24]
     module = ir.Module(name=name)
-    module.triple = eng.target_machine.triple
+    module.triple = engine().target_machine.triple
     fn = ir.Function(module, ir.FunctionType(i32, [p8] * (n_in + 1)), name)
+    table_values = _table(plan)
+    table = ir.GlobalVariable(module, ir.ArrayType(i64, len(table_values)), name + "_table")
+    table.initializer = ir.Constant(ir.ArrayType(i64, len(table_values)), None)
     entry = fn.append_basic_block("entry")
     b = ir.IRBuilder(entry)
+    with b.goto_block(entry):
+        slots = [b.load(b.gep(table, [ir.Constant(i32, 0), ir.Constant(i32, k)])) for k in range(len(table_values))]
+    loop_slots = iter(range(1, len(table_values), 3))
     fail_shape, fail_type, fail_loop = (fn.append_basic_block(n) for n in ("bad_shape", "bad_type", "loop_failed"))
     for block, code in ((fail_shape, 1), (fail_type, 2), (fail_loop, 3)):
         ir.IRBuilder(block).ret(ir.Constant(i32, code))
@@ -200,7 +263,7 @@ def _build(plan):
 
     def array(obj, dtype, rank):
         """(data, [dims], [strides]) of an ndarray argument, after checking its type, rank and dtype."""
-        check(b.icmp_unsigned("==", field(obj, "ob_type", i64), c64(id(np.ndarray))), fail_type)
+        check(b.icmp_unsigned("==", field(obj, "ob_type", i64), slots[0]), fail_type)
         check(b.icmp_signed("==", field(obj, "nd", i32), ir.Constant(i32, rank)), fail_type)
         descr = field(obj, "descr", p8)
         type_num = b.load(b.bitcast(b.gep(descr, [c64(ARRAY_LAYOUT["type_num"])]), ir.PointerType(i32)))
@@ -309,6 +372,7 @@ def _build(plan):
             else:
                 const = ir.GlobalVariable(module, _ltype(ir, dtype), f"num_{j}_{len(operands)}")
                 const.global_constant = True
+                const.linkage = "internal"
                 const.initializer = ir.Constant(_ltype(ir, dtype), k.item() if dtype.kind != "b" else int(k.item()))
                 ptr, es = const, c64(0)
             operands.append((ptr, es, np.dtype(dtype)))
@@ -316,15 +380,14 @@ def _build(plan):
             _inline_loop(ir, b, fn, st, operands, dest, n)
         else:
             operands = [_cast_block(ir, b, fn, o, want, n, alloca_block) for o, want in zip(operands, st["loop_in"])]
-            _call_loop(ir, b, st["loop"], operands, dest, n, fail_loop, fn)
+            k = next(loop_slots)
+            _call_loop(ir, b, st["loop"], slots[k:k + 3], operands, dest, n, fail_loop, fn)
         values.append(dest)
 
     after = b.add(first, n)
     b.store(after, start)
     b.cbranch(b.icmp_signed("<", after, total), head, done)
-    keep = list(plan["keep"]) + [st["loop"] for st in plan["steps"] if st["loop"] is not None]
-    address = eng.compile(str(module), [name])[name]
-    return ChainKernel(address, n_in, keep)
+    return name, str(module)
 
 
 def _ltype(ir, dtype):
@@ -457,8 +520,9 @@ def _cast_block(ir, b, fn, operand, want, n, alloca_block):
     return dest, ir.Constant(ir.IntType(64), 1), want
 
 
-def _call_loop(ir, b, loop, operands, dest, n, fail, fn):
-    """NumPy's strided loop over the block: loop(context, data, &n, strides, auxdata)."""
+def _call_loop(ir, b, loop, addresses, operands, dest, n, fail, fn):
+    """NumPy's strided loop over the block: loop(context, data, &n, strides, auxdata), the three
+    addresses read from the table."""
     i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
     p8 = ir.PointerType(i8)
     count = len(operands) + 1
@@ -473,9 +537,10 @@ def _call_loop(ir, b, loop, operands, dest, n, fail, fn):
         b.store(b.mul(es, ir.Constant(i64, np.dtype(dtype).itemsize)), b.gep(strides, [zero, ir.Constant(i32, m)]))
     b.store(n, dims)
     signature = ir.FunctionType(i32, [p8, ir.PointerType(p8), ir.PointerType(i64), ir.PointerType(i64), p8])
-    target = b.inttoptr(ir.Constant(i64, loop.loop), ir.PointerType(signature))
-    rc = b.call(target, [b.inttoptr(ir.Constant(i64, loop.context), p8), b.gep(data, [zero, zero]), dims,
-                         b.gep(strides, [zero, zero]), b.inttoptr(ir.Constant(i64, loop.auxdata), p8)])
+    function, context, auxdata = addresses
+    target = b.inttoptr(function, ir.PointerType(signature))
+    rc = b.call(target, [b.inttoptr(context, p8), b.gep(data, [zero, zero]), dims,
+                         b.gep(strides, [zero, zero]), b.inttoptr(auxdata, p8)])
     ok = fn.append_basic_block("loop_ok")
     b.cbranch(b.icmp_signed("==", rc, zero), ok, fail)
     b.position_at_end(ok)
