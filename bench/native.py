@@ -30,6 +30,7 @@ def _static(fn, args, on):
     """fn converted, traced now with the native tier on or off (the setting is read when it traces)."""
     before = os.environ.get(native.ENV)
     os.environ[native.ENV] = "1" if on else "0"
+    os.environ[native.tiering.ENV] = "0"        # steady state: compile at once, not once hot (bench.tiering)
     try:
         static = to_static(fn)
         static(*args)

@@ -16,6 +16,7 @@ compiled native, still compiling, and kept on NumPy with the reason; a plan list
 """
 import os
 
+from . import tiering
 from .compiler import wait
 from .llvm import why_unavailable
 from .plan import compile_native_plan, reset_stats, stats
@@ -37,4 +38,5 @@ def setting(native):
     return native
 
 
-__all__ = ["available", "compile_native_plan", "reset_stats", "setting", "stats", "wait", "why_unavailable", "ENV"]
+__all__ = ["available", "compile_native_plan", "reset_stats", "setting", "stats", "tiering", "wait",
+           "why_unavailable", "ENV"]

@@ -38,19 +38,15 @@ def link(obj):
 def load(obj, shared, names):
     """({name: address}, what must stay alive) for the code, or None when it cannot be loaded here."""
     if shared is not None and hasattr(os, "memfd_create"):
+        # the file stays open: dlopen knows a library by its path, and a reused /proc/self/fd/N would
+        # be answered with the library loaded before under that name
         fd = os.memfd_create("dy2static-native", getattr(os, "MFD_CLOEXEC", 0))
         try:
             os.write(fd, shared)
             library = ctypes.CDLL(f"/proc/self/fd/{fd}")
-        except OSError:
-            library = None
-        finally:
+            return {n: ctypes.addressof(ctypes.c_char.in_dll(library, n)) for n in names}, (library, fd)
+        except (OSError, ValueError):
             os.close(fd)
-        if library is not None:
-            try:
-                return {n: ctypes.addressof(ctypes.c_char.in_dll(library, n)) for n in names}, library
-            except ValueError:
-                pass
     eng = engine()
     if eng is None:
         return None

@@ -38,7 +38,8 @@ CHILD = textwrap.dedent("""
 
 def _child(cache, sync=False):
     env = dict(os.environ, DY2STATIC_NATIVE_CACHE=str(cache), PYTHONPATH=ROOT,
-               DY2STATIC_NATIVE="sync" if sync else "1")
+               DY2STATIC_NATIVE="sync" if sync else "1",
+               DY2STATIC_NATIVE_THRESHOLD_MS="0")
     done = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
