@@ -22,6 +22,7 @@ from .llvm import why_unavailable
 from .plan import compile_native_plan, reset_stats, stats
 
 ENV = "DY2STATIC_NATIVE"
+FAST_MATH_ENV = "DY2STATIC_FAST_MATH"
 
 
 def available():
@@ -38,5 +39,19 @@ def setting(native):
     return native
 
 
+def fast_math_setting(fast_math, native):
+    """An Executor's `fast_math` as a bool (None follows DY2STATIC_FAST_MATH: '1' on, else off), and
+    its `native` with it: fast_math is the native tier's, so it turns the tier on unless native=False,
+    which with fast_math=True is an error."""
+    if fast_math is None:
+        fast_math = os.environ.get(FAST_MATH_ENV, "0").strip() == "1"
+    elif not isinstance(fast_math, bool):
+        raise ValueError(f"fast_math must be True, False or None, not {fast_math!r}")
+    if fast_math and native is False:
+        raise ValueError("fast_math=True needs the native tier: drop native=False")
+    return fast_math, (True if fast_math and native is None else native)
+
+
 __all__ = ["available", "compile_native_plan", "reset_stats", "setting", "stats", "tiering", "wait",
-           "why_unavailable", "ENV"]
+           "why_unavailable", "fast_math_setting", "ENV",
+           "FAST_MATH_ENV"]

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..ops.fused import step_arg
 from . import disk_cache, objects
+from . import fast_math as _fast_math
 from .llvm import ARRAY_LAYOUT, engine, may_be_available
 from .numpy_loops import same_bits, strided_loop, probe_values
 
@@ -58,14 +59,15 @@ def compile_chain(inputs, out, steps):
     return job if isinstance(job, str) else job()
 
 
-def chain_job(inputs, out, steps):
+def chain_job(inputs, out, steps, fast_math=False):
     """What compiling the chain takes, split so the costly part may run later in another thread: a
     string saying why the chain cannot be native, or a function `job()` that compiles it (once per
     distinct chain; a ChainKernel, or why not) with `job.cached()`, what an earlier job made or the
-    disk cache holds (loaded without llvmlite), or None."""
+    disk cache holds (loaded without llvmlite), or None. With fast_math, float32 exp and tanh steps are
+    `fast_math.py`'s approximations (the kernel then differs from a chain's without)."""
     if not may_be_available():
         return "llvmlite unavailable"
-    plan = _plan(inputs, out, steps)
+    plan = _plan(inputs, out, steps, fast_math)
     if isinstance(plan, str):
         return plan
     plan["source"] = (inputs, out, steps)
@@ -128,7 +130,7 @@ def _load(plan, name, obj, shared):
     (ctypes.c_uint64 * len(table)).from_address(addresses[name + "_table"])[:] = table
     kernel = ChainKernel(addresses[name], len(plan["inputs"]), list(plan["keep"]) + [holder] + [
         st["loop"] for st in plan["steps"] if st["loop"] is not None])
-    return _self_test(kernel, *plan["source"]) or kernel
+    return _self_test(kernel, *plan["source"], approximate=plan["approximate"]) or kernel
 
 
 def _table(plan):
@@ -142,7 +144,7 @@ def _table(plan):
 
 
 # --- what each step computes, in which dtypes -------------------------------------------------------
-def _plan(inputs, out, steps):
+def _plan(inputs, out, steps, fast_math=False):
     in_dtypes = [np.dtype(d) for d, _ in inputs]
     out_dtype, out_shape = np.dtype(out[0]), tuple(out[1])
     for d in in_dtypes + [out_dtype]:
@@ -178,6 +180,8 @@ def _plan(inputs, out, steps):
                 keep.append(value)
                 operands.append(("num", value, want))
         inline = _inline(step[0], loop_in, result)
+        if not inline and fast_math and _fast_math.approximated(step[0], loop_in, result):
+            inline = "approximate"
         loop = None if inline else strided_loop(ufunc, resolved)
         if not inline and loop is None:
             return f"step {j} ({step[0]}): no usable NumPy loop for {resolved}"
@@ -186,10 +190,11 @@ def _plan(inputs, out, steps):
         dtypes.append(result)
     if dtypes[-1] != out_dtype:
         return f"the chain computes {dtypes[-1]}, the op says {out_dtype}"
+    approximate = any(p["inline"] == "approximate" for p in planned)
     key = ([(d.str, len(s)) for d, (_, s) in zip(in_dtypes, inputs)], (out_dtype.str, len(out_shape)),
            [(p["ufunc"], [(w, k.tobytes() if w == "num" else k, np.dtype(d).str) for w, k, d in p["args"]],
-             [d.str for d in p["loop_in"]]) for p in planned])
-    return {"key": key, "inputs": [(d, len(s)) for d, (_, s) in zip(in_dtypes, inputs)],
+             [d.str for d in p["loop_in"]]) for p in planned]) + (("fast_math",) if approximate else ())
+    return {"key": key, "approximate": approximate, "inputs": [(d, len(s)) for d, (_, s) in zip(in_dtypes, inputs)],
             "out": (out_dtype, len(out_shape)), "steps": planned, "keep": keep}
 
 
@@ -387,7 +392,11 @@ def _module(plan):
     after = b.add(first, n)
     b.store(after, start)
     b.cbranch(b.icmp_signed("<", after, total), head, done)
-    return name, str(module)
+    text = str(module)
+    if plan["approximate"]:
+        head = f'define i32 @"{name}"(' + ", ".join(f'i8* %".{k + 1}"' for k in range(n_in + 1)) + ")"
+        text = text.replace(head, head + " #0", 1) + f"\nattributes #0 = {{ {_fast_math.FUNCTION_ATTRIBUTES} }}\n"
+    return name, text
 
 
 def _ltype(ir, dtype):
@@ -476,7 +485,11 @@ def _inline_loop(ir, b, fn, st, operands, dest, n):
             value = b.load(b.gep(ptr, [b.mul(i, es)]))
             value.align = 1
             args.append(_convert(ir, b, value, dtype, want))
-        b.store(_compute(ir, b, name, want, args), b.gep(dest, [i]))
+        if st["inline"] == "approximate":
+            value = _fast_math.emit(ir, b, fn.module, name, args[0])
+        else:
+            value = _compute(ir, b, name, want, args)
+        b.store(value, b.gep(dest, [i]))
 
     _loop(ir, b, fn, n, body)
 
@@ -547,8 +560,10 @@ def _call_loop(ir, b, loop, addresses, operands, dest, n, fail, fn):
 
 
 # --- checked before use -----------------------------------------------------------------------------
-def _self_test(kernel, inputs, out, steps):
-    """'' when the kernel gives the NumPy chain's bits on special and random values, else why not."""
+def _self_test(kernel, inputs, out, steps, approximate=False):
+    """'' when the kernel gives the NumPy chain's bits on special and random values, else why not
+    (`approximate`, fast_math: NaN where NaN, infinities equal, close elsewhere; the ulp bound of
+    each approximation is fast_math.py's, tested in its tests)."""
     out_shape = [d if 0 < d <= 64 else 3 for d in out[1]]
     if out_shape and (out[1][-1] < 0 or out[1][-1] > 64):
         out_shape[-1] = BLOCK + 77              # crosses a block boundary
@@ -566,9 +581,21 @@ def _self_test(kernel, inputs, out, steps):
         return f"self-test raised {type(e).__name__}: {e}"
     if rc != 0:
         return f"self-test: the kernel declined (code {rc})"
-    if not same_bits(got, want):
+    if approximate:
+        if not _close(got, want):
+            return "self-test: fast_math results are not close to the NumPy chain's"
+    elif not same_bits(got, want):
         return "self-test: bits differ from the NumPy chain"
     return ""
+
+
+def _close(got, want):
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return False
+    if got.dtype.kind != "f":
+        return bool(np.array_equal(got, want))
+    return bool(np.allclose(got, want, rtol=1e-3, atol=1e-5, equal_nan=True)
+                and np.array_equal(np.isinf(got), np.isinf(want)))
 
 
 def reference(steps, arrays):

@@ -78,6 +78,7 @@ class NativePlanCodegen(PlanCodegen):
     def __init__(self, program, backend, max_iterations=None):
         super().__init__(program, backend, max_iterations)
         self.native_regions = []        # [output name, 'native', 'warming', 'compiling' or why NumPy]
+        self.fast_math = False          # float32 exp/tanh approximated (fast_math.py); set by compile_native_plan
 
     def ufunc_steps(self, op, steps):
         why = self._why_not(op, steps)
@@ -85,7 +86,7 @@ class NativePlanCodegen(PlanCodegen):
         if not why:
             out = op.outputs[0]
             job = elementwise.chain_job([(v.dtype, tuple(v.static_shape)) for v in op.inputs],
-                                        (out.dtype, tuple(out.static_shape)), steps)
+                                        (out.dtype, tuple(out.static_shape)), steps, self.fast_math)
             if isinstance(job, str):
                 why, job = job, None
         region = [self.name(op.outputs[0]), why or "compiling"]
@@ -190,13 +191,15 @@ def chain_call(kernel, op, steps, donated):
     return run
 
 
-def compile_native_plan(program, backend, max_iterations=None):
-    """A Plan as `codegen.plan.compile_plan` makes it, its fused chains native where they compile;
-    `plan.native_regions` lists (result name, 'native' or why it stayed on NumPy)."""
+def compile_native_plan(program, backend, max_iterations=None, fast_math=False):
+    """A Plan as `codegen.plan.compile_plan` makes it, its fused chains native where they compile
+    (with `fast_math`, float32 exp and tanh approximated); `plan.native_regions` lists (result name,
+    'native' or why it stayed on NumPy)."""
     made = []
 
     def codegen(*args):
         made.append(NativePlanCodegen(*args))
+        made[-1].fast_math = fast_math
         return made[-1]
 
     plan = compile_plan(program, backend, max_iterations, codegen)
