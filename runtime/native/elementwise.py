@@ -98,11 +98,29 @@ def chain_job(inputs, out, steps, fast_math=False):
     return job
 
 
+def _with_loops(plan):
+    """The plan with NumPy's loops for its non-inline steps (`numpy_loops.strided_loop`: fetched and
+    self-tested, ~1 ms each the first time, so not at plan build), or why one is unusable."""
+    steps = []
+    for j, st in enumerate(plan["steps"]):
+        if isinstance(st["loop"], tuple):
+            ufunc, resolved = st["loop"]
+            loop = strided_loop(ufunc, resolved)
+            if loop is None:
+                return f"step {j} ({st['ufunc']}): no usable NumPy loop for {resolved}"
+            st = dict(st, loop=loop)
+        steps.append(st)
+    return dict(plan, steps=steps)
+
+
 def _from_disk(plan, with_llvmlite):
     """The kernel the disk cache holds for the plan, or None (none, cache off, or it needs llvmlite to
     load and with_llvmlite is False, or it fails the self-test here)."""
     entry = disk_cache.read(disk_cache.entry_key(repr(plan["key"])))
     if entry is None or (entry[2] is None and not with_llvmlite):
+        return None
+    plan = _with_loops(plan)
+    if isinstance(plan, str):
         return None
     meta, obj, shared = entry
     kernel = _load(plan, meta.get("name", ""), obj, shared)
@@ -111,6 +129,9 @@ def _from_disk(plan, with_llvmlite):
 
 def _compile(plan):
     """Compile the plan to object code, load it, self-test it, and keep it on disk: a ChainKernel or why not."""
+    plan = _with_loops(plan)
+    if isinstance(plan, str):
+        return plan
     name, text = _module(plan)
     obj = engine().emit_object(text)
     shared = objects.link(obj)
@@ -182,9 +203,7 @@ def _plan(inputs, out, steps, fast_math=False):
         inline = _inline(step[0], loop_in, result)
         if not inline and fast_math and _fast_math.approximated(step[0], loop_in, result):
             inline = "approximate"
-        loop = None if inline else strided_loop(ufunc, resolved)
-        if not inline and loop is None:
-            return f"step {j} ({step[0]}): no usable NumPy loop for {resolved}"
+        loop = None if inline else (ufunc, resolved)        # fetched and self-tested by _with_loops
         planned.append({"ufunc": step[0], "args": operands, "loop_in": loop_in, "dtype": result,
                         "inline": inline, "loop": loop})
         dtypes.append(result)
