@@ -383,10 +383,8 @@ def _module(plan):
     # the steps
     values = []
     out_typed = b.bitcast(out_data, ir.PointerType(_ltype(ir, out_dtype)))
-    for j, st in enumerate(plan["steps"]):
-        last = j == len(plan["steps"]) - 1
-        ty = _ltype(ir, st["dtype"])
-        dest = b.gep(out_typed, [first]) if last else alloca_block(ty)
+
+    def operands_of(j, st, values):
         operands = []
         for where, k, dtype in st["args"]:
             if where == "in":
@@ -400,6 +398,16 @@ def _module(plan):
                 const.initializer = ir.Constant(_ltype(ir, dtype), k.item() if dtype.kind != "b" else int(k.item()))
                 ptr, es = const, c64(0)
             operands.append((ptr, es, np.dtype(dtype)))
+        return operands
+
+    fused = all(st["inline"] for st in plan["steps"])
+    if fused:
+        _fused_loop(ir, b, fn, plan["steps"], operands_of, b.gep(out_typed, [first]), n)
+    for j, st in enumerate([] if fused else plan["steps"]):
+        last = j == len(plan["steps"]) - 1
+        ty = _ltype(ir, st["dtype"])
+        dest = b.gep(out_typed, [first]) if last else alloca_block(ty)
+        operands = operands_of(j, st, values)
         if st["inline"]:
             _inline_loop(ir, b, fn, st, operands, dest, n)
         else:
@@ -509,6 +517,32 @@ def _inline_loop(ir, b, fn, st, operands, dest, n):
         else:
             value = _compute(ir, b, name, want, args)
         b.store(value, b.gep(dest, [i]))
+
+    _loop(ir, b, fn, n, body)
+
+
+def _fused_loop(ir, b, fn, steps, operands_of, dest, n):
+    """Every step inline: one loop over the block, each element's step values in registers (the same
+    operations, in the same order and dtypes, as a loop a step: the same bits), no block buffers."""
+    operands = [operands_of(j, st, [None] * j) for j, st in enumerate(steps)]
+
+    def body(i):
+        values = []
+        for st, ops in zip(steps, operands):
+            want = st["loop_in"][0]
+            args = []
+            for (where, k, _), (ptr, es, dtype) in zip(st["args"], ops):
+                if where == "step":
+                    value = values[k]
+                else:
+                    value = b.load(b.gep(ptr, [b.mul(i, es)]))
+                    value.align = 1
+                args.append(_convert(ir, b, value, dtype, want))
+            if st["inline"] == "approximate":
+                values.append(_fast_math.emit(ir, b, fn.module, st["ufunc"], args[0]))
+            else:
+                values.append(_compute(ir, b, st["ufunc"], want, args))
+        b.store(values[-1], b.gep(dest, [i]))
 
     _loop(ir, b, fn, n, body)
 
