@@ -5,10 +5,10 @@ does not say (`to_static` functions included). A region compiled before, in this
 (the disk cache, `disk_cache.py`), runs native from its first call; a new one runs on NumPy until it is hot
 (`tiering.py`), then compiles in a background thread while the plan still runs it on NumPy (`wait()`
 blocks until all queued have compiled); `DY2STATIC_NATIVE=sync` compiles it before the first call instead.
-`fast_math` (opt-in, `fast_math.py`) approximates float32 exp and tanh within a documented ulp bound. Without llvmlite, or for any region
-it does not handle, the plan stays the NumPy plan: never an error. `stats()` counts the regions
-compiled native, still compiling, and kept on NumPy with the reason; a plan lists its own in
-`plan.native_regions`.
+`fast_math` (opt-in, `fast_math.py`) approximates float32 exp and tanh within a documented ulp bound.
+Without llvmlite, or for any region it does not handle, the plan stays the NumPy plan: never an error.
+`stats()` counts the regions compiled native, warming, still compiling, and kept on NumPy with the
+reason; a plan lists its own in `plan.native_regions`.
 
 - `llvm.py`: llvmlite loaded once, the host target, modules compiled to function addresses;
 - `numpy_loops.py`: NumPy's own strided ufunc loops, for native code to call (self-tested);

@@ -9,8 +9,8 @@ as NumPy scalars). A chain compiled before (by any plan, or by an earlier proces
 runs native from the first call. A new one runs the NumPy chain, timed, until it has taken
 `tiering.threshold()` seconds, then compiles in a background thread (`compiler.py`) while its calls
 still run the NumPy chain; the compiled function is swapped in (one attribute store) when it passed
-its self-test. With DY2STATIC_NATIVE=sync the plan compiles it first instead. The native call allocates the result (or takes the input the
-`inplace` pass donated), and hands any call the kernel declines (an input not of the rank, dtype or
+its self-test. With DY2STATIC_NATIVE=sync the plan compiles it first instead. The native call
+allocates the result (or takes the input the `inplace` pass donated), and hands any call the kernel declines (an input not of the rank, dtype or
 broadcastable shape it was compiled for) to the NumPy chain, which computes it or raises NumPy's error
 (a 0-d input, which may be a NumPy scalar, is passed as `asarray` of it).
 Every region decided is counted in `stats()` and listed on the plan (`plan.native_regions`:
