@@ -141,3 +141,28 @@ def test_the_key_names_the_cpu_and_the_builds():
     assert set(environment) == {"cpu", "python", "platform", "numpy", "llvmlite", "dy2static"}
     assert environment["numpy"] == np.__version__
     assert json.loads(disk_cache.entry_key("region"))["environment"] == environment
+
+
+@needs_llvm
+def test_without_a_linker_the_object_code_is_cached_and_loads_through_llvmlite(tmp_path, monkeypatch):
+    from runtime.native import elementwise, objects
+    from runtime.native.numpy_loops import probe_values
+
+    monkeypatch.setenv(disk_cache.ENV, str(tmp_path))
+    monkeypatch.setattr(objects, "link", lambda obj: None)          # as on macOS, Windows, or no `ld`
+    steps = [("multiply", {"in": 0}, 3.0 + os.getpid() % 1000 / 1024), ("tanh", {"step": 0})]   # a new chain
+    inputs, out = [("float32", (-1,))], ("float32", (-1,))
+    kernel = elementwise.compile_chain(inputs, out, steps)
+    assert not isinstance(kernel, str), kernel
+    plan = elementwise._plan(inputs, out, steps)
+    plan["source"] = (inputs, out, steps)
+    meta, obj, shared = disk_cache.read(disk_cache.entry_key(repr(plan["key"])))
+    assert shared is None and obj
+    assert elementwise._from_disk(plan, with_llvmlite=False) is None    # would need llvmlite: left to the compiler
+    loaded = elementwise._from_disk(plan, with_llvmlite=True)
+    x = probe_values("float32", 1000)
+    got = np.empty_like(x)
+    with np.errstate(all="ignore"):
+        want = elementwise.reference(steps, [x])
+        assert loaded.cfunc(got, x) == 0
+    assert same_bits(got, want)
