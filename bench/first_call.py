@@ -49,7 +49,11 @@ def main(workload, variant):
         if variant not in built:
             print(json.dumps({"skipped": peers.SKIPPED.get(variant, "not available")}))
             return
-    print(json.dumps({"first_call_ms": elapsed * 1e3, "import_ms": imported * 1e3}))
+    result = {"first_call_ms": elapsed * 1e3, "import_ms": imported * 1e3}
+    if variant == "dy2static" and rt.Executor().native:       # DY2STATIC_NATIVE on: how its regions started
+        result["native_regions"] = {k: v for k, v in rt.native.stats().items() if k != "reasons" and v}
+        result["llvmlite_imported"] = "llvmlite" in sys.modules
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

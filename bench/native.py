@@ -26,28 +26,37 @@ from transpiler import to_static  # noqa: E402
 from . import timing, workloads as W  # noqa: E402
 
 
-def _static(fn, args, on):
-    """fn converted, traced now with the native tier on or off (the setting is read when it traces)."""
-    before = os.environ.get(native.ENV)
-    os.environ[native.ENV] = "1" if on else "0"
+def _static(fn, args, on, fast_math=False):
+    """fn converted, traced now with the native tier (and fast_math) on or off (read when it traces)."""
+    settings = {native.ENV: "1" if on else "0", native.FAST_MATH_ENV: "1" if fast_math else "0",
+                native.tiering.ENV: "0"}        # steady state: compile at once, not once hot
+    before = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)
     try:
         static = to_static(fn)
         static(*args)
         native.wait()                   # its chains compiled in the background: time them native
     finally:
-        if before is None:
-            del os.environ[native.ENV]
-        else:
-            os.environ[native.ENV] = before
+        for k, v in before.items():
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
     return static
 
 
-def variants(fn, args, floor):
+def variants(fn, args, floor, fast_math=False):
     off, on = _static(fn, args, False), _static(fn, args, True)
     a, b = off(*args).numpy(), on(*args).numpy()
     if not same_bits(a, b):
         raise AssertionError(f"{fn.__name__}: the native tier's bits differ from the NumPy plan's")
-    return {"numpy": floor, "dy2static": lambda: off(*args), "dy2static native": lambda: on(*args)}
+    found = {"numpy": floor, "dy2static": lambda: off(*args), "dy2static native": lambda: on(*args)}
+    if fast_math:           # approximations: close, not the same bits
+        fast = _static(fn, args, True, fast_math=True)
+        if not np.allclose(fast(*args).numpy(), a, rtol=1e-5, atol=1e-6):
+            raise AssertionError(f"{fn.__name__}: fast_math results are not close to the NumPy plan's")
+        found["dy2static fast_math"] = lambda: fast(*args)
+    return found
 
 
 def workloads():
@@ -55,9 +64,9 @@ def workloads():
     xt, ut, wt, bt = (rt.tensor(a) for a in (x, u, w, b))
     found = {"W3 while_rnn": variants(W.make_rt_rnn(ut, wt, bt), (xt,), lambda: W.numpy_rnn(x, u, w, b))}
     g = W._rng().standard_normal(W.GELU_N).astype(np.float32)
-    found["W5 gelu_1m"] = variants(W.rt_gelu, (rt.tensor(g),), lambda: W.numpy_gelu(g))
+    found["W5 gelu_1m"] = variants(W.rt_gelu, (rt.tensor(g),), lambda: W.numpy_gelu(g), fast_math=True)
     small = g[:1000].copy()
-    found["gelu_1k"] = variants(W.rt_gelu, (rt.tensor(small),), lambda: W.numpy_gelu(small))
+    found["gelu_1k"] = variants(W.rt_gelu, (rt.tensor(small),), lambda: W.numpy_gelu(small), fast_math=True)
     return found
 
 

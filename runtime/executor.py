@@ -30,20 +30,25 @@ class Executor:
 
     `native` (opt-in; None follows the DY2STATIC_NATIVE environment variable, off unless '1' or 'sync')
     runs the regions the native tier compiles (runtime/native/) as machine code, NumPy's bits kept; the
-    rest, or all of it without llvmlite, is the NumPy plan.
+    rest, or all of it without llvmlite, is the NumPy plan. `fast_math` (opt-in; None follows
+    DY2STATIC_FAST_MATH) lets the native tier approximate float32 exp and tanh within the documented
+    ulp bound (docs/semantics.md, "fast_math"); it turns the native tier on.
     """
 
-    def __init__(self, device="cpu", passes=None, max_iterations=None, native=None):
+    def __init__(self, device="cpu", passes=None, max_iterations=None, native=None, fast_math=None):
         self.backend = get_backend(device)
         self.passes = passes
         if max_iterations is not None and (not isinstance(max_iterations, int) or isinstance(max_iterations, bool)
                                            or max_iterations < 0):
             raise ValueError(f"max_iterations must be a non-negative int or None, not {max_iterations!r}")
         self.max_iterations = max_iterations
+        fast_math, native = _native.fast_math_setting(fast_math, native)
         self.native = _native.setting(native) and self.backend.xp is np
+        self.fast_math = fast_math and self.native
 
     def compile(self, program):
-        key = (self.backend.name, _passes.pipeline_key(self.passes), self.max_iterations, self.native)
+        key = (self.backend.name, _passes.pipeline_key(self.passes), self.max_iterations, self.native,
+               self.fast_math)
         # version counts recorded ops; inputs/outputs are plain lists a caller may reassign
         stamp = (program.version, tuple(map(id, program.inputs)), tuple(map(id, program.outputs)))
         plans = _PLANS.get(program)
@@ -54,8 +59,10 @@ class Executor:
         if optimized is program:        # no passes: the plan runs a copy (holding its key would keep it alive)
             optimized = program.clone()
             optimized.parameters = program.parameters       # fed by default as before: the live table
-        compile_ = _native.compile_native_plan if self.native else compile_plan
-        plan = compile_(optimized, self.backend, self.max_iterations)
+        if self.native:
+            plan = _native.compile_native_plan(optimized, self.backend, self.max_iterations, self.fast_math)
+        else:
+            plan = compile_plan(optimized, self.backend, self.max_iterations)
         if plans is None:
             plans = _PLANS.setdefault(program, {})
         plans[key] = (stamp, plan)

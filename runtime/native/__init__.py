@@ -1,26 +1,34 @@
 """The native tier: regions of a Program compiled to machine code with LLVM (llvmlite), NumPy's bits kept.
 
 Opt-in: `Executor(native=True)`, or `DY2STATIC_NATIVE=1` in the environment for every Executor that
-does not say (`to_static` functions included). A region new to the process compiles in a background
-thread while the plan runs it on NumPy (`wait()` blocks until all have compiled);
-`DY2STATIC_NATIVE=sync` compiles it before the first call instead. Without llvmlite, or for any region
-it does not handle, the plan stays the NumPy plan: never an error. `stats()` counts the regions
-compiled native, still compiling, and kept on NumPy with the reason; a plan lists its own in
-`plan.native_regions`.
+does not say (`to_static` functions included). A region compiled before, in this process or one before it
+(the disk cache, `disk_cache.py`), runs native from its first call; a new one runs on NumPy until it is hot
+(`tiering.py`), then compiles in a background thread while the plan still runs it on NumPy (`wait()`
+blocks until all queued have compiled); `DY2STATIC_NATIVE=sync` compiles it before the first call instead.
+`fast_math` (opt-in, `fast_math.py`) approximates float32 exp and tanh within a documented ulp bound.
+Without llvmlite, or for any region it does not handle, the plan stays the NumPy plan: never an error.
+`stats()` counts the regions compiled native, warming, still compiling, and kept on NumPy with the
+reason; a plan lists its own in `plan.native_regions`.
 
 - `llvm.py`: llvmlite loaded once, the host target, modules compiled to function addresses;
 - `numpy_loops.py`: NumPy's own strided ufunc loops, for native code to call (self-tested);
 - `elementwise.py`: a fused elementwise chain as one native function;
+- `fast_math.py`: the opt-in approximations;
+- `objects.py`: object code, linked into a shared library, loaded (dlopen or MCJIT);
+- `disk_cache.py`: compiled code on disk, checksummed and keyed;
+- `tiering.py`: when a new region has run long enough to compile;
 - `compiler.py`: the background compiler thread;
 - `plan.py`: `NativePlanCodegen`, the NumPy plan with those chains as native calls.
 """
 import os
 
+from . import tiering
 from .compiler import wait
 from .llvm import why_unavailable
 from .plan import compile_native_plan, reset_stats, stats
 
 ENV = "DY2STATIC_NATIVE"
+FAST_MATH_ENV = "DY2STATIC_FAST_MATH"
 
 
 def available():
@@ -37,4 +45,19 @@ def setting(native):
     return native
 
 
-__all__ = ["available", "compile_native_plan", "reset_stats", "setting", "stats", "wait", "why_unavailable", "ENV"]
+def fast_math_setting(fast_math, native):
+    """An Executor's `fast_math` as a bool (None follows DY2STATIC_FAST_MATH: '1' on, else off), and
+    its `native` with it: fast_math is the native tier's, so it turns the tier on unless native=False,
+    which with fast_math=True is an error."""
+    if fast_math is None:
+        fast_math = os.environ.get(FAST_MATH_ENV, "0").strip() == "1"
+    elif not isinstance(fast_math, bool):
+        raise ValueError(f"fast_math must be True, False or None, not {fast_math!r}")
+    if fast_math and native is False:
+        raise ValueError("fast_math=True needs the native tier: drop native=False")
+    return fast_math, (True if fast_math and native is None else native)
+
+
+__all__ = ["available", "compile_native_plan", "reset_stats", "setting", "stats", "tiering", "wait",
+           "why_unavailable", "fast_math_setting", "ENV",
+           "FAST_MATH_ENV"]

@@ -19,11 +19,14 @@ a reason string instead of a kernel for what it does not handle, and the caller 
 chain; a compiled kernel must give the NumPy chain's bits on a test input before it is used.
 """
 import ctypes
+import hashlib
 import threading
 
 import numpy as np
 
 from ..ops.fused import step_arg
+from . import disk_cache, objects
+from . import fast_math as _fast_math
 from .llvm import ARRAY_LAYOUT, engine, may_be_available
 from .numpy_loops import same_bits, strided_loop, probe_values
 
@@ -38,7 +41,6 @@ _SUPPORTED = {np.dtype(c) for c in "?bhilqBHILQfd"}
 
 _KERNELS = {}
 _LOCK = threading.Lock()
-_names = iter(range(1, 1 << 62))
 
 
 class ChainKernel:
@@ -57,15 +59,18 @@ def compile_chain(inputs, out, steps):
     return job if isinstance(job, str) else job()
 
 
-def chain_job(inputs, out, steps):
+def chain_job(inputs, out, steps, fast_math=False):
     """What compiling the chain takes, split so the costly part may run later in another thread: a
     string saying why the chain cannot be native, or a function `job()` that compiles it (once per
-    distinct chain; a ChainKernel, or why not) with `job.cached()`, what an earlier job made, or None."""
+    distinct chain; a ChainKernel, or why not) with `job.cached()`, what an earlier job made or the
+    disk cache holds (loaded without llvmlite), or None. With fast_math, float32 exp and tanh steps are
+    `fast_math.py`'s approximations (the kernel then differs from a chain's without)."""
     if not may_be_available():
         return "llvmlite unavailable"
-    plan = _plan(inputs, out, steps)
+    plan = _plan(inputs, out, steps, fast_math)
     if isinstance(plan, str):
         return plan
+    plan["source"] = (inputs, out, steps)
     key = repr(plan["key"])
 
     def job():
@@ -74,18 +79,93 @@ def chain_job(inputs, out, steps):
             with _LOCK:
                 kernel = _KERNELS.get(key)
                 if kernel is None:
-                    kernel = _build(plan) if engine() is not None else "llvmlite unavailable"
-                    if not isinstance(kernel, str):
-                        kernel = _self_test(kernel, inputs, out, steps) or kernel
+                    if engine() is None:
+                        kernel = "llvmlite unavailable"
+                    else:
+                        kernel = _from_disk(plan, with_llvmlite=True) or _compile(plan)
                     _KERNELS[key] = kernel
         return kernel
 
-    job.cached = lambda: _KERNELS.get(key)
+    def cached():
+        kernel = _KERNELS.get(key)
+        if kernel is None:          # not under _LOCK: a compile in another thread never blocks this one
+            kernel = _from_disk(plan, with_llvmlite=False)
+            if kernel is not None:
+                kernel = _KERNELS.setdefault(key, kernel)
+        return kernel
+
+    job.cached = cached
     return job
 
 
+def _with_loops(plan):
+    """The plan with NumPy's loops for its non-inline steps (`numpy_loops.strided_loop`: fetched and
+    self-tested, ~1 ms each the first time, so not at plan build), or why one is unusable."""
+    steps = []
+    for j, st in enumerate(plan["steps"]):
+        if isinstance(st["loop"], tuple):
+            ufunc, resolved = st["loop"]
+            loop = strided_loop(ufunc, resolved)
+            if loop is None:
+                return f"step {j} ({st['ufunc']}): no usable NumPy loop for {resolved}"
+            st = dict(st, loop=loop)
+        steps.append(st)
+    return dict(plan, steps=steps)
+
+
+def _from_disk(plan, with_llvmlite):
+    """The kernel the disk cache holds for the plan, or None (none, cache off, or it needs llvmlite to
+    load and with_llvmlite is False, or it fails the self-test here)."""
+    entry = disk_cache.read(disk_cache.entry_key(repr(plan["key"])))
+    if entry is None or (entry[2] is None and not with_llvmlite):
+        return None
+    plan = _with_loops(plan)
+    if isinstance(plan, str):
+        return None
+    meta, obj, shared = entry
+    kernel = _load(plan, meta.get("name", ""), obj, shared)
+    return None if isinstance(kernel, str) else kernel
+
+
+def _compile(plan):
+    """Compile the plan to object code, load it, self-test it, and keep it on disk: a ChainKernel or why not."""
+    plan = _with_loops(plan)
+    if isinstance(plan, str):
+        return plan
+    name, text = _module(plan)
+    obj = engine().emit_object(text)
+    shared = objects.link(obj)
+    kernel = _load(plan, name, obj, shared)
+    if not isinstance(kernel, str):
+        disk_cache.write(disk_cache.entry_key(repr(plan["key"])), {"name": name}, obj, shared)
+    return kernel
+
+
+def _load(plan, name, obj, shared):
+    """The code loaded, its address table filled with this process's addresses, self-tested."""
+    loaded = objects.load(obj, shared, [name, name + "_table"])
+    if loaded is None:
+        return "the compiled code could not be loaded"
+    addresses, holder = loaded
+    table = _table(plan)
+    (ctypes.c_uint64 * len(table)).from_address(addresses[name + "_table"])[:] = table
+    kernel = ChainKernel(addresses[name], len(plan["inputs"]), list(plan["keep"]) + [holder] + [
+        st["loop"] for st in plan["steps"] if st["loop"] is not None])
+    return _self_test(kernel, *plan["source"], approximate=plan["approximate"]) or kernel
+
+
+def _table(plan):
+    """What the code reads from its table: NumPy's array type, then each NumPy loop's function,
+    context and auxdata (addresses of this process)."""
+    table = [id(np.ndarray)]
+    for st in plan["steps"]:
+        if st["loop"] is not None:
+            table += [st["loop"].loop, st["loop"].context or 0, st["loop"].auxdata or 0]
+    return table
+
+
 # --- what each step computes, in which dtypes -------------------------------------------------------
-def _plan(inputs, out, steps):
+def _plan(inputs, out, steps, fast_math=False):
     in_dtypes = [np.dtype(d) for d, _ in inputs]
     out_dtype, out_shape = np.dtype(out[0]), tuple(out[1])
     for d in in_dtypes + [out_dtype]:
@@ -121,18 +201,19 @@ def _plan(inputs, out, steps):
                 keep.append(value)
                 operands.append(("num", value, want))
         inline = _inline(step[0], loop_in, result)
-        loop = None if inline else strided_loop(ufunc, resolved)
-        if not inline and loop is None:
-            return f"step {j} ({step[0]}): no usable NumPy loop for {resolved}"
+        if not inline and fast_math and _fast_math.approximated(step[0], loop_in, result):
+            inline = "approximate"
+        loop = None if inline else (ufunc, resolved)        # fetched and self-tested by _with_loops
         planned.append({"ufunc": step[0], "args": operands, "loop_in": loop_in, "dtype": result,
                         "inline": inline, "loop": loop})
         dtypes.append(result)
     if dtypes[-1] != out_dtype:
         return f"the chain computes {dtypes[-1]}, the op says {out_dtype}"
+    approximate = any(p["inline"] == "approximate" for p in planned)
     key = ([(d.str, len(s)) for d, (_, s) in zip(in_dtypes, inputs)], (out_dtype.str, len(out_shape)),
            [(p["ufunc"], [(w, k.tobytes() if w == "num" else k, np.dtype(d).str) for w, k, d in p["args"]],
-             [d.str for d in p["loop_in"]]) for p in planned])
-    return {"key": key, "inputs": [(d, len(s)) for d, (_, s) in zip(in_dtypes, inputs)],
+             [d.str for d in p["loop_in"]]) for p in planned]) + (("fast_math",) if approximate else ())
+    return {"key": key, "approximate": approximate, "inputs": [(d, len(s)) for d, (_, s) in zip(in_dtypes, inputs)],
             "out": (out_dtype, len(out_shape)), "steps": planned, "keep": keep}
 
 
@@ -168,20 +249,26 @@ def _inline(name, loop_in, result):
 
 
 # --- the LLVM function ------------------------------------------------------------------------------
-def _build(plan):
+def _module(plan):
+    """(function name, LLVM module text) of the chain; addresses it needs come from `{name}_table`."""
     import llvmlite.ir as ir
 
-    eng = engine()
     i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
     p8 = ir.PointerType(i8)
     n_in = len(plan["inputs"])
     out_dtype, nd = plan["out"]
-    name = f"chain_{next(_names)}"
+    name = "chain_" + hashlib.sha256(repr(plan["key"]).encode()).hexdigest()[:24]
     module = ir.Module(name=name)
-    module.triple = eng.target_machine.triple
+    module.triple = engine().target_machine.triple
     fn = ir.Function(module, ir.FunctionType(i32, [p8] * (n_in + 1)), name)
+    table_values = _table(plan)
+    table = ir.GlobalVariable(module, ir.ArrayType(i64, len(table_values)), name + "_table")
+    table.initializer = ir.Constant(ir.ArrayType(i64, len(table_values)), None)
     entry = fn.append_basic_block("entry")
     b = ir.IRBuilder(entry)
+    with b.goto_block(entry):
+        slots = [b.load(b.gep(table, [ir.Constant(i32, 0), ir.Constant(i32, k)])) for k in range(len(table_values))]
+    loop_slots = iter(range(1, len(table_values), 3))
     fail_shape, fail_type, fail_loop = (fn.append_basic_block(n) for n in ("bad_shape", "bad_type", "loop_failed"))
     for block, code in ((fail_shape, 1), (fail_type, 2), (fail_loop, 3)):
         ir.IRBuilder(block).ret(ir.Constant(i32, code))
@@ -200,7 +287,7 @@ def _build(plan):
 
     def array(obj, dtype, rank):
         """(data, [dims], [strides]) of an ndarray argument, after checking its type, rank and dtype."""
-        check(b.icmp_unsigned("==", field(obj, "ob_type", i64), c64(id(np.ndarray))), fail_type)
+        check(b.icmp_unsigned("==", field(obj, "ob_type", i64), slots[0]), fail_type)
         check(b.icmp_signed("==", field(obj, "nd", i32), ir.Constant(i32, rank)), fail_type)
         descr = field(obj, "descr", p8)
         type_num = b.load(b.bitcast(b.gep(descr, [c64(ARRAY_LAYOUT["type_num"])]), ir.PointerType(i32)))
@@ -296,10 +383,8 @@ def _build(plan):
     # the steps
     values = []
     out_typed = b.bitcast(out_data, ir.PointerType(_ltype(ir, out_dtype)))
-    for j, st in enumerate(plan["steps"]):
-        last = j == len(plan["steps"]) - 1
-        ty = _ltype(ir, st["dtype"])
-        dest = b.gep(out_typed, [first]) if last else alloca_block(ty)
+
+    def operands_of(j, st, values):
         operands = []
         for where, k, dtype in st["args"]:
             if where == "in":
@@ -309,22 +394,36 @@ def _build(plan):
             else:
                 const = ir.GlobalVariable(module, _ltype(ir, dtype), f"num_{j}_{len(operands)}")
                 const.global_constant = True
+                const.linkage = "internal"
                 const.initializer = ir.Constant(_ltype(ir, dtype), k.item() if dtype.kind != "b" else int(k.item()))
                 ptr, es = const, c64(0)
             operands.append((ptr, es, np.dtype(dtype)))
+        return operands
+
+    fused = all(st["inline"] for st in plan["steps"])
+    if fused:
+        _fused_loop(ir, b, fn, plan["steps"], operands_of, b.gep(out_typed, [first]), n)
+    for j, st in enumerate([] if fused else plan["steps"]):
+        last = j == len(plan["steps"]) - 1
+        ty = _ltype(ir, st["dtype"])
+        dest = b.gep(out_typed, [first]) if last else alloca_block(ty)
+        operands = operands_of(j, st, values)
         if st["inline"]:
             _inline_loop(ir, b, fn, st, operands, dest, n)
         else:
             operands = [_cast_block(ir, b, fn, o, want, n, alloca_block) for o, want in zip(operands, st["loop_in"])]
-            _call_loop(ir, b, st["loop"], operands, dest, n, fail_loop, fn)
+            k = next(loop_slots)
+            _call_loop(ir, b, st["loop"], slots[k:k + 3], operands, dest, n, fail_loop, fn)
         values.append(dest)
 
     after = b.add(first, n)
     b.store(after, start)
     b.cbranch(b.icmp_signed("<", after, total), head, done)
-    keep = list(plan["keep"]) + [st["loop"] for st in plan["steps"] if st["loop"] is not None]
-    address = eng.compile(str(module), [name])[name]
-    return ChainKernel(address, n_in, keep)
+    text = str(module)
+    if plan["approximate"]:
+        head = f'define i32 @"{name}"(' + ", ".join(f'i8* %".{k + 1}"' for k in range(n_in + 1)) + ")"
+        text = text.replace(head, head + " #0", 1) + f"\nattributes #0 = {{ {_fast_math.FUNCTION_ATTRIBUTES} }}\n"
+    return name, text
 
 
 def _ltype(ir, dtype):
@@ -413,7 +512,37 @@ def _inline_loop(ir, b, fn, st, operands, dest, n):
             value = b.load(b.gep(ptr, [b.mul(i, es)]))
             value.align = 1
             args.append(_convert(ir, b, value, dtype, want))
-        b.store(_compute(ir, b, name, want, args), b.gep(dest, [i]))
+        if st["inline"] == "approximate":
+            value = _fast_math.emit(ir, b, fn.module, name, args[0])
+        else:
+            value = _compute(ir, b, name, want, args)
+        b.store(value, b.gep(dest, [i]))
+
+    _loop(ir, b, fn, n, body)
+
+
+def _fused_loop(ir, b, fn, steps, operands_of, dest, n):
+    """Every step inline: one loop over the block, each element's step values in registers (the same
+    operations, in the same order and dtypes, as a loop a step: the same bits), no block buffers."""
+    operands = [operands_of(j, st, [None] * j) for j, st in enumerate(steps)]
+
+    def body(i):
+        values = []
+        for st, ops in zip(steps, operands):
+            want = st["loop_in"][0]
+            args = []
+            for (where, k, _), (ptr, es, dtype) in zip(st["args"], ops):
+                if where == "step":
+                    value = values[k]
+                else:
+                    value = b.load(b.gep(ptr, [b.mul(i, es)]))
+                    value.align = 1
+                args.append(_convert(ir, b, value, dtype, want))
+            if st["inline"] == "approximate":
+                values.append(_fast_math.emit(ir, b, fn.module, st["ufunc"], args[0]))
+            else:
+                values.append(_compute(ir, b, st["ufunc"], want, args))
+        b.store(values[-1], b.gep(dest, [i]))
 
     _loop(ir, b, fn, n, body)
 
@@ -457,8 +586,9 @@ def _cast_block(ir, b, fn, operand, want, n, alloca_block):
     return dest, ir.Constant(ir.IntType(64), 1), want
 
 
-def _call_loop(ir, b, loop, operands, dest, n, fail, fn):
-    """NumPy's strided loop over the block: loop(context, data, &n, strides, auxdata)."""
+def _call_loop(ir, b, loop, addresses, operands, dest, n, fail, fn):
+    """NumPy's strided loop over the block: loop(context, data, &n, strides, auxdata), the three
+    addresses read from the table."""
     i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
     p8 = ir.PointerType(i8)
     count = len(operands) + 1
@@ -473,17 +603,20 @@ def _call_loop(ir, b, loop, operands, dest, n, fail, fn):
         b.store(b.mul(es, ir.Constant(i64, np.dtype(dtype).itemsize)), b.gep(strides, [zero, ir.Constant(i32, m)]))
     b.store(n, dims)
     signature = ir.FunctionType(i32, [p8, ir.PointerType(p8), ir.PointerType(i64), ir.PointerType(i64), p8])
-    target = b.inttoptr(ir.Constant(i64, loop.loop), ir.PointerType(signature))
-    rc = b.call(target, [b.inttoptr(ir.Constant(i64, loop.context), p8), b.gep(data, [zero, zero]), dims,
-                         b.gep(strides, [zero, zero]), b.inttoptr(ir.Constant(i64, loop.auxdata), p8)])
+    function, context, auxdata = addresses
+    target = b.inttoptr(function, ir.PointerType(signature))
+    rc = b.call(target, [b.inttoptr(context, p8), b.gep(data, [zero, zero]), dims,
+                         b.gep(strides, [zero, zero]), b.inttoptr(auxdata, p8)])
     ok = fn.append_basic_block("loop_ok")
     b.cbranch(b.icmp_signed("==", rc, zero), ok, fail)
     b.position_at_end(ok)
 
 
 # --- checked before use -----------------------------------------------------------------------------
-def _self_test(kernel, inputs, out, steps):
-    """'' when the kernel gives the NumPy chain's bits on special and random values, else why not."""
+def _self_test(kernel, inputs, out, steps, approximate=False):
+    """'' when the kernel gives the NumPy chain's bits on special and random values, else why not
+    (`approximate`, fast_math: NaN where NaN, infinities equal, close elsewhere; the ulp bound of
+    each approximation is fast_math.py's, tested in its tests)."""
     out_shape = [d if 0 < d <= 64 else 3 for d in out[1]]
     if out_shape and (out[1][-1] < 0 or out[1][-1] > 64):
         out_shape[-1] = BLOCK + 77              # crosses a block boundary
@@ -501,9 +634,21 @@ def _self_test(kernel, inputs, out, steps):
         return f"self-test raised {type(e).__name__}: {e}"
     if rc != 0:
         return f"self-test: the kernel declined (code {rc})"
-    if not same_bits(got, want):
+    if approximate:
+        if not _close(got, want):
+            return "self-test: fast_math results are not close to the NumPy chain's"
+    elif not same_bits(got, want):
         return "self-test: bits differ from the NumPy chain"
     return ""
+
+
+def _close(got, want):
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return False
+    if got.dtype.kind != "f":
+        return bool(np.array_equal(got, want))
+    return bool(np.allclose(got, want, rtol=1e-3, atol=1e-5, equal_nan=True)
+                and np.array_equal(np.isinf(got), np.isinf(want)))
 
 
 def reference(steps, arrays):

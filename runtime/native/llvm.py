@@ -29,17 +29,41 @@ class Engine:
         # host CPU and features (vector width), default optimisation; no fast-math anywhere: IEEE bits
         self.target_machine = target.create_target_machine(
             cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=2)
+        # the same, position-independent: object code that is linked, cached and loaded anywhere in memory
+        self.pic_machine = target.create_target_machine(
+            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=2, reloc="pic")
         self.engines = []
 
-    def compile(self, text, names):
+    def optimized(self, text):
+        """The module parsed, verified and optimised (O2, no fast-math)."""
         llvm = self.llvm
         module = llvm.parse_assembly(text)
         module.verify()
         pto = llvm.create_pipeline_tuning_options(speed_level=2)
         pb = llvm.create_pass_builder(self.target_machine, pto)
         pb.getModulePassManager().run(module, pb)
+        return module
+
+    def emit_object(self, text):
+        """The module as position-independent object code (bytes), for objects.py and the disk cache."""
+        module = self.optimized(text)
         with _LOCK:
-            engine = llvm.create_mcjit_compiler(module, self.target_machine)
+            return self.pic_machine.emit_object(module)
+
+    def load_object(self, obj, names):
+        """({name: address}, the engine) for object code made by emit_object."""
+        llvm = self.llvm
+        with _LOCK:
+            engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.pic_machine)
+            engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            engine.finalize_object()
+            self.engines.append(engine)
+        return {name: engine.get_global_value_address(name) for name in names}, engine
+
+    def compile(self, text, names):
+        module = self.optimized(text)
+        with _LOCK:
+            engine = self.llvm.create_mcjit_compiler(module, self.target_machine)
             engine.finalize_object()
             self.engines.append(engine)
         return {name: engine.get_function_address(name) for name in names}

@@ -5,15 +5,16 @@
 `NativePlanCodegen` is the executor's `PlanCodegen` with one hook changed: a fused op's steps
 (`ufunc_steps`) become a call of a `NativeChain` when `elementwise.chain_job` takes them, and stay
 NumPy's `out=` chain otherwise (a one-step chain is already one NumPy call; a 0-d result is cheaper
-as NumPy scalars). A chain compiled before (by any plan) runs native from the first call. A new one
-compiles in a background thread (`compiler.py`) while its calls run the NumPy chain; the compiled
-function is swapped in (one attribute store) when it passed its self-test. With DY2STATIC_NATIVE=sync
-the plan compiles it first instead. The native call allocates the result (or takes the input the
-`inplace` pass donated), and hands any call the kernel declines (an input not of the rank, dtype or
+as NumPy scalars). A chain compiled before (by any plan, or by an earlier process: the disk cache)
+runs native from the first call. A new one runs the NumPy chain, timed, until it has taken
+`tiering.threshold()` seconds, then compiles in a background thread (`compiler.py`) while its calls
+still run the NumPy chain; the compiled function is swapped in (one attribute store) when it passed
+its self-test. With DY2STATIC_NATIVE=sync the plan compiles it first instead. The native call
+allocates the result (or takes the input the `inplace` pass donated), and hands any call the kernel declines (an input not of the rank, dtype or
 broadcastable shape it was compiled for) to the NumPy chain, which computes it or raises NumPy's error
 (a 0-d input, which may be a NumPy scalar, is passed as `asarray` of it).
 Every region decided is counted in `stats()` and listed on the plan (`plan.native_regions`:
-[result name, 'native', 'compiling' or why it runs on NumPy]).
+[result name, 'native', 'warming', 'compiling' or why it runs on NumPy]).
 """
 import threading
 
@@ -23,9 +24,9 @@ from ..codegen.fast import PlanCodegen
 from ..codegen.plan import compile_plan
 from ..ir import Variable
 from ..ops.fused import FUSED_OP
-from . import compiler, elementwise
+from . import compiler, elementwise, tiering
 
-_STATS = {"native": 0, "numpy": 0, "compiling": 0, "declined_calls": 0, "reasons": {}}
+_STATS = {"native": 0, "numpy": 0, "compiling": 0, "warming": 0, "declined_calls": 0, "reasons": {}}
 _STATS_LOCK = threading.Lock()
 
 
@@ -38,14 +39,15 @@ def stats():
 
 def reset_stats():
     with _STATS_LOCK:
-        _STATS.update(native=0, numpy=0, compiling=0, declined_calls=0, reasons={})
+        _STATS.update(native=0, numpy=0, compiling=0, warming=0, declined_calls=0, reasons={})
 
 
-def _count(why, pending=0):
+def _count(why, pending=0, warming=0):
     with _STATS_LOCK:
         _STATS["compiling"] -= pending
-        if why == "compiling":
-            _STATS["compiling"] += 1
+        _STATS["warming"] -= warming
+        if why in ("compiling", "warming"):
+            _STATS[why] += 1
         elif why:
             _STATS["numpy"] += 1
             _STATS["reasons"][why] = _STATS["reasons"].get(why, 0) + 1
@@ -75,7 +77,8 @@ class NativePlanCodegen(PlanCodegen):
 
     def __init__(self, program, backend, max_iterations=None):
         super().__init__(program, backend, max_iterations)
-        self.native_regions = []        # [output name, 'native', 'compiling' or why NumPy]
+        self.native_regions = []        # [output name, 'native', 'warming', 'compiling' or why NumPy]
+        self.fast_math = False          # float32 exp/tanh approximated (fast_math.py); set by compile_native_plan
 
     def ufunc_steps(self, op, steps):
         why = self._why_not(op, steps)
@@ -83,7 +86,7 @@ class NativePlanCodegen(PlanCodegen):
         if not why:
             out = op.outputs[0]
             job = elementwise.chain_job([(v.dtype, tuple(v.static_shape)) for v in op.inputs],
-                                        (out.dtype, tuple(out.static_shape)), steps)
+                                        (out.dtype, tuple(out.static_shape)), steps, self.fast_math)
             if isinstance(job, str):
                 why, job = job, None
         region = [self.name(op.outputs[0]), why or "compiling"]
@@ -99,15 +102,34 @@ class NativePlanCodegen(PlanCodegen):
             chain.use(kernel)
             _count("" if region[1] == "native" else region[1])
         else:
-            _count("compiling")
-            compiler.submit(job, lambda kernel: (chain.use(kernel),
-                                                 _count("" if region[1] == "native" else region[1], pending=1)))
-        if region[1] not in ("native", "compiling"):
+            self._tier(chain, job, region)
+        if region[1] not in ("native", "compiling", "warming"):
             return super().ufunc_steps(op, steps)
         name = self.bound(f"native_chain_{len(self.native_regions)}", chain)
         asarray = self.bound("asarray")         # a 0-d value may be a NumPy scalar: the kernel reads arrays
         args = ", ".join(f"{asarray}({self.value(v)})" if v.ndim == 0 else self.value(v) for v in op.inputs)
         return [f"{self.name(op.outputs[0])} = {name}.run({args})"]
+
+    @staticmethod
+    def _tier(chain, job, region):
+        """A region new to the process: on NumPy, timed, until it has run tiering.threshold() seconds;
+        then compiled in the background and swapped in."""
+        def done(kernel):
+            chain.use(kernel)
+            _count("" if region[1] == "native" else region[1], pending=1)
+
+        def start(warming=1):
+            region[1] = "compiling"
+            _count("compiling", warming=warming)
+            compiler.submit(job, done)
+
+        seconds = tiering.threshold()
+        if seconds <= 0:
+            start(warming=0)
+            return
+        region[1] = "warming"
+        _count("warming")
+        chain.run = tiering.timed(chain.run, seconds, start, lambda run: setattr(chain, "run", run))
 
     def _why_not(self, op, steps):
         if not self.numpy:
@@ -169,13 +191,15 @@ def chain_call(kernel, op, steps, donated):
     return run
 
 
-def compile_native_plan(program, backend, max_iterations=None):
-    """A Plan as `codegen.plan.compile_plan` makes it, its fused chains native where they compile;
-    `plan.native_regions` lists (result name, 'native' or why it stayed on NumPy)."""
+def compile_native_plan(program, backend, max_iterations=None, fast_math=False):
+    """A Plan as `codegen.plan.compile_plan` makes it, its fused chains native where they compile
+    (with `fast_math`, float32 exp and tanh approximated); `plan.native_regions` lists (result name,
+    'native' or why it stayed on NumPy)."""
     made = []
 
     def codegen(*args):
         made.append(NativePlanCodegen(*args))
+        made[-1].fast_math = fast_math
         return made[-1]
 
     plan = compile_plan(program, backend, max_iterations, codegen)

@@ -28,6 +28,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
 
 
+@pytest.fixture(autouse=True)
+def _compile_at_once(monkeypatch):
+    """New chains compile at once here (tiering waits for hot ones: tests/unit/test_native_tiering.py)."""
+    monkeypatch.setenv(native.tiering.ENV, "0")
+
+
 def _gelu(x):
     return 0.5 * x * (1 + rt.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
 

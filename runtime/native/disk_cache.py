@@ -1,0 +1,159 @@
+"""Compiled native code kept on disk, so a later process runs native from its first call.
+
+One file per compiled region, named by the SHA-256 of its key:
+
+    DY2SN1\\n  sha256(body) (32 bytes)  body = len(meta) (4 bytes) + meta (JSON) + object code + shared library
+
+`meta` holds the whole key (so a hash collision or a renamed file is not loaded), the function's name
+and the lengths of the two payloads. The key is the region's own key (dtypes, ranks, steps) plus
+`environment()`: the CPU's name and features, the Python, NumPy, llvmlite and dy2static builds and
+the native emitter's source, so code compiled for another CPU or by another emitter is never found.
+An entry whose checksum or key does not match is ignored (and replaced by the next compile): never
+loaded, never an error. Nothing from a file runs except the object code we wrote (`objects.load`).
+
+Location: DY2STATIC_NATIVE_CACHE names the folder ('0', 'off' or '' turns the cache off); by default
+the platform's cache folder: $XDG_CACHE_HOME or ~/.cache on Linux, ~/Library/Caches on macOS,
+%LOCALAPPDATA% on Windows, then `dy2static/native`. Writes are atomic (`atomic_files.replacing`).
+"""
+import hashlib
+import json
+import os
+import struct
+import sys
+from importlib.util import find_spec as _find_spec
+
+import numpy as np
+
+from ..atomic_files import replacing
+
+ENV = "DY2STATIC_NATIVE_CACHE"
+MAGIC = b"DY2SN1\n"
+_OFF = ("0", "off", "false", "no", "")
+_STATE = {}
+
+
+def directory():
+    """The cache folder (str), or None when the cache is off."""
+    chosen = os.environ.get(ENV)
+    if chosen is not None:
+        return None if chosen.strip().lower() in _OFF else os.path.abspath(os.path.expanduser(chosen))
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.expanduser(r"~\AppData\Local")
+    elif sys.platform == "darwin":
+        base = os.path.expanduser("~/Library/Caches")
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return os.path.join(base, "dy2static", "native")
+
+
+def environment():
+    """What besides the region decides the machine code: CPU, builds, the emitter's source (computed once)."""
+    if "environment" not in _STATE:
+        _STATE["environment"] = {"cpu": _cpu(), "python": sys.version, "platform": sys.platform,
+                                 "numpy": np.__version__, "llvmlite": _llvmlite_build(), "dy2static": _emitter()}
+    return _STATE["environment"]
+
+
+def entry_key(region_key):
+    """The full key of a region (a string): its own key and the environment."""
+    return json.dumps({"region": region_key, "environment": environment()}, sort_keys=True)
+
+
+def read(key):
+    """(meta, object code, shared library or None) stored under key, or None: missing, cache off,
+    unreadable, checksum or key not matching."""
+    path = _path(key)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    head = len(MAGIC)
+    if data[:head] != MAGIC or hashlib.sha256(data[head + 32:]).digest() != data[head:head + 32]:
+        return None
+    body = data[head + 32:]
+    try:
+        (size,) = struct.unpack("<I", body[:4])
+        meta = json.loads(body[4:4 + size].decode())
+        if meta.get("key") != key:
+            return None
+        start = 4 + size
+        obj = body[start:start + meta["object"]]
+        shared = body[start + meta["object"]:start + meta["object"] + meta["shared"]] or None
+    except (ValueError, KeyError, TypeError, struct.error):
+        return None
+    if len(obj) != meta["object"] or len(shared or b"") != meta["shared"]:
+        return None
+    return meta, obj, shared
+
+
+def write(key, meta, obj, shared=None):
+    """Store an entry (atomically); False when the cache is off or the folder is not writable."""
+    path = _path(key)
+    if path is None:
+        return False
+    meta = dict(meta, key=key, object=len(obj), shared=len(shared or b""))
+    encoded = json.dumps(meta).encode()
+    body = struct.pack("<I", len(encoded)) + encoded + obj + (shared or b"")
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        with replacing(path) as temp:
+            with open(temp, "wb") as f:
+                f.write(MAGIC + hashlib.sha256(body).digest() + body)
+    except OSError:
+        return False
+    return True
+
+
+def _path(key):
+    folder = directory()
+    if folder is None:
+        return None
+    return os.path.join(folder, hashlib.sha256(key.encode()).hexdigest()[:40] + ".dy2n")
+
+
+def _cpu():
+    """The CPU's model and feature flags, read without loading llvmlite where the OS says them
+    (/proc/cpuinfo), else llvmlite's host CPU name and features."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            first = f.read(1 << 16).split("\n\n")[0]
+        fields = dict(line.split(":", 1) for line in first.splitlines() if ":" in line)
+        fields = {k.strip(): v.strip() for k, v in fields.items()}
+        wanted = [fields.get(k, "") for k in ("vendor_id", "cpu family", "model", "model name", "flags",
+                                              "Features", "CPU implementer", "CPU part")]
+        if any(wanted):
+            return hashlib.sha256("|".join(wanted).encode()).hexdigest()
+    except OSError:
+        pass
+    try:
+        import llvmlite.binding as llvm
+        return f"{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}"
+    except Exception:       # no llvmlite: nothing will be compiled or loaded anyway
+        return "unknown"
+
+
+def _llvmlite_build():
+    """llvmlite's library, by size and time (no import: importing llvmlite costs ~40 ms)."""
+    spec = _find_spec("llvmlite")
+    if spec is None or not spec.submodule_search_locations:
+        return "none"
+    folder = os.path.join(list(spec.submodule_search_locations)[0], "binding")
+    try:
+        return sorted(f"{n}:{os.stat(os.path.join(folder, n)).st_size}:{os.stat(os.path.join(folder, n)).st_mtime_ns}"
+                      for n in os.listdir(folder) if n.startswith("libllvmlite"))
+    except OSError:
+        return "unknown"
+
+
+def _emitter():
+    """The native tier's own source, hashed: code written by another version of the emitter is not found."""
+    digest = hashlib.sha256()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(os.listdir(here)):
+        if name.endswith(".py"):
+            with open(os.path.join(here, name), "rb") as f:
+                digest.update(name.encode() + f.read())
+    return digest.hexdigest()

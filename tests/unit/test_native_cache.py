@@ -1,0 +1,168 @@
+"""The native tier's disk cache (runtime/native/disk_cache.py): a later process runs native from its first
+call; a damaged, foreign or switched-off entry is never loaded and never an error."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from runtime import native
+from runtime.native import disk_cache
+from runtime.native.numpy_loops import same_bits
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
+
+# a fresh process: trace a GELU chain, build its native plan, say how its region started and what it gave
+CHILD = textwrap.dedent("""
+    import json, sys, numpy as np
+    import runtime as rt
+    from runtime import native
+    def gelu(x):
+        return 0.5 * x * (1 + rt.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
+    program, _, _ = rt.trace(gelu, [rt.InputSpec([-1, 37], "float32", name="x")])
+    plan = rt.Executor(native=True).compile(program)
+    started = [r[1] for r in plan.native_regions]
+    llvmlite_loaded = "llvmlite" in sys.modules
+    x = np.linspace(-6, 6, 5 * 37, dtype=np.float32).reshape(5, 37)
+    out = plan.run({"x": x})[0].numpy()
+    native.wait()
+    print(json.dumps({"started": started, "llvmlite": llvmlite_loaded, "out": out.tolist(),
+                      "want": rt.Executor(native=False).run(program, {"x": x})[0].numpy().tolist()}))
+""")
+
+
+def _child(cache, sync=False):
+    env = dict(os.environ, DY2STATIC_NATIVE_CACHE=str(cache), PYTHONPATH=ROOT,
+               DY2STATIC_NATIVE="sync" if sync else "1",
+               DY2STATIC_NATIVE_THRESHOLD_MS="0")
+    done = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    got, want = np.array(result["out"], np.float32), np.array(result["want"], np.float32)
+    assert same_bits(got, want)
+    return result
+
+
+def _entries(cache):
+    return sorted(p for p in os.listdir(cache) if p.endswith(".dy2n")) if os.path.isdir(cache) else []
+
+
+@needs_llvm
+def test_a_later_process_runs_native_from_its_first_call_without_llvmlite(tmp_path):
+    first = _child(tmp_path)
+    assert first["started"] == ["compiling"]            # empty cache: compiled in the background
+    assert len(_entries(tmp_path)) == 1
+    second = _child(tmp_path)
+    assert second["started"] == ["native"]
+    if sys.platform.startswith("linux") and shutil.which("ld"):     # a shared library: loaded by dlopen
+        assert second["llvmlite"] is False
+
+
+@needs_llvm
+@pytest.mark.parametrize("damage", ["flip a byte of the code", "truncate", "flip a byte of the checksum",
+                                    "another key's entry"])
+def test_a_damaged_or_foreign_entry_is_recompiled_not_loaded(tmp_path, damage):
+    _child(tmp_path, sync=True)
+    (name,) = _entries(tmp_path)
+    path = tmp_path / name
+    data = bytearray(path.read_bytes())
+    if damage == "flip a byte of the code":
+        data[-100] ^= 0x40
+    elif damage == "truncate":
+        data = data[:len(data) // 2]
+    elif damage == "flip a byte of the checksum":
+        data[len(disk_cache.MAGIC) + 3] ^= 1
+    path.write_bytes(bytes(data))
+    if damage == "another key's entry":         # a valid entry, under the name of a key it is not for
+        os.rename(path, tmp_path / ("0" * 40 + ".dy2n"))
+    result = _child(tmp_path)
+    assert result["started"] == ["compiling"]           # not loaded: compiled again, in the background
+    assert same_bits(np.array(result["out"], np.float32), np.array(result["want"], np.float32))
+    assert _child(tmp_path)["started"] == ["native"]    # the entry was written again, whole
+
+
+def test_read_checks_checksum_and_key(tmp_path, monkeypatch):
+    monkeypatch.setenv(disk_cache.ENV, str(tmp_path))
+    assert disk_cache.write("key one", {"name": "f"}, b"object code", b"library")
+    meta, obj, shared = disk_cache.read("key one")
+    assert (meta["name"], obj, shared) == ("f", b"object code", b"library")
+    assert disk_cache.read("key two") is None
+    (entry,) = tmp_path.iterdir()
+    os.rename(entry, disk_cache._path("key two"))       # the right bytes under another key's name
+    assert disk_cache.read("key two") is None
+    os.rename(disk_cache._path("key two"), entry)
+    data = bytearray(entry.read_bytes())
+    for at in range(len(data)):                          # any one byte changed: never read
+        data[at] ^= 0x10
+        entry.write_bytes(bytes(data))
+        assert disk_cache.read("key one") is None, at
+        data[at] ^= 0x10
+    entry.write_bytes(bytes(data))
+    assert disk_cache.read("key one") is not None
+
+
+@pytest.mark.parametrize("value", ["0", "off", ""])
+def test_the_cache_can_be_turned_off(tmp_path, monkeypatch, value):
+    monkeypatch.setenv(disk_cache.ENV, value)
+    assert disk_cache.directory() is None
+    assert disk_cache.write("k", {}, b"x") is False
+    assert disk_cache.read("k") is None
+
+
+def test_the_default_folder_follows_the_platform(monkeypatch, tmp_path):
+    monkeypatch.delenv(disk_cache.ENV, raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert disk_cache.directory() == os.path.join(str(tmp_path), "dy2static", "native")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert disk_cache.directory() == os.path.join(os.path.expanduser("~/.cache"), "dy2static", "native")
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert disk_cache.directory() == os.path.join(os.path.expanduser("~/Library/Caches"), "dy2static", "native")
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setenv("LOCALAPPDATA", str(tmp_path))
+    assert disk_cache.directory() == os.path.join(str(tmp_path), "dy2static", "native")
+
+
+def test_an_unwritable_folder_is_not_an_error(tmp_path, monkeypatch):
+    blocker = tmp_path / "a file"
+    blocker.write_text("")
+    monkeypatch.setenv(disk_cache.ENV, str(blocker / "cache"))
+    assert disk_cache.write("k", {}, b"x") is False
+    assert disk_cache.read("k") is None
+
+
+def test_the_key_names_the_cpu_and_the_builds():
+    environment = disk_cache.environment()
+    assert set(environment) == {"cpu", "python", "platform", "numpy", "llvmlite", "dy2static"}
+    assert environment["numpy"] == np.__version__
+    assert json.loads(disk_cache.entry_key("region"))["environment"] == environment
+
+
+@needs_llvm
+def test_without_a_linker_the_object_code_is_cached_and_loads_through_llvmlite(tmp_path, monkeypatch):
+    from runtime.native import elementwise, objects
+    from runtime.native.numpy_loops import probe_values
+
+    monkeypatch.setenv(disk_cache.ENV, str(tmp_path))
+    monkeypatch.setattr(objects, "link", lambda obj: None)          # as on macOS, Windows, or no `ld`
+    steps = [("multiply", {"in": 0}, 3.0 + os.getpid() % 1000 / 1024), ("tanh", {"step": 0})]   # a new chain
+    inputs, out = [("float32", (-1,))], ("float32", (-1,))
+    kernel = elementwise.compile_chain(inputs, out, steps)
+    assert not isinstance(kernel, str), kernel
+    plan = elementwise._plan(inputs, out, steps)
+    plan["source"] = (inputs, out, steps)
+    meta, obj, shared = disk_cache.read(disk_cache.entry_key(repr(plan["key"])))
+    assert shared is None and obj
+    assert elementwise._from_disk(plan, with_llvmlite=False) is None    # would need llvmlite: left to the compiler
+    loaded = elementwise._from_disk(plan, with_llvmlite=True)
+    x = probe_values("float32", 1000)
+    got = np.empty_like(x)
+    with np.errstate(all="ignore"):
+        want = elementwise.reference(steps, [x])
+        assert loaded.cfunc(got, x) == 0
+    assert same_bits(got, want)

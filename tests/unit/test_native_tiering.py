@@ -1,0 +1,119 @@
+"""Tiering (runtime/native/tiering.py): a new region runs on NumPy until its calls have taken the
+threshold, then compiles in the background; no caller ever waits for LLVM."""
+import threading
+
+import numpy as np
+import pytest
+
+import runtime as rt
+from runtime import native
+from runtime.native import compiler, tiering
+from runtime.native.numpy_loops import probe_values, same_bits
+
+needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
+_unique = iter(range(1, 1 << 30))
+
+
+def _new_chain_program(n=300):
+    """A chain no other test compiled (its constant is new), so it starts cold."""
+    k = 1.0 + next(_unique) / 4096
+
+    def f(x):
+        return rt.tanh(x * k + 0.25) * 0.5
+
+    return rt.trace(f, [rt.InputSpec([n], "float32", name="x")])[0]
+
+
+def _state(plan):
+    return [why for _, why in plan.native_regions]
+
+
+def test_the_threshold_setting(monkeypatch):
+    monkeypatch.delenv(tiering.ENV, raising=False)
+    assert tiering.threshold() == tiering.DEFAULT_MS / 1e3
+    monkeypatch.setenv(tiering.ENV, "2.5")
+    assert tiering.threshold() == 0.0025
+    monkeypatch.setenv(tiering.ENV, "0")
+    assert tiering.threshold() == 0
+    for bad in ("soon", "-1", "nan"):
+        monkeypatch.setenv(tiering.ENV, bad)
+        with pytest.raises(ValueError, match=tiering.ENV):
+            tiering.threshold()
+
+
+def test_timed_starts_once_past_the_threshold():
+    started, settled = [], []
+    run = tiering.timed(lambda a: a + 1, 0.0, lambda: started.append(1), settled.append)
+    assert run(1) == 2 and run(2) == 3
+    assert started == [1] and len(settled) == 1 and settled[0](5) == 6
+
+
+@needs_llvm
+def test_a_cold_region_warms_on_numpy_then_compiles_and_swaps_in(monkeypatch):
+    monkeypatch.setenv(tiering.ENV, "20")
+    program = _new_chain_program(4096)
+    plan = rt.Executor(native=True).compile(program)
+    assert _state(plan) == ["warming"]
+    x = probe_values("float32", 4096)
+    with np.errstate(all="ignore"):
+        want = rt.Executor(native=False).run(program, {"x": x})[0].numpy()
+        got = plan.run({"x": x})[0].numpy()
+        assert same_bits(got, want) and _state(plan) == ["warming"]       # one call is not 20 ms
+        calls = 1
+        while _state(plan) == ["warming"]:
+            assert same_bits(plan.run({"x": x})[0].numpy(), want)
+            calls += 1
+            assert calls < 10 ** 6
+    native.wait()
+    assert _state(plan) == ["native"]
+    with np.errstate(all="ignore"):
+        assert same_bits(plan.run({"x": x})[0].numpy(), want)
+    # the kernel is the process's now: a new plan of the same chain is native at once
+    assert _state(rt.Executor(native=True).compile(program)) == ["native"]
+
+
+@needs_llvm
+def test_a_region_that_never_runs_long_is_never_compiled(monkeypatch):
+    monkeypatch.setenv(tiering.ENV, "60000")
+    before = native.stats()["compiling"]
+    plan = rt.Executor(native=True).compile(_new_chain_program())
+    x = probe_values("float32", 300)
+    with np.errstate(all="ignore"):
+        for _ in range(50):
+            plan.run({"x": x})
+    assert _state(plan) == ["warming"] and native.stats()["compiling"] == before
+
+
+@needs_llvm
+def test_callers_are_never_blocked_while_the_compile_runs(monkeypatch):
+    monkeypatch.setenv(tiering.ENV, "0.001")
+    release = threading.Event()
+    compiler.submit(lambda: release.wait(60), lambda _: None)      # holds the compiler thread
+    try:
+        program = _new_chain_program()
+        plan = rt.Executor(native=True).compile(program)
+        x = probe_values("float32", 300)
+        results, errors = [], []
+
+        def caller():
+            try:
+                with np.errstate(all="ignore"):
+                    for _ in range(200):
+                        results.append(plan.run({"x": x})[0].numpy())
+            except Exception as e:          # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=caller) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not any(t.is_alive() for t in threads) and not errors      # all done while LLVM is held
+        assert _state(plan) == ["compiling"]                               # past the threshold: queued
+    finally:
+        release.set()
+    with np.errstate(all="ignore"):
+        want = rt.Executor(native=False).run(program, {"x": x})[0].numpy()
+    assert len(results) == 800 and all(same_bits(r, want) for r in results)
+    native.wait()
+    assert _state(plan) == ["native"]
