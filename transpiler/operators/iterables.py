@@ -8,7 +8,7 @@ import numpy as np
 import runtime as rt
 from runtime.array_methods import python_numbers
 
-from ..aliases import array_item
+from ..effects.aliases import array_item
 from .base import _is_array, _symbolic, _tensorish
 from .calls import overload
 from .conditionals import _raise_if

@@ -8,7 +8,7 @@ import runtime as rt
 from runtime import tracing
 from runtime.ir import Variable
 
-from ..aliases import array_item, write_through
+from ..effects.aliases import array_item, write_through
 from .base import _decided, _is_array, _symbolic
 from .calls import convert_call
 from .exceptions import EmptyListRead

@@ -12,7 +12,7 @@ from runtime.errors import ControlFlowError
 from runtime.ir import Variable
 from runtime.state import attr_cell
 
-from ..aliases import CONVERTED_CODES
+from ..effects.aliases import CONVERTED_CODES
 from .base import _symbolic
 
 
@@ -161,7 +161,7 @@ def _check_objects(kind, watched):
     """After it: such an attribute set to a Python value by a function the construct calls (`a.step()`
     writing `self.count += 1`) was set once while tracing, on every path, so the object would be left
     wrong: put back, and an error. (A traced value left there is refused when the trace ends, naming
-    the line that wrote it: `writeback.StateWrites`.)"""
+    the line that wrote it: `effects.StateWrites`.)"""
     for name, obj, before, carried in watched:
         after = vars(obj)
         changed = [attr for attr in [*before, *(a for a in after if a not in before)]
