@@ -1,0 +1,76 @@
+"""Places the converter declares (`state=`) are carried from a region's first trace.
+
+A tensor-dependent if/while that writes into a Tensor in place (`h.buf[0] = v`, a Layer buffer
+assigned) used to be traced once, found writing the Tensor, rolled back and traced again carrying it.
+Where the converter sees the write, the Tensor is carried from the first trace: the branch or body is
+traced once. A declared write the trace does not make is dropped (traced again without it), so the
+results are Python's either way. Oracle: the same function run eagerly.
+"""
+import itertools
+import types
+
+import numpy as np
+
+import runtime as rt
+from transpiler import to_static
+
+
+def _holder():
+    return types.SimpleNamespace(buf=rt.tensor(np.zeros(3, np.float32)))
+
+
+def _check(make, x, expected_traces):
+    eager_h, static_h = _holder(), _holder()
+    want = make(eager_h, itertools.count())(x)
+    traces = itertools.count()
+    got = to_static(make(static_h, traces))(x)
+    np.testing.assert_allclose(got.numpy(), want.numpy())
+    np.testing.assert_allclose(static_h.buf.numpy(), eager_h.buf.numpy())
+    assert next(traces) == expected_traces
+
+
+def _if_writing(write, write_else=True):
+    def make(h, traces):
+        def f(x):
+            if x.sum() > 0:
+                next(traces)
+                if write:
+                    h.buf[0] = x.sum()
+            else:
+                if write_else:
+                    h.buf[1] = x.mean()
+            return x * 2
+        return f
+    return make
+
+
+def test_a_declared_tensor_write_in_an_if_is_traced_once():
+    _check(_if_writing(True), rt.tensor(np.float32([1.0, 2.0])), 1)
+    _check(_if_writing(True), rt.tensor(np.float32([-1.0, -2.0])), 1)
+
+
+def test_a_declared_write_the_trace_does_not_make_keeps_python_results():
+    _check(_if_writing(False), rt.tensor(np.float32([1.0, 2.0])), 1)     # the else branch writes the Tensor
+    # neither branch writes it (a Python-false `if` around the write): traced again without it
+    _check(_if_writing(False, write_else=False), rt.tensor(np.float32([1.0, 2.0])), 2)
+
+
+def test_a_declared_tensor_write_in_a_while_is_traced_once():
+    def make(h, traces):
+        def f(x):
+            i = 0
+            while i < x.sum():
+                next(traces)
+                h.buf[2] = h.buf[2] + 1.0
+                i += 1
+            return x + h.buf[2]
+        return f
+    eager_h, static_h = _holder(), _holder()
+    x = rt.tensor(np.float32([1.0, 2.0]))
+    want = make(eager_h, itertools.count())(x)
+    traces = itertools.count()
+    got = to_static(make(static_h, traces))(x)
+    np.testing.assert_allclose(got.numpy(), want.numpy())
+    np.testing.assert_allclose(static_h.buf.numpy(), eager_h.buf.numpy())
+    body_traces = next(traces)
+    assert body_traces <= 2       # the while op's own settling may trace the body twice; no retrace for the write
