@@ -74,3 +74,40 @@ def test_a_declared_tensor_write_in_a_while_is_traced_once():
     np.testing.assert_allclose(static_h.buf.numpy(), eager_h.buf.numpy())
     body_traces = next(traces)
     assert body_traces <= 2       # the while op's own settling may trace the body twice; no retrace for the write
+
+
+def _made_in_the_call(traces):
+    def f(x):
+        mv = rt.asarray([1.0, 2.0, 3.0])          # an eager Tensor the call makes: written in place below
+        if x.sum() > 0:
+            next(traces)
+            mv[1:] = mv[:-1] + x[:2]
+        i = 0
+        while i < x.sum():
+            mv[0] += 1
+            i += 1
+        return x.sum() + mv
+    return f
+
+
+def test_a_local_tensor_written_into_is_declared_and_traced_once():
+    x = rt.tensor(np.float32([1.0, 2.0]))
+    want = _made_in_the_call(itertools.count())(x)
+    traces = itertools.count()
+    static = to_static(_made_in_the_call(traces))
+    assert "_jst.tensor_cell(lambda: mv, 'mv')" in static.code
+    for _ in range(2):      # each call makes mv afresh, as Python does
+        np.testing.assert_allclose(static(x).numpy(), want.numpy())
+    assert next(traces) == 1
+
+
+def test_a_local_list_written_into_carries_no_tensor():
+    def f(x):
+        ys = [x, x * 2]
+        if x.sum() > 0:
+            ys[0] = ys[1] + 1
+        return ys[0]
+    static = to_static(f)
+    x = rt.tensor(np.float32([1.0, 2.0]))
+    np.testing.assert_allclose(static(x).numpy(), f(x).numpy())
+    np.testing.assert_allclose(static(-x).numpy(), f(-x).numpy())

@@ -24,7 +24,7 @@ from runtime.state import attr_cell, contents_cell, item_cell
 from .base import outer_value, return_placeholder, undefined
 from .calls import convert_call, convert_in_place, convert_map
 from .strings import convert_fstring
-from .regions import partial_state
+from .regions import partial_state, tensor_cell
 from .exceptions import catching, check_caught, convert_assert, convert_raise
 from .logical import (convert_logical_and, convert_logical_not, convert_logical_or, convert_test_and,
                       convert_test_or)
@@ -38,4 +38,4 @@ from .lists import (convert_append, convert_call_item, convert_delitem, convert_
                     convert_insert, convert_list_comp, convert_pop, convert_setitem, convert_setitem_path)
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + ["partial_state",
-    "undefined", "return_placeholder", "attr_cell", "item_cell", "contents_cell", "check_caught", "outer_value"]
+    "undefined", "return_placeholder", "attr_cell", "item_cell", "contents_cell", "check_caught", "outer_value", "tensor_cell"]

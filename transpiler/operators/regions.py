@@ -10,7 +10,8 @@ import runtime as rt
 from runtime import pytree, tracing
 from runtime.errors import ControlFlowError
 from runtime.ir import Variable
-from runtime.state import attr_cell
+from runtime.state import TensorValueCell, attr_cell
+from runtime.tensor import EagerTensor
 
 from ..effects.aliases import CONVERTED_CODES
 from .base import _symbolic
@@ -155,6 +156,17 @@ def _carrying_attributes(state, moved, watched):
             if vars(obj).get(attr, _MISSING) is not value:
                 setattr(obj, attr, value)
     return lambda: tuple(state() if state is not None else ()) + cells
+
+
+def tensor_cell(read, label):
+    """In a construct's `state=`: the local name `label` is written into there (`buf[i] = v`); when it holds
+    an eager Tensor, that store writes the Tensor in place, so the construct carries it from its first
+    trace (a one-cell tuple). Anything else, or no value yet: nothing to carry (an empty tuple)."""
+    try:
+        value = read()
+    except NameError:
+        return ()
+    return (TensorValueCell(value, f"'{label}'"),) if isinstance(value, EagerTensor) else ()
 
 
 def _check_objects(kind, watched):

@@ -37,7 +37,7 @@ from ..analysis.closures import has_call, rebound_by_closures, written_by_closur
 from ..analysis.scope import assigned_names
 from .base import Transformer, const, jst, load, located, store
 from .expressions import mark_truth_only, python_valued
-from .state import changed_arguments, state_keyword
+from .state import changed_arguments, state_keyword, written_into
 
 
 def _names_tuple(names):
@@ -91,8 +91,8 @@ def _call(op, args):
     return gast.Call(func=jst(op), args=args, keywords=[])
 
 
-def _add_state(call, composites, bound):
-    keyword = state_keyword(composites, bound)
+def _add_state(call, composites, bound, written_into):
+    keyword = state_keyword(composites, bound, written_into)
     if keyword is not None:
         call.keywords.append(keyword)
 
@@ -135,6 +135,7 @@ class ControlFlow(Transformer):
     def visit_If(self, node):
         declared = self._rebound_declared(node.body, node.orelse)
         by_calls = self._written_by_calls(node.body, node.orelse)
+        into = written_into(node.body + node.orelse) - self.declared
         node.body = self.visit_block(node.body)
         node.orelse = self.visit_block(node.orelse)
         if python_valued(node.test):        # `if self.downsample is not None:` is Python's own `if`
@@ -157,13 +158,14 @@ class ControlFlow(Transformer):
             false_fn = const(None)
         call = _call("convert_ifelse", [mark_truth_only(node.test), load(true_name), false_fn, self._args(params),
                                         _str_tuple(outputs)])
-        _add_state(call, body_act.composites | else_act.composites | by_calls, modified)
+        _add_state(call, body_act.composites | else_act.composites | by_calls, modified, into)
         stmts.append(_bind(outputs, located(call, node), node))
         return stmts
 
     def visit_While(self, node):
         declared = self._rebound_declared(node.body)
         by_calls = self._written_by_calls(node.body, [gast.Expr(value=node.test)])
+        into = written_into(node.body) - self.declared
         node.body = self.visit_block(node.body)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         live_in, live_out = getanno(node, Anno.LIVE_IN), getanno(node, Anno.LIVE_OUT)
@@ -176,13 +178,14 @@ class ControlFlow(Transformer):
         stmts.append(self._def(body_name, loop_vars, node.body + _return(loop_vars), node))
         call = _call("convert_while", [load(cond_name), load(body_name), self._args(loop_vars),
                                        _str_tuple(loop_vars)])
-        _add_state(call, body_act.composites | by_calls, body_act.modified)
+        _add_state(call, body_act.composites | by_calls, body_act.modified, into)
         stmts.append(_bind(loop_vars, located(call, node), node))
         return stmts
 
     def visit_For(self, node):
         declared = self._rebound_declared(node.body, [node.target])
         by_calls = self._written_by_calls(node.body)
+        into = written_into(node.body) - self.declared
         node.body = self.visit_block(node.body)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         target_act = getanno(node, Anno.TEST_ACTIVITY)
@@ -208,7 +211,7 @@ class ControlFlow(Transformer):
         call = _call("convert_for", [node.iter, load(body_name), self._args(loop_vars), _str_tuple(loop_vars)])
         if break_flag:
             call.keywords.append(gast.keyword(arg="until", value=const(break_flag)))
-        _add_state(call, body_act.composites | by_calls, body_act.modified | targets)
+        _add_state(call, body_act.composites | by_calls, body_act.modified | targets, into - targets)
         stmts.append(_bind(loop_vars, located(call, node), node))
         return stmts
 
