@@ -91,8 +91,8 @@ def _call(op, args):
     return gast.Call(func=jst(op), args=args, keywords=[])
 
 
-def _add_state(call, composites, bound, written_into):
-    keyword = state_keyword(composites, bound, written_into)
+def _add_state(call, composites, bound, into=()):
+    keyword = state_keyword(composites, bound, into)
     if keyword is not None:
         call.keywords.append(keyword)
 
@@ -165,7 +165,6 @@ class ControlFlow(Transformer):
     def visit_While(self, node):
         declared = self._rebound_declared(node.body)
         by_calls = self._written_by_calls(node.body, [gast.Expr(value=node.test)])
-        into = written_into(node.body) - self.declared
         node.body = self.visit_block(node.body)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         live_in, live_out = getanno(node, Anno.LIVE_IN), getanno(node, Anno.LIVE_OUT)
@@ -178,14 +177,13 @@ class ControlFlow(Transformer):
         stmts.append(self._def(body_name, loop_vars, node.body + _return(loop_vars), node))
         call = _call("convert_while", [load(cond_name), load(body_name), self._args(loop_vars),
                                        _str_tuple(loop_vars)])
-        _add_state(call, body_act.composites | by_calls, body_act.modified, into)
+        _add_state(call, body_act.composites | by_calls, body_act.modified)
         stmts.append(_bind(loop_vars, located(call, node), node))
         return stmts
 
     def visit_For(self, node):
         declared = self._rebound_declared(node.body, [node.target])
         by_calls = self._written_by_calls(node.body)
-        into = written_into(node.body) - self.declared
         node.body = self.visit_block(node.body)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         target_act = getanno(node, Anno.TEST_ACTIVITY)
@@ -211,7 +209,7 @@ class ControlFlow(Transformer):
         call = _call("convert_for", [node.iter, load(body_name), self._args(loop_vars), _str_tuple(loop_vars)])
         if break_flag:
             call.keywords.append(gast.keyword(arg="until", value=const(break_flag)))
-        _add_state(call, body_act.composites | by_calls, body_act.modified | targets, into - targets)
+        _add_state(call, body_act.composites | by_calls, body_act.modified | targets)
         stmts.append(_bind(loop_vars, located(call, node), node))
         return stmts
 

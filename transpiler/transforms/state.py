@@ -11,11 +11,12 @@ rebinds is not state of it (`p = Point(); p.x = 1`: the object is new), and a
 place inside another written place is carried with it (`self.d = {}` and
 `self.d['k'] = v`: `self.d` is the state).
 
-A local name the construct writes into without rebinding it (`buf[i] = v`) may
-hold an eager Tensor, which the store writes in place: it is declared too
-(`+ _jst.tensor_cell(lambda: buf, 'buf')`, a cell only when it holds one), so the
-construct carries the Tensor from its first trace instead of finding the write
-by tracing it (runtime.control_flow).
+A local name an `if` writes into without rebinding it (`buf[i] = v`) may hold
+an eager Tensor, which the store writes in place (a branch gets the object
+itself): it is declared too (`+ _jst.tensor_cell(lambda: buf, 'buf')`, a cell
+only when it holds one), so the `if` carries the Tensor from its first trace
+instead of finding the write by tracing it (runtime.control_flow). A loop does
+not: such a name is a loop variable, which the loop carries as a traced value.
 """
 import copy
 
