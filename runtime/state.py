@@ -1,4 +1,12 @@
-"""State cells: an attribute, a dict/list item or a container's contents, carried like a local name.
+"""Places outside the graph: the one notion of a place a trace reads or writes that is no value of it.
+
+A place is a `Cell`: an attribute (`AttrCell`), a constant-key item (`ItemCell`;
+a global is an item of its module's dict), a list/dict's contents
+(`ContentsCell`), a closure variable (`ClosureCell`), or a Tensor's contents
+(`TensorCell`, `TensorValueCell`: written in place, `runtime.writes`). Each
+has read (`get`), write (`set`: while tracing at the top level, noted in the
+trace's journal with the value before) and store (`_store`: what a rollback
+puts back and what a run stores after it).
 
 Converted code writes `self.n = ...` or `self.cache["k"] = ...` inside a
 tensor-dependent `if`/`while`. Such a place is state, exactly like a local
@@ -12,7 +20,7 @@ storing `Undefined` removes it again.
 While a Program is traced, every cell that is left holding traced values is
 remembered (`tracing.TraceState.written`, handed out as `Recording.written`):
 the caller makes those values extra outputs of the Program and writes them
-back to the object after each run (see `transpiler.writeback`), so the object
+back to the object after each run (see `transpiler.effects`), so the object
 holds eager Tensors, never Variables.
 """
 from contextlib import contextmanager
@@ -155,8 +163,35 @@ class TensorCell(Cell):
 
     def _store(self, value):
         """Only the trace's end stores here (the Tensor itself): later reads see the Tensor again. A run's
-        value goes straight into `obj.array` (transpiler.writeback)."""
+        value goes straight into `obj.array` (transpiler.effects.store)."""
         self.value = None
+
+
+class ClosureCell(Cell):
+    """A closure variable (`nonlocal n`): a cell object shared with the enclosing function."""
+
+    __slots__ = ()
+
+    def get(self):
+        value = _cell_contents(self.obj)
+        return Undefined(self.label) if value is _MISSING else value
+
+    def _store(self, value):
+        if isinstance(value, Undefined):
+            if _cell_contents(self.obj) is not _MISSING:
+                del self.obj.cell_contents
+        else:
+            self.obj.cell_contents = value
+
+
+_MISSING = object()
+
+
+def _cell_contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _MISSING
 
 
 def write_tensor(tensor, value, label=None):

@@ -22,7 +22,7 @@ class Frame:
     python_numbers: bool = False   # ops compute what Python's operators do on numbers (`python_numbers`)
     catching: tuple = ()           # transpiler.operators: handler thunks of the converted `try` bodies open
     reads: object = None           # transpiler.guards: the Reads of the trace being recorded, or None
-    snapshot: object = None        # transpiler.writeback: the snapshot objects join as their methods run
+    snapshot: object = None        # transpiler.effects.collector: the snapshot objects join as their methods run
 
 
 _OUTERMOST = Frame()

@@ -233,7 +233,7 @@ class Recording:
 
     `written` maps each place (runtime.state) the trace left holding traced
     values to (cell, value before). It belongs to the caller that makes those
-    values outputs and writes them back (transpiler.writeback), not to the
+    values outputs and writes them back (transpiler.effects), not to the
     Program, which stays the graph alone. `made` holds the eager Tensors the
     trace itself made (id -> Tensor): values of one run, never state.
     """

@@ -16,7 +16,7 @@ import astor
 import gast
 
 from . import operators
-from .aliases import CONVERTED_CODES
+from .effects.aliases import CONVERTED_CODES
 
 WIDTH = 120        # converted source wraps its lines at the width of our own code, between arguments only
 FACTORY = "__dy2static_factory"

@@ -14,7 +14,7 @@ from runtime.autodiff.static_call import draws_random, record_call
 from runtime.autodiff.tape import GRAD_MODE
 from runtime.codegen.plan import located as located_in_plan, wrap_output
 
-from . import guards, writeback
+from . import effects, guards
 
 MISS = guards.MISS
 _SCALARS = (bool, int, str, type(None))
@@ -89,7 +89,7 @@ def compile_fast_call(static, traced, args, key):
         lines += [f"if WT{j}.array.shape != WS{j} or WT{j}.array.dtype != WD{j} or WT{j}.backend is not BE:",
                   "    return MISS"]
         stores.append(f"WT{j}.array = outs[{k}] if outs[{k}].__class__ is ND else WRAP(outs[{k}], BE).array")
-    ns["GEN"], ns["G0"] = writeback.GENERATION, writeback.GENERATION[0]
+    ns["GEN"], ns["G0"] = effects.GENERATION, effects.GENERATION[0]
     lines += ["if GEN[0] != G0:", "    return MISS"]       # a write-back replaced a captured tensor
     lines += ["try:", f"    outs = FN({', '.join(feeds)})", "except Exception as e:",
               "    raise LOCATED(e, PLAN) from None"]

@@ -35,7 +35,7 @@ from runtime.shape_text import shape_text
 from runtime import tracing
 from runtime.tensor import EagerTensor as Tensor   # an eager Tensor: a traced value left in a place is no guard
 
-from .outer_names import defaults
+from .effects.outer_names import defaults
 from .transforms.calls import is_library_module
 
 MISS = object()

@@ -25,15 +25,13 @@ from runtime.codegen.plan import wrap_output
 from runtime.executor import Executor
 from runtime.passes import run_passes
 
-from . import emit, guards, outer_names, writeback
+from . import effects, emit, guards
 from .conversion import NOT_TO_STATIC, convert_function, converted_source, is_user_function
 from .errors import ConversionError, recursion_error, relocate, warn_fallback
 from .fast_call import MISS, compile_fast_call
-from .lifetimes import Lifetimes
 from .parsing import parse_function
 from .signatures import (as_spec, check_against_spec, device_of, feed_array, is_tensor_like, leaf_name,
                          retrace_reason)
-from .writeback import StateWrites
 
 def converted_callable(obj):
     """What converted code calls in place of obj: its converted form when obj is user code."""
@@ -48,7 +46,7 @@ def converted_callable(obj):
         if not isinstance(obj.__func__, types.FunctionType) or not is_user_function(obj.__func__):
             return obj
         _note_reads(obj.__func__, obj.__self__)
-        writeback.note_instance(obj.__self__)
+        effects.note_instance(obj.__self__)
         return types.MethodType(convert_function(obj.__func__), obj.__self__)
     if isinstance(obj, rt.nn.Layer):
         if obj.__dict__.get("_forward_pre_hooks") or obj.__dict__.get("_forward_post_hooks"):
@@ -90,7 +88,7 @@ class _Traced:
         self.guard = guards.Guard(guard, self.param_tensors)
         self.keep = keep              # argument objects keyed by identity: alive while this entry is
         self.fast = None
-        self.state = state            # writeback.StateWrites: objects the function writes
+        self.state = state            # effects.StateWrites: objects the function writes
         # a training step (it writes tensors that require grad) never goes on the tape; buffer writes may
         self.writes_parameters = any(t.requires_grad for t, *_ in state.in_place)
 
@@ -102,7 +100,7 @@ class _Traced:
             if reason is None:
                 params = self.state.param_tensors(params)
         if reason is None:
-            params = writeback.current(params)  # followed to what a write-back put in their place
+            params = effects.current(params)  # followed to what a write-back put in their place
         return reason, params
 
 
@@ -174,7 +172,7 @@ class StaticFunction:
         if reads is not None:
             reads.function(self._fn, self._instance)
         if self._instance is not None:
-            writeback.note_instance(self._instance)
+            effects.note_instance(self._instance)
         return fn if self._instance is None else types.MethodType(fn, self._instance)
 
     def __repr__(self):
@@ -226,7 +224,7 @@ class StaticFunction:
         rng_state = rng.get_state() if GRAD_MODE.enabled and draws_random(traced.program) else None
         outs = plan(*arrays)
         if not kwargs:
-            if traced.fast is None or (traced.fast and traced.fast.generation != writeback.GENERATION[0]):
+            if traced.fast is None or (traced.fast and traced.fast.generation != effects.GENERATION[0]):
                 traced.fast = compile_fast_call(self, traced, args, key) or False
             if traced.fast:
                 self._fast_call = traced.fast
@@ -364,32 +362,21 @@ class StaticFunction:
         A trace that fails (any exception, a KeyboardInterrupt included) leaves nothing behind: no
         entry, and every place it wrote holds what it held before — `.grad`s, attributes, globals,
         closure variables, containers and the random generator. The one journal of those places is
-        the trace's `written` (runtime.state cells, and what comparing with the snapshots finds).
+        `effects.Effects.written` (runtime.state cells, and what comparing with the snapshots finds).
 
         `call` is the call's (args, kwargs): lists and dicts it passed that the function writes get
-        the new values after each run (see writeback)."""
-        before = writeback.snapshot({**outer_names.user_objects(self._fn),
-                                     **writeback.argument_objects(self._fn, self._instance,
-                                                                  *pytree.unflatten(treedef, leaves))})
-        outer = outer_names.snapshot(self._fn)
-        written = {}
-        generator = rng.snapshot()
+        the new values after each run (see effects.objects.ArgumentWrites)."""
+        places = effects.Effects(self._fn, self._instance, *pytree.unflatten(treedef, leaves), call)
         try:
-            traced = self._record(leaves, treedef, positions, keep, call, before, outer, written)
+            traced = self._record(leaves, treedef, positions, keep, call, places)
             self._store(key, traced, stale)
         except BaseException:
-            def undo():
-                writeback.register_writes(written, before)
-                outer_names.register(self._fn, outer, written, traced_only=False)
-                tracing.put_back(written)
-                rng.restore(generator)
-            _to_the_end(undo)
+            _to_the_end(places.undo)
             raise
         return traced
 
-    def _record(self, leaves, treedef, positions, keep, call, before, outer, written):
-        """The trace and compiled plan of one signature; its written places are noted in `written`."""
-        containers = writeback.ArgumentWrites(self._fn, self._instance, call)
+    def _record(self, leaves, treedef, positions, keep, call, places):
+        """The trace and compiled plan of one signature; its written places are noted in `places`'s journal."""
         specs = []
         names = self._param_names()
         paths = pytree.leaf_paths(treedef)
@@ -403,9 +390,8 @@ class StaticFunction:
         named = list(self._instance.named_parameters()) if isinstance(self._instance, rt.nn.Layer) else []
         if isinstance(self._instance, rt.nn.Layer):
             named += self._instance.named_buffers()
-        n_before = len(before)      # the trace adds the objects whose methods it calls (some it makes itself)
         try:
-            with guards.recording() as reads, tracing.parameter_names(named), writeback.collecting(before):
+            with guards.recording() as reads, tracing.parameter_names(named), places.collecting():
                 args, kwargs = pytree.unflatten(treedef, leaves)
                 labels = {**{id(a): name for a, name in zip(args, names)}, **{id(v): k for k, v in kwargs.items()}}
                 for obj in keep:
@@ -417,13 +403,12 @@ class StaticFunction:
                     for i, var in zip(positions, variables):
                         filled[i] = var
                     args, kwargs = pytree.unflatten(treedef, filled)
-                    containers.traced_with(args, kwargs)
+                    places.traced_with(args, kwargs)
                     return fn(*args, **kwargs)
-                recording = tracing.record(body, specs, name=self._fn.__name__, keeps_writes=True, written=written)
+                recording = tracing.record(body, specs, name=self._fn.__name__, keeps_writes=True,
+                                           written=places.written)
             program = recording.program
-            writeback.register_writes(written, before)
-            outer_names.register(self._fn, outer, written)
-            containers.register(written)
+            places.collect()
         except SymbolicBoolError as e:
             raise _symbolic_bool_conversion_error(e) from None
         except RecursionError as e:
@@ -437,10 +422,10 @@ class StaticFunction:
             located.original = e
             raise located from None
         device = device_of(leaves[positions[0]]) if positions else "cpu"
-        seen = (call if call is not None else pytree.unflatten(treedef, leaves), self._instance, self._fn,
-                [(f, f.__globals__) for f in [self._fn] + reads.functions], [e[1:] for e in before[:n_before]], outer)
-        state = StateWrites(program, written, [program.parameters[v.name] for v in program.inputs[len(positions):]],
-                            Lifetimes(seen, recording.made))
+        roots = (call if call is not None else pytree.unflatten(treedef, leaves), self._instance, self._fn,
+                 [(f, f.__globals__) for f in [self._fn] + reads.functions])
+        state = places.state_writes(program, [program.parameters[v.name] for v in program.inputs[len(positions):]],
+                                    roots, recording.made)
         plan = Executor(device, self._passes).compile(state.runnable(program))
         return _Traced(program, plan, len(positions), reads.watches, keep, state)
 

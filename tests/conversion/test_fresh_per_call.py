@@ -378,7 +378,7 @@ def test_state_is_found_whatever_a_module_namespace_reaches():
     """The walk for what existed before the call skips a namespace's own machinery (`__loader__`,
     `__builtins__`...): under a test runner a module's `__loader__` reaches the whole session, which
     would exhaust the walk's budget and make a local list look like state."""
-    from transpiler import lifetimes
+    from transpiler.effects import lifetimes
 
     def f(x):
         buf = [x * 0, x * 0]

@@ -38,7 +38,7 @@ from ..analysis.scope import assigned_names
 from . import templates
 from .base import Transformer, const, jst, load, located, store
 from .expressions import mark_truth_only, python_valued
-from .state import changed_arguments, state_keyword
+from .state import changed_arguments, state_keyword, written_into
 
 
 def _names_tuple(names):
@@ -85,8 +85,8 @@ def _call(op, args):
     return gast.Call(func=jst(op), args=args, keywords=[])
 
 
-def _add_state(call, composites, bound):
-    keyword = state_keyword(composites, bound)
+def _add_state(call, composites, bound, into=()):
+    keyword = state_keyword(composites, bound, into)
     if keyword is not None:
         call.keywords.append(keyword)
 
@@ -130,6 +130,7 @@ class ControlFlow(Transformer):
     def visit_If(self, node):
         declared = self._rebound_declared(node.body, node.orelse)
         by_calls = self._written_by_calls(node.body, node.orelse)
+        into = written_into(node.body + node.orelse) - self.declared
         node.body = self.visit_block(node.body)
         node.orelse = self.visit_block(node.orelse)
         if python_valued(node.test):        # `if self.downsample is not None:` is Python's own `if`
@@ -152,7 +153,7 @@ class ControlFlow(Transformer):
             false_fn = const(None)
         call = _call("convert_ifelse", [mark_truth_only(node.test), load(true_name), false_fn, self._args(params),
                                         _str_tuple(outputs)])
-        _add_state(call, body_act.composites | else_act.composites | by_calls, modified)
+        _add_state(call, body_act.composites | else_act.composites | by_calls, modified, into)
         stmts.append(_bind(outputs, located(call, node), node))
         return stmts
 

@@ -10,6 +10,13 @@ The lambda is called only when the construct becomes a graph op; its cells
 rebinds is not state of it (`p = Point(); p.x = 1`: the object is new), and a
 place inside another written place is carried with it (`self.d = {}` and
 `self.d['k'] = v`: `self.d` is the state).
+
+A local name an `if` writes into without rebinding it (`buf[i] = v`) may hold
+an eager Tensor, which the store writes in place (a branch gets the object
+itself): it is declared too (`+ _jst.tensor_cell(lambda: buf, 'buf')`, a cell
+only when it holds one), so the `if` carries the Tensor from its first trace
+instead of finding the write by tracing it (runtime.control_flow). A loop does
+not: such a name is a loop variable, which the loop carries as a traced value.
 """
 import copy
 
@@ -17,20 +24,34 @@ import gast
 
 from ..analysis import Anno, getanno
 from ..analysis.activity import MUTATORS, expr_text
+from ..analysis.scope import own_scope
 from .base import JST, const, jst
 
 
-def state_keyword(composites, bound):
-    """`state=lambda: (cells...)` for these Composites, or None when there are none to carry."""
+def state_keyword(composites, bound, written_into=()):
+    """`state=lambda: (cells...)` for these Composites and the local names written into, or None when
+    there are none to carry."""
     places = [c for c in composites if c.root not in bound]
     texts = {c.text for c in places}
     places = sorted((c for c in places if not _inside_other(c, texts)), key=lambda c: c.text)
-    if not places:
+    if not places and not written_into:
         return None
-    cells = gast.Tuple(elts=[_cell(c) for c in places], ctx=gast.Load())
-    args = gast.arguments(args=[], posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+    parts = [gast.Tuple(elts=[_cell(c) for c in places], ctx=gast.Load())] if places else []
+    parts += [gast.Call(func=jst("tensor_cell"), args=[gast.Lambda(args=_no_arguments(), body=_name(name)),
+                                                        const(name)], keywords=[]) for name in sorted(written_into)]
+    body = parts[0]
+    for part in parts[1:]:
+        body = gast.BinOp(left=body, op=gast.Add(), right=part)     # each tensor_cell is a tuple of 0 or 1 cells
+    return gast.keyword(arg="state", value=gast.Lambda(args=_no_arguments(), body=body))
+
+
+def _no_arguments():
+    return gast.arguments(args=[], posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
                           defaults=[])
-    return gast.keyword(arg="state", value=gast.Lambda(args=args, body=cells))
+
+
+def _name(name):
+    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
 
 
 _IN_PLACE = {"convert_setitem", "convert_append", "convert_pop", "convert_insert", "convert_extend",
@@ -58,6 +79,29 @@ def changed_arguments(fn_node, stmts):
                 and isinstance(node.func.value, gast.Name):
             names.add(node.func.value.id)
     return names & params
+
+
+def written_into(stmts):
+    """Local names the statements write into by a subscript store (`buf[i] = v`, lowered to
+    `buf = _jst.convert_setitem(buf, i, v)` by InPlaceUpdates) and bind no other way, nested
+    constructs included: the object the name holds before them is what the store changes."""
+    stores, into = {}, {}
+    for node in own_scope(stmts):
+        if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, gast.Assign) and _writes_into_itself(node):
+            name = node.targets[0].id
+            into[name] = into.get(name, 0) + 1
+    return frozenset(name for name, count in into.items() if stores[name] == count)
+
+
+def _writes_into_itself(assign):
+    """`x = _jst.convert_setitem(x, ...)`."""
+    call, targets = assign.value, assign.targets
+    return len(targets) == 1 and isinstance(targets[0], gast.Name) and isinstance(call, gast.Call) \
+        and isinstance(call.func, gast.Attribute) and isinstance(call.func.value, gast.Name) \
+        and call.func.value.id == JST and call.func.attr == "convert_setitem" and call.args \
+        and isinstance(call.args[0], gast.Name) and call.args[0].id == targets[0].id
 
 
 def _inside_other(composite, texts):

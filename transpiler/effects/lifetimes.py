@@ -18,7 +18,7 @@ each place it wrote (`runtime.state` cells) is sorted by the object it lives in
   run alone, never stored.
 
 Reachability is computed after the trace has put every written place back
-(`writeback.StateWrites`), so the objects reachable from the roots are what the
+(`store.StateWrites`), so the objects reachable from the roots are what the
 call found. The walk follows containers, object attributes, user classes and
 modules, and functions' closures, defaults and globals; it stops after `LIMIT` objects,
 and whatever it has not reached by then counts as BEFORE (what every place was
@@ -31,7 +31,7 @@ import numpy as np
 from runtime.ir import Variable
 from runtime.tensor import Tensor
 
-from .transforms.calls import is_library_module
+from ..transforms.calls import is_library_module
 
 BEFORE, ESCAPED, LOCAL = "before", "escaped", "local"
 LIMIT = 200_000       # objects visited per walk

@@ -5,7 +5,7 @@ and loops like locals, so Python-valued control flow rebinds them as Python
 does. Rebound under a tensor-dependent condition, such a name holds a traced
 value after the trace: `register` makes it one of the places the trace wrote
 (`runtime.state`), so, like an attribute, it gets its old value back now and
-the Program's value after every run (see `writeback.StateWrites`).
+the Program's value after every run (see `store.StateWrites`).
 
 A global or closure list/dict the function names and changes in place
 (`CACHE["w"] = x`, `log.append(x)` outside tensor control flow) goes through
@@ -17,27 +17,11 @@ import types
 from runtime.control_flow import Undefined
 from runtime.ir import Variable
 from runtime.nn import Layer
-from runtime.state import Cell, ContentsCell, ItemCell
-from .writeback import contents_changed, is_user_object
+from runtime.state import ClosureCell, ContentsCell, ItemCell
+
+from .objects import contents_changed, is_user_object
 
 _MISSING = object()
-
-
-class ClosureCell(Cell):
-    """A closure variable (`nonlocal n`): a cell object shared with the enclosing function."""
-
-    __slots__ = ()
-
-    def get(self):
-        value = _contents(self.obj)
-        return Undefined(self.label) if value is _MISSING else value
-
-    def _store(self, value):
-        if isinstance(value, Undefined):
-            if _contents(self.obj) is not _MISSING:
-                del self.obj.cell_contents
-        else:
-            self.obj.cell_contents = value
 
 
 def snapshot(fn):
@@ -53,7 +37,7 @@ def snapshot(fn):
 def user_objects(fn):
     """{name: object} for the instances of user classes and the Layers (a model: `nn.Sequential(...)`) fn names
     as globals or closure variables: a trace may set their attributes (`G.n = ...`, `helper(G, x)`,
-    `model.last = loss`), so the write-back compares them (writeback)."""
+    `model.last = loss`), so the collector compares them (objects.snapshot)."""
     held = [(name, fn.__globals__.get(name)) for name in _names(fn.__code__)]
     held += [(name, _contents(cell)) for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())]
     return {name: value for name, value in held if is_user_object(value) or isinstance(value, Layer)}
