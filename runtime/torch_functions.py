@@ -65,6 +65,7 @@ tril = _method_spelling(ops.tril, "tril", positional_is_torch=True)
 triu = _method_spelling(ops.triu, "triu", positional_is_torch=True)
 squeeze = _method_spelling(ops.squeeze, "squeeze")
 flip = _method_spelling(ops.flip, "flip")
+diff = _method_spelling(ops.diff, "diff", positional_is_torch=True)
 
 
 def roll(x, /, shift=None, *args, axis=None, shifts=None, dims=None):
@@ -189,6 +190,96 @@ swapdims = swapaxes
 unbind = _method("unbind", "The slices along `dim`, as a tuple.")
 repeat_interleave = _method("repeat_interleave", "Each element repeated along `dim` (rt.repeat).")
 bmm = mm = ops.matmul
+movedim = moveaxis = _method("movedim", "Move dims `source` to `destination` (rt.moveaxis).")
+select = _method("select", "x[..., index] along `dim`, that dim removed.")
+tensor_split = _method("tensor_split", "PyTorch's tensor_split: n nearly equal pieces, or pieces between indices.")
+index_fill = _method("index_fill", "A copy with the slices `index` along `dim` set to `value`.")
+index_add = _method("index_add", "A copy with source's slices added at `index` along `dim`.")
+index_copy = _method("index_copy", "A copy with the slices `index` along `dim` replaced by source's.")
+isclose = _method("isclose", "|a - b| <= atol + rtol * |b|, elementwise.")
+allclose = _method("allclose", "Whether every element is close (isclose): a Python bool.")
+nan_to_num = _method("nan_to_num", "NaN, +inf and -inf replaced by numbers.")
+lerp = _method("lerp", "start + weight * (end - start).")
+fmod = _method("fmod", "The remainder with the dividend's sign.")
+xlogy = _method("xlogy", "x * log(y), 0 where x is 0.")
+logit = _method("logit", "log(p / (1 - p)).")
+sinc = _method("sinc", "sin(pi x) / (pi x), 1 at 0.")
+diag = _method("diag", "A vector's diagonal matrix, or a matrix's diagonal.")
+diagonal = _method("diagonal", "The diagonal over two dims (PyTorch's torch.diagonal).")
+median = _method("median", "PyTorch's lower median, or (values, indices) along `dim`.")
+kthvalue = _method("kthvalue", "(values, indices) of the k-th smallest along `dim`.")
+aminmax = _method("aminmax", "(min, max), over all or along `dim`.")
+cummax = _method("cummax", "(values, indices) of the running maximum along `dim`.")
+cummin = _method("cummin", "(values, indices) of the running minimum along `dim`.")
+histc = _method("histc", "Counts in `bins` equal bins over [min, max].")
+ravel = _method("ravel", "x as 1-D.")
+unique = _method("unique", "PyTorch's unique: sorted distinct values (inverse, counts when asked).")
+unfold = _method("unfold", "Windows of `size` every `step` along `dim`, as a new last dim.")
+addcmul = _method("addcmul", "x + value * t1 * t2.")
+addcdiv = _method("addcdiv", "x + value * t1 / t2.")
+
+
+def erfinv(x):
+    return ops.erfinv(x)
+
+
+def broadcast_tensors(*tensors):
+    """The tensors broadcast against each other."""
+    return tuple(ops.broadcast_arrays(*[_array(t) for t in tensors]))
+
+
+def std_mean(x, dim=None, *, correction=None, keepdim=False, unbiased=None):
+    """(std, mean) over `dim` (all when None); the std is unbiased unless `correction=0` / `unbiased=False`."""
+    x = _array(x)
+    ddof = correction if correction is not None else (0 if unbiased is False else 1)
+    return x.std(dim=dim, correction=ddof, keepdim=keepdim), x.mean(dim=dim, keepdim=keepdim)
+
+
+def var_mean(x, dim=None, *, correction=None, keepdim=False, unbiased=None):
+    """(var, mean), as std_mean."""
+    x = _array(x)
+    ddof = correction if correction is not None else (0 if unbiased is False else 1)
+    return x.var(dim=dim, correction=ddof, keepdim=keepdim), x.mean(dim=dim, keepdim=keepdim)
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """The bucket of each value among sorted `boundaries`: i with boundaries[i-1] < x <= boundaries[i]
+    (`right=True`: boundaries[i-1] <= x < boundaries[i])."""
+    found = ops.searchsorted(_array(boundaries), _array(input), side="right" if right else "left")
+    return ops.astype(found, "int32" if out_int32 else "int64")
+
+
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    """The p-norm distances between the rows of x1 (..., P, M) and of x2 (..., R, M): (..., P, R)."""
+    x1, x2 = _array(x1), _array(x2)
+    gap = ops.expand_dims(x1, axis=-2) - ops.expand_dims(x2, axis=-3)
+    return ops.decompositions.vector_norm(gap, axis=-1, ord=p)
+
+
+def dist(input, other, p=2):
+    """The p-norm of input - other, over all elements."""
+    return ops.decompositions.vector_norm(_array(input) - other, ord=p)
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None):
+    """Normal samples: of one mean and std (numbers) in a tensor of `size`, or elementwise of tensors of
+    means and stds (broadcast)."""
+    if size is not None:
+        noise = ops.randn(*tuple(size), dtype=dtype or (mean.dtype if isinstance(mean, TorchMethods) else None),
+                          device=device)
+        return noise * std + mean
+    arrays = [a for a in (mean, std) if isinstance(a, TorchMethods)]
+    if not arrays:
+        raise TypeError("normal(mean, std): give size= when mean and std are numbers")
+    like = arrays[0] if len(arrays) == 1 else ops.broadcast_arrays(mean, std)[0]
+    return ops.randn_like(like) * std + mean
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """1 with probability input (or `p`), else 0, in input's dtype."""
+    return _array(input).bernoulli(p)
+
+
 
 
 def div(input, other, *, rounding_mode=None):
@@ -392,7 +483,14 @@ def from_numpy(array):
 
 
 def as_tensor(data, dtype=None, device=None):
-    return asarray(data, dtype=dtype, device=device)
+    """PyTorch's as_tensor: data as a tensor (a tensor itself when dtype and device already match); no
+    device means the data's own, or the CPU."""
+    if isinstance(data, TorchMethods) and (dtype is None or np.dtype(dtype) == np.dtype(data.dtype)) and \
+            (device is None or globals()["device"](device) == data.device):
+        return data
+    if device is None:
+        return asarray(data, dtype=dtype)
+    return asarray(data, dtype=dtype, device=globals()["device"](device))
 
 
 def device(name):
@@ -443,17 +541,10 @@ NOT_PORTED = {
     "get_default_dtype": "float32 is the default",
     "set_num_threads": "NumPy's threads come from its BLAS (OMP_NUM_THREADS)",
     "use_deterministic_algorithms": "the NumPy backend is deterministic already",
-    "bernoulli": "(rt.rand(*p.shape) < p).astype(p.dtype)",
-    "normal": "mean + std * rt.randn(*shape)",
     "save": "np.savez(path, **{k: v.numpy() for k, v in model.state_dict().items()}), or transpiler.save",
     "load": "dict(np.load(path)) for model.load_state_dict, or transpiler.load",
     "hub": "load weights with torch once and copy them with load_state_dict",
     "distributed": "one process: map a saved Program over Dask arrays with transpiler.map_batches",
-    "kthvalue": "rt.sort(x, axis=dim)[..., k - 1]",
-    "median": "rt.sort(x, axis=dim)[..., (n - 1) // 2] (PyTorch's lower median)",
-    "unique": "rt.unique_values(x), rt.unique_inverse(x) or rt.unique_counts(x)",
-    "diag": "rt.linalg.diagonal(x), or rt.eye(n) * v for a vector",
-    "cdist": "rt.linalg.vector_norm(a[:, None] - b[None], axis=-1)",
     "cross": "rt.linalg.cross(a, b)",
 }
 
@@ -469,5 +560,9 @@ __all__ = sorted(TORCH_DTYPES) + [
     "zeros", "ones", "empty", "randint", "manual_seed", "no_grad", "inference_mode", "is_grad_enabled",
     "set_grad_enabled", "is_tensor", "from_numpy", "as_tensor", "device", "multinomial", "outer", "Size", "hstack",
     "vstack", "polar", "view_as_complex", "view_as_real", "cuda", "div", "addmm", "baddbmm", "addbmm", "addmv",
-    "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ByteTensor", "BoolTensor"]
+    "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ByteTensor", "BoolTensor", "diff",
+    "movedim", "moveaxis", "select", "tensor_split", "index_fill", "index_add", "index_copy", "isclose", "allclose",
+    "nan_to_num", "lerp", "fmod", "xlogy", "logit", "sinc", "diag", "diagonal", "median", "kthvalue", "aminmax",
+    "cummax", "cummin", "histc", "ravel", "unfold", "addcmul", "addcdiv", "erfinv", "broadcast_tensors",
+    "std_mean", "var_mean", "bucketize", "unique", "cdist", "dist", "normal", "bernoulli"]
 del as_dtype, sort_result, topk_result

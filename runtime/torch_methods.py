@@ -30,6 +30,11 @@ max_result = namedtuple("max", ["values", "indices"])
 min_result = namedtuple("min", ["values", "indices"])
 sort_result = namedtuple("sort", ["values", "indices"])
 topk_result = namedtuple("topk", ["values", "indices"])
+median_result = namedtuple("median", ["values", "indices"])
+kthvalue_result = namedtuple("kthvalue", ["values", "indices"])
+cummax_result = namedtuple("cummax", ["values", "indices"])
+cummin_result = namedtuple("cummin", ["values", "indices"])
+aminmax_result = namedtuple("aminmax", ["min", "max"])
 
 # PyTorch's dtype methods: x.float() is x.astype(float32)
 DTYPE_METHODS = {"float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
@@ -473,7 +478,22 @@ class TorchMethods:
         return tuple(_ns.split(self, [int(b) for b in bounds], axis=d))
 
     def tensor_split(self, indices_or_sections, dim=0):
-        return tuple(_ns.split(self, indices_or_sections, axis=dim))
+        """PyTorch's tensor_split: n pieces whose sizes differ by at most one (the first ones larger), or the
+        pieces between the given indices (past the end they are empty)."""
+        d = _norm_dim(dim, self.ndim)
+        n = _static_shape(self)[d]
+        if n == -1:
+            raise ValueError(f"tensor_split: dim {dim} is dynamic (known only when the Program runs); give it a "
+                             "fixed size in the input_spec")
+        if isinstance(indices_or_sections, (list, tuple)):
+            bounds = [0] + [min(max(int(i) + (n if int(i) < 0 else 0), 0), n) for i in indices_or_sections] + [n]
+        else:
+            sections = int(indices_or_sections)
+            if sections < 1:
+                raise ValueError(f"tensor_split: sections must be at least 1, got {sections}")
+            sizes = [n // sections + (1 if k < n % sections else 0) for k in range(sections)]
+            bounds = [0] + [int(b) for b in np.cumsum(sizes)]
+        return tuple(self[(slice(None),) * d + (slice(a, max(a, b)),)] for a, b in zip(bounds[:-1], bounds[1:]))
 
     def unbind(self, dim=0):
         return tuple(_ns.unstack(self, axis=dim))
@@ -482,9 +502,59 @@ class TorchMethods:
         d = _norm_dim(dim, self.ndim)
         return self[(slice(None),) * d + (slice(start, start + length),)]
 
-    def flip(self, *dims):
-        """PyTorch's flip(dims) (an int, a list, or several ints)."""
+    def flip(self, *dims, **kwargs):
+        """PyTorch's flip(dims) (an int, a list, or several ints; or `dims=`), NumPy's `axis=`."""
+        named = kwargs.pop("dims", kwargs.pop("axis", None))
+        if kwargs:
+            raise TypeError(f"flip() got unexpected keywords {sorted(kwargs)}")
+        if named is not None:
+            if dims:
+                raise TypeError("flip(): dims given twice")
+            dims = (named,)
         return _ns.flip(self, _sizes(dims) if dims else None)
+
+    def fliplr(self):
+        return _ns.flip(self, 1)
+
+    def flipud(self):
+        return _ns.flip(self, 0)
+
+    def ravel(self):
+        return _ns.reshape(self, (-1,))
+
+    def select(self, dim, index):
+        """x[..., index] along `dim`: that dim removed."""
+        return self[(slice(None),) * _norm_dim(dim, self.ndim) + (index,)]
+
+    def movedim(self, source, destination):
+        return _ns.moveaxis(self, _dims(source), _dims(destination))
+
+    moveaxis = movedim
+
+    def unfold(self, dimension, size, step):
+        """PyTorch's unfold: the windows of `size` every `step` along `dimension`, as a new last dim (that dim
+        becomes the number of windows)."""
+        d = _norm_dim(dimension, self.ndim)
+        n = _static_shape(self)[d] if self.ndim else 1
+        if n == -1:
+            raise ValueError(f"unfold: dim {dimension} is dynamic (known only when the Program runs); give it a "
+                             "fixed size in the input_spec")
+        size, step = int(size), int(step)
+        if size > n or size < 0 or step < 1:
+            raise ValueError(f"unfold: a window of {size} every {step} does not fit dim {dimension} of size {n}")
+        if self.ndim == 0:
+            return _ns.reshape(self, (1,))
+        count = (n - size) // step + 1
+        where = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
+        windows = _ns.take(self, _constant(self, where.astype(np.int64)), axis=d)
+        shape = tuple(_static_shape(self))
+        lead = tuple(_ns.dim(self, i) if s == -1 else s for i, s in enumerate(shape[:d]))
+        rest = tuple(_ns.dim(self, d + 1 + i) if s == -1 else s for i, s in enumerate(shape[d + 1:]))
+        windows = _ns.reshape(windows, lead + (count, size) + rest)
+        return _ns.moveaxis(windows, d + 1, -1)
+
+    def diff(self, n=1, dim=-1, prepend=None, append=None):
+        return _ns.diff(self, axis=dim, n=n, prepend=prepend, append=append)
 
     def roll(self, shifts, dims=None):
         return _ns.roll(self, _dims(shifts), axis=_dims(dims))
@@ -549,6 +619,210 @@ class TorchMethods:
     def lerp(self, end, weight):
         return self + weight * (end - self)
 
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """|x - other| <= atol + rtol * |other| elementwise; equal infinities are close, NaN only to NaN
+        with `equal_nan`."""
+        finite = _ns.logical_and(_ns.isfinite(self), _ns.isfinite(other))
+        a, b = _ns.where(finite, self, _ns.zeros_like(self)), _ns.where(finite, other, _ns.zeros_like(other))
+        close = _ns.logical_or(_ns.equal(self, other),
+                               _ns.logical_and(finite, _ns.abs(a - b) <= atol + rtol * _ns.abs(b)))
+        if equal_nan:
+            close = close | (_ns.isnan(self) & _ns.isnan(other))
+        return close
+
+    def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+        """NaN as `nan`, +inf as `posinf` and -inf as `neginf` (the dtype's largest and smallest by default)."""
+        if np.dtype(self.dtype).kind not in "fc":
+            return _ns.positive(self)
+        info = np.finfo(np.dtype(self.dtype))
+        top = float(info.max) if posinf is None else posinf
+        bottom = float(info.min) if neginf is None else neginf
+        out = _ns.where(_ns.isnan(self), _ns.full_like(self, nan), self)
+        out = _ns.where(_ns.logical_and(_ns.isinf(self), self > 0), _ns.full_like(self, top), out)
+        return _ns.where(_ns.logical_and(_ns.isinf(self), self < 0), _ns.full_like(self, bottom), out)
+
+    def fmod(self, other):
+        """The remainder with the dividend's sign (C's fmod; `%` / remainder take the divisor's)."""
+        r = _ns.remainder(self, other)
+        wrong_sign = _ns.logical_and(_ns.not_equal(r, 0), _ns.not_equal(r < 0, self < 0))
+        return r - _ns.where(wrong_sign, other, _ns.zeros_like(r))
+
+    def xlogy(self, other):
+        """x * log(other), 0 where x is 0 (unless other is NaN)."""
+        safe = _ns.where(_ns.equal(self, 0), _ns.ones_like(other), other)
+        out = self * _ns.log(safe)
+        return _ns.where(_ns.isnan(other), _ns.astype(other, out.dtype), out)
+
+    def logit(self, eps=None):
+        """log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given."""
+        p = self if eps is None else _ns.clip(self, eps, 1 - eps)
+        return _ns.log(p / (1 - p))
+
+    def sinc(self):
+        """sin(pi x) / (pi x), 1 at 0."""
+        zero = _ns.equal(self, 0)
+        t = np.pi * _ns.where(zero, _ns.ones_like(self), self)
+        return _ns.where(zero, _ns.ones_like(t), _ns.sin(t) / t)
+
+    def erfinv(self):
+        return _ns.erfinv(self)
+
+    def diag(self, diagonal=0):
+        """A 1-D tensor's square matrix with it on diagonal `diagonal`; a 2-D tensor's diagonal."""
+        k = int(diagonal)
+        if self.ndim == 2:
+            return _ns.decompositions.diagonal(self, offset=k)
+        if self.ndim != 1:
+            raise ValueError(f"diag: expects a 1-D or 2-D tensor, got {self.ndim}-D")
+        n = _static_shape(self)[0]
+        if n == -1:
+            raise ValueError("diag: the vector's length is dynamic (known only when the Program runs)")
+        pad = _ns.zeros((abs(k),), dtype=self.dtype)
+        row = _ns.concat([pad, self] if k >= 0 else [self, pad], axis=0)
+        mask = _constant(self, np.eye(n + abs(k), k=k, dtype=bool))
+        return _ns.where(mask, _ns.expand_dims(row, axis=0), _ns.zeros((), dtype=self.dtype))
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        """The diagonal `offset` of the matrices over dims dim1 and dim2, as the last dim."""
+        x = _ns.moveaxis(self, (_norm_dim(dim1, self.ndim), _norm_dim(dim2, self.ndim)), (-2, -1))
+        return _ns.decompositions.diagonal(x, offset=int(offset))
+
+    def _kth_along(self, position, dim, keepdim, result):
+        """(values, indices) of the element at `position` of the sorted values along `dim` (stable)."""
+        x = self if self.ndim else _ns.reshape(self, (1,))
+        d = _norm_dim(dim, x.ndim)
+        order = _ns.argsort(x, axis=d)
+        where = order[(slice(None),) * d + (slice(position, position + 1),)]
+        values = _ns.take_along_axis(x, where, axis=d)
+        if not keepdim or self.ndim == 0:
+            values, where = _ns.squeeze(values, axis=d), _ns.squeeze(where, axis=d)
+        if self.ndim == 0:
+            values, where = _ns.reshape(values, ()), _ns.reshape(where, ())
+        return result(values, _ns.astype(where, "int64"))
+
+    def median(self, dim=None, keepdim=False):
+        """PyTorch's lower median: of all elements (a value), or (values, indices) along `dim`."""
+        if dim is None:
+            flat = _ns.reshape(self, (-1,))
+            n = _static_shape(flat)[0]
+            if n == -1:
+                raise ValueError("median: the element count is dynamic (known only when the Program runs)")
+            return _ns.sort(flat)[(n - 1) // 2]
+        n = _static_shape(self)[_norm_dim(dim, self.ndim)] if self.ndim else 1
+        if n == -1:
+            raise ValueError(f"median: dim {dim} is dynamic (known only when the Program runs)")
+        return self._kth_along((n - 1) // 2, dim, keepdim, median_result)
+
+    def kthvalue(self, k, dim=-1, keepdim=False):
+        """(values, indices) of the k-th smallest element (1-based) along `dim`."""
+        n = _static_shape(self)[_norm_dim(dim, self.ndim)] if self.ndim else 1
+        if not 1 <= int(k) <= n:
+            raise IndexError(f"kthvalue: k = {k} is out of range for a dim of size {n}")
+        return self._kth_along(int(k) - 1, dim, keepdim, kthvalue_result)
+
+    def aminmax(self, *, dim=None, keepdim=False):
+        return aminmax_result(self.amin(dim, keepdim), self.amax(dim, keepdim))
+
+    def _cumulative_extreme(self, dim, take_later, result):
+        """Running max (min) and where it was along `dim`: a prefix scan of log2(n) steps, each comparing a
+        position with the one 2^k before it (ties keep the later index, as PyTorch's)."""
+        x = self if self.ndim else _ns.reshape(self, (1,))
+        d = _norm_dim(dim, x.ndim)
+        n = _static_shape(x)[d]
+        if n == -1:
+            raise ValueError(f"cummax/cummin: dim {dim} is dynamic (known only when the Program runs)")
+        shape = [1] * x.ndim
+        shape[d] = n
+        index = _ns.broadcast_to(_constant(x, np.arange(n, dtype=np.int64).reshape(shape)), tuple(x.shape))
+        values = x
+        step = 1
+        while step < n:
+            head = (slice(None),) * d + (slice(0, n - step),)
+            tail = (slice(None),) * d + (slice(step, n),)
+            early, early_index = values[head], index[head]
+            late, late_index = values[tail], index[tail]
+            better = take_later(early, late)
+            merged = _ns.where(better, early, late), _ns.where(better, early_index, late_index)
+            keep = (slice(None),) * d + (slice(0, step),)
+            values = _ns.concat([values[keep], merged[0]], axis=d)
+            index = _ns.concat([index[keep], merged[1]], axis=d)
+            step *= 2
+        if self.ndim == 0:
+            values, index = _ns.reshape(values, ()), _ns.reshape(index, ())
+        return result(values, index)
+
+    def cummax(self, dim):
+        """(values, indices) of the running maximum along `dim`."""
+        return self._cumulative_extreme(dim, lambda early, late: early > late, cummax_result)
+
+    def cummin(self, dim):
+        """(values, indices) of the running minimum along `dim`."""
+        return self._cumulative_extreme(dim, lambda early, late: early < late, cummin_result)
+
+    def index_fill(self, dim, index, value):
+        """A copy with the slices `index` along `dim` set to `value`."""
+        if _is_array(value):
+            value = _ns.astype(value, self.dtype)
+        return _ns.setitem(self, (slice(None),) * _norm_dim(dim, self.ndim) + (index,), value)
+
+    def index_copy(self, dim, index, source):
+        """A copy with the slices `index` along `dim` replaced by source's."""
+        return _ns.setitem(self, (slice(None),) * _norm_dim(dim, self.ndim) + (index,),
+                           _ns.astype(source, self.dtype))
+
+    def index_add(self, dim, index, source, *, alpha=1):
+        """A copy with source's slices added at `index` along `dim` (repeated indices all add)."""
+        d = _norm_dim(dim, self.ndim)
+        if alpha != 1:
+            source = source * alpha
+        shape = [1] * max(source.ndim, 1)
+        shape[d] = -1
+        spread = _ns.broadcast_to(_ns.reshape(index, tuple(shape)), tuple(source.shape))
+        return _ns.scatter_add(self, d, spread, _ns.astype(source, self.dtype))
+
+    def bernoulli(self, p=None):
+        """1 with probability p (x's values, or the number `p`), else 0, in x's dtype."""
+        chance = self if p is None else p
+        return _ns.astype(_ns.rand_like(self, dtype="float64") < chance, self.dtype)
+
+    def bernoulli_sample(self, p=0.5):
+        """What `x.bernoulli_(p)` writes: 1 with probability p (0.5 by default), else 0, in x's shape."""
+        return _ns.astype(_ns.rand_like(self, dtype="float64") < p, self.dtype)
+
+    def trace(self):
+        """The sum of a matrix's diagonal (PyTorch's x.trace(); rt.trace is the tracing API)."""
+        return _ns.decompositions.trace(self)
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+        """PyTorch's unique: the sorted distinct values of all elements, with the inverse (x's shape) and
+        the counts when asked."""
+        if dim is not None:
+            raise ValueError("unique(dim=...) is not supported: the distinct values of all elements are "
+                             "x.unique(); compare rows with == for distinct rows")
+        if return_inverse and return_counts:
+            found = _ns.unique_all(self)
+            return found.values, found.inverse_indices, found.counts
+        if return_inverse:
+            return tuple(_ns.unique_inverse(self))
+        if return_counts:
+            return tuple(_ns.unique_counts(self))
+        return _ns.unique_values(self)
+
+    def histc(self, bins=100, min=0, max=0):
+        """Counts of x's values in `bins` equal bins over [min, max] (x's own range when both are 0); values
+        outside are not counted."""
+        low, high = float(min), float(max)
+        flat = _ns.reshape(self, (-1,))
+        if low == high:         # x's range; a single value v counts in [v - 1, v + 1], as PyTorch's
+            low, high = _ns.min(flat), _ns.max(flat)
+            same = _ns.equal(low, high)
+            low, high = _ns.where(same, low - 1, low), _ns.where(same, high + 1, high)
+        width = high - low
+        where = _ns.astype(_ns.floor((flat - low) * (bins / width)), "int64")
+        where = _ns.clip(where, 0, bins - 1)
+        inside = _ns.logical_and(flat >= low, flat <= high)
+        return _ns.scatter_add(_ns.zeros((int(bins),), dtype=self.dtype), 0, where, _ns.astype(inside, self.dtype))
+
     def addcmul(self, tensor1, tensor2, *, value=1):
         return self + value * tensor1 * tensor2
 
@@ -602,6 +876,10 @@ IN_PLACE = {"add_": "add", "sub_": "sub", "mul_": "mul", "div_": "div", "pow_": 
             "clamp_min_": "clamp_min", "clamp_max_": "clamp_max", "floor_": "floor", "ceil_": "ceil",
             "round_": "round", "sign_": "sign", "reciprocal_": "reciprocal", "square_": "square",
             "scatter_": "scatter", "scatter_add_": "scatter_add", "tril_": "tril", "triu_": "triu",
+            "index_fill_": "index_fill", "index_add_": "index_add", "index_copy_": "index_copy",
+            "nan_to_num_": "nan_to_num", "lerp_": "lerp", "fmod_": "fmod", "addcmul_": "addcmul",
+            "addcdiv_": "addcdiv", "erfinv_": "erfinv", "logit_": "logit", "xlogy_": "xlogy", "sinc_": "sinc",
+            "bernoulli_": "bernoulli_sample",
             "fill_": None, "zero_": None, "copy_": None, "normal_": None, "uniform_": None}
 
 
@@ -619,13 +897,7 @@ NOT_PORTED = {
     "set_": "write into a captured tensor with x.set_value(v)",
     "index_put_": "x = rt.setitem(x, index, v) (or x[index] = v)",
     "index_put": "rt.setitem(x, index, v)",
-    "index_add_": "x = rt.scatter_add(x, dim, index_expanded, src), or x[index] += v",
-    "index_add": "rt.scatter_add(x, dim, index_expanded, src)",
-    "index_fill_": "x = rt.setitem(x, (slice(None),) * dim + (index,), value)",
-    "index_copy_": "x = rt.setitem(x, (slice(None),) * dim + (index,), src)",
     "put_": "x = rt.setitem(x, index, v)",
-    "bernoulli": "(rt.rand(*x.shape) < x).astype(x.dtype)",
-    "bernoulli_": "x = (rt.rand(*x.shape) < p).astype(x.dtype)",
     "exponential_": "x = -rt.log(rt.rand(*x.shape)) / lambd",
     "random_": "x = rt.randint(low, high, x.shape)",
     "log_normal_": "x = rt.exp(mean + std * rt.randn(*x.shape))",
@@ -635,18 +907,9 @@ NOT_PORTED = {
     "to_dense": "tensors are always dense here: x itself",
     "coalesce": "sparse tensors are not supported",
     "dequantize": "quantized tensors are not supported",
-    "unique": "rt.unique_values(x) (sorted), rt.unique_inverse(x) or rt.unique_counts(x)",
-    "kthvalue": "x.sort(dim).values[..., k - 1] (and .indices)",
-    "median": "rt.sort(x, axis=dim)[..., (n - 1) // 2] (PyTorch's lower median)",
     "mode": "count with rt.unique_counts",
-    "cummax": "a loop, or rt.max over windows",
-    "cummin": "a loop, or rt.min over windows",
     "logcumsumexp": "rt.log(rt.cumsum(rt.exp(x - m), axis=dim)) + m, with m = x.max()",
     "bfloat16": "NumPy has no bfloat16: x.half() or x.float()",
-    "diag": "rt.linalg.diagonal(x) (a vector's diagonal matrix: rt.eye(n) * x)",
-    "diagonal": "rt.linalg.diagonal(x, offset=k)",
-    "trace": "rt.linalg.trace(x)",
-    "nan_to_num": "rt.where(rt.isnan(x), 0.0, x)",
     "apply_": "compute the new value with runtime ops",
     "map_": "compute the new value with runtime ops",
     "share_memory_": "there is one process here: x itself",
@@ -680,6 +943,12 @@ def _no_place(name, base):
                         "with x.set_value(...)")
     method.__name__ = name
     return method
+
+
+def _constant(like, array):
+    """A NumPy constant as a tensor on `like`'s device (a traced value's is the Program's)."""
+    device = like.device
+    return _ns.creation.tensor(array, **({"device": device} if device else {}))
 
 
 def _cast(x, dtype):

@@ -1,0 +1,324 @@
+"""More of PyTorch's surface (torch.isclose, unique, median, cummax, x.unfold, index_add, ...), each eagerly
+and under to_static, against NumPy (runs without torch; the torch cross-checks are in
+test_torch_surface_torch.py)."""
+import math
+
+import numpy as np
+import pytest
+
+import runtime as rt
+from runtime.ops.activations import _np_erfinv
+from transpiler import to_static
+
+_rng = np.random.default_rng(5)
+X = _rng.standard_normal((3, 5)).astype(np.float32)
+P = _rng.uniform(0.05, 0.95, (3, 5)).astype(np.float32)
+TIES = np.array([[1., 3., 3., 2., 5., 5.], [0., 0., 4., 0., -1., 9.]], np.float32)
+INTS = np.array([[3, 1, 3], [2, 7, 1]], np.int64)
+SPECIAL = np.array([np.nan, 1.0, np.inf, -np.inf, -2.0], np.float32)
+
+
+def _np_unfold(a, dim, size, step):
+    count = (a.shape[dim] - size) // step + 1
+    windows = [np.take(a, np.arange(k * step, k * step + size), axis=dim) for k in range(count)]
+    return np.moveaxis(np.stack(windows, axis=dim), dim + 1, -1)
+
+
+def _np_cumulative(a, dim, better):
+    values, index = np.moveaxis(a.copy(), dim, -1), np.zeros(np.moveaxis(a, dim, -1).shape, np.int64)
+    for i in range(values.shape[-1]):
+        index[..., i] = i
+        if i:
+            keep = better(values[..., i - 1], values[..., i])
+            values[..., i] = np.where(keep, values[..., i - 1], values[..., i])
+            index[..., i] = np.where(keep, index[..., i - 1], i)
+    return np.moveaxis(values, -1, dim), np.moveaxis(index, -1, dim)
+
+
+def _np_kth(a, k, dim):
+    order = np.argsort(a, axis=dim, kind="stable")
+    where = np.take(order, [k], axis=dim)
+    return np.take_along_axis(a, where, dim).squeeze(dim), where.squeeze(dim).astype(np.int64)
+
+
+def _np_fmod(a, b):
+    return np.fmod(a, np.asarray(b, a.dtype))
+
+
+def _np_index_add(a, dim, index, src, alpha=1):
+    out = a.copy()
+    for k, i in enumerate(index):
+        target = (slice(None),) * dim + (i,)
+        out[target] += alpha * np.take(src, k, axis=dim)
+    return out
+
+
+def _np_histc(a, bins, low, high):
+    counts, _ = np.histogram(a[(a >= low) & (a <= high)], bins=bins, range=(low, high))
+    return counts.astype(a.dtype)
+
+
+def _np_tensor_split(a, sections_or_indices, dim):
+    return tuple(np.array_split(a, sections_or_indices, axis=dim))
+
+
+def _np_diag(v, k):
+    return np.diag(v, k)
+
+
+CASES = {   # name: (our call, NumPy's result, arrays)
+    "isclose": (lambda x: rt.isclose(x, x + 1e-6), lambda a: np.isclose(a, a + np.float32(1e-6), rtol=1e-5,
+                                                                          atol=1e-8), X),
+    "isclose_special": (lambda s: rt.isclose(s, s, equal_nan=True),
+                        lambda s: np.isclose(s, s, equal_nan=True), SPECIAL),
+    "isclose_method": (lambda x: x.isclose(x * 1.1, rtol=0.05), lambda a: np.isclose(a, a * np.float32(1.1),
+                                                                                        rtol=0.05, atol=1e-8), X),
+    "nan_to_num": (lambda s: rt.nan_to_num(s), lambda s: np.nan_to_num(s), SPECIAL),
+    "nan_to_num_values": (lambda s: s.nan_to_num(nan=0.5, posinf=9.0, neginf=-9.0),
+                          lambda s: np.nan_to_num(s, nan=0.5, posinf=9.0, neginf=-9.0), SPECIAL),
+    "lerp": (lambda x, p: rt.lerp(x, p, 0.25), lambda a, p: a + np.float32(0.25) * (p - a), X, P),
+    "lerp_tensor_weight": (lambda x, p: rt.lerp(x, x * 2, p), lambda a, p: a + p * (a * 2 - a), X, P),
+    "fmod": (lambda x: rt.fmod(x * 4, 1.5), lambda a: _np_fmod(a * 4, 1.5), X),
+    "fmod_ints": (lambda i: rt.fmod(i - 4, 3), lambda i: np.fmod(i - 4, 3), INTS),
+    "fmod_method": (lambda x, p: (x * 4).fmod(p - 0.5), lambda a, p: np.fmod(a * 4, p - np.float32(0.5)), X, P),
+    "diag_vector": (lambda x: rt.diag(x[0]), lambda a: _np_diag(a[0], 0), X),
+    "diag_vector_above": (lambda x: rt.diag(x[0], 2), lambda a: _np_diag(a[0], 2), X),
+    "diag_vector_below": (lambda x: x[1].diag(-1), lambda a: _np_diag(a[1], -1), X),
+    "diag_matrix": (lambda x: rt.diag(x, 1), lambda a: np.diag(a, 1), X),
+    "diagonal_dims": (lambda x: rt.diagonal(x.reshape(1, 3, 5), 0, 1, 2), lambda a: a.reshape(1, 3, 5).diagonal(
+        0, 1, 2), X),
+    "trace_method": (lambda x: x.trace(), lambda a: np.trace(a), X),
+    "select": (lambda x: x.select(1, 2), lambda a: a[:, 2], X),
+    "select_negative": (lambda x: x.select(-2, -1), lambda a: a[-1], X),
+    "ravel": (lambda x: x.ravel(), lambda a: a.ravel(), X),
+    "movedim": (lambda x: rt.movedim(x.reshape(1, 3, 5), 0, -1), lambda a: np.moveaxis(a.reshape(1, 3, 5), 0, -1),
+                X),
+    "moveaxis_method": (lambda x: x.reshape(1, 3, 5).moveaxis([0, 1], [2, 0]),
+                        lambda a: np.moveaxis(a.reshape(1, 3, 5), [0, 1], [2, 0]), X),
+    "broadcast_tensors": (lambda x: rt.broadcast_tensors(x, x[0], x[:, :1]),
+                          lambda a: tuple(np.broadcast_arrays(a, a[0], a[:, :1])), X),
+    "tensor_split_sections": (lambda x: rt.tensor_split(x, 3, dim=1), lambda a: _np_tensor_split(a, 3, 1), X),
+    "tensor_split_indices": (lambda x: x.tensor_split([1, 4], dim=1), lambda a: _np_tensor_split(a, [1, 4], 1), X),
+    "tensor_split_past_end": (lambda x: x.tensor_split([2, 9, 1], 1),
+                              lambda a: (a[:, :2], a[:, 2:], a[:, 5:5], a[:, 1:]), X),
+    "flip_dims_keyword": (lambda x: x.flip(dims=[0]), lambda a: a[::-1], X),
+    "flip_namespace_dims": (lambda x: rt.flip(x, dims=(0, 1)), lambda a: a[::-1, ::-1], X),
+    "diff_dim": (lambda x: rt.diff(x, dim=1), lambda a: np.diff(a, axis=1), X),
+    "diff_positional_n": (lambda x: rt.diff(x, 2, 0), lambda a: np.diff(a, 2, axis=0), X),
+    "diff_method": (lambda x: x.diff(dim=0, prepend=x[:1]), lambda a: np.diff(a, axis=0, prepend=a[:1]), X),
+    "nonzero_method": (lambda x: (x > 0.3).nonzero(), lambda a: np.argwhere(a > 0.3).astype(np.int64), X),
+    "index_fill": (lambda x: x.index_fill(1, rt.tensor([0, 3]), -1.0),
+                   lambda a: np.where(np.isin(np.arange(5), [0, 3]), np.float32(-1), a), X),
+    "index_fill_tensor_value": (lambda x: rt.index_fill(x, 0, rt.tensor([2]), x[0, 0]),
+                                lambda a: np.concatenate([a[:2], np.full((1, 5), a[0, 0])]), X),
+    "index_add": (lambda x: rt.zeros(4, 5).index_add(0, rt.tensor([0, 0, 3]), x),
+                  lambda a: _np_index_add(np.zeros((4, 5), np.float32), 0, [0, 0, 3], a), X),
+    "index_add_dim1_alpha": (lambda x: x.index_add(1, rt.tensor([4, 1]), x[:, :2], alpha=2.0),
+                             lambda a: _np_index_add(a, 1, [4, 1], a[:, :2], 2.0), X),
+    "index_copy": (lambda x: x.index_copy(0, rt.tensor([2, 0]), x[:2] * 10),
+                   lambda a: np.stack([a[1] * 10, a[1], a[0] * 10]), X),
+    "unfold": (lambda x: x.unfold(1, 2, 1), lambda a: _np_unfold(a, 1, 2, 1), X),
+    "unfold_step": (lambda x: x.unfold(1, 3, 2), lambda a: _np_unfold(a, 1, 3, 2), X),
+    "unfold_dim0_3d": (lambda x: x.reshape(3, 5, 1).unfold(0, 2, 1), lambda a: _np_unfold(a.reshape(3, 5, 1),
+                                                                                           0, 2, 1), X),
+    "median_all": (lambda x: x.median(), lambda a: np.sort(a.ravel())[(a.size - 1) // 2], X),
+    "median_dim": (lambda x: rt.median(x, 1), lambda a: _np_kth(a, 2, 1), X),
+    "median_even_lower": (lambda t: t.median(dim=1, keepdim=True),
+                          lambda a: tuple(v[:, None] for v in _np_kth(a, 2, 1)), TIES),
+    "kthvalue": (lambda x: x.kthvalue(2, dim=0), lambda a: _np_kth(a, 1, 0), X),
+    "kthvalue_default_dim": (lambda x: rt.kthvalue(x, 4), lambda a: _np_kth(a, 3, 1), X),
+    "aminmax": (lambda x: rt.aminmax(x), lambda a: (a.min(), a.max()), X),
+    "aminmax_dim": (lambda x: x.aminmax(dim=1, keepdim=True), lambda a: (a.min(1, keepdims=True),
+                                                                        a.max(1, keepdims=True)), X),
+    "cummax": (lambda t: rt.cummax(t, dim=1), lambda a: _np_cumulative(a, 1, lambda e, l: e > l), TIES),
+    "cummin": (lambda t: t.cummin(1), lambda a: _np_cumulative(a, 1, lambda e, l: e < l), TIES),
+    "cummax_dim0": (lambda x: rt.cummax(x, 0), lambda a: _np_cumulative(a, 0, lambda e, l: e > l), X),
+    "cummax_ints": (lambda i: i.cummax(1), lambda a: _np_cumulative(a, 1, lambda e, l: e > l), INTS),
+    "erfinv": (lambda p: rt.erfinv(p * 2 - 1), lambda p: _np_erfinv(p * 2 - 1), P),
+    "logit": (lambda p: rt.logit(p), lambda p: np.log(p / (1 - p)), P),
+    "logit_eps": (lambda x: x.logit(eps=0.1), lambda a: np.log(np.clip(a, 0.1, 0.9) / (1 - np.clip(a, 0.1, 0.9))),
+                  X),
+    "xlogy": (lambda x, p: rt.xlogy(x * (x > 0), p), lambda a, p: np.where(a > 0, a * np.log(p), 0), X, P),
+    "sinc": (lambda x: rt.sinc(x * (x > 0)), lambda a: np.sinc(a * (a > 0)), X),
+    "std_mean": (lambda x: rt.std_mean(x, dim=1), lambda a: (a.std(1, ddof=1), a.mean(1)), X),
+    "std_mean_all": (lambda x: rt.std_mean(x), lambda a: (a.std(ddof=1), a.mean()), X),
+    "var_mean_biased": (lambda x: rt.var_mean(x, 0, unbiased=False, keepdim=True),
+                        lambda a: (a.var(0, keepdims=True), a.mean(0, keepdims=True)), X),
+    "bucketize": (lambda x: rt.bucketize(x, rt.tensor([-0.5, 0.0, 0.5])),
+                  lambda a: np.searchsorted(np.float32([-0.5, 0, 0.5]), a, side="left").astype(np.int64), X),
+    "bucketize_right_int32": (lambda t: rt.bucketize(t, rt.tensor([0.0, 3.0]), right=True, out_int32=True),
+                              lambda a: np.searchsorted(np.float32([0, 3]), a, side="right").astype(np.int32),
+                              TIES),
+    "histc": (lambda x: rt.histc(x, bins=4, min=-1, max=1), lambda a: _np_histc(a, 4, -1, 1), X),
+    "histc_own_range": (lambda t: t.histc(bins=5), lambda a: _np_histc(a, 5, a.min(), a.max()), TIES),
+    "dist": (lambda x, p: rt.dist(x, p), lambda a, p: np.linalg.norm((a - p).ravel()), X, P),
+    "dist_p1": (lambda x, p: rt.dist(x, p, 1), lambda a, p: np.abs(a - p).sum(), X, P),
+    "cdist": (lambda x, p: rt.cdist(x, p[:2]), lambda a, p: np.linalg.norm(a[:, None] - p[None, :2], axis=-1),
+              X, P),
+    "cdist_batched_p1": (lambda x, p: rt.cdist(x[None], p[None], p=1.0),
+                         lambda a, p: np.abs(a[:, None] - p[None]).sum(-1)[None], X, P),
+    "addcmul": (lambda x, p: rt.addcmul(x, p, x, value=0.5), lambda a, p: a + np.float32(0.5) * p * a, X, P),
+}
+
+
+def _compare(got, want):
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want), (type(got), got)
+        for g, w in zip(got, want):
+            _compare(g, w)
+        return
+    assert isinstance(got, rt.Tensor), type(got)
+    want = np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["eager", "static"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_pytorch_function_against_numpy(name, static):
+    ours, numpy_fn, *arrays = CASES[name]
+
+    def run(*args):
+        return ours(*args)
+    got = (to_static(run) if static else run)(*[rt.tensor(a) for a in arrays])
+    _compare(got, numpy_fn(*arrays))
+
+
+def test_as_tensor_without_a_device_keeps_the_datas():
+    out = rt.as_tensor([1, 2, 3])
+    assert out.dtype == np.int64 and out.tolist() == [1, 2, 3] and out.device == "cpu"
+    x = rt.tensor(X)
+    assert rt.as_tensor(x) is x
+    assert rt.as_tensor([1.5], dtype=rt.float64, device="cpu").dtype == np.float64
+
+    @to_static
+    def made_inside(x):
+        return x + rt.as_tensor([1.0, 2.0, 3.0, 4.0, 5.0])
+    _compare(made_inside(x), X + np.float32([1, 2, 3, 4, 5]))
+
+
+def test_unique_sorted_with_inverse_and_counts():
+    data = np.array([[3, 1, 3], [2, 7, 1]], np.int64)
+    values, inverse, counts = np.unique(data, return_inverse=True, return_counts=True)
+    x = rt.tensor(data)
+    _compare(rt.unique(x), values)
+    _compare(x.unique(sorted=True, return_inverse=True), (values, inverse.reshape(data.shape)))
+    _compare(rt.unique(x, return_counts=True), (values, counts))
+    _compare(rt.unique(x, return_inverse=True, return_counts=True), (values, inverse.reshape(data.shape), counts))
+
+    @to_static
+    def static_unique(x):
+        return rt.unique(x, return_inverse=True, return_counts=True)
+    _compare(static_unique(x), (values, inverse.reshape(data.shape), counts))
+    with pytest.raises(ValueError, match="dim"):
+        rt.unique(x, dim=0)
+
+
+def test_random_draws_have_the_asked_shapes_and_laws():
+    rt.manual_seed(0)
+    draws = rt.normal(2.0, 0.5, size=(4000,))
+    assert draws.shape == (4000,) and draws.dtype == np.float32
+    assert abs(float(draws.mean()) - 2.0) < 0.05 and abs(float(draws.std()) - 0.5) < 0.05
+    means = rt.tensor(np.array([0.0, 100.0], np.float32))
+    assert rt.normal(means, 1.0).shape == (2,) and float(rt.normal(means, 1.0)[1]) > 90
+    assert rt.normal(means, rt.ones(3, 1)).shape == (3, 2)
+    with pytest.raises(TypeError, match="size"):
+        rt.normal(0.0, 1.0)
+    p = rt.tensor(np.array([0.0, 1.0, 0.3], np.float32)).expand(5000, 3)
+    flips = rt.bernoulli(p)
+    assert flips.dtype == np.float32 and set(np.unique(flips.numpy())) <= {0.0, 1.0}
+    assert flips[:, 0].sum().item() == 0 and flips[:, 1].sum().item() == 5000
+    assert abs(flips[:, 2].mean().item() - 0.3) < 0.03
+    assert abs(rt.zeros(4000).bernoulli(0.25).mean().item() - 0.25) < 0.03
+
+    @to_static
+    def noisy(x):
+        return rt.bernoulli(x) + rt.normal(x, 0.0)
+    out = noisy(rt.tensor(np.array([0.0, 1.0], np.float32)))
+    assert out.tolist() == [0.0, 2.0]
+
+
+def test_in_place_forms_write_eagerly_and_in_converted_code():
+    x = rt.tensor(X)
+    y = x.clone()
+    y.index_fill_(1, rt.tensor([0]), 0.0)
+    y.index_add_(0, rt.tensor([1]), rt.ones(1, 5))
+    y.addcmul_(y, y, value=0.5)
+    want = X.copy()
+    want[:, 0] = 0
+    want[1] += 1
+    want = want + 0.5 * want * want
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)
+    u = rt.tensor(np.array([0.25, -0.5], np.float32))
+    u.erfinv_()
+    np.testing.assert_allclose(u.numpy(), _np_erfinv(np.array([0.25, -0.5], np.float32)), rtol=1e-6)
+    flips = rt.zeros(1000)
+    flips.bernoulli_(0.5)
+    assert 400 < flips.sum().item() < 600
+
+    @to_static
+    def step(x):
+        y = x * 1.0
+        y.index_fill_(1, rt.tensor([0]), 0.0)
+        y.index_add_(0, rt.tensor([1]), rt.ones(1, 5))
+        y.addcmul_(y, y, value=0.5)
+        return y
+    np.testing.assert_allclose(step(x).numpy(), want, rtol=1e-6)
+
+
+def test_gradients_flow_through_the_compositions():
+    x = rt.tensor(X, requires_grad=True)
+    p = rt.tensor(P, requires_grad=True)
+    total = (x.unfold(1, 2, 1).sum() + rt.cdist(x, x[:2] + 1).sum() + rt.median(x, 1).values.sum()
+             + rt.cummax(x, 1).values.sum() + rt.lerp(x, p, 0.25).sum() + rt.logit(p).sum()
+             + rt.erfinv(p * 0.5).sum() + x.index_add(0, rt.tensor([0]), p[:1]).sum())
+    total.backward()
+    unfold_g = np.array([1, 2, 2, 2, 1], np.float32)
+    gap = X[:, None] - (X[None, :2] + 1)
+    unit = gap / np.linalg.norm(gap, axis=-1, keepdims=True)
+    cdist_g = unit.sum(1)
+    cdist_g[:2] -= unit.sum(0)                  # x[:2] is cdist's second argument too
+    median_g = np.zeros_like(X)
+    np.put_along_axis(median_g, np.argsort(X, 1, kind="stable")[:, 2:3], 1, 1)
+    running = np.maximum.accumulate(X, axis=1)
+    cummax_g = np.zeros_like(X)
+    for i in range(3):
+        for j in range(5):
+            cummax_g[i, np.flatnonzero(X[i, :j + 1] == running[i, j])[-1]] += 1
+    want_x = unfold_g + cdist_g + median_g + cummax_g + 0.75 + 1
+    np.testing.assert_allclose(x.grad.numpy(), want_x, rtol=1e-4, atol=1e-5)
+    erfinv_g = 0.5 * math.sqrt(math.pi) / 2 * np.exp(_np_erfinv(P * 0.5) ** 2)
+    want_p = 0.25 + 1 / (P * (1 - P)) + erfinv_g + np.concatenate([np.ones((1, 5)), np.zeros((2, 5))])
+    np.testing.assert_allclose(p.grad.numpy(), want_p, rtol=1e-4, atol=1e-5)
+
+
+def test_pytorch_names_the_array_api_keeps():
+    """Where the array API and PyTorch give one name two meanings, the namespace keeps the array API's."""
+    x = rt.tensor(X)
+    assert isinstance(rt.nonzero(x > 0), tuple)
+    assert rt.equal(x, x).shape == X.shape
+    assert rt.allclose(x, x + 1e-9) is True and rt.allclose(x, x + 1) is False
+
+
+def test_bad_arguments_say_what_was_wrong():
+    x = rt.tensor(X)
+    with pytest.raises(ValueError, match="unfold: a window of 9"):
+        x.unfold(1, 9, 1)
+    with pytest.raises(IndexError, match="kthvalue: k = 6"):
+        x.kthvalue(6)
+    with pytest.raises(ValueError, match="diag: expects a 1-D or 2-D"):
+        rt.diag(x.reshape(1, 3, 5))
+    with pytest.raises(ValueError, match="sections must be at least 1"):
+        x.tensor_split(0)
+    with pytest.raises(TypeError, match="dims given twice"):
+        x.flip(0, dims=[1])
+
+
+def test_a_same_dtype_cast_of_a_tensor_that_requires_grad_keeps_its_gradient():
+    """x.astype(x.dtype) copies, and the copy is recorded: masked_fill's tensor value, index_add's source and
+    PyTorch's x.to(x.dtype) / x.type(t) feed gradients back as PyTorch's do."""
+    x = rt.tensor(X, requires_grad=True)
+    copy = rt.astype(x, "float32")
+    assert copy is not x and copy.requires_grad
+    (copy * 2 + rt.zeros(3, 5).masked_fill(rt.tensor(X > 0), x.sum())).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 + (X > 0).sum(), rtol=1e-6)
