@@ -619,6 +619,10 @@ class TorchMethods:
     def lerp(self, end, weight):
         return self + weight * (end - self)
 
+    def round(self, decimals=0):
+        """Halves to even, as PyTorch's (and NumPy's) round; `decimals` places."""
+        return _ns.round(self, decimals=int(decimals))
+
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         """|x - other| <= atol + rtol * |other| elementwise; equal infinities are close, NaN only to NaN
         with `equal_nan`."""

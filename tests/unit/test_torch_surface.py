@@ -157,6 +157,8 @@ CASES = {   # name: (our call, NumPy's result, arrays)
               X, P),
     "cdist_batched_p1": (lambda x, p: rt.cdist(x[None], p[None], p=1.0),
                          lambda a, p: np.abs(a[:, None] - p[None]).sum(-1)[None], X, P),
+    "round_method": (lambda x: (x * 4).round(), lambda a: np.round(a * 4), X),
+    "round_decimals": (lambda x: x.round(decimals=1), lambda a: np.round(a, 1), X),
     "addcmul": (lambda x, p: rt.addcmul(x, p, x, value=0.5), lambda a, p: a + np.float32(0.5) * p * a, X, P),
 }
 
