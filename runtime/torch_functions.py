@@ -218,6 +218,186 @@ unfold = _method("unfold", "Windows of `size` every `step` along `dim`, as a new
 addcmul = _method("addcmul", "x + value * t1 * t2.")
 addcdiv = _method("addcdiv", "x + value * t1 / t2.")
 
+clamp_min = _method("clamp_min", "x clamped from below.")
+clamp_max = _method("clamp_max", "x clamped from above.")
+cumprod = _method("cumprod", "The running product along `dim`.")
+frac = _method("frac", "x - trunc(x).")
+exp2 = _method("exp2", "2 ** x.")
+dot = inner = _method("dot", "The inner product of two 1-D tensors.")
+mv = _method("mv", "matrix @ vector.")
+argwhere = _method("argwhere", "The (n, ndim) indices of the non-zero elements.")
+take_along_dim = _method("take_along_dim", "take_along_axis (over the flattened tensor without dim).")
+logcumsumexp = _method("logcumsumexp", "log(cumsum(exp(x))) along `dim`, without overflow.")
+rot90 = _method("rot90", "Rotate by 90 degrees k times in the plane of `dims`.")
+index_put = _method("index_put", "A copy with x[indices] = values (or added, accumulate=True).")
+masked_scatter = _method("masked_scatter", "A copy with source's elements where mask is True.")
+t = _method("t", "A matrix transposed.")
+count_nonzero = _method_spelling(ops.count_nonzero, "count_nonzero", positional_is_torch=True)
+fliplr = _method("fliplr", "x flipped along dim 1.")
+flipud = _method("flipud", "x flipped along dim 0.")
+eq, ne, lt, le, gt, ge = ops.equal, ops.not_equal, ops.less, ops.less_equal, ops.greater, ops.greater_equal
+sub = _method("sub", "x - alpha * other.")
+mul = _method("mul", "x * other.")
+absolute = ops.abs
+
+
+def where(condition, x=None, y=None):
+    """The array API's where(condition, x, y); PyTorch's where(condition) alone is nonzero(as_tuple=True)."""
+    if x is None and y is None:
+        return tuple(ops.nonzero(condition))
+    return ops.where(condition, x, y)
+
+
+def linspace(start, stop, num=None, *, steps=None, dtype=None, device=None, endpoint=True, requires_grad=False):
+    """The array API's linspace(start, stop, num); PyTorch's `steps=` for num."""
+    if steps is not None:
+        if num is not None:
+            raise TypeError("linspace: give num (the array API's spelling) or steps= (PyTorch's), not both")
+        num = steps
+    if num is None:
+        raise TypeError("linspace() missing num (PyTorch's steps)")
+    return _grad(ops.linspace(start, stop, num, dtype=dtype, device=device, endpoint=endpoint), requires_grad)
+
+
+def searchsorted(sorted_sequence, values, *, side="left", sorter=None, right=False, out_int32=False):
+    """The array API's searchsorted(x1, x2, side=); PyTorch's `right=`, `out_int32=` and rows of sorted
+    sequences (each row of values searched in its own row)."""
+    side = "right" if right else side
+    seq, vals = _array(sorted_sequence), _array(values)
+    if seq.ndim <= 1 or sorter is not None:
+        found = ops.searchsorted(seq, vals, side=side, sorter=sorter)
+    else:
+        before = ops.expand_dims(seq, axis=-2) < ops.expand_dims(vals, axis=-1) if side == "left" else \
+            ops.expand_dims(seq, axis=-2) <= ops.expand_dims(vals, axis=-1)
+        found = ops.sum(before, axis=-1, dtype="int64")
+    return ops.astype(found, "int32" if out_int32 else "int64") if (out_int32 or seq.ndim > 1) else found
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None):
+    """The (2, n) row and column indices of the lower triangle of a row x col matrix."""
+    return tensor(np.stack(np.tril_indices(row, offset, col)), dtype=dtype or np.int64,
+                  **({"device": device} if device else {}))
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None):
+    """The (2, n) row and column indices of the upper triangle of a row x col matrix."""
+    return tensor(np.stack(np.triu_indices(row, offset, col)), dtype=dtype or np.int64,
+                  **({"device": device} if device else {}))
+
+
+def atleast_1d(*tensors):
+    out = tuple(x if _array(x).ndim >= 1 else ops.reshape(x, (1,)) for x in map(_array, tensors))
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*tensors):
+    out = tuple(x if x.ndim >= 2 else ops.reshape(x, (1, -1) if x.ndim else (1, 1)) for x in map(_array, tensors))
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*tensors):
+    def three(x):
+        if x.ndim >= 3:
+            return x
+        return ops.reshape(x, (1, 1, 1) if x.ndim == 0 else (1, -1, 1) if x.ndim == 1 else tuple(x.shape) + (1,))
+    out = tuple(three(x) for x in map(_array, tensors))
+    return out[0] if len(out) == 1 else out
+
+
+def dstack(tensors):
+    return ops.concat([atleast_3d(t) for t in tensors], axis=2)
+
+
+def column_stack(tensors):
+    return ops.concat([t if _array(t).ndim >= 2 else ops.reshape(t, (-1, 1)) for t in tensors], axis=1)
+
+
+def kron(a, b):
+    """The Kronecker product: every element of a times the whole of b, laid out in blocks."""
+    a, b = _array(a), _array(b)
+    ndim = builtins.max(a.ndim, b.ndim)
+    a_shape = (1,) * (ndim - a.ndim) + tuple(a.shape)
+    b_shape = (1,) * (ndim - b.ndim) + tuple(b.shape)
+    spread_a = ops.reshape(a, tuple(d for n in a_shape for d in (n, 1)))
+    spread_b = ops.reshape(b, tuple(d for n in b_shape for d in (1, n)))
+    return ops.reshape(spread_a * spread_b, tuple(m * n for m, n in zip(a_shape, b_shape)))
+
+
+def block_diag(*tensors):
+    """The tensors (matrices; a vector is one row) on the diagonal of one matrix, zeros elsewhere."""
+    blocks = [atleast_2d(t) for t in tensors]
+    dtype = np.result_type(*[b.dtype for b in blocks])
+    widths = [b.shape[1] for b in blocks]
+    rows = []
+    for i, b in enumerate(blocks):
+        left, right = builtins.sum(widths[:i]), builtins.sum(widths[i + 1:])
+        parts = ([ops.zeros((b.shape[0], left), dtype=dtype)] if left else []) + [ops.astype(b, dtype)] + \
+            ([ops.zeros((b.shape[0], right), dtype=dtype)] if right else [])
+        rows.append(ops.concat(parts, axis=1) if len(parts) > 1 else parts[0])
+    return ops.concat(rows, axis=0)
+
+
+def cartesian_prod(*tensors):
+    """Every combination of one element from each 1-D tensor, as rows (the first varies slowest)."""
+    if len(tensors) == 1:
+        return _array(tensors[0])
+    grids = ops.meshgrid(*[_array(t) for t in tensors], indexing="ij")
+    return ops.stack([ops.reshape(g, (-1,)) for g in grids], axis=1)
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The trapezoidal rule's integral of y along `dim`, at spacing dx (1) or at the points x."""
+    y = _array(y)
+    d = dim % y.ndim
+    n = y.shape[d]
+    upper = y[(slice(None),) * d + (slice(1, n),)]
+    lower = y[(slice(None),) * d + (slice(0, n - 1),)]
+    if x is not None:
+        x = _array(x)
+        widths = ops.diff(x, axis=dim if x.ndim > 1 else 0)
+        if x.ndim == 1 and y.ndim > 1:
+            widths = ops.reshape(widths, (-1,) + (1,) * (y.ndim - 1 - d))
+        return ops.sum((upper + lower) * widths, axis=d) / 2
+    return ops.sum(upper + lower, axis=d) * ((1.0 if dx is None else dx) / 2)
+
+
+trapz = trapezoid
+
+
+def tensordot(a, b, dims=2, *, axes=None):
+    """The array API's tensordot(a, b, axes=); PyTorch's `dims=` (an int, or two lists of dims)."""
+    return ops.tensordot(a, b, axes=dims if axes is None else axes)
+
+
+def cross(input, other, dim=None):
+    """The cross product of 3-vectors along `dim` (PyTorch's default: the first dim of size 3)."""
+    input, other = _array(input), _array(other)
+    if dim is None:
+        shape = ops.broadcast_arrays(input, other)[0].shape
+        dim = next((i for i, n in enumerate(shape) if n == 3), None)
+        if dim is None:
+            raise ValueError(f"cross: no dim of size 3 in shape {tuple(shape)}")
+    return ops.decompositions.cross(input, other, axis=dim)
+
+
+def det(x):
+    return ops.decompositions.det(x)
+
+
+def logdet(x):
+    """log(det(x)); NaN where the determinant is negative, as PyTorch's."""
+    return ops.log(ops.decompositions.det(x))
+
+
+def inverse(x):
+    return ops.decompositions.inv(x)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """PyTorch's torch.norm: the vector p-norm over all elements or `dim` ('fro' is the 2-norm)."""
+    return _array(input).norm(p, dim, keepdim, dtype)
+
+
 
 def erfinv(x):
     return ops.erfinv(x)
@@ -545,7 +725,6 @@ NOT_PORTED = {
     "load": "dict(np.load(path)) for model.load_state_dict, or transpiler.load",
     "hub": "load weights with torch once and copy them with load_state_dict",
     "distributed": "one process: map a saved Program over Dask arrays with transpiler.map_batches",
-    "cross": "rt.linalg.cross(a, b)",
 }
 
 TORCH_DTYPES = {"float": float, "double": double, "half": half, "long": long, "int": int, "short": short,
@@ -564,5 +743,10 @@ __all__ = sorted(TORCH_DTYPES) + [
     "movedim", "moveaxis", "select", "tensor_split", "index_fill", "index_add", "index_copy", "isclose", "allclose",
     "nan_to_num", "lerp", "fmod", "xlogy", "logit", "sinc", "diag", "diagonal", "median", "kthvalue", "aminmax",
     "cummax", "cummin", "histc", "ravel", "unfold", "addcmul", "addcdiv", "erfinv", "broadcast_tensors",
-    "std_mean", "var_mean", "bucketize", "unique", "cdist", "dist", "normal", "bernoulli"]
+    "std_mean", "var_mean", "bucketize", "unique", "cdist", "dist", "normal", "bernoulli", "clamp_min", "clamp_max",
+    "cumprod", "frac", "exp2", "dot", "inner", "mv", "argwhere", "take_along_dim", "logcumsumexp", "rot90",
+    "index_put", "masked_scatter", "t", "count_nonzero", "fliplr", "flipud", "eq", "ne", "lt", "le", "gt", "ge",
+    "sub", "mul", "absolute", "where", "linspace", "searchsorted", "tril_indices", "triu_indices", "atleast_1d",
+    "atleast_2d", "atleast_3d", "dstack", "column_stack", "kron", "block_diag", "cartesian_prod", "trapezoid",
+    "trapz", "tensordot", "cross", "det", "logdet", "inverse", "norm"]
 del as_dtype, sort_result, topk_result

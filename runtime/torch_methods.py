@@ -619,6 +619,119 @@ class TorchMethods:
     def lerp(self, end, weight):
         return self + weight * (end - self)
 
+    def frac(self):
+        """x - trunc(x): the fractional part, with x's sign."""
+        return self - _ns.trunc(self)
+
+    def exp2(self):
+        return _ns.pow(2.0, self)
+
+    def dot(self, other):
+        """The inner product of two 1-D tensors."""
+        if self.ndim != 1 or other.ndim != 1:
+            raise ValueError(f"dot: expects two 1-D tensors, got {self.ndim}-D and {other.ndim}-D")
+        return _ns.matmul(self, other)
+
+    inner = dot
+
+    def mv(self, vec):
+        """matrix @ vector."""
+        return _ns.matmul(self, vec)
+
+    def outer(self, other):
+        return _ns.decompositions.outer(self, other)
+
+    ger = outer
+
+    def count_nonzero(self, dim=None):
+        return _ns.sum(_ns.not_equal(self, 0), axis=_dims(dim), dtype="int64")
+
+    def argwhere(self):
+        """The (n, ndim) indices of the non-zero elements (x.nonzero())."""
+        return self.nonzero()
+
+    def take_along_dim(self, indices, dim=None):
+        """take_along_axis; without `dim`, over the flattened tensor."""
+        if dim is None:
+            return _ns.take_along_axis(_ns.reshape(self, (-1,)), _ns.reshape(indices, (-1,)), axis=0)
+        return _ns.take_along_axis(self, indices, axis=_norm_dim(dim, self.ndim))
+
+    def logcumsumexp(self, dim):
+        """log(cumsum(exp(x))) along `dim`, without overflow or underflow: a prefix scan of logaddexp."""
+        x = self if self.ndim else _ns.reshape(self, (1,))
+        d = _norm_dim(dim, x.ndim)
+        n = _static_shape(x)[d]
+        if n == -1:
+            raise ValueError(f"logcumsumexp: dim {dim} is dynamic (known only when the Program runs)")
+        step = 1
+        while step < n:
+            keep = x[(slice(None),) * d + (slice(0, step),)]
+            merged = _ns.logaddexp(x[(slice(None),) * d + (slice(step, n),)],
+                                   x[(slice(None),) * d + (slice(0, n - step),)])
+            x = _ns.concat([keep, merged], axis=d)
+            step *= 2
+        return x if self.ndim else _ns.reshape(x, ())
+
+    def rot90(self, k=1, dims=(0, 1)):
+        """Rotate by 90 degrees k times in the plane of `dims`, from the first towards the second (np.rot90)."""
+        a, b = (_norm_dim(d, self.ndim) for d in dims)
+        if a == b:
+            raise ValueError(f"rot90: dims must differ, got {tuple(dims)}")
+        k = int(k) % 4
+        if k == 0:
+            return self
+        if k == 2:
+            return _ns.flip(self, (a, b))
+        if k == 1:
+            return _ns.flip(self, b).swapaxes(a, b)
+        return _ns.flip(self.swapaxes(a, b), b)
+
+    def _diagonal_filled(self, fill_value, wrap=False):
+        """What x.fill_diagonal_(v) writes: the main diagonal (of a matrix, or of equal dims) set to v."""
+        shape = _static_shape(self)
+        if self.ndim < 2 or (self.ndim > 2 and len(set(shape)) != 1):
+            raise ValueError(f"fill_diagonal_: expects a matrix or a tensor with all dims equal, got {shape}")
+        if self.ndim == 2:
+            mask = np.eye(shape[0], shape[1], dtype=bool)
+            if wrap and shape[0] > shape[1] + 1:
+                step = shape[1] + 1
+                for start in range(step, shape[0], step):
+                    mask[start:start + shape[1]] |= np.eye(min(shape[1], shape[0] - start), shape[1], dtype=bool)
+        else:
+            mask = np.zeros(shape, dtype=bool)
+            mask[(np.arange(shape[0]),) * self.ndim] = True
+        return _ns.where(_constant(self, mask), _ns.full_like(self, fill_value), self)
+
+    def index_put(self, indices, values, accumulate=False):
+        """A copy with x[indices] = values (`accumulate=True`: added, repeated indices all add)."""
+        indices = tuple(indices)
+        values = values if _is_array(values) else _ns.full((), values, dtype=self.dtype)
+        if not accumulate:
+            return _ns.setitem(self, indices, _ns.astype(values, self.dtype))
+        if len(indices) > self.ndim:
+            raise IndexError(f"index_put: {len(indices)} index tensors for a tensor of rank {self.ndim}")
+        shape = tuple(_static_shape(self))
+        lead, rest = shape[:len(indices)], shape[len(indices):]
+        flat = None
+        for i, index in enumerate(indices):        # the row-major position among the indexed (leading) dims
+            part = _ns.astype(index, "int64") * int(np.prod(lead[i + 1:], dtype=np.int64))
+            flat = part if flat is None else flat + part
+        values = _ns.broadcast_to(_ns.astype(values, self.dtype), tuple(flat.shape) + rest)
+        values = _ns.reshape(values, (-1,) + rest)
+        spread = _ns.broadcast_to(_ns.reshape(flat, (-1,) + (1,) * len(rest)), tuple(values.shape))
+        target = _ns.reshape(self, (int(np.prod(lead, dtype=np.int64)),) + rest)
+        out = _ns.scatter_add(target, 0, spread, values)
+        return _ns.reshape(out, tuple(self.shape))
+
+    def masked_scatter(self, mask, source):
+        """A copy with source's first elements, in order, written where mask (broadcast to x) is True."""
+        shape = tuple(self.shape)
+        where = _ns.reshape(_ns.broadcast_to(mask, shape), (-1,))
+        position = _ns.cumsum(_ns.astype(where, "int64"), axis=0) - 1
+        taken = _ns.take(_ns.reshape(source, (-1,)), _ns.clip(position, 0, None), axis=0)
+        out = _ns.where(where, _ns.astype(taken, self.dtype), _ns.reshape(self, (-1,)))
+        return _ns.reshape(out, shape)
+
     def round(self, decimals=0):
         """Halves to even, as PyTorch's (and NumPy's) round; `decimals` places."""
         return _ns.round(self, decimals=int(decimals))
@@ -789,7 +902,7 @@ class TorchMethods:
         chance = self if p is None else p
         return _ns.astype(_ns.rand_like(self, dtype="float64") < chance, self.dtype)
 
-    def bernoulli_sample(self, p=0.5):
+    def _bernoulli_filled(self, p=0.5):
         """What `x.bernoulli_(p)` writes: 1 with probability p (0.5 by default), else 0, in x's shape."""
         return _ns.astype(_ns.rand_like(self, dtype="float64") < p, self.dtype)
 
@@ -883,7 +996,8 @@ IN_PLACE = {"add_": "add", "sub_": "sub", "mul_": "mul", "div_": "div", "pow_": 
             "index_fill_": "index_fill", "index_add_": "index_add", "index_copy_": "index_copy",
             "nan_to_num_": "nan_to_num", "lerp_": "lerp", "fmod_": "fmod", "addcmul_": "addcmul",
             "addcdiv_": "addcdiv", "erfinv_": "erfinv", "logit_": "logit", "xlogy_": "xlogy", "sinc_": "sinc",
-            "bernoulli_": "bernoulli_sample",
+            "bernoulli_": "_bernoulli_filled", "fill_diagonal_": "_diagonal_filled",
+            "index_put_": "index_put", "masked_scatter_": "masked_scatter",
             "fill_": None, "zero_": None, "copy_": None, "normal_": None, "uniform_": None}
 
 
@@ -899,8 +1013,6 @@ NOT_PORTED = {
     "retain_grad": "only leaves keep .grad: differentiate with respect to it with rt.grad(fn, argnums=...)",
     "resize_": "tensors are values: x = x.reshape(...), or a new tensor",
     "set_": "write into a captured tensor with x.set_value(v)",
-    "index_put_": "x = rt.setitem(x, index, v) (or x[index] = v)",
-    "index_put": "rt.setitem(x, index, v)",
     "put_": "x = rt.setitem(x, index, v)",
     "exponential_": "x = -rt.log(rt.rand(*x.shape)) / lambd",
     "random_": "x = rt.randint(low, high, x.shape)",
@@ -912,7 +1024,6 @@ NOT_PORTED = {
     "coalesce": "sparse tensors are not supported",
     "dequantize": "quantized tensors are not supported",
     "mode": "count with rt.unique_counts",
-    "logcumsumexp": "rt.log(rt.cumsum(rt.exp(x - m), axis=dim)) + m, with m = x.max()",
     "bfloat16": "NumPy has no bfloat16: x.half() or x.float()",
     "apply_": "compute the new value with runtime ops",
     "map_": "compute the new value with runtime ops",

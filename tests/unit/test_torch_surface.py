@@ -324,3 +324,269 @@ def test_a_same_dtype_cast_of_a_tensor_that_requires_grad_keeps_its_gradient():
     assert copy is not x and copy.requires_grad
     (copy * 2 + rt.zeros(3, 5).masked_fill(rt.tensor(X > 0), x.sum())).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), 2 + (X > 0).sum(), rtol=1e-6)
+
+
+def _np_logcumsumexp(a, axis):
+    return np.logaddexp.accumulate(a.astype(np.float64), axis=axis).astype(a.dtype)
+
+
+def _np_unfold_2d(a, k, stride=1, padding=0, dilation=1):
+    a = np.pad(a, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    n, c, h, w = a.shape
+    oh, ow = (h - dilation * (k - 1) - 1) // stride + 1, (w - dilation * (k - 1) - 1) // stride + 1
+    cols = np.zeros((n, c, k, k, oh, ow), a.dtype)
+    for i in range(k):
+        for j in range(k):
+            cols[:, :, i, j] = a[:, :, i * dilation:i * dilation + stride * (oh - 1) + 1:stride,
+                                 j * dilation:j * dilation + stride * (ow - 1) + 1:stride]
+    return cols.reshape(n, c * k * k, oh * ow)
+
+
+def _np_fold_2d(cols, size, k, stride=1):
+    n, ckk, _ = cols.shape
+    c = ckk // (k * k)
+    oh, ow = (size[0] - k) // stride + 1, (size[1] - k) // stride + 1
+    out = np.zeros((n, c) + tuple(size), cols.dtype)
+    blocks = cols.reshape(n, c, k, k, oh, ow)
+    for i in range(k):
+        for j in range(k):
+            out[:, :, i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride] += blocks[:, :, i, j]
+    return out
+
+
+def _np_log_sigmoid(a):
+    return -np.logaddexp(0, -a.astype(np.float64))
+
+
+def _np_kl(log_p, q):
+    return np.where(q > 0, q * (np.log(np.where(q > 0, q, 1)) - log_p), -q * log_p)
+
+
+SQ = (X[:, :3] @ X[:, :3].T + 3 * np.eye(3)).astype(np.float32)
+Y = np.array([1, -1, 1], np.float32)
+IMG = _rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+F = rt.nn.functional
+
+MORE = {
+    "frac": (lambda x: (x * 3).frac(), lambda a: np.modf(a * 3)[0], X),
+    "exp2": (lambda x: rt.exp2(x), lambda a: np.exp2(a), X),
+    "dot": (lambda x: rt.dot(x[0], x[1]), lambda a: np.dot(a[0], a[1]), X),
+    "mv": (lambda x: x.mv(x[0]), lambda a: a @ a[0], X[:, :3]),
+    "outer_method": (lambda x: x[0].outer(x[1]), lambda a: np.outer(a[0], a[1]), X),
+    "count_nonzero_dim": (lambda x: rt.count_nonzero(x > 0, dim=0), lambda a: np.count_nonzero(a > 0, axis=0), X),
+    "argwhere": (lambda x: rt.argwhere(x > 0), lambda a: np.argwhere(a > 0), X),
+    "where_condition_only": (lambda x: rt.where(x > 0), lambda a: np.nonzero(a > 0), X),
+    "take_along_dim": (lambda x, i: rt.take_along_dim(x[:2], i[:, :1] % 5, dim=1),
+                       lambda a, i: np.take_along_axis(a[:2], i[:, :1] % 5, 1), X, INTS),
+    "take_along_dim_flat": (lambda x, i: rt.take_along_dim(x, i), lambda a, i: a.ravel()[i.ravel()], X, INTS),
+    "logcumsumexp": (lambda x: rt.logcumsumexp(x * 300, 1), lambda a: _np_logcumsumexp(a * 300, 1), X),
+    "rot90": (lambda x: rt.rot90(x), lambda a: np.rot90(a), X),
+    "rot90_k3_dims": (lambda x: x.reshape(3, 5, 1).rot90(3, [0, 1]), lambda a: np.rot90(a.reshape(3, 5, 1), 3), X),
+    "rot90_k2": (lambda x: rt.rot90(x, 2, (1, 0)), lambda a: np.rot90(a, 2, (1, 0)), X),
+    "index_put": (lambda x: x.index_put((rt.tensor([0, 2]), rt.tensor([1, 1])), rt.tensor(9.0)),
+                  lambda a: np.where(np.isin(np.arange(15).reshape(3, 5), [1, 11]), np.float32(9), a), X),
+    "index_put_accumulate": (lambda x: x.index_put((rt.tensor([0, 0, 2]),), x[:3] * 0 + 1, accumulate=True),
+                             lambda a: a + np.array([[2], [0], [1]], np.float32), X),
+    "index_put_accumulate_full": (lambda x: x.index_put((rt.tensor([0, 0, 2]), rt.tensor([1, 1, 4])), rt.tensor(2.0),
+                                                        accumulate=True),
+                                  lambda a: a + np.float32([[0, 4, 0, 0, 0], [0] * 5, [0, 0, 0, 0, 2]]), X),
+    "masked_scatter": (lambda x: x.masked_scatter(x > 0, rt.arange(15, dtype="float32")),
+                       lambda a: _np_masked_scatter(a, a > 0, np.arange(15, dtype=np.float32)), X),
+    "fliplr_flipud": (lambda x: (rt.fliplr(x), rt.flipud(x)), lambda a: (np.fliplr(a), np.flipud(a)), X),
+    "eq_ne_lt": (lambda x: (rt.eq(x, 0), rt.ne(x, x), rt.gt(x, 0)), lambda a: (a == 0, a != a, a > 0), X),
+    "sub_alpha": (lambda x: rt.sub(x, x * 3, alpha=0.5), lambda a: a - np.float32(0.5) * a * 3, X),
+    "linspace_steps": (lambda x: rt.linspace(0, 1, steps=5), lambda a: np.linspace(0, 1, 5, dtype=np.float32), X),
+    "searchsorted_right": (lambda x: rt.searchsorted(rt.tensor([-0.5, 0.0, 0.5]), x, right=True),
+                           lambda a: np.searchsorted(np.float32([-0.5, 0, 0.5]), a, side="right"), X),
+    "searchsorted_rows": (lambda x: rt.searchsorted(rt.sort(x, dim=1).values, x[:, :2]),
+                          lambda a: np.stack([np.searchsorted(np.sort(r), r[:2]) for r in a]), X),
+    "tril_indices": (lambda x: rt.tril_indices(3, 4, -1), lambda a: np.stack(np.tril_indices(3, -1, 4)), X),
+    "triu_indices": (lambda x: rt.triu_indices(4, 3), lambda a: np.stack(np.triu_indices(4, 0, 3)), X),
+    "atleast": (lambda x: (rt.atleast_2d(x[0]), rt.atleast_3d(x), rt.atleast_1d(x[0, 0])),
+                lambda a: (np.atleast_2d(a[0]), np.atleast_3d(a), np.atleast_1d(a[0, 0])), X),
+    "dstack_column_stack": (lambda x: (rt.dstack([x, x]), rt.column_stack([x[0], x[1]])),
+                            lambda a: (np.dstack([a, a]), np.column_stack([a[0], a[1]])), X),
+    "kron": (lambda x: rt.kron(x[:2, :3], x[1:, 3:]), lambda a: np.kron(a[:2, :3], a[1:, 3:]), X),
+    "kron_vector_matrix": (lambda x: rt.kron(x[0], x[:2, :2]), lambda a: np.kron(a[0], a[:2, :2]), X),
+    "block_diag": (lambda x: rt.block_diag(x[:2, :2], x[2], x[0, :1]),
+                   lambda a: _np_block_diag(a[:2, :2], a[2:3], a[0:1, :1]), X),
+    "cartesian_prod": (lambda i: rt.cartesian_prod(i[0], i[1, :2]),
+                       lambda i: np.array([[p, q] for p in i[0] for q in i[1, :2]]), INTS),
+    "trapezoid": (lambda x: (rt.trapezoid(x), rt.trapz(x, dx=0.5, dim=0), rt.trapezoid(x, x[0] * 0 + rt.arange(5))),
+                  lambda a: (np.trapezoid(a), np.trapezoid(a, dx=0.5, axis=0), np.trapezoid(a, np.arange(5))), X),
+    "tensordot_dims": (lambda x: rt.tensordot(x, x, dims=([1], [1])), lambda a: np.tensordot(a, a, ([1], [1])), X),
+    "cross_default_dim": (lambda x: rt.cross(x[:, :3].T, x[:, 2:].T), lambda a: np.cross(a[:, :3].T, a[:, 2:].T,
+                                                                                          axis=0), X),
+    "det_inverse_logdet": (lambda s: (rt.det(s), rt.inverse(s), rt.logdet(s)),
+                           lambda s: (np.linalg.det(s), np.linalg.inv(s), np.log(np.linalg.det(s))), SQ),
+    "norm_function": (lambda x: (rt.norm(x), rt.norm(x, dim=1), rt.norm(x, p=1, dim=0, keepdim=True)),
+                      lambda a: (np.linalg.norm(a), np.linalg.norm(a, axis=1),
+                                 np.abs(a).sum(0, keepdims=True)), X),
+    "linalg_norm": (lambda x: (rt.linalg.norm(x), rt.linalg.norm(x, dim=-1), rt.linalg.norm(x, ord=1, dim=(0, 1)),
+                               rt.linalg.vector_norm(x, 3, dim=0, keepdim=True)),
+                    lambda a: (np.linalg.norm(a), np.linalg.norm(a, axis=-1), np.linalg.norm(a, 1),
+                               np.linalg.norm(a, 3, axis=0, keepdims=True)), X),
+    "multi_dot": (lambda x: rt.linalg.multi_dot([x, x.T, x]), lambda a: a @ a.T @ a, X),
+    "fill_diagonal": (lambda x: x._diagonal_filled(0.0), lambda a: np.where(np.eye(3, 5, dtype=bool), 0, a), X),
+    "F_selu_celu": (lambda x: (F.selu(x), F.celu(x, 0.5)),
+                    lambda a: (1.0507009873554805 * np.where(a > 0, a, 1.6732632423543772 * np.expm1(a)),
+                               np.where(a > 0, a, 0.5 * np.expm1(a / 0.5))), X),
+    "F_shrinks": (lambda x: (F.hardshrink(x, 0.3), F.softshrink(x), F.tanhshrink(x), F.threshold(x, 0.1, 20.0)),
+                  lambda a: (np.where(np.abs(a) > 0.3, a, 0), np.sign(a) * np.maximum(np.abs(a) - 0.5, 0),
+                             a - np.tanh(a), np.where(a > 0.1, a, 20)), X),
+    "F_rrelu_eval": (lambda x: F.rrelu(x), lambda a: np.where(a >= 0, a, a * (1 / 8 + 1 / 3) / 2), X),
+    "F_rms_norm": (lambda x: F.rms_norm(x, (5,), eps=1e-6),
+                   lambda a: a / np.sqrt((a * a).mean(-1, keepdims=True) + 1e-6), X),
+    "F_unfold": (lambda m: F.unfold(m, 3), lambda a: _np_unfold_2d(a, 3), IMG),
+    "F_unfold_stride_pad_dilation": (lambda m: F.unfold(m, 2, dilation=2, padding=1, stride=2),
+                                     lambda a: _np_unfold_2d(a, 2, 2, 1, 2), IMG),
+    "F_fold": (lambda m: F.fold(F.unfold(m, 2, stride=2), (4, 6), 2, stride=2),
+               lambda a: _np_fold_2d(_np_unfold_2d(a[:, :, :4], 2, 2), (4, 6), 2, 2), IMG),
+    "F_fold_overlapping": (lambda m: F.fold(F.unfold(m, 3), (5, 6), 3),
+                           lambda a: _np_fold_2d(_np_unfold_2d(a, 3), (5, 6), 3), IMG),
+    "F_bilinear": (lambda x, p: F.bilinear(x, p, rt.ones(2, 5, 5), rt.ones(2)),
+                   lambda a, p: np.stack([(a.sum(1) * p.sum(1))] * 2, 1) + 1, X, P),
+    "F_local_response_norm": (lambda m: F.local_response_norm(m, 2),
+                              lambda a: a / (1 + 1e-4 / 2 * (a * a + np.pad(a * a, ((0, 0), (1, 0), (0, 0), (0, 0)))[
+                                  :, :3])) ** 0.75, IMG),
+    "F_kl_div": (lambda x, p: (F.kl_div(x.log_softmax(-1), p, reduction="batchmean"),
+                               F.kl_div(x, p.log(), reduction="none", log_target=True)),
+                 lambda a, p: (_np_kl(a - np.log(np.exp(a).sum(-1, keepdims=True)), p).sum() / 3,
+                               p * (np.log(p) - a)), X, P),
+    "F_margin_ranking": (lambda x, y: F.margin_ranking_loss(x[:, 0], x[:, 1], y, margin=0.1),
+                         lambda a, y: np.maximum(0, -y * (a[:, 0] - a[:, 1]) + 0.1).mean(), X, Y),
+    "F_hinge_embedding": (lambda x, y: F.hinge_embedding_loss(x[:, 0], y, reduction="sum"),
+                          lambda a, y: np.where(y == 1, a[:, 0], np.maximum(0, 1 - a[:, 0])).sum(), X, Y),
+    "F_soft_margin": (lambda x, y: F.soft_margin_loss(x[:, 0], y), lambda a, y: np.log1p(np.exp(-y * a[:, 0])).mean(),
+                      X, Y),
+    "F_multilabel_soft_margin": (lambda x, p: F.multilabel_soft_margin_loss(x, (p > 0.5).float()),
+                                 lambda a, p: (-((p > 0.5) * _np_log_sigmoid(a) + (p <= 0.5) * _np_log_sigmoid(-a))
+                                               ).mean(-1).mean(), X, P),
+    "F_pairwise_distance": (lambda x, p: F.pairwise_distance(x, p), lambda a, p: np.linalg.norm(a - p + 1e-6, axis=-1),
+                            X, P),
+    "pdist": (lambda x: rt.pdist(x), lambda a: np.array([np.linalg.norm(a[i] - a[j]) for i in range(3)
+                                                          for j in range(i + 1, 3)]), X),
+    "F_triplet": (lambda x, p: F.triplet_margin_loss(x, p, p.flip(0), swap=True),
+                  lambda a, p: _np_triplet(a, p, p[::-1]), X, P),
+    "F_cosine_embedding": (lambda x, p, y: F.cosine_embedding_loss(x, p, y, margin=0.2),
+                           lambda a, p, y: _np_cosine_embedding(a, p, y, 0.2), X, P, Y),
+    "F_poisson_nll": (lambda x, p: (F.poisson_nll_loss(x, p * 4, full=True), F.poisson_nll_loss(p, x, log_input=False)),
+                      lambda a, p: (_np_poisson(a, p * 4, True), (p - a * np.log(p + 1e-8)).mean()), X, P),
+    "F_gaussian_nll": (lambda x, p: F.gaussian_nll_loss(x, x.flip(0), p[:, 0], full=True),
+                       lambda a, p: (0.5 * (np.log(p[:, :1]) + (a - a[::-1]) ** 2 / p[:, :1])).mean()
+                       + 0.5 * np.log(2 * np.pi), X, P),
+    "F_embedding_bag_offsets": (lambda x, i: (F.embedding_bag(rt.tensor([0, 2, 1, 2]), x, rt.tensor([0, 3])),
+                                              F.embedding_bag(i % 3, x, mode="sum")),
+                                lambda a, i: (np.stack([a[[0, 2, 1]].mean(0), a[[2]].mean(0)]), a[i % 3].sum(1)),
+                                X, INTS),
+    "F_affine_grid": (lambda x: F.affine_grid(rt.tensor(np.float32([[[1, 0, 0], [0, 1, 0]]])), (1, 1, 2, 3)),
+                      lambda a: np.stack(np.meshgrid(np.float32([-2, 0, 2]) / 3, np.float32([-0.5, 0.5])), -1)[None],
+                      X),
+    "F_conv_transpose1d": (lambda x: F.conv_transpose1d(x[None], rt.ones(3, 2, 3), stride=2, padding=1),
+                           lambda a: _np_conv_transpose1d(a[None], np.ones((3, 2, 3), np.float32), 2, 1), X),
+}
+
+
+def _np_masked_scatter(a, mask, source):
+    out = a.copy()
+    out[mask] = source[:mask.sum()]
+    return out
+
+
+def _np_block_diag(*blocks):
+    out = np.zeros((sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks)), blocks[0].dtype)
+    r = c = 0
+    for b in blocks:
+        out[r:r + b.shape[0], c:c + b.shape[1]] = b
+        r, c = r + b.shape[0], c + b.shape[1]
+    return out
+
+
+def _np_triplet(a, p, n):
+    d = lambda u, v: np.linalg.norm(u - v + 1e-6, axis=-1)  # noqa: E731
+    return np.maximum(d(a, p) - np.minimum(d(a, n), d(p, n)) + 1, 0).mean()
+
+
+def _np_cosine_embedding(a, p, y, margin):
+    cos = (a * p).sum(-1) / np.sqrt(((a * a).sum(-1) + 1e-12) * ((p * p).sum(-1) + 1e-12))
+    return np.where(y == 1, 1 - cos, np.maximum(0, cos - margin)).mean()
+
+
+def _np_poisson(a, t, full):
+    loss = np.exp(a) - t * a
+    if full:
+        safe = np.where(t > 1, t, 1)
+        loss = loss + np.where(t > 1, safe * np.log(safe) - safe + 0.5 * np.log(2 * np.pi * safe), 0)
+    return loss.mean()
+
+
+def _np_conv_transpose1d(x, w, stride, padding):
+    n, c, length = x.shape
+    k = w.shape[2]
+    full = np.zeros((n, w.shape[1], (length - 1) * stride + k), x.dtype)
+    for i in range(length):
+        full[:, :, i * stride:i * stride + k] += np.einsum("nc,cok->nok", x[:, :, i], w)
+    return full[:, :, padding:full.shape[2] - padding]
+
+
+def _compare_loose(got, want):
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            _compare_loose(g, w)
+        return
+    want = np.asarray(want)
+    assert isinstance(got, rt.Tensor) and got.shape == want.shape, (type(got), getattr(got, "shape", None),
+                                                                     want.shape)
+    assert got.dtype.kind == want.dtype.kind or (got.dtype.kind in "iu" and want.dtype.kind in "iu")
+    np.testing.assert_allclose(got.numpy(), want, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["eager", "static"])
+@pytest.mark.parametrize("name", list(MORE))
+def test_more_pytorch_functions_against_numpy(name, static):
+    ours, numpy_fn, *arrays = MORE[name]
+    if static and name in ("argwhere", "where_condition_only"):
+        pytest.skip("an output whose size depends on the values: covered eagerly")
+
+    def run(*args):
+        return ours(*args)
+    _compare_loose((to_static(run) if static else run)(*[rt.tensor(a) for a in arrays]), numpy_fn(*arrays))
+
+
+def test_gumbel_softmax_samples_and_the_straight_through_gradient():
+    rt.manual_seed(3)
+    logits = rt.tensor(np.log(np.float32([[0.7, 0.2, 0.1]] * 3000)), requires_grad=True)
+    hard = F.gumbel_softmax(logits, tau=0.5, hard=True)
+    assert set(np.unique(hard.numpy())) == {0.0, 1.0} and (hard.numpy().sum(-1) == 1).all()
+    assert abs(hard.numpy()[:, 0].mean() - 0.7) < 0.04
+    (hard * rt.tensor(np.float32([1, 2, 3]))).sum().backward()
+    assert np.abs(logits.grad.numpy()).sum() > 0          # the soft sample's gradient flows back
+    soft = F.gumbel_softmax(logits[:2])
+    np.testing.assert_allclose(soft.numpy().sum(-1), 1, rtol=1e-6)
+
+
+def test_in_place_fill_diagonal_index_put_and_masked_scatter():
+    x = rt.tensor(X)
+    y = x.clone()
+    y.fill_diagonal_(7.0)
+    y.index_put_((rt.tensor([2]), rt.tensor([4])), rt.tensor(-1.0))
+    want = np.where(np.eye(3, 5, dtype=bool), np.float32(7), X)
+    want[2, 4] = -1
+    np.testing.assert_array_equal(y.numpy(), want)
+
+    @to_static
+    def step(x):
+        y = x * 1.0
+        y.fill_diagonal_(7.0)
+        y.index_put_((rt.tensor([2]), rt.tensor([4])), rt.tensor(-1.0))
+        return y
+    np.testing.assert_array_equal(step(x).numpy(), want)
+    tall = rt.zeros(7, 3)
+    tall.fill_diagonal_(1.0, wrap=True)
+    np.testing.assert_array_equal(tall.numpy(), _np_fill_wrapped(np.zeros((7, 3), np.float32), 1.0))
+
+
+def _np_fill_wrapped(a, v):
+    np.fill_diagonal(a, v, wrap=True)
+    return a
