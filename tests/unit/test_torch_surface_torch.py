@@ -97,3 +97,85 @@ def test_as_tensor_and_named_results_as_torchs():
                          (rt.aminmax(x), torch.aminmax(torch.tensor(X)))):
         for field in ours._fields:
             np.testing.assert_allclose(getattr(ours, field).numpy(), getattr(theirs, field).numpy())
+
+
+IMG = _rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+Y = np.array([1, -1, 1], np.float32)
+SQ = (X[:, :3] @ X[:, :3].T + 3 * np.eye(3)).astype(np.float32)
+
+
+def _f(m):
+    return m.nn.functional
+
+
+MORE = {   # name: (fn(m, *tensors), arrays, differentiable)
+    "frac_exp2": (lambda m, x: (x.frac(), m.exp2(x)), (X,), True),
+    "dot_mv_outer": (lambda m, x: (m.dot(x[0], x[1]), x[:, :3].mv(x[0, :3]), x[0].outer(x[1])), (X,), True),
+    "count_nonzero": (lambda m, x: m.count_nonzero(x > 0, dim=1), (X,), False),
+    "take_along_dim": (lambda m, x: m.take_along_dim(x, m.tensor([[0], [4], [2]]), dim=1), (X,), True),
+    "logcumsumexp": (lambda m, x: m.logcumsumexp(x * 50, dim=1), (X,), True),
+    "rot90": (lambda m, x: (m.rot90(x), m.rot90(x, -1, [1, 0]), x.rot90(2)), (X,), True),
+    "index_put_accumulate": (lambda m, x, p: x.index_put((m.tensor([0, 0, 2]),), p, accumulate=True), (X, P), True),
+    "masked_scatter": (lambda m, x, p: x.masked_scatter(x > 0, p), (X, P), True),
+    "searchsorted": (lambda m, x: (m.searchsorted(m.tensor([-0.5, 0.0, 0.5]), x, right=True),
+                                   m.searchsorted(m.sort(x, dim=1).values, x)), (X,), False),
+    "tril_triu_indices": (lambda m, x: (m.tril_indices(4, 3, 1), m.triu_indices(3, 5, -1)), (X,), False),
+    "kron_block_diag": (lambda m, x: (m.kron(x[:2, :2], x[:, :3]), m.block_diag(x[:2, :2], x[2:, 1:])), (X,), True),
+    "cartesian_prod": (lambda m, x: m.cartesian_prod(x[0], x[1, :2], x[2, :3]), (X,), True),
+    "trapezoid": (lambda m, x: (m.trapezoid(x), m.trapezoid(x, dx=0.3, dim=0)), (X,), True),
+    "tensordot": (lambda m, x: m.tensordot(x, x, dims=([0], [0])), (X,), True),
+    "cross": (lambda m, x: m.cross(x[:, :3], x[:, 2:], dim=1), (X,), True),
+    "det_inverse_logdet": (lambda m, s: (m.det(s), m.inverse(s), m.logdet(s)), (SQ,), True),
+    "norm": (lambda m, x: (m.norm(x), m.norm(x, dim=1), m.norm(x, p=1, dim=0, keepdim=True)), (X,), True),
+    "linalg_norm": (lambda m, x: (m.linalg.norm(x), m.linalg.norm(x, dim=-1), m.linalg.norm(x, ord=1),
+                                  m.linalg.norm(x, ord=float("inf"), dim=(1, 0)),
+                                  m.linalg.vector_norm(x, ord=3, dim=0, keepdim=True)), (X,), True),
+    "linalg_multi_dot": (lambda m, x: m.linalg.multi_dot([x, x.t(), x]), (X,), True),
+    "fill_diagonal_": (lambda m, x: x.clone().fill_diagonal_(2.0), (X,), False),
+    "activations": (lambda m, x: (_f(m).selu(x), _f(m).celu(x, 0.7), _f(m).hardshrink(x, 0.4), _f(m).softshrink(x),
+                                  _f(m).tanhshrink(x), _f(m).threshold(x, 0.2, -3.0), _f(m).rrelu(x)), (X,), True),
+    "rms_norm": (lambda m, x: _f(m).rms_norm(x, (5,), m.ones(5) * 2, eps=1e-5), (X,), True),
+    "unfold": (lambda m, i: _f(m).unfold(i, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)), (IMG,), True),
+    "fold": (lambda m, i: _f(m).fold(_f(m).unfold(i, 3, padding=1), (5, 6), 3, padding=1), (IMG,), True),
+    "conv_transpose1d": (lambda m, x, p: _f(m).conv_transpose1d(x[None], p[:, :4].reshape(3, 2, 2), m.ones(2), stride=2,
+                                                                padding=1, output_padding=1), (X, P), True),
+    "bilinear": (lambda m, x, p: _f(m).bilinear(x, p, m.ones(2, 5, 5) * 0.1, m.ones(2)), (X, P), True),
+    "local_response_norm": (lambda m, i: _f(m).local_response_norm(i, 3, alpha=0.1), (IMG,), True),
+    "affine_grid": (lambda m, x: (_f(m).affine_grid(x.reshape(-1)[:12].reshape(2, 2, 3), (2, 1, 3, 4)),
+                                  _f(m).affine_grid(x.reshape(-1)[:12].reshape(2, 2, 3), (2, 1, 2, 5),
+                                                    align_corners=True)),
+                    (X,), True),
+    "kl_div": (lambda m, x, p: (_f(m).kl_div(x.log_softmax(-1), p.softmax(-1), reduction="batchmean"),
+                                _f(m).kl_div(x.log_softmax(-1), p.log(), reduction="sum", log_target=True),
+                                _f(m).kl_div(x, (p > 0.5).float() * 0.3, reduction="mean")), (X, P), True),
+    "margin_losses": (lambda m, x, y: (_f(m).margin_ranking_loss(x[:, 0], x[:, 1], y.detach(), margin=0.2),
+                                       _f(m).hinge_embedding_loss(x[:, 2], y.detach(), margin=0.5),
+                                       _f(m).soft_margin_loss(x[:, 3], y.detach(), reduction="sum")), (X, Y), True),
+    "multilabel_soft_margin": (lambda m, x, p: _f(m).multilabel_soft_margin_loss(x, (p > 0.5).float(),
+                                                                              weight=m.ones(5) * 0.5), (X, P), True),
+    "distances": (lambda m, x, p: (_f(m).pairwise_distance(x, p, keepdim=True), m.pdist(x), m.pdist(x, p=1),
+                                   _f(m).pairwise_distance(x, p, p=1)), (X, P), True),
+    "triplet": (lambda m, x, p: (_f(m).triplet_margin_loss(x, p, p.flip(0)),
+                                 _f(m).triplet_margin_loss(x, p, p.flip(0), margin=2.0, p=1, swap=True)), (X, P), True),
+    "cosine_embedding": (lambda m, x, p, y: _f(m).cosine_embedding_loss(x, p, y, margin=0.1), (X, P, Y), True),
+    "poisson_nll": (lambda m, x, p: (_f(m).poisson_nll_loss(x, p * 4, full=True),
+                                     _f(m).poisson_nll_loss(p, x * x, log_input=False, reduction="sum")), (X, P), True),
+    "gaussian_nll": (lambda m, x, p: (_f(m).gaussian_nll_loss(x, x.flip(0), p, full=True),
+                                      _f(m).gaussian_nll_loss(x, x.flip(0), p[:, 0] * 1e-8, eps=1e-3)), (X, P), True),
+    "embedding_bag": (lambda m, x, p: (_f(m).embedding_bag(m.tensor([0, 2, 1, 2, 0]), x, m.tensor([0, 3]),
+                                                           mode="sum", per_sample_weights=p[0]),
+                                       _f(m).embedding_bag(m.tensor([[0, 2], [1, 1]]), x, mode="mean"),
+                                       _f(m).embedding_bag(m.tensor([[0, 2], [1, 1]]), x, mode="max"),
+                                       _f(m).embedding_bag(m.tensor([0, 2, 1]), x, m.tensor([0, 1, 3]), mode="mean",
+                                                           include_last_offset=True)), (X, P), True),
+}
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["eager", "static"])
+@pytest.mark.parametrize("name", list(MORE))
+def test_more_against_torch(name, static):
+    fn, arrays, differentiable = MORE[name]
+
+    def ours(*args):
+        return fn(rt, *args)
+    check(ours, lambda *args: fn(torch, *args), *arrays, grad=differentiable, static=static, atol=2e-5)
