@@ -18,8 +18,7 @@ from .. import ops as _ops
 from ..ops import selection
 from . import composite
 from .composite import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
-                        avg_pool1d, avg_pool2d, embedding, max_pool1d, batch_norm, binary_cross_entropy,
-                        binary_cross_entropy_with_logits, conv1d, conv3d, group_norm,
+                        avg_pool1d, avg_pool2d, embedding, max_pool1d, batch_norm, conv1d, conv3d, group_norm,
                         huber_loss, instance_norm, l1_loss, log_sigmoid, mse_loss, pad, pixel_shuffle,
                         pixel_unshuffle, prelu,
                         scaled_dot_product_attention,
@@ -184,6 +183,24 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if target.dtype.kind == "f":
         raise NotImplementedError("cross_entropy: weight= with probability targets is not supported")
     return composite.nll_loss(nn_ops.log_softmax(input, axis=1), target, reduction, ignore_index, weight)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-[t * log(p) + (1 - t) * log(1 - p)] for probabilities p, times `weight`."""
+    return composite.binary_cross_entropy(input, target, weight, _legacy_reduction(size_average, reduce, reduction))
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    """binary_cross_entropy of sigmoid(input), computed without overflow; `pos_weight` weighs the positive
+    term, `weight` each element."""
+    if isinstance(weight, str):             # the old (input, target, reduction, pos_weight) order
+        weight, reduction = None, weight
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if weight is None:
+        return composite.binary_cross_entropy_with_logits(input, target, reduction, pos_weight)
+    loss = composite.binary_cross_entropy_with_logits(input, target, "none", pos_weight) * weight
+    return composite._reduce(loss, reduction, "binary_cross_entropy_with_logits")
 
 
 def _legacy_reduction(size_average, reduce, reduction):

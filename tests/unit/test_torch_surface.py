@@ -590,3 +590,47 @@ def test_in_place_fill_diagonal_index_put_and_masked_scatter():
 def _np_fill_wrapped(a, v):
     np.fill_diagonal(a, v, wrap=True)
     return a
+
+
+def test_loss_tensor_options_are_buffers_in_state_dict_as_pytorchs():
+    """A model holding `nn.BCEWithLogitsLoss(pos_weight=w)` has `criterion.pos_weight` in its state_dict."""
+    w = rt.tensor(np.float32([1, 2, 3]))
+    assert set(rt.nn.BCEWithLogitsLoss(pos_weight=w, weight=w).state_dict()) == {"weight", "pos_weight"}
+    assert set(rt.nn.BCELoss(weight=w).state_dict()) == {"weight"} and not rt.nn.BCELoss().state_dict()
+    assert set(rt.nn.CrossEntropyLoss(weight=w).state_dict()) == {"weight"}
+    logits, target = rt.tensor(X[:, :3]), rt.tensor((X[:, :3] > 0).astype(np.float32))
+    plain = np.logaddexp(0, -X[:, :3]) * (X[:, :3] > 0) + np.logaddexp(0, X[:, :3]) * (X[:, :3] <= 0)
+    want = (plain * np.float32([1, 2, 3])).mean()
+    np.testing.assert_allclose(F.binary_cross_entropy_with_logits(logits, target, w).numpy(), want, rtol=1e-5)
+    np.testing.assert_allclose(rt.nn.BCEWithLogitsLoss(weight=w)(logits, target).numpy(), want, rtol=1e-5)
+    np.testing.assert_allclose(rt.nn.BCEWithLogitsLoss("sum")(logits, target).numpy(), plain.sum(), rtol=1e-5)
+
+
+def test_more_layer_classes_against_numpy():
+    nn = rt.nn
+    img = rt.tensor(IMG[:, :2])
+    np.testing.assert_array_equal(nn.ChannelShuffle(2)(rt.tensor(IMG[:, :2].repeat(2, 1))).numpy(),
+                                  IMG[:, :2].repeat(2, 1).reshape(2, 2, 2, 5, 6).swapaxes(1, 2).reshape(2, 4, 5, 6))
+    e = np.exp(IMG - IMG.max(1, keepdims=True))
+    np.testing.assert_allclose(nn.Softmax2d()(rt.tensor(IMG)).numpy(), e / e.sum(1, keepdims=True), rtol=1e-5)
+    x = rt.tensor(X[None])
+    np.testing.assert_array_equal(nn.ConstantPad1d((1, 2), 3.5)(x).numpy(),
+                                  np.pad(X[None], ((0, 0), (0, 0), (1, 2)), constant_values=3.5))
+    np.testing.assert_array_equal(nn.ReflectionPad1d(2)(x).numpy(), np.pad(X[None], ((0, 0), (0, 0), (2, 2)), "reflect"))
+    np.testing.assert_array_equal(nn.ReplicationPad1d(1)(x).numpy(), np.pad(X[None], ((0, 0), (0, 0), (1, 1)), "edge"))
+    assert nn.UpsamplingNearest2d(scale_factor=2)(img).shape == (2, 2, 10, 12)
+    np.testing.assert_allclose(nn.Unfold(2, stride=2)(img).numpy(), _np_unfold_2d(IMG[:, :2], 2, 2), rtol=1e-6)
+    bag = nn.EmbeddingBag(5, 3, mode="sum")
+    np.testing.assert_allclose(bag(rt.tensor(INTS % 5)).numpy(), bag.weight.numpy()[INTS % 5].sum(1), rtol=1e-6)
+    bilinear = nn.Bilinear(5, 5, 2)
+    assert bilinear.weight.shape == (2, 5, 5) and bilinear.bias.shape == (2,)
+    np.testing.assert_allclose(bilinear(rt.tensor(X), rt.tensor(P)).numpy(),
+                               np.einsum("bi,kij,bj->bk", X, bilinear.weight.numpy(), P) + bilinear.bias.numpy(),
+                               rtol=1e-5, atol=1e-6)
+    up = nn.ConvTranspose1d(3, 2, 3, stride=2, padding=1, bias=False)
+    assert up.weight.shape == (3, 2, 3)
+    np.testing.assert_allclose(up(x).numpy(), _np_conv_transpose1d(X[None], up.weight.numpy(), 2, 1), rtol=1e-5,
+                               atol=1e-6)
+    loss = nn.KLDivLoss(reduction="batchmean")(rt.tensor(X).log_softmax(-1), rt.tensor(P))
+    np.testing.assert_allclose(loss.numpy(), _np_kl(X - np.log(np.exp(X).sum(-1, keepdims=True)), P).sum() / 3,
+                               rtol=1e-5)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import runtime as rt
+from transpiler import to_static
 
 torch = pytest.importorskip("torch")
 from tests.unit.test_torch_names_torch import check  # noqa: E402
@@ -179,3 +180,51 @@ def test_more_against_torch(name, static):
     def ours(*args):
         return fn(rt, *args)
     check(ours, lambda *args: fn(torch, *args), *arrays, grad=differentiable, static=static, atol=2e-5)
+
+
+X3 = _rng.standard_normal((2, 4, 8)).astype(np.float32)
+X4 = _rng.standard_normal((2, 4, 6, 6)).astype(np.float32)
+X2 = X3[0]
+LAYERS = {   # name: (constructor source with nn and m = torch or runtime, inputs)
+    "KLDivLoss": ("nn.KLDivLoss(reduction='batchmean', log_target=True)", [X2, X2[::-1].copy()]),
+    "MarginRankingLoss": ("nn.MarginRankingLoss(0.3)", [X2[0], X2[1], np.sign(X2[2])]),
+    "CosineEmbeddingLoss": ("nn.CosineEmbeddingLoss(margin=0.2)", [X2, X2[::-1].copy(), np.float32([1, -1, 1, -1])]),
+    "HingeEmbeddingLoss": ("nn.HingeEmbeddingLoss(0.5)", [X2, np.sign(X2)]),
+    "SoftMarginLoss": ("nn.SoftMarginLoss()", [X2, np.sign(X2)]),
+    "MultiLabelSoftMarginLoss": ("nn.MultiLabelSoftMarginLoss(weight=m.ones(8))", [X2, (X2 > 0).astype(np.float32)]),
+    "TripletMarginLoss": ("nn.TripletMarginLoss(margin=0.5, swap=True)", [X2, X2[::-1].copy(), X2 * 2]),
+    "PoissonNLLLoss": ("nn.PoissonNLLLoss(full=True)", [X2, np.abs(X2) * 3]),
+    "GaussianNLLLoss": ("nn.GaussianNLLLoss()", [X2, X2[::-1].copy(), np.abs(X2) + 0.1]),
+    "PairwiseDistance": ("nn.PairwiseDistance(p=1.5)", [X2, X2[::-1].copy()]),
+    "BCEWithLogitsLoss_weights": ("nn.BCEWithLogitsLoss(weight=m.ones(8) * 0.5, pos_weight=m.ones(8) * 2)",
+                                  [X2, (X2 > 0).astype(np.float32)]),
+    "BCELoss_weight": ("nn.BCELoss(weight=m.ones(8) * 3)", [1 / (1 + np.exp(-X2)), (X2 > 0).astype(np.float32)]),
+    "activations": ("nn.Sequential(nn.SELU(), nn.CELU(0.5), nn.Hardshrink(0.1), nn.Softshrink(0.05), "
+                    "nn.Tanhshrink(), nn.Threshold(0.01, -1.0), nn.RReLU(), nn.GLU(), nn.Softmin(-1))", [X3]),
+    "Softmax2d": ("nn.Softmax2d()", [X4]),
+    "LocalResponseNorm": ("nn.LocalResponseNorm(3, alpha=0.01, k=2.0)", [X4]),
+    "Unfold_Fold": ("nn.Sequential(nn.Unfold(3, padding=1), nn.Fold((6, 6), 3, padding=1))", [X4]),
+    "ConvTranspose1d": ("nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)", [X3]),
+    "Bilinear": ("nn.Bilinear(8, 8, 3)", [X2, X2[::-1].copy()]),
+    "EmbeddingBag": ("nn.EmbeddingBag(5, 3, mode='max')", [np.array([[1, 2, 0], [3, 1, 2]], np.int64)]),
+    "pads": ("nn.Sequential(nn.ConstantPad1d((1, 2), 0.5), nn.ReflectionPad1d(2), nn.ReplicationPad1d((0, 3)))", [X3]),
+    "upsampling": ("nn.Sequential(nn.UpsamplingNearest2d(scale_factor=2), nn.UpsamplingBilinear2d(size=(7, 9)))",
+                   [X4]),
+    "ChannelShuffle": ("nn.ChannelShuffle(2)", [X4]),
+}
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["eager", "static"])
+@pytest.mark.parametrize("name", list(LAYERS))
+def test_layer_against_torch(name, static):
+    source, inputs = LAYERS[name]
+    torch.manual_seed(0)
+    theirs = eval(source, {"nn": torch.nn, "m": torch}).eval()
+    ours = eval(source, {"nn": rt.nn, "m": rt}).eval()
+    ours.load_state_dict(theirs.state_dict())
+    assert set(ours.state_dict()) == set(theirs.state_dict())
+    differentiable = all(a.dtype.kind == "f" for a in inputs) and name not in NO_TARGET_GRADIENT
+    check(to_static(ours) if static else ours, theirs, *inputs, grad=differentiable)
+
+
+NO_TARGET_GRADIENT = {"SoftMarginLoss", "MultiLabelSoftMarginLoss"}     # torch refuses a target that requires grad
