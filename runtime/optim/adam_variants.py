@@ -122,8 +122,10 @@ class RAdam(_AdamFamily):
         rho_inf = 2.0 / (1.0 - beta2) - 1.0
         rho_t = rho_inf - 2.0 * t * beta2 ** t / correction2
         rectified = rho_t > 5.0
-        safe_rho = ops.where(rectified, rho_t, 10.0)      # the unused branch stays finite
-        rect = ops.sqrt((safe_rho - 4.0) * (safe_rho - 2.0) * rho_inf / ((rho_inf - 4.0) * (rho_inf - 2.0) * safe_rho))
+        safe_rho = ops.where(rectified, rho_t, 10.0)      # the unused branch stays finite (rho_inf >= rho_t > 5
+        safe_inf = ops.where(rectified, rho_inf, 10.0)    # where it is used)
+        rect = ops.sqrt((safe_rho - 4.0) * (safe_rho - 2.0) * safe_inf
+                        / ((safe_inf - 4.0) * (safe_inf - 2.0) * safe_rho))
         adaptive = ops.astype(rect * ops.sqrt(correction2), dtype) / (ops.sqrt(v) + group.scalar("eps", dtype))
         scale = ops.where(rectified, adaptive, ops.ones_like(adaptive))
         p.set_value(value - ops.astype(hyper["lr"] / (1.0 - beta1 ** t), dtype) * m * scale)

@@ -90,8 +90,8 @@ OPTIMIZERS = {
                         lambda: _np_nadam(lr=0.05, weight_decay=0.1, decoupled=True, momentum_decay=0.01)),
     "radam": (lambda ps: rt.optim.RAdam(ps, lr=0.05, weight_decay=0.1),
               lambda: _np_radam(lr=0.05, weight_decay=0.1)),
-    "radam_rectified": (lambda ps: rt.optim.RAdam(ps, lr=0.05, betas=(0.9, 0.6)),       # rho_t > 5 from step 1
-                        lambda: _np_radam(lr=0.05, betas=(0.9, 0.6))),
+    "radam_rectified": (lambda ps: rt.optim.RAdam(ps, lr=0.05, betas=(0.9, 0.9)),   # rho_t > 5 at step 6
+                        lambda: _np_radam(lr=0.05, betas=(0.9, 0.9))),
 }
 
 

@@ -616,7 +616,8 @@ def test_more_layer_classes_against_numpy():
     x = rt.tensor(X[None])
     np.testing.assert_array_equal(nn.ConstantPad1d((1, 2), 3.5)(x).numpy(),
                                   np.pad(X[None], ((0, 0), (0, 0), (1, 2)), constant_values=3.5))
-    np.testing.assert_array_equal(nn.ReflectionPad1d(2)(x).numpy(), np.pad(X[None], ((0, 0), (0, 0), (2, 2)), "reflect"))
+    np.testing.assert_array_equal(nn.ReflectionPad1d(2)(x).numpy(),
+                                  np.pad(X[None], ((0, 0), (0, 0), (2, 2)), "reflect"))
     np.testing.assert_array_equal(nn.ReplicationPad1d(1)(x).numpy(), np.pad(X[None], ((0, 0), (0, 0), (1, 1)), "edge"))
     assert nn.UpsamplingNearest2d(scale_factor=2)(img).shape == (2, 2, 10, 12)
     np.testing.assert_allclose(nn.Unfold(2, stride=2)(img).numpy(), _np_unfold_2d(IMG[:, :2], 2, 2), rtol=1e-6)
