@@ -41,7 +41,7 @@ __all__ = ["relu", "gelu", "sigmoid", "softmax", "log_softmax", "linear", "conv2
            "avg_pool1d", "max_pool1d", "logsigmoid", "softmin", "glu", "dropout1d", "dropout2d", "dropout3d",
            "pixel_shuffle", "pixel_unshuffle", "selu", "celu", "threshold", "hardshrink", "softshrink", "tanhshrink",
            "rrelu", "rms_norm", "conv_transpose1d", "unfold", "fold", "gumbel_softmax", "bilinear", "embedding_bag",
-           "local_response_norm", "affine_grid"] + losses.__all__
+           "local_response_norm", "affine_grid", "grid_sample"] + losses.__all__
 
 
 tanh = _ops.tanh
@@ -403,9 +403,51 @@ def affine_grid(theta, size, align_corners=False):
     return _ops.reshape(grid, (n, h, w, 2))
 
 
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """input (N, C, H, W) read at grid (N, Ho, Wo, 2)'s normalized (x, y) points in [-1, 1]: 'bilinear' or
+    'nearest', outside points 'zeros' or clamped to the 'border'. Gradients reach input and grid."""
+    if mode not in ("bilinear", "nearest"):
+        raise NotImplementedError(f"grid_sample: mode must be 'bilinear' or 'nearest', got {mode!r}")
+    if padding_mode not in ("zeros", "border"):
+        raise NotImplementedError(f"grid_sample: padding_mode must be 'zeros' or 'border', got {padding_mode!r}")
+    if input.ndim != 4 or grid.ndim != 4 or grid.shape[-1] != 2:
+        raise ValueError(f"grid_sample: expects input (N, C, H, W) and grid (N, Ho, Wo, 2), got "
+                         f"{tuple(input.shape)} and {tuple(grid.shape)}")
+    n, c, h, w = input.shape
+    _, ho, wo, _ = grid.shape
+    grid = _ops.astype(grid, input.dtype)
+
+    def pixel(coord, size):
+        if align_corners:
+            at = (coord + 1) * ((size - 1) / 2)
+        else:
+            at = ((coord + 1) * size - 1) / 2
+        return _ops.clip(at, 0, size - 1) if padding_mode == "border" else at
+    ix, iy = pixel(grid[..., 0], w), pixel(grid[..., 1], h)
+    flat = _ops.reshape(input, (n, c, h * w))
+
+    def corner(x, y):
+        """input at integer points (x, y) (N, Ho, Wo), 0 outside, as (N, C, Ho, Wo)."""
+        inside = (x >= 0) & (x <= w - 1) & (y >= 0) & (y <= h - 1)
+        xi = _ops.astype(_ops.clip(x, 0, w - 1), "int64")
+        yi = _ops.astype(_ops.clip(y, 0, h - 1), "int64")
+        where = _ops.reshape(yi * w + xi, (n, 1, ho * wo))
+        values = _ops.take_along_axis(flat, _ops.broadcast_to(where, (n, c, ho * wo)), axis=2)
+        values = _ops.reshape(values, (n, c, ho, wo))
+        return values * _ops.expand_dims(_ops.astype(inside, input.dtype), axis=1)
+    if mode == "nearest":
+        return corner(_ops.round(ix), _ops.round(iy))
+    x0, y0 = _ops.floor(ix), _ops.floor(iy)
+    wx, wy = ix - x0, iy - y0
+
+    def weight(v):
+        return _ops.expand_dims(v, axis=1)
+    return (corner(x0, y0) * weight((1 - wx) * (1 - wy)) + corner(x0 + 1, y0) * weight(wx * (1 - wy))
+            + corner(x0, y0 + 1) * weight((1 - wx) * wy) + corner(x0 + 1, y0 + 1) * weight(wx * wy))
+
+
 # torch.nn.functional names with no function here, and what to use instead
 NOT_PORTED = {
-    "grid_sample": "index with rt.take_along_axis on computed integer coordinates",
     "ctc_loss": "a loop over time with rt.logsumexp",
     "multi_head_attention_forward": "nn.MultiheadAttention",
 }

@@ -635,3 +635,36 @@ def test_more_layer_classes_against_numpy():
     loss = nn.KLDivLoss(reduction="batchmean")(rt.tensor(X).log_softmax(-1), rt.tensor(P))
     np.testing.assert_allclose(loss.numpy(), _np_kl(X - np.log(np.exp(X).sum(-1, keepdims=True)), P).sum() / 3,
                                rtol=1e-5)
+
+
+def _np_grid_sample(a, grid, align_corners, border):
+    n, c, h, w = a.shape
+    out = np.zeros((n, c) + grid.shape[1:3], np.float64)
+    for b in range(n):
+        for i in range(grid.shape[1]):
+            for j in range(grid.shape[2]):
+                x, y = grid[b, i, j]
+                px = (x + 1) / 2 * (w - 1) if align_corners else ((x + 1) * w - 1) / 2
+                py = (y + 1) / 2 * (h - 1) if align_corners else ((y + 1) * h - 1) / 2
+                if border:
+                    px, py = min(max(px, 0), w - 1), min(max(py, 0), h - 1)
+                x0, y0 = math.floor(px), math.floor(py)
+                for xx, yy, wt in ((x0, y0, (x0 + 1 - px) * (y0 + 1 - py)), (x0 + 1, y0, (px - x0) * (y0 + 1 - py)),
+                                   (x0, y0 + 1, (x0 + 1 - px) * (py - y0)), (x0 + 1, y0 + 1, (px - x0) * (py - y0))):
+                    if 0 <= xx < w and 0 <= yy < h:
+                        out[b, :, i, j] += wt * a[b, :, yy, xx]
+    return out
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["eager", "static"])
+@pytest.mark.parametrize("align_corners, padding_mode", [(False, "zeros"), (True, "zeros"), (False, "border")])
+def test_grid_sample_against_numpy(align_corners, padding_mode, static):
+    grid = _rng.uniform(-1.3, 1.3, (2, 3, 4, 2)).astype(np.float32)
+
+    def sample(x, g):
+        return F.grid_sample(x, g, padding_mode=padding_mode, align_corners=align_corners)
+    got = (to_static(sample) if static else sample)(rt.tensor(IMG), rt.tensor(grid))
+    np.testing.assert_allclose(got.numpy(), _np_grid_sample(IMG, grid, align_corners, padding_mode == "border"),
+                               rtol=1e-5, atol=1e-5)
+    identity = F.affine_grid(rt.tensor(np.float32([[[1, 0, 0], [0, 1, 0]]] * 2)), (2, 3, 5, 6))
+    np.testing.assert_allclose(F.grid_sample(rt.tensor(IMG), identity).numpy(), IMG, rtol=1e-5, atol=1e-6)

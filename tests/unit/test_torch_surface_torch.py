@@ -228,3 +228,15 @@ def test_layer_against_torch(name, static):
 
 
 NO_TARGET_GRADIENT = {"SoftMarginLoss", "MultiLabelSoftMarginLoss"}     # torch refuses a target that requires grad
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["eager", "static"])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_against_torch(mode, padding_mode, align_corners, static):
+    grid = _rng.uniform(-1.2, 1.2, (2, 3, 4, 2)).astype(np.float32)
+
+    def run(m):
+        return lambda x, g: _f(m).grid_sample(x, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    check(run(rt), run(torch), IMG, grid, static=static, atol=2e-5)
