@@ -20,7 +20,8 @@ from .normalization import (BatchNorm1D, BatchNorm2D, BatchNorm3D, GroupNorm, In
                             InstanceNorm3D)
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
-from . import more_layers
+from . import more_layers, transformer
+from .transformer import Transformer, TransformerDecoder, TransformerDecoderLayer
 from .more_layers import *  # noqa: F401,F403  (more of torch.nn's classes: losses, activations, Unfold, ...)
 from ..torch_methods import module_getattr as _module_getattr
 
@@ -49,13 +50,10 @@ __all__ += ["Module", "ModuleList", "ModuleDict", "Conv1d", "Conv2d", "Conv3d", 
             "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d",
             "AdaptiveMaxPool2d", "ZeroPad2d", "TransformerEncoder", "ParameterList", "ParameterDict", "Unflatten",
             "RMSNorm", "Dropout1d", "Dropout2d", "Dropout3d", "ReflectionPad2d", "ReplicationPad2d", "ConstantPad2d",
-            "PixelShuffle", "PixelUnshuffle"] + more_layers.__all__
+            "PixelShuffle", "PixelUnshuffle"] + more_layers.__all__ + transformer.__all__
 
 # torch.nn names with no layer here, and what to use instead
 NOT_PORTED = {
-    "TransformerDecoderLayer": "compose MultiheadAttention, Linear and LayerNorm in a Module of your own",
-    "TransformerDecoder": "compose MultiheadAttention, Linear and LayerNorm in a Module of your own",
-    "Transformer": "TransformerEncoder plus a decoder Module of your own",
     "DataParallel": "one process: call the model directly",
     "SyncBatchNorm": "BatchNorm1d/2d/3d",
     "LazyLinear": "Linear with in_features given",

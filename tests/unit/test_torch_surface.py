@@ -668,3 +668,47 @@ def test_grid_sample_against_numpy(align_corners, padding_mode, static):
                                rtol=1e-5, atol=1e-5)
     identity = F.affine_grid(rt.tensor(np.float32([[[1, 0, 0], [0, 1, 0]]] * 2)), (2, 3, 5, 6))
     np.testing.assert_allclose(F.grid_sample(rt.tensor(IMG), identity).numpy(), IMG, rtol=1e-5, atol=1e-6)
+
+
+def _np_layer_norm(a, w, b, eps=1e-5):
+    mu, var = a.mean(-1, keepdims=True), a.var(-1, keepdims=True)
+    return (a - mu) / np.sqrt(var + eps) * w + b
+
+
+def _np_mha(attn, q, k, v, mask=None):
+    """batch_first multi-head attention with the module's weights, in NumPy."""
+    weights = {name: p.numpy() for name, p in attn.named_parameters()}
+    wq, wk, wv = np.split(weights["in_proj_weight"], 3)
+    bq, bk, bv = np.split(weights["in_proj_bias"], 3)
+    heads, d = attn.num_heads, attn.head_dim
+
+    def split(t, w, b):
+        return (t @ w.T + b).reshape(t.shape[0], t.shape[1], heads, d).transpose(0, 2, 1, 3)
+    qh, kh, vh = split(q, wq, bq), split(k, wk, bk), split(v, wv, bv)
+    scores = qh @ kh.transpose(0, 1, 3, 2) / math.sqrt(d) + (0 if mask is None else mask)
+    e = np.exp(scores - scores.max(-1, keepdims=True))
+    out = (e / e.sum(-1, keepdims=True)) @ vh
+    out = out.transpose(0, 2, 1, 3).reshape(q.shape[0], q.shape[1], heads * d)
+    return out @ weights["out_proj.weight"].T + weights["out_proj.bias"]
+
+
+def test_transformer_decoder_layer_against_numpy():
+    rt.manual_seed(0)
+    layer = rt.nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True).eval()
+    tgt, memory = _rng.standard_normal((2, 3, 8)).astype(np.float32), _rng.standard_normal((2, 4, 8)).astype(
+        np.float32)
+    mask = rt.nn.Transformer.generate_square_subsequent_mask(3)
+    np.testing.assert_array_equal(mask.numpy(), np.triu(np.full((3, 3), -np.inf, np.float32), 1))
+    p = {name: v.numpy() for name, v in layer.named_parameters()}
+    x = _np_layer_norm(tgt + _np_mha(layer.self_attn, tgt, tgt, tgt, mask.numpy()), p["norm1.weight"], p["norm1.bias"])
+    x = _np_layer_norm(x + _np_mha(layer.multihead_attn, x, memory, memory), p["norm2.weight"], p["norm2.bias"])
+    ff = np.maximum(x @ p["linear1.weight"].T + p["linear1.bias"], 0) @ p["linear2.weight"].T + p["linear2.bias"]
+    want = _np_layer_norm(x + ff, p["norm3.weight"], p["norm3.bias"])
+    for run in (layer, to_static(layer)):
+        got = run(rt.tensor(tgt), rt.tensor(memory), tgt_mask=mask)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
+    model = rt.nn.Transformer(8, 2, 1, 2, 16, 0.0)
+    keys = set(model.state_dict())
+    assert {"encoder.layers.0.self_attn.in_proj_weight", "encoder.norm.weight", "decoder.layers.1.multihead_attn"
+            ".out_proj.bias", "decoder.layers.1.norm3.weight", "decoder.norm.bias"} <= keys
+    assert model(rt.tensor(memory.transpose(1, 0, 2)), rt.tensor(tgt.transpose(1, 0, 2))).shape == (3, 2, 8)

@@ -240,3 +240,28 @@ def test_grid_sample_against_torch(mode, padding_mode, align_corners, static):
     def run(m):
         return lambda x, g: _f(m).grid_sample(x, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
     check(run(rt), run(torch), IMG, grid, static=static, atol=2e-5)
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["eager", "static"])
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_against_torch(norm_first, static):
+    torch.manual_seed(0)
+    theirs = torch.nn.Transformer(8, 2, 2, 2, 16, 0.0, batch_first=True, norm_first=norm_first,
+                                  activation="gelu").eval()
+    ours = rt.nn.Transformer(8, 2, 2, 2, 16, 0.0, batch_first=True, norm_first=norm_first, activation="gelu").eval()
+    ours.load_state_dict(theirs.state_dict())
+    assert set(ours.state_dict()) == set(theirs.state_dict())
+    src, tgt = X3[:, :3], _rng.standard_normal((2, 5, 8)).astype(np.float32)
+    pad = np.array([[False, False, True], [False, False, False]])
+
+    def call(model, mask_of):
+        def run(s, t):
+            return model(s, t, tgt_mask=mask_of(5), src_key_padding_mask=pad_of(model),
+                         memory_key_padding_mask=pad_of(model))
+        return run
+
+    def pad_of(model):
+        return (torch.tensor(pad) if isinstance(model, torch.nn.Module) else rt.tensor(pad))
+    mine = call(ours, rt.nn.Transformer.generate_square_subsequent_mask)
+    check(to_static(mine) if static else mine, call(theirs, torch.nn.Transformer.generate_square_subsequent_mask),
+          src, tgt, atol=3e-5)
