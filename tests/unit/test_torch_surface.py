@@ -712,3 +712,15 @@ def test_transformer_decoder_layer_against_numpy():
     assert {"encoder.layers.0.self_attn.in_proj_weight", "encoder.norm.weight", "decoder.layers.1.multihead_attn"
             ".out_proj.bias", "decoder.layers.1.norm3.weight", "decoder.norm.bias"} <= keys
     assert model(rt.tensor(memory.transpose(1, 0, 2)), rt.tensor(tgt.transpose(1, 0, 2))).shape == (3, 2, 8)
+
+
+def test_extended_namespace_functions_keep_the_array_apis_spelling():
+    x = rt.tensor(X)
+    _compare(rt.where(x > 0, x, rt.zeros_like(x)), np.where(X > 0, X, 0).astype(np.float32))
+    _compare(rt.linspace(0, 1, 5), np.linspace(0, 1, 5, dtype=np.float32))
+    _compare(rt.searchsorted(rt.tensor(np.float32([0, 1, 2])), rt.tensor(np.float32([1.0])), side="right"),
+             np.searchsorted(np.float32([0, 1, 2]), np.float32([1.0]), side="right").astype(np.int64))
+    _compare(rt.tensordot(x, x, axes=([1], [1])), np.tensordot(X, X, ([1], [1])))
+    _compare(rt.count_nonzero(x > 0, axis=0), np.count_nonzero(X > 0, axis=0).astype(np.int64))
+    _compare(rt.diff(x, axis=0, n=1), np.diff(X, axis=0))
+    _compare(rt.linalg.vector_norm(x, axis=1, keepdims=True), np.linalg.norm(X, axis=1, keepdims=True))
