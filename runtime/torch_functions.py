@@ -230,6 +230,7 @@ take_along_dim = _method("take_along_dim", "take_along_axis (over the flattened 
 logcumsumexp = _method("logcumsumexp", "log(cumsum(exp(x))) along `dim`, without overflow.")
 rot90 = _method("rot90", "Rotate by 90 degrees k times in the plane of `dims`.")
 index_put = _method("index_put", "A copy with x[indices] = values (or added, accumulate=True).")
+scatter_reduce = _method("scatter_reduce", "A copy with src reduced ('sum', 'mean', 'amax', 'amin', 'prod') at index.")
 masked_scatter = _method("masked_scatter", "A copy with source's elements where mask is True.")
 t = _method("t", "A matrix transposed.")
 count_nonzero = _method_spelling(ops.count_nonzero, "count_nonzero", positional_is_torch=True)
@@ -748,5 +749,5 @@ __all__ = sorted(TORCH_DTYPES) + [
     "index_put", "masked_scatter", "t", "count_nonzero", "fliplr", "flipud", "eq", "ne", "lt", "le", "gt", "ge",
     "sub", "mul", "absolute", "where", "linspace", "searchsorted", "tril_indices", "triu_indices", "atleast_1d",
     "atleast_2d", "atleast_3d", "dstack", "column_stack", "kron", "block_diag", "cartesian_prod", "trapezoid",
-    "trapz", "tensordot", "cross", "det", "logdet", "inverse", "norm"]
+    "trapz", "tensordot", "cross", "det", "logdet", "inverse", "norm", "scatter_reduce"]
 del as_dtype, sort_result, topk_result

@@ -297,6 +297,52 @@ class TorchMethods:
             out = _ns.scatter_add(target, d, index, source)
         return out if target is self else _ns.setitem(self, region, out)
 
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        """A copy with src's values reduced into the places index names along `dim`: 'sum', 'mean', 'amax',
+        'amin' or 'prod', x's own value taking part unless include_self=False (a place no index names keeps
+        x's value). max/min/prod compare each source with each place (memory: src's size times dim's)."""
+        if reduce not in ("sum", "mean", "amax", "amin", "prod"):
+            raise ValueError(f"scatter_reduce: reduce must be 'sum', 'mean', 'amax', 'amin' or 'prod', got {reduce!r}")
+        d = _norm_dim(dim, self.ndim)
+        x_shape, i_shape = _static_shape(self), _static_shape(index)
+        if tuple(_static_shape(src)) != tuple(i_shape) or any(a != b for k, (a, b) in enumerate(zip(x_shape, i_shape))
+                                                            if k != d):
+            raise NotImplementedError(f"scatter_reduce: needs src of index's shape {tuple(i_shape)} and x of that "
+                                      f"shape off dim {dim}, got src {tuple(_static_shape(src))} and x "
+                                      f"{tuple(x_shape)}")
+        src = _cast(src, self.dtype)
+        hits = _ns.scatter_add(_ns.zeros_like(self, dtype="int64"), d, index, _ns.ones_like(index, dtype="int64"))
+        named = hits > 0
+        if reduce in ("sum", "mean"):
+            total = _ns.scatter_add(self if include_self else _ns.zeros_like(self), d, index, src)
+            if reduce == "sum":
+                return total if include_self else _ns.where(named, total, self)
+            count = hits + (1 if include_self else 0)
+            mean = total / _ns.maximum(count, 1)
+            if np.dtype(self.dtype).kind in "iub":
+                mean = _ns.floor_divide(total, _ns.astype(_ns.maximum(count, 1), self.dtype))
+            return _ns.where(named, _ns.astype(mean, self.dtype), self)
+        places = x_shape[d]
+        # (..., n_src along d, ..., places): where each source goes, compared with every place
+        one_hot = _ns.equal(_ns.expand_dims(index, axis=-1), _constant(self, np.arange(places, dtype=np.int64)))
+        spread = _ns.expand_dims(src, axis=-1)
+        if reduce == "prod":
+            reduced = _ns.prod(_ns.where(one_hot, spread, _ns.ones_like(spread)), axis=d)
+        else:
+            dtype = np.dtype(self.dtype)
+            if dtype.kind == "f":
+                fill = -np.inf if reduce == "amax" else np.inf
+            else:
+                info = np.iinfo(dtype) if dtype.kind in "iu" else None
+                fill = (info.min if reduce == "amax" else info.max) if info else reduce == "amin"
+            reduced = getattr(_ns, "max" if reduce == "amax" else "min")(
+                _ns.where(one_hot, spread, _ns.full_like(spread, fill)), axis=d)
+        reduced = _ns.moveaxis(reduced, -1, d)                   # back to x's layout
+        if include_self:
+            combine = {"amax": _ns.maximum, "amin": _ns.minimum, "prod": _ns.multiply}[reduce]
+            reduced = combine(reduced, self)
+        return _ns.where(named, reduced, self)
+
     def scatter_add(self, dim, index, src):
         return self.scatter(dim, index, src, reduce="add")
 
@@ -997,7 +1043,7 @@ IN_PLACE = {"add_": "add", "sub_": "sub", "mul_": "mul", "div_": "div", "pow_": 
             "nan_to_num_": "nan_to_num", "lerp_": "lerp", "fmod_": "fmod", "addcmul_": "addcmul",
             "addcdiv_": "addcdiv", "erfinv_": "erfinv", "logit_": "logit", "xlogy_": "xlogy", "sinc_": "sinc",
             "bernoulli_": "_bernoulli_filled", "fill_diagonal_": "_diagonal_filled",
-            "index_put_": "index_put", "masked_scatter_": "masked_scatter",
+            "index_put_": "index_put", "masked_scatter_": "masked_scatter", "scatter_reduce_": "scatter_reduce",
             "fill_": None, "zero_": None, "copy_": None, "normal_": None, "uniform_": None}
 
 

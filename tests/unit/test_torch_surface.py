@@ -724,3 +724,36 @@ def test_extended_namespace_functions_keep_the_array_apis_spelling():
     _compare(rt.count_nonzero(x > 0, axis=0), np.count_nonzero(X > 0, axis=0).astype(np.int64))
     _compare(rt.diff(x, axis=0, n=1), np.diff(X, axis=0))
     _compare(rt.linalg.vector_norm(x, axis=1, keepdims=True), np.linalg.norm(X, axis=1, keepdims=True))
+
+
+def test_gradient_of_a_float_divided_by_an_integer_tensor():
+    """d(x / n)/dx is 1 / n: the rule used reciprocal(n), which is integer (0) for an integer n."""
+    x = rt.tensor(np.ones(3, np.float32), requires_grad=True)
+    (x / rt.tensor(np.array([1, 2, 4]))).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1, 0.5, 0.25])
+
+
+def _np_scatter_reduce(a, index, src, reduce, include_self):
+    out = a.astype(np.float64).copy()
+    groups = {}
+    for i in range(index.shape[0]):
+        for j in range(index.shape[1]):
+            groups.setdefault((index[i, j], j), []).append(src[i, j])
+    combine = {"sum": np.sum, "mean": np.mean, "amax": np.max, "amin": np.min, "prod": np.prod}[reduce]
+    for (r, c), values in groups.items():
+        out[r, c] = combine(([a[r, c]] if include_self else []) + values)
+    return out.astype(a.dtype)
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["eager", "static"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin", "prod"])
+def test_scatter_reduce_against_numpy(reduce, include_self, static):
+    index = np.array([[2, 0, 1, 0, 0], [2, 1, 1, 0, 0], [0, 1, 2, 0, 0], [2, 2, 0, 0, 1]], np.int64)
+    src = _rng.standard_normal((4, 5)).astype(np.float32)
+
+    def run(x, i, s):
+        return rt.scatter_reduce(x, 0, i, s, reduce, include_self=include_self)
+    got = (to_static(run) if static else run)(rt.tensor(X), rt.tensor(index), rt.tensor(src))
+    np.testing.assert_allclose(got.numpy(), _np_scatter_reduce(X, index, src, reduce, include_self), rtol=1e-5,
+                               atol=1e-6)

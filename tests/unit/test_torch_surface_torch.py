@@ -265,3 +265,14 @@ def test_transformer_against_torch(norm_first, static):
     mine = call(ours, rt.nn.Transformer.generate_square_subsequent_mask)
     check(to_static(mine) if static else mine, call(theirs, torch.nn.Transformer.generate_square_subsequent_mask),
           src, tgt, atol=3e-5)
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin", "prod"])
+def test_scatter_reduce_against_torch(reduce, include_self):
+    index = np.array([[2, 0, 1, 0, 0], [2, 1, 1, 0, 0], [0, 1, 2, 0, 0], [2, 2, 0, 0, 1]], np.int64)
+    src = _rng.standard_normal((4, 5)).astype(np.float32)
+
+    def run(m):
+        return lambda x, s: x.scatter_reduce(0, m.tensor(index), s, reduce, include_self=include_self)
+    check(run(rt), run(torch), X, src)
