@@ -320,8 +320,8 @@ def test_a_missing_torch_function_names_the_spelling_to_use():
         rt.no_such_function
     with pytest.raises(AttributeError, match="DataParallel is not supported"):
         rt.nn.DataParallel
-    with pytest.raises(AttributeError, match="grid_sample is not supported"):
-        F.grid_sample
+    with pytest.raises(AttributeError, match="ctc_loss is not supported"):
+        F.ctc_loss
 
 
 def test_in_place_on_a_leaf_that_requires_grad_is_refused_as_in_pytorch():
