@@ -52,6 +52,11 @@ __all__ = sorted(_FUNCTIONS) + sorted(_NUMPY_NAMES) + [
 ]
 __all__ += sorted(set(_torch_functions.__all__) - set(__all__))
 
+# PyTorch's torch.* names of nn.functional's functions
+cosine_similarity, pairwise_distance, pdist = nn.functional.cosine_similarity, nn.functional.pairwise_distance, \
+    nn.functional.pdist
+__all__ += ["cosine_similarity", "pairwise_distance", "pdist"]
+
 
 # a torch.* name with no spelling here says what to write instead
 __getattr__ = _module_getattr("runtime", "torch", _torch_functions.NOT_PORTED)

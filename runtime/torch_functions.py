@@ -65,6 +65,7 @@ tril = _method_spelling(ops.tril, "tril", positional_is_torch=True)
 triu = _method_spelling(ops.triu, "triu", positional_is_torch=True)
 squeeze = _method_spelling(ops.squeeze, "squeeze")
 flip = _method_spelling(ops.flip, "flip")
+diff = _method_spelling(ops.diff, "diff", positional_is_torch=True)
 
 
 def roll(x, /, shift=None, *args, axis=None, shifts=None, dims=None):
@@ -189,6 +190,277 @@ swapdims = swapaxes
 unbind = _method("unbind", "The slices along `dim`, as a tuple.")
 repeat_interleave = _method("repeat_interleave", "Each element repeated along `dim` (rt.repeat).")
 bmm = mm = ops.matmul
+movedim = moveaxis = _method("movedim", "Move dims `source` to `destination` (rt.moveaxis).")
+select = _method("select", "x[..., index] along `dim`, that dim removed.")
+tensor_split = _method("tensor_split", "PyTorch's tensor_split: n nearly equal pieces, or pieces between indices.")
+index_fill = _method("index_fill", "A copy with the slices `index` along `dim` set to `value`.")
+index_add = _method("index_add", "A copy with source's slices added at `index` along `dim`.")
+index_copy = _method("index_copy", "A copy with the slices `index` along `dim` replaced by source's.")
+isclose = _method("isclose", "|a - b| <= atol + rtol * |b|, elementwise.")
+allclose = _method("allclose", "Whether every element is close (isclose): a Python bool.")
+nan_to_num = _method("nan_to_num", "NaN, +inf and -inf replaced by numbers.")
+lerp = _method("lerp", "start + weight * (end - start).")
+fmod = _method("fmod", "The remainder with the dividend's sign.")
+xlogy = _method("xlogy", "x * log(y), 0 where x is 0.")
+logit = _method("logit", "log(p / (1 - p)).")
+sinc = _method("sinc", "sin(pi x) / (pi x), 1 at 0.")
+diag = _method("diag", "A vector's diagonal matrix, or a matrix's diagonal.")
+diagonal = _method("diagonal", "The diagonal over two dims (PyTorch's torch.diagonal).")
+median = _method("median", "PyTorch's lower median, or (values, indices) along `dim`.")
+kthvalue = _method("kthvalue", "(values, indices) of the k-th smallest along `dim`.")
+aminmax = _method("aminmax", "(min, max), over all or along `dim`.")
+cummax = _method("cummax", "(values, indices) of the running maximum along `dim`.")
+cummin = _method("cummin", "(values, indices) of the running minimum along `dim`.")
+histc = _method("histc", "Counts in `bins` equal bins over [min, max].")
+ravel = _method("ravel", "x as 1-D.")
+unique = _method("unique", "PyTorch's unique: sorted distinct values (inverse, counts when asked).")
+unfold = _method("unfold", "Windows of `size` every `step` along `dim`, as a new last dim.")
+addcmul = _method("addcmul", "x + value * t1 * t2.")
+addcdiv = _method("addcdiv", "x + value * t1 / t2.")
+
+clamp_min = _method("clamp_min", "x clamped from below.")
+clamp_max = _method("clamp_max", "x clamped from above.")
+cumprod = _method("cumprod", "The running product along `dim`.")
+frac = _method("frac", "x - trunc(x).")
+exp2 = _method("exp2", "2 ** x.")
+dot = inner = _method("dot", "The inner product of two 1-D tensors.")
+mv = _method("mv", "matrix @ vector.")
+argwhere = _method("argwhere", "The (n, ndim) indices of the non-zero elements.")
+take_along_dim = _method("take_along_dim", "take_along_axis (over the flattened tensor without dim).")
+logcumsumexp = _method("logcumsumexp", "log(cumsum(exp(x))) along `dim`, without overflow.")
+rot90 = _method("rot90", "Rotate by 90 degrees k times in the plane of `dims`.")
+index_put = _method("index_put", "A copy with x[indices] = values (or added, accumulate=True).")
+scatter_reduce = _method("scatter_reduce", "A copy with src reduced ('sum', 'mean', 'amax', 'amin', 'prod') at index.")
+masked_scatter = _method("masked_scatter", "A copy with source's elements where mask is True.")
+t = _method("t", "A matrix transposed.")
+count_nonzero = _method_spelling(ops.count_nonzero, "count_nonzero", positional_is_torch=True)
+fliplr = _method("fliplr", "x flipped along dim 1.")
+flipud = _method("flipud", "x flipped along dim 0.")
+eq, ne, lt, le, gt, ge = ops.equal, ops.not_equal, ops.less, ops.less_equal, ops.greater, ops.greater_equal
+sub = _method("sub", "x - alpha * other.")
+mul = _method("mul", "x * other.")
+absolute = ops.abs
+
+
+def where(condition, x=None, y=None):
+    """The array API's where(condition, x, y); PyTorch's where(condition) alone is nonzero(as_tuple=True)."""
+    if x is None and y is None:
+        return tuple(ops.nonzero(condition))
+    return ops.where(condition, x, y)
+
+
+def linspace(start, stop, num=None, *, steps=None, dtype=None, device=None, endpoint=True, requires_grad=False):
+    """The array API's linspace(start, stop, num); PyTorch's `steps=` for num."""
+    if steps is not None:
+        if num is not None:
+            raise TypeError("linspace: give num (the array API's spelling) or steps= (PyTorch's), not both")
+        num = steps
+    if num is None:
+        raise TypeError("linspace() missing num (PyTorch's steps)")
+    return _grad(ops.linspace(start, stop, num, dtype=dtype, device=device, endpoint=endpoint), requires_grad)
+
+
+def searchsorted(sorted_sequence, values, *, side="left", sorter=None, right=False, out_int32=False):
+    """The array API's searchsorted(x1, x2, side=); PyTorch's `right=`, `out_int32=` and rows of sorted
+    sequences (each row of values searched in its own row)."""
+    side = "right" if right else side
+    seq, vals = _array(sorted_sequence), _array(values)
+    if seq.ndim <= 1 or sorter is not None:
+        found = ops.searchsorted(seq, vals, side=side, sorter=sorter)
+    else:
+        before = ops.expand_dims(seq, axis=-2) < ops.expand_dims(vals, axis=-1) if side == "left" else \
+            ops.expand_dims(seq, axis=-2) <= ops.expand_dims(vals, axis=-1)
+        found = ops.sum(before, axis=-1, dtype="int64")
+    return ops.astype(found, "int32" if out_int32 else "int64") if (out_int32 or seq.ndim > 1) else found
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None):
+    """The (2, n) row and column indices of the lower triangle of a row x col matrix."""
+    return tensor(np.stack(np.tril_indices(row, offset, col)), dtype=dtype or np.int64,
+                  **({"device": device} if device else {}))
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None):
+    """The (2, n) row and column indices of the upper triangle of a row x col matrix."""
+    return tensor(np.stack(np.triu_indices(row, offset, col)), dtype=dtype or np.int64,
+                  **({"device": device} if device else {}))
+
+
+def atleast_1d(*tensors):
+    out = tuple(x if _array(x).ndim >= 1 else ops.reshape(x, (1,)) for x in map(_array, tensors))
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*tensors):
+    out = tuple(x if x.ndim >= 2 else ops.reshape(x, (1, -1) if x.ndim else (1, 1)) for x in map(_array, tensors))
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*tensors):
+    def three(x):
+        if x.ndim >= 3:
+            return x
+        return ops.reshape(x, (1, 1, 1) if x.ndim == 0 else (1, -1, 1) if x.ndim == 1 else tuple(x.shape) + (1,))
+    out = tuple(three(x) for x in map(_array, tensors))
+    return out[0] if len(out) == 1 else out
+
+
+def dstack(tensors):
+    return ops.concat([atleast_3d(t) for t in tensors], axis=2)
+
+
+def column_stack(tensors):
+    return ops.concat([t if _array(t).ndim >= 2 else ops.reshape(t, (-1, 1)) for t in tensors], axis=1)
+
+
+def kron(a, b):
+    """The Kronecker product: every element of a times the whole of b, laid out in blocks."""
+    a, b = _array(a), _array(b)
+    ndim = builtins.max(a.ndim, b.ndim)
+    a_shape = (1,) * (ndim - a.ndim) + tuple(a.shape)
+    b_shape = (1,) * (ndim - b.ndim) + tuple(b.shape)
+    spread_a = ops.reshape(a, tuple(d for n in a_shape for d in (n, 1)))
+    spread_b = ops.reshape(b, tuple(d for n in b_shape for d in (1, n)))
+    return ops.reshape(spread_a * spread_b, tuple(m * n for m, n in zip(a_shape, b_shape)))
+
+
+def block_diag(*tensors):
+    """The tensors (matrices; a vector is one row) on the diagonal of one matrix, zeros elsewhere."""
+    blocks = [atleast_2d(t) for t in tensors]
+    dtype = np.result_type(*[b.dtype for b in blocks])
+    widths = [b.shape[1] for b in blocks]
+    rows = []
+    for i, b in enumerate(blocks):
+        left, right = builtins.sum(widths[:i]), builtins.sum(widths[i + 1:])
+        parts = ([ops.zeros((b.shape[0], left), dtype=dtype)] if left else []) + [ops.astype(b, dtype)] + \
+            ([ops.zeros((b.shape[0], right), dtype=dtype)] if right else [])
+        rows.append(ops.concat(parts, axis=1) if len(parts) > 1 else parts[0])
+    return ops.concat(rows, axis=0)
+
+
+def cartesian_prod(*tensors):
+    """Every combination of one element from each 1-D tensor, as rows (the first varies slowest)."""
+    if len(tensors) == 1:
+        return _array(tensors[0])
+    grids = ops.meshgrid(*[_array(t) for t in tensors], indexing="ij")
+    return ops.stack([ops.reshape(g, (-1,)) for g in grids], axis=1)
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The trapezoidal rule's integral of y along `dim`, at spacing dx (1) or at the points x."""
+    y = _array(y)
+    d = dim % y.ndim
+    n = y.shape[d]
+    upper = y[(slice(None),) * d + (slice(1, n),)]
+    lower = y[(slice(None),) * d + (slice(0, n - 1),)]
+    if x is not None:
+        x = _array(x)
+        widths = ops.diff(x, axis=dim if x.ndim > 1 else 0)
+        if x.ndim == 1 and y.ndim > 1:
+            widths = ops.reshape(widths, (-1,) + (1,) * (y.ndim - 1 - d))
+        return ops.sum((upper + lower) * widths, axis=d) / 2
+    return ops.sum(upper + lower, axis=d) * ((1.0 if dx is None else dx) / 2)
+
+
+trapz = trapezoid
+
+
+def tensordot(a, b, dims=2, *, axes=None):
+    """The array API's tensordot(a, b, axes=); PyTorch's `dims=` (an int, or two lists of dims)."""
+    return ops.tensordot(a, b, axes=dims if axes is None else axes)
+
+
+def cross(input, other, dim=None):
+    """The cross product of 3-vectors along `dim` (PyTorch's default: the first dim of size 3)."""
+    input, other = _array(input), _array(other)
+    if dim is None:
+        shape = ops.broadcast_arrays(input, other)[0].shape
+        dim = next((i for i, n in enumerate(shape) if n == 3), None)
+        if dim is None:
+            raise ValueError(f"cross: no dim of size 3 in shape {tuple(shape)}")
+    return ops.decompositions.cross(input, other, axis=dim)
+
+
+def det(x):
+    return ops.decompositions.det(x)
+
+
+def logdet(x):
+    """log(det(x)); NaN where the determinant is negative, as PyTorch's."""
+    return ops.log(ops.decompositions.det(x))
+
+
+def inverse(x):
+    return ops.decompositions.inv(x)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """PyTorch's torch.norm: the vector p-norm over all elements or `dim` ('fro' is the 2-norm)."""
+    return _array(input).norm(p, dim, keepdim, dtype)
+
+
+
+def erfinv(x):
+    return ops.erfinv(x)
+
+
+def broadcast_tensors(*tensors):
+    """The tensors broadcast against each other."""
+    return tuple(ops.broadcast_arrays(*[_array(t) for t in tensors]))
+
+
+def std_mean(x, dim=None, *, correction=None, keepdim=False, unbiased=None):
+    """(std, mean) over `dim` (all when None); the std is unbiased unless `correction=0` / `unbiased=False`."""
+    x = _array(x)
+    ddof = correction if correction is not None else (0 if unbiased is False else 1)
+    return x.std(dim=dim, correction=ddof, keepdim=keepdim), x.mean(dim=dim, keepdim=keepdim)
+
+
+def var_mean(x, dim=None, *, correction=None, keepdim=False, unbiased=None):
+    """(var, mean), as std_mean."""
+    x = _array(x)
+    ddof = correction if correction is not None else (0 if unbiased is False else 1)
+    return x.var(dim=dim, correction=ddof, keepdim=keepdim), x.mean(dim=dim, keepdim=keepdim)
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """The bucket of each value among sorted `boundaries`: i with boundaries[i-1] < x <= boundaries[i]
+    (`right=True`: boundaries[i-1] <= x < boundaries[i])."""
+    found = ops.searchsorted(_array(boundaries), _array(input), side="right" if right else "left")
+    return ops.astype(found, "int32" if out_int32 else "int64")
+
+
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    """The p-norm distances between the rows of x1 (..., P, M) and of x2 (..., R, M): (..., P, R)."""
+    x1, x2 = _array(x1), _array(x2)
+    gap = ops.expand_dims(x1, axis=-2) - ops.expand_dims(x2, axis=-3)
+    return ops.decompositions.vector_norm(gap, axis=-1, ord=p)
+
+
+def dist(input, other, p=2):
+    """The p-norm of input - other, over all elements."""
+    return ops.decompositions.vector_norm(_array(input) - other, ord=p)
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None):
+    """Normal samples: of one mean and std (numbers) in a tensor of `size`, or elementwise of tensors of
+    means and stds (broadcast)."""
+    if size is not None:
+        noise = ops.randn(*tuple(size), dtype=dtype or (mean.dtype if isinstance(mean, TorchMethods) else None),
+                          device=device)
+        return noise * std + mean
+    arrays = [a for a in (mean, std) if isinstance(a, TorchMethods)]
+    if not arrays:
+        raise TypeError("normal(mean, std): give size= when mean and std are numbers")
+    like = arrays[0] if len(arrays) == 1 else ops.broadcast_arrays(mean, std)[0]
+    return ops.randn_like(like) * std + mean
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """1 with probability input (or `p`), else 0, in input's dtype."""
+    return _array(input).bernoulli(p)
+
+
 
 
 def div(input, other, *, rounding_mode=None):
@@ -392,7 +664,14 @@ def from_numpy(array):
 
 
 def as_tensor(data, dtype=None, device=None):
-    return asarray(data, dtype=dtype, device=device)
+    """PyTorch's as_tensor: data as a tensor (a tensor itself when dtype and device already match); no
+    device means the data's own, or the CPU."""
+    if isinstance(data, TorchMethods) and (dtype is None or np.dtype(dtype) == np.dtype(data.dtype)) and \
+            (device is None or globals()["device"](device) == data.device):
+        return data
+    if device is None:
+        return asarray(data, dtype=dtype)
+    return asarray(data, dtype=dtype, device=globals()["device"](device))
 
 
 def device(name):
@@ -443,18 +722,10 @@ NOT_PORTED = {
     "get_default_dtype": "float32 is the default",
     "set_num_threads": "NumPy's threads come from its BLAS (OMP_NUM_THREADS)",
     "use_deterministic_algorithms": "the NumPy backend is deterministic already",
-    "bernoulli": "(rt.rand(*p.shape) < p).astype(p.dtype)",
-    "normal": "mean + std * rt.randn(*shape)",
     "save": "np.savez(path, **{k: v.numpy() for k, v in model.state_dict().items()}), or transpiler.save",
     "load": "dict(np.load(path)) for model.load_state_dict, or transpiler.load",
     "hub": "load weights with torch once and copy them with load_state_dict",
     "distributed": "one process: map a saved Program over Dask arrays with transpiler.map_batches",
-    "kthvalue": "rt.sort(x, axis=dim)[..., k - 1]",
-    "median": "rt.sort(x, axis=dim)[..., (n - 1) // 2] (PyTorch's lower median)",
-    "unique": "rt.unique_values(x), rt.unique_inverse(x) or rt.unique_counts(x)",
-    "diag": "rt.linalg.diagonal(x), or rt.eye(n) * v for a vector",
-    "cdist": "rt.linalg.vector_norm(a[:, None] - b[None], axis=-1)",
-    "cross": "rt.linalg.cross(a, b)",
 }
 
 TORCH_DTYPES = {"float": float, "double": double, "half": half, "long": long, "int": int, "short": short,
@@ -469,5 +740,14 @@ __all__ = sorted(TORCH_DTYPES) + [
     "zeros", "ones", "empty", "randint", "manual_seed", "no_grad", "inference_mode", "is_grad_enabled",
     "set_grad_enabled", "is_tensor", "from_numpy", "as_tensor", "device", "multinomial", "outer", "Size", "hstack",
     "vstack", "polar", "view_as_complex", "view_as_real", "cuda", "div", "addmm", "baddbmm", "addbmm", "addmv",
-    "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ByteTensor", "BoolTensor"]
+    "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ByteTensor", "BoolTensor", "diff",
+    "movedim", "moveaxis", "select", "tensor_split", "index_fill", "index_add", "index_copy", "isclose", "allclose",
+    "nan_to_num", "lerp", "fmod", "xlogy", "logit", "sinc", "diag", "diagonal", "median", "kthvalue", "aminmax",
+    "cummax", "cummin", "histc", "ravel", "unfold", "addcmul", "addcdiv", "erfinv", "broadcast_tensors",
+    "std_mean", "var_mean", "bucketize", "unique", "cdist", "dist", "normal", "bernoulli", "clamp_min", "clamp_max",
+    "cumprod", "frac", "exp2", "dot", "inner", "mv", "argwhere", "take_along_dim", "logcumsumexp", "rot90",
+    "index_put", "masked_scatter", "t", "count_nonzero", "fliplr", "flipud", "eq", "ne", "lt", "le", "gt", "ge",
+    "sub", "mul", "absolute", "where", "linspace", "searchsorted", "tril_indices", "triu_indices", "atleast_1d",
+    "atleast_2d", "atleast_3d", "dstack", "column_stack", "kron", "block_diag", "cartesian_prod", "trapezoid",
+    "trapz", "tensordot", "cross", "det", "logdet", "inverse", "norm", "scatter_reduce"]
 del as_dtype, sort_result, topk_result

@@ -30,6 +30,11 @@ max_result = namedtuple("max", ["values", "indices"])
 min_result = namedtuple("min", ["values", "indices"])
 sort_result = namedtuple("sort", ["values", "indices"])
 topk_result = namedtuple("topk", ["values", "indices"])
+median_result = namedtuple("median", ["values", "indices"])
+kthvalue_result = namedtuple("kthvalue", ["values", "indices"])
+cummax_result = namedtuple("cummax", ["values", "indices"])
+cummin_result = namedtuple("cummin", ["values", "indices"])
+aminmax_result = namedtuple("aminmax", ["min", "max"])
 
 # PyTorch's dtype methods: x.float() is x.astype(float32)
 DTYPE_METHODS = {"float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
@@ -292,6 +297,52 @@ class TorchMethods:
             out = _ns.scatter_add(target, d, index, source)
         return out if target is self else _ns.setitem(self, region, out)
 
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        """A copy with src's values reduced into the places index names along `dim`: 'sum', 'mean', 'amax',
+        'amin' or 'prod', x's own value taking part unless include_self=False (a place no index names keeps
+        x's value). max/min/prod compare each source with each place (memory: src's size times dim's)."""
+        if reduce not in ("sum", "mean", "amax", "amin", "prod"):
+            raise ValueError(f"scatter_reduce: reduce must be 'sum', 'mean', 'amax', 'amin' or 'prod', got {reduce!r}")
+        d = _norm_dim(dim, self.ndim)
+        x_shape, i_shape = _static_shape(self), _static_shape(index)
+        if tuple(_static_shape(src)) != tuple(i_shape) or any(a != b for k, (a, b) in enumerate(zip(x_shape, i_shape))
+                                                            if k != d):
+            raise NotImplementedError(f"scatter_reduce: needs src of index's shape {tuple(i_shape)} and x of that "
+                                      f"shape off dim {dim}, got src {tuple(_static_shape(src))} and x "
+                                      f"{tuple(x_shape)}")
+        src = _cast(src, self.dtype)
+        hits = _ns.scatter_add(_ns.zeros_like(self, dtype="int64"), d, index, _ns.ones_like(index, dtype="int64"))
+        named = hits > 0
+        if reduce in ("sum", "mean"):
+            total = _ns.scatter_add(self if include_self else _ns.zeros_like(self), d, index, src)
+            if reduce == "sum":
+                return total if include_self else _ns.where(named, total, self)
+            count = hits + (1 if include_self else 0)
+            mean = total / _ns.maximum(count, 1)
+            if np.dtype(self.dtype).kind in "iub":
+                mean = _ns.floor_divide(total, _ns.astype(_ns.maximum(count, 1), self.dtype))
+            return _ns.where(named, _ns.astype(mean, self.dtype), self)
+        places = x_shape[d]
+        # (..., n_src along d, ..., places): where each source goes, compared with every place
+        one_hot = _ns.equal(_ns.expand_dims(index, axis=-1), _constant(self, np.arange(places, dtype=np.int64)))
+        spread = _ns.expand_dims(src, axis=-1)
+        if reduce == "prod":
+            reduced = _ns.prod(_ns.where(one_hot, spread, _ns.ones_like(spread)), axis=d)
+        else:
+            dtype = np.dtype(self.dtype)
+            if dtype.kind == "f":
+                fill = -np.inf if reduce == "amax" else np.inf
+            else:
+                info = np.iinfo(dtype) if dtype.kind in "iu" else None
+                fill = (info.min if reduce == "amax" else info.max) if info else reduce == "amin"
+            reduced = getattr(_ns, "max" if reduce == "amax" else "min")(
+                _ns.where(one_hot, spread, _ns.full_like(spread, fill)), axis=d)
+        reduced = _ns.moveaxis(reduced, -1, d)                   # back to x's layout
+        if include_self:
+            combine = {"amax": _ns.maximum, "amin": _ns.minimum, "prod": _ns.multiply}[reduce]
+            reduced = combine(reduced, self)
+        return _ns.where(named, reduced, self)
+
     def scatter_add(self, dim, index, src):
         return self.scatter(dim, index, src, reduce="add")
 
@@ -473,7 +524,22 @@ class TorchMethods:
         return tuple(_ns.split(self, [int(b) for b in bounds], axis=d))
 
     def tensor_split(self, indices_or_sections, dim=0):
-        return tuple(_ns.split(self, indices_or_sections, axis=dim))
+        """PyTorch's tensor_split: n pieces whose sizes differ by at most one (the first ones larger), or the
+        pieces between the given indices (past the end they are empty)."""
+        d = _norm_dim(dim, self.ndim)
+        n = _static_shape(self)[d]
+        if n == -1:
+            raise ValueError(f"tensor_split: dim {dim} is dynamic (known only when the Program runs); give it a "
+                             "fixed size in the input_spec")
+        if isinstance(indices_or_sections, (list, tuple)):
+            bounds = [0] + [min(max(int(i) + (n if int(i) < 0 else 0), 0), n) for i in indices_or_sections] + [n]
+        else:
+            sections = int(indices_or_sections)
+            if sections < 1:
+                raise ValueError(f"tensor_split: sections must be at least 1, got {sections}")
+            sizes = [n // sections + (1 if k < n % sections else 0) for k in range(sections)]
+            bounds = [0] + [int(b) for b in np.cumsum(sizes)]
+        return tuple(self[(slice(None),) * d + (slice(a, max(a, b)),)] for a, b in zip(bounds[:-1], bounds[1:]))
 
     def unbind(self, dim=0):
         return tuple(_ns.unstack(self, axis=dim))
@@ -482,9 +548,59 @@ class TorchMethods:
         d = _norm_dim(dim, self.ndim)
         return self[(slice(None),) * d + (slice(start, start + length),)]
 
-    def flip(self, *dims):
-        """PyTorch's flip(dims) (an int, a list, or several ints)."""
+    def flip(self, *dims, **kwargs):
+        """PyTorch's flip(dims) (an int, a list, or several ints; or `dims=`), NumPy's `axis=`."""
+        named = kwargs.pop("dims", kwargs.pop("axis", None))
+        if kwargs:
+            raise TypeError(f"flip() got unexpected keywords {sorted(kwargs)}")
+        if named is not None:
+            if dims:
+                raise TypeError("flip(): dims given twice")
+            dims = (named,)
         return _ns.flip(self, _sizes(dims) if dims else None)
+
+    def fliplr(self):
+        return _ns.flip(self, 1)
+
+    def flipud(self):
+        return _ns.flip(self, 0)
+
+    def ravel(self):
+        return _ns.reshape(self, (-1,))
+
+    def select(self, dim, index):
+        """x[..., index] along `dim`: that dim removed."""
+        return self[(slice(None),) * _norm_dim(dim, self.ndim) + (index,)]
+
+    def movedim(self, source, destination):
+        return _ns.moveaxis(self, _dims(source), _dims(destination))
+
+    moveaxis = movedim
+
+    def unfold(self, dimension, size, step):
+        """PyTorch's unfold: the windows of `size` every `step` along `dimension`, as a new last dim (that dim
+        becomes the number of windows)."""
+        d = _norm_dim(dimension, self.ndim)
+        n = _static_shape(self)[d] if self.ndim else 1
+        if n == -1:
+            raise ValueError(f"unfold: dim {dimension} is dynamic (known only when the Program runs); give it a "
+                             "fixed size in the input_spec")
+        size, step = int(size), int(step)
+        if size > n or size < 0 or step < 1:
+            raise ValueError(f"unfold: a window of {size} every {step} does not fit dim {dimension} of size {n}")
+        if self.ndim == 0:
+            return _ns.reshape(self, (1,))
+        count = (n - size) // step + 1
+        where = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
+        windows = _ns.take(self, _constant(self, where.astype(np.int64)), axis=d)
+        shape = tuple(_static_shape(self))
+        lead = tuple(_ns.dim(self, i) if s == -1 else s for i, s in enumerate(shape[:d]))
+        rest = tuple(_ns.dim(self, d + 1 + i) if s == -1 else s for i, s in enumerate(shape[d + 1:]))
+        windows = _ns.reshape(windows, lead + (count, size) + rest)
+        return _ns.moveaxis(windows, d + 1, -1)
+
+    def diff(self, n=1, dim=-1, prepend=None, append=None):
+        return _ns.diff(self, axis=dim, n=n, prepend=prepend, append=append)
 
     def roll(self, shifts, dims=None):
         return _ns.roll(self, _dims(shifts), axis=_dims(dims))
@@ -549,6 +665,327 @@ class TorchMethods:
     def lerp(self, end, weight):
         return self + weight * (end - self)
 
+    def frac(self):
+        """x - trunc(x): the fractional part, with x's sign."""
+        return self - _ns.trunc(self)
+
+    def exp2(self):
+        return _ns.pow(2.0, self)
+
+    def dot(self, other):
+        """The inner product of two 1-D tensors."""
+        if self.ndim != 1 or other.ndim != 1:
+            raise ValueError(f"dot: expects two 1-D tensors, got {self.ndim}-D and {other.ndim}-D")
+        return _ns.matmul(self, other)
+
+    inner = dot
+
+    def mv(self, vec):
+        """matrix @ vector."""
+        return _ns.matmul(self, vec)
+
+    def outer(self, other):
+        return _ns.decompositions.outer(self, other)
+
+    ger = outer
+
+    def count_nonzero(self, dim=None):
+        return _ns.sum(_ns.not_equal(self, 0), axis=_dims(dim), dtype="int64")
+
+    def argwhere(self):
+        """The (n, ndim) indices of the non-zero elements (x.nonzero())."""
+        return self.nonzero()
+
+    def take_along_dim(self, indices, dim=None):
+        """take_along_axis; without `dim`, over the flattened tensor."""
+        if dim is None:
+            return _ns.take_along_axis(_ns.reshape(self, (-1,)), _ns.reshape(indices, (-1,)), axis=0)
+        return _ns.take_along_axis(self, indices, axis=_norm_dim(dim, self.ndim))
+
+    def logcumsumexp(self, dim):
+        """log(cumsum(exp(x))) along `dim`, without overflow or underflow: a prefix scan of logaddexp."""
+        x = self if self.ndim else _ns.reshape(self, (1,))
+        d = _norm_dim(dim, x.ndim)
+        n = _static_shape(x)[d]
+        if n == -1:
+            raise ValueError(f"logcumsumexp: dim {dim} is dynamic (known only when the Program runs)")
+        step = 1
+        while step < n:
+            keep = x[(slice(None),) * d + (slice(0, step),)]
+            merged = _ns.logaddexp(x[(slice(None),) * d + (slice(step, n),)],
+                                   x[(slice(None),) * d + (slice(0, n - step),)])
+            x = _ns.concat([keep, merged], axis=d)
+            step *= 2
+        return x if self.ndim else _ns.reshape(x, ())
+
+    def rot90(self, k=1, dims=(0, 1)):
+        """Rotate by 90 degrees k times in the plane of `dims`, from the first towards the second (np.rot90)."""
+        a, b = (_norm_dim(d, self.ndim) for d in dims)
+        if a == b:
+            raise ValueError(f"rot90: dims must differ, got {tuple(dims)}")
+        k = int(k) % 4
+        if k == 0:
+            return self
+        if k == 2:
+            return _ns.flip(self, (a, b))
+        if k == 1:
+            return _ns.flip(self, b).swapaxes(a, b)
+        return _ns.flip(self.swapaxes(a, b), b)
+
+    def _diagonal_filled(self, fill_value, wrap=False):
+        """What x.fill_diagonal_(v) writes: the main diagonal (of a matrix, or of equal dims) set to v."""
+        shape = _static_shape(self)
+        if self.ndim < 2 or (self.ndim > 2 and len(set(shape)) != 1):
+            raise ValueError(f"fill_diagonal_: expects a matrix or a tensor with all dims equal, got {shape}")
+        if self.ndim == 2:
+            mask = np.eye(shape[0], shape[1], dtype=bool)
+            if wrap and shape[0] > shape[1] + 1:
+                step = shape[1] + 1
+                for start in range(step, shape[0], step):
+                    mask[start:start + shape[1]] |= np.eye(min(shape[1], shape[0] - start), shape[1], dtype=bool)
+        else:
+            mask = np.zeros(shape, dtype=bool)
+            mask[(np.arange(shape[0]),) * self.ndim] = True
+        return _ns.where(_constant(self, mask), _ns.full_like(self, fill_value), self)
+
+    def index_put(self, indices, values, accumulate=False):
+        """A copy with x[indices] = values (`accumulate=True`: added, repeated indices all add)."""
+        indices = tuple(indices)
+        values = values if _is_array(values) else _ns.full((), values, dtype=self.dtype)
+        if not accumulate:
+            return _ns.setitem(self, indices, _ns.astype(values, self.dtype))
+        if len(indices) > self.ndim:
+            raise IndexError(f"index_put: {len(indices)} index tensors for a tensor of rank {self.ndim}")
+        shape = tuple(_static_shape(self))
+        lead, rest = shape[:len(indices)], shape[len(indices):]
+        flat = None
+        for i, index in enumerate(indices):        # the row-major position among the indexed (leading) dims
+            part = _ns.astype(index, "int64") * int(np.prod(lead[i + 1:], dtype=np.int64))
+            flat = part if flat is None else flat + part
+        values = _ns.broadcast_to(_ns.astype(values, self.dtype), tuple(flat.shape) + rest)
+        values = _ns.reshape(values, (-1,) + rest)
+        spread = _ns.broadcast_to(_ns.reshape(flat, (-1,) + (1,) * len(rest)), tuple(values.shape))
+        target = _ns.reshape(self, (int(np.prod(lead, dtype=np.int64)),) + rest)
+        out = _ns.scatter_add(target, 0, spread, values)
+        return _ns.reshape(out, tuple(self.shape))
+
+    def masked_scatter(self, mask, source):
+        """A copy with source's first elements, in order, written where mask (broadcast to x) is True."""
+        shape = tuple(self.shape)
+        where = _ns.reshape(_ns.broadcast_to(mask, shape), (-1,))
+        position = _ns.cumsum(_ns.astype(where, "int64"), axis=0) - 1
+        taken = _ns.take(_ns.reshape(source, (-1,)), _ns.clip(position, 0, None), axis=0)
+        out = _ns.where(where, _ns.astype(taken, self.dtype), _ns.reshape(self, (-1,)))
+        return _ns.reshape(out, shape)
+
+    def round(self, decimals=0):
+        """Halves to even, as PyTorch's (and NumPy's) round; `decimals` places."""
+        return _ns.round(self, decimals=int(decimals))
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """|x - other| <= atol + rtol * |other| elementwise; equal infinities are close, NaN only to NaN
+        with `equal_nan`."""
+        finite = _ns.logical_and(_ns.isfinite(self), _ns.isfinite(other))
+        a, b = _ns.where(finite, self, _ns.zeros_like(self)), _ns.where(finite, other, _ns.zeros_like(other))
+        close = _ns.logical_or(_ns.equal(self, other),
+                               _ns.logical_and(finite, _ns.abs(a - b) <= atol + rtol * _ns.abs(b)))
+        if equal_nan:
+            close = close | (_ns.isnan(self) & _ns.isnan(other))
+        return close
+
+    def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+        """NaN as `nan`, +inf as `posinf` and -inf as `neginf` (the dtype's largest and smallest by default)."""
+        if np.dtype(self.dtype).kind not in "fc":
+            return _ns.positive(self)
+        info = np.finfo(np.dtype(self.dtype))
+        top = float(info.max) if posinf is None else posinf
+        bottom = float(info.min) if neginf is None else neginf
+        out = _ns.where(_ns.isnan(self), _ns.full_like(self, nan), self)
+        out = _ns.where(_ns.logical_and(_ns.isinf(self), self > 0), _ns.full_like(self, top), out)
+        return _ns.where(_ns.logical_and(_ns.isinf(self), self < 0), _ns.full_like(self, bottom), out)
+
+    def fmod(self, other):
+        """The remainder with the dividend's sign (C's fmod; `%` / remainder take the divisor's)."""
+        r = _ns.remainder(self, other)
+        wrong_sign = _ns.logical_and(_ns.not_equal(r, 0), _ns.not_equal(r < 0, self < 0))
+        return r - _ns.where(wrong_sign, other, _ns.zeros_like(r))
+
+    def xlogy(self, other):
+        """x * log(other), 0 where x is 0 (unless other is NaN)."""
+        safe = _ns.where(_ns.equal(self, 0), _ns.ones_like(other), other)
+        out = self * _ns.log(safe)
+        return _ns.where(_ns.isnan(other), _ns.astype(other, out.dtype), out)
+
+    def logit(self, eps=None):
+        """log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given."""
+        p = self if eps is None else _ns.clip(self, eps, 1 - eps)
+        return _ns.log(p / (1 - p))
+
+    def sinc(self):
+        """sin(pi x) / (pi x), 1 at 0."""
+        zero = _ns.equal(self, 0)
+        t = np.pi * _ns.where(zero, _ns.ones_like(self), self)
+        return _ns.where(zero, _ns.ones_like(t), _ns.sin(t) / t)
+
+    def erfinv(self):
+        return _ns.erfinv(self)
+
+    def diag(self, diagonal=0):
+        """A 1-D tensor's square matrix with it on diagonal `diagonal`; a 2-D tensor's diagonal."""
+        k = int(diagonal)
+        if self.ndim == 2:
+            return _ns.decompositions.diagonal(self, offset=k)
+        if self.ndim != 1:
+            raise ValueError(f"diag: expects a 1-D or 2-D tensor, got {self.ndim}-D")
+        n = _static_shape(self)[0]
+        if n == -1:
+            raise ValueError("diag: the vector's length is dynamic (known only when the Program runs)")
+        pad = _ns.zeros((abs(k),), dtype=self.dtype)
+        row = _ns.concat([pad, self] if k >= 0 else [self, pad], axis=0)
+        mask = _constant(self, np.eye(n + abs(k), k=k, dtype=bool))
+        return _ns.where(mask, _ns.expand_dims(row, axis=0), _ns.zeros((), dtype=self.dtype))
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        """The diagonal `offset` of the matrices over dims dim1 and dim2, as the last dim."""
+        x = _ns.moveaxis(self, (_norm_dim(dim1, self.ndim), _norm_dim(dim2, self.ndim)), (-2, -1))
+        return _ns.decompositions.diagonal(x, offset=int(offset))
+
+    def _kth_along(self, position, dim, keepdim, result):
+        """(values, indices) of the element at `position` of the sorted values along `dim` (stable)."""
+        x = self if self.ndim else _ns.reshape(self, (1,))
+        d = _norm_dim(dim, x.ndim)
+        order = _ns.argsort(x, axis=d)
+        where = order[(slice(None),) * d + (slice(position, position + 1),)]
+        values = _ns.take_along_axis(x, where, axis=d)
+        if not keepdim or self.ndim == 0:
+            values, where = _ns.squeeze(values, axis=d), _ns.squeeze(where, axis=d)
+        if self.ndim == 0:
+            values, where = _ns.reshape(values, ()), _ns.reshape(where, ())
+        return result(values, _ns.astype(where, "int64"))
+
+    def median(self, dim=None, keepdim=False):
+        """PyTorch's lower median: of all elements (a value), or (values, indices) along `dim`."""
+        if dim is None:
+            flat = _ns.reshape(self, (-1,))
+            n = _static_shape(flat)[0]
+            if n == -1:
+                raise ValueError("median: the element count is dynamic (known only when the Program runs)")
+            return _ns.sort(flat)[(n - 1) // 2]
+        n = _static_shape(self)[_norm_dim(dim, self.ndim)] if self.ndim else 1
+        if n == -1:
+            raise ValueError(f"median: dim {dim} is dynamic (known only when the Program runs)")
+        return self._kth_along((n - 1) // 2, dim, keepdim, median_result)
+
+    def kthvalue(self, k, dim=-1, keepdim=False):
+        """(values, indices) of the k-th smallest element (1-based) along `dim`."""
+        n = _static_shape(self)[_norm_dim(dim, self.ndim)] if self.ndim else 1
+        if not 1 <= int(k) <= n:
+            raise IndexError(f"kthvalue: k = {k} is out of range for a dim of size {n}")
+        return self._kth_along(int(k) - 1, dim, keepdim, kthvalue_result)
+
+    def aminmax(self, *, dim=None, keepdim=False):
+        return aminmax_result(self.amin(dim, keepdim), self.amax(dim, keepdim))
+
+    def _cumulative_extreme(self, dim, take_later, result):
+        """Running max (min) and where it was along `dim`: a prefix scan of log2(n) steps, each comparing a
+        position with the one 2^k before it (ties keep the later index, as PyTorch's)."""
+        x = self if self.ndim else _ns.reshape(self, (1,))
+        d = _norm_dim(dim, x.ndim)
+        n = _static_shape(x)[d]
+        if n == -1:
+            raise ValueError(f"cummax/cummin: dim {dim} is dynamic (known only when the Program runs)")
+        shape = [1] * x.ndim
+        shape[d] = n
+        index = _ns.broadcast_to(_constant(x, np.arange(n, dtype=np.int64).reshape(shape)), tuple(x.shape))
+        values = x
+        step = 1
+        while step < n:
+            head = (slice(None),) * d + (slice(0, n - step),)
+            tail = (slice(None),) * d + (slice(step, n),)
+            early, early_index = values[head], index[head]
+            late, late_index = values[tail], index[tail]
+            better = take_later(early, late)
+            merged = _ns.where(better, early, late), _ns.where(better, early_index, late_index)
+            keep = (slice(None),) * d + (slice(0, step),)
+            values = _ns.concat([values[keep], merged[0]], axis=d)
+            index = _ns.concat([index[keep], merged[1]], axis=d)
+            step *= 2
+        if self.ndim == 0:
+            values, index = _ns.reshape(values, ()), _ns.reshape(index, ())
+        return result(values, index)
+
+    def cummax(self, dim):
+        """(values, indices) of the running maximum along `dim`."""
+        return self._cumulative_extreme(dim, lambda early, late: early > late, cummax_result)
+
+    def cummin(self, dim):
+        """(values, indices) of the running minimum along `dim`."""
+        return self._cumulative_extreme(dim, lambda early, late: early < late, cummin_result)
+
+    def index_fill(self, dim, index, value):
+        """A copy with the slices `index` along `dim` set to `value`."""
+        if _is_array(value):
+            value = _ns.astype(value, self.dtype)
+        return _ns.setitem(self, (slice(None),) * _norm_dim(dim, self.ndim) + (index,), value)
+
+    def index_copy(self, dim, index, source):
+        """A copy with the slices `index` along `dim` replaced by source's."""
+        return _ns.setitem(self, (slice(None),) * _norm_dim(dim, self.ndim) + (index,),
+                           _ns.astype(source, self.dtype))
+
+    def index_add(self, dim, index, source, *, alpha=1):
+        """A copy with source's slices added at `index` along `dim` (repeated indices all add)."""
+        d = _norm_dim(dim, self.ndim)
+        if alpha != 1:
+            source = source * alpha
+        shape = [1] * max(source.ndim, 1)
+        shape[d] = -1
+        spread = _ns.broadcast_to(_ns.reshape(index, tuple(shape)), tuple(source.shape))
+        return _ns.scatter_add(self, d, spread, _ns.astype(source, self.dtype))
+
+    def bernoulli(self, p=None):
+        """1 with probability p (x's values, or the number `p`), else 0, in x's dtype."""
+        chance = self if p is None else p
+        return _ns.astype(_ns.rand_like(self, dtype="float64") < chance, self.dtype)
+
+    def _bernoulli_filled(self, p=0.5):
+        """What `x.bernoulli_(p)` writes: 1 with probability p (0.5 by default), else 0, in x's shape."""
+        return _ns.astype(_ns.rand_like(self, dtype="float64") < p, self.dtype)
+
+    def trace(self):
+        """The sum of a matrix's diagonal (PyTorch's x.trace(); rt.trace is the tracing API)."""
+        return _ns.decompositions.trace(self)
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+        """PyTorch's unique: the sorted distinct values of all elements, with the inverse (x's shape) and
+        the counts when asked."""
+        if dim is not None:
+            raise ValueError("unique(dim=...) is not supported: the distinct values of all elements are "
+                             "x.unique(); compare rows with == for distinct rows")
+        if return_inverse and return_counts:
+            found = _ns.unique_all(self)
+            return found.values, found.inverse_indices, found.counts
+        if return_inverse:
+            return tuple(_ns.unique_inverse(self))
+        if return_counts:
+            return tuple(_ns.unique_counts(self))
+        return _ns.unique_values(self)
+
+    def histc(self, bins=100, min=0, max=0):
+        """Counts of x's values in `bins` equal bins over [min, max] (x's own range when both are 0); values
+        outside are not counted."""
+        low, high = float(min), float(max)
+        flat = _ns.reshape(self, (-1,))
+        if low == high:         # x's range; a single value v counts in [v - 1, v + 1], as PyTorch's
+            low, high = _ns.min(flat), _ns.max(flat)
+            same = _ns.equal(low, high)
+            low, high = _ns.where(same, low - 1, low), _ns.where(same, high + 1, high)
+        width = high - low
+        where = _ns.astype(_ns.floor((flat - low) * (bins / width)), "int64")
+        where = _ns.clip(where, 0, bins - 1)
+        inside = _ns.logical_and(flat >= low, flat <= high)
+        return _ns.scatter_add(_ns.zeros((int(bins),), dtype=self.dtype), 0, where, _ns.astype(inside, self.dtype))
+
     def addcmul(self, tensor1, tensor2, *, value=1):
         return self + value * tensor1 * tensor2
 
@@ -602,6 +1039,11 @@ IN_PLACE = {"add_": "add", "sub_": "sub", "mul_": "mul", "div_": "div", "pow_": 
             "clamp_min_": "clamp_min", "clamp_max_": "clamp_max", "floor_": "floor", "ceil_": "ceil",
             "round_": "round", "sign_": "sign", "reciprocal_": "reciprocal", "square_": "square",
             "scatter_": "scatter", "scatter_add_": "scatter_add", "tril_": "tril", "triu_": "triu",
+            "index_fill_": "index_fill", "index_add_": "index_add", "index_copy_": "index_copy",
+            "nan_to_num_": "nan_to_num", "lerp_": "lerp", "fmod_": "fmod", "addcmul_": "addcmul",
+            "addcdiv_": "addcdiv", "erfinv_": "erfinv", "logit_": "logit", "xlogy_": "xlogy", "sinc_": "sinc",
+            "bernoulli_": "_bernoulli_filled", "fill_diagonal_": "_diagonal_filled",
+            "index_put_": "index_put", "masked_scatter_": "masked_scatter", "scatter_reduce_": "scatter_reduce",
             "fill_": None, "zero_": None, "copy_": None, "normal_": None, "uniform_": None}
 
 
@@ -617,15 +1059,7 @@ NOT_PORTED = {
     "retain_grad": "only leaves keep .grad: differentiate with respect to it with rt.grad(fn, argnums=...)",
     "resize_": "tensors are values: x = x.reshape(...), or a new tensor",
     "set_": "write into a captured tensor with x.set_value(v)",
-    "index_put_": "x = rt.setitem(x, index, v) (or x[index] = v)",
-    "index_put": "rt.setitem(x, index, v)",
-    "index_add_": "x = rt.scatter_add(x, dim, index_expanded, src), or x[index] += v",
-    "index_add": "rt.scatter_add(x, dim, index_expanded, src)",
-    "index_fill_": "x = rt.setitem(x, (slice(None),) * dim + (index,), value)",
-    "index_copy_": "x = rt.setitem(x, (slice(None),) * dim + (index,), src)",
     "put_": "x = rt.setitem(x, index, v)",
-    "bernoulli": "(rt.rand(*x.shape) < x).astype(x.dtype)",
-    "bernoulli_": "x = (rt.rand(*x.shape) < p).astype(x.dtype)",
     "exponential_": "x = -rt.log(rt.rand(*x.shape)) / lambd",
     "random_": "x = rt.randint(low, high, x.shape)",
     "log_normal_": "x = rt.exp(mean + std * rt.randn(*x.shape))",
@@ -635,18 +1069,8 @@ NOT_PORTED = {
     "to_dense": "tensors are always dense here: x itself",
     "coalesce": "sparse tensors are not supported",
     "dequantize": "quantized tensors are not supported",
-    "unique": "rt.unique_values(x) (sorted), rt.unique_inverse(x) or rt.unique_counts(x)",
-    "kthvalue": "x.sort(dim).values[..., k - 1] (and .indices)",
-    "median": "rt.sort(x, axis=dim)[..., (n - 1) // 2] (PyTorch's lower median)",
     "mode": "count with rt.unique_counts",
-    "cummax": "a loop, or rt.max over windows",
-    "cummin": "a loop, or rt.min over windows",
-    "logcumsumexp": "rt.log(rt.cumsum(rt.exp(x - m), axis=dim)) + m, with m = x.max()",
     "bfloat16": "NumPy has no bfloat16: x.half() or x.float()",
-    "diag": "rt.linalg.diagonal(x) (a vector's diagonal matrix: rt.eye(n) * x)",
-    "diagonal": "rt.linalg.diagonal(x, offset=k)",
-    "trace": "rt.linalg.trace(x)",
-    "nan_to_num": "rt.where(rt.isnan(x), 0.0, x)",
     "apply_": "compute the new value with runtime ops",
     "map_": "compute the new value with runtime ops",
     "share_memory_": "there is one process here: x itself",
@@ -680,6 +1104,12 @@ def _no_place(name, base):
                         "with x.set_value(...)")
     method.__name__ = name
     return method
+
+
+def _constant(like, array):
+    """A NumPy constant as a tensor on `like`'s device (a traced value's is the Program's)."""
+    device = like.device
+    return _ns.creation.tensor(array, **({"device": device} if device else {}))
 
 
 def _cast(x, dtype):

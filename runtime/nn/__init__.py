@@ -20,6 +20,9 @@ from .normalization import (BatchNorm1D, BatchNorm2D, BatchNorm3D, GroupNorm, In
                             InstanceNorm3D)
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
+from . import more_layers, transformer
+from .transformer import Transformer, TransformerDecoder, TransformerDecoderLayer
+from .more_layers import *  # noqa: F401,F403  (more of torch.nn's classes: losses, activations, Unfold, ...)
 from ..torch_methods import module_getattr as _module_getattr
 
 __all__ = ["Layer", "Parameter", "Sequential", "LayerList", "LayerDict", "Linear", "Conv1D", "Conv2D",
@@ -47,17 +50,12 @@ __all__ += ["Module", "ModuleList", "ModuleDict", "Conv1d", "Conv2d", "Conv3d", 
             "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d",
             "AdaptiveMaxPool2d", "ZeroPad2d", "TransformerEncoder", "ParameterList", "ParameterDict", "Unflatten",
             "RMSNorm", "Dropout1d", "Dropout2d", "Dropout3d", "ReflectionPad2d", "ReplicationPad2d", "ConstantPad2d",
-            "PixelShuffle", "PixelUnshuffle"]
+            "PixelShuffle", "PixelUnshuffle"] + more_layers.__all__ + transformer.__all__
 
 # torch.nn names with no layer here, and what to use instead
 NOT_PORTED = {
-    "TransformerDecoderLayer": "compose MultiheadAttention, Linear and LayerNorm in a Module of your own",
-    "TransformerDecoder": "compose MultiheadAttention, Linear and LayerNorm in a Module of your own",
-    "Transformer": "TransformerEncoder plus a decoder Module of your own",
-    "EmbeddingBag": "Embedding then .sum(dim=1) / .mean(dim=1)",
     "DataParallel": "one process: call the model directly",
     "SyncBatchNorm": "BatchNorm1d/2d/3d",
-    "Bilinear": "rt.einsum('bi,oij,bj->bo', x1, weight, x2) + bias with Parameters of your own",
     "LazyLinear": "Linear with in_features given",
     "parallel": "one process: call the model directly",
 }

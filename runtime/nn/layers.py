@@ -742,22 +742,34 @@ class HuberLoss(_Loss):
         return composite.huber_loss(input, target, self.reduction, self.delta)
 
 
+def _buffer_or_none(layer, name, value):
+    """A loss's tensor option as PyTorch keeps it: a buffer (in state_dict), or None."""
+    if value is not None:
+        layer.register_buffer(name, value)
+    else:
+        setattr(layer, name, None)
+
+
 class BCELoss(_Loss):
-    def __init__(self, weight=None, reduction="mean"):
-        super().__init__(reduction)
-        self.weight = weight
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        _buffer_or_none(self, "weight", weight)
 
     def forward(self, input, target):
         return composite.binary_cross_entropy(input, target, self.weight, self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
-    def __init__(self, reduction="mean", pos_weight=None):
-        super().__init__(reduction)
-        self.pos_weight = pos_weight
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
+        if isinstance(weight, str):          # this class's old (reduction, pos_weight) order
+            weight, reduction = None, weight
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        _buffer_or_none(self, "weight", weight)
+        _buffer_or_none(self, "pos_weight", pos_weight)
 
     def forward(self, input, target):
-        return composite.binary_cross_entropy_with_logits(input, target, self.reduction, self.pos_weight)
+        return F.binary_cross_entropy_with_logits(input, target, self.weight, reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)
 
 
 class _WeightedLoss(_Loss):
@@ -767,10 +779,7 @@ class _WeightedLoss(_Loss):
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
         super().__init__(F._legacy_reduction(size_average, reduce, reduction))
         self.ignore_index = int(ignore_index)
-        if weight is not None:
-            self.register_buffer("weight", weight)
-        else:
-            self.weight = None
+        _buffer_or_none(self, "weight", weight)
 
 
 class NLLLoss(_WeightedLoss):

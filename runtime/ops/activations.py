@@ -1,4 +1,4 @@
-"""More elementwise math that model code uses: erf, softplus, silu, leaky_relu, elu, and logsumexp.
+"""More elementwise math that model code uses: erf, erfinv, softplus, silu, leaky_relu, elu, and logsumexp.
 
 Each is one op computed without overflow (softplus and logsumexp never
 exponentiate a large positive number), in the input's float dtype; integer
@@ -19,14 +19,16 @@ def _rand(shape, dtype="float32", lo=-4.0, hi=4.0):     # activations are sample
     return sample_array(shape, dtype, lo, hi)
 
 
-def _activation(name, kernel, oracle, **attrs_samples):
+def _activation(name, kernel, oracle, domain=(-4.0, 4.0), rtol64=1e-12, **attrs_samples):
     def infer(x, **attrs):
         return Spec(shape_of(x), _float_result(name, dtype_of(x)))
 
     def samples():
         public = ACTIVATION_FUNCTIONS[name]
-        cases = [dict(fn=public, args=(_rand((3, 4)),), oracle=oracle, rtol=1e-5, atol=1e-6),
-                 dict(fn=public, args=(_rand((5,), "float64", -30, 30),), oracle=oracle, rtol=1e-12, atol=1e-12)]
+        lo, hi = domain
+        cases = [dict(fn=public, args=(_rand((3, 4), lo=lo, hi=hi),), oracle=oracle, rtol=1e-5, atol=1e-6),
+                 dict(fn=public, args=(_rand((5,), "float64", lo * 7.5, hi * 7.5) if domain == (-4.0, 4.0) else
+                                       _rand((5,), "float64", lo, hi),), oracle=oracle, rtol=rtol64, atol=rtol64)]
         for kwargs in attrs_samples.get("kwargs", ()):
             cases.append(dict(fn=lambda a, kw=kwargs: public(a, **kw), args=(_rand((2, 3)),),
                               oracle=lambda a, kw=kwargs: oracle(a, **kw), rtol=1e-5, atol=1e-6))
@@ -43,6 +45,49 @@ def _erf_kernel(xp, x):
 
 def _np_erf(a):
     return np.vectorize(math.erf, otypes=[np.float64])(a).astype(a.dtype)
+
+
+# Giles' single-precision erfinv ("Approximating the erfinv function", 2010): the start of Newton's method
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                   -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _erfinv_kernel(xp, x):
+    """y with erf(y) = x in float64: Giles' approximation, then Newton steps on erf; +-inf at +-1, NaN
+    outside [-1, 1]. The relative error is below 1e-9 for |x| < 1 - 1e-8 (erf_kernel's own error bounds it)
+    and float32's rounding anywhere."""
+    x = _float_array(xp, x)
+    z = xp.asarray(x, dtype=np.float64)
+    inside = xp.abs(z) < 1
+    safe = xp.where(inside, z, 0.0)
+    w = -xp.log((1.0 - safe) * (1.0 + safe))
+    central, tail = w - 2.5, xp.sqrt(w) - 3.0
+    pc, pt = xp.zeros_like(w), xp.zeros_like(w)
+    for a, b in zip(_ERFINV_CENTRAL, _ERFINV_TAIL):
+        pc, pt = pc * central + a, pt * tail + b
+    y = xp.where(w < 5.0, pc, pt) * safe
+    refine = w < 20.0      # nearer to +-1 erf(y) - x loses its digits, and the start is as good as float64 gets
+    for _ in range(2):
+        step = (erf_kernel(xp, y) - safe) / (1.1283791670955126 * xp.exp(-y * y))
+        y = y - xp.where(refine, step, 0.0)
+    y = xp.where(inside, y, xp.where(xp.abs(z) == 1, xp.copysign(xp.inf, z), xp.nan))
+    return y.astype(x.dtype, copy=False)
+
+
+def _np_erfinv(a):
+    def one(v):
+        if v == 0:
+            return 0.0
+        if abs(v) >= 1:
+            return math.copysign(math.inf, v) if abs(v) == 1 else math.nan
+        lo, hi = -6.0, 6.0
+        for _ in range(200):         # bisection on math.erf: slow and sure
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if math.erf(mid) < v else (lo, mid)
+        return (lo + hi) / 2
+    return np.vectorize(one, otypes=[np.float64])(a).astype(a.dtype)
 
 
 def _softplus_kernel(xp, x, beta=1.0, threshold=20.0):
@@ -90,6 +135,7 @@ def _np_elu(a, alpha=1.0):
 
 
 _erf = _activation("erf", _erf_kernel, _np_erf)
+_erfinv = _activation("erfinv", _erfinv_kernel, _np_erfinv, domain=(-0.999, 0.999), rtol64=1e-9)
 _softplus = _activation("softplus", _softplus_kernel, _np_softplus, kwargs=({"beta": 2.0, "threshold": 3.0},))
 _silu = _activation("silu", _silu_kernel, _np_silu)
 _leaky_relu = _activation("leaky_relu", _leaky_relu_kernel, _np_leaky_relu, kwargs=({"negative_slope": 0.2},))
@@ -99,6 +145,11 @@ _elu = _activation("elu", _elu_kernel, _np_elu, kwargs=({"alpha": 0.5},))
 def erf(x):
     """The error function, elementwise."""
     return apply(_erf, (x,), {})
+
+
+def erfinv(x):
+    """The inverse error function, elementwise (x in [-1, 1])."""
+    return apply(_erfinv, (x,), {})
 
 
 def softplus(x, beta=1.0, threshold=20.0):
@@ -159,4 +210,4 @@ def logsumexp(x, axis=None, keepdims=False):
     return apply(_logsumexp, (x,), {"axis": None if axis is None else axis, "keepdims": bool(keepdims)})
 
 
-ACTIVATION_FUNCTIONS = {f.__name__: f for f in (erf, softplus, silu, leaky_relu, elu, logsumexp)}
+ACTIVATION_FUNCTIONS = {f.__name__: f for f in (erf, erfinv, softplus, silu, leaky_relu, elu, logsumexp)}

@@ -253,6 +253,8 @@ def astype(x, dtype, /, *, copy=True, device=None):
     dtype = as_dtype(dtype)
     if getattr(x, "dtype", None) == dtype and not getattr(x, "weak", False):
         if copy and isinstance(x, EagerTensor):
+            if x.requires_grad:           # a recorded copy, so that gradients flow through it
+                return apply(get_op("positive"), (x,), {}) if device is None else x.to(device)
             x = Tensor(x.array, x.backend)
         return x if device is None else x.to(device)
     out = apply(_astype, (x,), {"dtype": dtype.name})

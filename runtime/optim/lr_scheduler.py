@@ -1,5 +1,6 @@
 """`rt.optim.lr_scheduler`: PyTorch's learning-rate schedules (StepLR, MultiStepLR, ExponentialLR,
-CosineAnnealingLR, LambdaLR, LinearLR, OneCycleLR, ReduceLROnPlateau).
+CosineAnnealingLR, CosineAnnealingWarmRestarts, LambdaLR, MultiplicativeLR, LinearLR, ConstantLR, PolynomialLR,
+CyclicLR, OneCycleLR, SequentialLR, ChainedScheduler, ReduceLROnPlateau).
 
 A schedule only assigns `group["lr"]` (and OneCycleLR the momentum or Adam's beta1). Each group keeps
 its numbers in 0-d tensors (`ParamGroup.tensors`) that a compiled training step reads by reference,
@@ -128,6 +129,132 @@ class LinearLR(LRScheduler):
         return [base * (self.start_factor + (self.end_factor - self.start_factor) * done) for base in self.base_lrs]
 
 
+class ConstantLR(LRScheduler):
+    """lr * factor until total_iters epochs have passed, then lr."""
+
+    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
+        if not 0 <= factor <= 1:
+            raise ValueError("ConstantLR: factor must be in [0, 1]")
+        self.factor, self.total_iters = float(factor), int(total_iters)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        return [base * (self.factor if epoch < self.total_iters else 1.0) for base in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """lr * (1 - min(epoch, total_iters) / total_iters) ** power."""
+
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        self.total_iters, self.power = int(total_iters), float(power)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        return [base * (1.0 - min(epoch, self.total_iters) / self.total_iters) ** self.power for base in self.base_lrs]
+
+
+class MultiplicativeLR(LRScheduler):
+    """Each step multiplies the current lr by lr_lambda(epoch) (one function, or one per group)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        groups = len(optimizer.param_groups)
+        self.lr_lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * groups
+        if len(self.lr_lambdas) != groups:
+            raise ValueError(f"MultiplicativeLR: {len(self.lr_lambdas)} lr_lambdas for {groups} param groups")
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        groups = self.optimizer.param_groups
+        if epoch <= 0:
+            return [group["lr"] for group in groups]
+        return [group["lr"] * fn(epoch) for group, fn in zip(groups, self.lr_lambdas)]
+
+    def state_dict(self):
+        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from lr to eta_min over T_i epochs, restarting at lr; T_i starts at T_0 and is
+    multiplied by T_mult at each restart (SGDR)."""
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
+        if int(T_0) <= 0 or int(T_mult) < 1:
+            raise ValueError(f"CosineAnnealingWarmRestarts: T_0 must be positive and T_mult at least 1, got "
+                             f"{T_0}, {T_mult}")
+        self.T_0, self.T_mult, self.eta_min = int(T_0), int(T_mult), float(eta_min)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, epoch):
+        t_cur, t_i = max(epoch, 0), self.T_0
+        while t_cur >= t_i:
+            t_cur -= t_i
+            t_i *= self.T_mult
+        self.T_cur, self.T_i = t_cur, t_i
+        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * t_cur / t_i)) / 2
+                for base in self.base_lrs]
+
+
+class CyclicLR(LRScheduler):
+    """The lr cycling between base_lr and max_lr (step_size_up steps up, step_size_down down): 'triangular',
+    'triangular2' (the height halves each cycle), 'exp_range' (times gamma ** step) or a scale_fn; the
+    momentum (SGD's, or Adam's beta1) moves the other way when cycle_momentum."""
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None, mode="triangular",
+                 gamma=1.0, scale_fn=None, scale_mode="cycle", cycle_momentum=True, base_momentum=0.8,
+                 max_momentum=0.9, last_epoch=-1):
+        groups = optimizer.param_groups
+        base_lrs = list(base_lr) if isinstance(base_lr, (list, tuple)) else [base_lr] * len(groups)
+        self.max_lrs = list(max_lr) if isinstance(max_lr, (list, tuple)) else [max_lr] * len(groups)
+        if last_epoch == -1:
+            for group, lr in zip(groups, base_lrs):
+                group["lr"] = group["initial_lr"] = lr
+        down = step_size_up if step_size_down is None else step_size_down
+        self.total_size = float(step_size_up + down)
+        self.step_ratio = step_size_up / self.total_size
+        if scale_fn is None and mode not in ("triangular", "triangular2", "exp_range"):
+            raise ValueError(f"CyclicLR: mode must be 'triangular', 'triangular2' or 'exp_range', got {mode!r}")
+        self.mode, self.gamma = mode, float(gamma)
+        self._scale_fn, self.scale_mode = scale_fn, ("cycle" if mode != "exp_range" else "iterations") \
+            if scale_fn is None else scale_mode
+        self.cycle_momentum = bool(cycle_momentum)
+        self._beta = self.cycle_momentum and "betas" in groups[0]
+        if self.cycle_momentum and not self._beta and "momentum" not in groups[0]:
+            raise ValueError("CyclicLR: optimizer got no momentum or betas to cycle (cycle_momentum=False)")
+        self.base_momentums = [base_momentum] * len(groups)
+        self.max_momentums = [max_momentum] * len(groups)
+        super().__init__(optimizer, last_epoch)
+
+    def _scale(self, x):
+        if self._scale_fn is not None:
+            return self._scale_fn(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma ** x
+
+    def _factor(self, epoch):
+        cycle = math.floor(1 + epoch / self.total_size)
+        x = 1.0 + epoch / self.total_size - cycle
+        height = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        return height * self._scale(cycle if self.scale_mode == "cycle" else epoch)
+
+    def lr_at(self, epoch):
+        factor = self._factor(epoch)
+        return [base + (top - base) * factor for base, top in zip(self.base_lrs, self.max_lrs)]
+
+    def step(self, epoch=None):
+        super().step(epoch)
+        if self.cycle_momentum:
+            factor = self._factor(self.last_epoch)
+            for group, low, high in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
+                m = high - (high - low) * factor
+                if self._beta:
+                    group["betas"] = (m, *group["betas"][1:])
+                else:
+                    group["momentum"] = m
+
+
 class OneCycleLR(LRScheduler):
     """The 1cycle policy: lr from max_lr/div_factor up to max_lr (pct_start of the steps), then down to
     initial_lr/final_div_factor ('cos' or 'linear'); the momentum (SGD's, or Adam's beta1) moves the other
@@ -202,6 +329,65 @@ class OneCycleLR(LRScheduler):
                     group["momentum"] = m
 
 
+class SequentialLR:
+    """The schedulers in turn: schedulers[i] from milestones[i - 1] on, each restarting at its epoch 0."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(f"SequentialLR: {len(schedulers)} schedulers need {len(schedulers) - 1} milestones, "
+                             f"got {len(milestones)}")
+        if any(s.optimizer is not optimizer for s in schedulers):
+            raise ValueError("SequentialLR: every scheduler must belong to the optimizer given")
+        self.optimizer, self._schedulers, self._milestones = optimizer, list(schedulers), [int(m) for m in milestones]
+        self.last_epoch = last_epoch + 1
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        for scheduler in self._schedulers:      # undo the step each constructor made; the first one starts
+            scheduler.last_epoch -= 1
+        self._schedulers[0].step()
+        self._last_lr = self._schedulers[0].get_last_lr()
+
+    def step(self):
+        self.last_epoch += 1
+        index = bisect.bisect_right(self._milestones, self.last_epoch)
+        scheduler = self._schedulers[index]
+        if index > 0 and self._milestones[index - 1] == self.last_epoch:
+            scheduler.step(0)
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+    def get_last_lr(self):
+        return list(self._last_lr)
+
+
+class ChainedScheduler:
+    """Several schedules at once: each step steps every scheduler, and the lr is the initial lr times the
+    product of each schedule's factor (its lr over its base)."""
+
+    def __init__(self, schedulers, optimizer=None):
+        self._schedulers = list(schedulers)
+        self.optimizer = optimizer if optimizer is not None else self._schedulers[0].optimizer
+        self._combine()
+
+    def _combine(self):
+        for i, group in enumerate(self.optimizer.param_groups):
+            lr = group["initial_lr"]
+            for scheduler in self._schedulers:
+                if isinstance(scheduler, LRScheduler) and scheduler.base_lrs[i]:
+                    lr *= scheduler.lr_at(scheduler.last_epoch)[i] / scheduler.base_lrs[i]
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def step(self):
+        for scheduler in self._schedulers:
+            scheduler.step()
+        self._combine()
+
+    def get_last_lr(self):
+        return list(self._last_lr)
+
+
 class ReduceLROnPlateau:
     """Multiply the lr by `factor` when the metric given to `step(metric)` has not improved (by
     `threshold`, 'rel' or 'abs', in `mode` 'min' or 'max') for `patience` epochs; then wait `cooldown`."""
@@ -255,4 +441,5 @@ class ReduceLROnPlateau:
 
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR", "LinearLR",
-           "OneCycleLR", "ReduceLROnPlateau"]
+           "OneCycleLR", "ReduceLROnPlateau", "ConstantLR", "PolynomialLR", "MultiplicativeLR",
+           "CosineAnnealingWarmRestarts", "CyclicLR", "SequentialLR", "ChainedScheduler"]

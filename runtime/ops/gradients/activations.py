@@ -19,6 +19,7 @@ def _rule(name, backward):
 
 
 _rule("erf", lambda g, x, y: g * rt.exp(-x * x) * _TWO_OVER_SQRT_PI)
+_rule("erfinv", lambda g, x, y: g * rt.exp(y * y) * (1 / _TWO_OVER_SQRT_PI))
 _rule("softplus", lambda g, x, y, beta=1.0, threshold=20.0:
       rt.where(rt.greater(x * beta, threshold), g, g * sigmoid(x * beta)))
 _rule("silu", lambda g, x, y: g * sigmoid(x) * (1.0 + x * (1.0 - sigmoid(x))))

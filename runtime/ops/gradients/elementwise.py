@@ -119,8 +119,8 @@ def _subtract_vjp(g, inputs, outputs):
 
 
 _binary("multiply", lambda x, y, out: y, lambda x, y, out: x)
-_binary("divide", lambda x, y, out: rt.reciprocal(y) if not isinstance(y, (int, float)) else 1.0 / y,
-        lambda x, y, out: -out / y)
+_binary("divide", lambda x, y, out: rt.divide(1.0, y) if not isinstance(y, (int, float)) else 1.0 / y,
+        lambda x, y, out: -out / y)      # 1 / y, never reciprocal: an integer y's reciprocal is integer
 _binary("remainder", lambda x, y, out: 1.0, lambda x, y, out: -rt.floor_divide(x, y))
 _binary("pow", lambda x, y, out: y * rt.pow(x, y - 1), _pow_dy)
 _binary("atan2", lambda y, x, out: x / (x * x + y * y), lambda y, x, out: -y / (x * x + y * y))
