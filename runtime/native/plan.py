@@ -23,7 +23,7 @@ from ..codegen.fast import PlanCodegen
 from ..codegen.plan import compile_plan
 from ..ir import Variable
 from ..ops.fused import FUSED_OP
-from . import compiler, elementwise
+from . import compiler, elementwise, region as regions
 
 _STATS = {"native": 0, "numpy": 0, "compiling": 0, "declined_calls": 0, "reasons": {}}
 _STATS_LOCK = threading.Lock()
@@ -76,8 +76,11 @@ class NativePlanCodegen(PlanCodegen):
     def __init__(self, program, backend, max_iterations=None):
         super().__init__(program, backend, max_iterations)
         self.native_regions = []        # [output name, 'native', 'compiling' or why NumPy]
+        self.in_fallback = 0            # inside a native loop's NumPy code: plain NumPy, nothing compiled
 
     def ufunc_steps(self, op, steps):
+        if self.in_fallback:
+            return super().ufunc_steps(op, steps)
         why = self._why_not(op, steps)
         job = None
         if not why:
@@ -108,6 +111,41 @@ class NativePlanCodegen(PlanCodegen):
         asarray = self.bound("asarray")         # a 0-d value may be a NumPy scalar: the kernel reads arrays
         args = ", ".join(f"{asarray}({self.value(v)})" if v.ndim == 0 else self.value(v) for v in op.inputs)
         return [f"{self.name(op.outputs[0])} = {name}.run({args})"]
+
+    def while_(self, op, indent):
+        """A loop as one native call, its NumPy loop run where the call returns None (still compiling,
+        or the native code declined: the NumPy loop raises what NumPy raises)."""
+        if self.in_fallback:
+            return super().while_(op, indent)
+        outs = [self.name(o) for o in op.outputs]
+        found = regions.analyse(op) if self.numpy else "not on NumPy"
+        status = [f"while -> {', '.join(outs)}", found if isinstance(found, str) else "compiling"]
+        self.native_regions.append(status)
+        if isinstance(found, str):
+            _count(found)
+            return super().while_(op, indent)
+        loop = NativeLoop(op, found.args, status)
+        if not _start(regions.region_job(found), loop, status):
+            return super().while_(op, indent)
+        name = self.bound(f"native_loop_{len(self.native_regions)}", loop)
+        args = ", ".join(self.value(v) for v in found.args)
+        budget = "-1"
+        if self.max_iterations is not None:     # the call's loops share one budget (PlanCodegen.while_)
+            if self.iterations is None:
+                self.iterations = self.temp("iterations")
+            budget = f"{self.max_iterations} - {self.iterations}"
+        result, ran = self.temp("native_result"), self.temp("native_iterations")
+        self.emit(indent, f"{result} = {name}.run({budget}, {args})", op)
+        self.emit(indent, f"if {result} is None:", op)
+        self.in_fallback += 1
+        try:
+            super().while_(op, indent + 1)
+        finally:
+            self.in_fallback -= 1
+        self.emit(indent, "else:")
+        self.emit(indent + 1, f"{', '.join(outs)}, {ran} = {result}", op)
+        if self.max_iterations is not None:
+            self.emit(indent + 1, f"{self.iterations} += {ran}")
 
     def _why_not(self, op, steps):
         if not self.numpy:
@@ -166,6 +204,78 @@ def chain_call(kernel, op, steps, donated):
             if cfunc(out, *arrays):
                 return on_numpy(arrays)
             return out
+    return run
+
+
+def _start(job, user, status):
+    """Compile a region now (cached, or DY2STATIC_NATIVE=sync) or queue it; False when it cannot be native."""
+    kernel = job.cached()
+    if kernel is None and not compiler.in_background():
+        kernel = job()
+    if kernel is not None:
+        user.use(kernel)
+        _count("" if status[1] == "native" else status[1])
+    else:
+        _count("compiling")
+        compiler.submit(job, lambda kernel: (user.use(kernel),
+                                             _count("" if status[1] == "native" else status[1], pending=1)))
+    return status[1] in ("native", "compiling")
+
+
+class NativeLoop:
+    """A plan's call of one native loop: `run(budget, *args)` is None (run the NumPy loop) until the
+    kernel is ready, then the outputs and the iterations run, or None where the kernel declines."""
+
+    def __init__(self, op, args, status):
+        self.op, self.args, self.status = op, args, status
+        self.run = lambda budget, *args: None
+
+    def use(self, kernel):
+        if isinstance(kernel, str):
+            self.status[1] = kernel
+            return
+        self.run = loop_call(kernel, self.op, self.args)
+        self.status[1] = "native"
+
+
+def _contiguous(value):
+    value = np.asarray(value)
+    return value if value.ndim == 0 else np.ascontiguousarray(value)
+
+
+def loop_call(kernel, op, region_args):
+    """The plan's function for one native loop: fresh outputs and scratch, the kernel, None where it declines."""
+    cfunc = kernel.cfunc
+    specs = [(tuple(o.static_shape), np.dtype(o.dtype)) for o in op.outputs]
+    scratch = max(kernel.scratch_bytes, 1)
+    numbers = [k for k, v in enumerate(region_args) if v.ndim == 0]
+    empty, uint8, ndarray, asarray = np.empty, np.uint8, np.ndarray, np.asarray
+
+    def run(budget, *args):
+        if numbers:         # a 0-d value may be a NumPy scalar (or a name the loop never bound): the kernel reads arrays
+            args = list(args)
+            try:
+                for k in numbers:
+                    if type(args[k]) is not ndarray:
+                        args[k] = asarray(args[k])
+            except Exception:       # noqa: BLE001 - the NumPy loop raises what NumPy raises
+                return None
+        outs = [empty(shape, dtype) for shape, dtype in specs]
+        rc = cfunc(budget, *args, *outs, empty(scratch, uint8))
+        if rc == regions.BAD_ARGUMENT:          # a strided or offset argument: once more with contiguous copies
+            try:
+                args = [_contiguous(a) for a in args]
+            except Exception:       # noqa: BLE001 - not an array: the NumPy loop says what is wrong
+                return None
+            rc = cfunc(budget, *args, *outs, empty(scratch, uint8))
+        if rc < 0:
+            kernel.declined += 1
+            with _STATS_LOCK:
+                _STATS["declined_calls"] += 1
+            return None
+        found = [o if o.ndim else o[()] for o in outs]
+        found.append(rc)
+        return found
     return run
 
 

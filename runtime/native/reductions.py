@@ -1,0 +1,56 @@
+"""Whole-array reductions as NumPy computes them: its own binary loop called in reduce form.
+
+NumPy's `add.reduce` of a contiguous float array (no axis) calls the `add` loop once with
+data = [out, x, out], strides = [0, itemsize, 0] and n elements, `out` starting at the identity
++0.0: the loop sees the reduce form and sums pairwise (so `sum([-0.0])` is 0.0). `reduce_loop(ufunc,
+dtype, n)` gives that loop for one length only after calling it so gives `ufunc.reduce`'s bits on
+special and random values of that length; else the reduction stays on NumPy.
+"""
+import ctypes
+
+import numpy as np
+
+from .numpy_loops import _LOOP_TYPE, probe_values, same_bits, strided_loop
+
+_IDENTITY = {"add": 0.0}
+_CHECKED = {}
+
+
+def reduce_loop(ufunc_name, dtype, n):
+    """(NumPy's loop, the identity the output starts from) for reducing n contiguous values, or why not."""
+    dtype = np.dtype(dtype)
+    if ufunc_name not in _IDENTITY or dtype.kind != "f" or dtype not in (np.dtype("float32"), np.dtype("float64")):
+        return f"{ufunc_name}.reduce of {dtype} is not native"
+    loop = strided_loop(getattr(np, ufunc_name), (dtype, dtype, dtype))
+    if loop is None:
+        return f"no usable NumPy {ufunc_name} loop for {dtype}"
+    key = (ufunc_name, dtype.str, n)
+    if key not in _CHECKED:
+        _CHECKED[key] = _self_test(loop, dtype, n)
+    return _CHECKED[key] or (loop, _IDENTITY[ufunc_name])
+
+
+def call_reduce(loop, x, identity):
+    """Reduce the contiguous 1-d array x with the loop in reduce form, from Python (the self-test's way in)."""
+    out = np.full(1, identity, x.dtype)
+    if len(x):
+        data = (ctypes.c_void_p * 3)(out.ctypes.data, x.ctypes.data, out.ctypes.data)
+        dims = (ctypes.c_ssize_t * 1)(len(x))
+        strides = (ctypes.c_ssize_t * 3)(0, x.itemsize, 0)
+        if _LOOP_TYPE(loop.loop)(loop.context, data, dims, strides, loop.auxdata) != 0:
+            return None
+    return out[0]
+
+
+def _self_test(loop, dtype, n):
+    rng = np.random.default_rng(11)
+    samples = [probe_values(dtype, n), np.full(n, -0.0, dtype)]
+    samples += [(rng.standard_normal(n) * scale).astype(dtype) for scale in (1.0, 1e3, 1e-3)]
+    samples.append(np.abs(rng.standard_normal(n)).astype(dtype))
+    for x in samples:
+        with np.errstate(all="ignore"):
+            want = loop.ufunc.reduce(x)
+            got = call_reduce(loop, x, _IDENTITY[loop.ufunc.__name__])
+        if got is None or not same_bits(np.asarray(got), np.asarray(want)):
+            return f"self-test: {loop.ufunc.__name__}.reduce in reduce form differs from NumPy's on {n} values"
+    return ""

@@ -1,0 +1,552 @@
+"""A whole `while` loop (its test, its body, the `cond`s in them) as one native function.
+
+    rc = kernel(budget, arg0, ..., out0, ..., scratch)     # PyObject* ndarrays; rc >= 0: iterations run
+
+`analyse(op)` decides, from the ops' forms (`ops/native_forms.py`, the `native` facet) and their
+static shapes and dtypes, whether the loop can be native, and why not; `RegionJob` compiles it
+(once per distinct region; in the compiler thread). In the function:
+
+- every value has a static shape and one contiguous buffer: the loop state, each op's result and
+  each chain step's value in the caller's `scratch` array (offsets fixed at compile time), 0-d
+  values in stack slots (registers, after LLVM's mem2reg); arguments are read in place, never written;
+- the state starts as a copy of the loop's inputs and is copied to fresh outputs at the end, so
+  no array the caller holds is written and none the caller gets back is shared;
+- the test is inline; per iteration the body's results are copied into the state (a result that
+  is, or views, a state buffer first into a staging buffer: all positions change at once);
+- ufunc chains are `elementwise`'s steps (inline IEEE operations or NumPy's strided loops) over the
+  whole value, as the NumPy plan calls them; matmul is the BLAS call NumPy makes (`blas.py`); a whole
+  float sum is NumPy's add loop in reduce form (`reductions.py`); `x[i]` on the first axis is a view;
+- what the NumPy plan would raise is a negative return code instead, and the caller runs the loop
+  on NumPy from its start (nothing outside the function's own buffers was written): -1 an index out
+  of range, -2 the iteration budget (`max_iterations`) spent, -3 a NumPy loop failed, -4 an argument
+  not of the type, shape or layout compiled for (the caller retries once with contiguous copies).
+"""
+import ctypes
+import math
+import threading
+
+import numpy as np
+
+from ..ir import Variable
+from ..ops.native_forms import native_form
+from . import elementwise as ew
+from .blas import product_call
+from .llvm import ARRAY_LAYOUT, engine, may_be_available
+from .reductions import reduce_loop
+
+INDEX_ERROR, BUDGET_SPENT, LOOP_FAILED, BAD_ARGUMENT = -1, -2, -3, -4
+ALIGN = 64
+
+_KERNELS = {}
+_LOCK = threading.Lock()
+_names = iter(range(1, 1 << 62))
+
+
+class Region:
+    """What analysis found: the loop op, its arguments (distinct Variables, in order), what each op of
+    its blocks compiles as (`forms[id(op)]`), and a key naming the region's structure."""
+
+    def __init__(self, op, args, forms, key):
+        self.op, self.args, self.forms, self.key = op, args, forms, key
+
+
+def analyse(op):
+    """A Region for the `while` op, or a string saying why it stays on NumPy."""
+    if not may_be_available():
+        return "llvmlite unavailable"
+    if native_form(op) != ("loop",):
+        return "not a loop"
+    args = []
+    for v in op.inputs:
+        if isinstance(v, Variable) and all(v is not a for a in args):
+            args.append(v)
+    n = len(op.outputs)
+    forms, key = {}, []
+    numbers = {}
+
+    def number(v):
+        if not isinstance(v, Variable):
+            return repr(v) if isinstance(v, (bool, int, float)) else None
+        if id(v) not in numbers:
+            why = _why_not_value(v)
+            if why:
+                raise _NotNative(why)
+            numbers[id(v)] = (len(numbers), v.dtype.str, tuple(v.static_shape))
+        return numbers[id(v)]
+
+    try:
+        for v in args:
+            number(v)
+        for k, out in enumerate(op.outputs):
+            number(out)
+            init = op.inputs[k]
+            if isinstance(init, Variable) and (init.dtype != out.dtype or init.static_shape != out.static_shape):
+                raise _NotNative(f"loop state {k} starts as {init.dtype}{list(init.static_shape)}, "
+                                 f"is {out.dtype}{list(out.static_shape)}")
+        cond_block, body_block = op.sub_blocks()
+        for block in (cond_block, body_block):
+            for p, out in zip(block.params, op.outputs):
+                number(p)
+                if p.dtype != out.dtype or p.static_shape != out.static_shape:
+                    raise _NotNative("a loop parameter's type differs from the state's")
+        _walk(cond_block, forms, key, number)
+        _walk(body_block, forms, key, number)
+        if len(cond_block.results) != 1 or len(body_block.results) != n:
+            raise _NotNative("the loop's blocks yield an unexpected number of values")
+        test = cond_block.results[0]
+        if isinstance(test, Variable) and (test.ndim != 0 or test.dtype.kind != "b"):
+            raise _NotNative("the loop test is not a boolean scalar")
+        key.append(("test", number(test)))
+        for r, out in zip(body_block.results, op.outputs):
+            if isinstance(r, Variable) and (r.dtype != out.dtype or r.static_shape != out.static_shape):
+                raise _NotNative(f"the body yields {r.dtype}{list(r.static_shape)} for a state of "
+                                 f"{out.dtype}{list(out.static_shape)}")
+            key.append(("yield", number(r)))
+    except _NotNative as e:
+        return str(e)
+    key = repr(([numbers[id(v)] for v in args], [number(o) for o in op.outputs], key))
+    return Region(op, args, forms, key)
+
+
+class _NotNative(Exception):
+    pass
+
+
+def _why_not_value(v):
+    if v.kind != "dense":
+        return f"{v.name} is a {v.kind}, not a dense array"
+    if any(d < 0 for d in v.static_shape):
+        return f"{v.name} has a dynamic shape {list(v.static_shape)}"
+    if np.dtype(v.dtype) not in ew._SUPPORTED or not np.dtype(v.dtype).isnative:
+        return f"{v.name} is {v.dtype}, not supported natively"
+    return ""
+
+
+def _walk(block, forms, key, number):
+    """Check every op of a block (and of the conds in it); record each op's form and what to compile."""
+    for op in block.ops:
+        form = native_form(op)
+        if form is None:
+            raise _NotNative(f"op '{op.type}' is not native")
+        kind = form[0]
+        ins = [number(x) for x in op.inputs]
+        outs = [number(o) for o in op.outputs]
+        if None in ins:
+            raise _NotNative(f"op '{op.type}' has an input native code does not take")
+        if kind == "chain":
+            _, steps, inputs = form
+            out = op.outputs[0]
+            size = math.prod(out.static_shape)
+            for v in inputs:
+                if math.prod(v.static_shape) not in (size, 1):
+                    raise _NotNative(f"op '{op.type}' broadcasts {list(v.static_shape)} to "
+                                     f"{list(out.static_shape)} (not native yet)")
+            plan = ew._plan([(v.dtype, tuple(v.static_shape)) for v in inputs],
+                            (out.dtype, tuple(out.static_shape)), steps)
+            if isinstance(plan, str):
+                raise _NotNative(f"op '{op.type}': {plan}")
+            forms[id(op)] = (kind, plan, inputs)
+            key.append((kind, plan["key"], [number(v) for v in inputs], outs))
+        elif kind == "matmul":
+            _, a, b = form
+            if a.ndim != 2 or b.ndim != 2 or not a.dtype == b.dtype == op.outputs[0].dtype:
+                raise _NotNative("matmul other than 2-D @ 2-D of one dtype (not native yet)")
+            (m, k), n = a.static_shape, b.static_shape[1]
+            call = product_call(a.dtype, m, k, n)
+            if isinstance(call, str):
+                raise _NotNative(call)
+            forms[id(op)] = (kind, call, a, b)
+            key.append((kind, ins, outs))
+        elif kind == "take":
+            _, x, i = form
+            forms[id(op)] = form
+            key.append((kind, ins, outs, repr(op.attrs)))
+        elif kind == "reduce":
+            _, ufunc, x = form
+            out = op.outputs[0]
+            if out.dtype != x.dtype or out.ndim != 0:
+                raise _NotNative(f"{ufunc}.reduce to {out.dtype}{list(out.static_shape)}")
+            loop = reduce_loop(ufunc, x.dtype, math.prod(x.static_shape))
+            if isinstance(loop, str):
+                raise _NotNative(loop)
+            forms[id(op)] = (kind, loop, x)
+            key.append((kind, ufunc, ins, outs))
+        elif kind == "branch":
+            pred = op.inputs[0]
+            if not isinstance(pred, Variable) or pred.ndim != 0 or pred.dtype.kind != "b":
+                raise _NotNative("a cond whose predicate is not a boolean scalar")
+            forms[id(op)] = form
+            key.append((kind, ins, outs))
+            for sub in op.sub_blocks():
+                key.append("{")
+                _walk(sub, forms, key, number)
+                if len(sub.results) != len(op.outputs):
+                    raise _NotNative("a cond branch yields an unexpected number of values")
+                for r, o in zip(sub.results, op.outputs):
+                    if isinstance(r, Variable) and (r.dtype != o.dtype or r.static_shape != o.static_shape):
+                        raise _NotNative("a cond branch yields a value of another type than the cond's")
+                    key.append(("yield", number(r)))
+                key.append("}")
+        else:
+            raise _NotNative(f"op '{op.type}' ({kind}) is not native inside a loop yet")
+
+
+# --- compiling ---------------------------------------------------------------------------------------
+class RegionKernel:
+    """A compiled region: `cfunc(budget, *args, *outs, scratch)`; keeps what its code points into."""
+
+    def __init__(self, address, n_args, n_outs, scratch_bytes, keep):
+        self.cfunc = ctypes.PYFUNCTYPE(ctypes.c_int64, ctypes.c_int64,
+                                       *[ctypes.py_object] * (n_args + n_outs + 1))(address)
+        self.scratch_bytes, self.keep = scratch_bytes, keep
+        self.declined = 0           # calls handed back to the NumPy loop (an error to raise, a budget spent)
+
+
+def region_job(region):
+    """`job()` compiles the region (once per distinct region: a RegionKernel, or why not);
+    `job.cached()` is what an earlier job made, or None."""
+    def job():
+        kernel = _KERNELS.get(region.key)
+        if kernel is None:
+            with _LOCK:
+                kernel = _KERNELS.get(region.key)
+                if kernel is None:
+                    kernel = _Emitter(region).build() if engine() is not None else "llvmlite unavailable"
+                    _KERNELS[region.key] = kernel
+        return kernel
+
+    job.cached = lambda: _KERNELS.get(region.key)
+    return job
+
+
+class _Val:
+    """A value in the function: a typed pointer to its elements, its dtype and shape, and the loop
+    state it is (or views), if any."""
+
+    def __init__(self, ptr, dtype, shape, state=None):
+        self.ptr, self.dtype, self.shape, self.state = ptr, np.dtype(dtype), tuple(shape), state
+        self.size = math.prod(self.shape)
+
+
+class _Emitter:
+    def __init__(self, region):
+        import llvmlite.ir as ir
+        self.ir, self.region = ir, region
+        self.eng = engine()
+        self.i1, self.i8, self.i32, self.i64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+        self.p8 = ir.PointerType(self.i8)
+        self.name = f"region_{next(_names)}"
+        self.module = ir.Module(name=self.name)
+        self.module.triple = self.eng.target_machine.triple
+        self.scratch_bytes = 0
+        self.keep = []
+        self.env = {}
+        self.constants = 0
+
+    # --- small helpers
+    def c64(self, v):
+        return self.ir.Constant(self.i64, int(v))
+
+    def ltype(self, dtype):
+        return ew._ltype(self.ir, dtype)
+
+    def new_block(self, name):
+        return self.fn.append_basic_block(name)
+
+    def entry_alloca(self, ty):
+        b = self.b
+        with b.goto_block(self.entry):
+            b.position_at_start(self.entry)
+            slot = b.alloca(ty)
+        return slot
+
+    def alloc(self, dtype, shape, state=None):
+        """A fresh value's storage: a stack slot (0-d) or a scratch buffer."""
+        dtype = np.dtype(dtype)
+        ty = self.ltype(dtype)
+        if len(shape) == 0:
+            return _Val(self.entry_alloca(ty), dtype, shape, state)
+        nbytes = math.prod(shape) * dtype.itemsize
+        offset = self.scratch_bytes
+        self.scratch_bytes += (nbytes + ALIGN - 1) // ALIGN * ALIGN
+        ptr = self.b.bitcast(self.b.gep(self.scratch, [self.c64(offset)]), self.ir.PointerType(ty))
+        return _Val(ptr, dtype, shape, state)
+
+    def constant(self, value, dtype):
+        """A 0-d value holding a number as NumPy converts it to dtype."""
+        dtype = np.dtype(dtype)
+        val = self.alloc(dtype, ())
+        number = np.asarray(value).astype(dtype).item()
+        self.b.store(self.ir.Constant(self.ltype(dtype), int(number) if dtype.kind in "biu" else number), val.ptr)
+        return val
+
+    def value(self, x, like):
+        if isinstance(x, Variable):
+            return self.env[id(x)]
+        return self.constant(x, like.dtype)
+
+    def copy(self, dst, src):
+        if dst.size == 0:
+            return
+        if not dst.shape:
+            self.b.store(self.b.load(src.ptr), dst.ptr)
+            return
+        memcpy = self.module.declare_intrinsic("llvm.memcpy", [self.p8, self.p8, self.i64])
+        self.b.call(memcpy, [self.b.bitcast(dst.ptr, self.p8), self.b.bitcast(src.ptr, self.p8),
+                             self.c64(dst.size * dst.dtype.itemsize), self.ir.Constant(self.i1, 0)])
+
+    def check(self, cond, bad):
+        ok = self.new_block("ok")
+        self.b.cbranch(cond, ok, bad)
+        self.b.position_at_end(ok)
+
+    def field(self, obj, key, ty):
+        ptr = self.b.gep(obj, [self.c64(ARRAY_LAYOUT[key])])
+        return self.b.load(self.b.bitcast(ptr, self.ir.PointerType(ty)))
+
+    def argument(self, obj, v):
+        """The data pointer of an ndarray argument, after checking its type, dtype, shape and layout."""
+        ir, b = self.ir, self.b
+        bad = self.fail[BAD_ARGUMENT]
+        self.check(b.icmp_unsigned("==", self.field(obj, "ob_type", self.i64), self.c64(id(np.ndarray))), bad)
+        self.check(b.icmp_signed("==", self.field(obj, "nd", self.i32), ir.Constant(self.i32, v.ndim)), bad)
+        descr = self.field(obj, "descr", self.p8)
+        type_num = b.load(b.bitcast(b.gep(descr, [self.c64(ARRAY_LAYOUT["type_num"])]), ir.PointerType(self.i32)))
+        self.check(b.icmp_signed("==", type_num, ir.Constant(self.i32, np.dtype(v.dtype).num)), bad)
+        dims_p = self.field(obj, "dimensions", ir.PointerType(self.i64))
+        strides_p = self.field(obj, "strides", ir.PointerType(self.i64))
+        step = np.dtype(v.dtype).itemsize
+        for d in reversed(range(v.ndim)):
+            size = v.static_shape[d]
+            self.check(b.icmp_signed("==", b.load(b.gep(dims_p, [self.c64(d)])), self.c64(size)), bad)
+            if size > 1:
+                self.check(b.icmp_signed("==", b.load(b.gep(strides_p, [self.c64(d)])), self.c64(step)), bad)
+            step *= size
+        return self.field(obj, "data", self.p8)
+
+    # --- the function
+    def build(self):
+        ir = self.ir
+        region = self.region
+        op = region.op
+        n_args, n_outs = len(region.args), len(op.outputs)
+        self.fn = ir.Function(self.module, ir.FunctionType(self.i64, [self.i64] + [self.p8] * (n_args + n_outs + 1)),
+                              self.name)
+        self.entry = self.new_block("entry")
+        self.b = b = ir.IRBuilder(self.entry)
+        self.fail = {}
+        for code in (INDEX_ERROR, BUDGET_SPENT, LOOP_FAILED, BAD_ARGUMENT):
+            block = self.new_block(f"fail_{-code}")
+            ir.IRBuilder(block).ret(self.c64(code))
+            self.fail[code] = block
+        start = self.new_block("start")
+        b.branch(start)
+        b.position_at_end(start)
+        budget = self.fn.args[0]
+        objs = self.fn.args[1:]
+        self.scratch = self.field(objs[-1], "data", self.p8)
+        for v, obj in zip(region.args, objs):
+            data = self.argument(obj, v)
+            val = _Val(b.bitcast(data, ir.PointerType(self.ltype(v.dtype))), v.dtype, v.static_shape)
+            if v.ndim == 0:         # a number: into a stack slot, where LLVM keeps it in a register
+                slot = self.alloc(v.dtype, ())
+                self.copy(slot, val)
+                val = slot
+            self.env[id(v)] = val
+        out_ptrs = [b.bitcast(self.field(obj, "data", self.p8), ir.PointerType(self.ltype(o.dtype)))
+                    for obj, o in zip(objs[n_args:n_args + n_outs], op.outputs)]
+
+        states = [self.alloc(o.dtype, o.static_shape, state=k) for k, o in enumerate(op.outputs)]
+        for k, state in enumerate(states):
+            self.copy(state, self.value(op.inputs[k], state))
+        count = self.entry_alloca(self.i64)
+        b.store(self.c64(0), count)
+        cond_block, body_block = op.sub_blocks()
+        head, body, done = self.new_block("test"), self.new_block("body"), self.new_block("done")
+        b.branch(head)
+
+        b.position_at_end(head)
+        for p, state in zip(cond_block.params, states):
+            self.env[id(p)] = state
+        self.emit_block(cond_block)
+        test = self.value(cond_block.results[0], _Val(None, np.bool_, ()))
+        b.cbranch(b.icmp_unsigned("!=", b.load(test.ptr), ir.Constant(self.i8, 0)), body, done)
+
+        b.position_at_end(body)
+        ran = b.load(count)
+        spent = b.and_(b.icmp_signed(">=", budget, self.c64(0)), b.icmp_signed(">=", ran, budget))
+        self.check(b.not_(spent), self.fail[BUDGET_SPENT])
+        b.store(b.add(ran, self.c64(1)), count)
+        for p, state in zip(body_block.params, states):
+            self.env[id(p)] = state
+        self.emit_block(body_block)
+        self.next_state(states, body_block.results)
+        b.branch(head)
+
+        b.position_at_end(done)
+        for state, ptr in zip(states, out_ptrs):
+            self.copy(_Val(ptr, state.dtype, state.shape), state)
+        b.ret(b.load(count))
+        address = self.eng.compile(str(self.module), [self.name])[self.name]
+        return RegionKernel(address, n_args, n_outs, self.scratch_bytes, self.keep)
+
+    def next_state(self, states, results):
+        """Every state position takes its result at once: numbers loaded first, results that are (or
+        view) a state buffer copied to staging first."""
+        sources = [self.value(r, s) for r, s in zip(results, states)]
+        numbers = [(s, self.b.load(src.ptr)) for s, src in zip(states, sources) if not s.shape]
+        staged = []
+        for s, src in zip(states, sources):
+            if s.shape and src.state is not None and src.ptr is not s.ptr:
+                stage = self.alloc(s.dtype, s.shape)
+                self.copy(stage, src)
+                src = stage
+            staged.append(src)
+        for s, src in zip(states, staged):
+            if s.shape and src.ptr is not s.ptr:
+                self.copy(s, src)
+        for s, number in numbers:
+            self.b.store(number, s.ptr)
+
+    def emit_block(self, block):
+        for op in block.ops:
+            form = self.region.forms[id(op)]
+            getattr(self, "emit_" + form[0])(op, form)
+
+    # --- the forms
+    def emit_chain(self, op, form):
+        _, plan, inputs = form
+        out_var = op.outputs[0]
+        out = self.alloc(out_var.dtype, out_var.static_shape)
+        self.env[id(out_var)] = out
+        n = out.size
+        if n == 0:
+            return
+        ir, b = self.ir, self.b
+        values = []
+        for j, st in enumerate(plan["steps"]):
+            last = j == len(plan["steps"]) - 1
+            dest = out if last else self.alloc(st["dtype"], out.shape)
+            operands = []
+            for where, k, dtype in st["args"]:
+                if where == "in":
+                    v = self.env[id(inputs[k])]
+                    operands.append((v.ptr, self.c64(1 if v.size == n else 0), v.dtype))
+                elif where == "step":
+                    operands.append((values[k].ptr, self.c64(1), values[k].dtype))
+                else:
+                    ty = self.ltype(dtype)
+                    self.constants += 1
+                    const = ir.GlobalVariable(self.module, ty, f"num_{self.constants}")
+                    const.global_constant = True
+                    const.initializer = ir.Constant(ty, k.item() if np.dtype(dtype).kind != "b" else int(k.item()))
+                    operands.append((const, self.c64(0), np.dtype(dtype)))
+            count = self.c64(n)
+            if st["inline"]:
+                ew._inline_loop(ir, b, self.fn, st, operands, dest.ptr, count)
+            else:
+                operands = [self.cast(o, want, n) for o, want in zip(operands, st["loop_in"])]
+                ew._call_loop(ir, b, st["loop"], operands, dest.ptr, count, self.fail[LOOP_FAILED], self.fn)
+                self.keep.append(st["loop"])
+            values.append(dest)
+        self.keep.extend(plan["keep"])
+
+    def cast(self, operand, want, n):
+        ptr, es, dtype = operand
+        if dtype == want:
+            return operand
+        ir, b = self.ir, self.b
+        dest = self.alloc(want, (n,))
+
+        def body(i):
+            value = b.load(b.gep(ptr, [b.mul(i, es)]))
+            b.store(ew._convert(ir, b, value, dtype, want), b.gep(dest.ptr, [i]))
+
+        ew._loop(ir, b, self.fn, self.c64(n), body)
+        return dest.ptr, self.c64(1), want
+
+    def emit_matmul(self, op, form):
+        _, (symbol, args), a, b_var = form
+        ir, b = self.ir, self.b
+        out_var = op.outputs[0]
+        out = self.alloc(out_var.dtype, out_var.static_shape)
+        self.env[id(out_var)] = out
+        slots = {"a": self.env[id(a)].ptr, "b": self.env[id(b_var)].ptr, "out": out.ptr}
+        real = self.ltype(out_var.dtype)
+        int_type = ir.IntType(8 * ctypes.sizeof(symbol.int_type))
+        values, types = [], []
+        n_enums = 2 if len(args) == 12 else 3          # gemv: order, trans; gemm: order, transa, transb
+        for j, x in enumerate(args):
+            if isinstance(x, str):
+                values.append(b.bitcast(slots[x], self.p8))
+                types.append(self.p8)
+            elif isinstance(x, float):
+                values.append(ir.Constant(real, x))
+                types.append(real)
+            elif j < n_enums:
+                values.append(ir.Constant(self.i32, x))
+                types.append(self.i32)
+            else:
+                values.append(ir.Constant(int_type, x))
+                types.append(int_type)
+        target = b.inttoptr(self.c64(symbol.address), ir.PointerType(ir.FunctionType(ir.VoidType(), types)))
+        b.call(target, values)
+        self.keep.append(symbol)
+
+    def emit_take(self, op, form):
+        _, x, i = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        if isinstance(i, Variable):
+            index = b.load(self.env[id(i)].ptr)
+            if index.type.width < 64:
+                index = b.sext(index, self.i64) if np.dtype(i.dtype).kind == "i" else b.zext(index, self.i64)
+        else:
+            index = self.c64(i)
+        rows = self.c64(x.static_shape[0])
+        index = b.select(b.icmp_signed("<", index, self.c64(0)), b.add(index, rows), index)
+        if not (isinstance(i, Variable) and np.dtype(i.dtype).kind == "u" and np.dtype(i.dtype).itemsize == 8):
+            inside = b.and_(b.icmp_signed(">=", index, self.c64(0)), b.icmp_signed("<", index, rows))
+        else:
+            inside = b.icmp_unsigned("<", index, rows)
+        self.check(inside, self.fail[INDEX_ERROR])
+        row = math.prod(x.static_shape[1:])
+        out_var = op.outputs[0]
+        view = _Val(b.gep(src.ptr, [b.mul(index, self.c64(row))]), src.dtype, x.static_shape[1:], src.state)
+        if not view.shape:          # a number: a slot of its own (the row may change before it is read)
+            slot = self.alloc(out_var.dtype, ())
+            self.copy(slot, view)
+            view = slot
+        self.env[id(out_var)] = view
+
+    def emit_reduce(self, op, form):
+        _, (loop, identity), x = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        out_var = op.outputs[0]
+        out = self.alloc(out_var.dtype, ())
+        b.store(ir.Constant(self.ltype(out_var.dtype), identity), out.ptr)
+        self.env[id(out_var)] = out
+        if src.size == 0:
+            return
+        zero, count = self.c64(0), self.c64(src.size)
+        # loop(context, [out, x, out], &n, [0, itemsize, 0], auxdata): the reduce form of a binary loop
+        operands = [(out.ptr, zero, src.dtype), (src.ptr, self.c64(1), src.dtype)]
+        ew._call_loop(ir, b, loop, operands, out.ptr, count, self.fail[LOOP_FAILED], self.fn, out_stride=zero)
+        self.keep.append(loop)
+
+    def emit_branch(self, op, form):
+        ir, b = self.ir, self.b
+        outs = [self.alloc(o.dtype, o.static_shape) for o in op.outputs]
+        pred = b.load(self.env[id(op.inputs[0])].ptr)
+        then, other, after = self.new_block("then"), self.new_block("else"), self.new_block("endif")
+        b.cbranch(b.icmp_unsigned("!=", pred, ir.Constant(self.i8, 0)), then, other)
+        for block, sub in zip((then, other), op.sub_blocks()):
+            b.position_at_end(block)
+            self.emit_block(sub)
+            for o, r in zip(outs, sub.results):
+                self.copy(o, self.value(r, o))
+            b.branch(after)
+        b.position_at_end(after)
+        for var, val in zip(op.outputs, outs):
+            self.env[id(var)] = val

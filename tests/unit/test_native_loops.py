@@ -1,0 +1,209 @@
+"""Whole `while` loops as one native function (runtime/native/region.py): NumPy's bits, NumPy's errors.
+
+Each test runs a Program through the native plan and the NumPy plan and compares bits exactly
+(`same_bits`), and checks the loop really ran native (`plan.native_regions`), or why it did not.
+"""
+import numpy as np
+import pytest
+
+import runtime as rt
+from runtime import native
+from runtime.errors import IterationLimitError
+from runtime.native import blas, reductions
+from runtime.native.numpy_loops import same_bits
+from transpiler import to_static
+
+needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
+RNG = np.random.default_rng(5)
+
+
+def _tensor(*shape, dtype="float32", scale=1.0):
+    return rt.tensor((RNG.standard_normal(shape) * scale).astype(dtype))
+
+
+def _run_both(fn, *args, max_iterations=None):
+    """(native plan, native outputs, NumPy outputs) of fn traced on args."""
+    program = to_static(fn).get_program(*args)
+    feed = {v.name: a for v, a in zip(program.inputs, args)}
+    plan = rt.Executor(native=True, max_iterations=max_iterations).compile(program)
+    native.wait()
+    got = [t.numpy() for t in plan.run(feed)]
+    want = [t.numpy() for t in rt.Executor(native=False, max_iterations=max_iterations).run(program, feed)]
+    return plan, got, want
+
+
+def _loops(plan):
+    return [why for name, why in plan.native_regions if name.startswith("while")]
+
+
+def _assert_same(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert same_bits(g, w), (g, w)
+
+
+@needs_llvm
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("hidden", [1, 7, 128])
+def test_the_while_rnn_is_one_native_loop_with_numpys_bits(dtype, hidden):
+    u, w, b = _tensor(16, hidden, dtype=dtype), _tensor(hidden, hidden, dtype=dtype, scale=0.3), _tensor(hidden, dtype=dtype)
+
+    def rnn(x):
+        h = rt.zeros((1, hidden), dtype=dtype)
+        i = 0
+        while i < 40 and h.sum() < 1e9:
+            h = rt.tanh(x[i] @ u + h @ w + b)
+            i += 1
+        return h, i
+
+    plan, got, want = _run_both(rnn, _tensor(40, 1, 16, dtype=dtype))
+    scalar_product = "matmul of shape (1, 1) @ (1, 1) takes no BLAS call in NumPy"
+    assert _loops(plan) == ["native" if hidden > 1 else scalar_product]
+    _assert_same(got, want)
+
+
+@needs_llvm
+def test_a_cond_in_the_body_and_the_test_stopping_early():
+    w = _tensor(8, 8, scale=0.5)
+
+    def f(x):
+        s = x.sum() * 0.0
+        i = 0
+        while i < 100 and s < 25.0:
+            if s > 3.0:
+                x = rt.exp(x @ w) * 0.25
+            else:
+                x = x * 1.5 + 0.125
+            s = s + x.sum()
+            i += 1
+        return x, s, i
+
+    plan, got, want = _run_both(f, _tensor(4, 8))
+    assert _loops(plan) == ["native"]
+    _assert_same(got, want)
+    assert 0 < int(got[2]) < 100
+
+
+@needs_llvm
+def test_swapped_state_and_a_loop_that_never_runs():
+    def f(a, b, n):
+        i = 0
+        while i < n:
+            a, b = b, a + b
+            i += 1
+        return a, b
+
+    a, b = _tensor(5), _tensor(5)
+    for n in (0, 1, 2, 7):
+        plan, got, want = _run_both(f, a, b, rt.tensor(np.int64(n)))
+        assert _loops(plan) == ["native"]
+        _assert_same(got, want)
+        if n == 0:      # the NumPy plan's values, and fresh arrays: the caller's inputs are never handed back
+            assert same_bits(got[0], a.numpy())
+
+
+@needs_llvm
+def test_matrix_products_of_every_blas_path_and_a_matrix_state():
+    a, b, v = _tensor(6, 9), _tensor(9, 9, scale=0.3), _tensor(9, 1)
+
+    def f(x, n):
+        y = x @ v
+        i = 0
+        while i < n:
+            x = rt.tanh(x @ b) + (a * x) @ b          # gemm, gemm
+            y = rt.tanh(x @ v) * 0.5 + y              # gemv (one column)
+            i += 1
+        return x, y
+
+    plan, got, want = _run_both(f, _tensor(6, 9), rt.tensor(5))
+    assert _loops(plan) == ["native"]
+    _assert_same(got, want)
+
+
+@needs_llvm
+def test_an_index_out_of_range_raises_numpys_error():
+    def f(x, n):
+        h = x[0] * 0.0
+        i = 0
+        while i < n:
+            h = h + x[i - 3]
+            i += 1
+        return h
+
+    x, n = _tensor(10, 3), rt.tensor(14)
+    program = to_static(f).get_program(x, n)
+    plan = rt.Executor(native=True).compile(program)
+    native.wait()
+    assert _loops(plan) == ["native"]
+    with pytest.raises(IndexError, match="out of bounds"):
+        plan.run({program.inputs[0].name: x, program.inputs[1].name: n})
+    _, got, want = _run_both(f, x, rt.tensor(12))       # x[-3] .. x[8]: negative indices wrap as in NumPy
+    _assert_same(got, want)
+
+
+@needs_llvm
+def test_the_iteration_budget_is_the_numpy_plans():
+    def f(x, n):
+        i = 0
+        while i < n:
+            x = x * 0.5 + 1.0
+            i += 1
+        return x
+
+    x, n = _tensor(3), rt.tensor(30)
+    plan, got, want = _run_both(f, x, n, max_iterations=30)
+    assert _loops(plan) == ["native"]
+    _assert_same(got, want)
+    program = to_static(f).get_program(x, n)
+    with pytest.raises(IterationLimitError, match="more than 29 iterations"):
+        rt.Executor(native=True, max_iterations=29).run(program, {program.inputs[0].name: x,
+                                                                  program.inputs[1].name: n})
+
+
+@needs_llvm
+def test_strided_arguments_and_0d_inputs():
+    w = rt.tensor(np.asfortranarray(RNG.standard_normal((6, 6)).astype(np.float32) * 0.3))
+
+    def f(x, k):
+        i = 0
+        while i < k:
+            x = rt.tanh(x @ w)
+            i += 1
+        return x
+
+    plan, got, want = _run_both(f, rt.tensor(RNG.standard_normal((2, 6)).astype(np.float32)[:, :]), rt.tensor(4))
+    assert _loops(plan) == ["native"]
+    _assert_same(got, want)
+
+
+@needs_llvm
+def test_an_unsupported_op_keeps_the_loop_on_numpy_and_says_why():
+    def f(x, n):
+        i = 0
+        while i < n:
+            x = rt.sort(x) + 1.0
+            i += 1
+        return x
+
+    plan, got, want = _run_both(f, _tensor(5), rt.tensor(3))
+    assert _loops(plan) == ["op 'sort' is not native"]
+    _assert_same(got, want)
+
+
+def test_blas_calls_match_numpys_matmul_on_many_shapes():
+    for dtype in ("float32", "float64"):
+        for m, k, n in [(1, 2, 2), (1, 128, 128), (1, 64, 300), (2, 3, 4), (17, 33, 65), (64, 1, 64), (40, 40, 1)]:
+            call = blas.product_call(dtype, m, k, n)
+            if k == 1:
+                assert "no BLAS call" in call
+            elif blas.symbol("sgemv") is not None:
+                assert not isinstance(call, str), call
+
+
+def test_sums_are_numpys_add_loop_in_reduce_form():
+    for dtype in ("float32", "float64"):
+        for n in (0, 1, 7, 8, 9, 127, 128, 129, 1000, 8193, 100_003):
+            found = reductions.reduce_loop("add", dtype, n)
+            assert not isinstance(found, str), found
+            x = np.concatenate([[-0.0], RNG.standard_normal(n)])[:n].astype(dtype)
+            assert same_bits(np.asarray(reductions.call_reduce(found[0], x, found[1])), np.asarray(np.add.reduce(x)))
