@@ -68,9 +68,10 @@ def _find(library, name):
     return None
 
 
-def product_call(dtype, m, k, n):
-    """(symbol, arguments) of NumPy's BLAS call for C-contiguous (m, k) @ (k, n) of dtype, the operand
-    slots named 'a', 'b', 'out'; or a string saying why the product is not native."""
+def product_call(dtype, m, k, n, transposed=False):
+    """(symbol, arguments) of NumPy's BLAS call for C-contiguous (m, k) @ (k, n) of dtype (with
+    `transposed`, (m, k) @ b.T for a C-contiguous b of shape (n, k): `linear`), the operand slots named
+    'a', 'b', 'out'; or a string saying why the product is not native."""
     dtype = np.dtype(dtype)
     if dtype not in _PREFIX:
         return f"matmul of {dtype} (BLAS takes float32 and float64)"
@@ -79,21 +80,25 @@ def product_call(dtype, m, k, n):
     if max(m, k, n) > (1 << 30):
         return "matmul too big for one BLAS call"
     p = _PREFIX[dtype]
-    if m == 1:          # vector @ matrix: gemv on the matrix, row-major, transposed
+    if m == 1 and not transposed:       # vector @ matrix: gemv on the matrix, row-major, transposed
         call = (p + "gemv", [ROW_MAJOR, TRANS, k, n, 1.0, "b", n, "a", 1, 0.0, "out", 1])
-    elif n == 1:        # matrix @ vector: gemv on the matrix read column-major, transposed
+    elif m == 1:                        # vector @ b.T: b read column-major is b.T, transposed
+        call = (p + "gemv", [COL_MAJOR, TRANS, k, n, 1.0, "b", k, "a", 1, 0.0, "out", 1])
+    elif n == 1:        # matrix @ vector (a column, or b.T of one row: the same k numbers)
         call = (p + "gemv", [COL_MAJOR, TRANS, k, m, 1.0, "a", k, "b", 1, 0.0, "out", 1])
     else:
-        call = (p + "gemm", [ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, 1.0, "a", k, "b", n, 0.0, "out", n])
-    key = (dtype.str, m, k, n)
+        call = (p + "gemm", [ROW_MAJOR, NO_TRANS, TRANS if transposed else NO_TRANS, m, n, k, 1.0, "a", k, "b",
+                             k if transposed else n, 0.0, "out", n])
+    key = (dtype.str, m, k, n, transposed)
     if key not in _CHECKED:
-        _CHECKED[key] = _self_test(dtype, m, k, n, call)
+        _CHECKED[key] = _self_test(dtype, m, k, n, transposed, call)
     why = _CHECKED[key]
     return why if why else (symbol(call[0]), call[1])
 
 
-def _self_test(dtype, m, k, n, call):
-    """'' when the call gives np.matmul's (and ndarray.dot's) bits on that shape, else why not."""
+def _self_test(dtype, m, k, n, transposed, call):
+    """'' when the call gives np.matmul's bits on that shape (and ndarray.dot's, which the plan calls
+    for contiguous operands), else why not."""
     fn = symbol(call[0])
     if fn is None:
         return "the BLAS NumPy links was not found"
@@ -101,12 +106,13 @@ def _self_test(dtype, m, k, n, call):
     for trial in range(3):
         if trial == 0:
             a = probe_values(dtype, m * k).reshape(m, k)
-            b = np.roll(probe_values(dtype, k * n), 5).reshape(k, n)
+            b = np.roll(probe_values(dtype, k * n), 5).reshape((n, k) if transposed else (k, n))
         else:
             a = (rng.standard_normal((m, k)) * 10 ** trial).astype(dtype)
-            b = rng.standard_normal((k, n)).astype(dtype)
+            b = rng.standard_normal((n, k) if transposed else (k, n)).astype(dtype)
         with np.errstate(all="ignore"):
-            want, dot = np.matmul(a, b), a.dot(b)
+            want = np.matmul(a, b.T if transposed else b)
+            dot = want if transposed else a.dot(b)
             got = np.empty((m, n), dtype)
             slots = {"a": a.ctypes.data, "b": b.ctypes.data, "out": got.ctypes.data}
             fn.call(*[slots.get(x, x) if isinstance(x, str) else x for x in call[1]])

@@ -2,9 +2,10 @@
 
 NumPy's `add.reduce` of a contiguous float array (no axis) calls the `add` loop once with
 data = [out, x, out], strides = [0, itemsize, 0] and n elements, `out` starting at the identity
-+0.0: the loop sees the reduce form and sums pairwise (so `sum([-0.0])` is 0.0). `reduce_loop(ufunc,
-dtype, n)` gives that loop for one length only after calling it so gives `ufunc.reduce`'s bits on
-special and random values of that length; else the reduction stays on NumPy.
++0.0: the loop sees the reduce form and sums pairwise (so `sum([-0.0])` is 0.0). `maximum` and
+`minimum` have no identity: `out` starts as the first element and the loop runs over the other n - 1.
+`reduce_loop(ufunc, dtype, n)` gives that loop for one length only after calling it so gives
+`ufunc.reduce`'s bits on special and random values of that length; else the reduction stays on NumPy.
 """
 import ctypes
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from .numpy_loops import _LOOP_TYPE, probe_values, same_bits, strided_loop
 
-_IDENTITY = {"add": 0.0}
+_IDENTITY = {"add": 0.0, "maximum": None, "minimum": None}      # None: start from the first element
 _CHECKED = {}
 
 
@@ -21,6 +22,8 @@ def reduce_loop(ufunc_name, dtype, n):
     dtype = np.dtype(dtype)
     if ufunc_name not in _IDENTITY or dtype.kind != "f" or dtype not in (np.dtype("float32"), np.dtype("float64")):
         return f"{ufunc_name}.reduce of {dtype} is not native"
+    if _IDENTITY[ufunc_name] is None and n == 0:
+        return f"{ufunc_name}.reduce of an empty array raises"
     loop = strided_loop(getattr(np, ufunc_name), (dtype, dtype, dtype))
     if loop is None:
         return f"no usable NumPy {ufunc_name} loop for {dtype}"
@@ -32,11 +35,12 @@ def reduce_loop(ufunc_name, dtype, n):
 
 def call_reduce(loop, x, identity):
     """Reduce the contiguous 1-d array x with the loop in reduce form, from Python (the self-test's way in)."""
-    out = np.full(1, identity, x.dtype)
-    if len(x):
-        data = (ctypes.c_void_p * 3)(out.ctypes.data, x.ctypes.data, out.ctypes.data)
-        dims = (ctypes.c_ssize_t * 1)(len(x))
-        strides = (ctypes.c_ssize_t * 3)(0, x.itemsize, 0)
+    out = np.full(1, identity, x.dtype) if identity is not None else x[:1].copy()
+    rest = x if identity is not None else x[1:]
+    if len(rest):
+        data = (ctypes.c_void_p * 3)(out.ctypes.data, rest.ctypes.data, out.ctypes.data)
+        dims = (ctypes.c_ssize_t * 1)(len(rest))
+        strides = (ctypes.c_ssize_t * 3)(0, rest.itemsize, 0)
         if _LOOP_TYPE(loop.loop)(loop.context, data, dims, strides, loop.auxdata) != 0:
             return None
     return out[0]

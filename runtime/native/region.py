@@ -15,7 +15,8 @@ static shapes and dtypes, whether the loop can be native, and why not; `RegionJo
   is, or views, a state buffer first into a staging buffer: all positions change at once);
 - ufunc chains are `elementwise`'s steps (inline IEEE operations or NumPy's strided loops) over the
   whole value, as the NumPy plan calls them; matmul is the BLAS call NumPy makes (`blas.py`); a whole
-  float sum is NumPy's add loop in reduce form (`reductions.py`); `x[i]` on the first axis is a view;
+  float sum, max or min is NumPy's loop in reduce form (`reductions.py`); `x[i, a:b]` is a view where
+  NumPy's is contiguous, else a copy; argmax, all/any, where, split, embedding rows are inline;
 - what the NumPy plan would raise is a negative return code instead, and the caller runs the loop
   on NumPy from its start (nothing outside the function's own buffers was written): -1 an index out
   of range, -2 the iteration budget (`max_iterations`) spent, -3 a NumPy loop failed, -4 an argument
@@ -138,9 +139,7 @@ def _walk(block, forms, key, number):
             out = op.outputs[0]
             size = math.prod(out.static_shape)
             for v in inputs:
-                if math.prod(v.static_shape) not in (size, 1):
-                    raise _NotNative(f"op '{op.type}' broadcasts {list(v.static_shape)} to "
-                                     f"{list(out.static_shape)} (not native yet)")
+                _check_broadcast(op, v, out)
             plan = ew._plan([(v.dtype, tuple(v.static_shape)) for v in inputs],
                             (out.dtype, tuple(out.static_shape)), steps)
             if isinstance(plan, str):
@@ -148,19 +147,64 @@ def _walk(block, forms, key, number):
             forms[id(op)] = (kind, plan, inputs)
             key.append((kind, plan["key"], [number(v) for v in inputs], outs))
         elif kind == "matmul":
-            _, a, b = form
-            if a.ndim != 2 or b.ndim != 2 or not a.dtype == b.dtype == op.outputs[0].dtype:
-                raise _NotNative("matmul other than 2-D @ 2-D of one dtype (not native yet)")
-            (m, k), n = a.static_shape, b.static_shape[1]
-            call = product_call(a.dtype, m, k, n)
+            _, a, b, transposed, bias = form
+            out = op.outputs[0]
+            if a.ndim != 2 or b.ndim != 2 or not a.dtype == b.dtype == out.dtype:
+                raise _NotNative(f"op '{op.type}' other than 2-D @ 2-D of one dtype (not native yet)")
+            (m, k), n = a.static_shape, b.static_shape[0 if transposed else 1]
+            call = product_call(a.dtype, m, k, n, transposed)
             if isinstance(call, str):
                 raise _NotNative(call)
-            forms[id(op)] = (kind, call, a, b)
-            key.append((kind, ins, outs))
-        elif kind == "take":
-            _, x, i = form
+            if bias is not None:
+                if bias.dtype != out.dtype:
+                    raise _NotNative(f"op '{op.type}' adds a bias of another dtype")
+                _check_broadcast(op, bias, out)
+            forms[id(op)] = (kind, call, a, b, bias)
+            key.append((kind, transposed, ins, outs))
+        elif kind == "rows":
+            _, table, ids = form
+            if ids.dtype.kind not in "iu" or table.ndim != 2 or op.outputs[0].dtype != table.dtype:
+                raise _NotNative(f"op '{op.type}' of {ids.dtype} ids")
             forms[id(op)] = form
-            key.append((kind, ins, outs, repr(op.attrs)))
+            key.append((kind, ins, outs))
+        elif kind == "view":
+            if op.outputs[0].dtype != form[1].dtype or math.prod(op.outputs[0].static_shape) != math.prod(
+                    form[1].static_shape):
+                raise _NotNative(f"op '{op.type}' changes the size or dtype")
+            forms[id(op)] = form
+            key.append((kind, ins, outs))
+        elif kind == "split":
+            forms[id(op)] = form
+            key.append((kind, form[2], form[3], ins, outs))
+        elif kind == "select":
+            _, c, x, y = form
+            out = op.outputs[0]
+            for v in (c, x, y):
+                if isinstance(v, Variable):
+                    _check_broadcast(op, v, out)
+            for v in (x, y):
+                if isinstance(v, Variable) and v.dtype != out.dtype and not ew._castable(v.dtype, out.dtype):
+                    raise _NotNative(f"op '{op.type}' casts {v.dtype} to {out.dtype}")
+                if not isinstance(v, Variable) and ew._number(v, out.dtype) is None:
+                    raise _NotNative(f"op '{op.type}': {v!r} is not a {out.dtype} value")
+            forms[id(op)] = form
+            key.append((kind, ins, outs))
+        elif kind == "argmax":
+            _, x, axis = form
+            if x.dtype.kind not in "fiub" or math.prod(x.static_shape) == 0:
+                raise _NotNative(f"op '{op.type}' of an empty or {x.dtype} array")
+            forms[id(op)] = form
+            key.append((kind, axis, ins, outs))
+        elif kind == "index":
+            forms[id(op)] = form
+            key.append((kind, [a if a[0] == "range" or not isinstance(a[1], Variable) else ("at", number(a[1]))
+                               for a in form[2]], ins, outs))
+        elif kind == "reduce" and form[1] in _LOGICAL:
+            _, ufunc, x = form
+            if op.outputs[0].dtype.kind != "b" or op.outputs[0].ndim != 0:
+                raise _NotNative(f"{ufunc}.reduce to {op.outputs[0].dtype}")
+            forms[id(op)] = ("logical", ufunc, x)
+            key.append((kind, ufunc, ins, outs))
         elif kind == "reduce":
             _, ufunc, x = form
             out = op.outputs[0]
@@ -189,6 +233,18 @@ def _walk(block, forms, key, number):
                 key.append("}")
         else:
             raise _NotNative(f"op '{op.type}' ({kind}) is not native inside a loop yet")
+
+
+_LOGICAL = ("logical_and", "logical_or")
+
+
+def _check_broadcast(op, v, out):
+    try:
+        fits = np.broadcast_shapes(tuple(v.static_shape), tuple(out.static_shape)) == tuple(out.static_shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise _NotNative(f"op '{op.type}' broadcasts {list(v.static_shape)} to {list(out.static_shape)}")
 
 
 # --- compiling ---------------------------------------------------------------------------------------
@@ -423,15 +479,17 @@ class _Emitter:
         if n == 0:
             return
         ir, b = self.ir, self.b
-        values = []
+        values, sources = [], []
+        for v in inputs:            # each input once: read in place, one value, or broadcast into a buffer
+            val = self.env[id(v)]
+            sources.append(self.operand(val, out.shape))
         for j, st in enumerate(plan["steps"]):
             last = j == len(plan["steps"]) - 1
             dest = out if last else self.alloc(st["dtype"], out.shape)
             operands = []
             for where, k, dtype in st["args"]:
                 if where == "in":
-                    v = self.env[id(inputs[k])]
-                    operands.append((v.ptr, self.c64(1 if v.size == n else 0), v.dtype))
+                    operands.append(sources[k])
                 elif where == "step":
                     operands.append((values[k].ptr, self.c64(1), values[k].dtype))
                 else:
@@ -451,6 +509,40 @@ class _Emitter:
             values.append(dest)
         self.keep.extend(plan["keep"])
 
+    def operand(self, val, shape):
+        """(pointer, element stride, dtype) reading val broadcast to shape in flat order."""
+        size = math.prod(shape)
+        if val.size == size:
+            return val.ptr, self.c64(1), val.dtype
+        if val.size == 1:
+            return val.ptr, self.c64(0), val.dtype
+        return self.expand(val, shape).ptr, self.c64(1), val.dtype
+
+    def expand(self, src, shape):
+        """src broadcast to shape, copied into a buffer (NumPy's broadcasting: trailing dims align)."""
+        b = self.b
+        dest = self.alloc(src.dtype, shape)
+        if dest.size == 0:
+            return dest
+        nd = len(shape)
+        dims = (1,) * (nd - len(src.shape)) + src.shape
+        source_strides, dest_strides, step, out_step = [0] * nd, [0] * nd, 1, 1
+        for d in reversed(range(nd)):
+            source_strides[d] = step if dims[d] == shape[d] else 0
+            dest_strides[d] = out_step
+            step *= dims[d]
+            out_step *= shape[d]
+
+        def nest(d, at, to):
+            if d == nd:
+                b.store(b.load(b.gep(src.ptr, [at])), b.gep(dest.ptr, [to]))
+                return
+            ew._loop(self.ir, b, self.fn, self.c64(shape[d]), lambda i: nest(
+                d + 1, b.add(at, b.mul(i, self.c64(source_strides[d]))), b.add(to, b.mul(i, self.c64(dest_strides[d])))))
+
+        nest(0, self.c64(0), self.c64(0))
+        return dest
+
     def cast(self, operand, want, n):
         ptr, es, dtype = operand
         if dtype == want:
@@ -466,7 +558,7 @@ class _Emitter:
         return dest.ptr, self.c64(1), want
 
     def emit_matmul(self, op, form):
-        _, (symbol, args), a, b_var = form
+        _, (symbol, args), a, b_var, bias = form
         ir, b = self.ir, self.b
         out_var = op.outputs[0]
         out = self.alloc(out_var.dtype, out_var.static_shape)
@@ -492,32 +584,221 @@ class _Emitter:
         target = b.inttoptr(self.c64(symbol.address), ir.PointerType(ir.FunctionType(ir.VoidType(), types)))
         b.call(target, values)
         self.keep.append(symbol)
+        if bias is not None and out.size:          # linear: `out += bias`, NumPy's add (one IEEE add each)
+            add = {"ufunc": "add", "loop_in": [out.dtype]}
+            operands = [(out.ptr, self.c64(1), out.dtype), self.operand(self.env[id(bias)], out.shape)]
+            ew._inline_loop(ir, b, self.fn, add, operands, out.ptr, self.c64(out.size))
 
-    def emit_take(self, op, form):
-        _, x, i = form
+    def emit_rows(self, op, form):
+        _, table, ids = form
+        ir, b = self.ir, self.b
+        out_var = op.outputs[0]
+        out = self.alloc(out_var.dtype, out_var.static_shape)
+        self.env[id(out_var)] = out
+        src, index = self.env[id(table)], self.env[id(ids)]
+        rows, width = table.static_shape
+        if out.size == 0:
+            return
+        isz = out.dtype.itemsize
+        memcpy = self.module.declare_intrinsic("llvm.memcpy", [self.p8, self.p8, self.i64])
+
+        def body(j):
+            at = b.load(b.gep(index.ptr, [j]))
+            if at.type.width < 64:
+                at = b.sext(at, self.i64) if index.dtype.kind == "i" else b.zext(at, self.i64)
+            inside = b.icmp_unsigned("<", at, self.c64(rows))      # a negative id is huge unsigned: out of range
+            self.check(inside, self.fail[INDEX_ERROR])
+            to = b.bitcast(b.gep(out.ptr, [b.mul(j, self.c64(width))]), self.p8)
+            row = b.bitcast(b.gep(src.ptr, [b.mul(at, self.c64(width))]), self.p8)
+            b.call(memcpy, [to, row, self.c64(width * isz), ir.Constant(self.i1, 0)])
+
+        ew._loop(ir, b, self.fn, self.c64(index.size), body)
+
+    def emit_split(self, op, form):
+        _, x, axis, bounds = form
         ir, b = self.ir, self.b
         src = self.env[id(x)]
+        shape = x.static_shape
+        outer, inner, size = math.prod(shape[:axis]), math.prod(shape[axis + 1:]), shape[axis]
+        memcpy = self.module.declare_intrinsic("llvm.memcpy", [self.p8, self.p8, self.i64])
+        for out_var, (lo, hi) in zip(op.outputs, bounds):
+            if outer == 1:          # a contiguous piece: a view, as NumPy's slice
+                self.env[id(out_var)] = _Val(b.gep(src.ptr, [self.c64(lo * inner)]), src.dtype,
+                                             out_var.static_shape, src.state)
+                continue
+            out = self.alloc(out_var.dtype, out_var.static_shape)
+            self.env[id(out_var)] = out
+            piece = (hi - lo) * inner
+            if out.size == 0:
+                continue
+
+            def body(r, out=out, lo=lo, piece=piece):
+                to = b.bitcast(b.gep(out.ptr, [b.mul(r, self.c64(piece))]), self.p8)
+                at = b.bitcast(b.gep(src.ptr, [b.add(b.mul(r, self.c64(size * inner)), self.c64(lo * inner))]), self.p8)
+                b.call(memcpy, [to, at, self.c64(piece * src.dtype.itemsize), ir.Constant(self.i1, 0)])
+
+            ew._loop(ir, b, self.fn, self.c64(outer), body)
+
+    def emit_select(self, op, form):
+        _, c, x, y = form
+        ir, b = self.ir, self.b
+        out_var = op.outputs[0]
+        out = self.alloc(out_var.dtype, out_var.static_shape)
+        self.env[id(out_var)] = out
+        if out.size == 0:
+            return
+        operands = []
+        for v in (c, x, y):
+            if isinstance(v, Variable):
+                operands.append(self.operand(self.env[id(v)], out.shape))
+            else:
+                operands.append((self.constant(v, out.dtype).ptr, self.c64(0), out.dtype))
+
+        def body(i):
+            loaded = [b.load(b.gep(ptr, [b.mul(i, es)])) for ptr, es, _ in operands]
+            pick = b.icmp_unsigned("!=", loaded[0], ir.Constant(self.i8, 0))
+            then, other = (ew._convert(ir, b, v, dtype, out.dtype) for v, (_, _, dtype) in zip(loaded[1:], operands[1:]))
+            b.store(b.select(pick, then, other), b.gep(out.ptr, [i]))
+
+        ew._loop(ir, b, self.fn, self.c64(out.size), body)
+
+    def emit_argmax(self, op, form):
+        """NumPy's argmax: the first index of the largest value, or of the first NaN."""
+        _, x, axis = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        out_var = op.outputs[0]
+        out = self.alloc(out_var.dtype, out_var.static_shape)
+        self.env[id(out_var)] = out
+        length = src.size if axis is None else x.static_shape[-1]
+        is_float = src.dtype.kind == "f"
+        best_slot, index_slot = self.entry_alloca(self.ltype(src.dtype)), self.entry_alloca(self.i64)
+        nan_slot = self.entry_alloca(self.i1)
+
+        def row(r):
+            base = b.mul(r, self.c64(length))
+            first = b.load(b.gep(src.ptr, [base]))
+            b.store(first, best_slot)
+            b.store(self.c64(0), index_slot)
+            b.store(b.fcmp_unordered("uno", first, first) if is_float else ir.Constant(self.i1, 0), nan_slot)
+
+            def element(j):
+                j = b.add(j, self.c64(1))
+                v, best, found = b.load(b.gep(src.ptr, [b.add(base, j)])), b.load(best_slot), b.load(nan_slot)
+                if is_float:
+                    nan = b.fcmp_unordered("uno", v, v)
+                    take = b.and_(b.not_(found), b.or_(nan, b.fcmp_ordered(">", v, best)))
+                    b.store(b.or_(found, nan), nan_slot)
+                else:
+                    take = (b.icmp_signed if src.dtype.kind == "i" else b.icmp_unsigned)(">", v, best)
+                b.store(b.select(take, v, best), best_slot)
+                b.store(b.select(take, j, b.load(index_slot)), index_slot)
+
+            if length > 1:
+                ew._loop(ir, b, self.fn, self.c64(length - 1), element)
+            b.store(b.load(index_slot), b.gep(out.ptr, [r]))
+
+        ew._loop(ir, b, self.fn, self.c64(src.size // length), row)
+
+    def emit_logical(self, op, form):
+        """all / any: whether every / some element is nonzero (a NaN is nonzero)."""
+        _, ufunc, x = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        out_var = op.outputs[0]
+        out = self.alloc(out_var.dtype, ())
+        self.env[id(out_var)] = out
+        is_and = ufunc == "logical_and"
+        acc = self.entry_alloca(self.i1)
+        b.store(ir.Constant(self.i1, int(is_and)), acc)
+
+        def body(i):
+            v = b.load(b.gep(src.ptr, [i]))
+            if src.dtype.kind == "f":
+                nonzero = b.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
+            else:
+                nonzero = b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
+            b.store((b.and_ if is_and else b.or_)(b.load(acc), nonzero), acc)
+
+        if src.size:
+            ew._loop(ir, b, self.fn, self.c64(src.size), body)
+        b.store(b.zext(b.load(acc), self.i8), out.ptr)
+
+    def emit_index(self, op, form):
+        """x[...] of ints and static slices: a view where the result is contiguous, else a copy."""
+        _, x, axes = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        out_var = op.outputs[0]
+        strides, step = [0] * x.ndim, 1
+        for d in reversed(range(x.ndim)):
+            strides[d] = step
+            step *= x.static_shape[d]
+        offset, dims, steps = self.c64(0), [], []
+        for d, axis in enumerate(axes):
+            if axis[0] == "range":
+                _, start, stop, stride = axis
+                offset = b.add(offset, self.c64(start * strides[d]))
+                dims.append(len(range(start, stop, stride)))
+                steps.append(stride * strides[d])
+                continue
+            at = self.index_value(axis[1], x.static_shape[d])
+            offset = b.add(offset, b.mul(at, self.c64(strides[d])))
+        if tuple(dims) != tuple(out_var.static_shape):
+            raise RuntimeError(f"getitem's result shape {dims} is not {list(out_var.static_shape)}")
+        base = b.gep(src.ptr, [offset])
+        expect, contiguous = 1, True
+        for d in reversed(range(len(dims))):
+            contiguous = contiguous and (dims[d] <= 1 or steps[d] == expect)
+            expect *= dims[d]
+        if contiguous and dims:         # a view, as NumPy's
+            self.env[id(out_var)] = _Val(base, src.dtype, dims, src.state)
+            return
+        out = self.alloc(out_var.dtype, dims)       # a number, or a strided piece: copied
+        self.env[id(out_var)] = out
+        if out.size == 0:
+            return
+        out_strides, step = [0] * len(dims), 1
+        for d in reversed(range(len(dims))):
+            out_strides[d] = step
+            step *= dims[d]
+
+        def nest(d, at, to):
+            if d == len(dims):
+                b.store(b.load(b.gep(base, [at])), b.gep(out.ptr, [to]))
+                return
+            ew._loop(ir, b, self.fn, self.c64(dims[d]), lambda i: nest(
+                d + 1, b.add(at, b.mul(i, self.c64(steps[d]))), b.add(to, b.mul(i, self.c64(out_strides[d])))))
+
+        nest(0, self.c64(0), self.c64(0))
+
+    def emit_view(self, op, form):
+        src = self.env[id(form[1])]
+        out_var = op.outputs[0]
+        view = _Val(src.ptr, src.dtype, out_var.static_shape, src.state)
+        if not view.shape:          # a number: a slot of its own (numbers are read from stack slots)
+            view = self.alloc(src.dtype, ())
+            self.copy(view, src)
+        self.env[id(out_var)] = view
+
+    def index_value(self, i, size):
+        """An index into an axis of `size` as i64: negative ones wrap; out of range returns INDEX_ERROR."""
+        ir, b = self.ir, self.b
         if isinstance(i, Variable):
             index = b.load(self.env[id(i)].ptr)
+            unsigned = np.dtype(i.dtype).kind == "u"
             if index.type.width < 64:
-                index = b.sext(index, self.i64) if np.dtype(i.dtype).kind == "i" else b.zext(index, self.i64)
+                index = b.zext(index, self.i64) if unsigned else b.sext(index, self.i64)
+            if unsigned and np.dtype(i.dtype).itemsize == 8:
+                self.check(b.icmp_unsigned("<", index, self.c64(size)), self.fail[INDEX_ERROR])
+                return index
         else:
             index = self.c64(i)
-        rows = self.c64(x.static_shape[0])
+        rows = self.c64(size)
         index = b.select(b.icmp_signed("<", index, self.c64(0)), b.add(index, rows), index)
-        if not (isinstance(i, Variable) and np.dtype(i.dtype).kind == "u" and np.dtype(i.dtype).itemsize == 8):
-            inside = b.and_(b.icmp_signed(">=", index, self.c64(0)), b.icmp_signed("<", index, rows))
-        else:
-            inside = b.icmp_unsigned("<", index, rows)
+        inside = b.and_(b.icmp_signed(">=", index, self.c64(0)), b.icmp_signed("<", index, rows))
         self.check(inside, self.fail[INDEX_ERROR])
-        row = math.prod(x.static_shape[1:])
-        out_var = op.outputs[0]
-        view = _Val(b.gep(src.ptr, [b.mul(index, self.c64(row))]), src.dtype, x.static_shape[1:], src.state)
-        if not view.shape:          # a number: a slot of its own (the row may change before it is read)
-            slot = self.alloc(out_var.dtype, ())
-            self.copy(slot, view)
-            view = slot
-        self.env[id(out_var)] = view
+        return index
 
     def emit_reduce(self, op, form):
         _, (loop, identity), x = form
@@ -525,14 +806,19 @@ class _Emitter:
         src = self.env[id(x)]
         out_var = op.outputs[0]
         out = self.alloc(out_var.dtype, ())
-        b.store(ir.Constant(self.ltype(out_var.dtype), identity), out.ptr)
         self.env[id(out_var)] = out
-        if src.size == 0:
+        rest, count = src.ptr, src.size
+        if identity is None:        # maximum, minimum: from the first element, over the others
+            b.store(b.load(src.ptr), out.ptr)
+            rest, count = b.gep(src.ptr, [self.c64(1)]), src.size - 1
+        else:
+            b.store(ir.Constant(self.ltype(out_var.dtype), identity), out.ptr)
+        if count == 0:
             return
-        zero, count = self.c64(0), self.c64(src.size)
+        zero = self.c64(0)
         # loop(context, [out, x, out], &n, [0, itemsize, 0], auxdata): the reduce form of a binary loop
-        operands = [(out.ptr, zero, src.dtype), (src.ptr, self.c64(1), src.dtype)]
-        ew._call_loop(ir, b, loop, operands, out.ptr, count, self.fail[LOOP_FAILED], self.fn, out_stride=zero)
+        operands = [(out.ptr, zero, src.dtype), (rest, self.c64(1), src.dtype)]
+        ew._call_loop(ir, b, loop, operands, out.ptr, self.c64(count), self.fail[LOOP_FAILED], self.fn, out_stride=zero)
         self.keep.append(loop)
 
     def emit_branch(self, op, form):

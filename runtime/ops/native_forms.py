@@ -6,9 +6,17 @@ its form with `native_form(op)`; None means the op is not native and the region 
 - `("chain", steps, inputs)`: ufunc steps as a `fused_elementwise` op lists them, over `inputs`
   (Variables); every op that is one ufunc call (its `ufunc`, or `as_ufunc` for these inputs) is a
   one-step chain;
-- `("matmul", a, b)`: NumPy's matmul of two Variables;
-- `("take", x, i)`: `x[i]`, one index (a 0-d integer Variable or an int) on the first axis;
-- `("reduce", ufunc, x)`: `ufunc.reduce` of a whole array to a 0-d value (`sum` of a float array);
+- `("matmul", a, b, transposed, bias)`: NumPy's `matmul(a, b.T if transposed else b)`, then
+  `+= bias` where bias is a Variable (`linear`);
+- `("index", x, axes)`: `x[...]` with, per axis, `("at", i)` (an int or a 0-d integer Variable, wrapped
+  and range-checked as NumPy does) or `("range", start, stop, step)` (a static slice, normalised);
+- `("rows", table, ids)`: `table[ids]` for an integer array ids, which must be in range (`embedding`);
+- `("split", x, axis, bounds)`: the pieces `x[..., lo:hi]` of one axis;
+- `("select", c, x, y)`: `where(c, x, y)`, x and y Variables or numbers;
+- `("reduce", ufunc, x)`: `ufunc.reduce` of a whole array to a 0-d value (`sum`, `max`, `min` of a float
+  array; `all`/`any` as `logical_and`/`logical_or`);
+- `("argmax", x, axis)`: the first index of the largest value (a NaN first) over all, or the last axis;
+- `("view", x)`: x's elements in the same C order under another static shape (reshape, squeeze, expand_dims);
 - `("loop",)`, `("branch",)`: a `while` / `cond` whose sub-blocks are regions themselves.
 
 Forms are a property of the op here, beside its OpDef, so no module outside runtime/ops names op types.
@@ -55,25 +63,135 @@ def _fused(op):
 @facet("matmul", "native")
 def _matmul(op):
     a, b = op.inputs
-    return ("matmul", a, b) if isinstance(a, Variable) and isinstance(b, Variable) else None
+    return ("matmul", a, b, False, None) if isinstance(a, Variable) and isinstance(b, Variable) else None
+
+
+@facet("linear", "native")
+def _linear(op):
+    x, w, bias = op.inputs
+    if not (isinstance(x, Variable) and isinstance(w, Variable)) or x is w or op.attrs:
+        return None
+    if bias is not None and not isinstance(bias, Variable):
+        return None
+    return ("matmul", x, w, True, bias)
+
+
+@facet("embedding", "native")
+def _embedding(op):
+    ids, table = op.inputs
+    if op.attrs or not (isinstance(ids, Variable) and isinstance(table, Variable)) or table.ndim != 2:
+        return None
+    return ("rows", table, ids)
+
+
+@facet("split", "native")
+def _split(op):
+    x = op.inputs[0]
+    sections, axis = op.attrs.get("sections"), op.attrs.get("axis", 0)
+    if set(op.attrs) - {"sections", "axis"} or not isinstance(x, Variable) or not x.ndim:
+        return None
+    if not isinstance(axis, int) or not -x.ndim <= axis < x.ndim:
+        return None
+    axis %= x.ndim
+    size = x.static_shape[axis]
+    if size <= 0 or not isinstance(sections, int) or sections <= 0 or size % sections:
+        return None
+    step = size // sections
+    return ("split", x, axis, [(lo, lo + step) for lo in range(0, size, step)])
+
+
+@facet("where", "native")
+def _where(op):
+    c, x, y = op.inputs
+    if op.attrs or not isinstance(c, Variable) or c.dtype.kind != "b":
+        return None
+    for v in (x, y):
+        if not isinstance(v, Variable) and not (isinstance(v, Number) and not isinstance(v, complex)):
+            return None
+    return ("select", c, x, y)
+
+
+def _whole(op):
+    """The array op reduces whole to a 0-d value, or None."""
+    x = op.inputs[0]
+    if set(op.attrs) - {"axis", "keepdims"} or op.attrs.get("axis") is not None or op.attrs.get("keepdims"):
+        return None
+    return x if isinstance(x, Variable) else None
+
+
+@facet("max", "native")
+def _max(op):
+    x = _whole(op)
+    return ("reduce", "maximum", x) if x is not None and x.dtype.kind == "f" else None
+
+
+@facet("min", "native")
+def _min(op):
+    x = _whole(op)
+    return ("reduce", "minimum", x) if x is not None and x.dtype.kind == "f" else None
+
+
+@facet("all", "native")
+def _all(op):
+    x = _whole(op)
+    return ("reduce", "logical_and", x) if x is not None else None
+
+
+@facet("any", "native")
+def _any(op):
+    x = _whole(op)
+    return ("reduce", "logical_or", x) if x is not None else None
+
+
+@facet("argmax", "native")
+def _argmax(op):
+    x = op.inputs[0]
+    axis = op.attrs.get("axis")
+    if set(op.attrs) - {"axis", "keepdims"} or op.attrs.get("keepdims") or not isinstance(x, Variable) or not x.ndim:
+        return None
+    if axis is not None and (not isinstance(axis, int) or axis % x.ndim != x.ndim - 1):
+        return None
+    return ("argmax", x, axis)
 
 
 @facet("getitem", "native")
 def _getitem(op):
     index = op.attrs.get("index")
     x = op.inputs[0]
-    if set(op.attrs) != {"index"} or not isinstance(index, (list, tuple)) or len(index) != 1:
+    if set(op.attrs) != {"index"} or not isinstance(index, (list, tuple)):
         return None
-    if not isinstance(x, Variable) or x.kind != "dense" or x.ndim < 1:
+    if not isinstance(x, Variable) or x.kind != "dense" or x.ndim < 1 or -1 in x.static_shape:
         return None
-    item = index[0]
-    if isinstance(item, dict) and set(item) == {"$"} and len(op.inputs) == 2:
-        i = op.inputs[item["$"]]
-        if isinstance(i, Variable) and i.ndim == 0 and i.dtype.kind in "iu":
-            return ("take", x, i)
-    elif isinstance(item, int) and not isinstance(item, bool) and len(op.inputs) == 1:
-        return ("take", x, item)
-    return None
+    items = list(index)
+    if items.count("...") > 1:
+        return None
+    if "..." in items:
+        at = items.index("...")
+        items[at:at + 1] = [["slice", None, None, None]] * (x.ndim - len(items) + 1)
+    if len(items) > x.ndim:
+        return None
+    items += [["slice", None, None, None]] * (x.ndim - len(items))
+    axes = []
+    for item, dim in zip(items, x.static_shape):
+        if isinstance(item, bool) or item is None:
+            return None
+        if isinstance(item, int):
+            axes.append(("at", item))
+        elif isinstance(item, dict) and set(item) == {"$"}:
+            i = op.inputs[item["$"]]
+            if not (isinstance(i, Variable) and i.ndim == 0 and i.dtype.kind in "iu"):
+                return None
+            axes.append(("at", i))
+        elif isinstance(item, (list, tuple)) and len(item) == 4 and item[0] == "slice":
+            bounds = item[1:]
+            if not all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in bounds):
+                return None
+            if bounds[2] == 0:
+                return None
+            axes.append(("range",) + slice(*bounds).indices(dim))
+        else:
+            return None
+    return ("index", x, axes)
 
 
 @facet("sum", "native")
@@ -86,6 +204,14 @@ def _sum(op):
         return None
     return ("reduce", "add", x)
 
+
+def _view(op):
+    x = op.inputs[0]
+    return ("view", x) if isinstance(x, Variable) and x.kind == "dense" else None
+
+
+for _name in ("reshape", "squeeze", "expand_dims"):
+    facet(_name, "native")(_view)
 
 facet("while", "native")(lambda op: ("loop",))
 facet("cond", "native")(lambda op: ("branch",))

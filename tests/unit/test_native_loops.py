@@ -207,3 +207,53 @@ def test_sums_are_numpys_add_loop_in_reduce_form():
             assert not isinstance(found, str), found
             x = np.concatenate([[-0.0], RNG.standard_normal(n)])[:n].astype(dtype)
             assert same_bits(np.asarray(reductions.call_reduce(found[0], x, found[1])), np.asarray(np.add.reduce(x)))
+
+
+@needs_llvm
+@pytest.mark.parametrize("batch", [1, 3])
+def test_greedy_gru_decoding_embedding_linear_split_argmax_where_all(batch):
+    from runtime import nn
+
+    rt.seed(3)
+    embed, cell, out = nn.Embedding(16, 8), nn.GRUCell(8, 8), nn.Linear(8, 16)
+
+    def decode(h):
+        token = rt.full((h.shape[0],), 1, dtype="int64")
+        done = rt.zeros((h.shape[0],), dtype="bool")
+        steps = 0
+        while steps < 30 and not rt.all(done):
+            h = cell(embed(token), h)
+            token = rt.where(done, 2, rt.argmax(out(h), axis=-1))
+            done = done | (token == 2)
+            steps += 1
+        return h, token, steps
+
+    plan, got, want = _run_both(decode, _tensor(batch, 8))
+    assert _loops(plan) == ["native"]
+    _assert_same(got, want)
+
+
+@needs_llvm
+def test_max_min_any_argmax_over_the_whole_array_and_broadcasts():
+    def f(x, y):
+        i = 0
+        while rt.max(x) > 0.5 and i < 20:
+            k = rt.argmax(x)
+            x = rt.where((x > rt.min(y)) | rt.any(y > 3.0), x * 0.75, x - 0.125) + y[k % 4] * 0.0
+            y = y * 0.5 + x[:4] * 0.25 + rt.reshape(x[:4], (4, 1))[0]
+            i += 1
+        return x, y, i
+
+    plan, got, want = _run_both(f, _tensor(12, scale=3.0), _tensor(4))
+    assert _loops(plan) == ["native"], plan.native_regions
+    _assert_same(got, want)
+
+
+def test_argmax_semantics_first_largest_first_nan():
+    from runtime.native.numpy_loops import probe_values
+    for dtype in ("float32", "float64", "int32", "uint8", "bool"):
+        x = probe_values(dtype, 40)
+        for a in (x, x[::-1], np.sort(x), np.zeros(5, dtype)):
+            nan = np.flatnonzero(np.isnan(a)) if a.dtype.kind == "f" else []
+            first = nan[0] if len(nan) else int(np.flatnonzero(a == a.max())[0])
+            assert np.argmax(a) == first
