@@ -13,23 +13,26 @@ import numpy as np
 
 from .numpy_loops import _LOOP_TYPE, probe_values, same_bits, strided_loop
 
-_IDENTITY = {"add": 0.0, "maximum": None, "minimum": None}      # None: start from the first element
+# None: start from the first element (for multiply the same bits as from 1.0: 1.0 * x is x)
+_IDENTITY = {"add": 0.0, "multiply": None, "maximum": None, "minimum": None}
 _CHECKED = {}
 
 
-def reduce_loop(ufunc_name, dtype, n):
-    """(NumPy's loop, the identity the output starts from) for reducing n contiguous values, or why not."""
+def reduce_loop(ufunc_name, dtype, n, rows=None):
+    """(NumPy's loop, the identity the output starts from, None: the first element) for reducing n
+    contiguous values, or why not; with `rows`, for reducing each row of a C-contiguous (rows, n)
+    array over its last axis (the plan's `ufunc.reduce(x, -1)`, or for n <= 4 its binary calls)."""
     dtype = np.dtype(dtype)
     if ufunc_name not in _IDENTITY or dtype.kind != "f" or dtype not in (np.dtype("float32"), np.dtype("float64")):
         return f"{ufunc_name}.reduce of {dtype} is not native"
-    if _IDENTITY[ufunc_name] is None and n == 0:
+    if _IDENTITY[ufunc_name] is None and n == 0 and rows != 0:
         return f"{ufunc_name}.reduce of an empty array raises"
     loop = strided_loop(getattr(np, ufunc_name), (dtype, dtype, dtype))
     if loop is None:
         return f"no usable NumPy {ufunc_name} loop for {dtype}"
-    key = (ufunc_name, dtype.str, n)
+    key = (ufunc_name, dtype.str, n, rows)
     if key not in _CHECKED:
-        _CHECKED[key] = _self_test(loop, dtype, n)
+        _CHECKED[key] = _self_test(loop, dtype, n) if rows is None else _self_test_rows(loop, dtype, rows, n)
     return _CHECKED[key] or (loop, _IDENTITY[ufunc_name])
 
 
@@ -57,4 +60,23 @@ def _self_test(loop, dtype, n):
             got = call_reduce(loop, x, _IDENTITY[loop.ufunc.__name__])
         if got is None or not same_bits(np.asarray(got), np.asarray(want)):
             return f"self-test: {loop.ufunc.__name__}.reduce in reduce form differs from NumPy's on {n} values"
+    return ""
+
+
+def _self_test_rows(loop, dtype, rows, n):
+    rows = min(rows, 4)
+    rng = np.random.default_rng(13)
+    samples = [probe_values(dtype, rows * n).reshape(rows, n), (rng.standard_normal((rows, n)) * 100).astype(dtype)]
+    ufunc, identity = loop.ufunc, _IDENTITY[loop.ufunc.__name__]
+    for x in samples:
+        with np.errstate(all="ignore"):
+            want = ufunc.reduce(x, -1)
+            got = np.array([call_reduce(loop, row, identity) for row in x], dtype)
+            if ufunc.__name__ != "add" and 2 <= n <= 4:        # the plan's form for a short axis
+                short = x[:, 0]
+                for i in range(1, n):
+                    short = ufunc(short, x[:, i])
+                want = want if same_bits(want, short) else None
+        if want is None or not same_bits(got, want):
+            return f"self-test: {ufunc.__name__}.reduce over rows of {n} differs from NumPy's"
     return ""

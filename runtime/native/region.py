@@ -199,6 +199,17 @@ def _walk(block, forms, key, number):
             forms[id(op)] = form
             key.append((kind, [a if a[0] == "range" or not isinstance(a[1], Variable) else ("at", number(a[1]))
                                for a in form[2]], ins, outs))
+        elif kind == "reduce_rows":
+            _, ufunc, x = form
+            out = op.outputs[0]
+            if ufunc in _LOGICAL or out.dtype != x.dtype:
+                raise _NotNative(f"{ufunc}.reduce over an axis to {out.dtype} (not native yet)")
+            length = x.static_shape[-1]
+            loop = reduce_loop(ufunc, x.dtype, length, rows=math.prod(x.static_shape[:-1]))
+            if isinstance(loop, str):
+                raise _NotNative(loop)
+            forms[id(op)] = (kind, loop, x)
+            key.append((kind, ufunc, ins, outs))
         elif kind == "reduce" and form[1] in _LOGICAL:
             _, ufunc, x = form
             if op.outputs[0].dtype.kind != "b" or op.outputs[0].ndim != 0:
@@ -819,6 +830,34 @@ class _Emitter:
         # loop(context, [out, x, out], &n, [0, itemsize, 0], auxdata): the reduce form of a binary loop
         operands = [(out.ptr, zero, src.dtype), (rest, self.c64(1), src.dtype)]
         ew._call_loop(ir, b, loop, operands, out.ptr, self.c64(count), self.fail[LOOP_FAILED], self.fn, out_stride=zero)
+        self.keep.append(loop)
+
+    def emit_reduce_rows(self, op, form):
+        _, (loop, identity), x = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        out_var = op.outputs[0]
+        out = self.alloc(out_var.dtype, out_var.static_shape)
+        self.env[id(out_var)] = out
+        length = x.static_shape[-1]
+        if out.size == 0:
+            return
+        count = length if identity is not None else length - 1
+        zero = self.c64(0)
+
+        def row(r):
+            at, row_start = b.gep(out.ptr, [r]), b.gep(src.ptr, [b.mul(r, self.c64(length))])
+            if identity is None:
+                b.store(b.load(row_start), at)
+                row_start = b.gep(row_start, [self.c64(1)])
+            else:
+                b.store(ir.Constant(self.ltype(out.dtype), identity), at)
+            if count:
+                operands = [(at, zero, src.dtype), (row_start, self.c64(1), src.dtype)]
+                ew._call_loop(ir, b, loop, operands, at, self.c64(count), self.fail[LOOP_FAILED], self.fn,
+                              out_stride=zero)
+
+        ew._loop(ir, b, self.fn, self.c64(out.size), row)
         self.keep.append(loop)
 
     def emit_branch(self, op, form):

@@ -13,8 +13,8 @@ its form with `native_form(op)`; None means the op is not native and the region 
 - `("rows", table, ids)`: `table[ids]` for an integer array ids, which must be in range (`embedding`);
 - `("split", x, axis, bounds)`: the pieces `x[..., lo:hi]` of one axis;
 - `("select", c, x, y)`: `where(c, x, y)`, x and y Variables or numbers;
-- `("reduce", ufunc, x)`: `ufunc.reduce` of a whole array to a 0-d value (`sum`, `max`, `min` of a float
-  array; `all`/`any` as `logical_and`/`logical_or`);
+- `("reduce", ufunc, x)`: `ufunc.reduce` of a whole array to a 0-d value (`sum`, `prod`, `max`, `min` of
+  a float array; `all`/`any` as `logical_and`/`logical_or`); `("reduce_rows", ufunc, x)`: over the last axis;
 - `("argmax", x, axis)`: the first index of the largest value (a NaN first) over all, or the last axis;
 - `("view", x)`: x's elements in the same C order under another static shape (reshape, squeeze, expand_dims);
 - `("loop",)`, `("branch",)`: a `while` / `cond` whose sub-blocks are regions themselves.
@@ -111,49 +111,6 @@ def _where(op):
     return ("select", c, x, y)
 
 
-def _whole(op):
-    """The array op reduces whole to a 0-d value, or None."""
-    x = op.inputs[0]
-    if set(op.attrs) - {"axis", "keepdims"} or op.attrs.get("axis") is not None or op.attrs.get("keepdims"):
-        return None
-    return x if isinstance(x, Variable) else None
-
-
-@facet("max", "native")
-def _max(op):
-    x = _whole(op)
-    return ("reduce", "maximum", x) if x is not None and x.dtype.kind == "f" else None
-
-
-@facet("min", "native")
-def _min(op):
-    x = _whole(op)
-    return ("reduce", "minimum", x) if x is not None and x.dtype.kind == "f" else None
-
-
-@facet("all", "native")
-def _all(op):
-    x = _whole(op)
-    return ("reduce", "logical_and", x) if x is not None else None
-
-
-@facet("any", "native")
-def _any(op):
-    x = _whole(op)
-    return ("reduce", "logical_or", x) if x is not None else None
-
-
-@facet("argmax", "native")
-def _argmax(op):
-    x = op.inputs[0]
-    axis = op.attrs.get("axis")
-    if set(op.attrs) - {"axis", "keepdims"} or op.attrs.get("keepdims") or not isinstance(x, Variable) or not x.ndim:
-        return None
-    if axis is not None and (not isinstance(axis, int) or axis % x.ndim != x.ndim - 1):
-        return None
-    return ("argmax", x, axis)
-
-
 @facet("getitem", "native")
 def _getitem(op):
     index = op.attrs.get("index")
@@ -194,15 +151,39 @@ def _getitem(op):
     return ("index", x, axes)
 
 
-@facet("sum", "native")
-def _sum(op):
+def _reduction(ufunc, kinds):
+    """The `native` facet of a reduction op: whole (`reduce`), or over the last axis (`reduce_rows`)."""
+    def form(op):
+        x = op.inputs[0]
+        axis = op.attrs.get("axis")
+        if (set(op.attrs) - {"axis", "keepdims", "dtype"} or op.attrs.get("keepdims")
+                or op.attrs.get("dtype") is not None or not isinstance(x, Variable) or x.dtype.kind not in kinds):
+            return None
+        if axis is None:
+            return ("reduce", ufunc, x)
+        if isinstance(axis, (list, tuple)) and len(axis) == 1:
+            axis = axis[0]
+        if (isinstance(axis, int) and not isinstance(axis, bool) and x.ndim and -x.ndim <= axis < x.ndim
+                and axis % x.ndim == x.ndim - 1):
+            return ("reduce_rows", ufunc, x)
+        return None
+    return form
+
+
+for _name, _ufunc, _kinds in (("sum", "add", "f"), ("prod", "multiply", "f"), ("max", "maximum", "f"),
+                              ("min", "minimum", "f"), ("all", "logical_and", "biuf"), ("any", "logical_or", "biuf")):
+    facet(_name, "native")(_reduction(_ufunc, _kinds))
+
+
+@facet("argmax", "native")
+def _argmax(op):
     x = op.inputs[0]
-    if (set(op.attrs) - {"axis", "keepdims", "dtype"} or op.attrs.get("axis") is not None
-            or op.attrs.get("keepdims") or op.attrs.get("dtype") is not None):
+    axis = op.attrs.get("axis")
+    if set(op.attrs) - {"axis", "keepdims"} or op.attrs.get("keepdims") or not isinstance(x, Variable) or not x.ndim:
         return None
-    if not isinstance(x, Variable) or x.dtype.kind != "f":
+    if axis is not None and (not isinstance(axis, int) or axis % x.ndim != x.ndim - 1):
         return None
-    return ("reduce", "add", x)
+    return ("argmax", x, axis)
 
 
 def _view(op):

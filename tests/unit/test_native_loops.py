@@ -257,3 +257,25 @@ def test_argmax_semantics_first_largest_first_nan():
             nan = np.flatnonzero(np.isnan(a)) if a.dtype.kind == "f" else []
             first = nan[0] if len(nan) else int(np.flatnonzero(a == a.max())[0])
             assert np.argmax(a) == first
+
+
+@needs_llvm
+def test_nms_reductions_over_the_last_axis_and_2d_indexing():
+    from bench.models import NMS_N, _boxes, rt_nms
+
+    boxes, scores = _boxes()
+    plan, got, want = _run_both(rt_nms, rt.tensor(boxes), rt.tensor(scores))
+    assert _loops(plan) == ["native"] and NMS_N == len(got[0])
+    _assert_same(got, want)
+
+    def rows(x):
+        i = 0
+        while rt.sum(x) < 1e6 and i < 6:
+            x = x + rt.reshape(rt.sum(x, axis=-1) + rt.prod(x[:, :3], axis=1) - rt.max(x, axis=-1)
+                               + rt.min(x, axis=1), (5, 1)) * 0.001
+            i += 1
+        return x
+
+    plan, got, want = _run_both(rows, _tensor(5, 300))
+    assert _loops(plan) == ["native"]
+    _assert_same(got, want)
