@@ -279,3 +279,54 @@ def test_nms_reductions_over_the_last_axis_and_2d_indexing():
     plan, got, want = _run_both(rows, _tensor(5, 300))
     assert _loops(plan) == ["native"]
     _assert_same(got, want)
+
+
+# --- every op the region emitter handles, on the registry's conformance samples, inside a loop ------
+def _region_cases():
+    from runtime.ops.registry import REGISTRY
+    from tests.unit.test_ops_conformance import CASES
+
+    for case in CASES:
+        name, sample = case.values
+        opdef = REGISTRY[name]
+        if name not in ("while", "cond") and (opdef.native is not None or opdef.ufunc is not None
+                                              or opdef.as_ufunc is not None):
+            yield case
+
+
+@needs_llvm
+@pytest.mark.parametrize("name,sample", list(_region_cases()))
+def test_conformance_sample_in_a_native_loop(name, sample):
+    """The sample's op computes a loop's state on every iteration (the test needs the op, the loop
+    runs once): the native loop gives the NumPy plan's bits, or stays on NumPy saying why."""
+    positions = [i for i, a in enumerate(sample.args) if isinstance(a, np.ndarray)]
+    if not positions:
+        pytest.skip("no array input")
+    specs = [rt.InputSpec(list(sample.args[i].shape), sample.args[i].dtype, name=f"in{k}")
+             for k, i in enumerate(positions)] + [rt.InputSpec([], "int64", name="n")]
+    feed = {f"in{k}": sample.args[i] for k, i in enumerate(positions)}
+    feed["n"] = np.int64(1)
+
+    def traced(*variables):
+        *values, n = variables
+        args = list(sample.args)
+        for i, v in zip(positions, values):
+            args[i] = v
+        first = sample.fn(*args, **sample.kwargs)
+        if not isinstance(first, rt.Tensor):
+            pytest.skip("the sample's result is not one tensor")
+        return rt.while_loop(lambda i, out: i < n,
+                             lambda i, out: (i + 1, rt.astype(sample.fn(*args, **sample.kwargs), out.dtype)),
+                             (rt.zeros((), dtype="int64"), first))[1]
+
+    try:
+        program, _, _ = rt.trace(traced, specs)
+    except (TypeError, ValueError) as e:       # the state's shape changes, or the sample needs static values
+        pytest.skip(f"not a loop state: {e}")
+    plan = rt.Executor(native=True).compile(program)
+    native.wait()
+    with np.errstate(all="ignore"):
+        got = [t.numpy() for t in plan.run(feed)]
+        want = [t.numpy() for t in rt.Executor(native=False).run(program, feed)]
+    _assert_same(got, want)
+    assert all(why == "native" or why for _, why in plan.native_regions)
