@@ -278,7 +278,10 @@ def region_job(region):
             with _LOCK:
                 kernel = _KERNELS.get(region.key)
                 if kernel is None:
-                    kernel = _Emitter(region).build() if engine() is not None else "llvmlite unavailable"
+                    try:
+                        kernel = _Emitter(region).build() if engine() is not None else "llvmlite unavailable"
+                    except Exception as e:      # noqa: BLE001 - an emitter gap keeps the loop on NumPy
+                        kernel = f"compile failed: {type(e).__name__}: {e}"
                     _KERNELS[region.key] = kernel
         return kernel
 
