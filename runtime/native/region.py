@@ -33,6 +33,7 @@ from ..ops.native_forms import native_form
 from . import elementwise as ew
 from .blas import product_call
 from .llvm import ARRAY_LAYOUT, engine, may_be_available
+from .numpy_loops import strided_loop
 from .reductions import reduce_loop
 
 INDEX_ERROR, BUDGET_SPENT, LOOP_FAILED, BAD_ARGUMENT = -1, -2, -3, -4
@@ -162,11 +163,29 @@ def _walk(block, forms, key, number):
             forms[id(op)] = (kind, call, a, b, bias)
             key.append((kind, transposed, ins, outs))
         elif kind == "rows":
-            _, table, ids = form
-            if ids.dtype.kind not in "iu" or table.ndim != 2 or op.outputs[0].dtype != table.dtype:
+            _, table, ids, wrap = form
+            if ids.dtype.kind not in "iu" or op.outputs[0].dtype != table.dtype:
                 raise _NotNative(f"op '{op.type}' of {ids.dtype} ids")
             forms[id(op)] = form
             key.append((kind, ins, outs))
+        elif kind == "softmax":
+            _, x, log = form
+            if op.outputs[0].dtype != x.dtype or x.static_shape[-1] == 0:
+                raise _NotNative(f"op '{op.type}' of {x.dtype}{list(x.static_shape)}")
+            rows, length = math.prod(x.static_shape[:-1]), x.static_shape[-1]
+            loops = [reduce_loop("maximum", x.dtype, length, rows=rows), reduce_loop("add", x.dtype, length, rows=rows),
+                     strided_loop(np.exp, (x.dtype, x.dtype))] + ([strided_loop(np.log, (x.dtype, x.dtype))] if log else [])
+            for loop in loops:
+                if loop is None or isinstance(loop, str):
+                    raise _NotNative(f"op '{op.type}': {loop or 'no usable NumPy loop'}")
+            forms[id(op)] = (kind, x, log, loops)
+            key.append((kind, log, ins, outs))
+        elif kind == "topk":
+            _, x, k = form
+            if x.dtype.kind not in "fiu" or not 0 <= k <= x.static_shape[-1]:
+                raise _NotNative(f"op '{op.type}' of {x.dtype}")
+            forms[id(op)] = form
+            key.append((kind, k, ins, outs))
         elif kind == "view":
             if op.outputs[0].dtype != form[1].dtype or math.prod(op.outputs[0].static_shape) != math.prod(
                     form[1].static_shape):
@@ -197,7 +216,7 @@ def _walk(block, forms, key, number):
             key.append((kind, axis, ins, outs))
         elif kind == "index":
             forms[id(op)] = form
-            key.append((kind, [a if a[0] == "range" or not isinstance(a[1], Variable) else ("at", number(a[1]))
+            key.append((kind, [a if a[0] != "at" or not isinstance(a[1], Variable) else ("at", number(a[1]))
                                for a in form[2]], ins, outs))
         elif kind == "reduce_rows":
             _, ufunc, x = form
@@ -604,24 +623,27 @@ class _Emitter:
             ew._inline_loop(ir, b, self.fn, add, operands, out.ptr, self.c64(out.size))
 
     def emit_rows(self, op, form):
-        _, table, ids = form
+        _, table, ids, wrap = form
         ir, b = self.ir, self.b
         out_var = op.outputs[0]
         out = self.alloc(out_var.dtype, out_var.static_shape)
         self.env[id(out_var)] = out
         src, index = self.env[id(table)], self.env[id(ids)]
-        rows, width = table.static_shape
+        rows, width = table.static_shape[0], math.prod(table.static_shape[1:])
         if out.size == 0:
             return
         isz = out.dtype.itemsize
         memcpy = self.module.declare_intrinsic("llvm.memcpy", [self.p8, self.p8, self.i64])
 
         def body(j):
-            at = b.load(b.gep(index.ptr, [j]))
-            if at.type.width < 64:
-                at = b.sext(at, self.i64) if index.dtype.kind == "i" else b.zext(at, self.i64)
-            inside = b.icmp_unsigned("<", at, self.c64(rows))      # a negative id is huge unsigned: out of range
-            self.check(inside, self.fail[INDEX_ERROR])
+            if wrap:            # take: -rows <= id < rows
+                at = self.index_value(_Val(b.gep(index.ptr, [j]), index.dtype, ()), rows)
+            else:
+                at = b.load(b.gep(index.ptr, [j]))
+                if at.type.width < 64:
+                    at = b.sext(at, self.i64) if index.dtype.kind == "i" else b.zext(at, self.i64)
+                inside = b.icmp_unsigned("<", at, self.c64(rows))      # a negative id is huge unsigned: out of range
+                self.check(inside, self.fail[INDEX_ERROR])
             to = b.bitcast(b.gep(out.ptr, [b.mul(j, self.c64(width))]), self.p8)
             row = b.bitcast(b.gep(src.ptr, [b.mul(at, self.c64(width))]), self.p8)
             b.call(memcpy, [to, row, self.c64(width * isz), ir.Constant(self.i1, 0)])
@@ -749,15 +771,21 @@ class _Emitter:
             strides[d] = step
             step *= x.static_shape[d]
         offset, dims, steps = self.c64(0), [], []
-        for d, axis in enumerate(axes):
+        d = 0
+        for axis in axes:
+            if axis[0] == "new":
+                dims.append(1)
+                steps.append(0)
+                continue
+            d += 1
             if axis[0] == "range":
                 _, start, stop, stride = axis
-                offset = b.add(offset, self.c64(start * strides[d]))
+                offset = b.add(offset, self.c64(start * strides[d - 1]))
                 dims.append(len(range(start, stop, stride)))
-                steps.append(stride * strides[d])
+                steps.append(stride * strides[d - 1])
                 continue
-            at = self.index_value(axis[1], x.static_shape[d])
-            offset = b.add(offset, b.mul(at, self.c64(strides[d])))
+            at = self.index_value(axis[1], x.static_shape[d - 1])
+            offset = b.add(offset, b.mul(at, self.c64(strides[d - 1])))
         if tuple(dims) != tuple(out_var.static_shape):
             raise RuntimeError(f"getitem's result shape {dims} is not {list(out_var.static_shape)}")
         base = b.gep(src.ptr, [offset])
@@ -798,8 +826,8 @@ class _Emitter:
     def index_value(self, i, size):
         """An index into an axis of `size` as i64: negative ones wrap; out of range returns INDEX_ERROR."""
         ir, b = self.ir, self.b
-        if isinstance(i, Variable):
-            index = b.load(self.env[id(i)].ptr)
+        if isinstance(i, (Variable, _Val)):
+            index = b.load((i if isinstance(i, _Val) else self.env[id(i)]).ptr)
             unsigned = np.dtype(i.dtype).kind == "u"
             if index.type.width < 64:
                 index = b.zext(index, self.i64) if unsigned else b.sext(index, self.i64)
@@ -835,14 +863,15 @@ class _Emitter:
         ew._call_loop(ir, b, loop, operands, out.ptr, self.c64(count), self.fail[LOOP_FAILED], self.fn, out_stride=zero)
         self.keep.append(loop)
 
-    def emit_reduce_rows(self, op, form):
+    def emit_reduce_rows(self, op, form, src=None, out=None, length=None):
         _, (loop, identity), x = form
         ir, b = self.ir, self.b
-        src = self.env[id(x)]
-        out_var = op.outputs[0]
-        out = self.alloc(out_var.dtype, out_var.static_shape)
-        self.env[id(out_var)] = out
-        length = x.static_shape[-1]
+        if src is None:
+            src = self.env[id(x)]
+            out_var = op.outputs[0]
+            out = self.alloc(out_var.dtype, out_var.static_shape)
+            self.env[id(out_var)] = out
+            length = x.static_shape[-1]
         if out.size == 0:
             return
         count = length if identity is not None else length - 1
@@ -862,6 +891,104 @@ class _Emitter:
 
         ew._loop(ir, b, self.fn, self.c64(out.size), row)
         self.keep.append(loop)
+
+    def emit_softmax(self, op, form):
+        """Its kernel's calls: m = max(x, -1); e = x - m; [log_]softmax from exp(e) and its row sums."""
+        _, x, log, (maximum, add, exp, *rest) = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        out_var = op.outputs[0]
+        shape, rows, length = x.static_shape, math.prod(x.static_shape[:-1]), x.static_shape[-1]
+        row_shape = shape[:-1] + (1,)
+        m = self.row_reduce(src, maximum, rows, length)
+        shifted = self.alloc(out_var.dtype, shape)
+        self.env[id(out_var)] = shifted
+        n = self.c64(src.size)
+        if src.size == 0:
+            return
+        one = self.c64(1)
+        sub = {"ufunc": "subtract", "loop_in": [src.dtype]}
+        m_rows = _Val(m.ptr, m.dtype, row_shape)
+        ew._inline_loop(ir, b, self.fn, sub, [(src.ptr, one, src.dtype), self.operand(m_rows, shape)], shifted.ptr, n)
+        e = self.alloc(src.dtype, shape)
+        ew._call_loop(ir, b, exp, [(shifted.ptr, one, src.dtype)], e.ptr, n, self.fail[LOOP_FAILED], self.fn)
+        total = self.row_reduce(e, add, rows, length)
+        if log:         # shifted -= log(sum)
+            ew._call_loop(ir, b, rest[0], [(total.ptr, one, src.dtype)], total.ptr, self.c64(rows),
+                          self.fail[LOOP_FAILED], self.fn)
+            ew._inline_loop(ir, b, self.fn, sub, [(shifted.ptr, one, src.dtype),
+                                                  self.operand(_Val(total.ptr, total.dtype, row_shape), shape)],
+                            shifted.ptr, n)
+        else:           # e /= sum
+            div = {"ufunc": "divide", "loop_in": [src.dtype]}
+            ew._inline_loop(ir, b, self.fn, div, [(e.ptr, one, src.dtype),
+                                                  self.operand(_Val(total.ptr, total.dtype, row_shape), shape)],
+                            e.ptr, n)
+            self.env[id(out_var)] = e
+        self.keep.extend([maximum[0], add[0], exp] + rest)
+
+    def row_reduce(self, src, loop_identity, rows, length):
+        """A buffer of each row's reduction (NumPy's loop in reduce form, as emit_reduce_rows)."""
+        out = self.alloc(src.dtype, (rows,))
+        self.emit_reduce_rows(None, ("reduce_rows", loop_identity, None), src=src, out=out, length=length)
+        return out
+
+    def emit_topk(self, op, form):
+        """The kernel's order for the largest k: NaNs first, larger values first, ties by lower index."""
+        _, x, k = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        values_var, index_var = op.outputs
+        values, indices = self.alloc(values_var.dtype, values_var.static_shape), self.alloc(np.int64, index_var.static_shape)
+        self.env[id(values_var)], self.env[id(index_var)] = values, indices
+        length = x.static_shape[-1]
+        if values.size == 0:
+            return
+        is_float = src.dtype.kind == "f"
+        before_v = self.entry_alloca(self.ltype(src.dtype))
+        before_i, best_i = self.entry_alloca(self.i64), self.entry_alloca(self.i64)
+        best_v = self.entry_alloca(self.ltype(src.dtype))
+        found = self.entry_alloca(self.i1)
+
+        def precedes(av, ai, bv, bi):
+            """(av, ai) comes before (bv, bi) in the kernel's order."""
+            if is_float:
+                a_nan, b_nan = b.fcmp_unordered("uno", av, av), b.fcmp_unordered("uno", bv, bv)
+                larger = b.fcmp_ordered(">", av, bv)
+                same = b.fcmp_ordered("==", av, bv)
+                tie = b.or_(same, b.and_(a_nan, b_nan))
+                return b.or_(b.and_(a_nan, b.not_(b_nan)),
+                             b.or_(b.and_(b.not_(b.or_(a_nan, b_nan)), larger),
+                                   b.and_(tie, b.icmp_signed("<", ai, bi))))
+            compare = b.icmp_signed if src.dtype.kind == "i" else b.icmp_unsigned
+            return b.or_(compare(">", av, bv), b.and_(b.icmp_signed("==", av, bv), b.icmp_signed("<", ai, bi)))
+
+        def row(r):
+            base = b.mul(r, self.c64(length))
+
+            def pick(j):
+                b.store(ir.Constant(self.i1, 0), found)
+
+                def scan(i):
+                    v = b.load(b.gep(src.ptr, [b.add(base, i)]))
+                    after_previous = b.or_(b.icmp_signed("==", j, self.c64(0)),
+                                           precedes(b.load(before_v), b.load(before_i), v, i))
+                    better = b.or_(b.not_(b.load(found)), precedes(v, i, b.load(best_v), b.load(best_i)))
+                    take = b.and_(after_previous, better)
+                    b.store(b.select(take, v, b.load(best_v)), best_v)
+                    b.store(b.select(take, i, b.load(best_i)), best_i)
+                    b.store(b.or_(b.load(found), take), found)
+
+                ew._loop(ir, b, self.fn, self.c64(length), scan)
+                at = b.add(b.mul(r, self.c64(k)), j)
+                b.store(b.load(best_v), b.gep(values.ptr, [at]))
+                b.store(b.load(best_i), b.gep(indices.ptr, [at]))
+                b.store(b.load(best_v), before_v)
+                b.store(b.load(best_i), before_i)
+
+            ew._loop(ir, b, self.fn, self.c64(k), pick)
+
+        ew._loop(ir, b, self.fn, self.c64(values.size // k), row)
 
     def emit_branch(self, op, form):
         ir, b = self.ir, self.b

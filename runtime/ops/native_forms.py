@@ -9,8 +9,12 @@ its form with `native_form(op)`; None means the op is not native and the region 
 - `("matmul", a, b, transposed, bias)`: NumPy's `matmul(a, b.T if transposed else b)`, then
   `+= bias` where bias is a Variable (`linear`);
 - `("index", x, axes)`: `x[...]` with, per axis, `("at", i)` (an int or a 0-d integer Variable, wrapped
-  and range-checked as NumPy does) or `("range", start, stop, step)` (a static slice, normalised);
-- `("rows", table, ids)`: `table[ids]` for an integer array ids, which must be in range (`embedding`);
+  and range-checked as NumPy does), `("range", start, stop, step)` (a static slice, normalised) or
+  `("new",)` (a new axis of 1);
+- `("rows", table, ids, wrap)`: `table[ids]` on the first axis for an integer array ids, which must be in
+  range (`embedding`), or may also count from the end (`wrap`: `take(x, ids, axis=0)`);
+- `("softmax", x, log)`: (log_)softmax over the last axis, as its kernel computes it;
+- `("topk", x, k)`: the k largest of each last-axis row and their indices, in the kernel's order;
 - `("split", x, axis, bounds)`: the pieces `x[..., lo:hi]` of one axis;
 - `("select", c, x, y)`: `where(c, x, y)`, x and y Variables or numbers;
 - `("reduce", ufunc, x)`: `ufunc.reduce` of a whole array to a 0-d value (`sum`, `prod`, `max`, `min` of
@@ -81,7 +85,43 @@ def _embedding(op):
     ids, table = op.inputs
     if op.attrs or not (isinstance(ids, Variable) and isinstance(table, Variable)) or table.ndim != 2:
         return None
-    return ("rows", table, ids)
+    return ("rows", table, ids, False)
+
+
+@facet("take", "native")
+def _take(op):
+    x, ids = op.inputs
+    axis = op.attrs.get("axis")
+    if set(op.attrs) - {"axis"} or not (isinstance(x, Variable) and isinstance(ids, Variable)) or not x.ndim:
+        return None
+    if (0 if axis is None else axis) not in (0, -x.ndim):
+        return None
+    return ("rows", x, ids, True)
+
+
+def _softmax(log):
+    def form(op):
+        x = op.inputs[0]
+        axis = op.attrs.get("axis", -1)
+        if set(op.attrs) - {"axis"} or not isinstance(x, Variable) or not x.ndim or x.dtype.kind != "f":
+            return None
+        return ("softmax", x, log) if isinstance(axis, int) and axis % x.ndim == x.ndim - 1 else None
+    return form
+
+
+facet("softmax", "native")(_softmax(False))
+facet("log_softmax", "native")(_softmax(True))
+
+
+@facet("topk", "native")
+def _topk(op):
+    x = op.inputs[0]
+    k, axis, largest = op.attrs.get("k"), op.attrs.get("axis", -1), op.attrs.get("largest", True)
+    if set(op.attrs) - {"k", "axis", "largest"} or not isinstance(x, Variable) or not x.ndim or largest is not True:
+        return None
+    if not isinstance(k, int) or not isinstance(axis, int) or axis % x.ndim != x.ndim - 1:
+        return None
+    return ("topk", x, k)
 
 
 @facet("split", "native")
@@ -122,15 +162,21 @@ def _getitem(op):
     items = list(index)
     if items.count("...") > 1:
         return None
+    used = sum(1 for item in items if item is not None and item != "...")
     if "..." in items:
         at = items.index("...")
-        items[at:at + 1] = [["slice", None, None, None]] * (x.ndim - len(items) + 1)
-    if len(items) > x.ndim:
+        items[at:at + 1] = [["slice", None, None, None]] * (x.ndim - used)
+    if used > x.ndim:
         return None
-    items += [["slice", None, None, None]] * (x.ndim - len(items))
-    axes = []
-    for item, dim in zip(items, x.static_shape):
-        if isinstance(item, bool) or item is None:
+    else:
+        items += [["slice", None, None, None]] * (x.ndim - used)
+    axes, dims = [], iter(x.static_shape)
+    for item in items:
+        if item is None:
+            axes.append(("new",))
+            continue
+        dim = next(dims, None)
+        if dim is None or isinstance(item, bool):
             return None
         if isinstance(item, int):
             axes.append(("at", item))

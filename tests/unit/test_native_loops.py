@@ -330,3 +330,36 @@ def test_conformance_sample_in_a_native_loop(name, sample):
         want = [t.numpy() for t in rt.Executor(native=False).run(program, feed)]
     _assert_same(got, want)
     assert all(why == "native" or why for _, why in plan.native_regions)
+
+
+@needs_llvm
+def test_beam_search_log_softmax_topk_take_newaxis():
+    from bench.models import Beam
+
+    rt.seed(1)
+    model = Beam()
+    h = rt.tensor((RNG.standard_normal((1, 128)) * 0.5).astype(np.float32))
+    plan, got, want = _run_both(model.forward, h)
+    assert _loops(plan) == ["native"]
+    _assert_same(got, want)
+
+
+@needs_llvm
+def test_softmax_topk_on_ties_nans_and_signed_zeros():
+    def f(x, n):
+        i = 0
+        s = rt.softmax(x, axis=-1)
+        while i < n:
+            values, index = rt.topk(x, 5)
+            s = rt.softmax(x, axis=-1) + rt.log_softmax(x, axis=1) * 0.5 + rt.take(s, index % 3, axis=0)[0, 0]
+            x = x * 0.5
+            i += 1
+        return s, values, index
+
+    x = np.array([[np.nan, 1.0, 1.0, -0.0, 0.0, 3.0, np.nan, -np.inf],
+                  [2.0, 2.0, 2.0, 2.0, 1.0, 1.0, 0.5, np.inf],
+                  [0.0, -0.0, 0.0, -0.0, 5.0, 5.0, -1.0, -2.0]], np.float32)
+    with np.errstate(all="ignore"):
+        plan, got, want = _run_both(f, rt.tensor(x), rt.tensor(2))
+    assert _loops(plan) == ["native"], plan.native_regions
+    _assert_same(got, want)
