@@ -8,8 +8,9 @@ runtime/native/). The two static variants must give the same bits, checked befor
 gives median µs per call and the ratio to the floor. The workloads: W3 (the while-loop RNN: the
 whole loop one native function), W5 (GELU over 1M float32), GELU over 1K float32 (a chain where the
 per-call cost, not memory, dominates), and the real-model loops of bench/models.py: R1 greedy GRU
-decoding, R2 beam search, R3 NMS, R4 the masked LSTM (`native regions` says which loops ran native
-and why the others did not).
+decoding, R2 beam search, R3 NMS, R4 the masked LSTM, and an ACT-style halting loop (a step repeated
+until its halting probabilities add up to 0.99; `native regions` says which loops ran native and why the
+others did not).
 """
 import json
 import os
@@ -68,6 +69,45 @@ def workloads():
     return found
 
 
+ACT_HIDDEN, ACT_MAX = 64, 40
+
+
+def act_weights():
+    rng = W._rng()
+    w = (rng.standard_normal((ACT_HIDDEN, ACT_HIDDEN)) / np.sqrt(ACT_HIDDEN)).astype(np.float32)
+    b = (rng.standard_normal(ACT_HIDDEN) * 0.1).astype(np.float32)
+    wh = (rng.standard_normal((ACT_HIDDEN, 1)) * 0.05).astype(np.float32)
+    x = rng.standard_normal((1, ACT_HIDDEN)).astype(np.float32)
+    return x, w, b, wh
+
+
+def numpy_act(x, w, b, wh):
+    """Adaptive computation time: repeat the step, weigh each state by its halting probability."""
+    h, out = x, np.zeros_like(x)
+    halt, n = np.float32(0.0), 0
+    while halt < 0.99 and n < ACT_MAX:
+        h = np.tanh(h @ w + b)
+        p = (1 / (1 + np.exp(-(h @ wh - 3.0)))).sum()
+        out = out + p * h
+        halt = halt + p
+        n += 1
+    return out, n
+
+
+def make_rt_act(w, b, wh):
+    def act(x):
+        h, out = x, rt.zeros_like(x)
+        halt, n = rt.zeros((), dtype="float32"), 0
+        while halt < 0.99 and n < ACT_MAX:
+            h = rt.tanh(h @ w + b)
+            p = rt.sum(1 / (1 + rt.exp(-(h @ wh - 3.0))))
+            out = out + p * h
+            halt = halt + p
+            n += 1
+        return out, n
+    return act
+
+
 def model_loops():
     """The real-model loops (bench/models.py), each with its NumPy floor."""
     found = {}
@@ -95,6 +135,9 @@ def model_loops():
         return out, h[0]
     found["R4 masked_lstm"] = variants(masked, (rt.tensor(x), rt.tensor(lengths)),
                                        lambda: M.numpy_lstm(x, lengths, *lstm_weights))
+    ax, aw, ab, awh = act_weights()
+    found["ACT halting loop"] = variants(make_rt_act(*(rt.tensor(a) for a in (aw, ab, awh))), (rt.tensor(ax),),
+                                         lambda: numpy_act(ax, aw, ab, awh))
     return found
 
 

@@ -3,8 +3,8 @@
 NumPy's wheels bundle scipy-openblas (symbols `scipy_cblas_sgemv64_`, ... with 64-bit ints; other
 builds link `cblas_sgemv`): the symbols are looked up through NumPy's own extension module, so the
 library found is the one NumPy calls. `product_call(dtype, m, k, n)` says which call NumPy's matmul
-makes for C-contiguous operands (m, k) @ (k, n) — gemv for one row or one column, gemm otherwise, and
-no BLAS at all where k == 1 or the result is one number — and returns it only when calling it gives
+makes for C-contiguous operands (m, k) @ (k, n) — dot for one number, gemv for one row or one column,
+gemm otherwise, and no BLAS at all where k == 1 — and returns it only when calling it gives
 np.matmul's bits on that shape (checked once per shape, on special and random values); else the
 product stays on NumPy.
 """
@@ -58,6 +58,9 @@ def _find(library, name):
         int_type = ctypes.c_int64 if full.endswith("64_") else ctypes.c_int32
         real = ctypes.c_float if name[0] == "s" else ctypes.c_double
         p = ctypes.c_void_p
+        if name.endswith("dot"):
+            args = [int_type, p, int_type, p, int_type]
+            return Symbol(ctypes.cast(fn, ctypes.c_void_p).value, int_type, ctypes.CFUNCTYPE(real, *args))
         if name.endswith("gemv"):
             args = [ctypes.c_int, ctypes.c_int, int_type, int_type, real, p, int_type, p, int_type, real, p, int_type]
         else:
@@ -75,12 +78,14 @@ def product_call(dtype, m, k, n, transposed=False):
     dtype = np.dtype(dtype)
     if dtype not in _PREFIX:
         return f"matmul of {dtype} (BLAS takes float32 and float64)"
-    if min(m, k, n) < 1 or k == 1 or (m == 1 and n == 1):
+    if min(m, k, n) < 1 or k == 1:
         return f"matmul of shape ({m}, {k}) @ ({k}, {n}) takes no BLAS call in NumPy"
     if max(m, k, n) > (1 << 30):
         return "matmul too big for one BLAS call"
     p = _PREFIX[dtype]
-    if m == 1 and not transposed:       # vector @ matrix: gemv on the matrix, row-major, transposed
+    if m == 1 and n == 1:               # row @ column: NumPy's dot of the k numbers, one sdot/ddot call
+        call = (p + "dot", [k, "a", 1, "b", 1])
+    elif m == 1 and not transposed:     # vector @ matrix: gemv on the matrix, row-major, transposed
         call = (p + "gemv", [ROW_MAJOR, TRANS, k, n, 1.0, "b", n, "a", 1, 0.0, "out", 1])
     elif m == 1:                        # vector @ b.T: b read column-major is b.T, transposed
         call = (p + "gemv", [COL_MAJOR, TRANS, k, n, 1.0, "b", k, "a", 1, 0.0, "out", 1])
@@ -115,7 +120,9 @@ def _self_test(dtype, m, k, n, transposed, call):
             dot = want if transposed else a.dot(b)
             got = np.empty((m, n), dtype)
             slots = {"a": a.ctypes.data, "b": b.ctypes.data, "out": got.ctypes.data}
-            fn.call(*[slots.get(x, x) if isinstance(x, str) else x for x in call[1]])
+            value = fn.call(*[slots.get(x, x) if isinstance(x, str) else x for x in call[1]])
+            if call[0].endswith("dot"):     # NumPy sums the chunks' dots in a double, stored as the dtype
+                got[0, 0] = value
         if not (same_bits(got, want) and same_bits(got, dot)):
             return f"self-test: {call[0]} differs from NumPy's matmul on ({m}, {k}) @ ({k}, {n})"
     return ""

@@ -600,7 +600,8 @@ class _Emitter:
         real = self.ltype(out_var.dtype)
         int_type = ir.IntType(8 * ctypes.sizeof(symbol.int_type))
         values, types = [], []
-        n_enums = 2 if len(args) == 12 else 3          # gemv: order, trans; gemm: order, transa, transb
+        is_dot = len(args) == 5
+        n_enums = 0 if is_dot else 2 if len(args) == 12 else 3      # gemv: order, trans; gemm: order, transa, transb
         for j, x in enumerate(args):
             if isinstance(x, str):
                 values.append(b.bitcast(slots[x], self.p8))
@@ -614,8 +615,11 @@ class _Emitter:
             else:
                 values.append(ir.Constant(int_type, x))
                 types.append(int_type)
-        target = b.inttoptr(self.c64(symbol.address), ir.PointerType(ir.FunctionType(ir.VoidType(), types)))
-        b.call(target, values)
+        returns = real if is_dot else ir.VoidType()
+        target = b.inttoptr(self.c64(symbol.address), ir.PointerType(ir.FunctionType(returns, types)))
+        result = b.call(target, values)
+        if is_dot:
+            b.store(result, out.ptr)
         self.keep.append(symbol)
         if bias is not None and out.size:          # linear: `out += bias`, NumPy's add (one IEEE add each)
             add = {"ufunc": "add", "loop_in": [out.dtype]}
