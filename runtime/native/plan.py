@@ -124,7 +124,7 @@ class NativePlanCodegen(PlanCodegen):
         if isinstance(found, str):
             _count(found)
             return super().while_(op, indent)
-        loop = NativeLoop(op, found.args, status)
+        loop = NativeLoop(op, found, status)
         if not _start(regions.region_job(found), loop, status):
             return super().while_(op, indent)
         name = self.bound(f"native_loop_{len(self.native_regions)}", loop)
@@ -226,15 +226,15 @@ class NativeLoop:
     """A plan's call of one native loop: `run(budget, *args)` is None (run the NumPy loop) until the
     kernel is ready, then the outputs and the iterations run, or None where the kernel declines."""
 
-    def __init__(self, op, args, status):
-        self.op, self.args, self.status = op, args, status
+    def __init__(self, op, region, status):
+        self.op, self.region, self.status = op, region, status
         self.run = lambda budget, *args: None
 
     def use(self, kernel):
         if isinstance(kernel, str):
             self.status[1] = kernel
             return
-        self.run = loop_call(kernel, self.op, self.args)
+        self.run = loop_call(kernel, self.op, self.region)
         self.status[1] = "native"
 
 
@@ -243,37 +243,68 @@ def _contiguous(value):
     return value if value.ndim == 0 else np.ascontiguousarray(value)
 
 
-def loop_call(kernel, op, region_args):
-    """The plan's function for one native loop: fresh outputs and scratch, the kernel, None where it declines."""
+def loop_call(kernel, op, region):
+    """The plan's function for one native loop: fresh outputs and scratch (and a buffer for each tensor
+    array the loop appends to, grown and run again when it fills), the kernel, None where it declines."""
     cfunc = kernel.cfunc
-    specs = [(tuple(o.static_shape), np.dtype(o.dtype)) for o in op.outputs]
+    arrays = region.arrays
+    dense = [k for k in range(len(op.outputs)) if k not in arrays]
+    specs = [(tuple(op.outputs[k].static_shape), np.dtype(op.outputs[k].dtype)) for k in dense]
+    items_at = [next(j for j, v in enumerate(region.args) if v is op.inputs[k]) for k in arrays]
+    elements = [((tuple(op.outputs[k].static_shape)), np.dtype(op.outputs[k].dtype)) for k in arrays]
+    capacity = [16] * len(arrays)           # grows to what the loop needed, for the next calls
+    numbers = [k for k, v in enumerate(region.args) if v.kind == "dense" and v.ndim == 0]
     scratch = max(kernel.scratch_bytes, 1)
-    numbers = [k for k, v in enumerate(region_args) if v.ndim == 0]
-    empty, uint8, ndarray, asarray = np.empty, np.uint8, np.ndarray, np.asarray
+    empty, zeros, uint8, int64, ndarray, asarray = np.empty, np.zeros, np.uint8, np.int64, np.ndarray, np.asarray
 
     def run(budget, *args):
-        if numbers:         # a 0-d value may be a NumPy scalar (or a name the loop never bound): the kernel reads arrays
+        if numbers or arrays:
             args = list(args)
+        if numbers:         # a 0-d value may be a NumPy scalar (or a name the loop never bound): the kernel reads arrays
             try:
                 for k in numbers:
                     if type(args[k]) is not ndarray:
                         args[k] = asarray(args[k])
             except Exception:       # noqa: BLE001 - the NumPy loop raises what NumPy raises
                 return None
-        outs = [empty(shape, dtype) for shape, dtype in specs]
-        rc = cfunc(budget, *args, *outs, empty(scratch, uint8))
-        if rc == regions.BAD_ARGUMENT:          # a strided or offset argument: once more with contiguous copies
-            try:
-                args = [_contiguous(a) for a in args]
-            except Exception:       # noqa: BLE001 - not an array: the NumPy loop says what is wrong
-                return None
-            rc = cfunc(budget, *args, *outs, empty(scratch, uint8))
+        lists = [args[at] for at in items_at]
+        if any(type(items) is not list for items in lists):
+            return None
+        counts = zeros(max(len(arrays), 1), int64)
+        while True:
+            stores = []
+            for j, (at, items) in enumerate(zip(items_at, lists)):
+                shape, dtype = elements[j]
+                store = empty((max(capacity[j], 2 * len(items)),) + shape, dtype)
+                try:
+                    store[:len(items)] = items
+                except Exception:       # noqa: BLE001 - items of another shape: the NumPy loop says what is wrong
+                    return None
+                counts[j] = len(items)
+                args[at] = store
+                stores.append(store)
+            outs = [empty(shape, dtype) for shape, dtype in specs]
+            rc = cfunc(budget, *args, *outs, counts, empty(scratch, uint8))
+            if rc == regions.BAD_ARGUMENT:      # a strided or offset argument: once more with contiguous copies
+                try:
+                    args = [_contiguous(a) for a in args]
+                except Exception:       # noqa: BLE001 - not an array: the NumPy loop says what is wrong
+                    return None
+                rc = cfunc(budget, *args, *outs, counts, empty(scratch, uint8))
+            if rc != regions.ARRAY_FULL:
+                break
+            capacity[:] = [2 * len(store) for store in stores]
         if rc < 0:
             kernel.declined += 1
             with _STATS_LOCK:
                 _STATS["declined_calls"] += 1
             return None
-        found = [o if o.ndim else o[()] for o in outs]
+        found = [None] * len(op.outputs)
+        for k, o in zip(dense, outs):
+            found[k] = o if o.ndim else o[()]
+        for j, k in enumerate(arrays):      # the NumPy plan's append grows the list in place
+            lists[j].extend(stores[j][len(lists[j]):counts[j]])
+            found[k] = lists[j]
         found.append(rc)
         return found
     return run

@@ -1,6 +1,6 @@
 """A whole `while` loop (its test, its body, the `cond`s in them) as one native function.
 
-    rc = kernel(budget, arg0, ..., out0, ..., scratch)     # PyObject* ndarrays; rc >= 0: iterations run
+    rc = kernel(budget, arg0, ..., out0, ..., counts, scratch)  # PyObject* ndarrays; rc >= 0: iterations run
 
 `analyse(op)` decides, from the ops' forms (`ops/native_forms.py`, the `native` facet) and their
 static shapes and dtypes, whether the loop can be native, and why not; `RegionJob` compiles it
@@ -20,7 +20,11 @@ static shapes and dtypes, whether the loop can be native, and why not; `RegionJo
 - what the NumPy plan would raise is a negative return code instead, and the caller runs the loop
   on NumPy from its start (nothing outside the function's own buffers was written): -1 an index out
   of range, -2 the iteration budget (`max_iterations`) spent, -3 a NumPy loop failed, -4 an argument
-  not of the type, shape or layout compiled for (the caller retries once with contiguous copies).
+  not of the type, shape or layout compiled for (the caller retries once with contiguous copies), -5 a
+  tensor array's buffer full (the caller runs it again with a larger one);
+- a tensor array the loop carries and only appends to is a buffer (capacity, element shape) the caller
+  passes with its items so far; the count goes back in `counts`, and the caller appends the new items
+  to the list (the NumPy plan's `append` grows the list in place).
 """
 import ctypes
 import math
@@ -36,7 +40,7 @@ from .llvm import ARRAY_LAYOUT, engine, may_be_available
 from .numpy_loops import strided_loop
 from .reductions import reduce_loop
 
-INDEX_ERROR, BUDGET_SPENT, LOOP_FAILED, BAD_ARGUMENT = -1, -2, -3, -4
+INDEX_ERROR, BUDGET_SPENT, LOOP_FAILED, BAD_ARGUMENT, ARRAY_FULL = -1, -2, -3, -4, -5
 ALIGN = 64
 
 _KERNELS = {}
@@ -46,10 +50,12 @@ _names = iter(range(1, 1 << 62))
 
 class Region:
     """What analysis found: the loop op, its arguments (distinct Variables, in order), what each op of
-    its blocks compiles as (`forms[id(op)]`), and a key naming the region's structure."""
+    its blocks compiles as (`forms[id(op)]`), a key naming the region's structure, and which state
+    positions are tensor arrays."""
 
-    def __init__(self, op, args, forms, key):
+    def __init__(self, op, args, forms, key, arrays=()):
         self.op, self.args, self.forms, self.key = op, args, forms, key
+        self.arrays = list(arrays)      # state positions that are tensor arrays (appended to)
 
 
 def analyse(op):
@@ -65,12 +71,19 @@ def analyse(op):
     n = len(op.outputs)
     forms, key = {}, []
     numbers = {}
+    cond_block, body_block = op.sub_blocks()
+    try:
+        arrays = _array_states(op, cond_block, body_block)
+    except _NotNative as e:
+        return str(e)
+    allowed = {id(v) for k in arrays for v in (op.inputs[k], op.outputs[k], cond_block.params[k],
+                                               body_block.params[k], body_block.results[k])}
 
     def number(v):
         if not isinstance(v, Variable):
             return repr(v) if isinstance(v, (bool, int, float)) else None
         if id(v) not in numbers:
-            why = _why_not_value(v)
+            why = _why_not_value(v, id(v) in allowed)
             if why:
                 raise _NotNative(why)
             numbers[id(v)] = (len(numbers), v.dtype.str, tuple(v.static_shape))
@@ -85,7 +98,6 @@ def analyse(op):
             if isinstance(init, Variable) and (init.dtype != out.dtype or init.static_shape != out.static_shape):
                 raise _NotNative(f"loop state {k} starts as {init.dtype}{list(init.static_shape)}, "
                                  f"is {out.dtype}{list(out.static_shape)}")
-        cond_block, body_block = op.sub_blocks()
         for block in (cond_block, body_block):
             for p, out in zip(block.params, op.outputs):
                 number(p)
@@ -107,15 +119,47 @@ def analyse(op):
     except _NotNative as e:
         return str(e)
     key = repr(([numbers[id(v)] for v in args], [number(o) for o in op.outputs], key))
-    return Region(op, args, forms, key)
+    return Region(op, args, forms, key, arrays)
 
 
 class _NotNative(Exception):
     pass
 
 
-def _why_not_value(v):
-    if v.kind != "dense":
+def _array_states(op, cond_block, body_block):
+    """The positions of the loop state that are tensor arrays the body only appends to (once an
+    iteration, its last word on them): their items live in a buffer the caller grows."""
+    positions = [k for k, out in enumerate(op.outputs) if out.kind == "array"]
+    inits = [op.inputs[k] for k in positions]
+    if any(not isinstance(v, Variable) or v.kind != "array" for v in inits) or len({id(v) for v in inits}) < len(inits):
+        raise _NotNative("a tensor array the loop carries does not start as one array of its own")
+    reads = {}
+    _count_readers(cond_block, reads)
+    _count_readers(body_block, reads)
+    for k in positions:
+        param, result = body_block.params[k], body_block.results[k]
+        appended = [o for o in body_block.ops if o.outputs and o.outputs[0] is result]
+        if (not appended or native_form(appended[0]) is None or native_form(appended[0])[:2] != ("append", param)
+                or reads.get(id(param), 0) != 1 or reads.get(id(cond_block.params[k]), 0)
+                or reads.get(id(result), 0) != 1 or any(d < 0 for d in op.outputs[k].static_shape)):
+            raise _NotNative(f"tensor array {op.outputs[k].name} is read in the loop (only appends are native)")
+    return positions
+
+
+def _count_readers(block, reads):
+    for o in block.ops:
+        for v in o.inputs:
+            if isinstance(v, Variable):
+                reads[id(v)] = reads.get(id(v), 0) + 1
+        for sub in o.sub_blocks():
+            _count_readers(sub, reads)
+    for v in block.results:
+        if isinstance(v, Variable):
+            reads[id(v)] = reads.get(id(v), 0) + 1
+
+
+def _why_not_value(v, array_state=False):
+    if v.kind != "dense" and not (v.kind == "array" and array_state):
         return f"{v.name} is a {v.kind}, not a dense array"
     if any(d < 0 for d in v.static_shape):
         return f"{v.name} has a dynamic shape {list(v.static_shape)}"
@@ -186,6 +230,12 @@ def _walk(block, forms, key, number):
                 raise _NotNative(f"op '{op.type}' of {x.dtype}")
             forms[id(op)] = form
             key.append((kind, k, ins, outs))
+        elif kind == "append":
+            _, arr, x = form
+            if x.dtype != arr.dtype or x.static_shape != arr.static_shape:
+                raise _NotNative(f"op '{op.type}' appends {x.dtype}{list(x.static_shape)}")
+            forms[id(op)] = form
+            key.append((kind, ins, outs))
         elif kind == "view":
             if op.outputs[0].dtype != form[1].dtype or math.prod(op.outputs[0].static_shape) != math.prod(
                     form[1].static_shape):
@@ -283,7 +333,7 @@ class RegionKernel:
 
     def __init__(self, address, n_args, n_outs, scratch_bytes, keep):
         self.cfunc = ctypes.PYFUNCTYPE(ctypes.c_int64, ctypes.c_int64,
-                                       *[ctypes.py_object] * (n_args + n_outs + 1))(address)
+                                       *[ctypes.py_object] * (n_args + n_outs + 2))(address)
         self.scratch_bytes, self.keep = scratch_bytes, keep
         self.declined = 0           # calls handed back to the NumPy loop (an error to raise, a budget spent)
 
@@ -393,12 +443,14 @@ class _Emitter:
         ptr = self.b.gep(obj, [self.c64(ARRAY_LAYOUT[key])])
         return self.b.load(self.b.bitcast(ptr, self.ir.PointerType(ty)))
 
-    def argument(self, obj, v):
-        """The data pointer of an ndarray argument, after checking its type, dtype, shape and layout."""
+    def argument(self, obj, v, leading=False):
+        """The data pointer of an ndarray argument, after checking its type, dtype, shape and layout; with
+        `leading`, of an array with one more (first) dim of any size, and that size too."""
         ir, b = self.ir, self.b
         bad = self.fail[BAD_ARGUMENT]
         self.check(b.icmp_unsigned("==", self.field(obj, "ob_type", self.i64), self.c64(id(np.ndarray))), bad)
-        self.check(b.icmp_signed("==", self.field(obj, "nd", self.i32), ir.Constant(self.i32, v.ndim)), bad)
+        rank = v.ndim + int(leading)
+        self.check(b.icmp_signed("==", self.field(obj, "nd", self.i32), ir.Constant(self.i32, rank)), bad)
         descr = self.field(obj, "descr", self.p8)
         type_num = b.load(b.bitcast(b.gep(descr, [self.c64(ARRAY_LAYOUT["type_num"])]), ir.PointerType(self.i32)))
         self.check(b.icmp_signed("==", type_num, ir.Constant(self.i32, np.dtype(v.dtype).num)), bad)
@@ -406,25 +458,31 @@ class _Emitter:
         strides_p = self.field(obj, "strides", ir.PointerType(self.i64))
         step = np.dtype(v.dtype).itemsize
         for d in reversed(range(v.ndim)):
-            size = v.static_shape[d]
-            self.check(b.icmp_signed("==", b.load(b.gep(dims_p, [self.c64(d)])), self.c64(size)), bad)
+            size, at = v.static_shape[d], self.c64(d + int(leading))
+            self.check(b.icmp_signed("==", b.load(b.gep(dims_p, [at])), self.c64(size)), bad)
             if size > 1:
-                self.check(b.icmp_signed("==", b.load(b.gep(strides_p, [self.c64(d)])), self.c64(step)), bad)
+                self.check(b.icmp_signed("==", b.load(b.gep(strides_p, [at])), self.c64(step)), bad)
             step *= size
-        return self.field(obj, "data", self.p8)
+        if not leading:
+            return self.field(obj, "data", self.p8)
+        first = b.load(dims_p)
+        self.check(b.or_(b.icmp_signed("<=", first, self.c64(1)),
+                         b.icmp_signed("==", b.load(strides_p), self.c64(step))), bad)
+        return self.field(obj, "data", self.p8), first
 
     # --- the function
     def build(self):
         ir = self.ir
         region = self.region
         op = region.op
-        n_args, n_outs = len(region.args), len(op.outputs)
-        self.fn = ir.Function(self.module, ir.FunctionType(self.i64, [self.i64] + [self.p8] * (n_args + n_outs + 1)),
+        dense = [k for k in range(len(op.outputs)) if k not in region.arrays]
+        n_args, n_outs = len(region.args), len(dense)
+        self.fn = ir.Function(self.module, ir.FunctionType(self.i64, [self.i64] + [self.p8] * (n_args + n_outs + 2)),
                               self.name)
         self.entry = self.new_block("entry")
         self.b = b = ir.IRBuilder(self.entry)
         self.fail = {}
-        for code in (INDEX_ERROR, BUDGET_SPENT, LOOP_FAILED, BAD_ARGUMENT):
+        for code in (INDEX_ERROR, BUDGET_SPENT, LOOP_FAILED, BAD_ARGUMENT, ARRAY_FULL):
             block = self.new_block(f"fail_{-code}")
             ir.IRBuilder(block).ret(self.c64(code))
             self.fail[code] = block
@@ -434,7 +492,13 @@ class _Emitter:
         budget = self.fn.args[0]
         objs = self.fn.args[1:]
         self.scratch = self.field(objs[-1], "data", self.p8)
+        counts = b.bitcast(self.field(objs[-2], "data", self.p8), ir.PointerType(self.i64))
         for v, obj in zip(region.args, objs):
+            if v.kind == "array":       # its items' buffer: (capacity, *element shape)
+                data, capacity = self.argument(obj, v, leading=True)
+                self.env[id(v)] = _Val(b.bitcast(data, ir.PointerType(self.ltype(v.dtype))), v.dtype, v.static_shape)
+                self.env[id(v)].capacity = capacity
+                continue
             data = self.argument(obj, v)
             val = _Val(b.bitcast(data, ir.PointerType(self.ltype(v.dtype))), v.dtype, v.static_shape)
             if v.ndim == 0:         # a number: into a stack slot, where LLVM keeps it in a register
@@ -442,12 +506,20 @@ class _Emitter:
                 self.copy(slot, val)
                 val = slot
             self.env[id(v)] = val
-        out_ptrs = [b.bitcast(self.field(obj, "data", self.p8), ir.PointerType(self.ltype(o.dtype)))
-                    for obj, o in zip(objs[n_args:n_args + n_outs], op.outputs)]
+        out_ptrs = {k: b.bitcast(self.field(obj, "data", self.p8), ir.PointerType(self.ltype(op.outputs[k].dtype)))
+                    for obj, k in zip(objs[n_args:n_args + n_outs], dense)}
 
-        states = [self.alloc(o.dtype, o.static_shape, state=k) for k, o in enumerate(op.outputs)]
-        for k, state in enumerate(states):
-            self.copy(state, self.value(op.inputs[k], state))
+        states = []
+        for k, o in enumerate(op.outputs):
+            if k in region.arrays:      # items so far: the caller's count
+                items = self.env[id(op.inputs[k])]
+                state = _Val(items.ptr, o.dtype, o.static_shape, state=k)
+                state.capacity, state.count = items.capacity, self.entry_alloca(self.i64)
+                b.store(b.load(b.gep(counts, [self.c64(region.arrays.index(k))])), state.count)
+            else:
+                state = self.alloc(o.dtype, o.static_shape, state=k)
+                self.copy(state, self.value(op.inputs[k], state))
+            states.append(state)
         count = self.entry_alloca(self.i64)
         b.store(self.c64(0), count)
         cond_block, body_block = op.sub_blocks()
@@ -473,8 +545,11 @@ class _Emitter:
         b.branch(head)
 
         b.position_at_end(done)
-        for state, ptr in zip(states, out_ptrs):
-            self.copy(_Val(ptr, state.dtype, state.shape), state)
+        for k, state in enumerate(states):
+            if k in region.arrays:
+                b.store(b.load(state.count), b.gep(counts, [self.c64(region.arrays.index(k))]))
+            else:
+                self.copy(_Val(out_ptrs[k], state.dtype, state.shape), state)
         b.ret(b.load(count))
         address = self.eng.compile(str(self.module), [self.name])[self.name]
         return RegionKernel(address, n_args, n_outs, self.scratch_bytes, self.keep)
@@ -482,6 +557,9 @@ class _Emitter:
     def next_state(self, states, results):
         """Every state position takes its result at once: numbers loaded first, results that are (or
         view) a state buffer copied to staging first."""
+        arrays = self.region.arrays         # appended to in place: nothing to copy
+        states = [s for k, s in enumerate(states) if k not in arrays]
+        results = [r for k, r in enumerate(results) if k not in arrays]
         sources = [self.value(r, s) for r, s in zip(results, states)]
         numbers = [(s, self.b.load(src.ptr)) for s, src in zip(states, sources) if not s.shape]
         staged = []
@@ -817,6 +895,18 @@ class _Emitter:
                 d + 1, b.add(at, b.mul(i, self.c64(steps[d]))), b.add(to, b.mul(i, self.c64(out_strides[d])))))
 
         nest(0, self.c64(0), self.c64(0))
+
+    def emit_append(self, op, form):
+        """arr.append(x): x's elements into the next row of the items' buffer (ARRAY_FULL when none is left)."""
+        _, arr, x = form
+        b = self.b
+        items, value = self.env[id(arr)], self.env[id(x)]
+        count = b.load(items.count)
+        self.check(b.icmp_signed("<", count, items.capacity), self.fail[ARRAY_FULL])
+        row = _Val(b.gep(items.ptr, [b.mul(count, self.c64(items.size))]), items.dtype, items.shape)
+        self.copy(row, value)
+        b.store(b.add(count, self.c64(1)), items.count)
+        self.env[id(op.outputs[0])] = items
 
     def emit_view(self, op, form):
         src = self.env[id(form[1])]

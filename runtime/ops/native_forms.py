@@ -20,6 +20,7 @@ its form with `native_form(op)`; None means the op is not native and the region 
 - `("reduce", ufunc, x)`: `ufunc.reduce` of a whole array to a 0-d value (`sum`, `prod`, `max`, `min` of
   a float array; `all`/`any` as `logical_and`/`logical_or`); `("reduce_rows", ufunc, x)`: over the last axis;
 - `("argmax", x, axis)`: the first index of the largest value (a NaN first) over all, or the last axis;
+- `("append", arr, x)`: `arr.append(x)` on a tensor array a loop carries (its items kept in a buffer);
 - `("view", x)`: x's elements in the same C order under another static shape (reshape, squeeze, expand_dims);
 - `("loop",)`, `("branch",)`: a `while` / `cond` whose sub-blocks are regions themselves.
 
@@ -230,6 +231,14 @@ def _argmax(op):
     if axis is not None and (not isinstance(axis, int) or axis % x.ndim != x.ndim - 1):
         return None
     return ("argmax", x, axis)
+
+
+@facet("array_append", "native")
+def _append(op):
+    arr, x = op.inputs
+    if op.attrs or not (isinstance(arr, Variable) and isinstance(x, Variable)) or arr.kind != "array":
+        return None
+    return ("append", arr, x)
 
 
 def _view(op):

@@ -363,3 +363,51 @@ def test_softmax_topk_on_ties_nans_and_signed_zeros():
         plan, got, want = _run_both(f, rt.tensor(x), rt.tensor(2))
     assert _loops(plan) == ["native"], plan.native_regions
     _assert_same(got, want)
+
+
+@needs_llvm
+def test_the_masked_lstm_appends_to_a_tensor_array_natively():
+    from runtime import nn
+
+    rt.seed(2)
+    lstm = nn.LSTM(6, 5)
+    x = _tensor(30, 3, 6)
+    lengths = rt.tensor(np.array([30, 12, 21], np.int64))
+
+    def run(x, lengths):
+        out, (h, c) = lstm(x, lengths=lengths)
+        return out, h[0]
+
+    plan, got, want = _run_both(run, x, lengths)
+    assert _loops(plan) == ["native"]
+    _assert_same(got, want)
+
+
+@needs_llvm
+def test_a_list_grown_in_a_loop_past_its_buffer_and_a_list_read_in_the_loop():
+    def grow(x, n):
+        outs = [x]
+        i = 0
+        while i < n:
+            x = rt.tanh(x * 1.5 + 0.25)
+            outs.append(x)
+            i += 1
+        return rt.stack(outs), x
+
+    for n in (0, 3, 40):            # 40 appends: the first buffer (16) fills twice
+        plan, got, want = _run_both(grow, _tensor(2, 3), rt.tensor(n))
+        assert _loops(plan) == ["native"]
+        _assert_same(got, want)
+
+    def reads(x, n):
+        outs = [x]
+        i = 0
+        while i < n:
+            x = outs[-1] * 0.5
+            outs.append(x)
+            i += 1
+        return rt.stack(outs)
+
+    plan, got, want = _run_both(reads, _tensor(4), rt.tensor(5))
+    assert _loops(plan)[0].startswith(("tensor array", "op 'array_read'")), plan.native_regions
+    _assert_same(got, want)
