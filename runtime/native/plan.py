@@ -257,6 +257,11 @@ def loop_call(kernel, op, region):
     scratch = max(kernel.scratch_bytes, 1)
     empty, zeros, uint8, int64, ndarray, asarray = np.empty, np.zeros, np.uint8, np.int64, np.ndarray, np.asarray
 
+    def declined():
+        kernel.declined += 1
+        with _STATS_LOCK:
+            _STATS["declined_calls"] += 1
+
     def run(budget, *args):
         if numbers or arrays:
             args = list(args)
@@ -266,10 +271,10 @@ def loop_call(kernel, op, region):
                     if type(args[k]) is not ndarray:
                         args[k] = asarray(args[k])
             except Exception:       # noqa: BLE001 - the NumPy loop raises what NumPy raises
-                return None
+                return declined()
         lists = [args[at] for at in items_at]
         if any(type(items) is not list for items in lists):
-            return None
+            return declined()
         counts = zeros(max(len(arrays), 1), int64)
         while True:
             stores = []
@@ -277,9 +282,10 @@ def loop_call(kernel, op, region):
                 shape, dtype = elements[j]
                 store = empty((max(capacity[j], 2 * len(items)),) + shape, dtype)
                 try:
-                    store[:len(items)] = items
+                    if items:
+                        store[:len(items)] = items
                 except Exception:       # noqa: BLE001 - items of another shape: the NumPy loop says what is wrong
-                    return None
+                    return declined()
                 counts[j] = len(items)
                 args[at] = store
                 stores.append(store)
@@ -289,16 +295,14 @@ def loop_call(kernel, op, region):
                 try:
                     args = [_contiguous(a) for a in args]
                 except Exception:       # noqa: BLE001 - not an array: the NumPy loop says what is wrong
-                    return None
+                    return declined()
                 rc = cfunc(budget, *args, *outs, counts, empty(scratch, uint8))
             if rc != regions.ARRAY_FULL:
                 break
             capacity[:] = [2 * len(store) for store in stores]
         if rc < 0:
-            kernel.declined += 1
-            with _STATS_LOCK:
-                _STATS["declined_calls"] += 1
-            return None
+            kernel.last_code = rc       # why, for a reader of the kernel (tests)
+            return declined()
         found = [None] * len(op.outputs)
         for k, o in zip(dense, outs):
             found[k] = o if o.ndim else o[()]

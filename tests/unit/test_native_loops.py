@@ -27,7 +27,10 @@ def _run_both(fn, *args, max_iterations=None):
     feed = {v.name: a for v, a in zip(program.inputs, args)}
     plan = rt.Executor(native=True, max_iterations=max_iterations).compile(program)
     native.wait()
+    declined = native.stats()["declined_calls"]
     got = [t.numpy() for t in plan.run(feed)]
+    if all(why == "native" for _, why in plan.native_regions):      # and it ran native: no call handed back
+        assert native.stats()["declined_calls"] == declined, "a native loop handed its call back to NumPy"
     want = [t.numpy() for t in rt.Executor(native=False, max_iterations=max_iterations).run(program, feed)]
     return plan, got, want
 
@@ -325,8 +328,12 @@ def test_conformance_sample_in_a_native_loop(name, sample):
         pytest.skip(f"not a loop state: {e}")
     plan = rt.Executor(native=True).compile(program)
     native.wait()
+    declined = native.stats()["declined_calls"]
     with np.errstate(all="ignore"):
         got = [t.numpy() for t in plan.run(feed)]
+    if all(why == "native" for _, why in plan.native_regions):
+        assert native.stats()["declined_calls"] == declined, "a native loop handed its call back to NumPy"
+    with np.errstate(all="ignore"):
         want = [t.numpy() for t in rt.Executor(native=False).run(program, feed)]
     _assert_same(got, want)
     assert all(why == "native" or why for _, why in plan.native_regions)
@@ -349,6 +356,7 @@ def test_softmax_topk_on_ties_nans_and_signed_zeros():
     def f(x, n):
         i = 0
         s = rt.softmax(x, axis=-1)
+        values, index = rt.topk(x * 2.0, 5)
         while i < n:
             values, index = rt.topk(x, 5)
             s = rt.softmax(x, axis=-1) + rt.log_softmax(x, axis=1) * 0.5 + rt.take(s, index % 3, axis=0)[0, 0]
