@@ -103,7 +103,9 @@ def analyse(op):
                 number(p)
                 if p.dtype != out.dtype or p.static_shape != out.static_shape:
                     raise _NotNative("a loop parameter's type differs from the state's")
+        key.append("test:")
         _walk(cond_block, forms, key, number)
+        key.append("body:")
         _walk(body_block, forms, key, number)
         if len(cond_block.results) != 1 or len(body_block.results) != n:
             raise _NotNative("the loop's blocks yield an unexpected number of values")
@@ -211,7 +213,7 @@ def _walk(block, forms, key, number):
             if ids.dtype.kind not in "iu" or op.outputs[0].dtype != table.dtype:
                 raise _NotNative(f"op '{op.type}' of {ids.dtype} ids")
             forms[id(op)] = form
-            key.append((kind, ins, outs))
+            key.append((kind, wrap, ins, outs))
         elif kind == "softmax":
             _, x, log = form
             if op.outputs[0].dtype != x.dtype or x.static_shape[-1] == 0:

@@ -419,3 +419,36 @@ def test_a_list_grown_in_a_loop_past_its_buffer_and_a_list_read_in_the_loop():
     plan, got, want = _run_both(reads, _tensor(4), rt.tensor(5))
     assert _loops(plan)[0].startswith(("tensor array", "op 'array_read'")), plan.native_regions
     _assert_same(got, want)
+
+
+@needs_llvm
+def test_loops_differing_only_in_how_an_index_is_read_compile_apart():
+    from runtime.nn import functional as F
+
+    table = _tensor(6, 3)
+
+    def looked_up(ids, n):
+        out = table[:2] * 0.0
+        i = 0
+        while i < n:
+            out = out + F.embedding(ids, table)
+            i += 1
+        return out
+
+    def taken(ids, n):
+        out = table[:2] * 0.0
+        i = 0
+        while i < n:
+            out = out + rt.take(table, ids, axis=0)
+            i += 1
+        return out
+
+    ids = rt.tensor(np.array([-1, 2], np.int64))
+    program = to_static(looked_up).get_program(ids, rt.tensor(2))
+    plan = rt.Executor(native=True).compile(program)
+    native.wait()
+    with pytest.raises(IndexError):
+        plan.run({program.inputs[0].name: ids, program.inputs[1].name: rt.tensor(2)})
+    plan, got, want = _run_both(taken, ids, rt.tensor(2))      # the same shapes: a kernel of its own, which wraps
+    assert _loops(plan) == ["native"]
+    _assert_same(got, want)
