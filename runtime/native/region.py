@@ -141,7 +141,8 @@ def _array_states(op, cond_block, body_block):
     for k in positions:
         param, result = body_block.params[k], body_block.results[k]
         appended = [o for o in body_block.ops if o.outputs and o.outputs[0] is result]
-        if (not appended or native_form(appended[0]) is None or native_form(appended[0])[:2] != ("append", param)
+        form = native_form(appended[0]) if appended else None
+        if (form is None or form[0] != "append" or form[1] is not param
                 or reads.get(id(param), 0) != 1 or reads.get(id(cond_block.params[k]), 0)
                 or reads.get(id(result), 0) != 1 or any(d < 0 for d in op.outputs[k].static_shape)):
             raise _NotNative(f"tensor array {op.outputs[k].name} is read in the loop (only appends are native)")

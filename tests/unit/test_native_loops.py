@@ -452,3 +452,18 @@ def test_loops_differing_only_in_how_an_index_is_read_compile_apart():
     plan, got, want = _run_both(taken, ids, rt.tensor(2))      # the same shapes: a kernel of its own, which wraps
     assert _loops(plan) == ["native"]
     _assert_same(got, want)
+
+
+@needs_llvm
+def test_a_list_appended_to_twice_an_iteration_stays_on_numpy():
+    def fn(x, n):
+        items = [x]
+        i = 0
+        while i < n:
+            items += [x * 2.0, x + 1.0]
+            i += 1
+        return rt.stack(items)
+
+    plan, got, want = _run_both(fn, _tensor(2), rt.tensor(3))
+    assert _loops(plan)[0].startswith("tensor array")
+    _assert_same(got, want)
