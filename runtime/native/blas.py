@@ -71,10 +71,11 @@ def _find(library, name):
     return None
 
 
-def product_call(dtype, m, k, n, transposed=False):
+def product_call(dtype, m, k, n, transposed=False, verify=True):
     """(symbol, arguments) of NumPy's BLAS call for C-contiguous (m, k) @ (k, n) of dtype (with
     `transposed`, (m, k) @ b.T for a C-contiguous b of shape (n, k): `linear`), the operand slots named
-    'a', 'b', 'out'; or a string saying why the product is not native."""
+    'a', 'b', 'out'; or a string saying why the product is not native. With verify=False the symbol is None
+    and the self-test is left for a later call (what the caller may ask on a plan's first call must be cheap)."""
     dtype = np.dtype(dtype)
     if dtype not in _PREFIX:
         return f"matmul of {dtype} (BLAS takes float32 and float64)"
@@ -95,6 +96,8 @@ def product_call(dtype, m, k, n, transposed=False):
         call = (p + "gemm", [ROW_MAJOR, NO_TRANS, TRANS if transposed else NO_TRANS, m, n, k, 1.0, "a", k, "b",
                              k if transposed else n, 0.0, "out", n])
     key = (dtype.str, m, k, n, transposed)
+    if not verify:          # the caller runs the self-test later (the compiler thread), before the call is used
+        return (None, call[1])
     if key not in _CHECKED:
         _CHECKED[key] = _self_test(dtype, m, k, n, transposed, call)
     why = _CHECKED[key]

@@ -18,15 +18,18 @@ _IDENTITY = {"add": 0.0, "multiply": None, "maximum": None, "minimum": None}
 _CHECKED = {}
 
 
-def reduce_loop(ufunc_name, dtype, n, rows=None):
+def reduce_loop(ufunc_name, dtype, n, rows=None, verify=True):
     """(NumPy's loop, the identity the output starts from, None: the first element) for reducing n
     contiguous values, or why not; with `rows`, for reducing each row of a C-contiguous (rows, n)
-    array over its last axis (the plan's `ufunc.reduce(x, -1)`, or for n <= 4 its binary calls)."""
+    array over its last axis (the plan's `ufunc.reduce(x, -1)`, or for n <= 4 its binary calls). With
+    verify=False, (None, identity) when the reduction may be native, the loop and its self-test left for later."""
     dtype = np.dtype(dtype)
     if ufunc_name not in _IDENTITY or dtype.kind != "f" or dtype not in (np.dtype("float32"), np.dtype("float64")):
         return f"{ufunc_name}.reduce of {dtype} is not native"
     if _IDENTITY[ufunc_name] is None and n == 0 and rows != 0:
         return f"{ufunc_name}.reduce of an empty array raises"
+    if not verify:          # the self-tests run later (the compiler thread), before the loop is used
+        return None, _IDENTITY[ufunc_name]
     loop = strided_loop(getattr(np, ufunc_name), (dtype, dtype, dtype))
     if loop is None:
         return f"no usable NumPy {ufunc_name} loop for {dtype}"

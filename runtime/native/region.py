@@ -53,9 +53,10 @@ class Region:
     its blocks compiles as (`forms[id(op)]`), a key naming the region's structure, and which state
     positions are tensor arrays."""
 
-    def __init__(self, op, args, forms, key, arrays=()):
+    def __init__(self, op, args, forms, key, arrays=(), checks=()):
         self.op, self.args, self.forms, self.key = op, args, forms, key
         self.arrays = list(arrays)      # state positions that are tensor arrays (appended to)
+        self.checks = list(checks)      # the self-tests compiling runs first: ("blas" | "reduce" | "loop", ...)
 
 
 def analyse(op):
@@ -69,7 +70,7 @@ def analyse(op):
         if isinstance(v, Variable) and all(v is not a for a in args):
             args.append(v)
     n = len(op.outputs)
-    forms, key = {}, []
+    forms, key, checks = {}, [], []
     numbers = {}
     cond_block, body_block = op.sub_blocks()
     try:
@@ -104,9 +105,9 @@ def analyse(op):
                 if p.dtype != out.dtype or p.static_shape != out.static_shape:
                     raise _NotNative("a loop parameter's type differs from the state's")
         key.append("test:")
-        _walk(cond_block, forms, key, number)
+        _walk(cond_block, forms, key, number, checks)
         key.append("body:")
-        _walk(body_block, forms, key, number)
+        _walk(body_block, forms, key, number, checks)
         if len(cond_block.results) != 1 or len(body_block.results) != n:
             raise _NotNative("the loop's blocks yield an unexpected number of values")
         test = cond_block.results[0]
@@ -121,7 +122,7 @@ def analyse(op):
     except _NotNative as e:
         return str(e)
     key = repr(([numbers[id(v)] for v in args], [number(o) for o in op.outputs], key))
-    return Region(op, args, forms, key, arrays)
+    return Region(op, args, forms, key, arrays, checks)
 
 
 class _NotNative(Exception):
@@ -171,7 +172,7 @@ def _why_not_value(v, array_state=False):
     return ""
 
 
-def _walk(block, forms, key, number):
+def _walk(block, forms, key, number, checks):
     """Check every op of a block (and of the conds in it); record each op's form and what to compile."""
     for op in block.ops:
         form = native_form(op)
@@ -200,9 +201,11 @@ def _walk(block, forms, key, number):
             if a.ndim != 2 or b.ndim != 2 or not a.dtype == b.dtype == out.dtype:
                 raise _NotNative(f"op '{op.type}' other than 2-D @ 2-D of one dtype (not native yet)")
             (m, k), n = a.static_shape, b.static_shape[0 if transposed else 1]
-            call = product_call(a.dtype, m, k, n, transposed)
+            call = product_call(a.dtype, m, k, n, transposed, verify=False)
             if isinstance(call, str):
                 raise _NotNative(call)
+            call = ("blas", a.dtype.str, m, k, n, transposed)
+            checks.append(call)
             if bias is not None:
                 if bias.dtype != out.dtype:
                     raise _NotNative(f"op '{op.type}' adds a bias of another dtype")
@@ -220,11 +223,14 @@ def _walk(block, forms, key, number):
             if op.outputs[0].dtype != x.dtype or x.static_shape[-1] == 0:
                 raise _NotNative(f"op '{op.type}' of {x.dtype}{list(x.static_shape)}")
             rows, length = math.prod(x.static_shape[:-1]), x.static_shape[-1]
-            loops = [reduce_loop("maximum", x.dtype, length, rows=rows), reduce_loop("add", x.dtype, length, rows=rows),
-                     strided_loop(np.exp, (x.dtype, x.dtype))] + ([strided_loop(np.log, (x.dtype, x.dtype))] if log else [])
-            for loop in loops:
-                if loop is None or isinstance(loop, str):
-                    raise _NotNative(f"op '{op.type}': {loop or 'no usable NumPy loop'}")
+            loops = []
+            for ufunc in ("maximum", "add"):
+                why = reduce_loop(ufunc, x.dtype, length, rows=rows, verify=False)
+                if isinstance(why, str):
+                    raise _NotNative(f"op '{op.type}': {why}")
+                loops.append(("reduce", ufunc, x.dtype.str, length, rows))
+            loops += [("loop", ufunc, x.dtype.str) for ufunc in (("exp", "log") if log else ("exp",))]
+            checks.extend(loops)
             forms[id(op)] = (kind, x, log, loops)
             key.append((kind, log, ins, outs))
         elif kind == "topk":
@@ -277,9 +283,11 @@ def _walk(block, forms, key, number):
             if ufunc in _LOGICAL or out.dtype != x.dtype:
                 raise _NotNative(f"{ufunc}.reduce over an axis to {out.dtype} (not native yet)")
             length = x.static_shape[-1]
-            loop = reduce_loop(ufunc, x.dtype, length, rows=math.prod(x.static_shape[:-1]))
+            loop = reduce_loop(ufunc, x.dtype, length, rows=math.prod(x.static_shape[:-1]), verify=False)
             if isinstance(loop, str):
                 raise _NotNative(loop)
+            loop = ("reduce", ufunc, x.dtype.str, length, math.prod(x.static_shape[:-1]))
+            checks.append(loop)
             forms[id(op)] = (kind, loop, x)
             key.append((kind, ufunc, ins, outs))
         elif kind == "reduce" and form[1] in _LOGICAL:
@@ -293,9 +301,11 @@ def _walk(block, forms, key, number):
             out = op.outputs[0]
             if out.dtype != x.dtype or out.ndim != 0:
                 raise _NotNative(f"{ufunc}.reduce to {out.dtype}{list(out.static_shape)}")
-            loop = reduce_loop(ufunc, x.dtype, math.prod(x.static_shape))
+            loop = reduce_loop(ufunc, x.dtype, math.prod(x.static_shape), verify=False)
             if isinstance(loop, str):
                 raise _NotNative(loop)
+            loop = ("reduce", ufunc, x.dtype.str, math.prod(x.static_shape), None)
+            checks.append(loop)
             forms[id(op)] = (kind, loop, x)
             key.append((kind, ufunc, ins, outs))
         elif kind == "branch":
@@ -306,7 +316,7 @@ def _walk(block, forms, key, number):
             key.append((kind, ins, outs))
             for sub in op.sub_blocks():
                 key.append("{")
-                _walk(sub, forms, key, number)
+                _walk(sub, forms, key, number, checks)
                 if len(sub.results) != len(op.outputs):
                     raise _NotNative("a cond branch yields an unexpected number of values")
                 for r, o in zip(sub.results, op.outputs):
@@ -351,7 +361,8 @@ def region_job(region):
                 kernel = _KERNELS.get(region.key)
                 if kernel is None:
                     try:
-                        kernel = _Emitter(region).build() if engine() is not None else "llvmlite unavailable"
+                        kernel = _self_tests(region) or (
+                            _Emitter(region).build() if engine() is not None else "llvmlite unavailable")
                     except Exception as e:      # noqa: BLE001 - an emitter gap keeps the loop on NumPy
                         kernel = f"compile failed: {type(e).__name__}: {e}"
                     _KERNELS[region.key] = kernel
@@ -359,6 +370,31 @@ def region_job(region):
 
     job.cached = lambda: _KERNELS.get(region.key)
     return job
+
+
+def _self_tests(region):
+    """'' when every BLAS call and NumPy loop the region uses gives NumPy's bits here, else why not; fills
+    the forms' calls and loops (analysis, on a plan's first call, only checked they may be native)."""
+    found = {}
+    for check in region.checks:
+        if check[0] == "blas":
+            _, dtype, m, k, n, transposed = check
+            got = product_call(np.dtype(dtype), m, k, n, transposed)
+        elif check[0] == "reduce":
+            _, ufunc, dtype, length, rows = check
+            got = reduce_loop(ufunc, np.dtype(dtype), length, rows=rows)
+        else:
+            _, ufunc, dtype = check
+            got = strided_loop(getattr(np, ufunc), (np.dtype(dtype),) * 2) or f"no usable NumPy {ufunc} loop for {dtype}"
+        if isinstance(got, str):
+            return got
+        found[check] = got
+    for op_id, form in list(region.forms.items()):      # the checked calls and loops for the emitter
+        if form[0] in ("matmul", "reduce", "reduce_rows"):
+            region.forms[op_id] = (form[0], found[form[1]]) + form[2:]
+        elif form[0] == "softmax":
+            region.forms[op_id] = form[:3] + ([found[c] for c in form[3]],)
+    return ""
 
 
 class _Val:

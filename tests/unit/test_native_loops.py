@@ -467,3 +467,32 @@ def test_a_list_appended_to_twice_an_iteration_stays_on_numpy():
     plan, got, want = _run_both(fn, _tensor(2), rt.tensor(3))
     assert _loops(plan)[0].startswith("tensor array")
     _assert_same(got, want)
+
+
+@needs_llvm
+def test_self_tests_run_in_the_compiler_thread_not_on_the_first_call(monkeypatch):
+    import threading
+    from runtime.native import compiler
+
+    m, k = 1, int(np.random.default_rng().integers(200, 400))       # a product shape no test checked yet
+    w = _tensor(k, 3)
+
+    def f(x, n):
+        i = 0
+        while i < n:
+            x = x * 0.5 + rt.sum(x @ w)
+            i += 1
+        return x
+
+    monkeypatch.setenv(native.ENV, "1")
+    release = threading.Event()
+    compiler.submit(lambda: release.wait(30), lambda _: None)      # holds the compiler thread
+    try:
+        program = to_static(f).get_program(_tensor(m, k), rt.tensor(2))
+        plan = rt.Executor(native=True).compile(program)
+        assert _loops(plan) == ["compiling"]
+        assert ("<f4", m, k, 3, False) not in blas._CHECKED      # the BLAS self-test waits for the compiler
+    finally:
+        release.set()
+    native.wait()
+    assert _loops(plan) == ["native"] and ("<f4", m, k, 3, False) in blas._CHECKED
