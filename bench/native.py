@@ -5,9 +5,12 @@
 Each workload runs three ways: `numpy` (the floor), `dy2static` (to_static, the NumPy plan) and
 `dy2static native` (to_static with DY2STATIC_NATIVE=1 when it traced: its fused chains compiled by
 runtime/native/). The two static variants must give the same bits, checked before timing; the table
-gives median µs per call and the ratio to the floor. The workloads: W3 (the while-loop RNN, whose
-body chain runs native), W5 (GELU over 1M float32) and GELU over 1K float32 (a chain where the
-per-call cost, not memory, dominates).
+gives median µs per call and the ratio to the floor. The workloads: W3 (the while-loop RNN: the
+whole loop one native function), W5 (GELU over 1M float32), GELU over 1K float32 (a chain where the
+per-call cost, not memory, dominates), and the real-model loops of bench/models.py: R1 greedy GRU
+decoding, R2 beam search, R3 NMS, R4 the masked LSTM, and an ACT-style halting loop (a step repeated
+until its halting probabilities add up to 0.99; `native regions` says which loops ran native and why the
+others did not).
 """
 import json
 import os
@@ -23,7 +26,7 @@ from runtime import native  # noqa: E402
 from runtime.native.numpy_loops import same_bits  # noqa: E402
 from transpiler import to_static  # noqa: E402
 
-from . import timing, workloads as W  # noqa: E402
+from . import models as M, timing, workloads as W  # noqa: E402
 
 
 def _static(fn, args, on, fast_math=False):
@@ -45,15 +48,19 @@ def _static(fn, args, on, fast_math=False):
     return static
 
 
+def _leaves(result):
+    return [t.numpy() for t in (result if isinstance(result, (tuple, list)) else [result])]
+
+
 def variants(fn, args, floor, fast_math=False):
     off, on = _static(fn, args, False), _static(fn, args, True)
-    a, b = off(*args).numpy(), on(*args).numpy()
-    if not same_bits(a, b):
-        raise AssertionError(f"{fn.__name__}: the native tier's bits differ from the NumPy plan's")
+    for a, b in zip(_leaves(off(*args)), _leaves(on(*args))):
+        if not same_bits(np.asarray(a), np.asarray(b)):
+            raise AssertionError(f"{fn.__name__}: the native tier's bits differ from the NumPy plan's")
     found = {"numpy": floor, "dy2static": lambda: off(*args), "dy2static native": lambda: on(*args)}
     if fast_math:           # approximations: close, not the same bits
         fast = _static(fn, args, True, fast_math=True)
-        if not np.allclose(fast(*args).numpy(), a, rtol=1e-5, atol=1e-6):
+        if not np.allclose(fast(*args).numpy(), off(*args).numpy(), rtol=1e-5, atol=1e-6):
             raise AssertionError(f"{fn.__name__}: fast_math results are not close to the NumPy plan's")
         found["dy2static fast_math"] = lambda: fast(*args)
     return found
@@ -67,6 +74,79 @@ def workloads():
     found["W5 gelu_1m"] = variants(W.rt_gelu, (rt.tensor(g),), lambda: W.numpy_gelu(g), fast_math=True)
     small = g[:1000].copy()
     found["gelu_1k"] = variants(W.rt_gelu, (rt.tensor(small),), lambda: W.numpy_gelu(small), fast_math=True)
+    found.update(model_loops())
+    return found
+
+
+ACT_HIDDEN, ACT_MAX = 64, 40
+
+
+def act_weights():
+    rng = W._rng()
+    w = (rng.standard_normal((ACT_HIDDEN, ACT_HIDDEN)) / np.sqrt(ACT_HIDDEN)).astype(np.float32)
+    b = (rng.standard_normal(ACT_HIDDEN) * 0.1).astype(np.float32)
+    wh = (rng.standard_normal((ACT_HIDDEN, 1)) * 0.05).astype(np.float32)
+    x = rng.standard_normal((1, ACT_HIDDEN)).astype(np.float32)
+    return x, w, b, wh
+
+
+def numpy_act(x, w, b, wh):
+    """Adaptive computation time: repeat the step, weigh each state by its halting probability."""
+    h, out = x, np.zeros_like(x)
+    halt, n = np.float32(0.0), 0
+    while halt < 0.99 and n < ACT_MAX:
+        h = np.tanh(h @ w + b)
+        p = (1 / (1 + np.exp(-(h @ wh - 3.0)))).sum()
+        out = out + p * h
+        halt = halt + p
+        n += 1
+    return out, n
+
+
+def make_rt_act(w, b, wh):
+    def act(x):
+        h, out = x, rt.zeros_like(x)
+        halt, n = rt.zeros((), dtype="float32"), 0
+        while halt < 0.99 and n < ACT_MAX:
+            h = rt.tanh(h @ w + b)
+            p = rt.sum(1 / (1 + rt.exp(-(h @ wh - 3.0))))
+            out = out + p * h
+            halt = halt + p
+            n += 1
+        return out, n
+    return act
+
+
+def model_loops():
+    """The real-model loops (bench/models.py), each with its NumPy floor."""
+    found = {}
+    h = (W._rng().standard_normal((1, M.HIDDEN)) * 0.5).astype(np.float32)
+    rt.seed(0)
+    decoder = M.Decoder()
+    decoder.out.bias.data[M.EOS] = -1.0         # EOS unlikely: decoding runs close to MAX_LEN steps
+    weights = M._decoder_weights(decoder)
+    found["R1 greedy_decode"] = variants(decoder.forward, (rt.tensor(h),), lambda: M.numpy_decode(h, *weights))
+    rt.seed(1)
+    beam = M.Beam()
+    beam_weights = M._decoder_weights(beam)
+    found["R2 beam_search"] = variants(beam.forward, (rt.tensor(h),), lambda: M.numpy_beam(h, *beam_weights))
+    boxes, scores = M._boxes()
+    found["R3 nms"] = variants(M.rt_nms, (rt.tensor(boxes), rt.tensor(scores)), lambda: M.numpy_nms(boxes, scores))
+    rt.seed(2)
+    lstm = M.nn.LSTM(M.LSTM_IN, M.LSTM_HIDDEN)
+    rng = W._rng()
+    x = rng.standard_normal((M.LSTM_T, M.LSTM_N, M.LSTM_IN)).astype(np.float32)
+    lengths = rng.integers(M.LSTM_T // 2, M.LSTM_T + 1, M.LSTM_N).astype(np.int64)
+    lstm_weights = [M._np(p) for p in (lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0, lstm.bias_hh_l0)]
+
+    def masked(x, lengths):
+        out, (h, c) = lstm(x, lengths=lengths)
+        return out, h[0]
+    found["R4 masked_lstm"] = variants(masked, (rt.tensor(x), rt.tensor(lengths)),
+                                       lambda: M.numpy_lstm(x, lengths, *lstm_weights))
+    ax, aw, ab, awh = act_weights()
+    found["ACT halting loop"] = variants(make_rt_act(*(rt.tensor(a) for a in (aw, ab, awh))), (rt.tensor(ax),),
+                                         lambda: numpy_act(ax, aw, ab, awh))
     return found
 
 

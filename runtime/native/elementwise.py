@@ -586,9 +586,11 @@ def _cast_block(ir, b, fn, operand, want, n, alloca_block):
     return dest, ir.Constant(ir.IntType(64), 1), want
 
 
-def _call_loop(ir, b, loop, addresses, operands, dest, n, fail, fn):
+def _call_loop(ir, b, loop, addresses, operands, dest, n, fail, fn, out_stride=None):
     """NumPy's strided loop over the block: loop(context, data, &n, strides, auxdata), the three
-    addresses read from the table."""
+    addresses read from the table (`addresses`), or, for code never kept on disk (None), the process's
+    own; the result's element stride is 1, or out_stride (0: a binary loop's reduce form, dest also the
+    first operand)."""
     i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
     p8 = ir.PointerType(i8)
     count = len(operands) + 1
@@ -598,11 +600,14 @@ def _call_loop(ir, b, loop, addresses, operands, dest, n, fail, fn):
         strides = b.alloca(ir.ArrayType(i64, count))
         dims = b.alloca(i64)
     zero = ir.Constant(i32, 0)
-    for m, (ptr, es, dtype) in enumerate(list(operands) + [(dest, ir.Constant(i64, 1), loop.dtypes[-1])]):
+    dest_stride = ir.Constant(i64, 1) if out_stride is None else out_stride
+    for m, (ptr, es, dtype) in enumerate(list(operands) + [(dest, dest_stride, loop.dtypes[-1])]):
         b.store(b.bitcast(ptr, p8), b.gep(data, [zero, ir.Constant(i32, m)]))
         b.store(b.mul(es, ir.Constant(i64, np.dtype(dtype).itemsize)), b.gep(strides, [zero, ir.Constant(i32, m)]))
     b.store(n, dims)
     signature = ir.FunctionType(i32, [p8, ir.PointerType(p8), ir.PointerType(i64), ir.PointerType(i64), p8])
+    if addresses is None:
+        addresses = [ir.Constant(i64, a) for a in (loop.loop, loop.context, loop.auxdata)]
     function, context, auxdata = addresses
     target = b.inttoptr(function, ir.PointerType(signature))
     rc = b.call(target, [b.inttoptr(context, p8), b.gep(data, [zero, zero]), dims,

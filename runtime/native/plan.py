@@ -24,7 +24,7 @@ from ..codegen.fast import PlanCodegen
 from ..codegen.plan import compile_plan
 from ..ir import Variable
 from ..ops.fused import FUSED_OP
-from . import compiler, elementwise, tiering
+from . import compiler, elementwise, region as regions, tiering
 
 _STATS = {"native": 0, "numpy": 0, "compiling": 0, "warming": 0, "declined_calls": 0, "reasons": {}}
 _STATS_LOCK = threading.Lock()
@@ -79,8 +79,11 @@ class NativePlanCodegen(PlanCodegen):
         super().__init__(program, backend, max_iterations)
         self.native_regions = []        # [output name, 'native', 'warming', 'compiling' or why NumPy]
         self.fast_math = False          # float32 exp/tanh approximated (fast_math.py); set by compile_native_plan
+        self.in_fallback = 0            # inside a native loop's NumPy code: plain NumPy, nothing compiled
 
     def ufunc_steps(self, op, steps):
+        if self.in_fallback:
+            return super().ufunc_steps(op, steps)
         why = self._why_not(op, steps)
         job = None
         if not why:
@@ -130,6 +133,41 @@ class NativePlanCodegen(PlanCodegen):
         region[1] = "warming"
         _count("warming")
         chain.run = tiering.timed(chain.run, seconds, start, lambda run: setattr(chain, "run", run))
+
+    def while_(self, op, indent):
+        """A loop as one native call, its NumPy loop run where the call returns None (still compiling,
+        or the native code declined: the NumPy loop raises what NumPy raises)."""
+        if self.in_fallback:
+            return super().while_(op, indent)
+        outs = [self.name(o) for o in op.outputs]
+        found = regions.analyse(op) if self.numpy else "not on NumPy"
+        status = [f"while -> {', '.join(outs)}", found if isinstance(found, str) else "compiling"]
+        self.native_regions.append(status)
+        if isinstance(found, str):
+            _count(found)
+            return super().while_(op, indent)
+        loop = NativeLoop(op, found, status)
+        if not _start(regions.region_job(found), loop, status):
+            return super().while_(op, indent)
+        name = self.bound(f"native_loop_{len(self.native_regions)}", loop)
+        args = ", ".join(self.value(v) for v in found.args)
+        budget = "-1"
+        if self.max_iterations is not None:     # the call's loops share one budget (PlanCodegen.while_)
+            if self.iterations is None:
+                self.iterations = self.temp("iterations")
+            budget = f"{self.max_iterations} - {self.iterations}"
+        result, ran = self.temp("native_result"), self.temp("native_iterations")
+        self.emit(indent, f"{result} = {name}.run({budget}, {args})", op)
+        self.emit(indent, f"if {result} is None:", op)
+        self.in_fallback += 1
+        try:
+            super().while_(op, indent + 1)
+        finally:
+            self.in_fallback -= 1
+        self.emit(indent, "else:")
+        self.emit(indent + 1, f"{', '.join(outs)}, {ran} = {result}", op)
+        if self.max_iterations is not None:
+            self.emit(indent + 1, f"{self.iterations} += {ran}")
 
     def _why_not(self, op, steps):
         if not self.numpy:
@@ -188,6 +226,113 @@ def chain_call(kernel, op, steps, donated):
             if cfunc(out, *arrays):
                 return on_numpy(arrays)
             return out
+    return run
+
+
+def _start(job, user, status):
+    """Compile a region now (cached, or DY2STATIC_NATIVE=sync) or queue it; False when it cannot be native."""
+    kernel = job.cached()
+    if kernel is None and not compiler.in_background():
+        kernel = job()
+    if kernel is not None:
+        user.use(kernel)
+        _count("" if status[1] == "native" else status[1])
+    else:
+        _count("compiling")
+        compiler.submit(job, lambda kernel: (user.use(kernel),
+                                             _count("" if status[1] == "native" else status[1], pending=1)))
+    return status[1] in ("native", "compiling")
+
+
+class NativeLoop:
+    """A plan's call of one native loop: `run(budget, *args)` is None (run the NumPy loop) until the
+    kernel is ready, then the outputs and the iterations run, or None where the kernel declines."""
+
+    def __init__(self, op, region, status):
+        self.op, self.region, self.status = op, region, status
+        self.run = lambda budget, *args: None
+
+    def use(self, kernel):
+        if isinstance(kernel, str):
+            self.status[1] = kernel
+            return
+        self.run = loop_call(kernel, self.op, self.region)
+        self.status[1] = "native"
+
+
+def _contiguous(value):
+    value = np.asarray(value)
+    return value if value.ndim == 0 else np.ascontiguousarray(value)
+
+
+def loop_call(kernel, op, region):
+    """The plan's function for one native loop: fresh outputs and scratch (and a buffer for each tensor
+    array the loop appends to, grown and run again when it fills), the kernel, None where it declines."""
+    cfunc = kernel.cfunc
+    arrays = region.arrays
+    dense = [k for k in range(len(op.outputs)) if k not in arrays]
+    specs = [(tuple(op.outputs[k].static_shape), np.dtype(op.outputs[k].dtype)) for k in dense]
+    items_at = [next(j for j, v in enumerate(region.args) if v is op.inputs[k]) for k in arrays]
+    elements = [((tuple(op.outputs[k].static_shape)), np.dtype(op.outputs[k].dtype)) for k in arrays]
+    capacity = [16] * len(arrays)           # grows to what the loop needed, for the next calls
+    numbers = [k for k, v in enumerate(region.args) if v.kind == "dense" and v.ndim == 0]
+    scratch = max(kernel.scratch_bytes, 1)
+    empty, zeros, uint8, int64, ndarray, asarray = np.empty, np.zeros, np.uint8, np.int64, np.ndarray, np.asarray
+
+    def declined():
+        kernel.declined += 1
+        with _STATS_LOCK:
+            _STATS["declined_calls"] += 1
+
+    def run(budget, *args):
+        if numbers or arrays:
+            args = list(args)
+        if numbers:         # a 0-d value may be a NumPy scalar (or a name the loop never bound): the kernel reads arrays
+            try:
+                for k in numbers:
+                    if type(args[k]) is not ndarray:
+                        args[k] = asarray(args[k])
+            except Exception:       # noqa: BLE001 - the NumPy loop raises what NumPy raises
+                return declined()
+        lists = [args[at] for at in items_at]
+        if any(type(items) is not list for items in lists):
+            return declined()
+        counts = zeros(max(len(arrays), 1), int64)
+        while True:
+            stores = []
+            for j, (at, items) in enumerate(zip(items_at, lists)):
+                shape, dtype = elements[j]
+                store = empty((max(capacity[j], 2 * len(items)),) + shape, dtype)
+                try:
+                    if items:
+                        store[:len(items)] = items
+                except Exception:       # noqa: BLE001 - items of another shape: the NumPy loop says what is wrong
+                    return declined()
+                counts[j] = len(items)
+                args[at] = store
+                stores.append(store)
+            outs = [empty(shape, dtype) for shape, dtype in specs]
+            rc = cfunc(budget, *args, *outs, counts, empty(scratch, uint8))
+            if rc == regions.BAD_ARGUMENT:      # a strided or offset argument: once more with contiguous copies
+                try:
+                    args = [_contiguous(a) for a in args]
+                except Exception:       # noqa: BLE001 - not an array: the NumPy loop says what is wrong
+                    return declined()
+                rc = cfunc(budget, *args, *outs, counts, empty(scratch, uint8))
+            if rc != regions.ARRAY_FULL:
+                break
+            capacity[:] = [2 * len(store) for store in stores]
+        if rc < 0:
+            kernel.last_code = rc       # why, for a reader of the kernel (tests)
+            return declined()
+        found = [None] * len(op.outputs)
+        for k, o in zip(dense, outs):
+            found[k] = o if o.ndim else o[()]
+        for j, k in enumerate(arrays):      # the NumPy plan's append grows the list in place
+            lists[j].extend(stores[j][len(lists[j]):counts[j]])
+            found[k] = lists[j]
+        found.append(rc)
+        return found
     return run
 
 

@@ -16,6 +16,7 @@ from . import scan as _scan_op  # noqa: F401  (registers the scan region op; rt.
 from . import nn_ops  # noqa: F401  (registers the ops behind runtime.nn.functional)
 from . import activations, decompositions, numpy_functions, rearrange, selection, sorting, spectral
 from . import onnx_lowerings  # noqa: F401  (attaches each op's `onnx` facet)
+from . import native_forms  # noqa: F401  (attaches the `native` facets the native tier's regions read)
 from .creation import arange, eye, full, full_like, linspace, ones, ones_like, zeros, zeros_like
 from .elementwise import astype, clip, where
 from .reduction import argmax, argmin, cumsum

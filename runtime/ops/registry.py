@@ -30,6 +30,7 @@ class OpDef:
     vjp: Optional[Callable] = None   # gradient rule: vjp(cotangents, inputs, outputs, **attrs) -> input cotangents
     differentiable: bool = True      # False: no gradient flows through (comparisons, argmax, integer ops)
     onnx: Optional[Callable] = None  # ONNX lowering, see transpiler's ONNX exporter
+    native: Optional[Callable] = None  # native(op) -> the form the native tier's region emitter compiles, or None
     template: Optional[str] = None   # inline form for generated code, e.g. "xp.tanh({0})"; else a kernel call
     example: Optional[Callable] = field(default=None, repr=False)  # makes sample inputs for conformance tests
     # --- what the passes and the plan's code generator ask -------------------------------------
@@ -85,11 +86,11 @@ def defop(name=None, *, infer, **options):
     return wrap
 
 
-FACETS = ("vjp", "onnx")
+FACETS = ("vjp", "onnx", "native")
 
 
 def facet(op_name, kind):
-    """Decorator: attach a facet (`"vjp"`, `"onnx"`) to a registered op, once."""
+    """Decorator: attach a facet (`"vjp"`, `"onnx"`, `"native"`) to a registered op, once."""
     if kind not in FACETS:
         raise ValueError(f"unknown op facet {kind!r}; facets are {FACETS}")
 

@@ -1,0 +1,131 @@
+"""The CBLAS NumPy links, for native code to call with the arguments NumPy's matmul passes.
+
+NumPy's wheels bundle scipy-openblas (symbols `scipy_cblas_sgemv64_`, ... with 64-bit ints; other
+builds link `cblas_sgemv`): the symbols are looked up through NumPy's own extension module, so the
+library found is the one NumPy calls. `product_call(dtype, m, k, n)` says which call NumPy's matmul
+makes for C-contiguous operands (m, k) @ (k, n) — dot for one number, gemv for one row or one column,
+gemm otherwise, and no BLAS at all where k == 1 — and returns it only when calling it gives
+np.matmul's bits on that shape (checked once per shape, on special and random values); else the
+product stays on NumPy.
+"""
+import ctypes
+import threading
+
+import numpy as np
+from numpy._core import _multiarray_umath
+
+from .numpy_loops import probe_values, same_bits
+
+ROW_MAJOR, COL_MAJOR, NO_TRANS, TRANS = 101, 102, 111, 112
+_PREFIX = {np.dtype("float32"): "s", np.dtype("float64"): "d"}
+_NAMES = ("scipy_cblas_{}64_", "cblas_{}64_", "scipy_cblas_{}", "cblas_{}")
+
+_STATE = {}
+_LOCK = threading.Lock()
+_CHECKED = {}
+
+
+class Symbol:
+    """One CBLAS function: its address, the integer type of its sizes, and a ctypes way to call it."""
+
+    def __init__(self, address, int_type, ctype):
+        self.address, self.int_type = address, int_type
+        self.call = ctype(address)
+
+
+def symbol(name):
+    """The CBLAS function `name` ('sgemv', 'dgemm', ...) NumPy calls, or None."""
+    with _LOCK:
+        if "library" not in _STATE:
+            try:
+                _STATE["library"] = ctypes.CDLL(_multiarray_umath.__file__)
+            except OSError:
+                _STATE["library"] = None
+        if name not in _STATE:
+            _STATE[name] = _find(_STATE["library"], name)
+        return _STATE[name]
+
+
+def _find(library, name):
+    if library is None:
+        return None
+    for pattern in _NAMES:
+        full = pattern.format(name)
+        try:
+            fn = getattr(library, full)
+        except AttributeError:
+            continue
+        int_type = ctypes.c_int64 if full.endswith("64_") else ctypes.c_int32
+        real = ctypes.c_float if name[0] == "s" else ctypes.c_double
+        p = ctypes.c_void_p
+        if name.endswith("dot"):
+            args = [int_type, p, int_type, p, int_type]
+            return Symbol(ctypes.cast(fn, ctypes.c_void_p).value, int_type, ctypes.CFUNCTYPE(real, *args))
+        if name.endswith("gemv"):
+            args = [ctypes.c_int, ctypes.c_int, int_type, int_type, real, p, int_type, p, int_type, real, p, int_type]
+        else:
+            args = [ctypes.c_int, ctypes.c_int, ctypes.c_int, int_type, int_type, int_type, real, p, int_type, p,
+                    int_type, real, p, int_type]
+        ctype = ctypes.CFUNCTYPE(None, *args)
+        return Symbol(ctypes.cast(fn, ctypes.c_void_p).value, int_type, ctype)
+    return None
+
+
+def product_call(dtype, m, k, n, transposed=False, verify=True):
+    """(symbol, arguments) of NumPy's BLAS call for C-contiguous (m, k) @ (k, n) of dtype (with
+    `transposed`, (m, k) @ b.T for a C-contiguous b of shape (n, k): `linear`), the operand slots named
+    'a', 'b', 'out'; or a string saying why the product is not native. With verify=False the symbol is None
+    and the self-test is left for a later call (what the caller may ask on a plan's first call must be cheap)."""
+    dtype = np.dtype(dtype)
+    if dtype not in _PREFIX:
+        return f"matmul of {dtype} (BLAS takes float32 and float64)"
+    if min(m, k, n) < 1 or k == 1:
+        return f"matmul of shape ({m}, {k}) @ ({k}, {n}) takes no BLAS call in NumPy"
+    if max(m, k, n) > (1 << 30):
+        return "matmul too big for one BLAS call"
+    p = _PREFIX[dtype]
+    if m == 1 and n == 1:               # row @ column: NumPy's dot of the k numbers, one sdot/ddot call
+        call = (p + "dot", [k, "a", 1, "b", 1])
+    elif m == 1 and not transposed:     # vector @ matrix: gemv on the matrix, row-major, transposed
+        call = (p + "gemv", [ROW_MAJOR, TRANS, k, n, 1.0, "b", n, "a", 1, 0.0, "out", 1])
+    elif m == 1:                        # vector @ b.T: b read column-major is b.T, transposed
+        call = (p + "gemv", [COL_MAJOR, TRANS, k, n, 1.0, "b", k, "a", 1, 0.0, "out", 1])
+    elif n == 1:        # matrix @ vector (a column, or b.T of one row: the same k numbers)
+        call = (p + "gemv", [COL_MAJOR, TRANS, k, m, 1.0, "a", k, "b", 1, 0.0, "out", 1])
+    else:
+        call = (p + "gemm", [ROW_MAJOR, NO_TRANS, TRANS if transposed else NO_TRANS, m, n, k, 1.0, "a", k, "b",
+                             k if transposed else n, 0.0, "out", n])
+    key = (dtype.str, m, k, n, transposed)
+    if not verify:          # the caller runs the self-test later (the compiler thread), before the call is used
+        return (None, call[1])
+    if key not in _CHECKED:
+        _CHECKED[key] = _self_test(dtype, m, k, n, transposed, call)
+    why = _CHECKED[key]
+    return why if why else (symbol(call[0]), call[1])
+
+
+def _self_test(dtype, m, k, n, transposed, call):
+    """'' when the call gives np.matmul's bits on that shape (and ndarray.dot's, which the plan calls
+    for contiguous operands), else why not."""
+    fn = symbol(call[0])
+    if fn is None:
+        return "the BLAS NumPy links was not found"
+    rng = np.random.default_rng(7)
+    for trial in range(3):
+        if trial == 0:
+            a = probe_values(dtype, m * k).reshape(m, k)
+            b = np.roll(probe_values(dtype, k * n), 5).reshape((n, k) if transposed else (k, n))
+        else:
+            a = (rng.standard_normal((m, k)) * 10 ** trial).astype(dtype)
+            b = rng.standard_normal((n, k) if transposed else (k, n)).astype(dtype)
+        with np.errstate(all="ignore"):
+            want = np.matmul(a, b.T if transposed else b)
+            dot = want if transposed else a.dot(b)
+            got = np.empty((m, n), dtype)
+            slots = {"a": a.ctypes.data, "b": b.ctypes.data, "out": got.ctypes.data}
+            value = fn.call(*[slots.get(x, x) if isinstance(x, str) else x for x in call[1]])
+            if call[0].endswith("dot"):     # NumPy sums the chunks' dots in a double, stored as the dtype
+                got[0, 0] = value
+        if not (same_bits(got, want) and same_bits(got, dot)):
+            return f"self-test: {call[0]} differs from NumPy's matmul on ({m}, {k}) @ ({k}, {n})"
+    return ""

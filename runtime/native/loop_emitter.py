@@ -1,0 +1,794 @@
+"""A region `analyse` accepted (`region.py`) as one LLVM function.
+
+    rc = kernel(budget, arg0, ..., out0, ..., counts, scratch)  # PyObject* ndarrays; rc >= 0: iterations run
+
+`LoopEmitter(region).build()` writes the function and compiles it to a `RegionKernel`. In the function:
+
+- every value has a static shape and one contiguous buffer: the loop state, each op's result and
+  each chain step's value in the caller's `scratch` array (offsets fixed at compile time), 0-d
+  values in stack slots (registers, after LLVM's mem2reg); arguments are read in place, never written;
+- the state starts as a copy of the loop's inputs and is copied to fresh outputs at the end, so
+  no array the caller holds is written and none the caller gets back is shared;
+- the test is inline; per iteration the body's results are copied into the state (a result that
+  is, or views, a state buffer first into a staging buffer: all positions change at once);
+- ufunc chains are `elementwise`'s steps (inline IEEE operations or NumPy's strided loops) over the
+  whole value, as the NumPy plan calls them; matmul is the BLAS call NumPy makes (`blas.py`); a whole
+  float sum, max or min is NumPy's loop in reduce form (`reductions.py`); `x[i, a:b]` is a view where
+  NumPy's is contiguous, else a copy; argmax, all/any, where, split, embedding rows are inline;
+- what the NumPy plan would raise is a negative return code instead, and the caller runs the loop
+  on NumPy from its start (nothing outside the function's own buffers was written): -1 an index out
+  of range, -2 the iteration budget (`max_iterations`) spent, -3 a NumPy loop failed, -4 an argument
+  not of the type, shape or layout compiled for (the caller retries once with contiguous copies), -5 a
+  tensor array's buffer full (the caller runs it again with a larger one);
+- a tensor array the loop carries and only appends to is a buffer (capacity, element shape) the caller
+  passes with its items so far; the count goes back in `counts`, and the caller appends the new items
+  to the list (the NumPy plan's `append` grows the list in place).
+"""
+import ctypes
+import math
+
+import numpy as np
+
+from ..ir import Variable
+from . import elementwise as ew
+from .llvm import ARRAY_LAYOUT, engine
+
+INDEX_ERROR, BUDGET_SPENT, LOOP_FAILED, BAD_ARGUMENT, ARRAY_FULL = -1, -2, -3, -4, -5
+ALIGN = 64
+
+_names = iter(range(1, 1 << 62))
+
+
+class RegionKernel:
+    """A compiled region: `cfunc(budget, *args, *outs, scratch)`; keeps what its code points into."""
+
+    def __init__(self, address, n_args, n_outs, scratch_bytes, keep):
+        self.cfunc = ctypes.PYFUNCTYPE(ctypes.c_int64, ctypes.c_int64,
+                                       *[ctypes.py_object] * (n_args + n_outs + 2))(address)
+        self.scratch_bytes, self.keep = scratch_bytes, keep
+        self.declined = 0           # calls handed back to the NumPy loop (an error to raise, a budget spent)
+
+
+class _Val:
+    """A value in the function: a typed pointer to its elements, its dtype and shape, and the loop
+    state it is (or views), if any."""
+
+    def __init__(self, ptr, dtype, shape, state=None):
+        self.ptr, self.dtype, self.shape, self.state = ptr, np.dtype(dtype), tuple(shape), state
+        self.size = math.prod(self.shape)
+
+
+class LoopEmitter:
+    """Writes one region's LLVM function: values, forms, the loop; `build()` compiles it."""
+
+    def __init__(self, region):
+        import llvmlite.ir as ir
+        self.ir, self.region = ir, region
+        self.eng = engine()
+        self.i1, self.i8, self.i32, self.i64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+        self.p8 = ir.PointerType(self.i8)
+        self.name = f"region_{next(_names)}"
+        self.module = ir.Module(name=self.name)
+        self.module.triple = self.eng.target_machine.triple
+        self.scratch_bytes = 0
+        self.keep = []
+        self.env = {}
+        self.constants = 0
+
+    # --- small helpers
+    def c64(self, v):
+        return self.ir.Constant(self.i64, int(v))
+
+    def ltype(self, dtype):
+        return ew._ltype(self.ir, dtype)
+
+    def new_block(self, name):
+        return self.fn.append_basic_block(name)
+
+    def entry_alloca(self, ty):
+        b = self.b
+        with b.goto_block(self.entry):
+            b.position_at_start(self.entry)
+            slot = b.alloca(ty)
+        return slot
+
+    def alloc(self, dtype, shape, state=None):
+        """A fresh value's storage: a stack slot (0-d) or a scratch buffer."""
+        dtype = np.dtype(dtype)
+        ty = self.ltype(dtype)
+        if len(shape) == 0:
+            return _Val(self.entry_alloca(ty), dtype, shape, state)
+        nbytes = math.prod(shape) * dtype.itemsize
+        offset = self.scratch_bytes
+        self.scratch_bytes += (nbytes + ALIGN - 1) // ALIGN * ALIGN
+        ptr = self.b.bitcast(self.b.gep(self.scratch, [self.c64(offset)]), self.ir.PointerType(ty))
+        return _Val(ptr, dtype, shape, state)
+
+    def constant(self, value, dtype):
+        """A 0-d value holding a number as NumPy converts it to dtype."""
+        dtype = np.dtype(dtype)
+        val = self.alloc(dtype, ())
+        number = np.asarray(value).astype(dtype).item()
+        self.b.store(self.ir.Constant(self.ltype(dtype), int(number) if dtype.kind in "biu" else number), val.ptr)
+        return val
+
+    def value(self, x, like):
+        if isinstance(x, Variable):
+            return self.env[id(x)]
+        return self.constant(x, like.dtype)
+
+    def copy(self, dst, src):
+        if dst.size == 0:
+            return
+        if not dst.shape:
+            self.b.store(self.b.load(src.ptr), dst.ptr)
+            return
+        memcpy = self.module.declare_intrinsic("llvm.memcpy", [self.p8, self.p8, self.i64])
+        self.b.call(memcpy, [self.b.bitcast(dst.ptr, self.p8), self.b.bitcast(src.ptr, self.p8),
+                             self.c64(dst.size * dst.dtype.itemsize), self.ir.Constant(self.i1, 0)])
+
+    def check(self, cond, bad):
+        ok = self.new_block("ok")
+        self.b.cbranch(cond, ok, bad)
+        self.b.position_at_end(ok)
+
+    def field(self, obj, key, ty):
+        ptr = self.b.gep(obj, [self.c64(ARRAY_LAYOUT[key])])
+        return self.b.load(self.b.bitcast(ptr, self.ir.PointerType(ty)))
+
+    def argument(self, obj, v, leading=False):
+        """The data pointer of an ndarray argument, after checking its type, dtype, shape and layout; with
+        `leading`, of an array with one more (first) dim of any size, and that size too."""
+        ir, b = self.ir, self.b
+        bad = self.fail[BAD_ARGUMENT]
+        self.check(b.icmp_unsigned("==", self.field(obj, "ob_type", self.i64), self.c64(id(np.ndarray))), bad)
+        rank = v.ndim + int(leading)
+        self.check(b.icmp_signed("==", self.field(obj, "nd", self.i32), ir.Constant(self.i32, rank)), bad)
+        descr = self.field(obj, "descr", self.p8)
+        type_num = b.load(b.bitcast(b.gep(descr, [self.c64(ARRAY_LAYOUT["type_num"])]), ir.PointerType(self.i32)))
+        self.check(b.icmp_signed("==", type_num, ir.Constant(self.i32, np.dtype(v.dtype).num)), bad)
+        dims_p = self.field(obj, "dimensions", ir.PointerType(self.i64))
+        strides_p = self.field(obj, "strides", ir.PointerType(self.i64))
+        step = np.dtype(v.dtype).itemsize
+        for d in reversed(range(v.ndim)):
+            size, at = v.static_shape[d], self.c64(d + int(leading))
+            self.check(b.icmp_signed("==", b.load(b.gep(dims_p, [at])), self.c64(size)), bad)
+            if size > 1:
+                self.check(b.icmp_signed("==", b.load(b.gep(strides_p, [at])), self.c64(step)), bad)
+            step *= size
+        if not leading:
+            return self.field(obj, "data", self.p8)
+        first = b.load(dims_p)
+        self.check(b.or_(b.icmp_signed("<=", first, self.c64(1)),
+                         b.icmp_signed("==", b.load(strides_p), self.c64(step))), bad)
+        return self.field(obj, "data", self.p8), first
+
+    # --- the function
+    def build(self):
+        ir = self.ir
+        region = self.region
+        op = region.op
+        dense = [k for k in range(len(op.outputs)) if k not in region.arrays]
+        n_args, n_outs = len(region.args), len(dense)
+        self.fn = ir.Function(self.module, ir.FunctionType(self.i64, [self.i64] + [self.p8] * (n_args + n_outs + 2)),
+                              self.name)
+        self.entry = self.new_block("entry")
+        self.b = b = ir.IRBuilder(self.entry)
+        self.fail = {}
+        for code in (INDEX_ERROR, BUDGET_SPENT, LOOP_FAILED, BAD_ARGUMENT, ARRAY_FULL):
+            block = self.new_block(f"fail_{-code}")
+            ir.IRBuilder(block).ret(self.c64(code))
+            self.fail[code] = block
+        start = self.new_block("start")
+        b.branch(start)
+        b.position_at_end(start)
+        budget = self.fn.args[0]
+        objs = self.fn.args[1:]
+        self.scratch = self.field(objs[-1], "data", self.p8)
+        counts = b.bitcast(self.field(objs[-2], "data", self.p8), ir.PointerType(self.i64))
+        for v, obj in zip(region.args, objs):
+            if v.kind == "array":       # its items' buffer: (capacity, *element shape)
+                data, capacity = self.argument(obj, v, leading=True)
+                self.env[id(v)] = _Val(b.bitcast(data, ir.PointerType(self.ltype(v.dtype))), v.dtype, v.static_shape)
+                self.env[id(v)].capacity = capacity
+                continue
+            data = self.argument(obj, v)
+            val = _Val(b.bitcast(data, ir.PointerType(self.ltype(v.dtype))), v.dtype, v.static_shape)
+            if v.ndim == 0:         # a number: into a stack slot, where LLVM keeps it in a register
+                slot = self.alloc(v.dtype, ())
+                self.copy(slot, val)
+                val = slot
+            self.env[id(v)] = val
+        out_ptrs = {k: b.bitcast(self.field(obj, "data", self.p8), ir.PointerType(self.ltype(op.outputs[k].dtype)))
+                    for obj, k in zip(objs[n_args:n_args + n_outs], dense)}
+
+        states = []
+        for k, o in enumerate(op.outputs):
+            if k in region.arrays:      # items so far: the caller's count
+                items = self.env[id(op.inputs[k])]
+                state = _Val(items.ptr, o.dtype, o.static_shape, state=k)
+                state.capacity, state.count = items.capacity, self.entry_alloca(self.i64)
+                b.store(b.load(b.gep(counts, [self.c64(region.arrays.index(k))])), state.count)
+            else:
+                state = self.alloc(o.dtype, o.static_shape, state=k)
+                self.copy(state, self.value(op.inputs[k], state))
+            states.append(state)
+        count = self.entry_alloca(self.i64)
+        b.store(self.c64(0), count)
+        cond_block, body_block = op.sub_blocks()
+        head, body, done = self.new_block("test"), self.new_block("body"), self.new_block("done")
+        b.branch(head)
+
+        b.position_at_end(head)
+        for p, state in zip(cond_block.params, states):
+            self.env[id(p)] = state
+        self.emit_block(cond_block)
+        test = self.value(cond_block.results[0], _Val(None, np.bool_, ()))
+        b.cbranch(b.icmp_unsigned("!=", b.load(test.ptr), ir.Constant(self.i8, 0)), body, done)
+
+        b.position_at_end(body)
+        ran = b.load(count)
+        spent = b.and_(b.icmp_signed(">=", budget, self.c64(0)), b.icmp_signed(">=", ran, budget))
+        self.check(b.not_(spent), self.fail[BUDGET_SPENT])
+        b.store(b.add(ran, self.c64(1)), count)
+        for p, state in zip(body_block.params, states):
+            self.env[id(p)] = state
+        self.emit_block(body_block)
+        self.next_state(states, body_block.results)
+        b.branch(head)
+
+        b.position_at_end(done)
+        for k, state in enumerate(states):
+            if k in region.arrays:
+                b.store(b.load(state.count), b.gep(counts, [self.c64(region.arrays.index(k))]))
+            else:
+                self.copy(_Val(out_ptrs[k], state.dtype, state.shape), state)
+        b.ret(b.load(count))
+        address = self.eng.compile(str(self.module), [self.name])[self.name]
+        return RegionKernel(address, n_args, n_outs, self.scratch_bytes, self.keep)
+
+    def next_state(self, states, results):
+        """Every state position takes its result at once: numbers loaded first, results that are (or
+        view) a state buffer copied to staging first."""
+        arrays = self.region.arrays         # appended to in place: nothing to copy
+        states = [s for k, s in enumerate(states) if k not in arrays]
+        results = [r for k, r in enumerate(results) if k not in arrays]
+        sources = [self.value(r, s) for r, s in zip(results, states)]
+        numbers = [(s, self.b.load(src.ptr)) for s, src in zip(states, sources) if not s.shape]
+        staged = []
+        for s, src in zip(states, sources):
+            if s.shape and src.state is not None and src.ptr is not s.ptr:
+                stage = self.alloc(s.dtype, s.shape)
+                self.copy(stage, src)
+                src = stage
+            staged.append(src)
+        for s, src in zip(states, staged):
+            if s.shape and src.ptr is not s.ptr:
+                self.copy(s, src)
+        for s, number in numbers:
+            self.b.store(number, s.ptr)
+
+    def emit_block(self, block):
+        for op in block.ops:
+            form = self.region.forms[id(op)]
+            getattr(self, "emit_" + form[0])(op, form)
+
+    # --- the forms
+    def emit_chain(self, op, form):
+        _, plan, inputs = form
+        out_var = op.outputs[0]
+        out = self.alloc(out_var.dtype, out_var.static_shape)
+        self.env[id(out_var)] = out
+        n = out.size
+        if n == 0:
+            return
+        ir, b = self.ir, self.b
+        values, sources = [], []
+        for v in inputs:            # each input once: read in place, one value, or broadcast into a buffer
+            val = self.env[id(v)]
+            sources.append(self.operand(val, out.shape))
+        for j, st in enumerate(plan["steps"]):
+            last = j == len(plan["steps"]) - 1
+            dest = out if last else self.alloc(st["dtype"], out.shape)
+            operands = []
+            for where, k, dtype in st["args"]:
+                if where == "in":
+                    operands.append(sources[k])
+                elif where == "step":
+                    operands.append((values[k].ptr, self.c64(1), values[k].dtype))
+                else:
+                    ty = self.ltype(dtype)
+                    self.constants += 1
+                    const = ir.GlobalVariable(self.module, ty, f"num_{self.constants}")
+                    const.global_constant = True
+                    const.initializer = ir.Constant(ty, k.item() if np.dtype(dtype).kind != "b" else int(k.item()))
+                    operands.append((const, self.c64(0), np.dtype(dtype)))
+            count = self.c64(n)
+            if st["inline"]:
+                ew._inline_loop(ir, b, self.fn, st, operands, dest.ptr, count)
+            else:
+                operands = [self.cast(o, want, n) for o, want in zip(operands, st["loop_in"])]
+                ew._call_loop(ir, b, st["loop"], None, operands, dest.ptr, count, self.fail[LOOP_FAILED], self.fn)
+                self.keep.append(st["loop"])
+            values.append(dest)
+        self.keep.extend(plan["keep"])
+
+    def operand(self, val, shape):
+        """(pointer, element stride, dtype) reading val broadcast to shape in flat order."""
+        size = math.prod(shape)
+        if val.size == size:
+            return val.ptr, self.c64(1), val.dtype
+        if val.size == 1:
+            return val.ptr, self.c64(0), val.dtype
+        return self.expand(val, shape).ptr, self.c64(1), val.dtype
+
+    def expand(self, src, shape):
+        """src broadcast to shape, copied into a buffer (NumPy's broadcasting: trailing dims align)."""
+        b = self.b
+        dest = self.alloc(src.dtype, shape)
+        if dest.size == 0:
+            return dest
+        nd = len(shape)
+        dims = (1,) * (nd - len(src.shape)) + src.shape
+        source_strides, dest_strides, step, out_step = [0] * nd, [0] * nd, 1, 1
+        for d in reversed(range(nd)):
+            source_strides[d] = step if dims[d] == shape[d] else 0
+            dest_strides[d] = out_step
+            step *= dims[d]
+            out_step *= shape[d]
+
+        def nest(d, at, to):
+            if d == nd:
+                b.store(b.load(b.gep(src.ptr, [at])), b.gep(dest.ptr, [to]))
+                return
+            ew._loop(self.ir, b, self.fn, self.c64(shape[d]), lambda i: nest(
+                d + 1, b.add(at, b.mul(i, self.c64(source_strides[d]))), b.add(to, b.mul(i, self.c64(dest_strides[d])))))
+
+        nest(0, self.c64(0), self.c64(0))
+        return dest
+
+    def cast(self, operand, want, n):
+        ptr, es, dtype = operand
+        if dtype == want:
+            return operand
+        ir, b = self.ir, self.b
+        dest = self.alloc(want, (n,))
+
+        def body(i):
+            value = b.load(b.gep(ptr, [b.mul(i, es)]))
+            b.store(ew._convert(ir, b, value, dtype, want), b.gep(dest.ptr, [i]))
+
+        ew._loop(ir, b, self.fn, self.c64(n), body)
+        return dest.ptr, self.c64(1), want
+
+    def emit_matmul(self, op, form):
+        _, (symbol, args), a, b_var, bias = form
+        ir, b = self.ir, self.b
+        out_var = op.outputs[0]
+        out = self.alloc(out_var.dtype, out_var.static_shape)
+        self.env[id(out_var)] = out
+        slots = {"a": self.env[id(a)].ptr, "b": self.env[id(b_var)].ptr, "out": out.ptr}
+        real = self.ltype(out_var.dtype)
+        int_type = ir.IntType(8 * ctypes.sizeof(symbol.int_type))
+        values, types = [], []
+        is_dot = len(args) == 5
+        n_enums = 0 if is_dot else 2 if len(args) == 12 else 3      # gemv: order, trans; gemm: order, transa, transb
+        for j, x in enumerate(args):
+            if isinstance(x, str):
+                values.append(b.bitcast(slots[x], self.p8))
+                types.append(self.p8)
+            elif isinstance(x, float):
+                values.append(ir.Constant(real, x))
+                types.append(real)
+            elif j < n_enums:
+                values.append(ir.Constant(self.i32, x))
+                types.append(self.i32)
+            else:
+                values.append(ir.Constant(int_type, x))
+                types.append(int_type)
+        returns = real if is_dot else ir.VoidType()
+        target = b.inttoptr(self.c64(symbol.address), ir.PointerType(ir.FunctionType(returns, types)))
+        result = b.call(target, values)
+        if is_dot:
+            b.store(result, out.ptr)
+        self.keep.append(symbol)
+        if bias is not None and out.size:          # linear: `out += bias`, NumPy's add (one IEEE add each)
+            add = {"ufunc": "add", "loop_in": [out.dtype], "inline": True}
+            operands = [(out.ptr, self.c64(1), out.dtype), self.operand(self.env[id(bias)], out.shape)]
+            ew._inline_loop(ir, b, self.fn, add, operands, out.ptr, self.c64(out.size))
+
+    def emit_rows(self, op, form):
+        _, table, ids, wrap = form
+        ir, b = self.ir, self.b
+        out_var = op.outputs[0]
+        out = self.alloc(out_var.dtype, out_var.static_shape)
+        self.env[id(out_var)] = out
+        src, index = self.env[id(table)], self.env[id(ids)]
+        rows, width = table.static_shape[0], math.prod(table.static_shape[1:])
+        if out.size == 0:
+            return
+        isz = out.dtype.itemsize
+        memcpy = self.module.declare_intrinsic("llvm.memcpy", [self.p8, self.p8, self.i64])
+
+        def body(j):
+            if wrap:            # take: -rows <= id < rows
+                at = self.index_value(_Val(b.gep(index.ptr, [j]), index.dtype, ()), rows)
+            else:
+                at = b.load(b.gep(index.ptr, [j]))
+                if at.type.width < 64:
+                    at = b.sext(at, self.i64) if index.dtype.kind == "i" else b.zext(at, self.i64)
+                inside = b.icmp_unsigned("<", at, self.c64(rows))      # a negative id is huge unsigned: out of range
+                self.check(inside, self.fail[INDEX_ERROR])
+            to = b.bitcast(b.gep(out.ptr, [b.mul(j, self.c64(width))]), self.p8)
+            row = b.bitcast(b.gep(src.ptr, [b.mul(at, self.c64(width))]), self.p8)
+            b.call(memcpy, [to, row, self.c64(width * isz), ir.Constant(self.i1, 0)])
+
+        ew._loop(ir, b, self.fn, self.c64(index.size), body)
+
+    def emit_split(self, op, form):
+        _, x, axis, bounds = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        shape = x.static_shape
+        outer, inner, size = math.prod(shape[:axis]), math.prod(shape[axis + 1:]), shape[axis]
+        memcpy = self.module.declare_intrinsic("llvm.memcpy", [self.p8, self.p8, self.i64])
+        for out_var, (lo, hi) in zip(op.outputs, bounds):
+            if outer == 1:          # a contiguous piece: a view, as NumPy's slice
+                self.env[id(out_var)] = _Val(b.gep(src.ptr, [self.c64(lo * inner)]), src.dtype,
+                                             out_var.static_shape, src.state)
+                continue
+            out = self.alloc(out_var.dtype, out_var.static_shape)
+            self.env[id(out_var)] = out
+            piece = (hi - lo) * inner
+            if out.size == 0:
+                continue
+
+            def body(r, out=out, lo=lo, piece=piece):
+                to = b.bitcast(b.gep(out.ptr, [b.mul(r, self.c64(piece))]), self.p8)
+                at = b.bitcast(b.gep(src.ptr, [b.add(b.mul(r, self.c64(size * inner)), self.c64(lo * inner))]), self.p8)
+                b.call(memcpy, [to, at, self.c64(piece * src.dtype.itemsize), ir.Constant(self.i1, 0)])
+
+            ew._loop(ir, b, self.fn, self.c64(outer), body)
+
+    def emit_select(self, op, form):
+        _, c, x, y = form
+        ir, b = self.ir, self.b
+        out_var = op.outputs[0]
+        out = self.alloc(out_var.dtype, out_var.static_shape)
+        self.env[id(out_var)] = out
+        if out.size == 0:
+            return
+        operands = []
+        for v in (c, x, y):
+            if isinstance(v, Variable):
+                operands.append(self.operand(self.env[id(v)], out.shape))
+            else:
+                operands.append((self.constant(v, out.dtype).ptr, self.c64(0), out.dtype))
+
+        def body(i):
+            loaded = [b.load(b.gep(ptr, [b.mul(i, es)])) for ptr, es, _ in operands]
+            pick = b.icmp_unsigned("!=", loaded[0], ir.Constant(self.i8, 0))
+            then, other = (ew._convert(ir, b, v, dtype, out.dtype) for v, (_, _, dtype) in zip(loaded[1:], operands[1:]))
+            b.store(b.select(pick, then, other), b.gep(out.ptr, [i]))
+
+        ew._loop(ir, b, self.fn, self.c64(out.size), body)
+
+    def emit_argmax(self, op, form):
+        """NumPy's argmax: the first index of the largest value, or of the first NaN."""
+        _, x, axis = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        out_var = op.outputs[0]
+        out = self.alloc(out_var.dtype, out_var.static_shape)
+        self.env[id(out_var)] = out
+        length = src.size if axis is None else x.static_shape[-1]
+        is_float = src.dtype.kind == "f"
+        best_slot, index_slot = self.entry_alloca(self.ltype(src.dtype)), self.entry_alloca(self.i64)
+        nan_slot = self.entry_alloca(self.i1)
+
+        def row(r):
+            base = b.mul(r, self.c64(length))
+            first = b.load(b.gep(src.ptr, [base]))
+            b.store(first, best_slot)
+            b.store(self.c64(0), index_slot)
+            b.store(b.fcmp_unordered("uno", first, first) if is_float else ir.Constant(self.i1, 0), nan_slot)
+
+            def element(j):
+                j = b.add(j, self.c64(1))
+                v, best, found = b.load(b.gep(src.ptr, [b.add(base, j)])), b.load(best_slot), b.load(nan_slot)
+                if is_float:
+                    nan = b.fcmp_unordered("uno", v, v)
+                    take = b.and_(b.not_(found), b.or_(nan, b.fcmp_ordered(">", v, best)))
+                    b.store(b.or_(found, nan), nan_slot)
+                else:
+                    take = (b.icmp_signed if src.dtype.kind == "i" else b.icmp_unsigned)(">", v, best)
+                b.store(b.select(take, v, best), best_slot)
+                b.store(b.select(take, j, b.load(index_slot)), index_slot)
+
+            if length > 1:
+                ew._loop(ir, b, self.fn, self.c64(length - 1), element)
+            b.store(b.load(index_slot), b.gep(out.ptr, [r]))
+
+        ew._loop(ir, b, self.fn, self.c64(src.size // length), row)
+
+    def emit_logical(self, op, form):
+        """all / any: whether every / some element is nonzero (a NaN is nonzero)."""
+        _, ufunc, x = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        out_var = op.outputs[0]
+        out = self.alloc(out_var.dtype, ())
+        self.env[id(out_var)] = out
+        is_and = ufunc == "logical_and"
+        acc = self.entry_alloca(self.i1)
+        b.store(ir.Constant(self.i1, int(is_and)), acc)
+
+        def body(i):
+            v = b.load(b.gep(src.ptr, [i]))
+            if src.dtype.kind == "f":
+                nonzero = b.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
+            else:
+                nonzero = b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
+            b.store((b.and_ if is_and else b.or_)(b.load(acc), nonzero), acc)
+
+        if src.size:
+            ew._loop(ir, b, self.fn, self.c64(src.size), body)
+        b.store(b.zext(b.load(acc), self.i8), out.ptr)
+
+    def emit_index(self, op, form):
+        """x[...] of ints and static slices: a view where the result is contiguous, else a copy."""
+        _, x, axes = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        out_var = op.outputs[0]
+        strides, step = [0] * x.ndim, 1
+        for d in reversed(range(x.ndim)):
+            strides[d] = step
+            step *= x.static_shape[d]
+        offset, dims, steps = self.c64(0), [], []
+        d = 0
+        for axis in axes:
+            if axis[0] == "new":
+                dims.append(1)
+                steps.append(0)
+                continue
+            d += 1
+            if axis[0] == "range":
+                _, start, stop, stride = axis
+                offset = b.add(offset, self.c64(start * strides[d - 1]))
+                dims.append(len(range(start, stop, stride)))
+                steps.append(stride * strides[d - 1])
+                continue
+            at = self.index_value(axis[1], x.static_shape[d - 1])
+            offset = b.add(offset, b.mul(at, self.c64(strides[d - 1])))
+        if tuple(dims) != tuple(out_var.static_shape):
+            raise RuntimeError(f"getitem's result shape {dims} is not {list(out_var.static_shape)}")
+        base = b.gep(src.ptr, [offset])
+        expect, contiguous = 1, True
+        for d in reversed(range(len(dims))):
+            contiguous = contiguous and (dims[d] <= 1 or steps[d] == expect)
+            expect *= dims[d]
+        if contiguous and dims:         # a view, as NumPy's
+            self.env[id(out_var)] = _Val(base, src.dtype, dims, src.state)
+            return
+        out = self.alloc(out_var.dtype, dims)       # a number, or a strided piece: copied
+        self.env[id(out_var)] = out
+        if out.size == 0:
+            return
+        out_strides, step = [0] * len(dims), 1
+        for d in reversed(range(len(dims))):
+            out_strides[d] = step
+            step *= dims[d]
+
+        def nest(d, at, to):
+            if d == len(dims):
+                b.store(b.load(b.gep(base, [at])), b.gep(out.ptr, [to]))
+                return
+            ew._loop(ir, b, self.fn, self.c64(dims[d]), lambda i: nest(
+                d + 1, b.add(at, b.mul(i, self.c64(steps[d]))), b.add(to, b.mul(i, self.c64(out_strides[d])))))
+
+        nest(0, self.c64(0), self.c64(0))
+
+    def emit_append(self, op, form):
+        """arr.append(x): x's elements into the next row of the items' buffer (ARRAY_FULL when none is left)."""
+        _, arr, x = form
+        b = self.b
+        items, value = self.env[id(arr)], self.env[id(x)]
+        count = b.load(items.count)
+        self.check(b.icmp_signed("<", count, items.capacity), self.fail[ARRAY_FULL])
+        row = _Val(b.gep(items.ptr, [b.mul(count, self.c64(items.size))]), items.dtype, items.shape)
+        self.copy(row, value)
+        b.store(b.add(count, self.c64(1)), items.count)
+        self.env[id(op.outputs[0])] = items
+
+    def emit_view(self, op, form):
+        src = self.env[id(form[1])]
+        out_var = op.outputs[0]
+        view = _Val(src.ptr, src.dtype, out_var.static_shape, src.state)
+        if not view.shape:          # a number: a slot of its own (numbers are read from stack slots)
+            view = self.alloc(src.dtype, ())
+            self.copy(view, src)
+        self.env[id(out_var)] = view
+
+    def index_value(self, i, size):
+        """An index into an axis of `size` as i64: negative ones wrap; out of range returns INDEX_ERROR."""
+        ir, b = self.ir, self.b
+        if isinstance(i, (Variable, _Val)):
+            index = b.load((i if isinstance(i, _Val) else self.env[id(i)]).ptr)
+            unsigned = np.dtype(i.dtype).kind == "u"
+            if index.type.width < 64:
+                index = b.zext(index, self.i64) if unsigned else b.sext(index, self.i64)
+            if unsigned and np.dtype(i.dtype).itemsize == 8:
+                self.check(b.icmp_unsigned("<", index, self.c64(size)), self.fail[INDEX_ERROR])
+                return index
+        else:
+            index = self.c64(i)
+        rows = self.c64(size)
+        index = b.select(b.icmp_signed("<", index, self.c64(0)), b.add(index, rows), index)
+        inside = b.and_(b.icmp_signed(">=", index, self.c64(0)), b.icmp_signed("<", index, rows))
+        self.check(inside, self.fail[INDEX_ERROR])
+        return index
+
+    def emit_reduce(self, op, form):
+        _, (loop, identity), x = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        out_var = op.outputs[0]
+        out = self.alloc(out_var.dtype, ())
+        self.env[id(out_var)] = out
+        rest, count = src.ptr, src.size
+        if identity is None:        # maximum, minimum: from the first element, over the others
+            b.store(b.load(src.ptr), out.ptr)
+            rest, count = b.gep(src.ptr, [self.c64(1)]), src.size - 1
+        else:
+            b.store(ir.Constant(self.ltype(out_var.dtype), identity), out.ptr)
+        if count == 0:
+            return
+        zero = self.c64(0)
+        # loop(context, [out, x, out], &n, [0, itemsize, 0], auxdata): the reduce form of a binary loop
+        operands = [(out.ptr, zero, src.dtype), (rest, self.c64(1), src.dtype)]
+        ew._call_loop(ir, b, loop, None, operands, out.ptr, self.c64(count), self.fail[LOOP_FAILED], self.fn, out_stride=zero)
+        self.keep.append(loop)
+
+    def emit_reduce_rows(self, op, form, src=None, out=None, length=None):
+        _, (loop, identity), x = form
+        ir, b = self.ir, self.b
+        if src is None:
+            src = self.env[id(x)]
+            out_var = op.outputs[0]
+            out = self.alloc(out_var.dtype, out_var.static_shape)
+            self.env[id(out_var)] = out
+            length = x.static_shape[-1]
+        if out.size == 0:
+            return
+        count = length if identity is not None else length - 1
+        zero = self.c64(0)
+
+        def row(r):
+            at, row_start = b.gep(out.ptr, [r]), b.gep(src.ptr, [b.mul(r, self.c64(length))])
+            if identity is None:
+                b.store(b.load(row_start), at)
+                row_start = b.gep(row_start, [self.c64(1)])
+            else:
+                b.store(ir.Constant(self.ltype(out.dtype), identity), at)
+            if count:
+                operands = [(at, zero, src.dtype), (row_start, self.c64(1), src.dtype)]
+                ew._call_loop(ir, b, loop, None, operands, at, self.c64(count), self.fail[LOOP_FAILED], self.fn,
+                              out_stride=zero)
+
+        ew._loop(ir, b, self.fn, self.c64(out.size), row)
+        self.keep.append(loop)
+
+    def emit_softmax(self, op, form):
+        """Its kernel's calls: m = max(x, -1); e = x - m; [log_]softmax from exp(e) and its row sums."""
+        _, x, log, (maximum, add, exp, *rest) = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        out_var = op.outputs[0]
+        shape, rows, length = x.static_shape, math.prod(x.static_shape[:-1]), x.static_shape[-1]
+        row_shape = shape[:-1] + (1,)
+        m = self.row_reduce(src, maximum, rows, length)
+        shifted = self.alloc(out_var.dtype, shape)
+        self.env[id(out_var)] = shifted
+        n = self.c64(src.size)
+        if src.size == 0:
+            return
+        one = self.c64(1)
+        sub = {"ufunc": "subtract", "loop_in": [src.dtype], "inline": True}
+        m_rows = _Val(m.ptr, m.dtype, row_shape)
+        ew._inline_loop(ir, b, self.fn, sub, [(src.ptr, one, src.dtype), self.operand(m_rows, shape)], shifted.ptr, n)
+        e = self.alloc(src.dtype, shape)
+        ew._call_loop(ir, b, exp, None, [(shifted.ptr, one, src.dtype)], e.ptr, n, self.fail[LOOP_FAILED], self.fn)
+        total = self.row_reduce(e, add, rows, length)
+        if log:         # shifted -= log(sum)
+            ew._call_loop(ir, b, rest[0], None, [(total.ptr, one, src.dtype)], total.ptr, self.c64(rows),
+                          self.fail[LOOP_FAILED], self.fn)
+            ew._inline_loop(ir, b, self.fn, sub, [(shifted.ptr, one, src.dtype),
+                                                  self.operand(_Val(total.ptr, total.dtype, row_shape), shape)],
+                            shifted.ptr, n)
+        else:           # e /= sum
+            div = {"ufunc": "divide", "loop_in": [src.dtype], "inline": True}
+            ew._inline_loop(ir, b, self.fn, div, [(e.ptr, one, src.dtype),
+                                                  self.operand(_Val(total.ptr, total.dtype, row_shape), shape)],
+                            e.ptr, n)
+            self.env[id(out_var)] = e
+        self.keep.extend([maximum[0], add[0], exp] + rest)
+
+    def row_reduce(self, src, loop_identity, rows, length):
+        """A buffer of each row's reduction (NumPy's loop in reduce form, as emit_reduce_rows)."""
+        out = self.alloc(src.dtype, (rows,))
+        self.emit_reduce_rows(None, ("reduce_rows", loop_identity, None), src=src, out=out, length=length)
+        return out
+
+    def emit_topk(self, op, form):
+        """The kernel's order for the largest k: NaNs first, larger values first, ties by lower index."""
+        _, x, k = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        values_var, index_var = op.outputs
+        values, indices = self.alloc(values_var.dtype, values_var.static_shape), self.alloc(np.int64, index_var.static_shape)
+        self.env[id(values_var)], self.env[id(index_var)] = values, indices
+        length = x.static_shape[-1]
+        if values.size == 0:
+            return
+        is_float = src.dtype.kind == "f"
+        before_v = self.entry_alloca(self.ltype(src.dtype))
+        before_i, best_i = self.entry_alloca(self.i64), self.entry_alloca(self.i64)
+        best_v = self.entry_alloca(self.ltype(src.dtype))
+        found = self.entry_alloca(self.i1)
+
+        def precedes(av, ai, bv, bi):
+            """(av, ai) comes before (bv, bi) in the kernel's order."""
+            if is_float:
+                a_nan, b_nan = b.fcmp_unordered("uno", av, av), b.fcmp_unordered("uno", bv, bv)
+                larger = b.fcmp_ordered(">", av, bv)
+                same = b.fcmp_ordered("==", av, bv)
+                tie = b.or_(same, b.and_(a_nan, b_nan))
+                return b.or_(b.and_(a_nan, b.not_(b_nan)),
+                             b.or_(b.and_(b.not_(b.or_(a_nan, b_nan)), larger),
+                                   b.and_(tie, b.icmp_signed("<", ai, bi))))
+            compare = b.icmp_signed if src.dtype.kind == "i" else b.icmp_unsigned
+            return b.or_(compare(">", av, bv), b.and_(b.icmp_signed("==", av, bv), b.icmp_signed("<", ai, bi)))
+
+        def row(r):
+            base = b.mul(r, self.c64(length))
+
+            def pick(j):
+                b.store(ir.Constant(self.i1, 0), found)
+
+                def scan(i):
+                    v = b.load(b.gep(src.ptr, [b.add(base, i)]))
+                    after_previous = b.or_(b.icmp_signed("==", j, self.c64(0)),
+                                           precedes(b.load(before_v), b.load(before_i), v, i))
+                    better = b.or_(b.not_(b.load(found)), precedes(v, i, b.load(best_v), b.load(best_i)))
+                    take = b.and_(after_previous, better)
+                    b.store(b.select(take, v, b.load(best_v)), best_v)
+                    b.store(b.select(take, i, b.load(best_i)), best_i)
+                    b.store(b.or_(b.load(found), take), found)
+
+                ew._loop(ir, b, self.fn, self.c64(length), scan)
+                at = b.add(b.mul(r, self.c64(k)), j)
+                b.store(b.load(best_v), b.gep(values.ptr, [at]))
+                b.store(b.load(best_i), b.gep(indices.ptr, [at]))
+                b.store(b.load(best_v), before_v)
+                b.store(b.load(best_i), before_i)
+
+            ew._loop(ir, b, self.fn, self.c64(k), pick)
+
+        ew._loop(ir, b, self.fn, self.c64(values.size // k), row)
+
+    def emit_branch(self, op, form):
+        ir, b = self.ir, self.b
+        outs = [self.alloc(o.dtype, o.static_shape) for o in op.outputs]
+        pred = b.load(self.env[id(op.inputs[0])].ptr)
+        then, other, after = self.new_block("then"), self.new_block("else"), self.new_block("endif")
+        b.cbranch(b.icmp_unsigned("!=", pred, ir.Constant(self.i8, 0)), then, other)
+        for block, sub in zip((then, other), op.sub_blocks()):
+            b.position_at_end(block)
+            self.emit_block(sub)
+            for o, r in zip(outs, sub.results):
+                self.copy(o, self.value(r, o))
+            b.branch(after)
+        b.position_at_end(after)
+        for var, val in zip(op.outputs, outs):
+            self.env[id(var)] = val

@@ -1,0 +1,85 @@
+"""Whole-array reductions as NumPy computes them: its own binary loop called in reduce form.
+
+NumPy's `add.reduce` of a contiguous float array (no axis) calls the `add` loop once with
+data = [out, x, out], strides = [0, itemsize, 0] and n elements, `out` starting at the identity
++0.0: the loop sees the reduce form and sums pairwise (so `sum([-0.0])` is 0.0). `maximum` and
+`minimum` have no identity: `out` starts as the first element and the loop runs over the other n - 1.
+`reduce_loop(ufunc, dtype, n)` gives that loop for one length only after calling it so gives
+`ufunc.reduce`'s bits on special and random values of that length; else the reduction stays on NumPy.
+"""
+import ctypes
+
+import numpy as np
+
+from .numpy_loops import _LOOP_TYPE, probe_values, same_bits, strided_loop
+
+# None: start from the first element (for multiply the same bits as from 1.0: 1.0 * x is x)
+_IDENTITY = {"add": 0.0, "multiply": None, "maximum": None, "minimum": None}
+_CHECKED = {}
+
+
+def reduce_loop(ufunc_name, dtype, n, rows=None, verify=True):
+    """(NumPy's loop, the identity the output starts from, None: the first element) for reducing n
+    contiguous values, or why not; with `rows`, for reducing each row of a C-contiguous (rows, n)
+    array over its last axis (the plan's `ufunc.reduce(x, -1)`, or for n <= 4 its binary calls). With
+    verify=False, (None, identity) when the reduction may be native, the loop and its self-test left for later."""
+    dtype = np.dtype(dtype)
+    if ufunc_name not in _IDENTITY or dtype.kind != "f" or dtype not in (np.dtype("float32"), np.dtype("float64")):
+        return f"{ufunc_name}.reduce of {dtype} is not native"
+    if _IDENTITY[ufunc_name] is None and n == 0 and rows != 0:
+        return f"{ufunc_name}.reduce of an empty array raises"
+    if not verify:          # the self-tests run later (the compiler thread), before the loop is used
+        return None, _IDENTITY[ufunc_name]
+    loop = strided_loop(getattr(np, ufunc_name), (dtype, dtype, dtype))
+    if loop is None:
+        return f"no usable NumPy {ufunc_name} loop for {dtype}"
+    key = (ufunc_name, dtype.str, n, rows)
+    if key not in _CHECKED:
+        _CHECKED[key] = _self_test(loop, dtype, n) if rows is None else _self_test_rows(loop, dtype, rows, n)
+    return _CHECKED[key] or (loop, _IDENTITY[ufunc_name])
+
+
+def call_reduce(loop, x, identity):
+    """Reduce the contiguous 1-d array x with the loop in reduce form, from Python (the self-test's way in)."""
+    out = np.full(1, identity, x.dtype) if identity is not None else x[:1].copy()
+    rest = x if identity is not None else x[1:]
+    if len(rest):
+        data = (ctypes.c_void_p * 3)(out.ctypes.data, rest.ctypes.data, out.ctypes.data)
+        dims = (ctypes.c_ssize_t * 1)(len(rest))
+        strides = (ctypes.c_ssize_t * 3)(0, rest.itemsize, 0)
+        if _LOOP_TYPE(loop.loop)(loop.context, data, dims, strides, loop.auxdata) != 0:
+            return None
+    return out[0]
+
+
+def _self_test(loop, dtype, n):
+    rng = np.random.default_rng(11)
+    samples = [probe_values(dtype, n), np.full(n, -0.0, dtype)]
+    samples += [(rng.standard_normal(n) * scale).astype(dtype) for scale in (1.0, 1e3, 1e-3)]
+    samples.append(np.abs(rng.standard_normal(n)).astype(dtype))
+    for x in samples:
+        with np.errstate(all="ignore"):
+            want = loop.ufunc.reduce(x)
+            got = call_reduce(loop, x, _IDENTITY[loop.ufunc.__name__])
+        if got is None or not same_bits(np.asarray(got), np.asarray(want)):
+            return f"self-test: {loop.ufunc.__name__}.reduce in reduce form differs from NumPy's on {n} values"
+    return ""
+
+
+def _self_test_rows(loop, dtype, rows, n):
+    rows = min(rows, 4)
+    rng = np.random.default_rng(13)
+    samples = [probe_values(dtype, rows * n).reshape(rows, n), (rng.standard_normal((rows, n)) * 100).astype(dtype)]
+    ufunc, identity = loop.ufunc, _IDENTITY[loop.ufunc.__name__]
+    for x in samples:
+        with np.errstate(all="ignore"):
+            want = ufunc.reduce(x, -1)
+            got = np.array([call_reduce(loop, row, identity) for row in x], dtype)
+            if ufunc.__name__ != "add" and 2 <= n <= 4:        # the plan's form for a short axis
+                short = x[:, 0]
+                for i in range(1, n):
+                    short = ufunc(short, x[:, i])
+                want = want if same_bits(want, short) else None
+        if want is None or not same_bits(got, want):
+            return f"self-test: {ufunc.__name__}.reduce over rows of {n} differs from NumPy's"
+    return ""

@@ -1,0 +1,370 @@
+"""A whole `while` loop (its test, its body, the `cond`s in them) as one native function: which loops.
+
+`analyse(op)` decides, from the ops' forms (`ops/native_forms.py`, the `native` facet) and their
+static shapes and dtypes, whether the loop can be native, and why not; `region_job` compiles it (once
+per distinct region, in the compiler thread): first the self-tests of the BLAS calls and NumPy loops it
+uses, then `loop_emitter.LoopEmitter` builds the function (what it computes, and the codes it returns
+where the NumPy plan would raise, are described there).
+"""
+import math
+import threading
+
+import numpy as np
+
+from ..ir import Variable
+from ..ops.native_forms import native_form
+from . import elementwise as ew
+from .blas import product_call
+from .llvm import engine, may_be_available
+from .loop_emitter import ARRAY_FULL, BAD_ARGUMENT, LoopEmitter
+from .numpy_loops import strided_loop
+from .reductions import reduce_loop
+
+__all__ = ["ARRAY_FULL", "BAD_ARGUMENT", "Region", "analyse", "region_job"]
+
+_KERNELS = {}
+_LOCK = threading.Lock()
+
+
+class Region:
+    """What analysis found: the loop op, its arguments (distinct Variables, in order), what each op of
+    its blocks compiles as (`forms[id(op)]`), a key naming the region's structure, and which state
+    positions are tensor arrays."""
+
+    def __init__(self, op, args, forms, key, arrays=(), checks=()):
+        self.op, self.args, self.forms, self.key = op, args, forms, key
+        self.arrays = list(arrays)      # state positions that are tensor arrays (appended to)
+        self.checks = list(checks)      # the self-tests compiling runs first: ("blas" | "reduce" | "loop", ...)
+
+
+def analyse(op):
+    """A Region for the `while` op, or a string saying why it stays on NumPy."""
+    if not may_be_available():
+        return "llvmlite unavailable"
+    if native_form(op) != ("loop",):
+        return "not a loop"
+    args = []
+    for v in op.inputs:
+        if isinstance(v, Variable) and all(v is not a for a in args):
+            args.append(v)
+    n = len(op.outputs)
+    forms, key, checks = {}, [], []
+    numbers = {}
+    cond_block, body_block = op.sub_blocks()
+    try:
+        arrays = _array_states(op, cond_block, body_block)
+    except _NotNative as e:
+        return str(e)
+    allowed = {id(v) for k in arrays for v in (op.inputs[k], op.outputs[k], cond_block.params[k],
+                                               body_block.params[k], body_block.results[k])}
+
+    def number(v):
+        if not isinstance(v, Variable):
+            return repr(v) if isinstance(v, (bool, int, float)) else None
+        if id(v) not in numbers:
+            why = _why_not_value(v, id(v) in allowed)
+            if why:
+                raise _NotNative(why)
+            numbers[id(v)] = (len(numbers), v.dtype.str, tuple(v.static_shape))
+        return numbers[id(v)]
+
+    try:
+        for v in args:
+            number(v)
+        for k, out in enumerate(op.outputs):
+            number(out)
+            init = op.inputs[k]
+            if isinstance(init, Variable) and (init.dtype != out.dtype or init.static_shape != out.static_shape):
+                raise _NotNative(f"loop state {k} starts as {init.dtype}{list(init.static_shape)}, "
+                                 f"is {out.dtype}{list(out.static_shape)}")
+        for block in (cond_block, body_block):
+            for p, out in zip(block.params, op.outputs):
+                number(p)
+                if p.dtype != out.dtype or p.static_shape != out.static_shape:
+                    raise _NotNative("a loop parameter's type differs from the state's")
+        key.append("test:")
+        _walk(cond_block, forms, key, number, checks)
+        key.append("body:")
+        _walk(body_block, forms, key, number, checks)
+        if len(cond_block.results) != 1 or len(body_block.results) != n:
+            raise _NotNative("the loop's blocks yield an unexpected number of values")
+        test = cond_block.results[0]
+        if isinstance(test, Variable) and (test.ndim != 0 or test.dtype.kind != "b"):
+            raise _NotNative("the loop test is not a boolean scalar")
+        key.append(("test", number(test)))
+        for r, out in zip(body_block.results, op.outputs):
+            if isinstance(r, Variable) and (r.dtype != out.dtype or r.static_shape != out.static_shape):
+                raise _NotNative(f"the body yields {r.dtype}{list(r.static_shape)} for a state of "
+                                 f"{out.dtype}{list(out.static_shape)}")
+            key.append(("yield", number(r)))
+    except _NotNative as e:
+        return str(e)
+    key = repr(([numbers[id(v)] for v in args], [number(o) for o in op.outputs], key))
+    return Region(op, args, forms, key, arrays, checks)
+
+
+class _NotNative(Exception):
+    pass
+
+
+def _array_states(op, cond_block, body_block):
+    """The positions of the loop state that are tensor arrays the body only appends to (once an
+    iteration, its last word on them): their items live in a buffer the caller grows."""
+    positions = [k for k, out in enumerate(op.outputs) if out.kind == "array"]
+    inits = [op.inputs[k] for k in positions]
+    if any(not isinstance(v, Variable) or v.kind != "array" for v in inits) or len({id(v) for v in inits}) < len(inits):
+        raise _NotNative("a tensor array the loop carries does not start as one array of its own")
+    reads = {}
+    _count_readers(cond_block, reads)
+    _count_readers(body_block, reads)
+    for k in positions:
+        param, result = body_block.params[k], body_block.results[k]
+        appended = [o for o in body_block.ops if o.outputs and o.outputs[0] is result]
+        form = native_form(appended[0]) if appended else None
+        if (form is None or form[0] != "append" or form[1] is not param
+                or reads.get(id(param), 0) != 1 or reads.get(id(cond_block.params[k]), 0)
+                or reads.get(id(result), 0) != 1 or any(d < 0 for d in op.outputs[k].static_shape)):
+            raise _NotNative(f"tensor array {op.outputs[k].name} is read in the loop (only appends are native)")
+    return positions
+
+
+def _count_readers(block, reads):
+    for o in block.ops:
+        for v in o.inputs:
+            if isinstance(v, Variable):
+                reads[id(v)] = reads.get(id(v), 0) + 1
+        for sub in o.sub_blocks():
+            _count_readers(sub, reads)
+    for v in block.results:
+        if isinstance(v, Variable):
+            reads[id(v)] = reads.get(id(v), 0) + 1
+
+
+def _why_not_value(v, array_state=False):
+    if v.kind != "dense" and not (v.kind == "array" and array_state):
+        return f"{v.name} is a {v.kind}, not a dense array"
+    if any(d < 0 for d in v.static_shape):
+        return f"{v.name} has a dynamic shape {list(v.static_shape)}"
+    if np.dtype(v.dtype) not in ew._SUPPORTED or not np.dtype(v.dtype).isnative:
+        return f"{v.name} is {v.dtype}, not supported natively"
+    return ""
+
+
+def _walk(block, forms, key, number, checks):
+    """Check every op of a block (and of the conds in it); record each op's form and what to compile."""
+    for op in block.ops:
+        form = native_form(op)
+        if form is None:
+            raise _NotNative(f"op '{op.type}' is not native")
+        kind = form[0]
+        ins = [number(x) for x in op.inputs]
+        outs = [number(o) for o in op.outputs]
+        if None in ins:
+            raise _NotNative(f"op '{op.type}' has an input native code does not take")
+        if kind == "chain":
+            _, steps, inputs = form
+            out = op.outputs[0]
+            size = math.prod(out.static_shape)
+            for v in inputs:
+                _check_broadcast(op, v, out)
+            plan = ew._plan([(v.dtype, tuple(v.static_shape)) for v in inputs],
+                            (out.dtype, tuple(out.static_shape)), steps)
+            if isinstance(plan, str):
+                raise _NotNative(f"op '{op.type}': {plan}")
+            forms[id(op)] = (kind, plan, inputs)
+            key.append((kind, plan["key"], [number(v) for v in inputs], outs))
+        elif kind == "matmul":
+            _, a, b, transposed, bias = form
+            out = op.outputs[0]
+            if a.ndim != 2 or b.ndim != 2 or not a.dtype == b.dtype == out.dtype:
+                raise _NotNative(f"op '{op.type}' other than 2-D @ 2-D of one dtype (not native yet)")
+            (m, k), n = a.static_shape, b.static_shape[0 if transposed else 1]
+            call = product_call(a.dtype, m, k, n, transposed, verify=False)
+            if isinstance(call, str):
+                raise _NotNative(call)
+            call = ("blas", a.dtype.str, m, k, n, transposed)
+            checks.append(call)
+            if bias is not None:
+                if bias.dtype != out.dtype:
+                    raise _NotNative(f"op '{op.type}' adds a bias of another dtype")
+                _check_broadcast(op, bias, out)
+            forms[id(op)] = (kind, call, a, b, bias)
+            key.append((kind, transposed, ins, outs))
+        elif kind == "rows":
+            _, table, ids, wrap = form
+            if ids.dtype.kind not in "iu" or op.outputs[0].dtype != table.dtype:
+                raise _NotNative(f"op '{op.type}' of {ids.dtype} ids")
+            forms[id(op)] = form
+            key.append((kind, wrap, ins, outs))
+        elif kind == "softmax":
+            _, x, log = form
+            if op.outputs[0].dtype != x.dtype or x.static_shape[-1] == 0:
+                raise _NotNative(f"op '{op.type}' of {x.dtype}{list(x.static_shape)}")
+            rows, length = math.prod(x.static_shape[:-1]), x.static_shape[-1]
+            loops = []
+            for ufunc in ("maximum", "add"):
+                why = reduce_loop(ufunc, x.dtype, length, rows=rows, verify=False)
+                if isinstance(why, str):
+                    raise _NotNative(f"op '{op.type}': {why}")
+                loops.append(("reduce", ufunc, x.dtype.str, length, rows))
+            loops += [("loop", ufunc, x.dtype.str) for ufunc in (("exp", "log") if log else ("exp",))]
+            checks.extend(loops)
+            forms[id(op)] = (kind, x, log, loops)
+            key.append((kind, log, ins, outs))
+        elif kind == "topk":
+            _, x, k = form
+            if x.dtype.kind not in "fiu" or not 0 <= k <= x.static_shape[-1]:
+                raise _NotNative(f"op '{op.type}' of {x.dtype}")
+            forms[id(op)] = form
+            key.append((kind, k, ins, outs))
+        elif kind == "append":
+            _, arr, x = form
+            if x.dtype != arr.dtype or x.static_shape != arr.static_shape:
+                raise _NotNative(f"op '{op.type}' appends {x.dtype}{list(x.static_shape)}")
+            forms[id(op)] = form
+            key.append((kind, ins, outs))
+        elif kind == "view":
+            if op.outputs[0].dtype != form[1].dtype or math.prod(op.outputs[0].static_shape) != math.prod(
+                    form[1].static_shape):
+                raise _NotNative(f"op '{op.type}' changes the size or dtype")
+            forms[id(op)] = form
+            key.append((kind, ins, outs))
+        elif kind == "split":
+            forms[id(op)] = form
+            key.append((kind, form[2], form[3], ins, outs))
+        elif kind == "select":
+            _, c, x, y = form
+            out = op.outputs[0]
+            for v in (c, x, y):
+                if isinstance(v, Variable):
+                    _check_broadcast(op, v, out)
+            for v in (x, y):
+                if isinstance(v, Variable) and v.dtype != out.dtype and not ew._castable(v.dtype, out.dtype):
+                    raise _NotNative(f"op '{op.type}' casts {v.dtype} to {out.dtype}")
+                if not isinstance(v, Variable) and ew._number(v, out.dtype) is None:
+                    raise _NotNative(f"op '{op.type}': {v!r} is not a {out.dtype} value")
+            forms[id(op)] = form
+            key.append((kind, ins, outs))
+        elif kind == "argmax":
+            _, x, axis = form
+            if x.dtype.kind not in "fiub" or math.prod(x.static_shape) == 0:
+                raise _NotNative(f"op '{op.type}' of an empty or {x.dtype} array")
+            forms[id(op)] = form
+            key.append((kind, axis, ins, outs))
+        elif kind == "index":
+            forms[id(op)] = form
+            key.append((kind, [a if a[0] != "at" or not isinstance(a[1], Variable) else ("at", number(a[1]))
+                               for a in form[2]], ins, outs))
+        elif kind == "reduce_rows":
+            _, ufunc, x = form
+            out = op.outputs[0]
+            if ufunc in _LOGICAL or out.dtype != x.dtype:
+                raise _NotNative(f"{ufunc}.reduce over an axis to {out.dtype} (not native yet)")
+            length = x.static_shape[-1]
+            loop = reduce_loop(ufunc, x.dtype, length, rows=math.prod(x.static_shape[:-1]), verify=False)
+            if isinstance(loop, str):
+                raise _NotNative(loop)
+            loop = ("reduce", ufunc, x.dtype.str, length, math.prod(x.static_shape[:-1]))
+            checks.append(loop)
+            forms[id(op)] = (kind, loop, x)
+            key.append((kind, ufunc, ins, outs))
+        elif kind == "reduce" and form[1] in _LOGICAL:
+            _, ufunc, x = form
+            if op.outputs[0].dtype.kind != "b" or op.outputs[0].ndim != 0:
+                raise _NotNative(f"{ufunc}.reduce to {op.outputs[0].dtype}")
+            forms[id(op)] = ("logical", ufunc, x)
+            key.append((kind, ufunc, ins, outs))
+        elif kind == "reduce":
+            _, ufunc, x = form
+            out = op.outputs[0]
+            if out.dtype != x.dtype or out.ndim != 0:
+                raise _NotNative(f"{ufunc}.reduce to {out.dtype}{list(out.static_shape)}")
+            loop = reduce_loop(ufunc, x.dtype, math.prod(x.static_shape), verify=False)
+            if isinstance(loop, str):
+                raise _NotNative(loop)
+            loop = ("reduce", ufunc, x.dtype.str, math.prod(x.static_shape), None)
+            checks.append(loop)
+            forms[id(op)] = (kind, loop, x)
+            key.append((kind, ufunc, ins, outs))
+        elif kind == "branch":
+            pred = op.inputs[0]
+            if not isinstance(pred, Variable) or pred.ndim != 0 or pred.dtype.kind != "b":
+                raise _NotNative("a cond whose predicate is not a boolean scalar")
+            forms[id(op)] = form
+            key.append((kind, ins, outs))
+            for sub in op.sub_blocks():
+                key.append("{")
+                _walk(sub, forms, key, number, checks)
+                if len(sub.results) != len(op.outputs):
+                    raise _NotNative("a cond branch yields an unexpected number of values")
+                for r, o in zip(sub.results, op.outputs):
+                    if isinstance(r, Variable) and (r.dtype != o.dtype or r.static_shape != o.static_shape):
+                        raise _NotNative("a cond branch yields a value of another type than the cond's")
+                    key.append(("yield", number(r)))
+                key.append("}")
+        else:
+            raise _NotNative(f"op '{op.type}' ({kind}) is not native inside a loop yet")
+
+
+_LOGICAL = ("logical_and", "logical_or")
+
+
+def _check_broadcast(op, v, out):
+    try:
+        fits = np.broadcast_shapes(tuple(v.static_shape), tuple(out.static_shape)) == tuple(out.static_shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise _NotNative(f"op '{op.type}' broadcasts {list(v.static_shape)} to {list(out.static_shape)}")
+
+
+# --- compiling ---------------------------------------------------------------------------------------
+def region_job(region):
+    """`job()` compiles the region (once per distinct region: a RegionKernel, or why not);
+    `job.cached()` is what an earlier job made, or None."""
+    def job():
+        kernel = _KERNELS.get(region.key)
+        if kernel is None:
+            with _LOCK:
+                kernel = _KERNELS.get(region.key)
+                if kernel is None:
+                    try:
+                        kernel = _self_tests(region) or (
+                            LoopEmitter(region).build() if engine() is not None else "llvmlite unavailable")
+                    except Exception as e:      # noqa: BLE001 - an emitter gap keeps the loop on NumPy
+                        kernel = f"compile failed: {type(e).__name__}: {e}"
+                    _KERNELS[region.key] = kernel
+        return kernel
+
+    job.cached = lambda: _KERNELS.get(region.key)
+    return job
+
+
+def _self_tests(region):
+    """'' when every BLAS call and NumPy loop the region uses gives NumPy's bits here, else why not; fills
+    the forms' calls and loops (analysis, on a plan's first call, only checked they may be native)."""
+    found = {}
+    for check in region.checks:
+        if check[0] == "blas":
+            _, dtype, m, k, n, transposed = check
+            got = product_call(np.dtype(dtype), m, k, n, transposed)
+        elif check[0] == "reduce":
+            _, ufunc, dtype, length, rows = check
+            got = reduce_loop(ufunc, np.dtype(dtype), length, rows=rows)
+        else:
+            _, ufunc, dtype = check
+            got = strided_loop(getattr(np, ufunc), (np.dtype(dtype),) * 2) or f"no usable NumPy {ufunc} loop for {dtype}"
+        if isinstance(got, str):
+            return got
+        found[check] = got
+    for op_id, form in list(region.forms.items()):      # the checked calls and loops for the emitter
+        if form[0] in ("matmul", "reduce", "reduce_rows"):
+            region.forms[op_id] = (form[0], found[form[1]]) + form[2:]
+        elif form[0] == "softmax":
+            region.forms[op_id] = form[:3] + ([found[c] for c in form[3]],)
+        elif form[0] == "chain":        # its steps' NumPy loops, fetched and self-tested here (ew._with_loops)
+            plan = ew._with_loops(form[1])
+            if isinstance(plan, str):
+                return plan
+            region.forms[op_id] = (form[0], plan) + form[2:]
+    return ""
