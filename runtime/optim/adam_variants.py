@@ -47,6 +47,14 @@ class _AdamFamily(Adam):
         state["step"].set_value(step)
         return ops.astype(step, "float64")
 
+    def _start(self, p, grad, state, group):
+        """What every update begins with: (step t, the value p decays to, the gradient, hyperparameters, beta1,
+        beta2)."""
+        t = self._count(state)
+        value, g = self._gradient(p, grad, group)
+        hyper = group.tensors
+        return t, value, g, hyper, hyper[("betas", 0)], hyper[("betas", 1)]
+
 
 class Adamax(_AdamFamily):
     FLAGS = ("maximize",)
@@ -60,10 +68,7 @@ class Adamax(_AdamFamily):
 
     def _update(self, p, grad, state, group):
         dtype = p.dtype
-        t = self._count(state)
-        value, g = self._gradient(p, grad, group)
-        hyper = group.tensors
-        beta1, beta2 = hyper[("betas", 0)], hyper[("betas", 1)]
+        t, value, g, hyper, beta1, beta2 = self._start(p, grad, state, group)
         m = state["exp_avg"] + ops.astype(1.0 - beta1, dtype) * (g - state["exp_avg"])
         u = ops.maximum(state["exp_inf"] * ops.astype(beta2, dtype), ops.abs(g) + group.scalar("eps", dtype))
         state["exp_avg"].set_value(m)
@@ -85,10 +90,7 @@ class NAdam(_AdamFamily):
 
     def _update(self, p, grad, state, group):
         dtype = p.dtype
-        t = self._count(state)
-        value, g = self._gradient(p, grad, group)
-        hyper = group.tensors
-        beta1, beta2 = hyper[("betas", 0)], hyper[("betas", 1)]
+        t, value, g, hyper, beta1, beta2 = self._start(p, grad, state, group)
         decay = hyper["momentum_decay"]
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * decay))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1.0) * decay))
@@ -113,10 +115,7 @@ class RAdam(_AdamFamily):
 
     def _update(self, p, grad, state, group):
         dtype = p.dtype
-        t = self._count(state)
-        value, g = self._gradient(p, grad, group)
-        hyper = group.tensors
-        beta1, beta2 = hyper[("betas", 0)], hyper[("betas", 1)]
+        t, value, g, hyper, beta1, beta2 = self._start(p, grad, state, group)
         m, v = self._moments(g, state, group, dtype)
         correction2 = 1.0 - beta2 ** t
         rho_inf = 2.0 / (1.0 - beta2) - 1.0
