@@ -98,41 +98,12 @@ class NativePlanCodegen(PlanCodegen):
             _count(why)
             return super().ufunc_steps(op, steps)
         chain = NativeChain(op, steps, self._donated(op), region)
-        kernel = job.cached()
-        if kernel is None and not compiler.in_background():
-            kernel = job()
-        if kernel is not None:
-            chain.use(kernel)
-            _count("" if region[1] == "native" else region[1])
-        else:
-            self._tier(chain, job, region)
-        if region[1] not in ("native", "compiling", "warming"):
+        if not _start(job, chain, region, lambda: _tier(chain, job, region)):
             return super().ufunc_steps(op, steps)
         name = self.bound(f"native_chain_{len(self.native_regions)}", chain)
         asarray = self.bound("asarray")         # a 0-d value may be a NumPy scalar: the kernel reads arrays
         args = ", ".join(f"{asarray}({self.value(v)})" if v.ndim == 0 else self.value(v) for v in op.inputs)
         return [f"{self.name(op.outputs[0])} = {name}.run({args})"]
-
-    @staticmethod
-    def _tier(chain, job, region):
-        """A region new to the process: on NumPy, timed, until it has run tiering.threshold() seconds;
-        then compiled in the background and swapped in."""
-        def done(kernel):
-            chain.use(kernel)
-            _count("" if region[1] == "native" else region[1], pending=1)
-
-        def start(warming=1):
-            region[1] = "compiling"
-            _count("compiling", warming=warming)
-            compiler.submit(job, done)
-
-        seconds = tiering.threshold()
-        if seconds <= 0:
-            start(warming=0)
-            return
-        region[1] = "warming"
-        _count("warming")
-        chain.run = tiering.timed(chain.run, seconds, start, lambda run: setattr(chain, "run", run))
 
     def while_(self, op, indent):
         """A loop as one native call, its NumPy loop run where the call returns None (still compiling,
@@ -147,7 +118,8 @@ class NativePlanCodegen(PlanCodegen):
             _count(found)
             return super().while_(op, indent)
         loop = NativeLoop(op, found, status)
-        if not _start(regions.region_job(found), loop, status):
+        job = regions.region_job(found)
+        if not _start(job, loop, status, lambda: _queue(job, loop, status)):
             return super().while_(op, indent)
         name = self.bound(f"native_loop_{len(self.native_regions)}", loop)
         args = ", ".join(self.value(v) for v in found.args)
@@ -229,19 +201,39 @@ def chain_call(kernel, op, steps, donated):
     return run
 
 
-def _start(job, user, status):
-    """Compile a region now (cached, or DY2STATIC_NATIVE=sync) or queue it; False when it cannot be native."""
+def _start(job, user, status, defer):
+    """Give `user` (a chain or a loop) its kernel now where one is compiled (in this process or on disk) or may
+    be compiled here (DY2STATIC_NATIVE=sync), else `defer()` it; False when the region cannot be native."""
     kernel = job.cached()
     if kernel is None and not compiler.in_background():
         kernel = job()
-    if kernel is not None:
+    if kernel is None:
+        defer()
+    else:
         user.use(kernel)
         _count("" if status[1] == "native" else status[1])
-    else:
-        _count("compiling")
-        compiler.submit(job, lambda kernel: (user.use(kernel),
-                                             _count("" if status[1] == "native" else status[1], pending=1)))
-    return status[1] in ("native", "compiling")
+    return status[1] in ("native", "compiling", "warming")
+
+
+def _queue(job, user, status, warming=0):
+    """Compile in the background; the kernel is swapped into `user` when it is ready (no caller waits)."""
+    status[1] = "compiling"
+    _count("compiling", warming=warming)
+    compiler.submit(job, lambda kernel: (user.use(kernel),
+                                         _count("" if status[1] == "native" else status[1], pending=1)))
+
+
+def _tier(chain, job, region):
+    """A chain new to the process: on NumPy, timed, until it has run tiering.threshold() seconds; then
+    queued. (Whole loops are queued at once: `NativePlanCodegen.while_`.)"""
+    seconds = tiering.threshold()
+    if seconds <= 0:
+        _queue(job, chain, region)
+        return
+    region[1] = "warming"
+    _count("warming")
+    chain.run = tiering.timed(chain.run, seconds, lambda: _queue(job, chain, region, warming=1),
+                              lambda run: setattr(chain, "run", run))
 
 
 class NativeLoop:
