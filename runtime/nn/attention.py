@@ -88,6 +88,13 @@ class MultiheadAttention(Layer):
         return f"{self.embed_dim}, num_heads={self.num_heads}"
 
 
+def feed_forward_activation(layer, activation):
+    """A Transformer layer's `activation=`: "relu", "gelu" or a callable, as PyTorch takes it."""
+    if activation not in ("relu", "gelu") and not callable(activation):
+        raise ValueError(f"{layer}: activation must be 'relu', 'gelu' or a callable, got {activation!r}")
+    return {"relu": relu, "gelu": gelu}.get(activation, activation)
+
+
 class TransformerEncoderLayer(Layer):
     """Self-attention then a feed-forward block, each with dropout, a residual and LayerNorm (post-norm
     by default, norm_first=True for pre-norm); activation "relu" or "gelu"."""
@@ -95,9 +102,6 @@ class TransformerEncoderLayer(Layer):
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True):
         super().__init__()
-        if activation not in ("relu", "gelu") and not callable(activation):
-            raise ValueError(f"TransformerEncoderLayer: activation must be 'relu', 'gelu' or a callable, "
-                             f"got {activation!r}")
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias)
         self.dropout = Dropout(dropout)
@@ -107,7 +111,7 @@ class TransformerEncoderLayer(Layer):
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
-        self.activation = {"relu": relu, "gelu": gelu}.get(activation, activation)
+        self.activation = feed_forward_activation("TransformerEncoderLayer", activation)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         x = src

@@ -5,9 +5,8 @@ import math
 
 from .. import ops as rt
 from . import init
-from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
+from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer, feed_forward_activation
 from .container import LayerList
-from .functional import gelu, relu
 from .layer import Layer
 from .layers import Dropout, LayerNorm, Linear
 
@@ -19,9 +18,6 @@ class TransformerDecoderLayer(Layer):
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
-        if activation not in ("relu", "gelu") and not callable(activation):
-            raise ValueError(f"TransformerDecoderLayer: activation must be 'relu', 'gelu' or a callable, "
-                             f"got {activation!r}")
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias)
@@ -32,7 +28,7 @@ class TransformerDecoderLayer(Layer):
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
         self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
         self.dropout1, self.dropout2, self.dropout3 = Dropout(dropout), Dropout(dropout), Dropout(dropout)
-        self.activation = {"relu": relu, "gelu": gelu}.get(activation, activation)
+        self.activation = feed_forward_activation("TransformerDecoderLayer", activation)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
