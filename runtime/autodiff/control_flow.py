@@ -110,11 +110,12 @@ def _cond_vjp(g, inputs, outputs, *, true_block, false_block):
 # --- while ----------------------------------------------------------------------------------
 
 class _LoopTape:
-    """What the forward-with-tape of a while op adds to its loop: the loop variables it saves (body
-    param index -> tensor array output, all taken each iteration) and its iteration count output."""
+    """What the forward-with-tape of a while op adds to its loop: after the loop's own `n_state` state
+    values, the loop variables it saves (body param index -> tensor array output, all taken each
+    iteration) and its iteration count output."""
 
-    def __init__(self, saved, count):
-        self.saved, self.count = saved, count
+    def __init__(self, n_state, saved, count):
+        self.n_state, self.saved, self.count = n_state, saved, count
 
 
 # Program -> {id(op): (op, _LoopTape)} for the forward-with-tape ops autodiff made: weak, so a Program
@@ -168,7 +169,7 @@ def _with_tape(op, save):
     at = block.ops.index(op)
     block.ops[at:at + 1] = made + [taped]
     block.program.version += 1
-    tape = _LoopTape(dict(zip(save, outs[:-1])), outs[-1])
+    tape = _LoopTape(n, dict(zip(save, outs[:-1])), outs[-1])
     _TAPED.setdefault(block.program, {})[id(taped)] = (taped, tape)
     return taped, tape
 
@@ -217,36 +218,38 @@ def _sparse_gather(block, cotangent, captured):
 
 @facet("while", "vjp")
 def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
-    # The record may be of a while op whose place a forward-with-tape took since (another gradient of
-    # it, in this Program): that op makes the same first len(outputs) values and saves what the
-    # reverse reads, so its blocks and its tape serve this gradient too.
+    # The op making these values now is the loop the record describes, or a forward-with-tape that
+    # took its place (an earlier gradient of it, in this Program). The tape serves every gradient of
+    # the loop's own state; only when cotangents reach the saved values themselves (a second-order
+    # gradient) is the forward-with-tape differentiated as a loop of its own.
     op = region_op(outputs)
-    n = len(outputs)
-    bb = sub_blocks(op)[1]
-    params, results = bb.params[:n], bb.results[:n]
-    captured = inputs[n:]
     g = tuple(g) if isinstance(g, tuple) else (g,)
-    outs = tuple(outputs)
+    n_out = len(outputs)
+    tape = _tape_of(op)
+    if tape is not None and any(gi is not None for gi in g[tape.n_state:]):
+        tape = None
+    if tape is None and len(op.outputs) != n_out:
+        raise RuntimeError("while vjp: the op making this loop's values is neither the loop nor a "
+                           "forward-with-tape of it")
+    n = n_out if tape is None else min(n_out, tape.n_state)
+    bb = sub_blocks(op)[1]
+    params = bb.params[:n]
+    captured = inputs[n_out:]
+    outs = tuple(outputs[:n])
 
     carried = [i for i in range(n) if _dense_float(params[i]) or
                (params[i].kind == "array" and carries_gradient(params[i]) and g[i] is not None)]
-    wrt_captured = [c for c in captured if _dense_float(c)]
+    wrt_captured = [c for c in captured if isinstance(c, Variable) and carries_gradient(c)]   # tensor arrays too
     if not carried:
         return (None,) * len(inputs)
-    wrt_body = [params[i] for i in carried] + wrt_captured
-    tape = None
-    if len(op.outputs) != n:
-        tape = _tape_of(op)
-        if tape is None:
-            raise RuntimeError("while vjp: the op making this loop's values is neither the loop nor a "
-                               "forward-with-tape of it")
-    else:     # what to save does not depend on this call's cotangents: one tape serves every gradient
+    if tape is None:     # what to save does not depend on this call's cotangents: one tape serves every gradient
         every = [i for i in range(n) if carries_gradient(params[i])]
         read, _ = _dry_run(op, bb, every, wrt_captured)
         op, tape = _with_tape(op, [i for i in range(n) if params[i].kind == "dense" and params[i] in read])
         bb = sub_blocks(op)[1]
-        params, results = bb.params[:n], bb.results[:n]
-        wrt_body = [params[i] for i in carried] + wrt_captured
+        params = bb.params[:n]
+    results = bb.results[:n]
+    wrt_body = [params[i] for i in carried] + wrt_captured
     _, sparse = _dry_run(op, bb, carried, wrt_captured)
     array_outs = {i: outs[i] for i in range(n) if params[i].kind == "array"}
 
@@ -258,7 +261,7 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
         block = tracing.current_block()
         # loop state the backward does not read (liveness): a stand-in that no kept op uses
         mapping = {p: block.create_var(hint(p), p.static_shape, p.dtype, weak=p.weak, kind=p.kind) for p in params}
-        mapping.update({params[i]: array_read(tape.saved[i], k) for i in tape.saved})
+        mapping.update({params[i]: array_read(arr, k) for i, arr in tape.saved.items() if i < n})
         mapping.update({params[i]: arr for i, arr in array_outs.items()})
         seeds = [(results[i], gi) for i, gi in zip(carried, gs)]
         cots = block_vjp(bb.ops, mapping, seeds, wrt_body, block)
@@ -278,7 +281,7 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
     by_init = dict(zip(carried, g_init))
     by_captured = {c: array_scatter_add(c, acc[0], acc[1:], sparse[c][2]) if c in sparse else acc
                    for c, acc in zip(wrt_captured, g_captured)}
-    return (tuple(by_init.get(i) for i in range(n)) +
+    return (tuple(by_init.get(i) for i in range(n)) + (None,) * (n_out - n) +
             tuple(by_captured.get(c) if isinstance(c, Variable) else None for c in captured))
 
 
