@@ -4,15 +4,17 @@ cond: the backward is a `cond` on the same predicate whose branches are the
 VJPs of the forward branches (each recomputes what its VJP needs of its
 branch, then runs the engine over it).
 
-while: the forward loop is extended, once, to save what the backward needs —
-the loop variables that the needed ops of the body read (liveness: nothing
-else), pushed onto tensor arrays each iteration — and to count its
-iterations. The backward is a reverse `while` that runs that many iterations;
-iteration k reads the values saved at k, recomputes the needed body ops,
-and turns the cotangents of the body's results into those of its loop
-variables (carried) and captured values (summed). A data-dependent trip
-count, `break`/`continue`/`return` (lowered to flag variables) and tensor
-arrays are all just loop state.
+while: nothing is edited. The VJP builds a forward-with-tape, a new while op
+(the loop's blocks cloned) that also saves what the backward needs — the loop
+variables that the needed ops of the body read (liveness: nothing else),
+pushed onto tensor arrays each iteration — and counts its iterations; it takes
+the loop op's place in the block being traced, the loop op left as it was. The
+backward is a reverse `while` that runs that many iterations; iteration k reads
+the values saved at k, recomputes the needed body ops, and turns the
+cotangents of the body's results into those of its loop variables (carried)
+and captured values (summed). A data-dependent trip count,
+`break`/`continue`/`return` (lowered to flag variables) and tensor arrays are
+all just loop state.
 """
 import weakref
 
