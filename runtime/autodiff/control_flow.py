@@ -24,7 +24,7 @@ from ..ir import Operator, Variable
 from ..ops import add, array_append, array_new, array_read, full, greater, subtract, zeros_like
 from ..ops.regions import region_of, sub_blocks
 from ..ops.registry import facet, get_op
-from .arrays import array_scatter_add, array_zeros_like
+from .arrays import array_zeros_like, scatter_sum
 from .engine import add_cotangents, backprop, carries_gradient
 from .replay import clone_block, hint, needed_ops, replay
 
@@ -170,7 +170,6 @@ def _with_tape(op, save):
                      block, op.no_grad)
     at = block.ops.index(op)
     block.ops[at:at + 1] = made + [taped]
-    block.program.version += 1
     tape = _LoopTape(n, dict(zip(save, outs[:-1])), outs[-1])
     _TAPED.setdefault(block.program, {})[id(taped)] = (taped, tape)
     return taped, tape
@@ -179,7 +178,7 @@ def _with_tape(op, save):
 def _dry_run(op, bb, carried, wrt_captured):
     """Trace one reverse iteration into a scratch block (then dropped) to learn two facts:
     liveness — the body params its pruned ops really read (all the forward loop must save) — and
-    which captured values get their cotangent from one `x[i]` read (`_sparse_plan`)."""
+    which captured values get their cotangent from one `x[i]` read (`_sparse_gather`)."""
     program = op.block.program
     first, names = len(program.blocks), program.name_state()
     scratch = program.new_block(op.block)
@@ -197,15 +196,16 @@ def _dry_run(op, bb, carried, wrt_captured):
         gather = _sparse_gather(scratch, cots[c], c)
         if gather is not None:
             g, idx = gather.inputs[0], gather.inputs[2:]
-            sparse[c] = ((g.static_shape, g.dtype), [(i.static_shape, i.dtype) for i in idx], gather.attrs["index"])
+            sparse[c] = ((g.static_shape, g.dtype), [(i.static_shape, i.dtype) for i in idx], gather.attrs.get("index"))
     program.drop_blocks_from(first)
     program.restore_name_state(names)
     return read, sparse
 
 
 def _sparse_gather(block, cotangent, captured):
-    """The gather-gradient op (`scatters_cotangent`: `getitem_grad`) of `block` that alone makes
-    `cotangent` (the scatter of one `captured[i]` read, by dynamic index values only), or None."""
+    """The gather-gradient op (`scatters_cotangent`: `getitem_grad`, or `array_onehot` for a tensor
+    array) of `block` that alone makes `cotangent` (the scatter of one `captured[i]` read, by dynamic
+    index values only), or None."""
     if not isinstance(cotangent, Variable) or cotangent.block is not block:
         return None
     for op in block.ops:
@@ -281,7 +281,7 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
     acc0 = tuple(_sparse_start(sparse[c]) if c in sparse else _zeros_like(c) for c in wrt_captured)
     _, g_init, g_captured = while_loop(reverse_cond, reverse_body, (tape.count, g0, acc0))
     by_init = dict(zip(carried, g_init))
-    by_captured = {c: array_scatter_add(c, acc[0], acc[1:], sparse[c][2]) if c in sparse else acc
+    by_captured = {c: scatter_sum(c, acc[0], acc[1:], sparse[c][2]) if c in sparse else acc
                    for c, acc in zip(wrt_captured, g_captured)}
     return (tuple(by_init.get(i) for i in range(n)) + (None,) * (n_out - n) +
             tuple(by_captured.get(c) if isinstance(c, Variable) else None for c in captured))

@@ -12,6 +12,8 @@ import runtime as rt
 from runtime import nn, tracing
 from runtime.control_flow import while_loop
 from runtime.executor import Executor
+from runtime.ops.dispatch import apply
+from runtime.ops.registry import get_op
 from runtime.tracing import InputSpec
 from runtime.ops.regions import sub_blocks
 from transpiler import to_static
@@ -174,3 +176,25 @@ def test_a_loop_reading_a_tensor_array_an_earlier_loop_filled_passes_its_gradien
         (num,) = numeric_grad(lambda x: float(two_loops(rt.tensor(x), n).numpy()), [a.copy()])
         np.testing.assert_allclose(got, num, rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(got, rt.grad(two_loops)(rt.tensor(a), n).numpy(), rtol=1e-12)
+    program = rt.grad(to_static(two_loops)).get_program(rt.tensor(np.ones(2)), n)
+    types = _types(program)
+    assert "array_scatter_rows" in types and "array_onehot" not in types   # one scatter after the loop, O(T)
+
+
+def test_scatter_rows_and_gather_rows_are_each_others_adjoint():
+    rng = np.random.default_rng(0)
+    like = [rt.tensor(np.zeros(3)) for _ in range(4)]
+    g = [rt.tensor(rng.normal(size=3)) for _ in range(5)]
+    pos = [rt.tensor(np.int64(p)) for p in (2, 0, 2, -1, 3)]
+    out = apply(get_op("array_scatter_rows"), (like, g, pos), {})
+    want = np.zeros((4, 3))
+    for gi, p in zip(g, (2, 0, 2, -1, 3)):
+        want[p] += gi.numpy()
+    np.testing.assert_allclose(np.stack([o.numpy() for o in out]), want)
+    c = [rt.tensor(rng.normal(size=3)) for _ in range(4)]       # <scatter(g), c> == <g, gather(c)>
+    (_, gathered, _) = get_op("array_scatter_rows").vjp(c, (like, g, pos), out)
+    lhs = sum(float((o.numpy() * ci.numpy()).sum()) for o, ci in zip(out, c))
+    rhs = sum(float((gi.numpy() * hi.numpy()).sum()) for gi, hi in zip(g, gathered))
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-12)
+    (back, _) = get_op("array_gather_rows").vjp(g, (c, pos), gathered)
+    np.testing.assert_allclose(np.stack([b.numpy() for b in back]), want)
