@@ -112,22 +112,32 @@ def _cond_vjp(g, inputs, outputs, *, true_block, false_block):
 # --- while ----------------------------------------------------------------------------------
 
 class _LoopTape:
-    """What the forward-with-tape of a while op adds to its loop: after the loop's own `n_state` state
-    values, the loop variables it saves (body param index -> tensor array output, all taken each
-    iteration) and its iteration count output."""
+    """What the forward-with-tape of a while op adds to its loop, by position: after the loop's own
+    `n_state` state values, one tensor array per saved body param (`save`: their indices, each taken
+    every iteration), then the iteration count. Positions, not values: the cache holding it must not
+    keep the Program alive."""
 
-    def __init__(self, n_state, saved, count):
-        self.n_state, self.saved, self.count = n_state, saved, count
+    def __init__(self, n_state, save):
+        self.n_state, self.save = n_state, list(save)
+
+    def saved(self, op):
+        """{body param index: the op's tensor array output saving it}"""
+        return {i: op.outputs[self.n_state + k] for k, i in enumerate(self.save)}
+
+    def count(self, op):
+        return op.outputs[-1]
 
 
-# Program -> {id(op): (op, _LoopTape)} for the forward-with-tape ops autodiff made: weak, so a Program
-# that is dropped takes its entries along, and nothing is written on the Program itself
+# Program -> {id(a forward-with-tape's count output): (weak reference to that output, _LoopTape)}: weak
+# both ways (an entry holds nothing of the Program), so a dropped Program takes its entries along, and
+# nothing is written on the Program itself
 _TAPED = weakref.WeakKeyDictionary()
 
 
 def region_op(outputs):
-    """(A gradient rule's way to its region op, whose blocks it reads.) The op of `outputs[0]`'s block that makes it now: the region op a record describes, or the
-    forward-with-tape that took its place (which makes the same values, and more)."""
+    """(A gradient rule's way to its region op, whose blocks it reads.) The op of `outputs[0]`'s block
+    that makes it now: the region op a record describes, or the forward-with-tape that took its place
+    (which makes the same values, and more)."""
     block, first = outputs[0].block, outputs[0]
     for op in block.ops:
         if op.outputs and op.outputs[0] is first:
@@ -136,8 +146,9 @@ def region_op(outputs):
 
 
 def _tape_of(op):
-    known = _TAPED.get(op.block.program, {}).get(id(op))
-    return known[1] if known is not None and known[0] is op else None
+    last = op.outputs[-1] if op.outputs else None
+    known = _TAPED.get(op.block.program, {}).get(id(last))
+    return known[1] if known is not None and known[0]() is last else None
 
 
 def _with_tape(op, save):
@@ -170,8 +181,8 @@ def _with_tape(op, save):
                      block, op.no_grad)
     at = block.ops.index(op)
     block.ops[at:at + 1] = made + [taped]
-    tape = _LoopTape(n, dict(zip(save, outs[:-1])), outs[-1])
-    _TAPED.setdefault(block.program, {})[id(taped)] = (taped, tape)
+    tape = _LoopTape(n, save)
+    _TAPED.setdefault(block.program, {})[id(outs[-1])] = (weakref.ref(outs[-1]), tape)
     return taped, tape
 
 
@@ -253,6 +264,7 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
     results = bb.results[:n]
     wrt_body = [params[i] for i in carried] + wrt_captured
     _, sparse = _dry_run(op, bb, carried, wrt_captured)
+    saved = tape.saved(op)
     array_outs = {i: outs[i] for i in range(n) if params[i].kind == "array"}
 
     def reverse_cond(k, gs, accs):
@@ -263,7 +275,7 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
         block = tracing.current_block()
         # loop state the backward does not read (liveness): a stand-in that no kept op uses
         mapping = {p: block.create_var(hint(p), p.static_shape, p.dtype, weak=p.weak, kind=p.kind) for p in params}
-        mapping.update({params[i]: array_read(arr, k) for i, arr in tape.saved.items() if i < n})
+        mapping.update({params[i]: array_read(arr, k) for i, arr in saved.items() if i < n})
         mapping.update({params[i]: arr for i, arr in array_outs.items()})
         seeds = [(results[i], gi) for i, gi in zip(carried, gs)]
         cots = block_vjp(bb.ops, mapping, seeds, wrt_body, block)
@@ -279,7 +291,7 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
 
     g0 = tuple(g[i] if g[i] is not None else _zeros_like(outs[i]) for i in carried)
     acc0 = tuple(_sparse_start(sparse[c]) if c in sparse else _zeros_like(c) for c in wrt_captured)
-    _, g_init, g_captured = while_loop(reverse_cond, reverse_body, (tape.count, g0, acc0))
+    _, g_init, g_captured = while_loop(reverse_cond, reverse_body, (tape.count(op), g0, acc0))
     by_init = dict(zip(carried, g_init))
     by_captured = {c: scatter_sum(c, acc[0], acc[1:], sparse[c][2]) if c in sparse else acc
                    for c, acc in zip(wrt_captured, g_captured)}

@@ -6,6 +6,9 @@ what the reverse reads takes its place. Every gradient of one loop — a second 
 gradient, a gradient flowing into a tensor array an earlier loop filled — is checked against central
 finite differences and the unrolled loop.
 """
+import gc
+import weakref
+
 import numpy as np
 
 import runtime as rt
@@ -198,3 +201,19 @@ def test_scatter_rows_and_gather_rows_are_each_others_adjoint():
     np.testing.assert_allclose(lhs, rhs, rtol=1e-12)
     (back, _) = get_op("array_gather_rows").vjp(g, (c, pos), gathered)
     np.testing.assert_allclose(np.stack([b.numpy() for b in back]), want)
+
+
+def test_a_program_holding_a_forward_with_tape_is_freed_with_its_tape():
+    def f(x, n):
+        _, y = while_loop(lambda i, y: i < n, lambda i, y: (i + 1, rt.sin(y) * y), (0, x))
+        return y.sum()
+
+    def step(x, n):
+        return rt.value_and_grad(f)(x, n)
+
+    program, inputs, result = tracing.trace(step, [InputSpec((2,), "float64"), InputSpec((), "int64")])
+    assert "array_append" in _types(program)
+    ref = weakref.ref(program)
+    del program, inputs, result
+    gc.collect()
+    assert ref() is None            # the tape cache keeps nothing of the Program alive
