@@ -245,7 +245,7 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
         raise RuntimeError("while vjp: the op making this loop's values is neither the loop nor a "
                            "forward-with-tape of it")
     n = n_out if tape is None else min(n_out, tape.n_state)
-    bb = sub_blocks(op)[1]
+    bb = region_of(op).body(op)
     params = bb.params[:n]
     captured = inputs[n_out:]
     outs = tuple(outputs[:n])
@@ -259,7 +259,7 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
         every = [i for i in range(n) if carries_gradient(params[i])]
         read, _ = _dry_run(op, bb, every, wrt_captured)
         op, tape = _with_tape(op, [i for i in range(n) if params[i].kind == "dense" and params[i] in read])
-        bb = sub_blocks(op)[1]
+        bb = region_of(op).body(op)
         params = bb.params[:n]
     results = bb.results[:n]
     wrt_body = [params[i] for i in carried] + wrt_captured
