@@ -118,6 +118,7 @@ def test_second_order_gradient_of_a_while_matches_finite_differences_and_the_unr
         (num,) = numeric_grad(lambda x: float(to_static(of(loop))(rt.tensor(x), n).numpy()), [a.copy()])
         np.testing.assert_allclose(got, num, rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(got, flat, rtol=1e-12, atol=1e-14)
+    rt.verify(rt.grad(to_static(of(loop))).get_program(rt.tensor(np.ones(2)), n))   # no orphaned blocks
 
 
 def test_two_gradient_requests_of_one_loop_share_its_tape():
@@ -182,6 +183,7 @@ def test_a_loop_reading_a_tensor_array_an_earlier_loop_filled_passes_its_gradien
     program = rt.grad(to_static(two_loops)).get_program(rt.tensor(np.ones(2)), n)
     types = _types(program)
     assert "array_scatter_rows" in types and "array_onehot" not in types   # one scatter after the loop, O(T)
+    rt.verify(program)
 
 
 def test_scatter_rows_and_gather_rows_are_each_others_adjoint():
