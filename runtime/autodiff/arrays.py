@@ -41,7 +41,7 @@ def _zeros_like_kernel(xp, arr):
     return [xp.zeros_like(a) for a in arr]
 
 
-def _onehot_kernel(xp, arr, index, g):
+def _onehot_kernel(xp, g, arr, index):
     i = int(index) % len(arr)
     return [g if j == i else xp.zeros_like(a) for j, a in enumerate(arr)]
 
@@ -64,8 +64,10 @@ _split_like = register(OpDef("array_split_like", _split_like_kernel,
                              lambda x, like, axis=0: _array_spec(like.static_shape, x.dtype)))
 _zeros_like = register(OpDef("array_zeros_like", _zeros_like_kernel,
                              lambda arr: _array_spec(arr.static_shape, arr.dtype)))
+# zeros like the array (input 1) with g (input 0) at one position: a read's gradient, which a reverse loop
+# accumulates sparsely (`scatters_cotangent`, as `getitem_grad`)
 _onehot = register(OpDef("array_onehot", _onehot_kernel,
-                         lambda arr, index, g: _array_spec(arr.static_shape, arr.dtype)))
+                         lambda g, arr, index: _array_spec(arr.static_shape, arr.dtype), scatters_cotangent=True))
 _unslice = register(OpDef("array_unslice", _unslice_kernel,
                           lambda arr, g, start=None, stop=None, step=None: _array_spec(arr.static_shape, arr.dtype)))
 _add = register(OpDef("array_add", _add_kernel, lambda a, b: _array_spec(a.static_shape, a.dtype)))
@@ -116,7 +118,7 @@ def _length(arr):
 
 @facet("array_read", "vjp")
 def _read_vjp(g, inputs, outputs):
-    return apply(_onehot, (inputs[0], inputs[1], g), {}), None
+    return apply(_onehot, (g, inputs[0], inputs[1]), {}), None
 
 
 @facet("array_slice", "vjp")
@@ -157,7 +159,7 @@ def _split_like_vjp(g, inputs, outputs, axis=0):
 
 @facet("array_onehot", "vjp")
 def _onehot_vjp(g, inputs, outputs):
-    return None, None, array_read(g, inputs[1])
+    return array_read(g, inputs[2]), None, None
 
 
 for _name in ("array_new", "array_length", "array_zeros_like"):
@@ -219,3 +221,44 @@ def _scatter_add_vjp(g, inputs, outputs, index):
 def _gather_vjp(g, inputs, outputs, index):
     x, arr_idx = inputs[0], inputs[1:]
     return (array_scatter_add(x, g, arr_idx, index),) + (None,) * len(arr_idx)
+
+
+# --- the same for a tensor array read as `arr[k]` once per iteration (a loop over a list an earlier loop
+# filled; a second-order gradient reading a forward loop's saved values): the cotangents and positions
+# go onto two tensor arrays, and one `array_scatter_rows` after the loop adds them into a zero array
+
+def _scatter_rows_kernel(xp, like, arr_g, arr_pos):
+    out = [xp.zeros_like(a) for a in like]
+    for g, pos in zip(arr_g, arr_pos):
+        i = int(pos) % len(out)
+        out[i] = out[i] + g
+    return out
+
+
+def _gather_rows_kernel(xp, arr, arr_pos):
+    return [arr[int(pos) % len(arr)] for pos in arr_pos]
+
+
+_scatter_rows = register(OpDef("array_scatter_rows", _scatter_rows_kernel,
+                               lambda like, arr_g, arr_pos: _array_spec(like.static_shape, arr_g.dtype)))
+_gather_rows = register(OpDef("array_gather_rows", _gather_rows_kernel,
+                              lambda arr, arr_pos: _array_spec(arr.static_shape, arr.dtype)))
+
+
+def scatter_sum(like, arr_g, arr_idx, index):
+    """The sum of a reverse loop's sparse cotangents of `like`: arr_g[k] added at the place the k-th
+    read took (index values arr_idx[j][k]): a tensor shaped like `like`, or for a tensor array a tensor
+    array like it."""
+    if like.kind == "array":
+        return apply(_scatter_rows, (like, arr_g, arr_idx[0]), {})
+    return array_scatter_add(like, arr_g, arr_idx, index)
+
+
+@facet("array_scatter_rows", "vjp")
+def _scatter_rows_vjp(g, inputs, outputs):
+    return None, apply(_gather_rows, (g, inputs[2]), {}), None
+
+
+@facet("array_gather_rows", "vjp")
+def _gather_rows_vjp(g, inputs, outputs):
+    return apply(_scatter_rows, (inputs[0], g, inputs[1]), {}), None

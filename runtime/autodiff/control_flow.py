@@ -4,24 +4,29 @@ cond: the backward is a `cond` on the same predicate whose branches are the
 VJPs of the forward branches (each recomputes what its VJP needs of its
 branch, then runs the engine over it).
 
-while: the forward loop is extended, once, to save what the backward needs —
-the loop variables that the needed ops of the body read (liveness: nothing
-else), pushed onto tensor arrays each iteration — and to count its
-iterations. The backward is a reverse `while` that runs that many iterations;
-iteration k reads the values saved at k, recomputes the needed body ops,
-and turns the cotangents of the body's results into those of its loop
-variables (carried) and captured values (summed). A data-dependent trip
-count, `break`/`continue`/`return` (lowered to flag variables) and tensor
-arrays are all just loop state.
+while: nothing is edited. The VJP builds a forward-with-tape, a new while op
+(the loop's blocks cloned) that also saves what the backward needs — the loop
+variables that the needed ops of the body read (liveness: nothing else),
+pushed onto tensor arrays each iteration — and counts its iterations; it takes
+the loop op's place in the block being traced, the loop op left as it was. The
+backward is a reverse `while` that runs that many iterations; iteration k reads
+the values saved at k, recomputes the needed body ops, and turns the
+cotangents of the body's results into those of its loop variables (carried)
+and captured values (summed). A data-dependent trip count,
+`break`/`continue`/`return` (lowered to flag variables) and tensor arrays are
+all just loop state.
 """
+import weakref
+
 from .. import tracing
 from ..control_flow import cond, while_loop
-from ..ir import Variable
+from ..ir import Operator, Variable
 from ..ops import add, array_append, array_new, array_read, full, greater, subtract, zeros_like
+from ..ops.regions import region_of, sub_blocks
 from ..ops.registry import facet, get_op
-from .arrays import array_scatter_add, array_zeros_like
+from .arrays import array_zeros_like, scatter_sum
 from .engine import add_cotangents, backprop, carries_gradient
-from .replay import hint, needed_ops, replay
+from .replay import clone_block, hint, needed_ops, replay
 
 
 def _dense_float(v):
@@ -87,7 +92,6 @@ def _zeros_like(v):
 @facet("cond", "vjp")
 def _cond_vjp(g, inputs, outputs, *, true_block, false_block):
     pred, captured = inputs[0], inputs[1:]
-    program = pred.block.program
     wrt = [c for c in captured if isinstance(c, Variable) and carries_gradient(c)]   # tensor arrays too
     if not wrt:
         return (None,) * len(inputs)
@@ -99,7 +103,8 @@ def _cond_vjp(g, inputs, outputs, *, true_block, false_block):
             return tuple(cots[w] if cots[w] is not None else _zeros_like(w) for w in wrt)
         return run
 
-    grads = cond(pred, branch(program.blocks[true_block]), branch(program.blocks[false_block]))
+    true_branch, false_branch = sub_blocks(region_op(outputs))
+    grads = cond(pred, branch(true_branch), branch(false_branch))
     by_var = dict(zip(wrt, grads))
     return (None,) + tuple(by_var.get(c) if isinstance(c, Variable) else None for c in captured)
 
@@ -107,64 +112,84 @@ def _cond_vjp(g, inputs, outputs, *, true_block, false_block):
 # --- while ----------------------------------------------------------------------------------
 
 class _LoopTape:
-    """What a forward while op was extended with: its original state count, the loop variables it
-    saves (body param index -> tensor array output) and its iteration count output."""
+    """What the forward-with-tape of a while op adds to its loop, by position: after the loop's own
+    `n_state` state values, one tensor array per saved body param (`save`: their indices, each taken
+    every iteration), then the iteration count. Positions, not values: the cache holding it must not
+    keep the Program alive."""
 
-    def __init__(self, n_state, saved, count):
-        self.n_state, self.saved, self.count = n_state, saved, count
+    def __init__(self, n_state, save):
+        self.n_state, self.save = n_state, list(save)
+
+    def saved(self, op):
+        """{body param index: the op's tensor array output saving it}"""
+        return {i: op.outputs[self.n_state + k] for k, i in enumerate(self.save)}
+
+    def count(self, op):
+        return op.outputs[-1]
 
 
-def _find_op(outputs):
-    block = outputs[0].block
-    first = outputs[0]
+# Program -> {id(a forward-with-tape's count output): (weak reference to that output, _LoopTape)}: weak
+# both ways (an entry holds nothing of the Program), so a dropped Program takes its entries along, and
+# nothing is written on the Program itself
+_TAPED = weakref.WeakKeyDictionary()
+
+
+def region_op(outputs):
+    """(A gradient rule's way to its region op, whose blocks it reads.) The op of `outputs[0]`'s block
+    that makes it now: the region op a record describes, or the forward-with-tape that took its place
+    (which makes the same values, and more)."""
+    block, first = outputs[0].block, outputs[0]
     for op in block.ops:
         if op.outputs and op.outputs[0] is first:
             return op
-    raise ValueError("while vjp: the forward op is not in its outputs' block")
+    raise ValueError("region vjp: the forward op is not in its outputs' block")
 
 
-def _tapes(program):
-    tapes = getattr(program, "_loop_tapes", None)
-    if tapes is None:
-        tapes = program._loop_tapes = {}
-    return tapes
+def _tape_of(op):
+    last = op.outputs[-1] if op.outputs else None
+    known = _TAPED.get(op.block.program, {}).get(id(last))
+    return known[1] if known is not None and known[0]() is last else None
 
 
-def _extend_forward(op, save):
-    """Make the forward while op push body params `save` each iteration and count iterations."""
-    program, block = op.block.program, op.block
-    cb, bb = (program.blocks[op.attrs[k]] for k in ("cond_block", "body_block"))
-    n = len(bb.params)
+def _with_tape(op, save):
+    """A new while op in `op`'s place: `op`'s loop (its blocks cloned) that also pushes the body params
+    `save` onto tensor arrays each iteration and counts its iterations; its first outputs are op's own.
+    `op` is never edited, and the blocks it held stay as they were (orphans the trace compacts away)."""
+    block, region = op.block, region_of(op)
+    cb, bb = sub_blocks(op)
+    n = len(op.outputs)
     params = [bb.params[i] for i in save]
     first = len(block.ops)
     with tracing.block_guard(block):
         inits = [array_new(p.static_shape, p.dtype) for p in params] + [full((), 0, "int64")]
     made = block.ops[first:]
     del block.ops[first:]
-    at = block.ops.index(op)
-    block.ops[at:at] = made
-    new_b = [bb.create_var(f"saved_{hint(p)}", p.static_shape, p.dtype, kind="array") for p in params]
-    new_b.append(bb.create_var("iteration", (), "int64"))
-    new_c = [cb.create_var(v.name, v.static_shape, v.dtype, kind=v.kind) for v in new_b]
-    with tracing.block_guard(bb):
-        pushed = [array_append(arr, p) for arr, p in zip(new_b, params)] + [add(new_b[-1], 1)]
+    mapping = {}
+    new_cb, new_bb = clone_block(cb, mapping, block), clone_block(bb, mapping, block)
+    tapes = [new_bb.create_var(f"saved_{hint(p)}", p.static_shape, p.dtype, kind="array") for p in params]
+    count = new_bb.create_var("iteration", (), "int64")
+    with tracing.block_guard(new_bb):
+        pushed = [array_append(arr, mapping[p]) for arr, p in zip(tapes, params)] + [add(count, 1)]
+    new_bb.params += tapes + [count]
+    new_bb.results += pushed
+    new_cb.params += [new_cb.create_var(v.name, v.static_shape, v.dtype, kind=v.kind) for v in tapes + [count]]
     outs = [block.create_var(f"saved_{hint(p)}", p.static_shape, p.dtype, kind="array") for p in params]
     outs.append(block.create_var("trip_count", (), "int64"))
-    op.inputs[n:n] = inits
-    op.outputs.extend(outs)
-    bb.params.extend(new_b)
-    bb.results.extend(pushed)
-    cb.params.extend(new_c)
-    program.version += 1
-    tape = _LoopTape(n, dict(zip(save, outs[:-1])), outs[-1])
-    _tapes(program)[id(op)] = (op, tape)
-    return tape
+    attrs = dict(op.attrs)
+    attrs.update(zip(region.block_attrs, (new_cb.idx, new_bb.idx)))
+    taped = Operator(op.type, op.inputs[:n] + inits + op.inputs[n:], op.outputs + outs, attrs, op.origin,
+                     block, op.no_grad)
+    at = block.ops.index(op)
+    block.ops[at:at + 1] = made + [taped]
+    tape = _LoopTape(n, save)
+    _TAPED.setdefault(block.program, {})[id(outs[-1])] = (weakref.ref(outs[-1]), tape)
+    return taped, tape
 
 
 def _dry_run(op, bb, carried, wrt_captured):
     """Trace one reverse iteration into a scratch block (then dropped) to learn two facts:
     liveness — the body params its pruned ops really read (all the forward loop must save) — and
-    which captured values get their cotangent from one `x[i]` read (`_sparse_plan`)."""
+    which captured values get their cotangent from one `x[i]` read (`_sparse_gather`)."""
     program = op.block.program
     first, names = len(program.blocks), program.name_state()
     scratch = program.new_block(op.block)
@@ -182,15 +207,16 @@ def _dry_run(op, bb, carried, wrt_captured):
         gather = _sparse_gather(scratch, cots[c], c)
         if gather is not None:
             g, idx = gather.inputs[0], gather.inputs[2:]
-            sparse[c] = ((g.static_shape, g.dtype), [(i.static_shape, i.dtype) for i in idx], gather.attrs["index"])
+            sparse[c] = ((g.static_shape, g.dtype), [(i.static_shape, i.dtype) for i in idx], gather.attrs.get("index"))
     program.drop_blocks_from(first)
     program.restore_name_state(names)
     return read, sparse
 
 
 def _sparse_gather(block, cotangent, captured):
-    """The gather-gradient op (`scatters_cotangent`: `getitem_grad`) of `block` that alone makes
-    `cotangent` (the scatter of one `captured[i]` read, by dynamic index values only), or None."""
+    """The gather-gradient op (`scatters_cotangent`: `getitem_grad`, or `array_onehot` for a tensor
+    array) of `block` that alone makes `cotangent` (the scatter of one `captured[i]` read, by dynamic
+    index values only), or None."""
     if not isinstance(cotangent, Variable) or cotangent.block is not block:
         return None
     for op in block.ops:
@@ -205,29 +231,40 @@ def _sparse_gather(block, cotangent, captured):
 
 @facet("while", "vjp")
 def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
-    op = _find_op(outputs)
-    program = op.block.program
-    bb = program.blocks[body_block]
-    known = _tapes(program).get(id(op))
-    tape = known[1] if known is not None and known[0] is op else None
-    n = tape.n_state if tape is not None else len(bb.params)
-    k_extra = len(inputs) - len(op.inputs) + (len(tape.saved) + 1 if tape is not None else 0)
-    params, results = bb.params[:n], bb.results[:n]
-    captured = inputs[n + k_extra:] if tape is not None else inputs[n:]
-    g = tuple(g[:n]) if isinstance(g, tuple) else (g,)
+    # The op making these values now is the loop the record describes, or a forward-with-tape that
+    # took its place (an earlier gradient of it, in this Program). The tape serves every gradient of
+    # the loop's own state; only when cotangents reach the saved values themselves (a second-order
+    # gradient) is the forward-with-tape differentiated as a loop of its own.
+    op = region_op(outputs)
+    g = tuple(g) if isinstance(g, tuple) else (g,)
+    n_out = len(outputs)
+    tape = _tape_of(op)
+    if tape is not None and any(gi is not None for gi in g[tape.n_state:]):
+        tape = None
+    if tape is None and len(op.outputs) != n_out:
+        raise RuntimeError("while vjp: the op making this loop's values is neither the loop nor a "
+                           "forward-with-tape of it")
+    n = n_out if tape is None else min(n_out, tape.n_state)
+    bb = region_of(op).body(op)
+    params = bb.params[:n]
+    captured = inputs[n_out:]
     outs = tuple(outputs[:n])
 
     carried = [i for i in range(n) if _dense_float(params[i]) or
                (params[i].kind == "array" and carries_gradient(params[i]) and g[i] is not None)]
-    wrt_captured = [c for c in captured if _dense_float(c)]
+    wrt_captured = [c for c in captured if isinstance(c, Variable) and carries_gradient(c)]   # tensor arrays too
     if not carried:
         return (None,) * len(inputs)
-    wrt_body = [params[i] for i in carried] + wrt_captured
     if tape is None:     # what to save does not depend on this call's cotangents: one tape serves every gradient
         every = [i for i in range(n) if carries_gradient(params[i])]
         read, _ = _dry_run(op, bb, every, wrt_captured)
-        tape = _extend_forward(op, [i for i in range(n) if params[i].kind == "dense" and params[i] in read])
+        op, tape = _with_tape(op, [i for i in range(n) if params[i].kind == "dense" and params[i] in read])
+        bb = region_of(op).body(op)
+        params = bb.params[:n]
+    results = bb.results[:n]
+    wrt_body = [params[i] for i in carried] + wrt_captured
     _, sparse = _dry_run(op, bb, carried, wrt_captured)
+    saved = tape.saved(op)
     array_outs = {i: outs[i] for i in range(n) if params[i].kind == "array"}
 
     def reverse_cond(k, gs, accs):
@@ -238,7 +275,7 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
         block = tracing.current_block()
         # loop state the backward does not read (liveness): a stand-in that no kept op uses
         mapping = {p: block.create_var(hint(p), p.static_shape, p.dtype, weak=p.weak, kind=p.kind) for p in params}
-        mapping.update({params[i]: array_read(tape.saved[i], k) for i in tape.saved})
+        mapping.update({params[i]: array_read(arr, k) for i, arr in saved.items() if i < n})
         mapping.update({params[i]: arr for i, arr in array_outs.items()})
         seeds = [(results[i], gi) for i, gi in zip(carried, gs)]
         cots = block_vjp(bb.ops, mapping, seeds, wrt_body, block)
@@ -254,12 +291,11 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
 
     g0 = tuple(g[i] if g[i] is not None else _zeros_like(outs[i]) for i in carried)
     acc0 = tuple(_sparse_start(sparse[c]) if c in sparse else _zeros_like(c) for c in wrt_captured)
-    _, g_init, g_captured = while_loop(reverse_cond, reverse_body, (tape.count, g0, acc0))
+    _, g_init, g_captured = while_loop(reverse_cond, reverse_body, (tape.count(op), g0, acc0))
     by_init = dict(zip(carried, g_init))
-    by_captured = {c: array_scatter_add(c, acc[0], acc[1:], sparse[c][2]) if c in sparse else acc
+    by_captured = {c: scatter_sum(c, acc[0], acc[1:], sparse[c][2]) if c in sparse else acc
                    for c, acc in zip(wrt_captured, g_captured)}
-    n_extra = len(inputs) - n - len(captured)
-    return (tuple(by_init.get(i) for i in range(n)) + (None,) * n_extra +
+    return (tuple(by_init.get(i) for i in range(n)) + (None,) * (n_out - n) +
             tuple(by_captured.get(c) if isinstance(c, Variable) else None for c in captured))
 
 
@@ -272,7 +308,7 @@ def _accumulate(block, acc, cotangent, captured, sparse):
     """Add one iteration's cotangent of a captured value: densely, or (sparse) by appending the
     scattered slice and its index values to the accumulator's tensor arrays."""
     if not sparse:
-        return acc if cotangent is None else acc + cotangent
+        return acc if cotangent is None else add_cotangents(acc, cotangent)
     gather = _sparse_gather(block, cotangent, captured)
     if gather is None:
         raise RuntimeError("autodiff: a loop body's gradient changed shape between two traces of it")

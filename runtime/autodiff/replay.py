@@ -10,6 +10,7 @@ append's result is the array it appended to.
 import re
 
 from ..ir import Variable, sub_block_attrs
+from ..ops.regions import sub_blocks
 from ..ops.registry import get_op
 from .engine import Record, active_records, records_of_ops
 
@@ -62,8 +63,8 @@ def replay(ops, mapping, block, keys=None, rerun=False):
                                           f"(at {op.origin}): it changes its input in place")
             continue
         attrs = dict(op.attrs)
-        for key in sub_block_attrs(op.type):
-            attrs[key] = copy_block(op.block.program.blocks[op.attrs[key]], mapping, block, rerun).idx
+        for key, sub in zip(sub_block_attrs(op.type), sub_blocks(op)):
+            attrs[key] = copy_block(sub, mapping, block, rerun).idx
         outs = [block.create_var(hint(o), o.static_shape, o.dtype, weak=o.weak, kind=o.kind) for o in op.outputs]
         mapping.update(zip(op.outputs, outs))
         copy = block.append_op(op.type, ins, outs, attrs, op.origin, op.no_grad)
@@ -81,6 +82,29 @@ def copy_block(source, mapping, parent, rerun=False):
     replay(source.ops, mapping, new, rerun=rerun)
     new.results = [mapping.get(r, r) for r in source.results]
     return new
+
+
+def clone_block(source, mapping, parent):
+    """A new child block of `parent` that is `source` op for op under new names, impure ops (appends,
+    prints, draws) included: a loop's blocks as written, for a new op that runs the loop again in place
+    of the one it copies (the while gradient's forward-with-tape). `mapping` grows with the copies."""
+    new = parent.program.new_block(parent)
+    new.params = [_like(p, new) for p in source.params]
+    mapping.update(zip(source.params, new.params))
+    for op in source.ops:
+        attrs = dict(op.attrs)
+        for key, sub in zip(sub_block_attrs(op.type), sub_blocks(op)):
+            attrs[key] = clone_block(sub, mapping, new).idx
+        outs = [_like(o, new) for o in op.outputs]
+        mapping.update(zip(op.outputs, outs))
+        ins = [mapping.get(x, x) if isinstance(x, Variable) else x for x in op.inputs]
+        new.append_op(op.type, ins, outs, attrs, op.origin, op.no_grad)
+    new.results = [mapping.get(r, r) for r in source.results]
+    return new
+
+
+def _like(var, block):
+    return block.create_var(hint(var), var.static_shape, var.dtype, weak=var.weak, kind=var.kind)
 
 
 def needed_ops(ops, wrt):

@@ -10,9 +10,10 @@
 from .. import tracing
 from ..ir import Variable
 from ..ops import flip, zeros_like
+from ..ops.regions import sub_blocks
 from ..ops.registry import facet
 from ..scan_loop import scan
-from .control_flow import block_vjp
+from .control_flow import region_op, block_vjp
 from .engine import carries_gradient
 from .replay import replay
 
@@ -21,18 +22,9 @@ def _differentiable(v):
     return isinstance(v, Variable) and v.kind == "dense" and carries_gradient(v)
 
 
-def _find_op(outputs, body_block):
-    block = outputs[0].block
-    for op in block.ops:
-        if op.attrs.get("body_block") == body_block and op.outputs and op.outputs[0] is outputs[0]:
-            return op
-    raise ValueError("scan vjp: the forward op is not in its outputs' block")
-
-
 @facet("scan", "vjp")
 def _scan_vjp(g, inputs, outputs, *, body_block, length, num_carry):
-    op = _find_op(outputs, body_block)
-    body = op.block.program.blocks[body_block]
+    (body,) = sub_blocks(region_op(outputs))
     nc = num_carry
     nx = len(body.params) - nc
     init, xs, captured = list(inputs[:nc]), list(inputs[nc:nc + nx]), list(inputs[nc + nx:])
