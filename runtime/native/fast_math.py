@@ -78,51 +78,49 @@ def _horner(ir, b, module, coefficients, r):
     return y
 
 
-def _clamp_below(ir, b, x, limit):
-    """min(x, limit), NaN to limit: a finite value whatever x is."""
-    return b.select(b.fcmp_ordered("<", x, _const(ir, limit)), x, _const(ir, limit))
+def _at_most(ir, b, x, limit):
+    """min(x, limit), NaN staying NaN (its bits flow through the integer steps harmlessly, the float ones
+    make NaN again: no select for NaN needed)."""
+    return b.select(b.fcmp_ordered(">", x, _const(ir, limit)), _const(ir, limit), x)
 
 
 def _exp_parts(ir, b, module, x):
-    """(e^r·1, n as i32) with x = n·ln2 + r, |r| <= ln2/2, for a finite x of at most ±128·ln2."""
+    """(e^r - 1, n as i32) with x = n·ln2 + r, |r| <= ln2/2, for x of at most ±128·ln2 (or NaN)."""
     rounder = _const(ir, _ROUNDER)
     t = _fma(ir, b, module, x, _const(ir, _LOG2E), rounder)        # round(x·log2e) + 1.5·2^23, exactly
     n = b.fsub(t, rounder)
     r = _fma(ir, b, module, n, _const(ir, -_C1), x)
     r = _fma(ir, b, module, n, _const(ir, -_C2), r)
-    z = b.fmul(r, r)
-    y = b.fadd(_fma(ir, b, module, _horner(ir, b, module, _EXP_POLY, r), z, r), _const(ir, 1.0))
+    em1 = _fma(ir, b, module, _horner(ir, b, module, _EXP_POLY, r), b.fmul(r, r), r)
     k = b.sub(b.bitcast(t, ir.IntType(32)), b.bitcast(rounder, ir.IntType(32)))
-    return y, k
+    return em1, k
 
 
-def _times_two_to(ir, b, y, k):
-    """y·2^k for -126 <= k <= 127 (one normal factor)."""
-    bits = b.shl(b.add(k, _int(ir, 127)), _int(ir, 23))
-    return b.fmul(y, b.bitcast(bits, ir.FloatType()))
+def _two_to(ir, b, k):
+    """2^k for -126 <= k <= 127, from its bits."""
+    return b.bitcast(b.shl(b.add(k, _int(ir, 127)), _int(ir, 23)), ir.FloatType())
 
 
 def _exp(ir, b, module, x):
-    is_nan = b.fcmp_unordered("uno", x, x)
-    # clamped (NaN to 88.8) so that n is always a small integer; the selects at the end decide
-    xc = _clamp_below(ir, b, x, 88.8)
-    xc = b.select(b.fcmp_ordered(">", xc, _const(ir, -104.0)), xc, _const(ir, -104.0))
-    y, k = _exp_parts(ir, b, module, xc)
+    # clamped so that n is a small integer (NaN stays NaN); the selects at the end decide
+    xc = _at_most(ir, b, x, 88.8)
+    xc = b.select(b.fcmp_ordered("<", xc, _const(ir, -104.0)), _const(ir, -104.0), xc)
+    em1, k = _exp_parts(ir, b, module, xc)
     half = b.ashr(k, _int(ir, 1))
-    y = _times_two_to(ir, b, _times_two_to(ir, b, y, half), b.sub(k, half))    # 2^k as 2^half·2^(k-half)
+    s1, s2 = _two_to(ir, b, half), _two_to(ir, b, b.sub(k, half))     # 2^k as 2^half·2^(k-half): both normal
+    y = b.fmul(_fma(ir, b, module, em1, s1, s1), s2)
     y = b.select(b.fcmp_ordered(">", x, _const(ir, _EXP_HI)), _const(ir, np.inf), y)
-    y = b.select(b.fcmp_ordered("<", x, _const(ir, _EXP_LO)), _const(ir, 0.0), y)
-    return b.select(is_nan, x, y)
+    return b.select(b.fcmp_ordered("<", x, _const(ir, _EXP_LO)), _const(ir, 0.0), y)
 
 
 def _tanh(ir, b, module, x):
     ax = b.call(_intrinsic(ir, module, "llvm.fabs"), [x])
     z = b.fmul(x, x)
     small = _fma(ir, b, module, b.fmul(_horner(ir, b, module, _TANH_POLY, z), z), x, x)
-    a = _clamp_below(ir, b, ax, _TANH_ONE)                 # NaN to 10 too: e finite, n in 0..29
-    y, k = _exp_parts(ir, b, module, b.fadd(a, a))
-    e1 = b.fadd(_times_two_to(ir, b, y, k), _const(ir, 1.0))
+    a = _at_most(ir, b, ax, _TANH_ONE)                      # e finite, n in 0..29
+    em1, k = _exp_parts(ir, b, module, b.fadd(a, a))
+    scale = _two_to(ir, b, k)
+    e1 = _fma(ir, b, module, em1, scale, b.fadd(scale, _const(ir, 1.0)))   # e^{2a} + 1
     large = b.fsub(_const(ir, 1.0), b.fdiv(_const(ir, 2.0), e1))
-    y = b.select(b.fcmp_ordered("<", ax, _const(ir, 0.625)), small, large)
-    y = b.call(_intrinsic(ir, module, "llvm.copysign"), [y, x])     # odd: x's sign (tanh(-0) = -0)
-    return b.select(b.fcmp_unordered("uno", x, x), x, y)
+    y = b.select(b.fcmp_ordered("<", ax, _const(ir, 0.625)), small, large)     # NaN: large, NaN
+    return b.call(_intrinsic(ir, module, "llvm.copysign"), [y, x])     # odd: x's sign (tanh(-0) = -0)
