@@ -486,8 +486,9 @@ def _convert(ir, b, value, src, dst):
     return b.sext(value, ty) if src.kind == "i" else b.zext(value, ty)
 
 
-def _loop(ir, b, fn, n, emit_body):
-    """for i in range(n): emit_body(i)  (n >= 1)."""
+def _loop(ir, b, fn, n, emit_body, interleave=None):
+    """for i in range(n): emit_body(i)  (n >= 1); `interleave`: how many vectors LLVM's vectoriser
+    computes per iteration (its own choice without)."""
     i64 = ir.IntType(64)
     pre = b.block
     body, after = fn.append_basic_block("elements"), fn.append_basic_block("elements_done")
@@ -498,7 +499,14 @@ def _loop(ir, b, fn, n, emit_body):
     emit_body(i)
     nxt = b.add(i, ir.Constant(i64, 1))
     i.add_incoming(nxt, b.block)
-    b.cbranch(b.icmp_signed("<", nxt, n), body, after)
+    back = b.cbranch(b.icmp_signed("<", nxt, n), body, after)
+    if interleave:
+        module = fn.module
+        count = module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
+                                     ir.Constant(ir.IntType(32), interleave)])
+        loop_id = module.add_metadata([count, ir.MetaDataString(module, body.name)])
+        loop_id.operands = (loop_id,) + tuple(loop_id.operands)     # a loop's id names itself first
+        back.set_metadata("llvm.loop", loop_id)
     b.position_at_end(after)
 
 
@@ -518,7 +526,7 @@ def _inline_loop(ir, b, fn, st, operands, dest, n):
             value = _compute(ir, b, name, want, args)
         b.store(value, b.gep(dest, [i]))
 
-    _loop(ir, b, fn, n, body)
+    _loop(ir, b, fn, n, body, interleave=_fast_math.INTERLEAVE if st["inline"] == "approximate" else None)
 
 
 def _fused_loop(ir, b, fn, steps, operands_of, dest, n):
@@ -544,7 +552,8 @@ def _fused_loop(ir, b, fn, steps, operands_of, dest, n):
                 values.append(_compute(ir, b, st["ufunc"], want, args))
         b.store(values[-1], b.gep(dest, [i]))
 
-    _loop(ir, b, fn, n, body)
+    approximate = any(st["inline"] == "approximate" for st in steps)
+    _loop(ir, b, fn, n, body, interleave=_fast_math.INTERLEAVE if approximate else None)
 
 
 def _compute(ir, b, name, dtype, args):
