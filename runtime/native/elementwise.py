@@ -98,6 +98,19 @@ def chain_job(inputs, out, steps, fast_math=False):
     return job
 
 
+def optimized_ir(inputs, out, steps, fast_math=False, assembly=False):
+    """What LLVM makes of a chain (arguments as `chain_job`'s): its optimised IR, or the host's assembly,
+    as text; or why the chain is not native. For tests, and for reading whether a loop vectorised."""
+    if engine() is None:
+        return "llvmlite unavailable"
+    plan = _plan(inputs, out, steps, fast_math)
+    plan = plan if isinstance(plan, str) else _with_loops(plan)
+    if isinstance(plan, str):
+        return plan
+    module = engine().optimized(_module(plan)[1])
+    return engine().target_machine.emit_assembly(module) if assembly else str(module)
+
+
 def _with_loops(plan):
     """The plan with NumPy's loops for its non-inline steps (`numpy_loops.strided_loop`: fetched and
     self-tested, ~1 ms each the first time, so not at plan build), or why one is unusable."""
