@@ -98,6 +98,19 @@ def chain_job(inputs, out, steps, fast_math=False):
     return job
 
 
+def optimized_ir(inputs, out, steps, fast_math=False, assembly=False):
+    """What LLVM makes of a chain (arguments as `chain_job`'s): its optimised IR, or the host's assembly,
+    as text; or why the chain is not native. For tests, and for reading whether a loop vectorised."""
+    if engine() is None:
+        return "llvmlite unavailable"
+    plan = _plan(inputs, out, steps, fast_math)
+    plan = plan if isinstance(plan, str) else _with_loops(plan)
+    if isinstance(plan, str):
+        return plan
+    module = engine().optimized(_module(plan)[1])
+    return engine().target_machine.emit_assembly(module) if assembly else str(module)
+
+
 def _with_loops(plan):
     """The plan with NumPy's loops for its non-inline steps (`numpy_loops.strided_loop`: fetched and
     self-tested, ~1 ms each the first time, so not at plan build), or why one is unusable."""
@@ -486,8 +499,9 @@ def _convert(ir, b, value, src, dst):
     return b.sext(value, ty) if src.kind == "i" else b.zext(value, ty)
 
 
-def _loop(ir, b, fn, n, emit_body):
-    """for i in range(n): emit_body(i)  (n >= 1)."""
+def _loop(ir, b, fn, n, emit_body, interleave=None):
+    """for i in range(n): emit_body(i)  (n >= 1); `interleave`: how many vectors LLVM's vectoriser
+    computes per iteration (its own choice without)."""
     i64 = ir.IntType(64)
     pre = b.block
     body, after = fn.append_basic_block("elements"), fn.append_basic_block("elements_done")
@@ -498,7 +512,14 @@ def _loop(ir, b, fn, n, emit_body):
     emit_body(i)
     nxt = b.add(i, ir.Constant(i64, 1))
     i.add_incoming(nxt, b.block)
-    b.cbranch(b.icmp_signed("<", nxt, n), body, after)
+    back = b.cbranch(b.icmp_signed("<", nxt, n), body, after)
+    if interleave:
+        module = fn.module
+        count = module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
+                                     ir.Constant(ir.IntType(32), interleave)])
+        loop_id = module.add_metadata([count, ir.MetaDataString(module, body.name)])
+        loop_id.operands = (loop_id,) + tuple(loop_id.operands)     # a loop's id names itself first
+        back.set_metadata("llvm.loop", loop_id)
     b.position_at_end(after)
 
 
@@ -518,7 +539,7 @@ def _inline_loop(ir, b, fn, st, operands, dest, n):
             value = _compute(ir, b, name, want, args)
         b.store(value, b.gep(dest, [i]))
 
-    _loop(ir, b, fn, n, body)
+    _loop(ir, b, fn, n, body, interleave=_fast_math.INTERLEAVE if st["inline"] == "approximate" else None)
 
 
 def _fused_loop(ir, b, fn, steps, operands_of, dest, n):
@@ -544,7 +565,8 @@ def _fused_loop(ir, b, fn, steps, operands_of, dest, n):
                 values.append(_compute(ir, b, st["ufunc"], want, args))
         b.store(values[-1], b.gep(dest, [i]))
 
-    _loop(ir, b, fn, n, body)
+    approximate = any(st["inline"] == "approximate" for st in steps)
+    _loop(ir, b, fn, n, body, interleave=_fast_math.INTERLEAVE if approximate else None)
 
 
 def _compute(ir, b, name, dtype, args):

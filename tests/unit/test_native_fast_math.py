@@ -5,7 +5,7 @@ import pytest
 
 import runtime as rt
 from runtime import native
-from runtime.native import fast_math
+from runtime.native import elementwise, fast_math
 from runtime.native.numpy_loops import same_bits
 
 needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
@@ -99,3 +99,19 @@ def test_fast_math_plans_are_cached_apart_from_exact_ones():
     native.wait()
     x = np.linspace(-3, 3, 64, dtype=np.float32)
     assert same_bits(exact.run({"x": x})[0].numpy(), np.tanh(x * np.float32(2.0)))
+
+
+@needs_llvm
+def test_the_approximations_vectorise_with_fused_multiply_adds_four_vectors_an_iteration():
+    f32 = np.dtype(np.float32)
+    gelu = [("multiply", {"in": 0}, 0.5), ("multiply", {"in": 0}, {"in": 0}), ("multiply", {"step": 1}, 0.7),
+            ("tanh", {"step": 2}), ("add", {"step": 3}, 1.0), ("multiply", {"step": 0}, {"step": 4})]
+    chain = ([(f32, (-1,))], (f32, (-1,)), gelu)
+    fast = elementwise.optimized_ir(*chain, fast_math=True)
+    body = fast[fast.index("vector.body:"):]
+    body = body[:body.index("br i1")]
+    # every lane at once: tanh's one division a vector, fast_math.INTERLEAVE of them an iteration
+    assert body.count("fdiv <") >= fast_math.INTERLEAVE
+    assert "@llvm.fma.v" in body and "fptosi" not in body and "call float" not in body
+    exact = elementwise.optimized_ir(*chain)
+    assert "llvm.fma" not in exact and "interleave" not in exact        # the exact chain is as it was
