@@ -2,7 +2,7 @@
 before each branch or trace attempt and set from the op's results after it, and Tensors written in place
 inside it (found by tracing, then traced again with them carried).
 """
-from .. import tracing
+from .. import retraces, tracing
 from ..errors import ControlFlowError
 from ..state import AttrCell, TensorValueCell, collecting_writes
 from ..tensor import EagerTensor
@@ -38,6 +38,7 @@ def _carrying_tensor_writes(cells, build):
                         f"'{cell.label}' is given another tensor inside a tensor-dependent if/while; write into "
                         f"it instead ('{cell.label}.set_value(...)'), which keeps the Layer's own tensor")
             return out
+        retraces.note(retraces.TENSOR_WRITES if new else retraces.UNWRITTEN)
         _load_cells(trial, before)
         tracing.rollback(point)
         guessed = tuple(c for c in guessed if c.identity() in found)

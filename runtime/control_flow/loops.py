@@ -1,7 +1,7 @@
 """rt.while_loop: Python's `while` on a concrete condition, a `while` op on a traced one (condition and
 body traced over the loop state until its types settle).
 """
-from .. import pytree, tracing
+from .. import pytree, retraces, tracing
 from ..autodiff.tape import GRAD_MODE
 from ..errors import ControlFlowError
 from ..ir import captures
@@ -113,6 +113,7 @@ def _build_while(cond_fn, body_fn, init, names):
         if not _has_changed(restructured, init):
             restructured = _grow_lists(init, out, block)
         if restructured is not None:
+            retraces.note(retraces.LOOP_SETTLING)
             program.drop_blocks_from(first)
             program.restore_name_state(names_before)
             return _build_while(cond_fn, body_fn, restructured, names)
@@ -128,6 +129,7 @@ def _build_while(cond_fn, body_fn, init, names):
             elif result is not None:
                 results.append(result)
         if changed:
+            retraces.note(retraces.LOOP_SETTLING)
             program.drop_blocks_from(first)
             program.restore_name_state(names_before)
             continue
