@@ -6,12 +6,16 @@ Where the converter sees the write, the Tensor is carried from the first trace: 
 traced once. A declared write the trace does not make is dropped (traced again without it), so the
 results are Python's either way. Oracle: the same function run eagerly.
 """
+import collections
 import itertools
 import types
 
 import numpy as np
+import pytest
 
 import runtime as rt
+from runtime import retraces
+from runtime.errors import ControlFlowError
 from transpiler import to_static
 
 
@@ -111,3 +115,47 @@ def test_a_local_list_written_into_carries_no_tensor():
     x = rt.tensor(np.float32([1.0, 2.0]))
     np.testing.assert_allclose(static(x).numpy(), f(x).numpy())
     np.testing.assert_allclose(static(-x).numpy(), f(-x).numpy())
+
+
+def _retraces(fn, *args):
+    """fn(*args) and the retraces (runtime.retraces) it cost, by cause."""
+    before = collections.Counter(retraces.COUNTS)
+    out = fn(*args)
+    after = collections.Counter(retraces.COUNTS)
+    after.subtract(before)
+    return out, {cause: n for cause, n in after.items() if n}
+
+
+def _dict_through_a_dead_name(x):
+    d = {"a": x}
+    d2 = d
+    if x[0] > 0:
+        d["a"] = x + 10
+        d["b"] = x
+    else:
+        d["b"] = x * 2
+    return d2["a"] + d2["b"]      # `d` is dead after the if: the change reaches d2 through the one dict
+
+
+def test_a_dict_changed_in_place_through_a_name_dead_after_the_if_is_declared():
+    """The name is an output of the if from the first trace (it was traced, found changed, traced again)."""
+    static = to_static(_dict_through_a_dead_name)
+    for v in ([1.0, 2.0], [-1.0, 2.0]):
+        x = rt.tensor(np.float32(v))
+        got, cost = _retraces(static, x)
+        np.testing.assert_allclose(got.numpy(), _dict_through_a_dead_name(x).numpy())
+        assert cost == {}
+
+
+def _list_grown_through_a_dead_name(x):
+    lst = [x]
+    lst2 = lst
+    if x[0] > 0:
+        lst.append(x + 10)
+    return len(lst2)
+
+
+def test_a_list_grown_under_a_tensor_if_through_a_dead_name_another_name_holds_is_an_error():
+    """It becomes a tensor array bound to 'lst' alone; 'lst2' would silently keep one item (it did)."""
+    with pytest.raises(ControlFlowError, match="'lst2' holds the same list"):
+        to_static(_list_grown_through_a_dead_name)(rt.tensor(np.float32([1.0, 2.0])))

@@ -10,7 +10,8 @@
 
 Which names flow in and out comes from the analysis annotations, computed once
 on the tree after jumps were lowered:
-- outputs of an `if` = names either branch binds that are live after it;
+- outputs of an `if` = names either branch binds that are live after it, and names whose list/dict
+  it changes in place only (another name may hold that object: `m2 = m; if c: m['a'] = v`);
 - loop variables = names the body binds that are live at the loop's entry or
   after it (a name used only inside the body stays local to the body);
 - a branch/body function takes as parameters the outputs plus the names it
@@ -38,7 +39,7 @@ from ..analysis.scope import assigned_names
 from . import templates
 from .base import Transformer, const, jst, load, located, store
 from .expressions import mark_truth_only, python_valued
-from .state import changed_arguments, state_keyword, written_into
+from .state import changed_arguments, changed_only_in_place, state_keyword, written_into
 
 
 def _names_tuple(names):
@@ -131,6 +132,8 @@ class ControlFlow(Transformer):
         declared = self._rebound_declared(node.body, node.orelse)
         by_calls = self._written_by_calls(node.body, node.orelse)
         into = written_into(node.body + node.orelse) - self.declared
+        in_place = changed_only_in_place(node.body + node.orelse) | changed_arguments(self.ctx.fn_node,
+                                                                                      node.body + node.orelse)
         node.body = self.visit_block(node.body)
         node.orelse = self.visit_block(node.orelse)
         if python_valued(node.test):        # `if self.downsample is not None:` is Python's own `if`
@@ -140,8 +143,7 @@ class ControlFlow(Transformer):
         live_in = getanno(node, Anno.LIVE_IN)
         live_out = getanno(node, Anno.LIVE_OUT)
         modified = body_act.modified | else_act.modified
-        outputs = sorted(modified & (live_out | changed_arguments(self.ctx.fn_node, node.body + node.orelse))
-                         | declared)
+        outputs = sorted(modified & (live_out | in_place) | declared)
         params = sorted(modified & (live_in | set(outputs)) | declared)
         true_name = self.ctx.namer.new("true_fn")
         stmts = self._undefined_inits(node, params, live_in)

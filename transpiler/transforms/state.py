@@ -64,7 +64,13 @@ def changed_arguments(fn_node, stmts):
     The caller holds that object: a change to it is a result of the construct
     even where the name is not read again in the function.
     """
-    params = getanno(fn_node, Anno.SCOPE).params
+    return changed_in_place(stmts) & getanno(fn_node, Anno.SCOPE).params
+
+
+def changed_in_place(stmts):
+    """Names whose object the statements change in place: an update lowered by InPlaceUpdates
+    (`d = _jst.convert_setitem(d, k, v)`, `xs = _jst.convert_append(xs, v)`) or a list/dict method
+    call (`xs.sort()`)."""
     names = set()
     for node in (n for stmt in stmts for n in gast.walk(stmt)):
         call = node.value if isinstance(node, gast.Assign) else node
@@ -78,7 +84,47 @@ def changed_arguments(fn_node, stmts):
         if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and node.func.attr in MUTATORS \
                 and isinstance(node.func.value, gast.Name):
             names.add(node.func.value.id)
-    return names & params
+    return frozenset(names)
+
+
+def changed_only_in_place(stmts):
+    """Names the statements change in place and rebind no other way: after them the name holds the
+    object it held before, changed; another name (`m2 = m`) or container may hold that object too, so
+    the change is a result of an `if` even where the name is dead after it."""
+    stores = {}
+    for node in own_scope(stmts):
+        if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    updates = {}
+    for node in own_scope(stmts):
+        name = _updated_in_place(node)
+        if name is not None:
+            updates[name] = updates.get(name, 0) + 1
+    mutated = {node.func.value.id for node in own_scope(stmts) if isinstance(node, gast.Call)
+               and isinstance(node.func, gast.Attribute) and node.func.attr in MUTATORS
+               and isinstance(node.func.value, gast.Name)}
+    return frozenset(name for name, count in updates.items() if stores.get(name) == count) | \
+        frozenset(name for name in mutated if name not in stores)
+
+
+def _updated_in_place(assign):
+    """`x = _jst.convert_append(x, ...)` (any in-place update), `x, v = _jst.convert_pop(x, ...)`,
+    `x = _jst.convert_pop(x)[0]`: the name x; else None."""
+    if not isinstance(assign, gast.Assign) or len(assign.targets) != 1:
+        return None
+    target, call = assign.targets[0], assign.value
+    if isinstance(call, gast.Subscript):        # `xs = _jst.convert_pop(xs)[0]`
+        call = call.value
+    if isinstance(target, gast.Tuple) and target.elts:
+        target = target.elts[0]
+    if not (isinstance(target, gast.Name) and isinstance(call, gast.Call) and call.args
+            and isinstance(call.args[0], gast.Name) and call.args[0].id == target.id):
+        return None
+    func = call.func
+    if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) and func.value.id == JST \
+            and func.attr in _IN_PLACE | {"convert_setitem_path"}:
+        return target.id
+    return None
 
 
 def written_into(stmts):
