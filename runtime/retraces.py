@@ -12,7 +12,6 @@ COUNTS = collections.Counter()    # cause -> retraces since the process started 
 CALLED_ATTRIBUTES = "attributes set by a called function"       # transpiler.operators.regions
 UNSEEN_CONTAINERS = "containers changed, given to no name"      # transpiler.operators.conditionals
 TENSOR_WRITES = "tensors written in place, not declared"        # runtime.control_flow.carried
-UNWRITTEN = "declared tensor writes not made"                   # runtime.control_flow.carried
 LOOP_SETTLING = "loop variables settling"                       # runtime.control_flow.loops
 UNROLLED_FOR = "static-length for unrolled after a graph trace"  # transpiler.operators.loops
 BRANCH_RAISES = "branch raising when taken"                     # transpiler.operators.conditionals

@@ -3,8 +3,8 @@
 A tensor-dependent if/while that writes into a Tensor in place (`h.buf[0] = v`, a Layer buffer
 assigned) used to be traced once, found writing the Tensor, rolled back and traced again carrying it.
 Where the converter sees the write, the Tensor is carried from the first trace: the branch or body is
-traced once. A declared write the trace does not make is dropped (traced again without it), so the
-results are Python's either way. Oracle: the same function run eagerly.
+traced once. A declared write the trace does not make is passed through by the op (no second trace), so
+the results are Python's either way. Oracle: the same function run eagerly.
 """
 import collections
 import itertools
@@ -55,8 +55,8 @@ def test_a_declared_tensor_write_in_an_if_is_traced_once():
 
 def test_a_declared_write_the_trace_does_not_make_keeps_python_results():
     _check(_if_writing(False), rt.tensor(np.float32([1.0, 2.0])), 1)     # the else branch writes the Tensor
-    # neither branch writes it (a Python-false `if` around the write): traced again without it
-    _check(_if_writing(False, write_else=False), rt.tensor(np.float32([1.0, 2.0])), 2)
+    # neither branch writes it (a Python-false `if` around the write): the op passes it through, traced once
+    _check(_if_writing(False, write_else=False), rt.tensor(np.float32([1.0, 2.0])), 1)
 
 
 def test_a_declared_tensor_write_in_a_while_is_traced_once():

@@ -109,7 +109,8 @@ def _convert_for(iterable, body_fn, args, names, until, state):
                             "loop carries one structure (append tensors to a list and rt.stack it)") from None
                     raise
         iterable = it       # a static length and a body that grows what it carries: unroll as Python does
-    elif extra_test is None and state is None:     # a long range over a big body: a scan op after one iteration
+    elif extra_test is None and (state is None or not tuple(state())):   # a long range over a big body: a scan op
+                                                                          # after one iteration (no places to carry)
         iterable, args = scanned_for(iterable, body_fn, tuple(args), n)
     return _python_for(iterable, body_fn, tuple(args), names, extra_test, state)
 

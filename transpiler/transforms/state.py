@@ -22,23 +22,28 @@ import copy
 
 import gast
 
+from runtime.torch_methods import IN_PLACE
+
 from ..analysis import Anno, getanno
 from ..analysis.activity import MUTATORS, expr_text
 from ..analysis.scope import own_scope
 from .base import JST, const, jst
+from .calls import ARRAY_METHODS, is_library_object
 
 
-def state_keyword(composites, bound, written_into=()):
-    """`state=lambda: (cells...)` for these Composites and the local names written into, or None when
-    there are none to carry."""
+def state_keyword(composites, bound, written_into=(), calls=()):
+    """`state=lambda: (cells...)` for these Composites, the local names written into and the places the
+    calls (`call_sites`) write through what they are given, or None when there are none to carry."""
     places = [c for c in composites if c.root not in bound]
     texts = {c.text for c in places}
     places = sorted((c for c in places if not _inside_other(c, texts)), key=lambda c: c.text)
-    if not places and not written_into:
+    if not places and not written_into and not calls:
         return None
     parts = [gast.Tuple(elts=[_cell(c) for c in places], ctx=gast.Load())] if places else []
     parts += [gast.Call(func=jst("tensor_cell"), args=[gast.Lambda(args=_no_arguments(), body=_name(name)),
                                                         const(name)], keywords=[]) for name in sorted(written_into)]
+    parts += [gast.Call(func=jst("called_places"), args=[gast.Lambda(args=_no_arguments(), body=values),
+                                                          const(label)], keywords=[]) for label, values in calls]
     body = parts[0]
     for part in parts[1:]:
         body = gast.BinOp(left=body, op=gast.Add(), right=part)     # each tensor_cell is a tuple of 0 or 1 cells
@@ -148,6 +153,44 @@ def _writes_into_itself(assign):
         and isinstance(call.func, gast.Attribute) and isinstance(call.func.value, gast.Name) \
         and call.func.value.id == JST and call.func.attr == "convert_setitem" and call.args \
         and isinstance(call.args[0], gast.Name) and call.args[0].id == targets[0].id
+
+
+def call_sites(stmts, bound, resolve):
+    """[(label, `(callee, arguments...)` expression)] of the calls in the statements (not in nested defs) that
+    may run a function the converter converts and write through what it is given (`self.bump()`, `m(x)`,
+    `helper(d)`): the callee is a name or attribute chain whose root the statements do not rebind and that
+    is no library object; an argument that is no such chain is passed as None (nothing known of it)."""
+    found = {}
+    for node in own_scope(stmts, stop=_LATE):
+        if not isinstance(node, gast.Call) or any(isinstance(a, gast.Starred) for a in node.args):
+            continue
+        root = _chain_root(node.func)
+        if root is None or root in bound or root == JST:
+            continue
+        if isinstance(node.func, gast.Attribute) and node.func.attr in _NOT_USER_METHODS or \
+                isinstance(node.func, gast.Name) and not node.args:
+            continue        # a plain function given nothing writes only globals and closures (not summarized)
+        known, value = resolve(root)
+        if known and is_library_object(value):
+            continue
+        label = expr_text(node.func)
+        if label in found:
+            continue
+        args = [_load(a) if _chain_root(a) not in (None, JST) and _chain_root(a) not in bound else const(None)
+                for a in node.args]
+        found[label] = gast.Tuple(elts=[_load(node.func)] + args, ctx=gast.Load())
+    return sorted(found.items())
+
+
+_LATE = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
+_NOT_USER_METHODS = ARRAY_METHODS | MUTATORS | frozenset(IN_PLACE) | {"set_value", "copy_", "fill_", "zero_"}
+
+
+def _chain_root(node):
+    """The name `a.b.c` (attributes only) starts from, or None."""
+    while isinstance(node, gast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, gast.Name) else None
 
 
 def _inside_other(composite, texts):
