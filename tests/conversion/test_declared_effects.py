@@ -159,3 +159,27 @@ def test_a_list_grown_under_a_tensor_if_through_a_dead_name_another_name_holds_i
     """It becomes a tensor array bound to 'lst' alone; 'lst2' would silently keep one item (it did)."""
     with pytest.raises(ControlFlowError, match="'lst2' holds the same list"):
         to_static(_list_grown_through_a_dead_name)(rt.tensor(np.float32([1.0, 2.0])))
+
+
+def _in_place_methods(h):
+    def f(x):
+        if x.sum() > 0:
+            h.buf.set_value(h.buf + x.sum())      # an attribute chain: declared `_jst.tensor_cell(lambda: h.buf, ...)`
+        i = 0
+        while i < x.sum():
+            h.buf.add_(1.0)                       # a PyTorch in-place method on a captured Tensor
+            i += 1
+        return x * h.buf.sum()
+    return f
+
+
+def test_tensor_in_place_methods_under_tensor_control_flow_are_declared():
+    eager_h, static_h = _holder(), _holder()
+    static = to_static(_in_place_methods(static_h))
+    for v in ([1.0, 2.0], [-1.0, 0.5], [2.0, 2.0]):
+        x = rt.tensor(np.float32(v))
+        want = _in_place_methods(eager_h)(x)
+        got, cost = _retraces(static, x)
+        np.testing.assert_allclose(got.numpy(), want.numpy())
+        np.testing.assert_allclose(static_h.buf.numpy(), eager_h.buf.numpy())
+        assert retraces.TENSOR_WRITES not in cost

@@ -39,7 +39,8 @@ from ..analysis.scope import assigned_names
 from . import templates
 from .base import Transformer, const, jst, load, located, store
 from .expressions import mark_truth_only, python_valued
-from .state import call_sites, changed_arguments, changed_only_in_place, state_keyword, written_into
+from .state import (call_sites, changed_arguments, changed_only_in_place, state_keyword, tensor_writers,
+                    written_into)
 
 
 def _names_tuple(names):
@@ -86,8 +87,8 @@ def _call(op, args):
     return gast.Call(func=jst(op), args=args, keywords=[])
 
 
-def _add_state(call, composites, bound, into=(), calls=()):
-    keyword = state_keyword(composites, bound, into, calls)
+def _add_state(call, composites, bound, into=(), calls=(), tensors=()):
+    keyword = state_keyword(composites, bound, into, calls, tensors)
     if keyword is not None:
         call.keywords.append(keyword)
 
@@ -137,6 +138,7 @@ class ControlFlow(Transformer):
         by_calls = self._written_by_calls(node.body, node.orelse)
         into = written_into(node.body + node.orelse) - self.declared
         calls = self._call_sites(node.body + node.orelse)
+        tensors = tensor_writers(node.body + node.orelse, assigned_names(node.body + node.orelse))
         in_place = changed_only_in_place(node.body + node.orelse) | changed_arguments(self.ctx.fn_node,
                                                                                       node.body + node.orelse)
         node.body = self.visit_block(node.body)
@@ -160,7 +162,7 @@ class ControlFlow(Transformer):
             false_fn = const(None)
         call = _call("convert_ifelse", [mark_truth_only(node.test), load(true_name), false_fn, self._args(params),
                                         _str_tuple(outputs)])
-        _add_state(call, body_act.composites | else_act.composites | by_calls, modified, into, calls)
+        _add_state(call, body_act.composites | else_act.composites | by_calls, modified, into, calls, tensors)
         stmts.append(_bind(outputs, located(call, node), node))
         return stmts
 
@@ -168,6 +170,7 @@ class ControlFlow(Transformer):
         declared = self._rebound_declared(node.body)
         by_calls = self._written_by_calls(node.body, [gast.Expr(value=node.test)])
         calls = self._call_sites(node.body + [gast.Expr(value=node.test)])
+        tensors = tensor_writers(node.body, assigned_names(node.body))
         node.body = self.visit_block(node.body)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         live_in, live_out = getanno(node, Anno.LIVE_IN), getanno(node, Anno.LIVE_OUT)
@@ -180,7 +183,7 @@ class ControlFlow(Transformer):
         stmts.append(self._def(body_name, loop_vars, node.body + _return(loop_vars), node))
         call = _call("convert_while", [load(cond_name), load(body_name), self._args(loop_vars),
                                        _str_tuple(loop_vars)])
-        _add_state(call, body_act.composites | by_calls, body_act.modified, calls=calls)
+        _add_state(call, body_act.composites | by_calls, body_act.modified, calls=calls, tensors=tensors)
         stmts.append(_bind(loop_vars, located(call, node), node))
         return stmts
 
@@ -188,6 +191,7 @@ class ControlFlow(Transformer):
         declared = self._rebound_declared(node.body, [node.target])
         by_calls = self._written_by_calls(node.body)
         calls = self._call_sites(node.body, [node.target])
+        tensors = tensor_writers(node.body, assigned_names(node.body + [node.target]))
         node.body = self.visit_block(node.body)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         target_act = getanno(node, Anno.TEST_ACTIVITY)
@@ -213,7 +217,7 @@ class ControlFlow(Transformer):
         call = _call("convert_for", [node.iter, load(body_name), self._args(loop_vars), _str_tuple(loop_vars)])
         if break_flag:
             call.keywords.append(gast.keyword(arg="until", value=const(break_flag)))
-        _add_state(call, body_act.composites | by_calls, body_act.modified | targets, calls=calls)
+        _add_state(call, body_act.composites | by_calls, body_act.modified | targets, calls=calls, tensors=tensors)
         stmts.append(_bind(loop_vars, located(call, node), node))
         return stmts
 

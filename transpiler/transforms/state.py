@@ -31,17 +31,20 @@ from .base import JST, const, jst
 from .calls import ARRAY_METHODS, is_library_object
 
 
-def state_keyword(composites, bound, written_into=(), calls=()):
-    """`state=lambda: (cells...)` for these Composites, the local names written into and the places the
-    calls (`call_sites`) write through what they are given, or None when there are none to carry."""
+def state_keyword(composites, bound, written_into=(), calls=(), tensors=()):
+    """`state=lambda: (cells...)` for these Composites, the local names written into, the places the
+    calls (`call_sites`) write through what they are given and the Tensors their in-place methods write
+    (`tensor_writers`), or None when there are none to carry."""
     places = [c for c in composites if c.root not in bound]
     texts = {c.text for c in places}
     places = sorted((c for c in places if not _inside_other(c, texts)), key=lambda c: c.text)
-    if not places and not written_into and not calls:
+    if not places and not written_into and not calls and not tensors:
         return None
     parts = [gast.Tuple(elts=[_cell(c) for c in places], ctx=gast.Load())] if places else []
     parts += [gast.Call(func=jst("tensor_cell"), args=[gast.Lambda(args=_no_arguments(), body=_name(name)),
                                                         const(name)], keywords=[]) for name in sorted(written_into)]
+    parts += [gast.Call(func=jst("tensor_cell"), args=[gast.Lambda(args=_no_arguments(), body=_load(expr)),
+                                                        const(text)], keywords=[]) for text, expr in tensors]
     parts += [gast.Call(func=jst("called_places"), args=[gast.Lambda(args=_no_arguments(), body=values),
                                                           const(label)], keywords=[]) for label, values in calls]
     body = parts[0]
@@ -133,8 +136,8 @@ def _updated_in_place(assign):
 
 
 def written_into(stmts):
-    """Local names the statements write into by a subscript store (`buf[i] = v`, lowered to
-    `buf = _jst.convert_setitem(buf, i, v)` by InPlaceUpdates) and bind no other way, nested
+    """Local names the statements write into by a subscript store or a Tensor's in-place method (`buf[i] = v`,
+    `buf.add_(1)`, lowered to `buf = _jst.convert_setitem(buf, i, v)` by InPlaceUpdates) and bind no other way, nested
     constructs included: the object the name holds before them is what the store changes."""
     stores, into = {}, {}
     for node in own_scope(stmts):
@@ -147,11 +150,11 @@ def written_into(stmts):
 
 
 def _writes_into_itself(assign):
-    """`x = _jst.convert_setitem(x, ...)`."""
+    """`x = _jst.convert_setitem(x, ...)`, `x = _jst.convert_in_place(x, 'add_', ...)`."""
     call, targets = assign.value, assign.targets
     return len(targets) == 1 and isinstance(targets[0], gast.Name) and isinstance(call, gast.Call) \
         and isinstance(call.func, gast.Attribute) and isinstance(call.func.value, gast.Name) \
-        and call.func.value.id == JST and call.func.attr == "convert_setitem" and call.args \
+        and call.func.value.id == JST and call.func.attr in ("convert_setitem", "convert_in_place") and call.args \
         and isinstance(call.args[0], gast.Name) and call.args[0].id == targets[0].id
 
 
@@ -184,6 +187,29 @@ def call_sites(stmts, bound, resolve):
 
 _LATE = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
 _NOT_USER_METHODS = ARRAY_METHODS | MUTATORS | frozenset(IN_PLACE) | {"set_value", "copy_", "fill_", "zero_"}
+
+
+def tensor_writers(stmts, bound):
+    """[(text, expression)] of the names and attribute chains the statements call a Tensor's in-place
+    method on (`v.set_value(x)`, `self.h.add_(1)`; not a lowered local, `x = _jst.convert_in_place(x, ...)`,
+    which `written_into` covers), whose root they do not rebind: a Tensor there is written in place."""
+    found = {}
+    for node in own_scope(stmts, stop=_LATE):
+        if not (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)):
+            continue
+        if node.func.attr in _WRITERS:
+            target = node.func.value
+        elif node.func.attr == "convert_in_place" and _chain_root(node.func.value) == JST and node.args:
+            target = node.args[0]       # `_jst.convert_in_place(self.h, 'add_', 1)`: not rebound to a name
+        else:
+            continue
+        root = _chain_root(target)
+        if root is not None and root not in bound and root != JST:
+            found.setdefault(expr_text(target), target)
+    return sorted(found.items())
+
+
+_WRITERS = frozenset(IN_PLACE) | {"set_value", "copy_", "fill_", "zero_"}
 
 
 def _chain_root(node):
