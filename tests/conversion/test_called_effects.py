@@ -116,6 +116,29 @@ def test_items_a_module_function_sets_on_a_dict_argument_are_declared():
         assert int(static_d["n"]) == eager_d["n"]
 
 
+def _bump(t, k):
+    t.add_(k)
+
+
+def _bumping(v):
+    def f(x):
+        if x.sum() > 0:
+            _bump(v, x.sum())       # a Tensor written in place through the callee's parameter
+        return x * v
+    return f
+
+
+def test_a_tensor_a_callee_writes_in_place_through_a_parameter_is_declared():
+    eager_v, static_v = _t(1.0), _t(1.0)
+    static = to_static(_bumping(static_v))
+    for v in ([1, 2], [-1, -3], [2, 2]):
+        want = _bumping(eager_v)(_t(v))
+        got, cost = _cost(static, _t(v))
+        np.testing.assert_allclose(got.numpy(), want.numpy())
+        np.testing.assert_allclose(static_v.numpy(), eager_v.numpy())
+        assert retraces.TENSOR_WRITES not in cost
+
+
 # code the converter cannot see: found by tracing, traced again, still Python's results
 
 def set_by_a_builtin(m, x):
