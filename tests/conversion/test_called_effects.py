@@ -139,6 +139,33 @@ def test_a_tensor_a_callee_writes_in_place_through_a_parameter_is_declared():
         assert retraces.TENSOR_WRITES not in cost
 
 
+STATS = types.SimpleNamespace(total=_t(0.0))
+
+
+def _note(x):
+    STATS.total = STATS.total + x.sum()     # a global object's attribute, written by the callee
+
+
+def notes_a_global(x):
+    if x.mean() > 0:
+        _note(x)
+    return x + STATS.total
+
+
+def test_an_attribute_of_a_global_object_a_callee_sets_is_declared():
+    """Was a ValueError: the value the if computed was left on the object, outside the branch that made it."""
+    static = to_static(notes_a_global)
+    want_total = 0.0
+    for v in ([1, 2], [-1, -3], [2, 2]):
+        x = _t(v)
+        if np.mean(v) > 0:
+            want_total += float(np.sum(v))
+        got, cost = _cost(static, x)
+        np.testing.assert_allclose(got.numpy(), np.float32(v) + want_total)
+        np.testing.assert_allclose(STATS.total.numpy(), want_total)
+        assert cost == {}
+
+
 # code the converter cannot see: found by tracing, traced again, still Python's results
 
 def set_by_a_builtin(m, x):

@@ -1,4 +1,5 @@
-"""The places a function the converter converts writes through its parameters: declared where it is called.
+"""The places a function the converter converts writes through its parameters (and its globals and closure
+variables): declared where it is called.
 
 A tensor-dependent if/while that calls `self.bump()` (which sets `self.count`), `m(x)` (a
 callable object, a Layer's forward) or `helper(d)` (which sets `d['k']`) writes those places
@@ -49,7 +50,8 @@ class _Summary:
 
     def __init__(self, params, writes, calls):
         self.params = params      # positional parameter names, in order
-        self.writes = writes      # (param index, path, kind, key): kind "attr" | "item" | "contents"
+        self.writes = writes      # (root, path, kind, key): root a param index or a global/closure name;
+                                  # kind "attr" | "item" | "contents"
         self.calls = calls        # (callee chain, [argument chain or None]); a chain: (param index | name, path)
 
 
@@ -72,17 +74,26 @@ def _summarize(node):
     rebound = assigned_names(node.body) | (param_names(args) - set(params))
     index = {p: i for i, p in enumerate(params) if p not in rebound}
     act = activity_of(node.body)
+    outer = act.globals | act.nonlocals
+
+    def root_of(name):
+        """A parameter's index, the name of a global or closure variable (`G.n = ...`), or None (a local)."""
+        if name in index:
+            return index[name]
+        return None if name in rebound and name not in outer or name in params else name
+
     writes = []
     for c in act.composites:
         chain = _chain(c.container)
-        if chain is None or chain[0] not in index:
+        root = None if chain is None else root_of(chain[0])
+        if root is None:
             continue
         kind, key = c.kind, None
         if kind == "attr":
             key = c.node.attr
         elif kind == "item":
             key = c.node.slice.value
-        writes.append((index[chain[0]], chain[1], kind, key))
+        writes.append((root, chain[1], kind, key))
     for name in act.mutated | act.subscripted:
         if name in index:
             writes.append((index[name], (), "contents", None))
@@ -98,7 +109,7 @@ def _summarize(node):
             root = index[root]
         elif root in rebound or root in params:
             continue
-        if path and path[-1][1] in _TENSOR_WRITERS and isinstance(root, int):
+        if path and path[-1][1] in _TENSOR_WRITERS:
             writes.append((root, path[:-1], "contents", None))      # `t.add_(1)`, `self.w.set_value(v)`
             continue
         arguments = []
@@ -202,11 +213,13 @@ def _apply(callee, args, label, depth, seen, found):
     if s is None:
         return
     values = (values + [None] * len(s.params))[:len(s.params)]
-    for i, path, kind, attr in s.writes:
-        if values[i] is None:
+    for root, path, kind, attr in s.writes:
+        base = values[root] if isinstance(root, int) else _global(fn, root)
+        if base is None or base is _MISSING:
             continue
-        holder = _follow(values[i], path)
-        cell = _cell(holder, kind, attr, _label(s.params[i], path, kind, attr, fn))
+        holder = _follow(base, path)
+        cell = _cell(holder, kind, attr, _label(s.params[root] if isinstance(root, int) else root, path, kind,
+                                                attr, fn))
         if cell is not None:
             found.setdefault(cell.identity(), cell)
     for (root, path), arguments in s.calls:
@@ -236,7 +249,9 @@ def _cell(holder, kind, key, label):
     if kind == "contents":
         if isinstance(holder, EagerTensor):
             return TensorValueCell(holder, label)
-        return ContentsCell(holder, label) if type(holder) in (list, dict) else None
+        # a list a callee appends to cannot be carried (its length would change): left to the check that
+        # names it (`operators.regions._check_captured`)
+        return ContentsCell(holder, label) if type(holder) is dict else None
     if kind == "item":
         return ItemCell(holder, key, label) if type(holder) is dict else None
     if isinstance(holder, (type, types.ModuleType, EagerTensor)) or not hasattr(holder, "__dict__"):
