@@ -12,5 +12,8 @@ def forward(self, h):
         __break_0 = _jst.convert_ifexp(rt.all(done), lambda: True, lambda: __break_0, name='__break_0')
         return __break_0, done, h, token, tokens
     __break_0, done, h, token, tokens = _jst.convert_for(_jst.convert_range(self.max_len), __for_body_0,
-        (__break_0, done, h, token, tokens), ('__break_0', 'done', 'h', 'token', 'tokens'), until='__break_0')
+        (__break_0, done, h, token, tokens), ('__break_0', 'done', 'h', 'token', 'tokens'), until='__break_0',
+        state=lambda: _jst.called_places(lambda: (self.cell, None, None),
+        'self.cell') + _jst.called_places(lambda: (self.embed, None),
+        'self.embed') + _jst.called_places(lambda: (self.out, None), 'self.out'))
     return rt.stack(tokens, axis=1)

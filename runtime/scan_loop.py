@@ -16,7 +16,7 @@ the same body. The trip count is static: `length`, or the first dim of every lea
 """
 import numpy as np
 
-from . import pytree, tracing
+from . import pytree, retraces, tracing
 from .autodiff.tape import GRAD_MODE
 from .control_flow import as_variable
 from .errors import ControlFlowError
@@ -115,6 +115,7 @@ def _traced(f, init, xs_leaves, xs_def, n):
             y_leaves, y_def = pytree.flatten(y)
             ys = [None if v is None else as_variable(v) for v in y_leaves]
         if retrace:
+            retraces.note(retraces.SCAN)
             tracing.rollback(point)
             continue
         if any(isinstance(v, Variable) and v.kind == "array" for v in carry + ys):

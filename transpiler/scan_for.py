@@ -12,7 +12,7 @@ raises while it is traced, the attempt is undone and the loop unrolls as before)
 import numbers
 
 import runtime as rt
-from runtime import tracing
+from runtime import retraces, tracing
 from runtime.ir import Variable
 
 UNROLL_LIMIT = 1000     # ops an unrolled loop may record (its iterations together) before it becomes a scan
@@ -63,6 +63,7 @@ def _scan(iterable, body_fn, values, n, fixed):
         carried = tuple(v for k, v in enumerate(values) if k not in fixed)
         (_, outs), _ = rt.scan(step, (iterable.start, carried), None, length=len(iterable))
     except Exception:  # noqa: BLE001 - what a symbolic `i` cannot trace, the unrolled loop does as Python
+        retraces.note(retraces.SCAN)
         tracing.rollback(point)
         return None
     return tuple(merged(outs))

@@ -152,8 +152,9 @@ def _cond_with_cells(pred, true_fn, false_fn, operands, names, cells):
                 f"would exist for some inputs only; give '{cell.label}' a value before the if or in both branches")
     out, values = _split_outputs(outs, names, len(cells))
     _load_cells(cells, before)
-    for cell, value in zip(cells, values):
-        cell.set(value)
+    for cell, value, was, a, b in zip(cells, values, before, seen["true"], seen["false"]):
+        if not (a is was and b is was):     # a place neither branch wrote keeps its value: no write
+            cell.set(value)
     return out
 
 

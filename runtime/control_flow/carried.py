@@ -2,7 +2,7 @@
 before each branch or trace attempt and set from the op's results after it, and Tensors written in place
 inside it (found by tracing, then traced again with them carried).
 """
-from .. import tracing
+from .. import retraces, tracing
 from ..errors import ControlFlowError
 from ..state import AttrCell, TensorValueCell, collecting_writes
 from ..tensor import EagerTensor
@@ -15,7 +15,7 @@ def _carrying_tensor_writes(cells, build):
     through the op as branch outputs / loop variables. The Tensors the converter saw written (a
     declared cell on a Tensor's contents, `self.buf[i] = v`, or on an attribute holding a Layer's
     Tensor, `self.running_mean = ...`) are carried from the first trace; one the trace turns out
-    not to write is dropped, and the construct traced again without it."""
+    not to write costs nothing more: the op passes its value through, and the place is not written after it."""
     point = tracing.checkpoint(tracing.current_block())
     fixed = [(c, c.get()) for c in cells if _holds_a_layer_tensor(c)]
     # `t[i] = v` on a captured Tensor t writes into it: carried as t's own state, not as a place of it
@@ -30,17 +30,16 @@ def _carrying_tensor_writes(cells, build):
             out = build(trial)
         new = [(t, label) for key, (t, label) in found.items()
                if key not in carried and all(key != c.identity() for c in guessed)]
-        unwritten = [c for c in guessed if c.identity() not in found]
-        if not new and not unwritten:
+        if not new:
             for cell, tensor in fixed:
                 if cell.get() is not tensor:
                     raise ControlFlowError(
                         f"'{cell.label}' is given another tensor inside a tensor-dependent if/while; write into "
                         f"it instead ('{cell.label}.set_value(...)'), which keeps the Layer's own tensor")
             return out
+        retraces.note(retraces.TENSOR_WRITES)
         _load_cells(trial, before)
         tracing.rollback(point)
-        guessed = tuple(c for c in guessed if c.identity() in found)
         cells = cells + tuple(TensorValueCell(t, label) for t, label in new)
         carried |= {c.identity() for c in cells}
     raise ControlFlowError("the tensors written in place inside a tensor-dependent if/while did not settle")

@@ -1,7 +1,7 @@
 """rt.while_loop: Python's `while` on a concrete condition, a `while` op on a traced one (condition and
 body traced over the loop state until its types settle).
 """
-from .. import pytree, tracing
+from .. import pytree, retraces, tracing
 from ..autodiff.tape import GRAD_MODE
 from ..errors import ControlFlowError
 from ..ir import captures
@@ -43,6 +43,7 @@ def _while_with_cells(cond_fn, body_fn, values, names, cells):
     """The while op over (loop variables..., cell values...); each trace loads the cells from the params."""
     n = len(values)
     before = [c.get() for c in cells]
+    kept = [False] * len(cells)     # per cell: the last body trace left the value it was given (no write)
 
     def cond_with(*state):
         _load_cells(cells, state[n:])
@@ -51,7 +52,9 @@ def _while_with_cells(cond_fn, body_fn, values, names, cells):
     def body_with(*state):
         _load_cells(cells, state[n:])
         out = tuple(body_fn(*state[:n]))
-        return out + tuple(c.get() for c in cells)
+        now = tuple(c.get() for c in cells)
+        kept[:] = [a is b for a, b in zip(now, state[n:])]
+        return out + now
 
     flat_names = (tuple(names) if names is not None and len(names) == n else ("output",) * n) + \
         tuple(c.label for c in cells)
@@ -61,8 +64,9 @@ def _while_with_cells(cond_fn, body_fn, values, names, cells):
         _load_cells(cells, before)
         raise
     _load_cells(cells, before)
-    for cell, value in zip(cells, outs[n:]):
-        cell.set(value)
+    for cell, value, unwritten in zip(cells, outs[n:], kept):
+        if not unwritten:       # a place the body never writes keeps its value: no write
+            cell.set(value)
     return tuple(outs[:n])
 
 
@@ -113,6 +117,7 @@ def _build_while(cond_fn, body_fn, init, names):
         if not _has_changed(restructured, init):
             restructured = _grow_lists(init, out, block)
         if restructured is not None:
+            retraces.note(retraces.LOOP_SETTLING)
             program.drop_blocks_from(first)
             program.restore_name_state(names_before)
             return _build_while(cond_fn, body_fn, restructured, names)
@@ -128,6 +133,7 @@ def _build_while(cond_fn, body_fn, init, names):
             elif result is not None:
                 results.append(result)
         if changed:
+            retraces.note(retraces.LOOP_SETTLING)
             program.drop_blocks_from(first)
             program.restore_name_state(names_before)
             continue

@@ -11,6 +11,7 @@ and keeps them for a static function, one module per job, bottom to top:
                of the run (the call made the object)
   objects      places written through Python objects without a cell, found by comparing snapshots
   outer_names  globals and closure variables the trace rebinds, and global lists/dicts it changes
+  calls        what a converted function writes through its parameters, declared where a construct calls it
   store        after each run, the Program's values stored into the places (`StateWrites`)
   collector    one collector per trace (`Effects`): the journal, collect, undo, store-after-run
 """

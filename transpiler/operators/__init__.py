@@ -21,6 +21,8 @@ package as `_jst`; its modules, bottom to top (each imports only those above it 
 """
 from runtime.state import attr_cell, contents_cell, item_cell
 
+from ..effects.calls import called_places
+
 from .base import outer_value, return_placeholder, undefined
 from .calls import convert_call, convert_in_place, convert_map
 from .strings import convert_fstring
@@ -38,4 +40,5 @@ from .lists import (convert_append, convert_call_item, convert_delitem, convert_
                     convert_insert, convert_list_comp, convert_pop, convert_setitem, convert_setitem_path)
 
 __all__ = [name for name in dict(globals()) if name.startswith("convert_")] + ["partial_state",
-    "undefined", "return_placeholder", "attr_cell", "item_cell", "contents_cell", "check_caught", "outer_value", "tensor_cell"]
+    "undefined", "return_placeholder", "attr_cell", "item_cell", "contents_cell", "check_caught", "outer_value", "tensor_cell",
+    "called_places"]

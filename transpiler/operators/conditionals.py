@@ -5,7 +5,7 @@ import re
 import sys
 
 import runtime as rt
-from runtime import pytree, tracing
+from runtime import pytree, retraces, tracing
 from runtime.control_flow import Undefined
 from runtime.errors import ControlFlowError
 from runtime.ops.dispatch import record as record_op
@@ -60,6 +60,7 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
             raise
         moved = [] if called_writes else list(_moved_attributes(watched))
         if moved:       # attributes a method called in a branch sets (`self.bump()`): carried, traced again
+            retraces.note(retraces.CALLED_ATTRIBUTES)
             undo()
             state, called_writes = _carrying_attributes(state, moved, watched), True
             undo = _undo_point(state)
@@ -70,6 +71,7 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, state=None):
             break
         # a container changed in a branch yet given to no name after the if (`y = x["a"]`, then
         # `y["b"] = v` in a branch): trace again with it as an output, so its merged value goes back
+        retraces.note(retraces.UNSEEN_CONTAINERS)
         undo()
         extra = tuple(unseen)
     _check_captured("if", captured, true_fn, false_fn)
@@ -92,6 +94,7 @@ def _branch_or_raise(trace_branch, names):
     except Exception as error:
         if not (isinstance(error, EmptyListRead) or _deferrable(error)):
             raise
+        retraces.note(retraces.BRANCH_RAISES)
         tracing.rollback(start)
         _raise_when_taken(error)
         return (None,) * len(names)
@@ -184,6 +187,7 @@ def convert_ifexp(pred, true_thunk, false_thunk, name=None):
             moved = [] if state is not None else _moved_attributes(watched)
             if not moved:
                 break
+            retraces.note(retraces.CALLED_ATTRIBUTES)
             undo()          # attributes a method called in a branch sets: carried, traced again
             state = _carrying_attributes(state, moved, watched)
     except ControlFlowError:

@@ -3,7 +3,7 @@ length whose body changes what the loop carries unrolls as Python would."""
 import sys
 
 import runtime as rt
-from runtime import pytree, tracing
+from runtime import pytree, retraces, tracing
 from runtime.control_flow import as_variable
 from runtime.errors import ControlFlowError
 from runtime.ops.control import WHILE
@@ -38,6 +38,7 @@ def _convert_while(cond_fn, body_fn, args, names, state):
         outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
         moved = list(_moved_attributes(watched)) if _made_op(block, start, WHILE) else []
         if moved:       # attributes a method called in the body sets (`self.step()`): carried, traced again
+            retraces.note(retraces.CALLED_ATTRIBUTES)
             undo()
             state = _carrying_attributes(state, moved, watched)
             outs = rt.while_loop(cond_fn, body, tuple(args), names=names, state=state)
@@ -97,6 +98,7 @@ def _convert_for(iterable, body_fn, args, names, until, state):
                 return outs
             except Exception as e:  # noqa: BLE001 - a static length: what one trace of the body cannot
                 if undo is not None:    # carry (a dtype or rank that changes after the first iteration, an
+                    retraces.note(retraces.UNROLLED_FOR)
                     undo()              # item read at an index earlier iterations fill) unrolls as Python does
                 else:
                     if isinstance(e, ControlFlowError) and not isinstance(it, SymbolicRange) \
@@ -107,7 +109,8 @@ def _convert_for(iterable, body_fn, args, names, until, state):
                             "loop carries one structure (append tensors to a list and rt.stack it)") from None
                     raise
         iterable = it       # a static length and a body that grows what it carries: unroll as Python does
-    elif extra_test is None and state is None:     # a long range over a big body: a scan op after one iteration
+    elif extra_test is None and (state is None or not tuple(state())):   # a long range over a big body: a scan op
+                                                                          # after one iteration (no places to carry)
         iterable, args = scanned_for(iterable, body_fn, tuple(args), n)
     return _python_for(iterable, body_fn, tuple(args), names, extra_test, state)
 
@@ -212,6 +215,7 @@ def _graph_for(it, length, body_fn, values, names, extra_test, state=None):
         outs = rt.while_loop(cond, body, (index,) + values, names=("for_index",) + tuple(names), state=state)
         moved = list(_moved_attributes(watched))
         if moved:       # attributes a method called in the body sets: carried, traced again
+            retraces.note(retraces.CALLED_ATTRIBUTES)
             undo()
             state = _carrying_attributes(state, moved, watched)
             index = as_variable(0)

@@ -164,7 +164,7 @@ def tensor_cell(read, label):
     trace (a one-cell tuple). Anything else, or no value yet: nothing to carry (an empty tuple)."""
     try:
         value = read()
-    except NameError:
+    except (NameError, AttributeError):     # no value yet
         return ()
     return (TensorValueCell(value, f"'{label}'"),) if isinstance(value, EagerTensor) else ()
 

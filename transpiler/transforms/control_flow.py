@@ -10,7 +10,8 @@
 
 Which names flow in and out comes from the analysis annotations, computed once
 on the tree after jumps were lowered:
-- outputs of an `if` = names either branch binds that are live after it;
+- outputs of an `if` = names either branch binds that are live after it, and names whose list/dict
+  it changes in place only (another name may hold that object: `m2 = m; if c: m['a'] = v`);
 - loop variables = names the body binds that are live at the loop's entry or
   after it (a name used only inside the body stays local to the body);
 - a branch/body function takes as parameters the outputs plus the names it
@@ -38,7 +39,8 @@ from ..analysis.scope import assigned_names
 from . import templates
 from .base import Transformer, const, jst, load, located, store
 from .expressions import mark_truth_only, python_valued
-from .state import changed_arguments, state_keyword, written_into
+from .state import (call_sites, changed_arguments, changed_only_in_place, state_keyword, tensor_writers,
+                    written_into)
 
 
 def _names_tuple(names):
@@ -85,8 +87,8 @@ def _call(op, args):
     return gast.Call(func=jst(op), args=args, keywords=[])
 
 
-def _add_state(call, composites, bound, into=()):
-    keyword = state_keyword(composites, bound, into)
+def _add_state(call, composites, bound, into=(), calls=(), tensors=()):
+    keyword = state_keyword(composites, bound, into, calls, tensors)
     if keyword is not None:
         call.keywords.append(keyword)
 
@@ -107,6 +109,10 @@ class ControlFlow(Transformer):
         through a captured name (`def bump(): c.k += 1` called in a loop body) are state too."""
         stmts = [stmt for block in blocks for stmt in block]
         return self.written_by_calls if has_call(stmts) else frozenset()
+
+    def _call_sites(self, stmts, targets=()):
+        """The calls of these statements that may write through what they are given (`transforms/state.call_sites`)."""
+        return call_sites(stmts, assigned_names(list(stmts) + list(targets)), self.ctx.resolve)
 
     def _def(self, name, params, body, origin):
         """A branch/body function; captured and global/nonlocal names stay the enclosing scope's (module doc)."""
@@ -131,6 +137,10 @@ class ControlFlow(Transformer):
         declared = self._rebound_declared(node.body, node.orelse)
         by_calls = self._written_by_calls(node.body, node.orelse)
         into = written_into(node.body + node.orelse) - self.declared
+        calls = self._call_sites(node.body + node.orelse)
+        tensors = tensor_writers(node.body + node.orelse, assigned_names(node.body + node.orelse))
+        in_place = changed_only_in_place(node.body + node.orelse) | changed_arguments(self.ctx.fn_node,
+                                                                                      node.body + node.orelse)
         node.body = self.visit_block(node.body)
         node.orelse = self.visit_block(node.orelse)
         if python_valued(node.test):        # `if self.downsample is not None:` is Python's own `if`
@@ -140,8 +150,7 @@ class ControlFlow(Transformer):
         live_in = getanno(node, Anno.LIVE_IN)
         live_out = getanno(node, Anno.LIVE_OUT)
         modified = body_act.modified | else_act.modified
-        outputs = sorted(modified & (live_out | changed_arguments(self.ctx.fn_node, node.body + node.orelse))
-                         | declared)
+        outputs = sorted(modified & (live_out | in_place) | declared)
         params = sorted(modified & (live_in | set(outputs)) | declared)
         true_name = self.ctx.namer.new("true_fn")
         stmts = self._undefined_inits(node, params, live_in)
@@ -153,13 +162,15 @@ class ControlFlow(Transformer):
             false_fn = const(None)
         call = _call("convert_ifelse", [mark_truth_only(node.test), load(true_name), false_fn, self._args(params),
                                         _str_tuple(outputs)])
-        _add_state(call, body_act.composites | else_act.composites | by_calls, modified, into)
+        _add_state(call, body_act.composites | else_act.composites | by_calls, modified, into, calls, tensors)
         stmts.append(_bind(outputs, located(call, node), node))
         return stmts
 
     def visit_While(self, node):
         declared = self._rebound_declared(node.body)
         by_calls = self._written_by_calls(node.body, [gast.Expr(value=node.test)])
+        calls = self._call_sites(node.body + [gast.Expr(value=node.test)])
+        tensors = tensor_writers(node.body, assigned_names(node.body))
         node.body = self.visit_block(node.body)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         live_in, live_out = getanno(node, Anno.LIVE_IN), getanno(node, Anno.LIVE_OUT)
@@ -172,13 +183,15 @@ class ControlFlow(Transformer):
         stmts.append(self._def(body_name, loop_vars, node.body + _return(loop_vars), node))
         call = _call("convert_while", [load(cond_name), load(body_name), self._args(loop_vars),
                                        _str_tuple(loop_vars)])
-        _add_state(call, body_act.composites | by_calls, body_act.modified)
+        _add_state(call, body_act.composites | by_calls, body_act.modified, calls=calls, tensors=tensors)
         stmts.append(_bind(loop_vars, located(call, node), node))
         return stmts
 
     def visit_For(self, node):
         declared = self._rebound_declared(node.body, [node.target])
         by_calls = self._written_by_calls(node.body)
+        calls = self._call_sites(node.body, [node.target])
+        tensors = tensor_writers(node.body, assigned_names(node.body + [node.target]))
         node.body = self.visit_block(node.body)
         body_act = getanno(node, Anno.BODY_ACTIVITY)
         target_act = getanno(node, Anno.TEST_ACTIVITY)
@@ -204,7 +217,7 @@ class ControlFlow(Transformer):
         call = _call("convert_for", [node.iter, load(body_name), self._args(loop_vars), _str_tuple(loop_vars)])
         if break_flag:
             call.keywords.append(gast.keyword(arg="until", value=const(break_flag)))
-        _add_state(call, body_act.composites | by_calls, body_act.modified | targets)
+        _add_state(call, body_act.composites | by_calls, body_act.modified | targets, calls=calls, tensors=tensors)
         stmts.append(_bind(loop_vars, located(call, node), node))
         return stmts
 
