@@ -53,6 +53,9 @@ def promote_operand(x):
 
 
 def broadcast_shapes(*shapes):
+    ranked = [s for s in shapes if s]
+    if ranked and all(s == ranked[0] for s in ranked):
+        return tuple(ranked[0])      # one shape and scalars (most elementwise ops): that shape
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for axis in range(-ndim, 0):

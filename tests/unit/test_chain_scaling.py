@@ -56,3 +56,20 @@ def test_work_from_source_to_first_result_is_linear_in_the_op_count(tmp_path, fo
     (convert_small, run_small), (convert_big, run_big) = counts[250], counts[1000]
     assert convert_big <= 4.2 * convert_small, counts
     assert run_big <= 4.2 * run_small, counts
+
+
+def test_tracing_promotes_dtypes_once_per_operand_types_not_once_per_op(tmp_path):
+    """NumPy's result_type is asked per distinct (dtype, weak) operands, not per recorded op."""
+    calls = {}
+    for n in (250, 1000):
+        converted = convert_function(_chain(tmp_path, n, "mixed_lines"))
+        profile = cProfile.Profile()
+        profile.enable()
+        try:
+            rt.trace(converted, SPEC)
+        finally:
+            profile.disable()
+        stats = pstats.Stats(profile).stats
+        calls[n] = sum(count for (filename, _, name), (count, *_) in stats.items()
+                       if name == "result_type" and "numpy" in filename)
+    assert calls[1000] <= calls[250] + 2, calls
