@@ -93,6 +93,7 @@ def _add_state(call, composites, bound, into=()):
 
 class ControlFlow(Transformer):
     statements_only = True
+    constructs = frozenset({"If", "While", "For", "Try", "TryStar"})
 
     def transform(self, fn_node):
         scope = getanno(fn_node, Anno.SCOPE)
