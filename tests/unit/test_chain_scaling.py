@@ -5,6 +5,7 @@ optimizing, compiling and running it, at n and 4n ops."""
 import cProfile
 import importlib.util
 import pstats
+import sys
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ import runtime as rt
 from bench.pass_scaling import chain_source
 from runtime import passes
 from runtime.codegen.plan import compile_plan
+from runtime.tracing import line_of
 from transpiler.conversion import convert_function, converted_source
 
 SPEC = [rt.InputSpec([8, 8], "float32", "x")]
@@ -145,3 +147,31 @@ def test_tracing_promotes_dtypes_once_per_operand_types_not_once_per_op(tmp_path
         calls[n] = sum(count for (filename, _, name), (count, *_) in stats.items()
                        if name == "result_type" and "numpy" in filename)
     assert calls[1000] <= calls[250] + 2, calls
+
+
+def test_every_op_of_a_long_function_names_its_line(tmp_path):
+    """Ops name the user's line (tracing.line_of: the code's line table read once, bisected, not CPython's
+    scan from the function's start per op, which made tracing a long function quadratic)."""
+    n = 600
+    program, _, _ = rt.trace(convert_function(_chain(tmp_path, n, "lines")), SPEC)
+    lines = [int(op.origin.rsplit(":", 1)[1]) for op in program.ops()]
+    assert lines == [5 + k // 2 for k in range(n)]      # `x = x * 1.0001 + 0.5` from line 5: two ops a line
+
+
+def _caller_lines():
+    """(line_of, f_lineno) of the caller's frame, now (a live frame's line moves on)."""
+    frame = sys._getframe(1)
+    return line_of(frame), frame.f_lineno
+
+
+def test_line_of_is_the_frames_line_number():
+    seen = []
+    for i in range(3):
+        seen.append(_caller_lines())
+        if i:
+            seen.append(
+                _caller_lines()
+            )
+    seen.append(_caller_lines())
+    assert all(ours == python for ours, python in seen), seen
+    assert len(set(seen)) == 3
