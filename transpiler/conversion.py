@@ -34,10 +34,10 @@ def convert_function(fn):
     if entry is None:
         parsed = parse_function(fn)
         resolve = _resolver(fn)
-        if parsed.tree is not None and not needs_conversion(parsed.tree, resolve):
+        nodes = list(own_scope(parsed.tree.body, stop=())) if parsed.tree is not None else None
+        if nodes is not None and not needs_conversion(parsed.tree, nodes, resolve):
             code = emit.emit_unconverted(parsed.tree, parsed.filename, fn.__code__.co_freevars)
-            returns = sorted(node.lineno for stmt in parsed.tree.body for node in ast.walk(stmt)
-                             if isinstance(node, ast.Return))     # no nested scope: all are fn's own
+            returns = sorted(node.lineno for node in nodes if isinstance(node, ast.Return))   # no nested scope
             entry = _code_cache[key] = _Converted(code, parsed, (parsed.filename, returns))
         else:
             returns = return_lines(parsed.node)

@@ -71,14 +71,14 @@ def node_types(stmts):
     return _names_of(own_scope(stmts, stop=()))
 
 
-def needs_conversion(fn_tree, resolve):
-    """Whether a function (a plain `ast` FunctionDef as parsed) is converted to anything but itself: it
-    defines a nested function or lambda, a transform has a construct of its to rewrite, or a call is
-    not one Calls leaves as written (`resolve` as the Context's)."""
-    present = _names_of(node for stmt in fn_tree.body for node in ast.walk(stmt))
+def needs_conversion(fn_tree, nodes, resolve):
+    """Whether a function (a plain `ast` FunctionDef as parsed; `nodes`: every node under its body) is
+    converted to anything but itself: it defines a nested function or lambda, a transform has a
+    construct of its to rewrite, or a call is not one Calls leaves as written (`resolve` as the Context's)."""
+    present = _names_of(nodes)
     if not present.isdisjoint(_NESTED) or any(t.applies(fn_tree, present) for t in PIPELINE if t is not Calls):
         return True
-    return Calls.applies(fn_tree, present) and not Calls.leaves_as_written(fn_tree, resolve)
+    return Calls.applies(fn_tree, present) and not Calls.leaves_as_written(fn_tree, nodes, resolve)
 
 
 _NESTED = frozenset({"FunctionDef", "AsyncFunctionDef", "ClassDef", "Lambda"})

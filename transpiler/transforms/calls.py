@@ -174,12 +174,11 @@ class Calls(Transformer):
         return node
 
     @staticmethod
-    def leaves_as_written(fn_tree, resolve):
+    def leaves_as_written(fn_tree, nodes, resolve):
         """Whether Calls would leave a function as written (a plain `ast` FunctionDef as parsed, with no
         nested scope, no walrus and no `global`: every name it binds is a stored Name, an import, or
         a parameter). Names bound anywhere in it count as its locals, comprehensions' too: a name
         counted local that is not only makes a call look like one to convert."""
-        nodes = [node for stmt in fn_tree.body for node in ast.walk(stmt)]
         if any(_kind(node) in ("Assert", "Match") for node in nodes):
             return False
         args = fn_tree.args
