@@ -147,6 +147,9 @@ def test_tracing_promotes_dtypes_once_per_operand_types_not_once_per_op(tmp_path
         stats = pstats.Stats(profile).stats
         calls[n] = sum(count for (filename, _, name), (count, *_) in stats.items()
                        if name == "result_type" and "numpy" in filename)
+        shapes = sum(count for (filename, _, name), (count, *_) in stats.items()
+                     if name == "shape" and "numpy" in filename)
+        assert shapes == 0, shapes      # a literal operand's shape is () without asking NumPy
     assert calls[1000] <= calls[250] + 2, calls
 
 
