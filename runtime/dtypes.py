@@ -95,8 +95,23 @@ def weak_example(dtype):
     return _WEAK_EXAMPLE[as_dtype(dtype).kind]
 
 
+_PROMOTED = {}      # operands' key -> result_type: NumPy 2 promotes Python scalars by their type alone
+_SCALARS = (bool, int, float, complex)
+
+
 def result_type(*operands):
-    """NumPy-2 promotion over (dtype, weak) pairs and Python scalars."""
+    """NumPy-2 promotion over (dtype, weak) pairs and Python scalars (remembered per operand types:
+    tracing asks it once or twice per op, with a few distinct answers)."""
+    key = tuple(op if type(op) is tuple else type(op) for op in operands)
+    if not all(type(k) is tuple or k in _SCALARS for k in key):
+        return _result_type(operands)       # arrays, NumPy scalars: by value
+    promoted = _PROMOTED.get(key)
+    if promoted is None:
+        promoted = _PROMOTED[key] = _result_type(operands)
+    return promoted
+
+
+def _result_type(operands):
     args = []
     for op in operands:
         if isinstance(op, tuple):

@@ -5,6 +5,7 @@ Variable per spec, calls `fn` on them and records what it does. Eager Tensors
 that traced code touches (layer weights, globals) become persistable inputs of
 the Program, fed by reference on each run, never constants baked into it.
 """
+import bisect
 import os
 import sys
 from contextlib import contextmanager
@@ -123,9 +124,35 @@ def user_origin():
     while frame is not None:
         filename = frame.f_code.co_filename
         if not filename.startswith(_SKIP_DIRS):
-            return f"{filename}:{frame.f_lineno}"
+            return f"{filename}:{line_of(frame)}"
         frame = frame.f_back
     return None
+
+
+_LINE_TABLES = {}      # id(code) -> (code, bytecode range starts, ends, lines); a few codes at a time
+_MAX_LINE_TABLES = 64
+
+
+def line_of(frame):
+    """frame.f_lineno, looked up in the code's line table read once (`co_lines`) by bisection.
+
+    CPython finds f_lineno by scanning the code's location table from its start: asked once per
+    recorded op, in a function of thousands of lines (issue 27's chain written out), that scan made
+    tracing quadratic in the function's length."""
+    code, offset = frame.f_code, frame.f_lasti
+    entry = _LINE_TABLES.get(id(code))
+    if entry is None or entry[0] is not code:
+        if not hasattr(code, "co_lines"):       # Python < 3.10
+            return frame.f_lineno
+        if len(_LINE_TABLES) >= _MAX_LINE_TABLES:
+            _LINE_TABLES.clear()
+        ranges = list(code.co_lines())
+        entry = _LINE_TABLES[id(code)] = (code, [r[0] for r in ranges], [r[1] for r in ranges], [r[2] for r in ranges])
+    _, starts, ends, lines = entry
+    i = bisect.bisect_right(starts, offset) - 1
+    if i >= 0 and offset < ends[i] and lines[i] is not None:
+        return lines[i]
+    return frame.f_lineno
 
 
 @dataclass(frozen=True)

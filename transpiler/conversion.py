@@ -4,6 +4,7 @@ The converted code object is kept per original code object (a closure made again
 converts nothing again); the converted function per function. The source text
 (`f.code`) is printed from the kept tree only when asked for.
 """
+import ast
 import builtins
 import inspect
 import types
@@ -14,8 +15,8 @@ import gast
 from . import emit
 from .analysis.scope import own_scope
 from .naming import Namer
-from .parsing import parse_function
-from .transforms import convert_node
+from .parsing import ParsedFunction, parse_function
+from .transforms import convert_node, needs_conversion
 from .transforms.calls import is_library_module
 
 _code_cache = {}                              # _code_key(fn) -> _Converted
@@ -32,11 +33,18 @@ def convert_function(fn):
     entry = _code_cache.get(key)
     if entry is None:
         parsed = parse_function(fn)
-        returns = return_lines(parsed.node)
-        namer = Namer(parsed.node)
-        node = convert_node(parsed.node, parsed.filename, namer, _resolver(fn))
-        code = emit.emit(node, parsed.filename, fn.__code__.co_freevars)
-        entry = _code_cache[key] = _Converted(code, node, (parsed.filename, returns))
+        resolve = _resolver(fn)
+        nodes = list(own_scope(parsed.tree.body, stop=())) if parsed.tree is not None else None
+        if nodes is not None and not needs_conversion(parsed.tree, nodes, resolve):
+            code = emit.emit_unconverted(parsed.tree, parsed.filename, fn.__code__.co_freevars)
+            returns = sorted(node.lineno for node in nodes if isinstance(node, ast.Return))   # no nested scope
+            entry = _code_cache[key] = _Converted(code, parsed, (parsed.filename, returns))
+        else:
+            returns = return_lines(parsed.node)
+            namer = Namer(parsed.node)
+            node = convert_node(parsed.node, parsed.filename, namer, resolve)
+            code = emit.emit(node, parsed.filename, fn.__code__.co_freevars)
+            entry = _code_cache[key] = _Converted(code, node, (parsed.filename, returns))
     converted = emit.instantiate(entry.code, fn)
     converted.__dy2static_returns__ = entry.returns
     _function_cache[fn] = converted
@@ -52,12 +60,17 @@ def _code_key(fn):
 
 
 class _Converted:
-    """One original code object's conversion; its source text is printed only when asked for."""
+    """One original code object's conversion; its source text is printed only when asked for (from the
+    converted gast tree, or the parse of a function converted to itself, whose gast tree is made then)."""
 
-    __slots__ = ("code", "node", "returns", "_source")
+    __slots__ = ("code", "_node", "returns", "_source")
 
     def __init__(self, code, node, returns):
-        self.code, self.node, self.returns, self._source = code, node, returns, None
+        self.code, self._node, self.returns, self._source = code, node, returns, None
+
+    @property
+    def node(self):
+        return self._node.node if isinstance(self._node, ParsedFunction) else self._node
 
     @property
     def source(self):

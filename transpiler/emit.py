@@ -31,6 +31,18 @@ def emit(fn_node, filename, freevars):
     return _compile(tree, filename, freevars)
 
 
+def emit_unconverted(fn_tree, filename, freevars):
+    """The code object of a function whose conversion is itself, from its `ast` tree as parsed (every
+    node located already; the tree itself is left as it is): no gast round trip of a long function."""
+    tree = copy.copy(fn_tree)
+    tree.args = copy.copy(fn_tree.args)
+    for field in ("posonlyargs", "args", "kwonlyargs"):
+        setattr(tree.args, field, [copy.copy(arg) for arg in getattr(fn_tree.args, field)])
+    for field in ("vararg", "kwarg"):
+        setattr(tree.args, field, copy.copy(getattr(fn_tree.args, field)))
+    return _compile(tree, filename, freevars)
+
+
 def source_text(fn_node):
     """The converted source: astor's text, or ast.unparse for syntax astor 0.8.1 predates (`match`).
 
@@ -114,8 +126,7 @@ def _compile(tree, filename, freevars):
     factory = module.body[0]
     factory.body.insert(0, tree)
     for node in (factory, factory.body[1], factory.body[1].value, factory.args):
-        ast.copy_location(node, tree)
-    ast.fix_missing_locations(module)
+        ast.copy_location(node, tree)      # the rest of the factory is located by its parse, tree by its caller
     code = compile(module, filename, "exec")
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == FACTORY)
     inner = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == CONVERTED)

@@ -1,4 +1,5 @@
 """Getting a function's source and parsing it into a gast tree with the user's line numbers."""
+import ast
 import inspect
 import linecache
 import textwrap
@@ -9,12 +10,23 @@ from .errors import ConversionError
 
 
 class ParsedFunction:
-    """A function's gast FunctionDef (or Lambda), with where it came from."""
+    """A function's gast FunctionDef (a lambda's too, made one), with where it came from.
 
-    def __init__(self, node, filename, source):
-        self.node = node
+    A `def` is parsed with `ast` (`tree`, which stays as parsed) and its gast tree made on first use of
+    `node`: a function whose conversion is the function itself is compiled from `tree` and needs none.
+    """
+
+    def __init__(self, node, filename, source, tree=None):
+        self._node = node
+        self.tree = tree
         self.filename = filename
         self.source = source
+
+    @property
+    def node(self):
+        if self._node is None:
+            self._node = gast.ast_to_gast(self.tree)
+        return self._node
 
 
 def parse_function(fn):
@@ -38,14 +50,14 @@ def parse_function(fn):
             module = _parse_at(source, first)
         except SyntaxError as e:
             raise ConversionError(f"syntax error in {_name(fn)}: {e.msg}", filename, e.lineno or first) from None
-    node = module.body[0]
-    if isinstance(node, (gast.AsyncFunctionDef,)):
+    tree = module.body[0]
+    if isinstance(tree, ast.AsyncFunctionDef):
         raise ConversionError(f"async function {_name(fn)} cannot be converted", filename, first,
                               "convert a plain `def` function")
-    if not isinstance(node, gast.FunctionDef):
+    if not isinstance(tree, ast.FunctionDef):
         raise ConversionError(f"{_name(fn)} is not a function definition", filename, first)
-    node.decorator_list = []
-    return ParsedFunction(node, filename, source)
+    tree.decorator_list = []
+    return ParsedFunction(None, filename, source, tree)
 
 
 def _source_lines(fn):
@@ -152,9 +164,9 @@ def _dedented_by(lines, source):
 
 
 def _parse_at(source, first):
-    """The module of `source` as if it started at line `first` of its file (blank lines above it: no
+    """The `ast` module of `source` as if it started at line `first` of its file (blank lines above it: no
     walk over the tree to shift its line numbers afterwards)."""
-    return gast.parse("\n" * (first - 1) + source)
+    return ast.parse("\n" * (first - 1) + source)
 
 
 def _shift_lines(tree, offset):

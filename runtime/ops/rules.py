@@ -34,7 +34,12 @@ def input_types(inputs):
 
 
 def shape_of(x):
+    if type(x) in _PYTHON_SCALARS:
+        return ()           # what np.shape says of one, at a fraction of its cost (a step's or op's literal)
     return x.static_shape if isinstance(x, TYPED) else np.shape(x)
+
+
+_PYTHON_SCALARS = frozenset({bool, int, float, complex})
 
 
 def dtype_of(x):
@@ -53,6 +58,9 @@ def promote_operand(x):
 
 
 def broadcast_shapes(*shapes):
+    ranked = [s for s in shapes if s]
+    if ranked and all(s == ranked[0] for s in ranked):
+        return tuple(ranked[0])      # one shape and scalars (most elementwise ops): that shape
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for axis in range(-ndim, 0):

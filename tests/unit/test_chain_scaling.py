@@ -5,6 +5,7 @@ optimizing, compiling and running it, at n and 4n ops."""
 import cProfile
 import importlib.util
 import pstats
+import sys
 
 import numpy as np
 import pytest
@@ -13,7 +14,8 @@ import runtime as rt
 from bench.pass_scaling import chain_source
 from runtime import passes
 from runtime.codegen.plan import compile_plan
-from transpiler.conversion import convert_function
+from runtime.tracing import line_of
+from transpiler.conversion import convert_function, converted_source
 
 SPEC = [rt.InputSpec([8, 8], "float32", "x")]
 X = np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8)
@@ -56,3 +58,124 @@ def test_work_from_source_to_first_result_is_linear_in_the_op_count(tmp_path, fo
     (convert_small, run_small), (convert_big, run_big) = counts[250], counts[1000]
     assert convert_big <= 4.2 * convert_small, counts
     assert run_big <= 4.2 * run_small, counts
+
+
+def _called(stats, path_part):
+    """Names of the functions under files whose path holds `path_part` that the profile saw called."""
+    return {name for (filename, _, name) in stats.stats if path_part in filename.replace("\\", "/")}
+
+
+@pytest.mark.parametrize("form", ["lines", "mixed_lines"])
+def test_straight_line_code_converts_to_itself_without_a_gast_round_trip(tmp_path, form):
+    """A function no transform rewrites (issue 27's chain written out, calling library functions or not)
+    is compiled from its parse: no gast tree, no transform, no analysis; its source and its results are
+    the function's own."""
+    fn = _chain(tmp_path, 200, form)
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        converted = convert_function(fn)
+    finally:
+        profile.disable()
+    stats = pstats.Stats(profile)
+    assert not _called(stats, "/gast/"), _called(stats, "/gast/")
+    assert not _called(stats, "transpiler/transforms/") - {"needs_conversion", "applies", "_names_of", "<genexpr>",
+                                                          "leaves_as_written", "<listcomp>", "left_as_written",
+                                                          "_kind", "_root_name", "_module_attribute",
+                                                          "is_library_object", "_is_array_constructor"}
+    for analysis in ("activity.py", "cfg.py", "liveness.py", "definedness.py", "closures.py"):
+        assert not _called(stats, "transpiler/analysis/" + analysis), analysis
+    np.testing.assert_array_equal(converted(rt.tensor(X)).numpy(), fn(rt.tensor(X)).numpy())
+    assert converted_source(fn) == "".join(chain_source(200, form).splitlines(True)[3:])
+
+
+def test_a_transform_runs_only_where_its_construct_occurs(tmp_path):
+    """Library calls and a `for` loop: the loop transforms, analysis and Calls run; the transforms of
+    try/finally, walrus, global, raise and in-place list updates are never entered."""
+    path = tmp_path / "loop_only.py"
+    path.write_text("import runtime as xp\n\n\ndef f(x):\n    for i in range(3):\n        x = xp.tanh(x) * 2.0\n"
+                    "    return x\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        converted = convert_function(module.f)
+    finally:
+        profile.disable()
+    stats = pstats.Stats(profile)
+    for skipped in ("finally_jumps.py", "walrus.py", "declarations.py", "raises.py", "lists.py"):
+        assert _called(stats, "transforms/" + skipped) <= {"applies"}, skipped
+    assert "transform" in _called(stats, "transforms/control_flow.py")
+    assert "visit_Call" in _called(stats, "transforms/calls.py")
+    np.testing.assert_array_equal(converted(rt.tensor(X)).numpy(), module.f(rt.tensor(X)).numpy())
+
+
+@pytest.mark.parametrize("line, converted", [
+    ("y = helper(x)", "y = _jst.convert_call(helper)(x)"),
+    ("y = x * len(x)", "y = x * _jst.convert_len(x)"),
+    ("y = np.asarray(x)", "y = _jst.convert_call(np.asarray)(x)"),
+    ("y = [x, x].index(x)", "y = _jst.convert_index([x, x], x)"),
+    ("helper = np.tanh; y = helper(x)", "y = _jst.convert_call(helper)(x)"),
+    ("import numpy as xp; y = xp.sin(x)", "y = _jst.convert_call(xp.sin)(x)"),
+    ("y = [v for v in range(3)][0]", "y = [v for v in _jst.convert_range(3)][0]"),
+])
+def test_straight_line_code_with_a_call_to_convert_is_converted(tmp_path, line, converted):
+    """What Calls rewrites keeps a straight-line function off the path that compiles it as parsed (a local
+    name shadowing a library one included)."""
+    path = tmp_path / f"calls_{abs(hash(line))}.py"
+    path.write_text("import numpy as np\nimport runtime as xp\n\n\ndef helper(v):\n    return v\n\n\n"
+                    f"def f(x):\n    {line}\n    return y\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert converted in converted_source(module.f)
+
+
+def test_tracing_promotes_dtypes_once_per_operand_types_not_once_per_op(tmp_path):
+    """NumPy's result_type is asked per distinct (dtype, weak) operands, not per recorded op."""
+    calls = {}
+    for n in (250, 1000):
+        converted = convert_function(_chain(tmp_path, n, "mixed_lines"))
+        profile = cProfile.Profile()
+        profile.enable()
+        try:
+            rt.trace(converted, SPEC)
+        finally:
+            profile.disable()
+        stats = pstats.Stats(profile).stats
+        calls[n] = sum(count for (filename, _, name), (count, *_) in stats.items()
+                       if name == "result_type" and "numpy" in filename)
+        shapes = sum(count for (filename, _, name), (count, *_) in stats.items()
+                     if name == "shape" and "numpy" in filename)
+        assert shapes == 0, shapes      # a literal operand's shape is () without asking NumPy
+    assert calls[1000] <= calls[250] + 2, calls
+
+
+def test_every_op_of_a_long_function_names_its_line(tmp_path):
+    """Ops name the user's line (tracing.line_of: the code's line table read once, bisected, not CPython's
+    scan from the function's start per op, which made tracing a long function quadratic)."""
+    n = 600
+    program, _, _ = rt.trace(convert_function(_chain(tmp_path, n, "lines")), SPEC)
+    lines = [int(op.origin.rsplit(":", 1)[1]) for op in program.ops()]
+    assert lines == [5 + k // 2 for k in range(n)]      # `x = x * 1.0001 + 0.5` from line 5: two ops a line
+
+
+def _caller_lines():
+    """(line_of, f_lineno) of the caller's frame, now (a live frame's line moves on)."""
+    frame = sys._getframe(1)
+    return line_of(frame), frame.f_lineno
+
+
+def test_line_of_is_the_frames_line_number():
+    seen = []
+    for i in range(3):
+        seen.append(_caller_lines())
+        if i:
+            seen.append(
+                _caller_lines()
+            )
+    seen.append(_caller_lines())
+    assert all(ours == python for ours, python in seen), seen
+    assert len(set(seen)) == 3

@@ -15,9 +15,11 @@
 
 Nested user functions are converted first, each through the whole pipeline.
 """
+import ast
+
 import gast
 
-from ..analysis import Anno, analyze, getanno, setanno
+from ..analysis import Anno, analyze, annotate_activity, getanno, setanno
 from ..analysis.scope import own_scope
 from .base import Context
 from .calls import Calls
@@ -35,6 +37,7 @@ from .walrus import WalrusOperands
 # WalrusOperands runs twice: before Returns sees the user's ifs, and after Jumps for the loop tests it moves
 BEFORE_ANALYSIS = (Fence, Declarations, FinallyJumps, WalrusOperands, Returns, Jumps, WalrusOperands, InPlaceUpdates)
 AFTER_ANALYSIS = (ControlFlow, Raises, Expressions, Calls)
+PIPELINE = BEFORE_ANALYSIS + AFTER_ANALYSIS
 
 
 def convert_node(fn_node, filename, namer, resolve):
@@ -42,13 +45,55 @@ def convert_node(fn_node, filename, namer, resolve):
     for nested in _nested_functions(fn_node):
         convert_node(nested, filename, namer, resolve)
     ctx = Context(fn_node, filename, namer, resolve)
-    for transform in BEFORE_ANALYSIS:
+    present, stale, analyzed = node_types(fn_node.body), False, False
+    for transform in PIPELINE:
+        if not transform.applies(fn_node, present) and stale:
+            present, stale = node_types(fn_node.body), False     # what the transforms run so far made
+        if not transform.applies(fn_node, present):
+            continue
+        if transform in AFTER_ANALYSIS and not analyzed:
+            # ControlFlow reads the whole analysis; the later transforms only the function's scope
+            if transform is ControlFlow:
+                analyze(fn_node)
+            else:
+                annotate_activity(fn_node)
+            analyzed = True
         transform(ctx).transform(fn_node)
-    analyze(fn_node)
-    for transform in AFTER_ANALYSIS:
-        transform(ctx).transform(fn_node)
+        stale = True
     setanno(fn_node, Anno.CONVERTED, True)
     return fn_node
+
+
+def node_types(stmts):
+    """Names of the node types under the statements, nested functions included (the branch and body
+    functions ControlFlow makes are transformed further): which transforms have something to do. A
+    transform runs when this set, taken before it or any transform ran since, names its constructs."""
+    return _names_of(own_scope(stmts, stop=()))
+
+
+def needs_conversion(fn_tree, nodes, resolve):
+    """Whether a function (a plain `ast` FunctionDef as parsed; `nodes`: every node under its body) is
+    converted to anything but itself: it defines a nested function or lambda, a transform has a
+    construct of its to rewrite, or a call is not one Calls leaves as written (`resolve` as the Context's)."""
+    present = _names_of(nodes)
+    if not present.isdisjoint(_NESTED) or any(t.applies(fn_tree, present) for t in PIPELINE if t is not Calls):
+        return True
+    return Calls.applies(fn_tree, present) and not Calls.leaves_as_written(fn_tree, nodes, resolve)
+
+
+_NESTED = frozenset({"FunctionDef", "AsyncFunctionDef", "ClassDef", "Lambda"})
+
+
+def _names_of(nodes):
+    """The nodes' type names, and `.attr` for each attribute read or written (`.append`, `.add_`: what
+    InPlaceUpdates rewrites is told by the method's name)."""
+    names = set()
+    for node in nodes:
+        name = type(node).__name__
+        names.add(name)
+        if name == "Attribute":
+            names.add("." + node.attr)
+    return names
 
 
 def _nested_functions(fn_node):

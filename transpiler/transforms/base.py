@@ -30,6 +30,9 @@ class Transformer(gast.NodeTransformer):
     """
 
     statements_only = False
+    # names of the node types whose presence gives this transform something to do (see `applies`);
+    # None: it always runs
+    constructs = None
 
     def __init__(self, ctx):
         self.ctx = ctx
@@ -52,6 +55,13 @@ class Transformer(gast.NodeTransformer):
         if getanno(node, Anno.CONVERTED, False):
             return node
         return self.generic_visit(node)
+
+    @classmethod
+    def applies(cls, fn_node, present):
+        """Whether this transform can change fn_node, whose own scope holds nodes of the types named in
+        `present`: a transform over a construct the function does not use is skipped, so straight-line
+        code pays no walk per transform. fn_node may be a gast or a plain `ast` FunctionDef."""
+        return cls.constructs is None or not present.isdisjoint(cls.constructs)
 
     def transform(self, fn_node):
         fn_node.body = self.visit_block(fn_node.body)

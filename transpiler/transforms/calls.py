@@ -19,6 +19,7 @@ and into builtins stay plain, so the converted code reads like the original.
 `super()` becomes `super(__class__, self)`: converted code is compiled outside
 the class body, where the zero-argument form has no cell to read.
 """
+import ast
 import builtins
 import sys
 
@@ -82,7 +83,7 @@ def _module_attribute(root_value, node):
     """What `np.asarray` (an attribute chain through modules) names at conversion time; None past a
     non-module, so resolving never runs a user property."""
     names = []
-    while isinstance(node, gast.Attribute):
+    while _kind(node) == "Attribute":
         names.append(node.attr)
         node = node.value
     value = root_value
@@ -94,12 +95,44 @@ def _module_attribute(root_value, node):
 
 
 def _root_name(node):
-    while isinstance(node, gast.Attribute):
+    while _kind(node) == "Attribute":
         node = node.value
-    return node.id if isinstance(node, gast.Name) else None
+    return node.id if _kind(node) == "Name" else None
+
+
+def _kind(node):
+    """A node's type name: the same for a gast node and a plain `ast` one (see `left_as_written`)."""
+    return type(node).__name__
+
+
+def left_as_written(call, local_names, resolve, first_param):
+    """Whether Calls leaves `call` (a gast or a plain `ast` Call) as written: a builtin without an
+    overload, a library function, class or module attribute (not a NumPy array constructor), or an
+    array method of a local name."""
+    func = call.func
+    if _kind(func) == "Name":
+        if func.id in local_names or (func.id == "super" and not call.args and first_param):
+            return False
+        found, value = resolve(func.id)
+        if found and value is getattr(builtins, func.id, None):
+            return func.id not in BUILTIN_OVERLOADS
+        return found and is_library_object(value) and not _is_array_constructor(value)
+    if _kind(func) != "Attribute":
+        return False
+    root = _root_name(func)
+    if root is not None and root not in local_names:
+        found, value = resolve(root)
+        if found and is_library_object(value) and not _is_array_constructor(_module_attribute(value, func)):
+            return True
+    if func.attr == "index" and call.args and not call.keywords:
+        return False
+    return (func.attr in ARRAY_METHODS and _kind(func.value) == "Name" and func.value.id in local_names
+            and func.value.id != "self")
 
 
 class Calls(Transformer):
+    constructs = frozenset({"Call", "Assert"})
+
     def transform(self, fn_node):
         scope = getanno(fn_node, Anno.SCOPE)      # the function's own names (params and bound)
         self.locals = set(scope.params | scope.modified)
@@ -114,10 +147,9 @@ class Calls(Transformer):
         return located(gast.Expr(value=call), node)
 
     def visit_Call(self, node):
-        if is_jst_call(node):
-            self.generic_visit(node)
-            return node
         self.generic_visit(node)
+        if is_jst_call(node) or left_as_written(node, self.locals, self.ctx.resolve, self.first_param):
+            return node
         func = node.func
         if isinstance(func, gast.Name):
             if func.id == "super" and not node.args and self.first_param:
@@ -125,26 +157,13 @@ class Calls(Transformer):
                 return node
             if func.id not in self.locals:
                 found, value = self.ctx.resolve(func.id)
-                if found and value is getattr(builtins, func.id, None):
-                    overload = BUILTIN_OVERLOADS.get(func.id)
-                    if overload:
-                        node.func = located(jst(overload), func)
+                if found and value is getattr(builtins, func.id, None):     # one with an overload
+                    node.func = located(jst(BUILTIN_OVERLOADS[func.id]), func)
                     return node
-                if found and is_library_object(value) and not _is_array_constructor(value):
-                    return node
-        elif isinstance(func, gast.Attribute):
-            root = _root_name(func)
-            if root is not None and root not in self.locals:
-                found, value = self.ctx.resolve(root)
-                if found and is_library_object(value) and not _is_array_constructor(_module_attribute(value, func)):
-                    return node
-            if func.attr == "index" and node.args and not node.keywords:
-                # list/tuple.index compares with `==` and takes each truth: tensor-aware (other receivers: as is)
-                call = gast.Call(func=jst("convert_index"), args=[func.value] + node.args, keywords=[])
-                return located(call, node)
-            if (func.attr in ARRAY_METHODS and isinstance(func.value, gast.Name)
-                    and func.value.id in self.locals and func.value.id != "self"):
-                return node
+        elif isinstance(func, gast.Attribute) and func.attr == "index" and node.args and not node.keywords:
+            # list/tuple.index compares with `==` and takes each truth: tensor-aware (other receivers: as is)
+            call = gast.Call(func=jst("convert_index"), args=[func.value] + node.args, keywords=[])
+            return located(call, node)
         if isinstance(func, gast.Subscript) and not isinstance(func.slice, (gast.Constant, gast.Slice, gast.Tuple)):
             # `layers[i](x)`: a tensor i picks the layer at run time
             wrapped = gast.Call(func=jst("convert_call_item"), args=[func.value, func.slice], keywords=[])
@@ -153,6 +172,27 @@ class Calls(Transformer):
         wrapped = gast.Call(func=jst("convert_call"), args=[func], keywords=[])
         node.func = located(wrapped, func)
         return node
+
+    @staticmethod
+    def leaves_as_written(fn_tree, nodes, resolve):
+        """Whether Calls would leave a function as written (a plain `ast` FunctionDef as parsed, with no
+        nested scope, no walrus and no `global`: every name it binds is a stored Name, an import, or
+        a parameter). Names bound anywhere in it count as its locals, comprehensions' too: a name
+        counted local that is not only makes a call look like one to convert."""
+        if any(_kind(node) in ("Assert", "Match") for node in nodes):
+            return False
+        args = fn_tree.args
+        params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]
+                  if a is not None]
+        local_names = set(params)
+        for node in nodes:
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                local_names.add(node.id)
+            elif isinstance(node, ast.alias):
+                local_names.add(node.asname or node.name.split(".")[0])
+        first_param = args.args[0].arg if args.args else None
+        return all(left_as_written(node, local_names, resolve, first_param) for node in nodes
+                   if isinstance(node, ast.Call))
 
 
 def _no_args():

@@ -95,6 +95,7 @@ def _add_state(call, composites, bound, into=(), calls=(), tensors=()):
 
 class ControlFlow(Transformer):
     statements_only = True
+    constructs = frozenset({"If", "While", "For", "Try", "TryStar"})
 
     def transform(self, fn_node):
         scope = getanno(fn_node, Anno.SCOPE)

@@ -14,6 +14,7 @@ from .base import Transformer
 
 class Declarations(Transformer):
     statements_only = True
+    constructs = frozenset({"Global", "Nonlocal"})
 
     def transform(self, fn_node):
         self.found = {gast.Global: [], gast.Nonlocal: []}

@@ -89,6 +89,8 @@ def _binds_in(operands):
 
 
 class Expressions(Transformer):
+    constructs = frozenset({"BoolOp", "Not", "Compare", "IfExp", "ListComp"})
+
     def visit_BoolOp(self, node):
         self.generic_visit(node)
         if _binds_in(node.values[1:]):

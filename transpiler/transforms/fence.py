@@ -10,6 +10,8 @@ from .base import Transformer
 
 
 class Fence(Transformer):
+    constructs = frozenset({"Yield", "YieldFrom", "Await", "AsyncFor", "AsyncWith", "AsyncFunctionDef"})
+
     def transform(self, fn_node):
         for node in own_scope(fn_node.body):    # a nested def is fenced when it is converted itself
             self.check(node)

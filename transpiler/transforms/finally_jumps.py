@@ -47,6 +47,7 @@ def jumps_out(stmts):
 
 class FinallyJumps(Transformer):
     statements_only = True
+    constructs = frozenset({"Try", "TryStar"})
 
     def visit_Try(self, node):
         self.generic_visit(node)

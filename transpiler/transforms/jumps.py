@@ -92,6 +92,7 @@ class _Lowering:
 
 class Jumps(Transformer):
     statements_only = True
+    constructs = frozenset({"While", "For"})
 
     def visit_While(self, node):
         return self._loop(node)

@@ -40,6 +40,10 @@ from .base import Transformer, const, load, located, store
 
 class InPlaceUpdates(Transformer):
     """Only names local to the function are rebound; a global or closure container is mutated as written."""
+    @classmethod
+    def applies(cls, fn_node, present):
+        """Items, or the methods (by name) and attribute it rewrites."""
+        return "Subscript" in present or not present.isdisjoint(_REWRITTEN_ATTRIBUTES)
 
     def transform(self, fn_node):
         # a nested def's parameter `log` is not this function's `log`
@@ -206,6 +210,7 @@ class InPlaceUpdates(Transformer):
 _METHODS = {"append": "convert_append", "insert": "convert_insert", "extend": "convert_extend",
             "pop": "convert_pop"}
 _GROWING = ("append", "insert", "extend")
+_REWRITTEN_ATTRIBUTES = frozenset("." + name for name in (*_METHODS, *IN_PLACE, "stop_gradient"))
 
 
 def _receiver(node, local_names, methods):

@@ -42,6 +42,8 @@ def _fstring(node):
 
 
 class Raises(Transformer):
+    constructs = frozenset({"Raise", "Try", "TryStar", "JoinedStr"})   # f-strings: in print/assert/raise
+
     def transform(self, fn_node):
         scope = getanno(fn_node, Anno.SCOPE)
         found, value = self.ctx.resolve("print")

@@ -32,6 +32,9 @@ from .expressions import mark_truth_only
 from .jumps import block_has
 
 
+_COMPOUND_STATEMENTS = frozenset({"If", "For", "While", "Try", "TryStar", "With", "Match"})
+
+
 def _contains_return(node):
     """Does node hold a `return` of the function being converted (not of a nested def)?"""
     return any(isinstance(n, gast.Return) for n in own_scope([node]))
@@ -82,6 +85,15 @@ def _always_returns(stmts):
 
 
 class Returns(Transformer):
+    @classmethod
+    def applies(cls, fn_node, present):
+        """A return anywhere but as the last statement (an `if` holding one folds too)."""
+        if "Return" not in present:
+            return False
+        if not present.isdisjoint(_COMPOUND_STATEMENTS):
+            return True
+        return any(type(stmt).__name__ == "Return" for stmt in fn_node.body[:-1])
+
     def transform(self, fn_node):
         body = fn_node.body = fold_returns(fn_node.body)
         if not any(_contains_return(s) for s in body[:-1]) and not any(

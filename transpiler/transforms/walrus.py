@@ -46,6 +46,7 @@ def _needs_lowering(node):
 
 class WalrusOperands(Transformer):
     statements_only = True
+    constructs = frozenset({"NamedExpr"})
 
     def visit_If(self, node):
         self.generic_visit(node)
