@@ -170,3 +170,44 @@ def _self_test(dtype, m, k, n, transposed, call, copy_b=False):
         if not (same_bits(got, want) and same_bits(got, dot)):
             return f"self-test: {call[0]} differs from NumPy's matmul on ({m}, {k}) @ ({k}, {n})"
     return ""
+
+
+_FLAT = {}
+
+
+def flat_product_check(dtype, batch, m, k, n, transposed):
+    """'' when one 2-D matmul of the (batch * m, k) rows gives np.matmul's bits for a C-contiguous
+    (*batch, m, k) @ b (b.T with `transposed`, b C-contiguous), else why not. NumPy's matmul multiplies a
+    stack one (m, k) matrix at a time (50 small gemm calls for a masked LSTM's hoisted input product,
+    4x the time of one call of all its rows); each output row is the same sum either way on the BLAS
+    checked here (special and random values, once per shape)."""
+    dtype = np.dtype(dtype)
+    if dtype not in _PREFIX or min(batch, m, k, n) < 1 or batch * m * max(k, n) > (1 << 30):
+        return f"no one-call product for {batch} x ({m}, {k}) @ ({k}, {n}) of {dtype}"
+    key = (dtype.str, batch, m, k, n, transposed)
+    if key not in _FLAT:
+        _FLAT[key] = _flat_self_test(dtype, batch, m, k, n, transposed)
+    return _FLAT[key]
+
+
+def flat_product_known(dtype, batch, m, k, n, transposed):
+    """What flat_product_check found for that shape before ('' or why not), or None: not checked yet."""
+    return _FLAT.get((np.dtype(dtype).str, batch, m, k, n, transposed))
+
+
+def _flat_self_test(dtype, batch, m, k, n, transposed):
+    rng = np.random.default_rng(17)
+    for trial in range(3):
+        if trial == 0:
+            x = probe_values(dtype, batch * m * k).reshape(batch, m, k)
+            w = np.roll(probe_values(dtype, k * n), 5).reshape((n, k) if transposed else (k, n))
+        else:
+            x = (rng.standard_normal((batch, m, k)) * 10 ** trial).astype(dtype)
+            w = rng.standard_normal((n, k) if transposed else (k, n)).astype(dtype)
+        operand = w.T if transposed else w
+        with np.errstate(all="ignore"):
+            want = np.matmul(x, operand)
+            got = np.matmul(x.reshape(batch * m, k), operand).reshape(batch, m, n)
+        if not same_bits(got, want):
+            return f"self-test: one matmul of {batch * m} rows differs from NumPy's stacked matmul on ({m}, {k}) @ ({k}, {n})"
+    return ""

@@ -98,3 +98,41 @@ def test_the_copied_transpose_gemm_is_only_taken_with_numpys_bits(monkeypatch):
             found[0].call(*[slots.get(x, x) if isinstance(x, str) else x for x in found[1]])
             assert same_bits(got, np.matmul(a, b.T))
     assert isinstance(blas.copied_transpose_call("float32", 1, 64, 256), str)     # one row: NumPy's gemv
+
+
+def _plans(fn, *args):
+    program = to_static(fn).get_program(*args)
+    feed = {v.name: a for v, a in zip(program.inputs, args)}
+    plan = rt.Executor(native=True).compile(program)
+    native.wait()
+    return program, feed, plan
+
+
+@needs_llvm
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_a_stacked_linear_is_one_blas_call_with_numpys_bits(with_bias):
+    w, bias = _tensor(N, K, scale=0.2), _tensor(N)
+
+    def hoisted(x):
+        return F.linear(x, w, bias if with_bias else None)
+
+    x = _tensor(50, M, K)
+    program, feed, plan = _plans(hoisted, x)
+    if blas.flat_product_known("float32", 50, M, K, N, True):
+        pytest.skip(f"this CPU's BLAS: {blas.flat_product_known('float32', 50, M, K, N, True)}")
+    products = [why for name, why in plan.native_regions if not name.startswith("while")]
+    assert products == ["native"]
+    want = rt.Executor(native=False).run(program, feed)[0].numpy()
+    assert same_bits(plan.run(feed)[0].numpy(), want)
+    strided = {k: rt.tensor(np.asarray(v.numpy())[:, ::-1]) for k, v in feed.items()}   # not C-contiguous
+    want = rt.Executor(native=False).run(program, strided)[0].numpy()
+    assert same_bits(plan.run(strided)[0].numpy(), want)
+
+
+def test_the_one_call_product_is_checked_against_numpys_stacked_matmul():
+    for dtype in ("float32", "float64"):
+        for batch, m, k, n, transposed in [(50, 8, 32, 256, True), (3, 5, 7, 11, False), (2, 1, 64, 128, True)]:
+            why = blas.flat_product_check(dtype, batch, m, k, n, transposed)
+            assert why == "" or why.startswith("self-test"), why
+            assert blas.flat_product_known(dtype, batch, m, k, n, transposed) == why
+    assert blas.flat_product_known("float32", 9, 9, 9, 9, True) is None       # not checked: not used
