@@ -1,6 +1,6 @@
 """The native tier against the NumPy plan and the hand-written NumPy floor, one process, one core.
 
-    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 taskset -c 0 python -m bench.native [results.json]
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 taskset -c 0 python -m bench.native [--cpu] [results.json]
 
 Each workload runs three ways: `numpy` (the floor), `dy2static` (to_static, the NumPy plan) and
 `dy2static native` (to_static with DY2STATIC_NATIVE=1 when it traced: its fused chains compiled by
@@ -10,11 +10,14 @@ whole loop one native function), W5 (GELU over 1M float32), GELU over 1K float32
 per-call cost, not memory, dominates), and the real-model loops of bench/models.py: R1 greedy GRU
 decoding, R2 beam search, R3 NMS, R4 the masked LSTM, and an ACT-style halting loop (a step repeated
 until its halting probabilities add up to 0.99; `native regions` says which loops ran native and why the
-others did not).
+others did not). With --cpu the times are the thread's CPU time (`time.thread_time`), not wall time: on a
+machine shared with other processes, what their time slices add to every variant's wall time (in
+proportion to how long a call runs) is left out.
 """
 import json
 import os
 import sys
+import time
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
@@ -156,18 +159,21 @@ def main():
         return 1
     affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     print(f"CPUs this process may run on: {affinity}")
+    args = [a for a in sys.argv[1:] if a != "--cpu"]
+    clock = time.thread_time if "--cpu" in sys.argv[1:] else time.perf_counter
+    print(f"clock: {clock.__name__}")
     native.reset_stats()
     found = workloads()
     print(f"native regions: {native.stats()}")
     report = {}
     for name, vs in found.items():
-        medians, _ = timing.measure(vs, repeats=9, target_s=0.1 if "1m" in name else 0.05)
+        medians, _ = timing.measure(vs, repeats=9, target_s=0.1 if "1m" in name else 0.05, clock=clock)
         report[name] = medians
         print(f"{name}:")
         for label, us in medians.items():
             print(f"    {label:<20} {us:>10.1f} µs  {us / medians['numpy']:5.2f}×")
-    if len(sys.argv) > 1:
-        with open(sys.argv[1], "w") as f:
+    if args:
+        with open(args[0], "w") as f:
             json.dump(report, f, indent=1)
     return 0
 

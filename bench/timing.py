@@ -1,29 +1,33 @@
-"""Timing: warm-up, then the median of interleaved repeats of calibrated loops."""
+"""Timing: warm-up, then the median of interleaved repeats of calibrated loops.
+
+`clock` is wall time (time.perf_counter) unless a caller passes another: `time.thread_time` counts only
+the CPU time of the calling thread, which other processes on a shared machine cannot inflate (a
+single-threaded BLAS runs in that thread)."""
 import gc
 import statistics
 import time
 
 
-def _loop(fn, number, sync):
-    start = time.perf_counter()
+def _loop(fn, number, sync, clock=time.perf_counter):
+    start = clock()
     for _ in range(number):
         fn()
     if sync is not None:
         sync()
-    return time.perf_counter() - start
+    return clock() - start
 
 
-def calibrate(fn, target_s, sync=None):
+def calibrate(fn, target_s, sync=None, clock=time.perf_counter):
     """How many calls make one repeat last about target_s."""
     number = 1
     while True:
-        elapsed = _loop(fn, number, sync)
+        elapsed = _loop(fn, number, sync, clock)
         if elapsed >= target_s / 4 or number >= 1 << 22:
             return max(1, int(number * target_s / max(elapsed, 1e-9)))
         number *= 4
 
 
-def measure(variants, repeats=7, target_s=0.05, warmup_s=0.05, sync=None):
+def measure(variants, repeats=7, target_s=0.05, warmup_s=0.05, sync=None, clock=time.perf_counter):
     """{name: median µs per call}: every variant warmed up, then `repeats` rounds, each
     round timing every variant once (interleaved, so drift hits all of them alike). Each
     round starts one variant later than the last: a variant that always ran right after
@@ -34,7 +38,7 @@ def measure(variants, repeats=7, target_s=0.05, warmup_s=0.05, sync=None):
         fn()
         while time.perf_counter() < deadline:
             fn()
-        numbers[name] = calibrate(fn, target_s, sync)
+        numbers[name] = calibrate(fn, target_s, sync, clock)
     samples = {name: [] for name in variants}
     gc_was_enabled = gc.isenabled()
     gc.disable()
@@ -43,7 +47,7 @@ def measure(variants, repeats=7, target_s=0.05, warmup_s=0.05, sync=None):
         for r in range(repeats):
             k = r % max(len(order), 1)
             for name, fn in order[k:] + order[:k]:
-                samples[name].append(_loop(fn, numbers[name], sync) / numbers[name] * 1e6)
+                samples[name].append(_loop(fn, numbers[name], sync, clock) / numbers[name] * 1e6)
             gc.collect()
     finally:
         if gc_was_enabled:

@@ -10,6 +10,7 @@ product stays on NumPy.
 """
 import ctypes
 import threading
+import time
 
 import numpy as np
 from numpy._core import _multiarray_umath
@@ -23,6 +24,9 @@ _NAMES = ("scipy_cblas_{}64_", "cblas_{}64_", "scipy_cblas_{}", "cblas_{}")
 _STATE = {}
 _LOCK = threading.Lock()
 _CHECKED = {}
+_COPIED = {}
+# the copy of b.T is made once per call (and only from a loop's second product on): not for huge weights
+MAX_COPIED = 1 << 18
 
 
 class Symbol:
@@ -104,9 +108,45 @@ def product_call(dtype, m, k, n, transposed=False, verify=True):
     return why if why else (symbol(call[0]), call[1])
 
 
-def _self_test(dtype, m, k, n, transposed, call):
+def copied_transpose_call(dtype, m, k, n):
+    """(symbol, arguments) of a gemm on a C-contiguous copy of b.T (shape (k, n), in slot 'b') for
+    (m, k) @ b.T with b of shape (n, k) -- the product `linear` makes -- when it gives np.matmul(a, b.T)'s
+    bits on that shape (self-tested as product_call's) and runs faster here than NumPy's own call; else why
+    not. Why: OpenBLAS's small-matrix sgemm for a transposed b is 2.5-4x slower than for a plain one at the
+    shapes of recurrent cells (8x64 @ (256x64).T: 39 vs 16 µs on AVX-512), each output being the same sum
+    in the same order; a loop that multiplies by the same weight every iteration copies it once."""
+    dtype = np.dtype(dtype)
+    if dtype not in _PREFIX or m < 2 or n < 2 or k < 2 or n * k > MAX_COPIED or max(m, k, n) > (1 << 30):
+        return f"no copied-transpose gemm for ({m}, {k}) @ ({n}, {k}).T of {dtype}"
+    key = (dtype.str, m, k, n)
+    if key not in _COPIED:
+        plain = product_call(dtype, m, k, n, transposed=True)
+        call = (_PREFIX[dtype] + "gemm", [ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, 1.0, "a", k, "b", n, 0.0, "out", n])
+        why = plain if isinstance(plain, str) else _self_test(dtype, m, k, n, True, call, copy_b=True)
+        if not why and _seconds(dtype, m, k, n, call, True) > 0.8 * _seconds(dtype, m, k, n, (None, plain[1]), False):
+            why = f"gemm on a copy of b.T is not faster here for ({m}, {k}) @ ({n}, {k}).T"
+        _COPIED[key] = why or (symbol(call[0]), call[1])
+    return _COPIED[key]
+
+
+def _seconds(dtype, m, k, n, call, copy_b, repeats=5):
+    """The fastest of a few runs of 8 calls (the self-tests' thread, once per shape)."""
+    fn = symbol(_PREFIX[dtype] + "gemm")
+    a, b, out = np.ones((m, k), dtype), np.ones((k, n) if copy_b else (n, k), dtype), np.empty((m, n), dtype)
+    slots = {"a": a.ctypes.data, "b": b.ctypes.data, "out": out.ctypes.data}
+    args = [slots.get(x, x) if isinstance(x, str) else x for x in call[1]]
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(8):
+            fn.call(*args)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _self_test(dtype, m, k, n, transposed, call, copy_b=False):
     """'' when the call gives np.matmul's bits on that shape (and ndarray.dot's, which the plan calls
-    for contiguous operands), else why not."""
+    for contiguous operands), else why not; with `copy_b`, the call reads a C-contiguous copy of b.T."""
     fn = symbol(call[0])
     if fn is None:
         return "the BLAS NumPy links was not found"
@@ -122,10 +162,52 @@ def _self_test(dtype, m, k, n, transposed, call):
             want = np.matmul(a, b.T if transposed else b)
             dot = want if transposed else a.dot(b)
             got = np.empty((m, n), dtype)
-            slots = {"a": a.ctypes.data, "b": b.ctypes.data, "out": got.ctypes.data}
+            operand = np.ascontiguousarray(b.T) if copy_b else b
+            slots = {"a": a.ctypes.data, "b": operand.ctypes.data, "out": got.ctypes.data}
             value = fn.call(*[slots.get(x, x) if isinstance(x, str) else x for x in call[1]])
             if call[0].endswith("dot"):     # NumPy sums the chunks' dots in a double, stored as the dtype
                 got[0, 0] = value
         if not (same_bits(got, want) and same_bits(got, dot)):
             return f"self-test: {call[0]} differs from NumPy's matmul on ({m}, {k}) @ ({k}, {n})"
+    return ""
+
+
+_FLAT = {}
+
+
+def flat_product_check(dtype, batch, m, k, n, transposed):
+    """'' when one 2-D matmul of the (batch * m, k) rows gives np.matmul's bits for a C-contiguous
+    (*batch, m, k) @ b (b.T with `transposed`, b C-contiguous), else why not. NumPy's matmul multiplies a
+    stack one (m, k) matrix at a time (50 small gemm calls for a masked LSTM's hoisted input product,
+    4x the time of one call of all its rows); each output row is the same sum either way on the BLAS
+    checked here (special and random values, once per shape)."""
+    dtype = np.dtype(dtype)
+    if dtype not in _PREFIX or min(batch, m, k, n) < 1 or batch * m * max(k, n) > (1 << 30):
+        return f"no one-call product for {batch} x ({m}, {k}) @ ({k}, {n}) of {dtype}"
+    key = (dtype.str, batch, m, k, n, transposed)
+    if key not in _FLAT:
+        _FLAT[key] = _flat_self_test(dtype, batch, m, k, n, transposed)
+    return _FLAT[key]
+
+
+def flat_product_known(dtype, batch, m, k, n, transposed):
+    """What flat_product_check found for that shape before ('' or why not), or None: not checked yet."""
+    return _FLAT.get((np.dtype(dtype).str, batch, m, k, n, transposed))
+
+
+def _flat_self_test(dtype, batch, m, k, n, transposed):
+    rng = np.random.default_rng(17)
+    for trial in range(3):
+        if trial == 0:
+            x = probe_values(dtype, batch * m * k).reshape(batch, m, k)
+            w = np.roll(probe_values(dtype, k * n), 5).reshape((n, k) if transposed else (k, n))
+        else:
+            x = (rng.standard_normal((batch, m, k)) * 10 ** trial).astype(dtype)
+            w = rng.standard_normal((n, k) if transposed else (k, n)).astype(dtype)
+        operand = w.T if transposed else w
+        with np.errstate(all="ignore"):
+            want = np.matmul(x, operand)
+            got = np.matmul(x.reshape(batch * m, k), operand).reshape(batch, m, n)
+        if not same_bits(got, want):
+            return f"self-test: one matmul of {batch * m} rows differs from NumPy's stacked matmul on ({m}, {k}) @ ({k}, {n})"
     return ""

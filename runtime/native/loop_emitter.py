@@ -31,6 +31,7 @@ import numpy as np
 
 from ..ir import Variable
 from . import elementwise as ew
+from .blas import TRANS, copied_transpose_call
 from .llvm import ARRAY_LAYOUT, engine
 
 INDEX_ERROR, BUDGET_SPENT, LOOP_FAILED, BAD_ARGUMENT, ARRAY_FULL = -1, -2, -3, -4, -5
@@ -74,6 +75,8 @@ class LoopEmitter:
         self.keep = []
         self.env = {}
         self.constants = 0
+        self.invariant = set()      # ids of the arguments: read in place, the same in every iteration
+        self.copies = {}            # id(b) -> (its transposed copy, the slot saying how far it is made)
 
     # --- small helpers
     def c64(self, v):
@@ -193,6 +196,7 @@ class LoopEmitter:
                 self.env[id(v)].capacity = capacity
                 continue
             data = self.argument(obj, v)
+            self.invariant.add(id(v))
             val = _Val(b.bitcast(data, ir.PointerType(self.ltype(v.dtype))), v.dtype, v.static_shape)
             if v.ndim == 0:         # a number: into a stack slot, where LLVM keeps it in a register
                 slot = self.alloc(v.dtype, ())
@@ -245,7 +249,9 @@ class LoopEmitter:
                 self.copy(_Val(out_ptrs[k], state.dtype, state.shape), state)
         b.ret(b.load(count))
         address = self.eng.compile(str(self.module), [self.name])[self.name]
-        return RegionKernel(address, n_args, n_outs, self.scratch_bytes, self.keep)
+        kernel = RegionKernel(address, n_args, n_outs, self.scratch_bytes, self.keep)
+        kernel.copied_transposes = len(self.copies)     # weights multiplied through a copy of their .T
+        return kernel
 
     def next_state(self, states, results):
         """Every state position takes its result at once: numbers loaded first, results that are (or
@@ -368,7 +374,77 @@ class LoopEmitter:
         out = self.alloc(out_var.dtype, out_var.static_shape)
         self.env[id(out_var)] = out
         slots = {"a": self.env[id(a)].ptr, "b": self.env[id(b_var)].ptr, "out": out.ptr}
-        real = self.ltype(out_var.dtype)
+        copied = None
+        if len(args) == 14 and args[2] == TRANS and id(b_var) in self.invariant:   # gemm of a @ weight.T
+            m, n, k = args[3:6]
+            copied = copied_transpose_call(out.dtype, m, k, n)
+        if copied is None or isinstance(copied, str):
+            self.blas_call(symbol, args, slots, out)
+        else:
+            self.copied_transpose_product(b_var, (symbol, args), copied, slots, out)
+        if bias is not None and out.size:          # linear: `out += bias`, NumPy's add (one IEEE add each)
+            add = {"ufunc": "add", "loop_in": [out.dtype], "inline": True}
+            operands = [(out.ptr, self.c64(1), out.dtype), self.operand(self.env[id(bias)], out.shape)]
+            ew._inline_loop(ir, b, self.fn, add, operands, out.ptr, self.c64(out.size))
+
+    def copied_transpose_product(self, b_var, plain, copied, slots, out):
+        """a @ b.T for a loop-invariant b: NumPy's call the first time in a call of the kernel; from the
+        second on the gemm on a copy of b.T (made then, once: a loop that multiplies once pays no copy),
+        which gives the same bits (blas.copied_transpose_call) and is faster."""
+        ir, b = self.ir, self.b
+        if id(b_var) not in self.copies:
+            n, k = b_var.static_shape
+            buffer = self.alloc(b_var.dtype, (k, n))
+            made = self.entry_alloca(self.i8)
+            with b.goto_block(self.entry):
+                b.store(ir.Constant(self.i8, 0), made)          # 0: not used yet, 1: used once, 2: copy made
+            self.copies[id(b_var)] = (buffer, made)
+        buffer, made = self.copies[id(b_var)]
+        state = b.load(made)
+        first, later, after = self.new_block("product_first"), self.new_block("product_later"), self.new_block("product_done")
+        b.cbranch(b.icmp_unsigned("==", state, ir.Constant(self.i8, 0)), first, later)
+        b.position_at_end(first)
+        self.blas_call(*plain, slots, out)
+        b.store(ir.Constant(self.i8, 1), made)
+        b.branch(after)
+        b.position_at_end(later)
+        copy, copied_already = self.new_block("copy_transpose"), self.new_block("copied")
+        b.cbranch(b.icmp_unsigned("==", state, ir.Constant(self.i8, 1)), copy, copied_already)
+        b.position_at_end(copy)
+        self.transpose_into(buffer, self.env[id(b_var)])
+        b.store(ir.Constant(self.i8, 2), made)
+        b.branch(copied_already)
+        b.position_at_end(copied_already)
+        self.blas_call(*copied, dict(slots, b=buffer.ptr), out)
+        b.branch(after)
+        b.position_at_end(after)
+
+    def transpose_into(self, dest, src, tile=16):
+        """dest (k, n) = src.T for a C-contiguous src (n, k), in tile x tile blocks where both dims are
+        multiples of the tile (each block's rows and columns stay in cache: ~4x a row-by-row copy)."""
+        b = self.b
+        n, k = src.shape
+        if n % tile or k % tile:
+            tile = 1
+
+        def block(jb, ib):
+            def row(j):
+                j = b.add(b.mul(jb, self.c64(tile)), j)
+
+                def element(i):
+                    i = b.add(b.mul(ib, self.c64(tile)), i)
+                    b.store(b.load(b.gep(src.ptr, [b.add(b.mul(j, self.c64(k)), i)])),
+                            b.gep(dest.ptr, [b.add(b.mul(i, self.c64(n)), j)]))
+                ew._loop(self.ir, b, self.fn, self.c64(tile), element)
+            ew._loop(self.ir, b, self.fn, self.c64(tile), row)
+
+        ew._loop(self.ir, b, self.fn, self.c64(n // tile),
+                 lambda jb: ew._loop(self.ir, b, self.fn, self.c64(k // tile), lambda ib: block(jb, ib)))
+
+    def blas_call(self, symbol, args, slots, out):
+        """The CBLAS call (symbol, args), its operand slots' pointers from `slots`; a dot's number into out."""
+        ir, b = self.ir, self.b
+        real = self.ltype(out.dtype)
         int_type = ir.IntType(8 * ctypes.sizeof(symbol.int_type))
         values, types = [], []
         is_dot = len(args) == 5
@@ -392,10 +468,6 @@ class LoopEmitter:
         if is_dot:
             b.store(result, out.ptr)
         self.keep.append(symbol)
-        if bias is not None and out.size:          # linear: `out += bias`, NumPy's add (one IEEE add each)
-            add = {"ufunc": "add", "loop_in": [out.dtype], "inline": True}
-            operands = [(out.ptr, self.c64(1), out.dtype), self.operand(self.env[id(bias)], out.shape)]
-            ew._inline_loop(ir, b, self.fn, add, operands, out.ptr, self.c64(out.size))
 
     def emit_rows(self, op, form):
         _, table, ids, wrap = form

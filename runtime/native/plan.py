@@ -24,7 +24,8 @@ from ..codegen.fast import PlanCodegen
 from ..codegen.plan import compile_plan
 from ..ir import Variable
 from ..ops.fused import FUSED_OP
-from . import compiler, elementwise, region as regions, tiering
+from ..ops.native_forms import native_form
+from . import compiler, elementwise, products, region as regions, tiering
 
 _STATS = {"native": 0, "numpy": 0, "compiling": 0, "warming": 0, "declined_calls": 0, "reasons": {}}
 _STATS_LOCK = threading.Lock()
@@ -140,6 +141,26 @@ class NativePlanCodegen(PlanCodegen):
         self.emit(indent + 1, f"{', '.join(outs)}, {ran} = {result}", op)
         if self.max_iterations is not None:
             self.emit(indent + 1, f"{self.iterations} += {ran}")
+
+    def op(self, op, indent):
+        """A stacked matmul by one matrix (a recurrent layer's hoisted `linear`) as one BLAS call where
+        its self-test passes (`products.py`); the plan's own line where the call returns None."""
+        form = native_form(op) if self.numpy and not self.in_fallback and len(op.outputs) == 1 else None
+        found = products.analyse(form, op.outputs[0]) if form is not None and form[0] == "matmul" else None
+        if found is None or isinstance(found, str):
+            return super().op(op, indent)
+        out = self.name(op.outputs[0])
+        status = [out, "compiling"]
+        self.native_regions.append(status)
+        product = products.FlatProduct(found, form[1].static_shape, op.outputs[0].static_shape, status)
+        job = products.product_job(found)
+        if not _start(job, product, status, lambda: _queue(job, product, status)):
+            return super().op(op, indent)
+        name = self.bound(f"native_product_{len(self.native_regions)}", product)
+        operands = [form[1], form[2]] + ([form[4]] if form[4] is not None else [])
+        self.emit(indent, f"{out} = {name}.run({', '.join(self.value(v) for v in operands)})", op)
+        self.emit(indent, f"if {out} is None:", op)
+        super().op(op, indent + 1)
 
     def _why_not(self, op, steps):
         if not self.numpy:
