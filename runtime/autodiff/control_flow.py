@@ -99,7 +99,7 @@ def _cond_vjp(g, inputs, outputs, *, true_block, false_block):
             return tuple(cots[w] if cots[w] is not None else _zeros_like(w) for w in wrt)
         return run
 
-    grads = cond(pred, branch(program.blocks[true_block]), branch(program.blocks[false_block]))
+    grads = cond(pred, branch(true_block), branch(false_block))
     by_var = dict(zip(wrt, grads))
     return (None,) + tuple(by_var.get(c) if isinstance(c, Variable) else None for c in captured)
 
@@ -133,7 +133,7 @@ def _tapes(program):
 def _extend_forward(op, save):
     """Make the forward while op push body params `save` each iteration and count iterations."""
     program, block = op.block.program, op.block
-    cb, bb = (program.blocks[op.attrs[k]] for k in ("cond_block", "body_block"))
+    cb, bb = (op.attrs[k] for k in ("cond_block", "body_block"))
     n = len(bb.params)
     params = [bb.params[i] for i in save]
     first = len(block.ops)
@@ -166,7 +166,7 @@ def _dry_run(op, bb, carried, wrt_captured):
     liveness — the body params its pruned ops really read (all the forward loop must save) — and
     which captured values get their cotangent from one `x[i]` read (`_sparse_plan`)."""
     program = op.block.program
-    first, names = len(program.blocks), program.name_state()
+    first, names = program.block_mark(), program.name_state()
     scratch = program.new_block(op.block)
     params = list(bb.params)
     stand_ins = {p: scratch.create_var(hint(p), p.static_shape, p.dtype, weak=p.weak, kind=p.kind) for p in params}
@@ -183,7 +183,7 @@ def _dry_run(op, bb, carried, wrt_captured):
         if gather is not None:
             g, idx = gather.inputs[0], gather.inputs[2:]
             sparse[c] = ((g.static_shape, g.dtype), [(i.static_shape, i.dtype) for i in idx], gather.attrs["index"])
-    program.drop_blocks_from(first)
+    program.discard_blocks(first)
     program.restore_name_state(names)
     return read, sparse
 
@@ -207,7 +207,7 @@ def _sparse_gather(block, cotangent, captured):
 def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
     op = _find_op(outputs)
     program = op.block.program
-    bb = program.blocks[body_block]
+    bb = body_block
     known = _tapes(program).get(id(op))
     tape = known[1] if known is not None and known[0] is op else None
     n = tape.n_state if tape is not None else len(bb.params)

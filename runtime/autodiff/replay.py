@@ -63,7 +63,7 @@ def replay(ops, mapping, block, keys=None, rerun=False):
             continue
         attrs = dict(op.attrs)
         for key in sub_block_attrs(op.type):
-            attrs[key] = copy_block(op.block.program.blocks[op.attrs[key]], mapping, block, rerun).idx
+            attrs[key] = copy_block(op.attrs[key], mapping, block, rerun)
         outs = [block.create_var(hint(o), o.static_shape, o.dtype, weak=o.weak, kind=o.kind) for o in op.outputs]
         mapping.update(zip(op.outputs, outs))
         copy = block.append_op(op.type, ins, outs, attrs, op.origin, op.no_grad)

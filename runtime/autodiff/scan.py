@@ -24,7 +24,7 @@ def _differentiable(v):
 def _find_op(outputs, body_block):
     block = outputs[0].block
     for op in block.ops:
-        if op.attrs.get("body_block") == body_block and op.outputs and op.outputs[0] is outputs[0]:
+        if op.attrs.get("body_block") is body_block and op.outputs and op.outputs[0] is outputs[0]:
             return op
     raise ValueError("scan vjp: the forward op is not in its outputs' block")
 
@@ -32,7 +32,7 @@ def _find_op(outputs, body_block):
 @facet("scan", "vjp")
 def _scan_vjp(g, inputs, outputs, *, body_block, length, num_carry):
     op = _find_op(outputs, body_block)
-    body = op.block.program.blocks[body_block]
+    body = body_block
     nc = num_carry
     nx = len(body.params) - nc
     init, xs, captured = list(inputs[:nc]), list(inputs[nc:nc + nx]), list(inputs[nc + nx:])

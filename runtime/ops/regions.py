@@ -3,7 +3,7 @@
 No stage outside `runtime/ops/` knows a region op by name. An OpDef with `region=` says what
 every stage asks of an op that holds blocks:
 
-- `block_attrs`: the attrs naming its sub-blocks (ints into `program.blocks`); `attrs`: its other attrs;
+- `block_attrs`: the attrs holding its sub-blocks (the Block objects: the op owns them); `attrs`: its other attrs;
 - `own_count(op)`: how many leading inputs are its own (the rest are captures: what its blocks read
   from enclosing blocks, `ir.captures`); `readable_own(op)`: own inputs the blocks may also read by
   name (cond's predicate), so they are not listed again as captures;
@@ -65,8 +65,7 @@ class Region:
     loop = False
 
     def blocks(self, op):
-        program = op.block.program
-        return [program.blocks[op.attrs[k]] for k in self.block_attrs]
+        return [op.attrs[k] for k in self.block_attrs]
 
     def own_count(self, op):
         raise NotImplementedError
@@ -169,11 +168,11 @@ class CondRegion(Region):
     def check(self, op, check_types):
         if not op.inputs:
             raise RegionError(" has no predicate input")
-        for sub in self.blocks(op):
+        for key, sub in zip(self.block_attrs, self.blocks(op)):
             if sub.params:
-                raise RegionError(f": branch block {sub.idx} cannot have params")
+                raise RegionError(f": branch block {key!r} cannot have params")
             if len(sub.results) != len(op.outputs):
-                raise RegionError(f" has {len(op.outputs)} outputs but block {sub.idx} yields "
+                raise RegionError(f" has {len(op.outputs)} outputs but block {key!r} yields "
                                   f"{len(sub.results)} values")
 
     def emit(self, gen, op, indent):
@@ -233,7 +232,7 @@ class WhileRegion(Region):
             raise RegionError(f": loop state does not match ({n} outputs, {len(op.inputs)} inputs, "
                               f"{len(cb.params)}/{len(bb.params)} block params, {len(bb.results)} body results)")
         if len(cb.results) != 1:
-            raise RegionError(f": condition block {cb.idx} must yield exactly one value")
+            raise RegionError(": condition block must yield exactly one value")
 
     def emit(self, gen, op, indent):
         gen.while_(op, indent)          # state_loop over both blocks, unless the generator has its own form

@@ -4,9 +4,9 @@ and who reads a Variable, and the clean-up every rewrite ends with.
 Passes mutate the Program they are given (a clone made by `run_passes`); they
 call `finish(program)` last so the result is again a valid Program: region ops (cond,
 while, scan: `ops/regions.py`) list exactly the values their sub-blocks capture (`ir.captures`),
-every block is used by one op, and compiled plans of the old version are invalid.
+and compiled plans of the old version are invalid.
 """
-from ..ir import Variable, captures, compact_blocks
+from ..ir import Variable, captures
 from ..ops.registry import REGISTRY
 from ..ops.regions import region_of, sub_blocks  # noqa: F401  (sub_blocks: the passes' name for it)
 
@@ -138,8 +138,7 @@ def remove_ops(program, dead):
 
 
 def finish(program):
-    """The last step of every pass: captures refreshed, unused blocks dropped, old plans invalid."""
-    compact_blocks(program)
+    """The last step of every pass: captures refreshed, old plans invalid."""
     refresh_captures(program)
     program.version += 1
     return program

@@ -330,7 +330,7 @@ def test_while_condition_computes_the_sum_once():
 
 def _loop_body_ops(program):
     (loop,) = _ops(program, "while")
-    return [op.type for op in program.blocks[loop.attrs["body_block"]].ops]
+    return [op.type for op in loop.attrs["body_block"].ops]
 
 
 def test_licm_hoists_invariant_ops_out_of_the_body():
