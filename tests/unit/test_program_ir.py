@@ -249,3 +249,35 @@ def test_shapes_are_spelled_one_way():
         rt.trace(lambda x: x + rt.ones(4), [SPEC])
     with pytest.raises(TypeError, match=re.escape("cannot iterate a tensor of shape [?, 3]")):
         rt.trace(lambda x: list(x), [SPEC])
+
+
+# --- closed blocks: what a block reads from outside is declared at its op ------------------------
+
+def _branch_reading(x, w):
+    return rt.cond(rt.sum(x) > 0, lambda: rt.tanh(x @ w), lambda: x * 2.0)
+
+
+def test_verify_rejects_a_block_reading_an_undeclared_outer_value():
+    prog, _, _ = rt.trace(_branch_reading, [rt.InputSpec([2, 3]), rt.InputSpec([3, 3])])
+    rt.verify(prog)
+    broken = prog.clone()
+    op = next(op for op in broken.ops() if op.sub_blocks())
+    w = broken.inputs[1]
+    assert any(v is w for v in op.inputs)
+    op.inputs = [v for v in op.inputs if v is not w]
+    with pytest.raises(rt.ProgramFormatError, match=rf"op \d \('cond', made at '.*test_program_ir.py:\d+'\) of block 0: its "
+                                                    rf"blocks read '{w.name}' from an enclosing block, but the op "
+                                                    "does not list it among its inputs"):
+        rt.verify(broken)
+
+
+def test_verify_rejects_a_block_reading_its_sibling_blocks_value():
+    prog, _, _ = rt.trace(_branch_reading, [rt.InputSpec([2, 3]), rt.InputSpec([3, 3])])
+    broken = prog.clone()
+    op = next(op for op in broken.ops() if op.sub_blocks())
+    true_block, false_block = op.sub_blocks()
+    made_in_true = true_block.ops[0].outputs[0]
+    false_block.ops[0].inputs[0] = made_in_true     # the false branch reads what only the true one computes
+    with pytest.raises(rt.ProgramFormatError, match=rf"block 2 uses variable '{made_in_true.name}' of block 1, "
+                                                    "which does not enclose it"):
+        rt.verify(broken)
