@@ -187,7 +187,6 @@ class Block:
                 if detached[k] is sub:
                     del detached[k]
                     break
-        self.program.version += 1
         return op
 
     def is_ancestor_of(self, other):
@@ -212,7 +211,6 @@ class Program:
         self.output_tree = None   # pytree.TreeDef rebuilding the function's return value
         self.output_consts = {}   # leaf index -> Python constant returned as is
         self.parameters = {}      # persistable name -> Tensor whose value is fed by default
-        self.version = 0          # bumped by append_op and discard_blocks; compiled plans are keyed by it
         self._names = {}
         self._used = set()
 
@@ -244,7 +242,6 @@ class Program:
         """Forget the sub-blocks made since `mark` that no op holds (a discarded trace attempt); their
         names stay reserved."""
         del self._detached[mark:]
-        self.version += 1
 
     def unique_name(self, hint):
         base = _IDENT.sub("_", str(hint)) or "t"

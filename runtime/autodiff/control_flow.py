@@ -155,7 +155,6 @@ def _extend_forward(op, save):
     bb.params.extend(new_b)
     bb.results.extend(pushed)
     cb.params.extend(new_c)
-    program.version += 1
     tape = _LoopTape(n, dict(zip(save, outs[:-1])), outs[-1])
     _tapes(program)[id(op)] = (op, tape)
     return tape

@@ -4,7 +4,7 @@ and who reads a Variable, and the clean-up every rewrite ends with.
 Passes mutate the Program they are given (a clone made by `run_passes`); they
 call `finish(program)` last so the result is again a valid Program: region ops (cond,
 while, scan: `ops/regions.py`) list exactly the values their sub-blocks capture (`ir.captures`),
-and compiled plans of the old version are invalid.
+and nothing else: a pass edits the clone `run_passes` made, which no compiled plan is keyed by.
 """
 from ..ir import Variable, captures
 from ..ops.registry import REGISTRY
@@ -138,9 +138,8 @@ def remove_ops(program, dead):
 
 
 def finish(program):
-    """The last step of every pass: captures refreshed, old plans invalid."""
+    """The last step of every pass: captures refreshed (the pass edited a clone: no plan holds it)."""
     refresh_captures(program)
-    program.version += 1
     return program
 
 

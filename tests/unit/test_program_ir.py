@@ -7,6 +7,7 @@ import pytest
 
 import runtime as rt
 from runtime import tracing
+from runtime.executor import forget_plans
 from runtime.printer import program_to_dot
 
 SPEC = rt.InputSpec([None, 3], "float32", name="x")
@@ -229,14 +230,23 @@ def test_from_json_rejects_malformed_text():
         rt.Program.from_json(json.dumps(data))
 
 
-# --- mutation bumps the version --------------------------------------------------------------------
+# --- plans are keyed by the Program object (no version stamp) -------------------------------------
 
-def test_append_op_bumps_version():
+def test_plans_are_keyed_by_the_program_object():
     prog, _, out = rt.trace(lambda x: x + 1.0, [SPEC])
-    before = prog.version
-    with tracing.block_guard(prog.global_block):
-        out * 2.0
-    assert prog.version > before
+    assert not hasattr(prog, "version")
+    executor = rt.Executor()
+    plan = executor.compile(prog)
+    assert executor.compile(prog) is plan
+    edited = prog.clone()                       # edit a copy, not a Program that ran
+    assert executor.compile(edited) is not plan
+    with tracing.block_guard(edited.global_block):
+        edited.outputs = [edited.outputs[0] * 2.0]      # a new outputs list: its plan is compiled afresh
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(executor.run(edited, {"x": x})[0].numpy(), (x + 1) * 2)
+    np.testing.assert_array_equal(executor.run(prog, {"x": x})[0].numpy(), x + 1)
+    forget_plans(prog)
+    assert executor.compile(prog) is not plan
 
 
 def test_shapes_are_spelled_one_way():
