@@ -118,6 +118,17 @@ class Operator:
     def input_vars(self):
         return [v for v in self.inputs if isinstance(v, Variable)]
 
+    def replace(self, **changes):
+        """A new Operator like this one but for `changes` (type, inputs, outputs, attrs, origin, block,
+        no_grad): passes swap an op for its rewrite (`block.ops[i] = op.replace(...)`) rather than edit
+        an op another pass, a plan or a tape may hold. A region op's copy holds the same blocks."""
+        fields = {k: getattr(self, k) for k in self.__slots__}
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise TypeError(f"Operator.replace: no field(s) {sorted(unknown)}")
+        fields.update(changes)
+        return Operator(**fields)
+
     def sub_blocks(self):
         return [self.attrs[k] for k in _SUB_BLOCK_ATTRS.get(self.type, ())]
 

@@ -1108,3 +1108,22 @@ def test_loop_in_branch_in_loop_stays_valid_and_equal(name):
         assert not any(op.type == "exp" for op in optimized.ops())
     if name == "cse":                   # the inner body reads the outer `scale` instead of its own copy
         assert sum(op.type == "sum" for op in optimized.ops()) == 2     # scale, and the branch's predicate
+
+
+def _op_fields(op):
+    return (op.type, tuple(id(x) if isinstance(x, rt.ir.Variable) else repr(x) for x in op.inputs),
+            tuple(map(id, op.outputs)), repr(op.attrs), id(op.block))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["fn"].__name__ for c in CASES])
+def test_passes_replace_ops_rather_than_edit_them(case):
+    """Every pass leaves the ops it was given as they were (it swaps in `Operator.replace` rewrites);
+    region ops whose dead slots `Region.drop` removes are the one in-place edit left."""
+    program = to_static(case["fn"], passes=[]).get_program(
+        *[rt.tensor(a) for a in _corpus_inputs(case, 0)], *case["scalars"])
+    for name in ALL:
+        current = program.clone()
+        before = [(op, _op_fields(op)) for op in current.ops() if not op.sub_blocks()]
+        passes.PASSES[name](current)
+        changed = [f"{op.type}: {fields} -> {_op_fields(op)}" for op, fields in before if _op_fields(op) != fields]
+        assert not changed, f"{name} edited ops in place: {changed[:3]}"
