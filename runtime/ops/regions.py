@@ -18,7 +18,8 @@ every stage asks of an op that holds blocks:
 - `loop`: its blocks run repeatedly (loop-invariant motion, loop nesting limits, ownership);
   `first_blocks(op)`: blocks that run whenever the op runs (any pure op may be hoisted out of them);
   `body(op)`: the block each iteration runs, or None;
-- `drop(op, keep)`: remove the slots not in `keep` (dead-code elimination), generic over slots;
+- `drop(op, keep)`: the op without the slots not in `keep` (dead-code elimination), generic over slots:
+  a new op (`Operator.replace`) holding the same blocks, whose params and results lose those slots;
 - `check(op, check_types)`: the loader's structural checks beyond slots (arity, param counts), raising
   `RegionError` with the text after the op's description;
 - `emit(gen, op, indent)`: its plan code, written with the code generator's vocabulary (`emit`, `block`,
@@ -89,12 +90,12 @@ class Region:
         return None
 
     def drop(self, op, keep):
-        """Remove every slot whose index is not in `keep`: its output, own inputs, params (and their
-        declarations) and results."""
+        """The op without the slots whose index is not in `keep`: their output, own inputs, params (and
+        their declarations) and results go (op itself when every slot is kept)."""
         slots = self.slots(op)
         gone = [s for k, s in enumerate(slots) if k not in keep]
         if not gone:
-            return
+            return op
         blocks = self.blocks(op)
         outs = {s.output for s in gone if s.output is not None}
         ins = {i for s in gone for i in s.inputs}
@@ -104,18 +105,19 @@ class Region:
             o = op.outputs[k]
             if op.block.vars.get(o.name) is o:
                 del op.block.vars[o.name]
-        op.outputs = [o for k, o in enumerate(op.outputs) if k not in outs]
-        op.inputs = [x for k, x in enumerate(op.inputs) if k not in ins]
         for b, block in enumerate(blocks):
             for k, p in enumerate(block.params):
                 if (b, k) in params and block.vars.get(p.name) is p:
                     del block.vars[p.name]
             block.params = [p for k, p in enumerate(block.params) if (b, k) not in params]
             block.results = [r for k, r in enumerate(block.results) if (b, k) not in results]
-        self.after_drop(op, [s for k, s in enumerate(slots) if k in keep])
+        return op.replace(outputs=[o for k, o in enumerate(op.outputs) if k not in outs],
+                          inputs=[x for k, x in enumerate(op.inputs) if k not in ins],
+                          attrs=self.attrs_after_drop(op, [s for k, s in enumerate(slots) if k in keep]))
 
-    def after_drop(self, op, kept):
-        """Update attrs that count slots (none by default)."""
+    def attrs_after_drop(self, op, kept):
+        """The attrs once only the `kept` slots are left (op.attrs by default: none counts slots)."""
+        return op.attrs
 
     def check(self, op, check_types):
         """Raise RegionError if the op's structure does not hold (beyond what slots check)."""

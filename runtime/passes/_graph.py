@@ -2,8 +2,9 @@
 and who reads a Variable, and the clean-up every rewrite ends with.
 
 Passes rewrite the Program they are given (a clone made by `run_passes`): an op that changes is
-replaced by its rewrite (`Operator.replace`, `with_inputs`), never edited in place (region ops' slot
-removal, `Region.drop`, still edits the op and its blocks); they call `finish(program)` last so the result is again a valid Program: region ops (cond,
+replaced by its rewrite (`Operator.replace`, `with_inputs`), never edited in place (a region op's
+rewrite holds the same blocks: removing its dead slots, `Region.drop`, edits their params and results);
+they call `finish(program)` last so the result is again a valid Program: region ops (cond,
 while, scan: `ops/regions.py`) list exactly the values their sub-blocks capture (`ir.captures`),
 and nothing else: a pass edits the clone `run_passes` made, which no compiled plan is keyed by.
 """

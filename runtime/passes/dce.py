@@ -103,12 +103,13 @@ def eliminate_dead_code(program):
             break
 
     dead = {id(op) for op in program.ops() if id(op) not in live_ops}
-    for op in program.ops():
-        if id(op) in dead or id(op) not in slots:
-            continue
-        keep = {s for s in range(len(slots[id(op)])) if (id(op), s) in live_slots}
-        if len(keep) < len(slots[id(op)]):
-            regions[id(op)][0].drop(op, keep)
+    for block in program.blocks:
+        for i, op in enumerate(block.ops):
+            if id(op) in dead or id(op) not in slots:
+                continue
+            keep = {s for s in range(len(slots[id(op)])) if (id(op), s) in live_slots}
+            if len(keep) < len(slots[id(op)]):
+                block.ops[i] = regions[id(op)][0].drop(op, keep)
     remove_ops(program, dead)
     return finish(program)
 
