@@ -228,12 +228,16 @@ class Program:
     @property
     def blocks(self):
         """Every block, the global one first, each before the blocks nested in it (the order printer and
-        serializer number them in); blocks being traced that no op holds yet come last."""
-        out = []
+        serializer number them in); blocks being traced that no op holds yet come last (a block made by
+        `new_block` for an op built without `append_op` is listed once, where its op holds it)."""
+        out, seen = [], set()
         for root in [self.global_block] + self._detached:
             todo = [root]
             while todo:
                 block = todo.pop()
+                if id(block) in seen:
+                    continue
+                seen.add(id(block))
                 out.append(block)
                 for op in reversed(block.ops):
                     todo.extend(reversed(op.sub_blocks()))

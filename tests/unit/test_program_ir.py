@@ -291,3 +291,19 @@ def test_verify_rejects_a_block_reading_its_sibling_blocks_value():
     with pytest.raises(rt.ProgramFormatError, match=rf"block 2 uses variable '{made_in_true.name}' of block 1, "
                                                     "which does not enclose it"):
         rt.verify(broken)
+
+
+def test_a_block_held_by_an_op_built_directly_is_listed_once():
+    """`new_block` then an Operator spliced in without `append_op` (a rewrite that replaces an op): the
+    block is the op's, listed once where the op holds it, and the Program still saves and loads."""
+    prog, _, _ = rt.trace(_branch_reading, [rt.InputSpec([2, 3]), rt.InputSpec([3, 3])])
+    op = next(op for op in prog.ops() if op.sub_blocks())
+    true_block, false_block = op.sub_blocks()
+    copy = prog.new_block(op.block)
+    copy.results = [prog.inputs[0]]             # the true branch now yields x as it is
+    block = op.block
+    block.ops[block.ops.index(op)] = op.replace(attrs=dict(op.attrs, true_block=copy))
+    assert prog.blocks == [prog.global_block, copy, false_block]
+    rt.verify(prog)
+    loaded = rt.Program.from_json(prog.to_json())
+    assert str(loaded) == str(prog) and len(loaded.blocks) == 3
