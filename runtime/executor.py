@@ -1,6 +1,6 @@
 """Program → compiled plan → run.
 
-A Program is compiled once per (backend, passes, max_iterations, version) into a
+A Program is compiled once per (backend, passes, max_iterations) into a
 *plan*: one generated Python function with every block inlined (`cond` → `if`,
 `while` → `while True: ... break`) that calls the registry's kernels with attrs
 bound as literals (runtime/codegen/). Running a plan costs about what the same
@@ -17,8 +17,15 @@ from .codegen.plan import compile_plan
 from . import native as _native
 
 # Program -> {(backend, passes, max_iterations): (stamp, plan)}; a plan never holds the Program
-# it is keyed by (it runs a copy), so a Program nobody else holds takes its plans with it
+# it is keyed by (it runs a copy), so a Program nobody else holds takes its plans with it. The key is
+# the Program object itself: a Program is not edited once it runs (tracing finishes before the first
+# run, passes edit a clone); code that edits one after it ran calls `forget_plans` (or edits a clone).
 _PLANS = weakref.WeakKeyDictionary()
+
+
+def forget_plans(program):
+    """Drop the plans compiled for `program` (it was edited in place after it ran)."""
+    _PLANS.pop(program, None)
 
 
 class Executor:
@@ -49,8 +56,8 @@ class Executor:
     def compile(self, program):
         key = (self.backend.name, _passes.pipeline_key(self.passes), self.max_iterations, self.native,
                self.fast_math)
-        # version counts recorded ops; inputs/outputs are plain lists a caller may reassign
-        stamp = (program.version, tuple(map(id, program.inputs)), tuple(map(id, program.outputs)))
+        # inputs/outputs are plain lists a caller may reassign
+        stamp = (tuple(map(id, program.inputs)), tuple(map(id, program.outputs)))
         plans = _PLANS.get(program)
         cached = plans.get(key) if plans is not None else None
         if cached is not None and cached[0] == stamp:

@@ -118,15 +118,26 @@ class Operator:
     def input_vars(self):
         return [v for v in self.inputs if isinstance(v, Variable)]
 
+    def replace(self, **changes):
+        """A new Operator like this one but for `changes` (type, inputs, outputs, attrs, origin, block,
+        no_grad): passes swap an op for its rewrite (`block.ops[i] = op.replace(...)`) rather than edit
+        an op another pass, a plan or a tape may hold. A region op's copy holds the same blocks."""
+        fields = {k: getattr(self, k) for k in self.__slots__}
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise TypeError(f"Operator.replace: no field(s) {sorted(unknown)}")
+        fields.update(changes)
+        return Operator(**fields)
+
     def sub_blocks(self):
-        return [self.block.program.blocks[self.attrs[k]] for k in _SUB_BLOCK_ATTRS.get(self.type, ())]
+        return [self.attrs[k] for k in _SUB_BLOCK_ATTRS.get(self.type, ())]
 
 
-_SUB_BLOCK_ATTRS = {}       # op type -> the attrs naming its sub-blocks: declared by the op registry (regions)
+_SUB_BLOCK_ATTRS = {}       # op type -> the attrs holding its sub-blocks: declared by the op registry (regions)
 
 
 def declare_sub_blocks(op_type, attrs):
-    """Say which attrs of op_type name sub-blocks (the registry does, for each region op)."""
+    """Say which attrs of op_type hold sub-blocks (the registry does, for each region op)."""
     _SUB_BLOCK_ATTRS[op_type] = tuple(attrs)
 
 
@@ -153,20 +164,18 @@ def sub_block_attrs(op_type):
 
 
 class Block:
-    """Ops in order; `params` are bound on entry (loop state), `results` returned on exit."""
+    """Ops in order; `params` are bound on entry (loop state), `results` returned on exit.
 
-    def __init__(self, program, idx, parent_idx=-1):
+    A sub-block belongs to the region op whose attrs hold it (`parent`: the block that op is in); it has
+    no number: printer and serializer number blocks when they write them (`Program.blocks` order)."""
+
+    def __init__(self, program, parent=None):
         self.program = program
-        self.idx = idx
-        self.parent_idx = parent_idx
+        self.parent = parent
         self.vars = {}
         self.ops = []
         self.params = []
         self.results = []
-
-    @property
-    def parent(self):
-        return None if self.parent_idx < 0 else self.program.blocks[self.parent_idx]
 
     def create_var(self, hint="t", shape=(), dtype="float32", **kw):
         var = self.program.value_type(self.program.unique_name(hint), shape, dtype, self, **kw)
@@ -183,7 +192,12 @@ class Block:
     def append_op(self, type, inputs, outputs, attrs=None, origin=None, no_grad=False):
         op = Operator(type, inputs, outputs, attrs, origin, self, no_grad)
         self.ops.append(op)
-        self.program.version += 1
+        detached = self.program._detached
+        for sub in op.sub_blocks():             # the op holds them now: no longer detached
+            for k in range(len(detached) - 1, -1, -1):
+                if detached[k] is sub:
+                    del detached[k]
+                    break
         return op
 
     def is_ancestor_of(self, other):
@@ -201,29 +215,48 @@ class Program:
     def __init__(self, name="main", value_type=Variable):
         self.name = name
         self.value_type = value_type   # the class of the values create_var makes (tracing's Tracer while traced)
-        self.blocks = [Block(self, 0)]
+        self.global_block = Block(self)
+        self._detached = []       # sub-blocks made by new_block that no op holds yet (being traced)
         self.inputs = []          # Variables fed on each run, in call order; persistables too
         self.outputs = []         # Variables returned, flat
         self.output_tree = None   # pytree.TreeDef rebuilding the function's return value
         self.output_consts = {}   # leaf index -> Python constant returned as is
         self.parameters = {}      # persistable name -> Tensor whose value is fed by default
-        self.version = 0          # bumped by append_op and drop_blocks_from; compiled plans are keyed by it
         self._names = {}
         self._used = set()
 
     @property
-    def global_block(self):
-        return self.blocks[0]
+    def blocks(self):
+        """Every block, the global one first, each before the blocks nested in it (the order printer and
+        serializer number them in); blocks being traced that no op holds yet come last (a block made by
+        `new_block` for an op built without `append_op` is listed once, where its op holds it)."""
+        out, seen = [], set()
+        for root in [self.global_block] + self._detached:
+            todo = [root]
+            while todo:
+                block = todo.pop()
+                if id(block) in seen:
+                    continue
+                seen.add(id(block))
+                out.append(block)
+                for op in reversed(block.ops):
+                    todo.extend(reversed(op.sub_blocks()))
+        return out
 
     def new_block(self, parent):
-        block = Block(self, len(self.blocks), parent.idx)
-        self.blocks.append(block)
+        """A sub-block of `parent` for a region op about to be recorded (the op's attrs will hold it)."""
+        block = Block(self, parent)
+        self._detached.append(block)
         return block
 
-    def drop_blocks_from(self, idx):
-        """Forget blocks idx.. (a discarded trace attempt); their names stay reserved."""
-        del self.blocks[idx:]
-        self.version += 1
+    def block_mark(self):
+        """How many sub-blocks are being traced now: `discard_blocks(mark)` forgets those made since."""
+        return len(self._detached)
+
+    def discard_blocks(self, mark):
+        """Forget the sub-blocks made since `mark` that no op holds (a discarded trace attempt); their
+        names stay reserved."""
+        del self._detached[mark:]
 
     def unique_name(self, hint):
         base = _IDENT.sub("_", str(hint)) or "t"
@@ -271,9 +304,12 @@ class Program:
     def clone(self):
         """A structural copy (new Blocks, Variables, Operators); parameters are shared, not copied."""
         copy = Program(self.name, self.value_type)
-        copy.blocks = [Block(copy, b.idx, b.parent_idx) for b in self.blocks]
-        mapping = {}
-        for block, new_block in zip(self.blocks, copy.blocks):
+        mapping, new_of = {}, {id(self.global_block): copy.global_block}
+        blocks = self.blocks
+        for block in blocks:
+            new_block = new_of.get(id(block))
+            if new_block is None:
+                new_block = new_of[id(block)] = Block(copy, new_of.get(id(block.parent)))
             for var in block.vars.values():
                 new = type(var)(var.name, var.static_shape, var.dtype, new_block, var.persistable, var.weak, var.kind)
                 new_block.vars[var.name] = mapping[id(var)] = new
@@ -281,11 +317,18 @@ class Program:
         def remap(x):
             return mapping.get(id(x), x) if isinstance(x, Variable) else x
 
-        for block, new_block in zip(self.blocks, copy.blocks):
+        for block in blocks:
+            new_block = new_of[id(block)]
             new_block.params = [remap(v) for v in block.params]
             new_block.results = [remap(v) for v in block.results]
-            new_block.ops = [Operator(op.type, [remap(x) for x in op.inputs], [remap(o) for o in op.outputs],
-                                      _copy_attrs(op.attrs), op.origin, new_block, op.no_grad) for op in block.ops]
+            new_block.ops = []
+            for op in block.ops:
+                attrs = _copy_attrs(op.attrs)
+                for key in _SUB_BLOCK_ATTRS.get(op.type, ()):
+                    attrs[key] = new_of[id(attrs[key])]
+                new_block.ops.append(Operator(op.type, [remap(x) for x in op.inputs], [remap(o) for o in op.outputs],
+                                              attrs, op.origin, new_block, op.no_grad))
+        copy._detached = [new_of[id(b)] for b in self._detached]
         copy.inputs = [remap(v) for v in self.inputs]
         copy.outputs = [remap(v) for v in self.outputs]
         copy.output_tree, copy.output_consts = self.output_tree, dict(self.output_consts)
@@ -296,6 +339,14 @@ class Program:
     __hash__ = object.__hash__      # kept when serialization.py attaches __eq__
 
 
+def ops_under(ops):
+    """The ops in `ops` and every op of the blocks they hold (nested ones too)."""
+    for op in ops:
+        yield op
+        for sub in op.sub_blocks():
+            yield from ops_under(sub.ops)
+
+
 def _copy_attrs(value):
     """Attrs are JSON data: copy the mutable containers, share the rest."""
     if isinstance(value, dict):
@@ -303,29 +354,3 @@ def _copy_attrs(value):
     if isinstance(value, list):
         return [_copy_attrs(v) if isinstance(v, (dict, list)) else v for v in value]
     return value
-
-
-def compact_blocks(program):
-    """Drop blocks no op uses any more (their op was removed) and renumber the rest."""
-    used, order = set(), []
-
-    def visit(block):
-        used.add(block.idx)
-        order.append(block)
-        for op in block.ops:
-            for sub in [block.program.blocks[op.attrs[k]] for k in sub_block_attrs(op.type)]:
-                visit(sub)
-
-    visit(program.global_block)
-    if len(used) == len(program.blocks):
-        return
-    keep = [b for b in program.blocks if b.idx in used]      # parents still come before children
-    new_idx = {b.idx: i for i, b in enumerate(keep)}
-    for block in keep:
-        for op in block.ops:
-            for key in sub_block_attrs(op.type):
-                op.attrs[key] = new_idx[op.attrs[key]]
-    for block in keep:
-        block.parent_idx = new_idx[block.parent_idx] if block.parent_idx >= 0 else -1
-        block.idx = new_idx[block.idx]
-    program.blocks = keep

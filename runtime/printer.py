@@ -28,15 +28,16 @@ def format_op(op, indent=""):
     return f"{indent}{outs} = {call}" if outs else f"{indent}{call}"
 
 
-def _format_block(block, indent, lines):
-    program = block.program
+def _format_block(block, indent, lines, number):
+    """`number` counts blocks in the order they are printed (the global block is 0): a block has no
+    number of its own, and this is the order `Program.blocks` and saved files use."""
     for op in block.ops:
         lines.append(format_op(op, indent))
         for key in sub_block_attrs(op.type):
-            sub = program.blocks[op.attrs[key]]
+            sub = op.attrs[key]
             params = ", ".join(f"{p.name}: {p.type_str()}" for p in sub.params)
-            lines.append(f"{indent}  {key.replace('_block', '')} block {sub.idx}({params}):")
-            _format_block(sub, indent + "    ", lines)
+            lines.append(f"{indent}  {key.replace('_block', '')} block {next(number)}({params}):")
+            _format_block(sub, indent + "    ", lines, number)
             results = ", ".join(_value(r) for r in sub.results)
             lines.append(f"{indent}    yield ({results})")
 
@@ -44,7 +45,7 @@ def _format_block(block, indent, lines):
 def format_program(program):
     params = ", ".join(f"{v.name}: {v.type_str()}" for v in program.inputs)
     lines = [f"program {program.name}({params}):"]
-    _format_block(program.global_block, "  ", lines)
+    _format_block(program.global_block, "  ", lines, itertools.count(1))
     lines.append(f"  return ({', '.join(v.name for v in program.outputs)})")
     return "\n".join(lines)
 
@@ -59,6 +60,7 @@ def program_to_dot(program):
              '  node [fontname="Helvetica", fontsize=10];', '  edge [fontname="Helvetica", fontsize=9];']
     producer = {}          # variable name -> node id that makes it
     counter = itertools.count()
+    block_number = itertools.count(1)
 
     def node(label, indent, **style):
         node_id = f"n{next(counter)}"
@@ -76,7 +78,7 @@ def program_to_dot(program):
         producer[var.name] = node(f"{var.name}\n{var.type_str()}", "  ", shape=shape, style="filled",
                                   fillcolor="#dbe9f6" if not var.persistable else "#eeeeee")
 
-    def emit_block(block, indent):
+    def emit_block(block, indent, root=False):
         first = None
         for var in block.params:
             producer[var.name] = node(f"{var.name}\n{var.type_str()}", indent, shape="ellipse")
@@ -90,10 +92,10 @@ def program_to_dot(program):
             first = first or op_id
             edges_into(op_id, op.inputs, indent)
             for key in sub_block_attrs(op.type):
-                sub = program.blocks[op.attrs[key]]
-                cluster = f"cluster_b{sub.idx}"
+                sub, number = op.attrs[key], next(block_number)
+                cluster = f"cluster_b{number}"
                 lines.append(f"{indent}subgraph {cluster} {{")
-                title = f"{op.type} {key.replace('_block', '')} block {sub.idx}"
+                title = f"{op.type} {key.replace('_block', '')} block {number}"
                 lines.append(f"{indent}  label={_dot_quote(title)};")
                 lines.append(f'{indent}  style="dashed";')
                 entry = emit_block(sub, indent + "  ")
@@ -101,12 +103,12 @@ def program_to_dot(program):
                 lines.append(f'{indent}{op_id} -> {entry} [lhead={cluster}, style="dashed", arrowhead="odot"];')
             for out in op.outputs:
                 producer[out.name] = op_id
-        yield_id = node("yield", indent, shape="plaintext") if block.idx != 0 else None
+        yield_id = node("yield", indent, shape="plaintext") if not root else None
         if yield_id is not None:
             edges_into(yield_id, block.results, indent)
         return first or yield_id
 
-    emit_block(program.global_block, "  ")
+    emit_block(program.global_block, "  ", root=True)
     out_id = node("return", "  ", shape="doublecircle")
     edges_into(out_id, program.outputs, "  ")
     lines.append("}")

@@ -127,7 +127,7 @@ def _traced(f, init, xs_leaves, xs_def, n):
         outs += [block.create_var("ys", (n,) + v.static_shape, v.dtype) for v in ys if v is not None]
         inits = [v for v in carry if isinstance(v, Variable)]
         block.append_op(SCAN.name, inits + xs_vars + captures([body]), outs,
-                        {"body_block": body.idx, "length": n, "num_carry": len(inits)},
+                        {"body_block": body, "length": n, "num_carry": len(inits)},
                         origin=tracing.user_origin(), no_grad=not GRAD_MODE.enabled)
         it = iter(outs)
         carry_out = [next(it) if isinstance(v, Variable) else v for v in carry]

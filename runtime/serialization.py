@@ -133,19 +133,27 @@ def program_to_dict(program, origins="as is"):
     if origins not in ("as is", "relative", False):
         raise ValueError(f"origins must be 'as is', 'relative' or False, not {origins!r}")
     where = _ORIGIN_FORMS[origins]
+    order = program.blocks                  # a block's number is its place in this order (as printed)
+    number = {id(b): i for i, b in enumerate(order)}
+
+    def attrs_of(op):
+        attrs = op.attrs if "origin" not in op.attrs or origins == "as is" else \
+            dict(op.attrs, origin=where(op.attrs["origin"]))
+        blocks = sub_block_attrs(op.type)
+        return {k: number[id(v)] if k in blocks else v for k, v in attrs.items()} if blocks else attrs
+
     blocks = []
-    for b in program.blocks:
+    for b in order:
         blocks.append({
-            "idx": b.idx,
-            "parent": b.parent_idx,
+            "idx": number[id(b)],
+            "parent": -1 if b.parent is None else number[id(b.parent)],
             "vars": [_var_dict(v) for v in b.vars.values()],
             "params": [v.name for v in b.params],
             "results": [_encode_input(v) for v in b.results],
             "ops": [{"type": op.type,
                      "inputs": [_encode_input(x) for x in op.inputs],
                      "outputs": [o.name for o in op.outputs],
-                     "attrs": _canon(op.attrs if "origin" not in op.attrs or origins == "as is"
-                                     else dict(op.attrs, origin=where(op.attrs["origin"]))),
+                     "attrs": _canon(attrs_of(op)),
                      "origin": where(op.origin)} for op in b.ops],
         })
     return {
@@ -362,20 +370,20 @@ class _Reader:
         program = Program(name)
         self.read_blocks(program, self.items(d, "blocks", dict, "the Program"))
         self.vars = {}
-        for bd, block in zip(self.blocks_data, program.blocks):
-            for vd in self.items(bd, "vars", dict, f"block {block.idx}"):
+        for bd, block in zip(self.blocks_data, self.blocks):
+            for vd in self.items(bd, "vars", dict, f"block {self.number[id(block)]}"):
                 self.add_var(program, block, vd)
-        for bd, block in zip(self.blocks_data, program.blocks):
-            names = self.items(bd, "params", str, f"block {block.idx}", [])
+        for bd, block in zip(self.blocks_data, self.blocks):
+            names = self.items(bd, "params", str, f"block {self.number[id(block)]}", [])
             block.params = [self.own_var(n, block, "parameter") for n in names]
-            if block.idx == 0 and block.params:
+            if self.number[id(block)] == 0 and block.params:
                 self.fail("block 0 cannot have params (the Program's inputs are listed in \"inputs\")")
             if len(set(names)) != len(names):
-                self.fail(f"block {block.idx} lists a parameter twice")
+                self.fail(f"block {self.number[id(block)]} lists a parameter twice")
         program.inputs = self.read_inputs(d)
         self.used_blocks = set()
         defined = self.read_block(program, 0, {id(v) for v in program.inputs}, 0)
-        unused = sorted(set(range(len(program.blocks))) - self.used_blocks)
+        unused = sorted(set(range(len(self.blocks))) - self.used_blocks)
         if unused:
             self.fail(f"block {unused[0]} is not used by any op")
         program.outputs = []
@@ -391,7 +399,7 @@ class _Reader:
     def read_blocks(self, program, blocks_data):
         if not blocks_data:
             self.fail("a Program needs at least one block")
-        program.blocks = []
+        self.blocks, self.parents, self.number = [], [], {}
         depth = {-1: 0}
         for i, bd in enumerate(blocks_data):
             where = f"block {i}"
@@ -404,7 +412,10 @@ class _Reader:
             depth[i] = depth[parent] + 1
             if depth[i] > MAX_BLOCK_DEPTH:
                 self.fail(f"block {i} is nested {depth[i]} levels deep (at most {MAX_BLOCK_DEPTH})")
-            program.blocks.append(Block(program, i, parent))
+            block = program.global_block if i == 0 else Block(program, self.blocks[parent])
+            self.blocks.append(block)
+            self.parents.append(parent)
+            self.number[id(block)] = i
         self.blocks_data = blocks_data
 
     def read_inputs(self, d):
@@ -416,8 +427,8 @@ class _Reader:
             var = self.vars.get(name)
             if var is None:
                 self.fail(f"input '{name}' is not a declared variable")
-            if var.block.idx != 0:
-                self.fail(f"input '{name}' is a variable of block {var.block.idx}, not of block 0")
+            if self.number[id(var.block)] != 0:
+                self.fail(f"input '{name}' is a variable of block {self.number[id(var.block)]}, not of block 0")
             inputs.append(var)
         names = set(names)
         for var in self.vars.values():
@@ -426,13 +437,13 @@ class _Reader:
         return inputs
 
     def add_var(self, program, block, vd):
-        where = f"a variable of block {block.idx}"
+        where = f"a variable of block {self.number[id(block)]}"
         name = self.field(vd, "name", str, where)
         if len(name) > MAX_NAME_LENGTH or not VAR_NAME.fullmatch(name):
-            self.fail(f"variable with invalid name {brief(name)} in block {block.idx} (a name is 1 to "
+            self.fail(f"variable with invalid name {brief(name)} in block {self.number[id(block)]} (a name is 1 to "
                       f"{MAX_NAME_LENGTH} ASCII letters, digits, '_' or '.')")
         if name[0].isdigit() or keyword.iskeyword(name) or name == "__debug__":
-            self.fail(f"variable with invalid name {brief(name)} in block {block.idx} (a Python keyword, "
+            self.fail(f"variable with invalid name {brief(name)} in block {self.number[id(block)]} (a Python keyword, "
                       "'__debug__' or a name starting with a digit: a Program never makes one)")
         if name in self.vars:
             self.fail(f"variable '{name}' is declared twice")
@@ -457,15 +468,15 @@ class _Reader:
     def var(self, name, block):
         var = self.vars.get(name) if isinstance(name, str) else None
         if var is None:
-            self.fail(f"reference to undefined variable {brief(name)} in block {block.idx}")
+            self.fail(f"reference to undefined variable {brief(name)} in block {self.number[id(block)]}")
         if not var.block.is_ancestor_of(block):
-            self.fail(f"block {block.idx} uses variable '{name}' of block {var.block.idx}, which does not enclose it")
+            self.fail(f"block {self.number[id(block)]} uses variable '{name}' of block {self.number[id(var.block)]}, which does not enclose it")
         return var
 
     def own_var(self, name, block, what):
         var = self.var(name, block)
         if var.block is not block:
-            self.fail(f"{what} '{name}' of block {block.idx} is declared in block {var.block.idx}")
+            self.fail(f"{what} '{name}' of block {self.number[id(block)]} is declared in block {self.number[id(var.block)]}")
         return var
 
     def value(self, x, block, defined):
@@ -473,20 +484,20 @@ class _Reader:
             if "lit" in x:
                 lit = _tuplify(x["lit"])
                 if lit is not None and not isinstance(lit, (bool, int, float)):
-                    self.fail(f"invalid literal {brief(x)} in block {block.idx}")
+                    self.fail(f"invalid literal {brief(x)} in block {self.number[id(block)]}")
                 return lit
             if "complex" in x:
                 parts = x["complex"]
                 if not (isinstance(parts, list) and len(parts) == 2 and
                         all(isinstance(p, (int, float)) and not isinstance(p, bool) for p in parts)):
-                    self.fail(f"invalid complex literal {brief(x)} in block {block.idx}")
+                    self.fail(f"invalid complex literal {brief(x)} in block {self.number[id(block)]}")
                 return complex(float(parts[0]), float(parts[1]))
-            self.fail(f"invalid op input {brief(x)} in block {block.idx}")
+            self.fail(f"invalid op input {brief(x)} in block {self.number[id(block)]}")
         if not isinstance(x, str):
-            self.fail(f"invalid op input {brief(x)} in block {block.idx}")
+            self.fail(f"invalid op input {brief(x)} in block {self.number[id(block)]}")
         var = self.var(x, block)
         if id(var) not in defined:
-            self.fail(f"variable '{var.name}' is used in block {block.idx} before any op defines it")
+            self.fail(f"variable '{var.name}' is used in block {self.number[id(block)]} before any op defines it")
         return var
 
     # --- blocks and ops ---------------------------------------------------------------
@@ -494,7 +505,7 @@ class _Reader:
         if idx in self.used_blocks:
             self.fail(f"block {idx} is used by more than one op")
         self.used_blocks.add(idx)
-        block = program.blocks[idx]
+        block = self.blocks[idx]
         bd = self.blocks_data[idx]
         # one set for the whole Program: what a block defines is taken out again when it ends (each
         # variable belongs to one block), so reading costs the same however many blocks there are
@@ -510,7 +521,7 @@ class _Reader:
         return defined
 
     def read_op(self, program, block, od, n, defined, loop_depth):
-        idx = block.idx
+        idx = self.number[id(block)]
         op_type = self.field(od, "type", str, f"op {n} of block {idx}")
         opdef = REGISTRY.get(op_type)
         if opdef is None:
@@ -535,14 +546,15 @@ class _Reader:
         subs = []
         for key in sub_block_attrs(op_type):
             sub = attrs.get(key)
-            if not _is_int(sub) or not 0 < sub < len(program.blocks) or program.blocks[sub].parent_idx != idx:
+            if not _is_int(sub) or not 0 < sub < len(self.blocks) or self.parents[sub] != idx:
                 self.fail(f"{where} names invalid sub-block {brief(sub)} (attr {key!r})")
-            subs.append(program.blocks[sub])
+            subs.append(self.blocks[sub])
+            attrs[key] = self.blocks[sub]       # the op holds its blocks
         inner_loop_depth = loop_depth + bool(region is not None and region.loop)
         if inner_loop_depth > MAX_LOOP_DEPTH:
             self.fail(f"{where}: while loops nested more than {MAX_LOOP_DEPTH} deep")
         for sub in subs:
-            self.read_block(program, sub.idx, defined, inner_loop_depth)
+            self.read_block(program, self.number[id(sub)], defined, inner_loop_depth)
         op = Operator(op_type, inputs, outputs, attrs, origin, block)
         if region is not None:
             self.check_region(where, region, op)

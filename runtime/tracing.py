@@ -15,7 +15,7 @@ from . import pytree, rng
 from .array_methods import ArrayMethods
 from .autodiff.tape import enable_grad
 from .dtypes import as_dtype
-from .ir import Program, Variable, compact_blocks
+from .ir import Program, Variable
 from .trace_context import _active, _active_lock, _state
 from .trace_context import current_frame, frame, install, python_numbers  # noqa: F401 - tracing's face for the transpiler
 from .tracer import Tracer
@@ -223,7 +223,7 @@ class Checkpoint:
 
 def checkpoint(block):
     program = block.program
-    return Checkpoint(block, len(block.ops), frozenset(block.vars), len(program.blocks), len(program.inputs),
+    return Checkpoint(block, len(block.ops), frozenset(block.vars), program.block_mark(), len(program.inputs),
                       program.name_state(), dict(trace_state(program).written))
 
 
@@ -248,7 +248,7 @@ def rollback(point):
     del block.ops[point.n_ops:]
     for name in set(block.vars) - point.var_names:
         del block.vars[name]
-    program.drop_blocks_from(point.n_blocks)
+    program.discard_blocks(point.n_blocks)
     program.restore_name_state(point.names)
     state.written.clear()
     state.written.update(point.written)
@@ -315,7 +315,7 @@ def record(fn, specs, name=None, keeps_writes=False, written=None):
             rng.restore(generator)
             raise
         written, made = state.written, state.made
-    compact_blocks(program)     # sub-blocks of ops a gradient recorded and then pruned
+    program.discard_blocks(0)   # sub-blocks of a branch or loop whose recording failed and was caught
     _own_made_tensors(program, made)
     return Recording(program, inputs, result, written, made)
 

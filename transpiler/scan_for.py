@@ -13,7 +13,7 @@ import numbers
 
 import runtime as rt
 from runtime import retraces, tracing
-from runtime.ir import Variable
+from runtime.ir import Variable, ops_under
 
 UNROLL_LIMIT = 1000     # ops an unrolled loop may record (its iterations together) before it becomes a scan
 
@@ -28,11 +28,10 @@ def scanned_for(iterable, body_fn, values, n):
     if (block is None or type(iterable) is not range or len(iterable) < 2
             or not all(_carriable(v) for v in values)):
         return iterable, values
-    program = block.program
-    first_op, first_block = len(block.ops), len(program.blocks)
+    first_op = len(block.ops)
     after = _tuple(body_fn(iterable[0], *values), n)
     rest = iterable[1:]
-    size = len(block.ops) - first_op + sum(len(b.ops) for b in program.blocks[first_block:])
+    size = sum(1 for _ in ops_under(block.ops[first_op:]))
     if size * len(rest) <= UNROLL_LIMIT or not all(_carriable(v) for v in after):
         return rest, after
     fixed = set()               # Python numbers the body leaves as they are: not carried

@@ -176,7 +176,7 @@ def _with_tape(op, save):
     outs = [block.create_var(f"saved_{hint(p)}", p.static_shape, p.dtype, kind="array") for p in params]
     outs.append(block.create_var("trip_count", (), "int64"))
     attrs = dict(op.attrs)
-    attrs.update(zip(region.block_attrs, (new_cb.idx, new_bb.idx)))
+    attrs.update(zip(region.block_attrs, (new_cb, new_bb)))
     taped = Operator(op.type, op.inputs[:n] + inits + op.inputs[n:], op.outputs + outs, attrs, op.origin,
                      block, op.no_grad)
     at = block.ops.index(op)
@@ -191,7 +191,7 @@ def _dry_run(op, bb, carried, wrt_captured):
     liveness — the body params its pruned ops really read (all the forward loop must save) — and
     which captured values get their cotangent from one `x[i]` read (`_sparse_gather`)."""
     program = op.block.program
-    first, names = len(program.blocks), program.name_state()
+    first, names = program.block_mark(), program.name_state()
     scratch = program.new_block(op.block)
     params = list(bb.params)
     stand_ins = {p: scratch.create_var(hint(p), p.static_shape, p.dtype, weak=p.weak, kind=p.kind) for p in params}
@@ -208,7 +208,7 @@ def _dry_run(op, bb, carried, wrt_captured):
         if gather is not None:
             g, idx = gather.inputs[0], gather.inputs[2:]
             sparse[c] = ((g.static_shape, g.dtype), [(i.static_shape, i.dtype) for i in idx], gather.attrs.get("index"))
-    program.drop_blocks_from(first)
+    program.discard_blocks(first)
     program.restore_name_state(names)
     return read, sparse
 

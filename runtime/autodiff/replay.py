@@ -64,7 +64,7 @@ def replay(ops, mapping, block, keys=None, rerun=False):
             continue
         attrs = dict(op.attrs)
         for key, sub in zip(sub_block_attrs(op.type), sub_blocks(op)):
-            attrs[key] = copy_block(sub, mapping, block, rerun).idx
+            attrs[key] = copy_block(sub, mapping, block, rerun)
         outs = [block.create_var(hint(o), o.static_shape, o.dtype, weak=o.weak, kind=o.kind) for o in op.outputs]
         mapping.update(zip(op.outputs, outs))
         copy = block.append_op(op.type, ins, outs, attrs, op.origin, op.no_grad)
@@ -94,7 +94,7 @@ def clone_block(source, mapping, parent):
     for op in source.ops:
         attrs = dict(op.attrs)
         for key, sub in zip(sub_block_attrs(op.type), sub_blocks(op)):
-            attrs[key] = clone_block(sub, mapping, new).idx
+            attrs[key] = clone_block(sub, mapping, new)
         outs = [_like(o, new) for o in op.outputs]
         mapping.update(zip(op.outputs, outs))
         ins = [mapping.get(x, x) if isinstance(x, Variable) else x for x in op.inputs]

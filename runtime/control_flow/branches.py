@@ -93,7 +93,7 @@ def _cond(pred, true_fn, false_fn, operands, names):
         out_leaves.append(out)
     tb.results, fb.results = t_res, f_res
     block.append_op("cond", [pred] + captures([tb, fb], exclude=(pred,)), outs,
-                    {"true_block": tb.idx, "false_block": fb.idx}, origin=tracing.user_origin(),
+                    {"true_block": tb, "false_block": fb}, origin=tracing.user_origin(),
                     no_grad=not GRAD_MODE.enabled)
     return pytree.unflatten(t_def, out_leaves)
 

@@ -99,7 +99,7 @@ def _build_while(cond_fn, body_fn, init, names):
     saved = dict(written)
     for _ in range(_MAX_RETRACES):
         _put_back(written, saved)
-        first, names_before = len(program.blocks), program.name_state()
+        first, names_before = program.block_mark(), program.name_state()
         cb = program.new_block(block)
         c_params = _params(cb, carry, leaf_names)
         with tracing.block_guard(cb):
@@ -118,7 +118,7 @@ def _build_while(cond_fn, body_fn, init, names):
             restructured = _grow_lists(init, out, block)
         if restructured is not None:
             retraces.note(retraces.LOOP_SETTLING)
-            program.drop_blocks_from(first)
+            program.discard_blocks(first)
             program.restore_name_state(names_before)
             return _build_while(cond_fn, body_fn, restructured, names)
         out_leaves, out_def = pytree.flatten(out)
@@ -134,7 +134,7 @@ def _build_while(cond_fn, body_fn, init, names):
                 results.append(result)
         if changed:
             retraces.note(retraces.LOOP_SETTLING)
-            program.drop_blocks_from(first)
+            program.discard_blocks(first)
             program.restore_name_state(names_before)
             continue
         _put_back(written, saved)
@@ -256,7 +256,7 @@ def _finish_while(block, cb, bb, carry, c_params, b_params, results, treedef, le
     outs = [block.create_var(_hint(name, "loop"), p.static_shape, p.dtype, weak=p.weak, kind=p.kind)
             for name, p in zip(leaf_names, b_params) if p is not None]
     captured = captures([cb, bb])
-    block.append_op("while", inits + captured, outs, {"cond_block": cb.idx, "body_block": bb.idx},
+    block.append_op("while", inits + captured, outs, {"cond_block": cb, "body_block": bb},
                     origin=tracing.user_origin(), no_grad=not GRAD_MODE.enabled)
     it = iter(outs)
     leaves = [next(it) if state[0] == "var" else state[1] for state in carry]

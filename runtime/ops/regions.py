@@ -3,7 +3,7 @@
 No stage outside `runtime/ops/` knows a region op by name. An OpDef with `region=` says what
 every stage asks of an op that holds blocks:
 
-- `block_attrs`: the attrs naming its sub-blocks (ints into `program.blocks`); `attrs`: its other attrs;
+- `block_attrs`: the attrs holding its sub-blocks (the Block objects: the op owns them); `attrs`: its other attrs;
 - `own_count(op)`: how many leading inputs are its own (the rest are captures: what its blocks read
   from enclosing blocks, `ir.captures`); `readable_own(op)`: own inputs the blocks may also read by
   name (cond's predicate), so they are not listed again as captures;
@@ -18,7 +18,8 @@ every stage asks of an op that holds blocks:
 - `loop`: its blocks run repeatedly (loop-invariant motion, loop nesting limits, ownership);
   `first_blocks(op)`: blocks that run whenever the op runs (any pure op may be hoisted out of them);
   `body(op)`: the block each iteration runs, or None;
-- `drop(op, keep)`: remove the slots not in `keep` (dead-code elimination), generic over slots;
+- `drop(op, keep)`: the op without the slots not in `keep` (dead-code elimination), generic over slots:
+  a new op (`Operator.replace`) holding the same blocks, whose params and results lose those slots;
 - `check(op, check_types)`: the loader's structural checks beyond slots (arity, param counts), raising
   `RegionError` with the text after the op's description;
 - `emit(gen, op, indent)`: its plan code, written with the code generator's vocabulary (`emit`, `block`,
@@ -65,8 +66,7 @@ class Region:
     loop = False
 
     def blocks(self, op):
-        program = op.block.program
-        return [program.blocks[op.attrs[k]] for k in self.block_attrs]
+        return [op.attrs[k] for k in self.block_attrs]
 
     def own_count(self, op):
         raise NotImplementedError
@@ -90,12 +90,12 @@ class Region:
         return None
 
     def drop(self, op, keep):
-        """Remove every slot whose index is not in `keep`: its output, own inputs, params (and their
-        declarations) and results."""
+        """The op without the slots whose index is not in `keep`: their output, own inputs, params (and
+        their declarations) and results go (op itself when every slot is kept)."""
         slots = self.slots(op)
         gone = [s for k, s in enumerate(slots) if k not in keep]
         if not gone:
-            return
+            return op
         blocks = self.blocks(op)
         outs = {s.output for s in gone if s.output is not None}
         ins = {i for s in gone for i in s.inputs}
@@ -105,18 +105,19 @@ class Region:
             o = op.outputs[k]
             if op.block.vars.get(o.name) is o:
                 del op.block.vars[o.name]
-        op.outputs = [o for k, o in enumerate(op.outputs) if k not in outs]
-        op.inputs = [x for k, x in enumerate(op.inputs) if k not in ins]
         for b, block in enumerate(blocks):
             for k, p in enumerate(block.params):
                 if (b, k) in params and block.vars.get(p.name) is p:
                     del block.vars[p.name]
             block.params = [p for k, p in enumerate(block.params) if (b, k) not in params]
             block.results = [r for k, r in enumerate(block.results) if (b, k) not in results]
-        self.after_drop(op, [s for k, s in enumerate(slots) if k in keep])
+        return op.replace(outputs=[o for k, o in enumerate(op.outputs) if k not in outs],
+                          inputs=[x for k, x in enumerate(op.inputs) if k not in ins],
+                          attrs=self.attrs_after_drop(op, [s for k, s in enumerate(slots) if k in keep]))
 
-    def after_drop(self, op, kept):
-        """Update attrs that count slots (none by default)."""
+    def attrs_after_drop(self, op, kept):
+        """The attrs once only the `kept` slots are left (op.attrs by default: none counts slots)."""
+        return op.attrs
 
     def check(self, op, check_types):
         """Raise RegionError if the op's structure does not hold (beyond what slots check)."""
@@ -169,11 +170,11 @@ class CondRegion(Region):
     def check(self, op, check_types):
         if not op.inputs:
             raise RegionError(" has no predicate input")
-        for sub in self.blocks(op):
+        for key, sub in zip(self.block_attrs, self.blocks(op)):
             if sub.params:
-                raise RegionError(f": branch block {sub.idx} cannot have params")
+                raise RegionError(f": branch block {key!r} cannot have params")
             if len(sub.results) != len(op.outputs):
-                raise RegionError(f" has {len(op.outputs)} outputs but block {sub.idx} yields "
+                raise RegionError(f" has {len(op.outputs)} outputs but block {key!r} yields "
                                   f"{len(sub.results)} values")
 
     def emit(self, gen, op, indent):
@@ -233,7 +234,7 @@ class WhileRegion(Region):
             raise RegionError(f": loop state does not match ({n} outputs, {len(op.inputs)} inputs, "
                               f"{len(cb.params)}/{len(bb.params)} block params, {len(bb.results)} body results)")
         if len(cb.results) != 1:
-            raise RegionError(f": condition block {cb.idx} must yield exactly one value")
+            raise RegionError(": condition block must yield exactly one value")
 
     def emit(self, gen, op, indent):
         gen.while_(op, indent)          # state_loop over both blocks, unless the generator has its own form

@@ -43,8 +43,8 @@ class ScanRegion(Region):
     def body(self, op):
         return self.blocks(op)[0]
 
-    def after_drop(self, op, kept):
-        op.attrs["num_carry"] = sum(1 for s in kept if not s.stacked)
+    def attrs_after_drop(self, op, kept):
+        return dict(op.attrs, num_carry=sum(1 for s in kept if not s.stacked))
 
     def check(self, op, check_types):
         length, nc = op.attrs.get("length"), op.attrs.get("num_carry")

@@ -1,12 +1,14 @@
 """Graph facts the passes share (and the plan's liveness: `readers`): who defines
 and who reads a Variable, and the clean-up every rewrite ends with.
 
-Passes mutate the Program they are given (a clone made by `run_passes`); they
-call `finish(program)` last so the result is again a valid Program: region ops (cond,
+Passes rewrite the Program they are given (a clone made by `run_passes`): an op that changes is
+replaced by its rewrite (`Operator.replace`, `with_inputs`), never edited in place (a region op's
+rewrite holds the same blocks: removing its dead slots, `Region.drop`, edits their params and results);
+they call `finish(program)` last so the result is again a valid Program: region ops (cond,
 while, scan: `ops/regions.py`) list exactly the values their sub-blocks capture (`ir.captures`),
-every block is used by one op, and compiled plans of the old version are invalid.
+and nothing else: a pass edits the clone `run_passes` made, which no compiled plan is keyed by.
 """
-from ..ir import Variable, captures, compact_blocks
+from ..ir import Variable, captures
 from ..ops.registry import REGISTRY
 from ..ops.regions import region_of, sub_blocks  # noqa: F401  (sub_blocks: the passes' name for it)
 
@@ -96,10 +98,15 @@ def replace_uses(program, mapping):
         return mapping.get(id(x), x) if isinstance(x, Variable) else x
 
     for block in program.blocks:
-        for op in block.ops:
-            op.inputs = [sub(x) for x in op.inputs]
+        block.ops = [with_inputs(op, [sub(x) for x in op.inputs]) for op in block.ops]
         block.results = [sub(x) for x in block.results]
     program.outputs = [sub(x) for x in program.outputs]
+
+
+def with_inputs(op, inputs):
+    """op itself when it reads `inputs` already (the same values), else its rewrite reading them."""
+    same = len(inputs) == len(op.inputs) and all(a is b for a, b in zip(inputs, op.inputs))
+    return op if same else op.replace(inputs=inputs)
 
 
 def refresh_captures(program):
@@ -109,14 +116,14 @@ def refresh_captures(program):
     read once (times the nesting depth, for the "declared outside" test).
     """
     def visit(block):
-        for op in block.ops:
+        for i, op in enumerate(block.ops):
             region = region_of(op)
             if region is None:
                 continue
             subs = region.blocks(op)
             for sub in subs:
                 visit(sub)
-            op.inputs = list(region.own_inputs(op)) + captures(subs, exclude=region.readable_own(op))
+            block.ops[i] = with_inputs(op, list(region.own_inputs(op)) + captures(subs, exclude=region.readable_own(op)))
 
     visit(program.global_block)
 
@@ -138,10 +145,8 @@ def remove_ops(program, dead):
 
 
 def finish(program):
-    """The last step of every pass: captures refreshed, unused blocks dropped, old plans invalid."""
-    compact_blocks(program)
+    """The last step of every pass: captures refreshed (the pass edited a clone: no plan holds it)."""
     refresh_captures(program)
-    program.version += 1
     return program
 
 

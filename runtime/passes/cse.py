@@ -15,7 +15,7 @@ two `array_new` make two lists) are never merged.
 """
 from ..ir import Variable
 from .pipeline import register_pass
-from ._graph import finish, is_pure, region_of, remove_ops, replace_uses, sub_blocks, touches_arrays
+from ._graph import finish, is_pure, region_of, remove_ops, replace_uses, sub_blocks, touches_arrays, with_inputs
 
 
 @register_pass("cse")
@@ -29,8 +29,8 @@ def eliminate_common_subexpressions(program):
 
     def visit(block):
         added = []
-        for op in block.ops:
-            op.inputs = [resolve(x) for x in op.inputs]
+        for i, op in enumerate(block.ops):
+            op = block.ops[i] = with_inputs(op, [resolve(x) for x in op.inputs])
             if region_of(op) is not None:
                 for sub in sub_blocks(op):
                     visit(sub)
@@ -51,8 +51,8 @@ def eliminate_common_subexpressions(program):
             del table[key]
 
     visit(program.global_block)
-    replace_uses(program, mapping)
     remove_ops(program, dead)
+    replace_uses(program, mapping)
     return finish(program)
 
 

@@ -35,7 +35,7 @@ def eliminate_dead_code(program):
                 continue
             subs = region.blocks(op)
             for sub in subs:
-                owner[sub.idx] = op
+                owner[id(sub)] = op
             slots[id(op)] = op_slots = region.slots(op)
             regions[id(op)] = (region, subs)
             for s, slot in enumerate(op_slots):
@@ -59,8 +59,8 @@ def eliminate_dead_code(program):
         region = regions.get(id(op))
         for v in (region[0].control(op) if region is not None else op.inputs):
             need(v)
-        if op.block.idx in owner:
-            need_op(owner[op.block.idx])
+        if id(op.block) in owner:
+            need_op(owner[id(op.block)])
 
     def need_slot(op, s):
         if (id(op), s) not in live_slots:
@@ -103,12 +103,13 @@ def eliminate_dead_code(program):
             break
 
     dead = {id(op) for op in program.ops() if id(op) not in live_ops}
-    for op in program.ops():
-        if id(op) in dead or id(op) not in slots:
-            continue
-        keep = {s for s in range(len(slots[id(op)])) if (id(op), s) in live_slots}
-        if len(keep) < len(slots[id(op)]):
-            regions[id(op)][0].drop(op, keep)
+    for block in program.blocks:
+        for i, op in enumerate(block.ops):
+            if id(op) in dead or id(op) not in slots:
+                continue
+            keep = {s for s in range(len(slots[id(op)])) if (id(op), s) in live_slots}
+            if len(keep) < len(slots[id(op)]):
+                block.ops[i] = regions[id(op)][0].drop(op, keep)
     remove_ops(program, dead)
     return finish(program)
 

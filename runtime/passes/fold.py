@@ -31,7 +31,7 @@ FOLD_LIMIT = 1024
 def fold_constants(program):
     known = {}
     for block in program.blocks:                # parents before children: definitions come first
-        for op in block.ops:
+        for i, op in enumerate(block.ops):
             if region_of(op) is not None or touches_arrays(op) or not is_pure(op) or len(op.outputs) != 1:
                 continue
             out = op.outputs[0]
@@ -50,9 +50,8 @@ def fold_constants(program):
             if value is None or value.dtype.kind == "c":
                 continue
             known[id(out)] = value
-            op.type = CONSTANT.name
-            op.inputs = []
-            op.attrs = {"value": value.tolist(), "dtype": value.dtype.name, "shape": list(value.shape)}
+            block.ops[i] = op.replace(type=CONSTANT.name, inputs=[], attrs={
+                "value": value.tolist(), "dtype": value.dtype.name, "shape": list(value.shape)})
     return finish(program)
 
 

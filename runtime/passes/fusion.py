@@ -47,7 +47,7 @@ def fuse_elementwise(program):
             if len(members) < 2:
                 continue
             ordered = sorted(members, key=lambda op: position[id(op)])
-            _rewrite(root, ordered)
+            block.ops[position[id(root)]] = _rewrite(root, ordered)
             taken.update(id(op) for op in members)
             dead.update(id(op) for op in ordered if op is not root)
     remove_ops(program, dead)
@@ -87,7 +87,7 @@ def _grow(root, defs, uses, taken):
 
 
 def _rewrite(root, ordered):
-    """Turn root into the fused op computing all of `ordered` (root last)."""
+    """The fused op computing all of `ordered` (root last), in root's place."""
     index = {}
     inputs, steps = [], []
     produced = {id(op.outputs[0]): j for j, op in enumerate(ordered)}
@@ -106,6 +106,4 @@ def _rewrite(root, ordered):
             else:
                 encoded.append(a)
         steps.append([name] + encoded)
-    root.type = FUSED
-    root.inputs = inputs
-    root.attrs = {"steps": steps}
+    return root.replace(type=FUSED, inputs=inputs, attrs={"steps": steps})

@@ -75,24 +75,26 @@ def donations(program):
 @register_pass("inplace")
 def plan_inplace(program):
     chosen = donations(program)
-    for op in program.ops():
-        k = chosen.get(id(op))
-        if k is None:
-            continue
-        if op.type != FUSED:
-            name, args = ufunc_call(op)
-            variables, encoded = [], []
-            for a in args:
-                if isinstance(a, Variable):
-                    if not any(v is a for v in variables):
-                        variables.append(a)
-                    encoded.append({"in": _index(variables, a)})
-                else:
-                    encoded.append(a)
-            k = _index(variables, op.inputs[k])
-            op.type, op.inputs, op.attrs = FUSED, variables, {"steps": [[name] + encoded]}
-        op.attrs["into"] = k
+    for block in program.blocks:
+        block.ops = [_into(op, chosen[id(op)]) if id(op) in chosen else op for op in block.ops]
     return finish(program)
+
+
+def _into(op, k):
+    """op as a fused op writing its result into its input k."""
+    if op.type != FUSED:
+        name, args = ufunc_call(op)
+        variables, encoded = [], []
+        for a in args:
+            if isinstance(a, Variable):
+                if not any(v is a for v in variables):
+                    variables.append(a)
+                encoded.append({"in": _index(variables, a)})
+            else:
+                encoded.append(a)
+        k = _index(variables, op.inputs[k])
+        return op.replace(type=FUSED, inputs=variables, attrs={"steps": [[name] + encoded], "into": k})
+    return op.replace(attrs=dict(op.attrs, into=k))
 
 
 def _index(variables, var):

@@ -110,10 +110,9 @@ def _hoist(loop, pending):
         block.ops = kept
     if hoisted:
         for op in hoisted:
-            op.block = loop.block
             for o in op.outputs:
                 move_var(o, loop.block)
-        pending.add(loop, hoisted)
+        pending.add(loop, [op.replace(block=loop.block) for op in hoisted])
 
 
 def _movable(op, in_condition):
@@ -154,7 +153,7 @@ def _batch_gathers(loop, pending):
     inside = _defined_inside(loop, pending)
     defs = {id(o): op for op in body.ops for o in op.outputs}
     products = []
-    for op in body.ops:
+    for i, op in enumerate(body.ops):
         if op.type != MATMUL.name or not all(isinstance(x, Variable) for x in op.inputs):
             continue
         rows, u = op.inputs
@@ -175,9 +174,8 @@ def _batch_gathers(loop, pending):
             continue
         product = loop.block.create_var(MATMUL.name, shape, op.outputs[0].dtype)
         products.append(type(op)(MATMUL.name, [x, u], [product], {}, op.origin, loop.block))
-        op.type = GETITEM.name
-        op.inputs = [product] + list(gather.inputs[1:])
-        op.attrs = {"index": index}
+        body.ops[i] = op.replace(type=GETITEM.name, inputs=[product] + list(gather.inputs[1:]),
+                                 attrs={"index": index})
     if products:
         pending.add(loop, products)
 
@@ -202,7 +200,7 @@ def _fold_addends(loop, pending, found, folded):
     inside = _defined_inside(loop, pending)
     defs = {id(o): op for op in body.ops for o in op.outputs}
     sums = []
-    for op in body.ops:
+    for i, op in enumerate(body.ops):
         if op.type != ADD.name or not all(isinstance(x, Variable) for x in op.inputs):
             continue
         for position, (g, c) in enumerate((op.inputs, op.inputs[::-1])):
@@ -216,9 +214,9 @@ def _fold_addends(loop, pending, found, folded):
             q = loop.block.create_var(ADD.name, p.static_shape, p.dtype)
             operands = [p, c] if position == 0 else [c, p]          # the add's own operand order
             sums.append(type(op)(ADD.name, operands, [q], {}, op.origin, loop.block))
-            op.type = GETITEM.name
-            op.inputs = [q] + list(gather.inputs[1:])
-            op.attrs = dict(gather.attrs)
+            body.ops[i] = rewritten = op.replace(type=GETITEM.name, inputs=[q] + list(gather.inputs[1:]),
+                                                 attrs=dict(gather.attrs))
+            defs.update((id(o), rewritten) for o in rewritten.outputs)     # a later add may fold it again
             folded.add(id(gather))
             break
     if sums:

@@ -378,9 +378,9 @@ def test_nested_while_in_cond_in_while():
     prog, _, _ = rt.trace(nested, [SPEC])
     assert op_types(prog).count("while") == 2 and op_types(prog).count("cond") == 1
     outer = next(op for op in prog.global_block.ops if op.type == "while")
-    body = prog.blocks[outer.attrs["body_block"]]
+    body = outer.attrs["body_block"]
     cond_op = next(op for op in body.ops if op.type == "cond")
-    assert "while" in [op.type for op in prog.blocks[cond_op.attrs["true_block"]].ops]
+    assert "while" in [op.type for op in cond_op.attrs["true_block"].ops]
     for x in (X, -X, np.full((1, 3), -0.1, np.float32), np.ones((3, 3), np.float32)):
         got = run(prog, x=x)
         for g, w in zip(got, nested_oracle(x)):

@@ -307,7 +307,6 @@ def test_codegen_refuses_bad_attr_keys():
     program, _, _ = rt.trace(model, [rt.InputSpec([None, 4], "float32", "x")])
     op = next(op for op in program.ops() if op.type == "sum")
     op.attrs["keepdims=False) or __import__('os').getcwd(#"] = 1
-    program.version += 1
     with pytest.raises(ValueError, match="not an identifier"):
         rt.Executor().run(program, {"x": np.ones((2, 4), np.float32)})
 

@@ -330,7 +330,7 @@ def test_while_condition_computes_the_sum_once():
 
 def _loop_body_ops(program):
     (loop,) = _ops(program, "while")
-    return [op.type for op in program.blocks[loop.attrs["body_block"]].ops]
+    return [op.type for op in loop.attrs["body_block"].ops]
 
 
 def test_licm_hoists_invariant_ops_out_of_the_body():
@@ -1063,3 +1063,67 @@ def test_every_pass_is_fast_on_6000_ops(shape):
         gc.enable()
     got = compile_plan(current, NumpyBackend())(x)
     np.testing.assert_array_equal(got[0], expected[0])
+
+
+# --- a loop in a branch in a loop: blocks owned by their ops through every pass -------------------
+
+def _loop_in_branch_in_loop(x, w):
+    def outer_body(h, i):
+        scale = rt.sum(w * 2.0)                 # invariant in the outer loop: LICM hoists it
+        unused = rt.exp(h) * 3.0                # dead: DCE drops it
+        del unused
+
+        def inner(h):
+            def body(g, j):
+                again = rt.sum(w * 2.0)         # same as `scale` (CSE) and invariant in both loops
+                return rt.tanh(g @ w) * again * 0.01 + scale * 0.001, j + 1
+            return rt.while_loop(lambda g, j: j < 2, body, (h, rt.zeros((), "int64")))[0]
+        h = rt.cond(rt.sum(h) > 0, lambda: inner(h), lambda: h - scale * 0.1)
+        return h, i + 1
+    return rt.while_loop(lambda h, i: i < 3, outer_body, (x, rt.zeros((), "int64")))[0]
+
+
+def _region_ops(program):
+    return [op for op in program.ops() if op.sub_blocks()]
+
+
+@pytest.mark.parametrize("name", ["licm", "cse", "dce", None])
+def test_loop_in_branch_in_loop_stays_valid_and_equal(name):
+    rng = np.random.default_rng(3)
+    x, w = (rng.standard_normal(s).astype(np.float32) for s in [(2, 3), (3, 3)])
+    program, _, _ = rt.trace(_loop_in_branch_in_loop, [rt.InputSpec([2, 3]), rt.InputSpec([3, 3])])
+    want = _run(program, [x, w], [])
+    pass_list = [name] if name is not None else None
+    optimized = _optimize(program, pass_list)
+    rt.verify(optimized)
+    _same(_run(program, [x, w], pass_list), want, exact=False)
+    assert len(_region_ops(optimized)) == 3 and len(optimized.blocks) == 7
+    for op in _region_ops(optimized):
+        assert all(sub.parent is op.block for sub in op.sub_blocks())
+    inner_while = next(op for op in _region_ops(optimized) if op.type == "while" and op.block is not optimized.global_block)
+    inner_body = inner_while.attrs["body_block"]
+    if name in ("licm", None):          # `sum(w * 2.0)` left both loops: nothing of it in the inner body
+        assert not any(op.type == "sum" for op in inner_body.ops)
+    if name in ("dce", None):
+        assert not any(op.type == "exp" for op in optimized.ops())
+    if name == "cse":                   # the inner body reads the outer `scale` instead of its own copy
+        assert sum(op.type == "sum" for op in optimized.ops()) == 2     # scale, and the branch's predicate
+
+
+def _op_fields(op):
+    return (op.type, tuple(id(x) if isinstance(x, rt.ir.Variable) else repr(x) for x in op.inputs),
+            tuple(map(id, op.outputs)), repr(op.attrs), id(op.block))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["fn"].__name__ for c in CASES])
+def test_passes_replace_ops_rather_than_edit_them(case):
+    """Every pass leaves the ops it was given as they were: it swaps in `Operator.replace` rewrites
+    (a region op's rewrite holds the same blocks, which dead-code elimination may trim)."""
+    program = to_static(case["fn"], passes=[]).get_program(
+        *[rt.tensor(a) for a in _corpus_inputs(case, 0)], *case["scalars"])
+    for name in ALL:
+        current = program.clone()
+        before = [(op, _op_fields(op)) for op in current.ops()]
+        passes.PASSES[name](current)
+        changed = [f"{op.type}: {fields} -> {_op_fields(op)}" for op, fields in before if _op_fields(op) != fields]
+        assert not changed, f"{name} edited ops in place: {changed[:3]}"

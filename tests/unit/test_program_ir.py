@@ -7,6 +7,7 @@ import pytest
 
 import runtime as rt
 from runtime import tracing
+from runtime.executor import forget_plans
 from runtime.printer import program_to_dot
 
 SPEC = rt.InputSpec([None, 3], "float32", name="x")
@@ -229,14 +230,23 @@ def test_from_json_rejects_malformed_text():
         rt.Program.from_json(json.dumps(data))
 
 
-# --- mutation bumps the version --------------------------------------------------------------------
+# --- plans are keyed by the Program object (no version stamp) -------------------------------------
 
-def test_append_op_bumps_version():
+def test_plans_are_keyed_by_the_program_object():
     prog, _, out = rt.trace(lambda x: x + 1.0, [SPEC])
-    before = prog.version
-    with tracing.block_guard(prog.global_block):
-        out * 2.0
-    assert prog.version > before
+    assert not hasattr(prog, "version")
+    executor = rt.Executor()
+    plan = executor.compile(prog)
+    assert executor.compile(prog) is plan
+    edited = prog.clone()                       # edit a copy, not a Program that ran
+    assert executor.compile(edited) is not plan
+    with tracing.block_guard(edited.global_block):
+        edited.outputs = [edited.outputs[0] * 2.0]      # a new outputs list: its plan is compiled afresh
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(executor.run(edited, {"x": x})[0].numpy(), (x + 1) * 2)
+    np.testing.assert_array_equal(executor.run(prog, {"x": x})[0].numpy(), x + 1)
+    forget_plans(prog)
+    assert executor.compile(prog) is not plan
 
 
 def test_shapes_are_spelled_one_way():
@@ -249,3 +259,51 @@ def test_shapes_are_spelled_one_way():
         rt.trace(lambda x: x + rt.ones(4), [SPEC])
     with pytest.raises(TypeError, match=re.escape("cannot iterate a tensor of shape [?, 3]")):
         rt.trace(lambda x: list(x), [SPEC])
+
+
+# --- closed blocks: what a block reads from outside is declared at its op ------------------------
+
+def _branch_reading(x, w):
+    return rt.cond(rt.sum(x) > 0, lambda: rt.tanh(x @ w), lambda: x * 2.0)
+
+
+def test_verify_rejects_a_block_reading_an_undeclared_outer_value():
+    prog, _, _ = rt.trace(_branch_reading, [rt.InputSpec([2, 3]), rt.InputSpec([3, 3])])
+    rt.verify(prog)
+    broken = prog.clone()
+    op = next(op for op in broken.ops() if op.sub_blocks())
+    w = broken.inputs[1]
+    assert any(v is w for v in op.inputs)
+    op.inputs = [v for v in op.inputs if v is not w]
+    with pytest.raises(rt.ProgramFormatError, match=rf"op \d \('cond', made at '.*test_program_ir.py:\d+'\) of block 0: its "
+                                                    rf"blocks read '{w.name}' from an enclosing block, but the op "
+                                                    "does not list it among its inputs"):
+        rt.verify(broken)
+
+
+def test_verify_rejects_a_block_reading_its_sibling_blocks_value():
+    prog, _, _ = rt.trace(_branch_reading, [rt.InputSpec([2, 3]), rt.InputSpec([3, 3])])
+    broken = prog.clone()
+    op = next(op for op in broken.ops() if op.sub_blocks())
+    true_block, false_block = op.sub_blocks()
+    made_in_true = true_block.ops[0].outputs[0]
+    false_block.ops[0].inputs[0] = made_in_true     # the false branch reads what only the true one computes
+    with pytest.raises(rt.ProgramFormatError, match=rf"block 2 uses variable '{made_in_true.name}' of block 1, "
+                                                    "which does not enclose it"):
+        rt.verify(broken)
+
+
+def test_a_block_held_by_an_op_built_directly_is_listed_once():
+    """`new_block` then an Operator spliced in without `append_op` (a rewrite that replaces an op): the
+    block is the op's, listed once where the op holds it, and the Program still saves and loads."""
+    prog, _, _ = rt.trace(_branch_reading, [rt.InputSpec([2, 3]), rt.InputSpec([3, 3])])
+    op = next(op for op in prog.ops() if op.sub_blocks())
+    true_block, false_block = op.sub_blocks()
+    copy = prog.new_block(op.block)
+    copy.results = [prog.inputs[0]]             # the true branch now yields x as it is
+    block = op.block
+    block.ops[block.ops.index(op)] = op.replace(attrs=dict(op.attrs, true_block=copy))
+    assert prog.blocks == [prog.global_block, copy, false_block]
+    rt.verify(prog)
+    loaded = rt.Program.from_json(prog.to_json())
+    assert str(loaded) == str(prog) and len(loaded.blocks) == 3

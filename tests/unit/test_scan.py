@@ -236,7 +236,7 @@ def test_passes_see_through_scan_by_its_slots():
     program, feed = traced(fn, C, W, B, u)
     optimized = run_passes(program.clone())
     scan_op = next(op for op in optimized.global_block.ops if op.type == "scan")
-    body = optimized.blocks[scan_op.attrs["body_block"]]
+    body = scan_op.attrs["body_block"]
     assert len(scan_op.outputs) == 1 and len(body.params) == 2      # ys and w's rows are gone
     assert "matrix_transpose" not in [op.type for op in body.ops]    # hoisted
     rt.verify(optimized)

@@ -310,3 +310,32 @@ def test_an_interrupted_save_never_loads_with_wrong_parameters(tmp_path, monkeyp
         load_program(path)
     save_program(program, path)              # a complete save loads again, with the new weights
     np.testing.assert_array_equal(load_program(path)(x=np.ones(3, np.float32)).numpy(), np.full(3, 7.0))
+
+
+def nested_regions(x):
+    """A loop holding a branch that holds a loop: blocks three deep, each owned by its op."""
+    def outer_body(h, i):
+        def inner(h):
+            return rt.while_loop(lambda g, j: j < 3, lambda g, j: (g * 0.5 + x, j + 1),
+                                 (h, rt.zeros((), "int64")))[0]
+        h = rt.cond(rt.sum(h) > 0, lambda: inner(h), lambda: h - 1.0)
+        return h, i + 1
+    return rt.while_loop(lambda h, i: i < 4, outer_body, (x, rt.zeros((), "int64")))[0]
+
+
+def test_nested_regions_round_trip_as_owned_blocks(tmp_path):
+    program, _, _ = rt.trace(nested_regions, [rt.InputSpec([2, 3])])
+    save_program(program, tmp_path / "nested")
+    loaded = load_program(tmp_path / "nested").program
+    assert str(loaded) == str(program)
+    data = program_to_dict(loaded)
+    assert [b["idx"] for b in data["blocks"]] == list(range(7))       # numbered when written, parents first
+    assert all(b["parent"] < b["idx"] for b in data["blocks"][1:])
+    for prog in (program, loaded):
+        blocks = prog.blocks
+        assert len(blocks) == 7 and blocks[0] is prog.global_block
+        for op in prog.ops():
+            for sub in op.sub_blocks():                 # the op's attrs hold the Block objects
+                assert sub.parent is op.block and sub.program is prog
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+    assert_same(rt.Executor().run(loaded, {"x0": x}), rt.Executor().run(program, {"x0": x}))

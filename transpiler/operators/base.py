@@ -59,7 +59,7 @@ def _tensorish(value):
 def _in_branch():
     """Is tracing inside a branch or loop body (where a raise may or may not happen at run time)?"""
     block = tracing.current_block()
-    return block is not None and block.parent_idx != -1
+    return block is not None and block.parent is not None
 
 
 def _is_array(value):
