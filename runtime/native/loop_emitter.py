@@ -25,28 +25,48 @@
   to the list (the NumPy plan's `append` grows the list in place).
 """
 import ctypes
+import hashlib
 import math
 
 import numpy as np
 
 from ..ir import Variable
 from . import elementwise as ew
+from . import objects, relocations
 from .llvm import ARRAY_LAYOUT, engine
 
 INDEX_ERROR, BUDGET_SPENT, LOOP_FAILED, BAD_ARGUMENT, ARRAY_FULL = -1, -2, -3, -4, -5
 ALIGN = 64
 
-_names = iter(range(1, 1 << 62))
 
 
 class RegionKernel:
     """A compiled region: `cfunc(budget, *args, *outs, scratch)`; keeps what its code points into."""
 
     def __init__(self, address, n_args, n_outs, scratch_bytes, keep):
-        self.cfunc = ctypes.PYFUNCTYPE(ctypes.c_int64, ctypes.c_int64,
-                                       *[ctypes.py_object] * (n_args + n_outs + 2))(address)
+        # CFUNCTYPE: the GIL is released while the loop runs (it calls no Python: NumPy loops that need
+        # the Python API are never used, BLAS needs none; the caller's arguments hold the arrays alive)
+        self.cfunc = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64,
+                                      *[ctypes.py_object] * (n_args + n_outs + 2))(address)
         self.scratch_bytes, self.keep = scratch_bytes, keep
         self.declined = 0           # calls handed back to the NumPy loop (an error to raise, a budget spent)
+        self.saved = None           # (meta, object code, shared library) for the disk cache, None: not kept
+        self.from_disk = False
+
+
+def load_kernel(meta, obj, shared, keep=()):
+    """A RegionKernel of object code (`LoopEmitter.build`, or the disk cache): loaded, its address table
+    filled with this process's addresses (`relocations.py`); or a string saying why it cannot run here."""
+    name = meta["name"]
+    loaded = objects.load(obj, shared, [name, name + "_table"])
+    if loaded is None:
+        return "the compiled loop could not be loaded"
+    addresses, holder = loaded
+    kept = relocations.install(addresses[name + "_table"], meta["relocations"])
+    if isinstance(kept, str):
+        return kept
+    return RegionKernel(addresses[name], meta["n_args"], meta["n_outs"], meta["scratch_bytes"],
+                        list(keep) + kept + [holder])
 
 
 class _Val:
@@ -67,13 +87,15 @@ class LoopEmitter:
         self.eng = engine()
         self.i1, self.i8, self.i32, self.i64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
         self.p8 = ir.PointerType(self.i8)
-        self.name = f"region_{next(_names)}"
+        # named by the region: the same code in every process, and apart from any other loop's (dlopen)
+        self.name = "loop_" + hashlib.sha256(repr(region.key).encode()).hexdigest()[:24]
         self.module = ir.Module(name=self.name)
         self.module.triple = self.eng.target_machine.triple
         self.scratch_bytes = 0
         self.keep = []
         self.env = {}
         self.constants = 0
+        self.relocations = []       # descriptors of the process addresses the code reads from its table
 
     # --- small helpers
     def c64(self, v):
@@ -141,7 +163,7 @@ class LoopEmitter:
         `leading`, of an array with one more (first) dim of any size, and that size too."""
         ir, b = self.ir, self.b
         bad = self.fail[BAD_ARGUMENT]
-        self.check(b.icmp_unsigned("==", self.field(obj, "ob_type", self.i64), self.c64(id(np.ndarray))), bad)
+        self.check(b.icmp_unsigned("==", self.field(obj, "ob_type", self.i64), self.process_address(np.ndarray)), bad)
         rank = v.ndim + int(leading)
         self.check(b.icmp_signed("==", self.field(obj, "nd", self.i32), ir.Constant(self.i32, rank)), bad)
         descr = self.field(obj, "descr", self.p8)
@@ -184,6 +206,9 @@ class LoopEmitter:
         b.position_at_end(start)
         budget = self.fn.args[0]
         objs = self.fn.args[1:]
+        table = ir.GlobalVariable(self.module, self.i64, self.name + "_table")
+        table.initializer = self.c64(0)
+        self.table = b.inttoptr(b.load(table), ir.PointerType(self.i64))
         self.scratch = self.field(objs[-1], "data", self.p8)
         counts = b.bitcast(self.field(objs[-2], "data", self.p8), ir.PointerType(self.i64))
         for v, obj in zip(region.args, objs):
@@ -244,8 +269,28 @@ class LoopEmitter:
             else:
                 self.copy(_Val(out_ptrs[k], state.dtype, state.shape), state)
         b.ret(b.load(count))
-        address = self.eng.compile(str(self.module), [self.name])[self.name]
-        return RegionKernel(address, n_args, n_outs, self.scratch_bytes, self.keep)
+        text = str(self.module)
+        obj = self.eng.emit_object(text)
+        shared = objects.link(obj)
+        meta = {"name": self.name, "relocations": self.relocations, "n_args": n_args, "n_outs": n_outs,
+                "scratch_bytes": self.scratch_bytes}
+        kernel = load_kernel(meta, obj, shared, self.keep)
+        if not isinstance(kernel, str) and not relocations.embedded(text, self.keep):
+            kernel.saved = (meta, obj, shared)
+        return kernel
+
+    def process_address(self, thing, field=None):
+        """An address of this process (NumPy's array type, a NumPy loop's field, a BLAS function) as an
+        i64, read from the table the loader fills: the code holds none, so it can be kept on disk."""
+        descriptor = relocations.describe(thing, field)
+        if descriptor not in self.relocations:
+            self.relocations.append(descriptor)
+        slot = self.b.gep(self.table, [self.c64(self.relocations.index(descriptor))])
+        return self.b.load(slot)
+
+    def loop_addresses(self, loop):
+        """A NumPy strided loop's function, context and auxdata, for `elementwise._call_loop`."""
+        return [self.process_address(loop, field) for field in relocations.LOOP_FIELDS]
 
     def next_state(self, states, results):
         """Every state position takes its result at once: numbers loaded first, results that are (or
@@ -308,7 +353,7 @@ class LoopEmitter:
                 ew._inline_loop(ir, b, self.fn, st, operands, dest.ptr, count)
             else:
                 operands = [self.cast(o, want, n) for o, want in zip(operands, st["loop_in"])]
-                ew._call_loop(ir, b, st["loop"], None, operands, dest.ptr, count, self.fail[LOOP_FAILED], self.fn)
+                ew._call_loop(ir, b, st["loop"], self.loop_addresses(st["loop"]), operands, dest.ptr, count, self.fail[LOOP_FAILED], self.fn)
                 self.keep.append(st["loop"])
             values.append(dest)
         self.keep.extend(plan["keep"])
@@ -387,7 +432,7 @@ class LoopEmitter:
                 values.append(ir.Constant(int_type, x))
                 types.append(int_type)
         returns = real if is_dot else ir.VoidType()
-        target = b.inttoptr(self.c64(symbol.address), ir.PointerType(ir.FunctionType(returns, types)))
+        target = b.inttoptr(self.process_address(symbol), ir.PointerType(ir.FunctionType(returns, types)))
         result = b.call(target, values)
         if is_dot:
             b.store(result, out.ptr)
@@ -647,7 +692,7 @@ class LoopEmitter:
         zero = self.c64(0)
         # loop(context, [out, x, out], &n, [0, itemsize, 0], auxdata): the reduce form of a binary loop
         operands = [(out.ptr, zero, src.dtype), (rest, self.c64(1), src.dtype)]
-        ew._call_loop(ir, b, loop, None, operands, out.ptr, self.c64(count), self.fail[LOOP_FAILED], self.fn, out_stride=zero)
+        ew._call_loop(ir, b, loop, self.loop_addresses(loop), operands, out.ptr, self.c64(count), self.fail[LOOP_FAILED], self.fn, out_stride=zero)
         self.keep.append(loop)
 
     def emit_reduce_rows(self, op, form, src=None, out=None, length=None):
@@ -673,7 +718,7 @@ class LoopEmitter:
                 b.store(ir.Constant(self.ltype(out.dtype), identity), at)
             if count:
                 operands = [(at, zero, src.dtype), (row_start, self.c64(1), src.dtype)]
-                ew._call_loop(ir, b, loop, None, operands, at, self.c64(count), self.fail[LOOP_FAILED], self.fn,
+                ew._call_loop(ir, b, loop, self.loop_addresses(loop), operands, at, self.c64(count), self.fail[LOOP_FAILED], self.fn,
                               out_stride=zero)
 
         ew._loop(ir, b, self.fn, self.c64(out.size), row)
@@ -698,10 +743,10 @@ class LoopEmitter:
         m_rows = _Val(m.ptr, m.dtype, row_shape)
         ew._inline_loop(ir, b, self.fn, sub, [(src.ptr, one, src.dtype), self.operand(m_rows, shape)], shifted.ptr, n)
         e = self.alloc(src.dtype, shape)
-        ew._call_loop(ir, b, exp, None, [(shifted.ptr, one, src.dtype)], e.ptr, n, self.fail[LOOP_FAILED], self.fn)
+        ew._call_loop(ir, b, exp, self.loop_addresses(exp), [(shifted.ptr, one, src.dtype)], e.ptr, n, self.fail[LOOP_FAILED], self.fn)
         total = self.row_reduce(e, add, rows, length)
         if log:         # shifted -= log(sum)
-            ew._call_loop(ir, b, rest[0], None, [(total.ptr, one, src.dtype)], total.ptr, self.c64(rows),
+            ew._call_loop(ir, b, rest[0], self.loop_addresses(rest[0]), [(total.ptr, one, src.dtype)], total.ptr, self.c64(rows),
                           self.fail[LOOP_FAILED], self.fn)
             ew._inline_loop(ir, b, self.fn, sub, [(shifted.ptr, one, src.dtype),
                                                   self.operand(_Val(total.ptr, total.dtype, row_shape), shape)],

@@ -26,24 +26,27 @@ from ..ir import Variable
 from ..ops.fused import FUSED_OP
 from . import compiler, elementwise, region as regions, tiering
 
-_STATS = {"native": 0, "numpy": 0, "compiling": 0, "warming": 0, "declined_calls": 0, "reasons": {}}
+_STATS = {"native": 0, "numpy": 0, "compiling": 0, "warming": 0, "declined_calls": 0, "from_disk": 0,
+          "reasons": {}}
 _STATS_LOCK = threading.Lock()
 
 
 def stats():
-    """Counts of regions compiled native, kept on NumPy (with why) and still compiling, and of calls
-    a native kernel handed back to NumPy."""
+    """Counts of regions compiled native (`from_disk` of them loaded from the disk cache), kept on NumPy
+    (with why) and still compiling, and of calls a native kernel handed back to NumPy."""
     with _STATS_LOCK:
         return dict(_STATS, reasons=dict(_STATS["reasons"]))
 
 
 def reset_stats():
     with _STATS_LOCK:
-        _STATS.update(native=0, numpy=0, compiling=0, warming=0, declined_calls=0, reasons={})
+        _STATS.update(native=0, numpy=0, compiling=0, warming=0, declined_calls=0, from_disk=0, reasons={})
 
 
-def _count(why, pending=0, warming=0):
+def _count(why, pending=0, warming=0, kernel=None):
     with _STATS_LOCK:
+        if not why and getattr(kernel, "from_disk", False):
+            _STATS["from_disk"] += 1
         _STATS["compiling"] -= pending
         _STATS["warming"] -= warming
         if why in ("compiling", "warming"):
@@ -211,7 +214,7 @@ def _start(job, user, status, defer):
         defer()
     else:
         user.use(kernel)
-        _count("" if status[1] == "native" else status[1])
+        _count("" if status[1] == "native" else status[1], kernel=kernel)
     return status[1] in ("native", "compiling", "warming")
 
 
@@ -220,7 +223,8 @@ def _queue(job, user, status, warming=0):
     status[1] = "compiling"
     _count("compiling", warming=warming)
     compiler.submit(job, lambda kernel: (user.use(kernel),
-                                         _count("" if status[1] == "native" else status[1], pending=1)))
+                                         _count("" if status[1] == "native" else status[1], pending=1,
+                                                kernel=kernel)))
 
 
 def _tier(chain, job, region):

@@ -13,10 +13,11 @@ import numpy as np
 
 from ..ir import Variable
 from ..ops.native_forms import native_form
+from . import disk_cache
 from . import elementwise as ew
 from .blas import product_call
 from .llvm import engine, may_be_available
-from .loop_emitter import ARRAY_FULL, BAD_ARGUMENT, LoopEmitter
+from .loop_emitter import ARRAY_FULL, BAD_ARGUMENT, LoopEmitter, load_kernel
 from .numpy_loops import strided_loop
 from .reductions import reduce_loop
 
@@ -35,6 +36,7 @@ class Region:
         self.op, self.args, self.forms, self.key = op, args, forms, key
         self.arrays = list(arrays)      # state positions that are tensor arrays (appended to)
         self.checks = list(checks)      # the self-tests compiling runs first: ("blas" | "reduce" | "loop", ...)
+        self.tested = None              # what they said ('' all passed), once run: they fill `forms` in place
 
 
 def analyse(op):
@@ -320,8 +322,9 @@ def _check_broadcast(op, v, out):
 
 # --- compiling ---------------------------------------------------------------------------------------
 def region_job(region):
-    """`job()` compiles the region (once per distinct region: a RegionKernel, or why not);
-    `job.cached()` is what an earlier job made, or None."""
+    """`job()` compiles the region (once per distinct region: a RegionKernel, or why not), or loads what
+    the disk cache holds for it; `job.cached()` is what an earlier job made or the disk cache holds
+    (loaded without llvmlite where it is a shared library), or None."""
     def job():
         kernel = _KERNELS.get(region.key)
         if kernel is None:
@@ -329,18 +332,64 @@ def region_job(region):
                 kernel = _KERNELS.get(region.key)
                 if kernel is None:
                     try:
-                        kernel = _self_tests(region) or (
-                            LoopEmitter(region).build() if engine() is not None else "llvmlite unavailable")
+                        kernel = _self_tests(region) or _from_disk(region, with_llvmlite=True) or _compile(region)
                     except Exception as e:      # noqa: BLE001 - an emitter gap keeps the loop on NumPy
                         kernel = f"compile failed: {type(e).__name__}: {e}"
                     _KERNELS[region.key] = kernel
         return kernel
 
-    job.cached = lambda: _KERNELS.get(region.key)
+    def cached():
+        kernel = _KERNELS.get(region.key)
+        if kernel is None:          # not under _LOCK: a compile in another thread never blocks this one
+            kernel = _from_disk(region, with_llvmlite=False)
+            if kernel is not None:
+                kernel = _KERNELS.setdefault(region.key, kernel)
+        return kernel
+
+    job.cached = cached
     return job
 
 
+def _compile(region):
+    """The region compiled (a RegionKernel, or why not), and kept on disk when its code holds no
+    process address."""
+    if engine() is None:
+        return "llvmlite unavailable"
+    kernel = LoopEmitter(region).build()
+    if not isinstance(kernel, str) and kernel.saved is not None:
+        meta, obj, shared = kernel.saved
+        disk_cache.write(disk_cache.entry_key(region.key), meta, obj, shared)
+    return kernel
+
+
+def _from_disk(region, with_llvmlite):
+    """The kernel the disk cache holds for the region, or None: none there, the cache off, object code
+    only (it needs llvmlite to load) without with_llvmlite, or a self-test or an address failing here.
+    The same self-tests as a compile run first (the BLAS calls and NumPy loops the code calls)."""
+    entry = disk_cache.read(disk_cache.entry_key(region.key))
+    if entry is None or (entry[2] is None and not with_llvmlite):
+        return None
+    meta, obj, shared = entry
+    try:
+        if _self_tests(region):
+            return None
+        kernel = load_kernel(meta, obj, shared)
+    except (KeyError, TypeError, ValueError):       # an entry of another shape: a miss
+        return None
+    if isinstance(kernel, str):
+        return None
+    kernel.from_disk = True
+    return kernel
+
+
 def _self_tests(region):
+    """What `_run_self_tests` says, run once per region (a disk cache miss is followed by a compile)."""
+    if region.tested is None:
+        region.tested = _run_self_tests(region)
+    return region.tested
+
+
+def _run_self_tests(region):
     """'' when every BLAS call and NumPy loop the region uses gives NumPy's bits here, else why not; fills
     the forms' calls and loops (analysis, on a plan's first call, only checked they may be native)."""
     found = {}
