@@ -238,31 +238,10 @@ class LoopEmitter:
                 state = self.alloc(o.dtype, o.static_shape, state=k)
                 self.copy(state, self.value(op.inputs[k], state))
             states.append(state)
-        count = self.entry_alloca(self.i64)
+        count = self.count = self.entry_alloca(self.i64)       # iterations of every loop in the region
+        self.budget = budget
         b.store(self.c64(0), count)
-        cond_block, body_block = op.sub_blocks()
-        head, body, done = self.new_block("test"), self.new_block("body"), self.new_block("done")
-        b.branch(head)
-
-        b.position_at_end(head)
-        for p, state in zip(cond_block.params, states):
-            self.env[id(p)] = state
-        self.emit_block(cond_block)
-        test = self.value(cond_block.results[0], _Val(None, np.bool_, ()))
-        b.cbranch(b.icmp_unsigned("!=", b.load(test.ptr), ir.Constant(self.i8, 0)), body, done)
-
-        b.position_at_end(body)
-        ran = b.load(count)
-        spent = b.and_(b.icmp_signed(">=", budget, self.c64(0)), b.icmp_signed(">=", ran, budget))
-        self.check(b.not_(spent), self.fail[BUDGET_SPENT])
-        b.store(b.add(ran, self.c64(1)), count)
-        for p, state in zip(body_block.params, states):
-            self.env[id(p)] = state
-        self.emit_block(body_block)
-        self.next_state(states, body_block.results)
-        b.branch(head)
-
-        b.position_at_end(done)
+        self.iterate(op, states, region.arrays)
         for k, state in enumerate(states):
             if k in region.arrays:
                 b.store(b.load(state.count), b.gep(counts, [self.c64(region.arrays.index(k))]))
@@ -292,10 +271,50 @@ class LoopEmitter:
         """A NumPy strided loop's function, context and auxdata, for `elementwise._call_loop`."""
         return [self.process_address(loop, field) for field in relocations.LOOP_FIELDS]
 
-    def next_state(self, states, results):
+    def iterate(self, op, states, arrays):
+        """The loop of `while` op over its state values: the test inline, each iteration counted against
+        the call's budget (every loop's iterations, as the NumPy plan counts them), the body, the next
+        state (tensor arrays at positions `arrays` are appended to in place); ends in the `done` block."""
+        ir, b = self.ir, self.b
+        cond_block, body_block = op.sub_blocks()
+        head, body, done = self.new_block("test"), self.new_block("body"), self.new_block("done")
+        b.branch(head)
+
+        b.position_at_end(head)
+        for p, state in zip(cond_block.params, states):
+            self.env[id(p)] = state
+        self.emit_block(cond_block)
+        test = self.value(cond_block.results[0], _Val(None, np.bool_, ()))
+        b.cbranch(b.icmp_unsigned("!=", b.load(test.ptr), ir.Constant(self.i8, 0)), body, done)
+
+        b.position_at_end(body)
+        ran = b.load(self.count)
+        spent = b.and_(b.icmp_signed(">=", self.budget, self.c64(0)), b.icmp_signed(">=", ran, self.budget))
+        self.check(b.not_(spent), self.fail[BUDGET_SPENT])
+        b.store(b.add(ran, self.c64(1)), self.count)
+        for p, state in zip(body_block.params, states):
+            self.env[id(p)] = state
+        self.emit_block(body_block)
+        self.next_state(states, body_block.results, arrays)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def emit_loop(self, op, form):
+        """A `while` nested in the region: its state in buffers of its own, copied from its inputs each time
+        it starts; its outputs are those buffers once its test fails (nothing writes them until it runs again)."""
+        states = []
+        for k, o in enumerate(op.outputs):
+            state = self.alloc(o.dtype, o.static_shape, state=k)
+            self.copy(state, self.value(op.inputs[k], state))
+            states.append(state)
+        self.iterate(op, states, ())
+        for var, state in zip(op.outputs, states):
+            self.env[id(var)] = state
+
+    def next_state(self, states, results, arrays):
         """Every state position takes its result at once: numbers loaded first, results that are (or
-        view) a state buffer copied to staging first."""
-        arrays = self.region.arrays         # appended to in place: nothing to copy
+        view) a state buffer copied to staging first; tensor arrays (positions `arrays`) are appended to
+        in place: nothing to copy."""
         states = [s for k, s in enumerate(states) if k not in arrays]
         results = [r for k, r in enumerate(results) if k not in arrays]
         sources = [self.value(r, s) for r, s in zip(results, states)]

@@ -49,7 +49,6 @@ def analyse(op):
     for v in op.inputs:
         if isinstance(v, Variable) and all(v is not a for a in args):
             args.append(v)
-    n = len(op.outputs)
     forms, key, checks = {}, [], []
     numbers = {}
     cond_block, body_block = op.sub_blocks()
@@ -73,32 +72,7 @@ def analyse(op):
     try:
         for v in args:
             number(v)
-        for k, out in enumerate(op.outputs):
-            number(out)
-            init = op.inputs[k]
-            if isinstance(init, Variable) and (init.dtype != out.dtype or init.static_shape != out.static_shape):
-                raise _NotNative(f"loop state {k} starts as {init.dtype}{list(init.static_shape)}, "
-                                 f"is {out.dtype}{list(out.static_shape)}")
-        for block in (cond_block, body_block):
-            for p, out in zip(block.params, op.outputs):
-                number(p)
-                if p.dtype != out.dtype or p.static_shape != out.static_shape:
-                    raise _NotNative("a loop parameter's type differs from the state's")
-        key.append("test:")
-        _walk(cond_block, forms, key, number, checks)
-        key.append("body:")
-        _walk(body_block, forms, key, number, checks)
-        if len(cond_block.results) != 1 or len(body_block.results) != n:
-            raise _NotNative("the loop's blocks yield an unexpected number of values")
-        test = cond_block.results[0]
-        if isinstance(test, Variable) and (test.ndim != 0 or test.dtype.kind != "b"):
-            raise _NotNative("the loop test is not a boolean scalar")
-        key.append(("test", number(test)))
-        for r, out in zip(body_block.results, op.outputs):
-            if isinstance(r, Variable) and (r.dtype != out.dtype or r.static_shape != out.static_shape):
-                raise _NotNative(f"the body yields {r.dtype}{list(r.static_shape)} for a state of "
-                                 f"{out.dtype}{list(out.static_shape)}")
-            key.append(("yield", number(r)))
+        _loop(op, forms, key, number, checks)
     except _NotNative as e:
         return str(e)
     key = repr(([numbers[id(v)] for v in args], [number(o) for o in op.outputs], key))
@@ -107,6 +81,38 @@ def analyse(op):
 
 class _NotNative(Exception):
     pass
+
+
+def _loop(op, forms, key, number, checks):
+    """Check a `while` (the region's, or one nested in it) and walk its blocks: each state keeps one type,
+    the test is a boolean scalar, the body yields the state's types."""
+    cond_block, body_block = op.sub_blocks()
+    for k, out in enumerate(op.outputs):
+        number(out)
+        init = op.inputs[k]
+        if isinstance(init, Variable) and (init.dtype != out.dtype or init.static_shape != out.static_shape):
+            raise _NotNative(f"loop state {k} starts as {init.dtype}{list(init.static_shape)}, "
+                             f"is {out.dtype}{list(out.static_shape)}")
+    for block in (cond_block, body_block):
+        for p, out in zip(block.params, op.outputs):
+            number(p)
+            if p.dtype != out.dtype or p.static_shape != out.static_shape:
+                raise _NotNative("a loop parameter's type differs from the state's")
+    key.append("test:")
+    _walk(cond_block, forms, key, number, checks)
+    key.append("body:")
+    _walk(body_block, forms, key, number, checks)
+    if len(cond_block.results) != 1 or len(body_block.results) != len(op.outputs):
+        raise _NotNative("the loop's blocks yield an unexpected number of values")
+    test = cond_block.results[0]
+    if isinstance(test, Variable) and (test.ndim != 0 or test.dtype.kind != "b"):
+        raise _NotNative("the loop test is not a boolean scalar")
+    key.append(("test", number(test)))
+    for r, out in zip(body_block.results, op.outputs):
+        if isinstance(r, Variable) and (r.dtype != out.dtype or r.static_shape != out.static_shape):
+            raise _NotNative(f"the body yields {r.dtype}{list(r.static_shape)} for a state of "
+                             f"{out.dtype}{list(out.static_shape)}")
+        key.append(("yield", number(r)))
 
 
 def _array_states(op, cond_block, body_block):
@@ -304,6 +310,13 @@ def _walk(block, forms, key, number, checks):
                         raise _NotNative("a cond branch yields a value of another type than the cond's")
                     key.append(("yield", number(r)))
                 key.append("}")
+        elif kind == "loop":        # a nested while: its state in buffers of its own (dense values only)
+            if len(op.inputs) < len(op.outputs):
+                raise _NotNative("a nested loop with fewer inputs than states")
+            forms[id(op)] = form
+            key.append(("loop", ins, outs, "{"))
+            _loop(op, forms, key, number, checks)
+            key.append("}")
         else:
             raise _NotNative(f"op '{op.type}' ({kind}) is not native inside a loop yet")
 
