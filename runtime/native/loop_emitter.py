@@ -665,6 +665,25 @@ class LoopEmitter:
         b.store(b.add(count, self.c64(1)), items.count)
         self.env[id(op.outputs[0])] = items
 
+    def emit_array_read(self, op, form):
+        """arr[i] of a tensor array the loop carries: its row in the items' buffer (rows below the count
+        are never written again), i wrapping and checked against the count as a list index is."""
+        _, arr, i = form
+        items = self.env[id(arr)]
+        index = self.index_value(i, self.b.load(items.count))
+        row = _Val(self.b.gep(items.ptr, [self.b.mul(index, self.c64(items.size))]), items.dtype, items.shape)
+        if not row.shape:           # a number: a slot of its own (numbers are read from stack slots)
+            number = self.alloc(row.dtype, ())
+            self.copy(number, row)
+            row = number
+        self.env[id(op.outputs[0])] = row
+
+    def emit_array_length(self, op, form):
+        """len(arr) of a tensor array the loop carries: its count."""
+        out = self.alloc(np.int64, ())
+        self.b.store(self.b.load(self.env[id(form[1])].count), out.ptr)
+        self.env[id(op.outputs[0])] = out
+
     def emit_view(self, op, form):
         src = self.env[id(form[1])]
         out_var = op.outputs[0]
@@ -675,19 +694,20 @@ class LoopEmitter:
         self.env[id(out_var)] = view
 
     def index_value(self, i, size):
-        """An index into an axis of `size` as i64: negative ones wrap; out of range returns INDEX_ERROR."""
+        """An index into an axis of `size` (a number, or an i64 value: a tensor array's count) as i64:
+        negative ones wrap; out of range returns INDEX_ERROR."""
         ir, b = self.ir, self.b
+        rows = self.c64(size) if isinstance(size, int) else size
         if isinstance(i, (Variable, _Val)):
             index = b.load((i if isinstance(i, _Val) else self.env[id(i)]).ptr)
             unsigned = np.dtype(i.dtype).kind == "u"
             if index.type.width < 64:
                 index = b.zext(index, self.i64) if unsigned else b.sext(index, self.i64)
             if unsigned and np.dtype(i.dtype).itemsize == 8:
-                self.check(b.icmp_unsigned("<", index, self.c64(size)), self.fail[INDEX_ERROR])
+                self.check(b.icmp_unsigned("<", index, rows), self.fail[INDEX_ERROR])
                 return index
         else:
             index = self.c64(i)
-        rows = self.c64(size)
         index = b.select(b.icmp_signed("<", index, self.c64(0)), b.add(index, rows), index)
         inside = b.and_(b.icmp_signed(">=", index, self.c64(0)), b.icmp_signed("<", index, rows))
         self.check(inside, self.fail[INDEX_ERROR])

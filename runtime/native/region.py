@@ -116,8 +116,9 @@ def _loop(op, forms, key, number, checks):
 
 
 def _array_states(op, cond_block, body_block):
-    """The positions of the loop state that are tensor arrays the body only appends to (once an
-    iteration, its last word on them): their items live in a buffer the caller grows."""
+    """The positions of the loop state that are tensor arrays the body appends to (once an iteration, its
+    last word on them) and otherwise only reads items or the length of (`arr[i]`, `len(arr)`; in the body,
+    before the append): their items live in a buffer the caller grows."""
     positions = [k for k, out in enumerate(op.outputs) if out.kind == "array"]
     inits = [op.inputs[k] for k in positions]
     if any(not isinstance(v, Variable) or v.kind != "array" for v in inits) or len({id(v) for v in inits}) < len(inits):
@@ -125,15 +126,35 @@ def _array_states(op, cond_block, body_block):
     reads = {}
     _count_readers(cond_block, reads)
     _count_readers(body_block, reads)
+    peeks = {}                      # id(array) -> [index of the body's op holding each arr[i] / len(arr)]
+    _array_peeks(cond_block, peeks)
+    _array_peeks(body_block, peeks)
     for k in positions:
         param, result = body_block.params[k], body_block.results[k]
-        appended = [o for o in body_block.ops if o.outputs and o.outputs[0] is result]
-        form = native_form(appended[0]) if appended else None
+        appended = [j for j, o in enumerate(body_block.ops) if o.outputs and o.outputs[0] is result]
+        form = native_form(body_block.ops[appended[0]]) if appended else None
+
+        def others(v):
+            return reads.get(id(v), 0) - len(peeks.get(id(v), ()))
+
         if (form is None or form[0] != "append" or form[1] is not param
-                or reads.get(id(param), 0) != 1 or reads.get(id(cond_block.params[k]), 0)
-                or reads.get(id(result), 0) != 1 or any(d < 0 for d in op.outputs[k].static_shape)):
-            raise _NotNative(f"tensor array {op.outputs[k].name} is read in the loop (only appends are native)")
+                or others(param) != 1 or others(cond_block.params[k]) or others(result) != 1
+                or any(j > appended[0] for j in peeks.get(id(param), ()))
+                or any(d < 0 for d in op.outputs[k].static_shape)):
+            raise _NotNative(f"tensor array {op.outputs[k].name} is used in the loop other than by one append "
+                             f"and reads before it")
     return positions
+
+
+def _array_peeks(block, peeks, at=None):
+    """Record, for each array read by `arr[i]` or `len(arr)` in block (and its sub-blocks), the index of
+    the block's op that holds the read."""
+    for j, o in enumerate(block.ops):
+        form = native_form(o)
+        if form is not None and form[0] in ("array_read", "array_length") and isinstance(form[1], Variable):
+            peeks.setdefault(id(form[1]), []).append(j if at is None else at)
+        for sub in o.sub_blocks():
+            _array_peeks(sub, peeks, j if at is None else at)
 
 
 def _count_readers(block, reads):
@@ -229,6 +250,17 @@ def _walk(block, forms, key, number, checks):
             _, arr, x = form
             if x.dtype != arr.dtype or x.static_shape != arr.static_shape:
                 raise _NotNative(f"op '{op.type}' appends {x.dtype}{list(x.static_shape)}")
+            forms[id(op)] = form
+            key.append((kind, ins, outs))
+        elif kind == "array_read":
+            _, arr, i = form
+            if op.outputs[0].dtype != arr.dtype or op.outputs[0].static_shape != arr.static_shape:
+                raise _NotNative(f"op '{op.type}' reads {op.outputs[0].dtype}{list(op.outputs[0].static_shape)}")
+            forms[id(op)] = form
+            key.append((kind, ins, outs))
+        elif kind == "array_length":
+            if op.outputs[0].dtype != np.int64 or op.outputs[0].ndim:
+                raise _NotNative(f"op '{op.type}' gives {op.outputs[0].dtype}")
             forms[id(op)] = form
             key.append((kind, ins, outs))
         elif kind == "view":
