@@ -226,6 +226,8 @@ class LoopEmitter:
             self.env[id(v)] = val
         out_ptrs = {k: b.bitcast(self.field(obj, "data", self.p8), ir.PointerType(self.ltype(op.outputs[k].dtype)))
                     for obj, k in zip(objs[n_args:n_args + n_outs], dense)}
+        if region.kind == "branch":         # a cond outside loops: its chosen branch, its outputs copied out
+            return self.build_branch(op, out_ptrs, budget, n_args, n_outs)
 
         states = []
         for k, o in enumerate(op.outputs):
@@ -248,6 +250,22 @@ class LoopEmitter:
             else:
                 self.copy(_Val(out_ptrs[k], state.dtype, state.shape), state)
         b.ret(b.load(count))
+        return self.compiled(n_args, n_outs)
+
+    def build_branch(self, op, out_ptrs, budget, n_args, n_outs):
+        """The function of a cond region (`region.analyse_cond`): the branch the predicate picks, its
+        outputs copied to the fresh outputs; it returns 0 (no loop iterations)."""
+        self.count, self.budget = self.entry_alloca(self.i64), budget
+        self.b.store(self.c64(0), self.count)
+        self.emit_branch(op, self.region.forms[id(op)])
+        for k, var in enumerate(op.outputs):
+            self.copy(_Val(out_ptrs[k], var.dtype, var.static_shape), self.env[id(var)])
+        self.b.ret(self.c64(0))
+        return self.compiled(n_args, n_outs)
+
+    def compiled(self, n_args, n_outs):
+        """The module compiled to object code, linked and loaded: a RegionKernel (its code and meta kept
+        for the disk cache where it names no process address), or why not."""
         text = str(self.module)
         obj = self.eng.emit_object(text)
         shared = objects.link(obj)

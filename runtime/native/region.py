@@ -8,6 +8,7 @@ where the NumPy plan would raise, are described there).
 """
 import math
 import threading
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from .loop_emitter import ARRAY_FULL, BAD_ARGUMENT, LoopEmitter, load_kernel
 from .numpy_loops import strided_loop
 from .reductions import reduce_loop
 
-__all__ = ["ARRAY_FULL", "BAD_ARGUMENT", "Region", "analyse", "region_job"]
+__all__ = ["ARRAY_FULL", "BAD_ARGUMENT", "Region", "analyse", "analyse_cond", "region_job"]
 
 _KERNELS = {}
 _LOCK = threading.Lock()
@@ -32,8 +33,9 @@ class Region:
     its blocks compiles as (`forms[id(op)]`), a key naming the region's structure, and which state
     positions are tensor arrays."""
 
-    def __init__(self, op, args, forms, key, arrays=(), checks=()):
+    def __init__(self, op, args, forms, key, arrays=(), checks=(), kind="loop"):
         self.op, self.args, self.forms, self.key = op, args, forms, key
+        self.kind = kind                # "loop": a while; "branch": a cond outside loops, run once a call
         self.arrays = list(arrays)      # state positions that are tensor arrays (appended to)
         self.checks = list(checks)      # the self-tests compiling runs first: ("blas" | "reduce" | "loop", ...)
         self.tested = None              # what they said ('' all passed), once run: they fill `forms` in place
@@ -77,6 +79,43 @@ def analyse(op):
         return str(e)
     key = repr(([numbers[id(v)] for v in args], [number(o) for o in op.outputs], key))
     return Region(op, args, forms, key, arrays, checks)
+
+
+def analyse_cond(op):
+    """A Region for a `cond` op outside loops (its chosen branch as one native call), or why it stays on
+    NumPy: its branches must hold array work (a branch of views and numbers is cheaper as Python)."""
+    if not may_be_available():
+        return "llvmlite unavailable"
+    if native_form(op) != ("branch",):
+        return "not a cond"
+    args = []
+    for v in op.inputs:
+        if isinstance(v, Variable) and all(v is not a for a in args):
+            args.append(v)
+    worth = [o for sub in op.sub_blocks() for o in sub.ops
+             if o.outputs and o.outputs[0].ndim and (native_form(o) or ("",))[0] not in ("view", "index")]
+    if not worth:
+        return "a cond without array work (cheaper on NumPy)"
+    forms, key, checks, numbers = {}, [], [], {}
+
+    def number(v):
+        if not isinstance(v, Variable):
+            return repr(v) if isinstance(v, (bool, int, float)) else None
+        if id(v) not in numbers:
+            why = _why_not_value(v)
+            if why:
+                raise _NotNative(why)
+            numbers[id(v)] = (len(numbers), v.dtype.str, tuple(v.static_shape))
+        return numbers[id(v)]
+
+    try:
+        for v in args:
+            number(v)
+        _walk(SimpleNamespace(ops=[op]), forms, key, number, checks)
+    except _NotNative as e:
+        return str(e)
+    key = repr(("cond", [numbers[id(v)] for v in args], [number(o) for o in op.outputs], key))
+    return Region(op, args, forms, key, checks=checks, kind="branch")
 
 
 class _NotNative(Exception):

@@ -113,3 +113,49 @@ def test_an_inner_loop_carrying_a_tensor_array_stays_on_numpy_and_says_why():
     plan = _run_both(f, _tensor(4), rt.tensor(3))
     outer, inner = _loops(plan)
     assert "tensor array" in outer and inner == "native"      # the inner loop alone is a region
+
+
+def _conds(plan):
+    return [why for name, why in plan.native_regions if name.startswith("cond")]
+
+
+@needs_llvm
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_a_top_level_cond_is_one_native_region(sign):
+    def f(x):
+        if x.sum() > 0:
+            y = rt.tanh(x @ W) * 2.0 + 1.0
+            z = y.sum()
+        else:
+            y = rt.exp(x) - x @ W
+            z = y.max()
+        return y, z
+
+    plan = _run_both(f, rt.tensor(np.abs(RNG.standard_normal((3, 8))).astype(np.float32) * sign))
+    assert _conds(plan) == ["native"]
+
+
+@needs_llvm
+def test_a_cond_of_numbers_or_in_a_loop_stays_python():
+    def small(x, a):
+        if a > 0:
+            b = a * 2
+        else:
+            b = a - 1
+        return x * b
+
+    plan = _run_both(small, _tensor(3), rt.tensor(2.0))
+    assert _conds(plan) == ["a cond without array work (cheaper on NumPy)"]
+
+    def in_loop(x, n):
+        i = 0
+        while i < n:
+            if x.sum() > 0:
+                x = rt.tanh(x @ W) - 1.0
+            else:
+                x = rt.sort(x) + 1.0            # sort: the loop stays on NumPy, its cond in its code
+            i += 1
+        return x
+
+    plan = _run_both(in_loop, _tensor(2, 8), rt.tensor(4))
+    assert _conds(plan) == [] and _loops(plan) == ["op 'sort' is not native"]
