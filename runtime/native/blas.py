@@ -32,8 +32,8 @@ MAX_COPIED = 1 << 18
 class Symbol:
     """One CBLAS function: its address, the integer type of its sizes, and a ctypes way to call it."""
 
-    def __init__(self, address, int_type, ctype):
-        self.address, self.int_type = address, int_type
+    def __init__(self, address, int_type, ctype, name=""):
+        self.address, self.int_type, self.name = address, int_type, name      # name: 'sgemm', ...
         self.call = ctype(address)
 
 
@@ -64,14 +64,14 @@ def _find(library, name):
         p = ctypes.c_void_p
         if name.endswith("dot"):
             args = [int_type, p, int_type, p, int_type]
-            return Symbol(ctypes.cast(fn, ctypes.c_void_p).value, int_type, ctypes.CFUNCTYPE(real, *args))
+            return Symbol(ctypes.cast(fn, ctypes.c_void_p).value, int_type, ctypes.CFUNCTYPE(real, *args), name)
         if name.endswith("gemv"):
             args = [ctypes.c_int, ctypes.c_int, int_type, int_type, real, p, int_type, p, int_type, real, p, int_type]
         else:
             args = [ctypes.c_int, ctypes.c_int, ctypes.c_int, int_type, int_type, int_type, real, p, int_type, p,
                     int_type, real, p, int_type]
         ctype = ctypes.CFUNCTYPE(None, *args)
-        return Symbol(ctypes.cast(fn, ctypes.c_void_p).value, int_type, ctype)
+        return Symbol(ctypes.cast(fn, ctypes.c_void_p).value, int_type, ctype, name)
     return None
 
 

@@ -137,6 +137,8 @@ def _from_disk(plan, with_llvmlite):
         return None
     meta, obj, shared = entry
     kernel = _load(plan, meta.get("name", ""), obj, shared)
+    if not isinstance(kernel, str):
+        kernel.from_disk = True
     return None if isinstance(kernel, str) else kernel
 
 

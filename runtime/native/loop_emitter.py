@@ -25,29 +25,49 @@
   to the list (the NumPy plan's `append` grows the list in place).
 """
 import ctypes
+import hashlib
 import math
 
 import numpy as np
 
 from ..ir import Variable
 from . import elementwise as ew
+from . import objects, relocations
 from .blas import TRANS, copied_transpose_call
 from .llvm import ARRAY_LAYOUT, engine
 
 INDEX_ERROR, BUDGET_SPENT, LOOP_FAILED, BAD_ARGUMENT, ARRAY_FULL = -1, -2, -3, -4, -5
 ALIGN = 64
 
-_names = iter(range(1, 1 << 62))
 
 
 class RegionKernel:
     """A compiled region: `cfunc(budget, *args, *outs, scratch)`; keeps what its code points into."""
 
     def __init__(self, address, n_args, n_outs, scratch_bytes, keep):
-        self.cfunc = ctypes.PYFUNCTYPE(ctypes.c_int64, ctypes.c_int64,
-                                       *[ctypes.py_object] * (n_args + n_outs + 2))(address)
+        # CFUNCTYPE: the GIL is released while the loop runs (it calls no Python: NumPy loops that need
+        # the Python API are never used, BLAS needs none; the caller's arguments hold the arrays alive)
+        self.cfunc = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64,
+                                      *[ctypes.py_object] * (n_args + n_outs + 2))(address)
         self.scratch_bytes, self.keep = scratch_bytes, keep
         self.declined = 0           # calls handed back to the NumPy loop (an error to raise, a budget spent)
+        self.saved = None           # (meta, object code, shared library) for the disk cache, None: not kept
+        self.from_disk = False
+
+
+def load_kernel(meta, obj, shared, keep=()):
+    """A RegionKernel of object code (`LoopEmitter.build`, or the disk cache): loaded, its address table
+    filled with this process's addresses (`relocations.py`); or a string saying why it cannot run here."""
+    name = meta["name"]
+    loaded = objects.load(obj, shared, [name, name + "_table"])
+    if loaded is None:
+        return "the compiled loop could not be loaded"
+    addresses, holder = loaded
+    kept = relocations.install(addresses[name + "_table"], meta["relocations"])
+    if isinstance(kept, str):
+        return kept
+    return RegionKernel(addresses[name], meta["n_args"], meta["n_outs"], meta["scratch_bytes"],
+                        list(keep) + kept + [holder])
 
 
 class _Val:
@@ -68,7 +88,8 @@ class LoopEmitter:
         self.eng = engine()
         self.i1, self.i8, self.i32, self.i64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
         self.p8 = ir.PointerType(self.i8)
-        self.name = f"region_{next(_names)}"
+        # named by the region: the same code in every process, and apart from any other loop's (dlopen)
+        self.name = "loop_" + hashlib.sha256(repr(region.key).encode()).hexdigest()[:24]
         self.module = ir.Module(name=self.name)
         self.module.triple = self.eng.target_machine.triple
         self.scratch_bytes = 0
@@ -77,6 +98,7 @@ class LoopEmitter:
         self.constants = 0
         self.invariant = set()      # ids of the arguments: read in place, the same in every iteration
         self.copies = {}            # id(b) -> (its transposed copy, the slot saying how far it is made)
+        self.relocations = []       # descriptors of the process addresses the code reads from its table
 
     # --- small helpers
     def c64(self, v):
@@ -144,7 +166,7 @@ class LoopEmitter:
         `leading`, of an array with one more (first) dim of any size, and that size too."""
         ir, b = self.ir, self.b
         bad = self.fail[BAD_ARGUMENT]
-        self.check(b.icmp_unsigned("==", self.field(obj, "ob_type", self.i64), self.c64(id(np.ndarray))), bad)
+        self.check(b.icmp_unsigned("==", self.field(obj, "ob_type", self.i64), self.process_address(np.ndarray)), bad)
         rank = v.ndim + int(leading)
         self.check(b.icmp_signed("==", self.field(obj, "nd", self.i32), ir.Constant(self.i32, rank)), bad)
         descr = self.field(obj, "descr", self.p8)
@@ -187,6 +209,9 @@ class LoopEmitter:
         b.position_at_end(start)
         budget = self.fn.args[0]
         objs = self.fn.args[1:]
+        table = ir.GlobalVariable(self.module, self.i64, self.name + "_table")
+        table.initializer = self.c64(0)
+        self.table = b.inttoptr(b.load(table), ir.PointerType(self.i64))
         self.scratch = self.field(objs[-1], "data", self.p8)
         counts = b.bitcast(self.field(objs[-2], "data", self.p8), ir.PointerType(self.i64))
         for v, obj in zip(region.args, objs):
@@ -205,6 +230,8 @@ class LoopEmitter:
             self.env[id(v)] = val
         out_ptrs = {k: b.bitcast(self.field(obj, "data", self.p8), ir.PointerType(self.ltype(op.outputs[k].dtype)))
                     for obj, k in zip(objs[n_args:n_args + n_outs], dense)}
+        if region.kind == "branch":         # a cond outside loops: its chosen branch, its outputs copied out
+            return self.build_branch(op, out_ptrs, budget, n_args, n_outs)
 
         states = []
         for k, o in enumerate(op.outputs):
@@ -217,8 +244,62 @@ class LoopEmitter:
                 state = self.alloc(o.dtype, o.static_shape, state=k)
                 self.copy(state, self.value(op.inputs[k], state))
             states.append(state)
-        count = self.entry_alloca(self.i64)
+        count = self.count = self.entry_alloca(self.i64)       # iterations of every loop in the region
+        self.budget = budget
         b.store(self.c64(0), count)
+        self.iterate(op, states, region.arrays)
+        for k, state in enumerate(states):
+            if k in region.arrays:
+                b.store(b.load(state.count), b.gep(counts, [self.c64(region.arrays.index(k))]))
+            else:
+                self.copy(_Val(out_ptrs[k], state.dtype, state.shape), state)
+        b.ret(b.load(count))
+        return self.compiled(n_args, n_outs)
+
+    def build_branch(self, op, out_ptrs, budget, n_args, n_outs):
+        """The function of a cond region (`region.analyse_cond`): the branch the predicate picks, its
+        outputs copied to the fresh outputs; it returns 0 (no loop iterations)."""
+        self.count, self.budget = self.entry_alloca(self.i64), budget
+        self.b.store(self.c64(0), self.count)
+        self.emit_branch(op, self.region.forms[id(op)])
+        for k, var in enumerate(op.outputs):
+            self.copy(_Val(out_ptrs[k], var.dtype, var.static_shape), self.env[id(var)])
+        self.b.ret(self.c64(0))
+        return self.compiled(n_args, n_outs)
+
+    def compiled(self, n_args, n_outs):
+        """The module compiled to object code, linked and loaded: a RegionKernel (its code and meta kept
+        for the disk cache where it names no process address), or why not."""
+        text = str(self.module)
+        obj = self.eng.emit_object(text)
+        shared = objects.link(obj)
+        meta = {"name": self.name, "relocations": self.relocations, "n_args": n_args, "n_outs": n_outs,
+                "scratch_bytes": self.scratch_bytes}
+        kernel = load_kernel(meta, obj, shared, self.keep)
+        if not isinstance(kernel, str):
+            kernel.copied_transposes = len(self.copies)     # weights multiplied through a copy of their .T
+            if not relocations.embedded(text, self.keep):
+                kernel.saved = (meta, obj, shared)
+        return kernel
+
+    def process_address(self, thing, field=None):
+        """An address of this process (NumPy's array type, a NumPy loop's field, a BLAS function) as an
+        i64, read from the table the loader fills: the code holds none, so it can be kept on disk."""
+        descriptor = relocations.describe(thing, field)
+        if descriptor not in self.relocations:
+            self.relocations.append(descriptor)
+        slot = self.b.gep(self.table, [self.c64(self.relocations.index(descriptor))])
+        return self.b.load(slot)
+
+    def loop_addresses(self, loop):
+        """A NumPy strided loop's function, context and auxdata, for `elementwise._call_loop`."""
+        return [self.process_address(loop, field) for field in relocations.LOOP_FIELDS]
+
+    def iterate(self, op, states, arrays):
+        """The loop of `while` op over its state values: the test inline, each iteration counted against
+        the call's budget (every loop's iterations, as the NumPy plan counts them), the body, the next
+        state (tensor arrays at positions `arrays` are appended to in place); ends in the `done` block."""
+        ir, b = self.ir, self.b
         cond_block, body_block = op.sub_blocks()
         head, body, done = self.new_block("test"), self.new_block("body"), self.new_block("done")
         b.branch(head)
@@ -231,32 +312,33 @@ class LoopEmitter:
         b.cbranch(b.icmp_unsigned("!=", b.load(test.ptr), ir.Constant(self.i8, 0)), body, done)
 
         b.position_at_end(body)
-        ran = b.load(count)
-        spent = b.and_(b.icmp_signed(">=", budget, self.c64(0)), b.icmp_signed(">=", ran, budget))
+        ran = b.load(self.count)
+        spent = b.and_(b.icmp_signed(">=", self.budget, self.c64(0)), b.icmp_signed(">=", ran, self.budget))
         self.check(b.not_(spent), self.fail[BUDGET_SPENT])
-        b.store(b.add(ran, self.c64(1)), count)
+        b.store(b.add(ran, self.c64(1)), self.count)
         for p, state in zip(body_block.params, states):
             self.env[id(p)] = state
         self.emit_block(body_block)
-        self.next_state(states, body_block.results)
+        self.next_state(states, body_block.results, arrays)
         b.branch(head)
-
         b.position_at_end(done)
-        for k, state in enumerate(states):
-            if k in region.arrays:
-                b.store(b.load(state.count), b.gep(counts, [self.c64(region.arrays.index(k))]))
-            else:
-                self.copy(_Val(out_ptrs[k], state.dtype, state.shape), state)
-        b.ret(b.load(count))
-        address = self.eng.compile(str(self.module), [self.name])[self.name]
-        kernel = RegionKernel(address, n_args, n_outs, self.scratch_bytes, self.keep)
-        kernel.copied_transposes = len(self.copies)     # weights multiplied through a copy of their .T
-        return kernel
 
-    def next_state(self, states, results):
+    def emit_loop(self, op, form):
+        """A `while` nested in the region: its state in buffers of its own, copied from its inputs each time
+        it starts; its outputs are those buffers once its test fails (nothing writes them until it runs again)."""
+        states = []
+        for k, o in enumerate(op.outputs):
+            state = self.alloc(o.dtype, o.static_shape, state=k)
+            self.copy(state, self.value(op.inputs[k], state))
+            states.append(state)
+        self.iterate(op, states, ())
+        for var, state in zip(op.outputs, states):
+            self.env[id(var)] = state
+
+    def next_state(self, states, results, arrays):
         """Every state position takes its result at once: numbers loaded first, results that are (or
-        view) a state buffer copied to staging first."""
-        arrays = self.region.arrays         # appended to in place: nothing to copy
+        view) a state buffer copied to staging first; tensor arrays (positions `arrays`) are appended to
+        in place: nothing to copy."""
         states = [s for k, s in enumerate(states) if k not in arrays]
         results = [r for k, r in enumerate(results) if k not in arrays]
         sources = [self.value(r, s) for r, s in zip(results, states)]
@@ -314,7 +396,7 @@ class LoopEmitter:
                 ew._inline_loop(ir, b, self.fn, st, operands, dest.ptr, count)
             else:
                 operands = [self.cast(o, want, n) for o, want in zip(operands, st["loop_in"])]
-                ew._call_loop(ir, b, st["loop"], None, operands, dest.ptr, count, self.fail[LOOP_FAILED], self.fn)
+                ew._call_loop(ir, b, st["loop"], self.loop_addresses(st["loop"]), operands, dest.ptr, count, self.fail[LOOP_FAILED], self.fn)
                 self.keep.append(st["loop"])
             values.append(dest)
         self.keep.extend(plan["keep"])
@@ -463,7 +545,7 @@ class LoopEmitter:
                 values.append(ir.Constant(int_type, x))
                 types.append(int_type)
         returns = real if is_dot else ir.VoidType()
-        target = b.inttoptr(self.c64(symbol.address), ir.PointerType(ir.FunctionType(returns, types)))
+        target = b.inttoptr(self.process_address(symbol), ir.PointerType(ir.FunctionType(returns, types)))
         result = b.call(target, values)
         if is_dot:
             b.store(result, out.ptr)
@@ -673,6 +755,25 @@ class LoopEmitter:
         b.store(b.add(count, self.c64(1)), items.count)
         self.env[id(op.outputs[0])] = items
 
+    def emit_array_read(self, op, form):
+        """arr[i] of a tensor array the loop carries: its row in the items' buffer (rows below the count
+        are never written again), i wrapping and checked against the count as a list index is."""
+        _, arr, i = form
+        items = self.env[id(arr)]
+        index = self.index_value(i, self.b.load(items.count))
+        row = _Val(self.b.gep(items.ptr, [self.b.mul(index, self.c64(items.size))]), items.dtype, items.shape)
+        if not row.shape:           # a number: a slot of its own (numbers are read from stack slots)
+            number = self.alloc(row.dtype, ())
+            self.copy(number, row)
+            row = number
+        self.env[id(op.outputs[0])] = row
+
+    def emit_array_length(self, op, form):
+        """len(arr) of a tensor array the loop carries: its count."""
+        out = self.alloc(np.int64, ())
+        self.b.store(self.b.load(self.env[id(form[1])].count), out.ptr)
+        self.env[id(op.outputs[0])] = out
+
     def emit_view(self, op, form):
         src = self.env[id(form[1])]
         out_var = op.outputs[0]
@@ -683,19 +784,20 @@ class LoopEmitter:
         self.env[id(out_var)] = view
 
     def index_value(self, i, size):
-        """An index into an axis of `size` as i64: negative ones wrap; out of range returns INDEX_ERROR."""
+        """An index into an axis of `size` (a number, or an i64 value: a tensor array's count) as i64:
+        negative ones wrap; out of range returns INDEX_ERROR."""
         ir, b = self.ir, self.b
+        rows = self.c64(size) if isinstance(size, int) else size
         if isinstance(i, (Variable, _Val)):
             index = b.load((i if isinstance(i, _Val) else self.env[id(i)]).ptr)
             unsigned = np.dtype(i.dtype).kind == "u"
             if index.type.width < 64:
                 index = b.zext(index, self.i64) if unsigned else b.sext(index, self.i64)
             if unsigned and np.dtype(i.dtype).itemsize == 8:
-                self.check(b.icmp_unsigned("<", index, self.c64(size)), self.fail[INDEX_ERROR])
+                self.check(b.icmp_unsigned("<", index, rows), self.fail[INDEX_ERROR])
                 return index
         else:
             index = self.c64(i)
-        rows = self.c64(size)
         index = b.select(b.icmp_signed("<", index, self.c64(0)), b.add(index, rows), index)
         inside = b.and_(b.icmp_signed(">=", index, self.c64(0)), b.icmp_signed("<", index, rows))
         self.check(inside, self.fail[INDEX_ERROR])
@@ -719,7 +821,7 @@ class LoopEmitter:
         zero = self.c64(0)
         # loop(context, [out, x, out], &n, [0, itemsize, 0], auxdata): the reduce form of a binary loop
         operands = [(out.ptr, zero, src.dtype), (rest, self.c64(1), src.dtype)]
-        ew._call_loop(ir, b, loop, None, operands, out.ptr, self.c64(count), self.fail[LOOP_FAILED], self.fn, out_stride=zero)
+        ew._call_loop(ir, b, loop, self.loop_addresses(loop), operands, out.ptr, self.c64(count), self.fail[LOOP_FAILED], self.fn, out_stride=zero)
         self.keep.append(loop)
 
     def emit_reduce_rows(self, op, form, src=None, out=None, length=None):
@@ -745,7 +847,7 @@ class LoopEmitter:
                 b.store(ir.Constant(self.ltype(out.dtype), identity), at)
             if count:
                 operands = [(at, zero, src.dtype), (row_start, self.c64(1), src.dtype)]
-                ew._call_loop(ir, b, loop, None, operands, at, self.c64(count), self.fail[LOOP_FAILED], self.fn,
+                ew._call_loop(ir, b, loop, self.loop_addresses(loop), operands, at, self.c64(count), self.fail[LOOP_FAILED], self.fn,
                               out_stride=zero)
 
         ew._loop(ir, b, self.fn, self.c64(out.size), row)
@@ -770,10 +872,10 @@ class LoopEmitter:
         m_rows = _Val(m.ptr, m.dtype, row_shape)
         ew._inline_loop(ir, b, self.fn, sub, [(src.ptr, one, src.dtype), self.operand(m_rows, shape)], shifted.ptr, n)
         e = self.alloc(src.dtype, shape)
-        ew._call_loop(ir, b, exp, None, [(shifted.ptr, one, src.dtype)], e.ptr, n, self.fail[LOOP_FAILED], self.fn)
+        ew._call_loop(ir, b, exp, self.loop_addresses(exp), [(shifted.ptr, one, src.dtype)], e.ptr, n, self.fail[LOOP_FAILED], self.fn)
         total = self.row_reduce(e, add, rows, length)
         if log:         # shifted -= log(sum)
-            ew._call_loop(ir, b, rest[0], None, [(total.ptr, one, src.dtype)], total.ptr, self.c64(rows),
+            ew._call_loop(ir, b, rest[0], self.loop_addresses(rest[0]), [(total.ptr, one, src.dtype)], total.ptr, self.c64(rows),
                           self.fail[LOOP_FAILED], self.fn)
             ew._inline_loop(ir, b, self.fn, sub, [(shifted.ptr, one, src.dtype),
                                                   self.operand(_Val(total.ptr, total.dtype, row_shape), shape)],

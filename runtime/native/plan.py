@@ -27,24 +27,27 @@ from ..ops.fused import FUSED_OP
 from ..ops.native_forms import native_form
 from . import compiler, elementwise, products, region as regions, tiering
 
-_STATS = {"native": 0, "numpy": 0, "compiling": 0, "warming": 0, "declined_calls": 0, "reasons": {}}
+_STATS = {"native": 0, "numpy": 0, "compiling": 0, "warming": 0, "declined_calls": 0, "from_disk": 0,
+          "reasons": {}}
 _STATS_LOCK = threading.Lock()
 
 
 def stats():
-    """Counts of regions compiled native, kept on NumPy (with why) and still compiling, and of calls
-    a native kernel handed back to NumPy."""
+    """Counts of regions compiled native (`from_disk` of them loaded from the disk cache), kept on NumPy
+    (with why) and still compiling, and of calls a native kernel handed back to NumPy."""
     with _STATS_LOCK:
         return dict(_STATS, reasons=dict(_STATS["reasons"]))
 
 
 def reset_stats():
     with _STATS_LOCK:
-        _STATS.update(native=0, numpy=0, compiling=0, warming=0, declined_calls=0, reasons={})
+        _STATS.update(native=0, numpy=0, compiling=0, warming=0, declined_calls=0, from_disk=0, reasons={})
 
 
-def _count(why, pending=0, warming=0):
+def _count(why, pending=0, warming=0, kernel=None):
     with _STATS_LOCK:
+        if not why and getattr(kernel, "from_disk", False):
+            _STATS["from_disk"] += 1
         _STATS["compiling"] -= pending
         _STATS["warming"] -= warming
         if why in ("compiling", "warming"):
@@ -81,6 +84,7 @@ class NativePlanCodegen(PlanCodegen):
         self.native_regions = []        # [output name, 'native', 'warming', 'compiling' or why NumPy]
         self.fast_math = False          # float32 exp/tanh approximated (fast_math.py); set by compile_native_plan
         self.in_fallback = 0            # inside a native loop's NumPy code: plain NumPy, nothing compiled
+        self.in_loop = 0                # inside a loop's code: a cond stays Python (a native call per iteration costs more)
 
     def ufunc_steps(self, op, steps):
         if self.in_fallback:
@@ -111,21 +115,39 @@ class NativePlanCodegen(PlanCodegen):
         or the native code declined: the NumPy loop raises what NumPy raises)."""
         if self.in_fallback:
             return super().while_(op, indent)
-        outs = [self.name(o) for o in op.outputs]
         found = regions.analyse(op) if self.numpy else "not on NumPy"
-        status = [f"while -> {', '.join(outs)}", found if isinstance(found, str) else "compiling"]
+        self.in_loop += 1
+        try:
+            self._region(op, found, "while", indent, super().while_, counts_iterations=True)
+        finally:
+            self.in_loop -= 1
+
+    def if_else(self, op, pred, tb, fb, indent):
+        """A cond outside loops as one native call (its chosen branch), its Python if/else run where the
+        call returns None."""
+        plain = super().if_else
+        if self.in_fallback or self.in_loop:
+            return plain(op, pred, tb, fb, indent)
+        found = regions.analyse_cond(op) if self.numpy else "not on NumPy"
+        self._region(op, found, "cond", indent, lambda o, at: plain(o, pred, tb, fb, at), counts_iterations=False)
+
+    def _region(self, op, found, label, indent, numpy_code, counts_iterations):
+        """Op as a call of its native region `found` (or its NumPy code, `numpy_code(op, indent)`, where
+        found says why not), the NumPy code kept for calls the region returns None."""
+        outs = [self.name(o) for o in op.outputs]
+        status = [f"{label} -> {', '.join(outs)}", found if isinstance(found, str) else "compiling"]
         self.native_regions.append(status)
         if isinstance(found, str):
             _count(found)
-            return super().while_(op, indent)
+            return numpy_code(op, indent)
         loop = NativeLoop(op, found, status)
         job = regions.region_job(found)
         if not _start(job, loop, status, lambda: _queue(job, loop, status)):
-            return super().while_(op, indent)
-        name = self.bound(f"native_loop_{len(self.native_regions)}", loop)
+            return numpy_code(op, indent)
+        name = self.bound(f"native_{label}_{len(self.native_regions)}", loop)
         args = ", ".join(self.value(v) for v in found.args)
         budget = "-1"
-        if self.max_iterations is not None:     # the call's loops share one budget (PlanCodegen.while_)
+        if self.max_iterations is not None and counts_iterations:   # the call's loops share one budget
             if self.iterations is None:
                 self.iterations = self.temp("iterations")
             budget = f"{self.max_iterations} - {self.iterations}"
@@ -134,12 +156,12 @@ class NativePlanCodegen(PlanCodegen):
         self.emit(indent, f"if {result} is None:", op)
         self.in_fallback += 1
         try:
-            super().while_(op, indent + 1)
+            numpy_code(op, indent + 1)
         finally:
             self.in_fallback -= 1
         self.emit(indent, "else:")
         self.emit(indent + 1, f"{', '.join(outs)}, {ran} = {result}", op)
-        if self.max_iterations is not None:
+        if self.max_iterations is not None and counts_iterations:
             self.emit(indent + 1, f"{self.iterations} += {ran}")
 
     def op(self, op, indent):
@@ -232,7 +254,7 @@ def _start(job, user, status, defer):
         defer()
     else:
         user.use(kernel)
-        _count("" if status[1] == "native" else status[1])
+        _count("" if status[1] == "native" else status[1], kernel=kernel)
     return status[1] in ("native", "compiling", "warming")
 
 
@@ -241,7 +263,8 @@ def _queue(job, user, status, warming=0):
     status[1] = "compiling"
     _count("compiling", warming=warming)
     compiler.submit(job, lambda kernel: (user.use(kernel),
-                                         _count("" if status[1] == "native" else status[1], pending=1)))
+                                         _count("" if status[1] == "native" else status[1], pending=1,
+                                                kernel=kernel)))
 
 
 def _tier(chain, job, region):

@@ -8,19 +8,21 @@ where the NumPy plan would raise, are described there).
 """
 import math
 import threading
+from types import SimpleNamespace
 
 import numpy as np
 
 from ..ir import Variable
 from ..ops.native_forms import native_form
+from . import disk_cache
 from . import elementwise as ew
 from .blas import product_call
 from .llvm import engine, may_be_available
-from .loop_emitter import ARRAY_FULL, BAD_ARGUMENT, LoopEmitter
+from .loop_emitter import ARRAY_FULL, BAD_ARGUMENT, LoopEmitter, load_kernel
 from .numpy_loops import strided_loop
 from .reductions import reduce_loop
 
-__all__ = ["ARRAY_FULL", "BAD_ARGUMENT", "Region", "analyse", "region_job"]
+__all__ = ["ARRAY_FULL", "BAD_ARGUMENT", "Region", "analyse", "analyse_cond", "region_job"]
 
 _KERNELS = {}
 _LOCK = threading.Lock()
@@ -31,10 +33,12 @@ class Region:
     its blocks compiles as (`forms[id(op)]`), a key naming the region's structure, and which state
     positions are tensor arrays."""
 
-    def __init__(self, op, args, forms, key, arrays=(), checks=()):
+    def __init__(self, op, args, forms, key, arrays=(), checks=(), kind="loop"):
         self.op, self.args, self.forms, self.key = op, args, forms, key
+        self.kind = kind                # "loop": a while; "branch": a cond outside loops, run once a call
         self.arrays = list(arrays)      # state positions that are tensor arrays (appended to)
         self.checks = list(checks)      # the self-tests compiling runs first: ("blas" | "reduce" | "loop", ...)
+        self.tested = None              # what they said ('' all passed), once run: they fill `forms` in place
 
 
 def analyse(op):
@@ -47,7 +51,6 @@ def analyse(op):
     for v in op.inputs:
         if isinstance(v, Variable) and all(v is not a for a in args):
             args.append(v)
-    n = len(op.outputs)
     forms, key, checks = {}, [], []
     numbers = {}
     cond_block, body_block = op.sub_blocks()
@@ -71,45 +74,90 @@ def analyse(op):
     try:
         for v in args:
             number(v)
-        for k, out in enumerate(op.outputs):
-            number(out)
-            init = op.inputs[k]
-            if isinstance(init, Variable) and (init.dtype != out.dtype or init.static_shape != out.static_shape):
-                raise _NotNative(f"loop state {k} starts as {init.dtype}{list(init.static_shape)}, "
-                                 f"is {out.dtype}{list(out.static_shape)}")
-        for block in (cond_block, body_block):
-            for p, out in zip(block.params, op.outputs):
-                number(p)
-                if p.dtype != out.dtype or p.static_shape != out.static_shape:
-                    raise _NotNative("a loop parameter's type differs from the state's")
-        key.append("test:")
-        _walk(cond_block, forms, key, number, checks)
-        key.append("body:")
-        _walk(body_block, forms, key, number, checks)
-        if len(cond_block.results) != 1 or len(body_block.results) != n:
-            raise _NotNative("the loop's blocks yield an unexpected number of values")
-        test = cond_block.results[0]
-        if isinstance(test, Variable) and (test.ndim != 0 or test.dtype.kind != "b"):
-            raise _NotNative("the loop test is not a boolean scalar")
-        key.append(("test", number(test)))
-        for r, out in zip(body_block.results, op.outputs):
-            if isinstance(r, Variable) and (r.dtype != out.dtype or r.static_shape != out.static_shape):
-                raise _NotNative(f"the body yields {r.dtype}{list(r.static_shape)} for a state of "
-                                 f"{out.dtype}{list(out.static_shape)}")
-            key.append(("yield", number(r)))
+        _loop(op, forms, key, number, checks)
     except _NotNative as e:
         return str(e)
     key = repr(([numbers[id(v)] for v in args], [number(o) for o in op.outputs], key))
     return Region(op, args, forms, key, arrays, checks)
 
 
+def analyse_cond(op):
+    """A Region for a `cond` op outside loops (its chosen branch as one native call), or why it stays on
+    NumPy: its branches must hold array work (a branch of views and numbers is cheaper as Python)."""
+    if not may_be_available():
+        return "llvmlite unavailable"
+    if native_form(op) != ("branch",):
+        return "not a cond"
+    args = []
+    for v in op.inputs:
+        if isinstance(v, Variable) and all(v is not a for a in args):
+            args.append(v)
+    worth = [o for sub in op.sub_blocks() for o in sub.ops
+             if o.outputs and o.outputs[0].ndim and (native_form(o) or ("",))[0] not in ("view", "index")]
+    if not worth:
+        return "a cond without array work (cheaper on NumPy)"
+    forms, key, checks, numbers = {}, [], [], {}
+
+    def number(v):
+        if not isinstance(v, Variable):
+            return repr(v) if isinstance(v, (bool, int, float)) else None
+        if id(v) not in numbers:
+            why = _why_not_value(v)
+            if why:
+                raise _NotNative(why)
+            numbers[id(v)] = (len(numbers), v.dtype.str, tuple(v.static_shape))
+        return numbers[id(v)]
+
+    try:
+        for v in args:
+            number(v)
+        _walk(SimpleNamespace(ops=[op]), forms, key, number, checks)
+    except _NotNative as e:
+        return str(e)
+    key = repr(("cond", [numbers[id(v)] for v in args], [number(o) for o in op.outputs], key))
+    return Region(op, args, forms, key, checks=checks, kind="branch")
+
+
 class _NotNative(Exception):
     pass
 
 
+def _loop(op, forms, key, number, checks):
+    """Check a `while` (the region's, or one nested in it) and walk its blocks: each state keeps one type,
+    the test is a boolean scalar, the body yields the state's types."""
+    cond_block, body_block = op.sub_blocks()
+    for k, out in enumerate(op.outputs):
+        number(out)
+        init = op.inputs[k]
+        if isinstance(init, Variable) and (init.dtype != out.dtype or init.static_shape != out.static_shape):
+            raise _NotNative(f"loop state {k} starts as {init.dtype}{list(init.static_shape)}, "
+                             f"is {out.dtype}{list(out.static_shape)}")
+    for block in (cond_block, body_block):
+        for p, out in zip(block.params, op.outputs):
+            number(p)
+            if p.dtype != out.dtype or p.static_shape != out.static_shape:
+                raise _NotNative("a loop parameter's type differs from the state's")
+    key.append("test:")
+    _walk(cond_block, forms, key, number, checks)
+    key.append("body:")
+    _walk(body_block, forms, key, number, checks)
+    if len(cond_block.results) != 1 or len(body_block.results) != len(op.outputs):
+        raise _NotNative("the loop's blocks yield an unexpected number of values")
+    test = cond_block.results[0]
+    if isinstance(test, Variable) and (test.ndim != 0 or test.dtype.kind != "b"):
+        raise _NotNative("the loop test is not a boolean scalar")
+    key.append(("test", number(test)))
+    for r, out in zip(body_block.results, op.outputs):
+        if isinstance(r, Variable) and (r.dtype != out.dtype or r.static_shape != out.static_shape):
+            raise _NotNative(f"the body yields {r.dtype}{list(r.static_shape)} for a state of "
+                             f"{out.dtype}{list(out.static_shape)}")
+        key.append(("yield", number(r)))
+
+
 def _array_states(op, cond_block, body_block):
-    """The positions of the loop state that are tensor arrays the body only appends to (once an
-    iteration, its last word on them): their items live in a buffer the caller grows."""
+    """The positions of the loop state that are tensor arrays the body appends to (once an iteration, its
+    last word on them) and otherwise only reads items or the length of (`arr[i]`, `len(arr)`; in the body,
+    before the append): their items live in a buffer the caller grows."""
     positions = [k for k, out in enumerate(op.outputs) if out.kind == "array"]
     inits = [op.inputs[k] for k in positions]
     if any(not isinstance(v, Variable) or v.kind != "array" for v in inits) or len({id(v) for v in inits}) < len(inits):
@@ -117,15 +165,35 @@ def _array_states(op, cond_block, body_block):
     reads = {}
     _count_readers(cond_block, reads)
     _count_readers(body_block, reads)
+    peeks = {}                      # id(array) -> [index of the body's op holding each arr[i] / len(arr)]
+    _array_peeks(cond_block, peeks)
+    _array_peeks(body_block, peeks)
     for k in positions:
         param, result = body_block.params[k], body_block.results[k]
-        appended = [o for o in body_block.ops if o.outputs and o.outputs[0] is result]
-        form = native_form(appended[0]) if appended else None
+        appended = [j for j, o in enumerate(body_block.ops) if o.outputs and o.outputs[0] is result]
+        form = native_form(body_block.ops[appended[0]]) if appended else None
+
+        def others(v):
+            return reads.get(id(v), 0) - len(peeks.get(id(v), ()))
+
         if (form is None or form[0] != "append" or form[1] is not param
-                or reads.get(id(param), 0) != 1 or reads.get(id(cond_block.params[k]), 0)
-                or reads.get(id(result), 0) != 1 or any(d < 0 for d in op.outputs[k].static_shape)):
-            raise _NotNative(f"tensor array {op.outputs[k].name} is read in the loop (only appends are native)")
+                or others(param) != 1 or others(cond_block.params[k]) or others(result) != 1
+                or any(j > appended[0] for j in peeks.get(id(param), ()))
+                or any(d < 0 for d in op.outputs[k].static_shape)):
+            raise _NotNative(f"tensor array {op.outputs[k].name} is used in the loop other than by one append "
+                             f"and reads before it")
     return positions
+
+
+def _array_peeks(block, peeks, at=None):
+    """Record, for each array read by `arr[i]` or `len(arr)` in block (and its sub-blocks), the index of
+    the block's op that holds the read."""
+    for j, o in enumerate(block.ops):
+        form = native_form(o)
+        if form is not None and form[0] in ("array_read", "array_length") and isinstance(form[1], Variable):
+            peeks.setdefault(id(form[1]), []).append(j if at is None else at)
+        for sub in o.sub_blocks():
+            _array_peeks(sub, peeks, j if at is None else at)
 
 
 def _count_readers(block, reads):
@@ -223,6 +291,17 @@ def _walk(block, forms, key, number, checks):
                 raise _NotNative(f"op '{op.type}' appends {x.dtype}{list(x.static_shape)}")
             forms[id(op)] = form
             key.append((kind, ins, outs))
+        elif kind == "array_read":
+            _, arr, i = form
+            if op.outputs[0].dtype != arr.dtype or op.outputs[0].static_shape != arr.static_shape:
+                raise _NotNative(f"op '{op.type}' reads {op.outputs[0].dtype}{list(op.outputs[0].static_shape)}")
+            forms[id(op)] = form
+            key.append((kind, ins, outs))
+        elif kind == "array_length":
+            if op.outputs[0].dtype != np.int64 or op.outputs[0].ndim:
+                raise _NotNative(f"op '{op.type}' gives {op.outputs[0].dtype}")
+            forms[id(op)] = form
+            key.append((kind, ins, outs))
         elif kind == "view":
             if op.outputs[0].dtype != form[1].dtype or math.prod(op.outputs[0].static_shape) != math.prod(
                     form[1].static_shape):
@@ -302,6 +381,13 @@ def _walk(block, forms, key, number, checks):
                         raise _NotNative("a cond branch yields a value of another type than the cond's")
                     key.append(("yield", number(r)))
                 key.append("}")
+        elif kind == "loop":        # a nested while: its state in buffers of its own (dense values only)
+            if len(op.inputs) < len(op.outputs):
+                raise _NotNative("a nested loop with fewer inputs than states")
+            forms[id(op)] = form
+            key.append(("loop", ins, outs, "{"))
+            _loop(op, forms, key, number, checks)
+            key.append("}")
         else:
             raise _NotNative(f"op '{op.type}' ({kind}) is not native inside a loop yet")
 
@@ -320,8 +406,9 @@ def _check_broadcast(op, v, out):
 
 # --- compiling ---------------------------------------------------------------------------------------
 def region_job(region):
-    """`job()` compiles the region (once per distinct region: a RegionKernel, or why not);
-    `job.cached()` is what an earlier job made, or None."""
+    """`job()` compiles the region (once per distinct region: a RegionKernel, or why not), or loads what
+    the disk cache holds for it; `job.cached()` is what an earlier job made or the disk cache holds
+    (loaded without llvmlite where it is a shared library), or None."""
     def job():
         kernel = _KERNELS.get(region.key)
         if kernel is None:
@@ -329,18 +416,64 @@ def region_job(region):
                 kernel = _KERNELS.get(region.key)
                 if kernel is None:
                     try:
-                        kernel = _self_tests(region) or (
-                            LoopEmitter(region).build() if engine() is not None else "llvmlite unavailable")
+                        kernel = _self_tests(region) or _from_disk(region, with_llvmlite=True) or _compile(region)
                     except Exception as e:      # noqa: BLE001 - an emitter gap keeps the loop on NumPy
                         kernel = f"compile failed: {type(e).__name__}: {e}"
                     _KERNELS[region.key] = kernel
         return kernel
 
-    job.cached = lambda: _KERNELS.get(region.key)
+    def cached():
+        kernel = _KERNELS.get(region.key)
+        if kernel is None:          # not under _LOCK: a compile in another thread never blocks this one
+            kernel = _from_disk(region, with_llvmlite=False)
+            if kernel is not None:
+                kernel = _KERNELS.setdefault(region.key, kernel)
+        return kernel
+
+    job.cached = cached
     return job
 
 
+def _compile(region):
+    """The region compiled (a RegionKernel, or why not), and kept on disk when its code holds no
+    process address."""
+    if engine() is None:
+        return "llvmlite unavailable"
+    kernel = LoopEmitter(region).build()
+    if not isinstance(kernel, str) and kernel.saved is not None:
+        meta, obj, shared = kernel.saved
+        disk_cache.write(disk_cache.entry_key(region.key), meta, obj, shared)
+    return kernel
+
+
+def _from_disk(region, with_llvmlite):
+    """The kernel the disk cache holds for the region, or None: none there, the cache off, object code
+    only (it needs llvmlite to load) without with_llvmlite, or a self-test or an address failing here.
+    The same self-tests as a compile run first (the BLAS calls and NumPy loops the code calls)."""
+    entry = disk_cache.read(disk_cache.entry_key(region.key))
+    if entry is None or (entry[2] is None and not with_llvmlite):
+        return None
+    meta, obj, shared = entry
+    try:
+        if _self_tests(region):
+            return None
+        kernel = load_kernel(meta, obj, shared)
+    except (KeyError, TypeError, ValueError):       # an entry of another shape: a miss
+        return None
+    if isinstance(kernel, str):
+        return None
+    kernel.from_disk = True
+    return kernel
+
+
 def _self_tests(region):
+    """What `_run_self_tests` says, run once per region (a disk cache miss is followed by a compile)."""
+    if region.tested is None:
+        region.tested = _run_self_tests(region)
+    return region.tested
+
+
+def _run_self_tests(region):
     """'' when every BLAS call and NumPy loop the region uses gives NumPy's bits here, else why not; fills
     the forms' calls and loops (analysis, on a plan's first call, only checked they may be native)."""
     found = {}

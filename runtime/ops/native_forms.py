@@ -21,6 +21,8 @@ its form with `native_form(op)`; None means the op is not native and the region 
   a float array; `all`/`any` as `logical_and`/`logical_or`); `("reduce_rows", ufunc, x)`: over the last axis;
 - `("argmax", x, axis)`: the first index of the largest value (a NaN first) over all, or the last axis;
 - `("append", arr, x)`: `arr.append(x)` on a tensor array a loop carries (its items kept in a buffer);
+- `("array_read", arr, i)`, `("array_length", arr)`: `arr[i]` (i an int or a 0-d integer) and `len(arr)`
+  of such an array;
 - `("view", x)`: x's elements in the same C order under another static shape (reshape, squeeze, expand_dims);
 - `("loop",)`, `("branch",)`: a `while` / `cond` whose sub-blocks are regions themselves.
 
@@ -239,6 +241,23 @@ def _append(op):
     if op.attrs or not (isinstance(arr, Variable) and isinstance(x, Variable)) or arr.kind != "array":
         return None
     return ("append", arr, x)
+
+
+@facet("array_read", "native")
+def _array_read(op):
+    arr, i = op.inputs
+    if op.attrs or not isinstance(arr, Variable) or arr.kind != "array":
+        return None
+    if not (isinstance(i, int) or isinstance(i, Variable) and i.kind == "dense" and i.ndim == 0
+            and i.dtype.kind in "biu"):
+        return None
+    return ("array_read", arr, i)
+
+
+@facet("array_length", "native")
+def _array_length(op):
+    arr = op.inputs[0]
+    return ("array_length", arr) if not op.attrs and isinstance(arr, Variable) and arr.kind == "array" else None
 
 
 def _view(op):
