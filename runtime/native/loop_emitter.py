@@ -59,6 +59,10 @@ def load_kernel(meta, obj, shared, keep=()):
     """A RegionKernel of object code (`LoopEmitter.build`, or the disk cache): loaded, its address table
     filled with this process's addresses (`relocations.py`); or a string saying why it cannot run here."""
     name = meta["name"]
+    for shape in meta.get("copied_transposes", ()):      # the gemm on a copy of b.T gives NumPy's bits here too
+        why = copied_transpose_call(*shape)
+        if isinstance(why, str):
+            return why
     loaded = objects.load(obj, shared, [name, name + "_table"])
     if loaded is None:
         return "the compiled loop could not be loaded"
@@ -66,8 +70,10 @@ def load_kernel(meta, obj, shared, keep=()):
     kept = relocations.install(addresses[name + "_table"], meta["relocations"])
     if isinstance(kept, str):
         return kept
-    return RegionKernel(addresses[name], meta["n_args"], meta["n_outs"], meta["scratch_bytes"],
-                        list(keep) + kept + [holder])
+    kernel = RegionKernel(addresses[name], meta["n_args"], meta["n_outs"], meta["scratch_bytes"],
+                          list(keep) + kept + [holder])
+    kernel.copied_transposes = len(meta.get("copied_transposes", ()))     # weights multiplied through a copy of .T
+    return kernel
 
 
 class _Val:
@@ -98,6 +104,7 @@ class LoopEmitter:
         self.constants = 0
         self.invariant = set()      # ids of the arguments: read in place, the same in every iteration
         self.copies = {}            # id(b) -> (its transposed copy, the slot saying how far it is made)
+        self.copied_shapes = []     # [dtype, m, k, n] of each copied-transpose gemm: checked again at load
         self.relocations = []       # descriptors of the process addresses the code reads from its table
 
     # --- small helpers
@@ -274,12 +281,10 @@ class LoopEmitter:
         obj = self.eng.emit_object(text)
         shared = objects.link(obj)
         meta = {"name": self.name, "relocations": self.relocations, "n_args": n_args, "n_outs": n_outs,
-                "scratch_bytes": self.scratch_bytes}
+                "scratch_bytes": self.scratch_bytes, "copied_transposes": self.copied_shapes}
         kernel = load_kernel(meta, obj, shared, self.keep)
-        if not isinstance(kernel, str):
-            kernel.copied_transposes = len(self.copies)     # weights multiplied through a copy of their .T
-            if not relocations.embedded(text, self.keep):
-                kernel.saved = (meta, obj, shared)
+        if not isinstance(kernel, str) and not relocations.embedded(text, self.keep):
+            kernel.saved = (meta, obj, shared)
         return kernel
 
     def process_address(self, thing, field=None):
@@ -460,6 +465,8 @@ class LoopEmitter:
         if len(args) == 14 and args[2] == TRANS and id(b_var) in self.invariant:   # gemm of a @ weight.T
             m, n, k = args[3:6]
             copied = copied_transpose_call(out.dtype, m, k, n)
+            if not isinstance(copied, str) and id(b_var) not in self.copies:
+                self.copied_shapes.append([out.dtype.str, m, k, n])
         if copied is None or isinstance(copied, str):
             self.blas_call(symbol, args, slots, out)
         else:
