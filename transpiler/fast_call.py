@@ -10,7 +10,7 @@ import numpy as np
 
 import runtime as rt
 from runtime import pytree, tracing
-from runtime.autodiff.static_call import draws_random, record_call
+from runtime.autodiff.static_call import draws_random, record_call, tape_signature
 from runtime.autodiff.tape import GRAD_MODE
 from runtime.codegen.plan import located as located_in_plan, wrap_output
 
@@ -98,10 +98,10 @@ def compile_fast_call(static, traced, args, key):
         lines.append(f"fed = [{', '.join(feeds)}]")     # the arrays this run read, before the writes below
     lines += stores
     if sources:     # some input requires grad: the call goes on the tape (see runtime.autodiff.static_call)
-        ns["GRAD"], ns["TRACKED"] = GRAD_MODE, tracked_call
+        ns["GRAD"], ns["TRACKED"], ns["SIGNATURE"] = GRAD_MODE, tracked_call, tape_signature(program)
         tracked = " or ".join(f"{s}._ag is not None" for s in sources)
         lines += [f"if ({tracked}) and GRAD.enabled:",
-                  f"    return TRACKED(PROGRAM, fed, [{', '.join(sources)}], outs, BE)"]
+                  f"    return TRACKED(PROGRAM, fed, [{', '.join(sources)}], outs, BE, SIGNATURE)"]
     wrapped = [f"(Tensor(outs[{k}], BE) if outs[{k}].__class__ is ND else WRAP(outs[{k}], BE))"
                for k in range(len(program.outputs))]
     tree = program.output_tree
@@ -118,8 +118,8 @@ def compile_fast_call(static, traced, args, key):
     return ns["fast"]
 
 
-def tracked_call(program, arrays, sources, outs, backend):
+def tracked_call(program, arrays, sources, outs, backend, signature):
     """The fast call's tail when some input requires grad: wrap, record on the tape, rebuild."""
     outs = [wrap_output(o, backend) for o in outs]
-    record_call(program, arrays, sources, outs, backend)
+    record_call(program, arrays, sources, outs, backend, signature=signature)
     return tracing.rebuild_outputs(program, outs)

@@ -108,9 +108,9 @@ def _call_opdef(program):
     return OpDef(f"call {program.name}", None, None, num_outputs=-1, vjp=vjp)
 
 
-def _tape_signature(program):
+def tape_signature(program):
     """(the OpDef standing for a call of the Program, which inputs and which outputs carry a gradient):
-    worked out once per Program, not on every call that goes on the tape."""
+    worked out once per Program, not on every call that goes on the tape (a fast call keeps its own)."""
     found = _CALL_OPS.get(program)
     if found is None:
         found = _CALL_OPS[program] = (_call_opdef(program), tuple(_differentiable(v) for v in program.inputs),
@@ -131,14 +131,15 @@ class _CallRecord(OpRecord):
         return tuple(o if isinstance(o, list) else Tensor(o, backend) for o in self.results)
 
 
-def record_call(program, arrays, sources, outputs, backend, rng_state=None):
+def record_call(program, arrays, sources, outputs, backend, rng_state=None, signature=None):
     """After a run of `program` fed `arrays` (from `sources`: the argument Tensors and captured tensors,
-    in input order): link the float outputs to one record when some source requires grad. `rng_state`:
-    the generator's state before the run, for a Program that `draws_random`."""
-    opdef, differentiable_in, differentiable_out = _tape_signature(program)
+    in input order; `outputs`: its results, wrapped): link the float outputs to one record when some
+    source requires grad. `rng_state`: the generator's state before the run, for a Program that
+    `draws_random`; `signature`: its `tape_signature`, where the caller keeps it."""
+    opdef, differentiable_in, differentiable_out = signature or tape_signature(program)
     keys, tracked = [], False
     for source, differentiable in zip(sources, differentiable_in):
-        slot = source._ag if differentiable and isinstance(source, Tensor) else None
+        slot = getattr(source, "_ag", None) if differentiable else None      # a Tensor's slot; None for a number
         if slot is not None and slot.tracks():
             keys.append(slot)
             tracked = True
@@ -147,9 +148,9 @@ def record_call(program, arrays, sources, outputs, backend, rng_state=None):
     if not tracked:
         return
     attrs = {"rng_state": rng_state} if rng_state is not None else {}
-    results = tuple([o.array if isinstance(o, Tensor) else o for o in outputs])
+    results = tuple([o if o.__class__ is list else o.array for o in outputs])     # a tensor array's list as is
     out_keys = [None] * len(results)
     record = _CallRecord(opdef, attrs, list(arrays) + keys, (), results, backend, out_keys)
     for i, (out, differentiable) in enumerate(zip(outputs, differentiable_out)):
-        if differentiable and isinstance(out, Tensor):
+        if differentiable and out.__class__ is not list:
             out_keys[i] = out._ag = Slot(record, i)
