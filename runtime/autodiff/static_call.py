@@ -109,12 +109,14 @@ def _call_opdef(program):
 
 
 def tape_signature(program):
-    """(the OpDef standing for a call of the Program, which inputs and which outputs carry a gradient):
-    worked out once per Program, not on every call that goes on the tape (a fast call keeps its own)."""
+    """(the OpDef standing for a call of the Program, the positions of the inputs and of the outputs that
+    carry a gradient): worked out once per Program, not on every call that goes on the tape (a fast call
+    keeps its own)."""
     found = _CALL_OPS.get(program)
     if found is None:
-        found = _CALL_OPS[program] = (_call_opdef(program), tuple(_differentiable(v) for v in program.inputs),
-                                      tuple(_differentiable(v) for v in program.outputs))
+        found = _CALL_OPS[program] = (
+            _call_opdef(program), tuple(i for i, v in enumerate(program.inputs) if _differentiable(v)),
+            tuple(i for i, v in enumerate(program.outputs) if _differentiable(v)))
     return found
 
 
@@ -136,21 +138,20 @@ def record_call(program, arrays, sources, outputs, backend, rng_state=None, sign
     in input order; `outputs`: its results, wrapped): link the float outputs to one record when some
     source requires grad. `rng_state`: the generator's state before the run, for a Program that
     `draws_random`; `signature`: its `tape_signature`, where the caller keeps it."""
-    opdef, differentiable_in, differentiable_out = signature or tape_signature(program)
-    keys, tracked = [], False
-    for source, differentiable in zip(sources, differentiable_in):
-        slot = getattr(source, "_ag", None) if differentiable else None      # a Tensor's slot; None for a number
+    opdef, float_inputs, float_outputs = signature or tape_signature(program)
+    keys, tracked = [None] * len(arrays), False
+    for i in float_inputs:
+        slot = getattr(sources[i], "_ag", None)      # a Tensor's slot; None for a number
         if slot is not None and slot.tracks():
-            keys.append(slot)
+            keys[i] = slot
             tracked = True
-        else:
-            keys.append(None)
     if not tracked:
         return
     attrs = {"rng_state": rng_state} if rng_state is not None else {}
     results = tuple([o if o.__class__ is list else o.array for o in outputs])     # a tensor array's list as is
     out_keys = [None] * len(results)
-    record = _CallRecord(opdef, attrs, list(arrays) + keys, (), results, backend, out_keys)
-    for i, (out, differentiable) in enumerate(zip(outputs, differentiable_out)):
-        if differentiable and out.__class__ is not list:
+    record = _CallRecord(opdef, attrs, [*arrays, *keys], (), results, backend, out_keys)
+    for i in float_outputs:
+        out = outputs[i]
+        if out.__class__ is not list:
             out_keys[i] = out._ag = Slot(record, i)
