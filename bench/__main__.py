@@ -21,7 +21,8 @@ TARGETS = {  # workload -> (variant, ratio target) — issue 13's bar
     "ifelse_small": {"dy2static": 1.2},
     "gelu_1m": {"dy2static": 0.6},
     **{name: {"dy2static": 1.0} for name in (      # every real model (bench/models.py) at or below NumPy
-        "greedy_decode", "beam_search", "nms", "masked_lstm", "kmeans", "encoder_layer", "lenet_b1", "lenet_b64")},
+        "greedy_decode", "beam_search", "nms", "masked_lstm", "kmeans", "encoder_layer", "lenet_b1", "lenet_b64",
+        "d2l_mlp_b1", "linearnet_b1")},
 }
 FIRST_CALL_TARGET_MS = 20.0
 CACHE_HIT_TARGET_US = 3.0

@@ -11,7 +11,9 @@ Pinned to one CPU, one thread (bench/pin.py), each workload's variants interleav
   PyTorch eager under `torch.no_grad()`.
 - examples/mlp.py's MLP (nn.Linear 512 -> 256 -> 128 -> 2 with ReLUs, batch 256) exported with
   `transpiler.export_onnx` and run by onnxruntime (one thread), against the same static forward run by
-  our executor.
+  our executor under `rt.no_grad()` (inference; "static on the tape" is the call with grad on);
+  `--only mlp_parts` times its parts in NumPy (each GEMM with the weight (out, in) and (in, out), the
+  bias and ReLU passes).
 
 A variant that does not import (torch in the project's venv, onnxruntime in torch's) is skipped with
 its reason. Targets: static <= 1.0x PyTorch eager (epoch, prediction), <= 1.0x onnxruntime (MLP).
@@ -152,8 +154,9 @@ def ours_mlp(nn, F, sizes=(512, 256, 128, 2)):
 
 
 def mlp_variants(ort, batch=256):
-    """{variant: one call} for examples/mlp.py's MLP (512 -> 256 -> 128 -> 2): our static forward and
-    onnxruntime on its `transpiler.export_onnx` model (float32, batch 256)."""
+    """{variant: one call} for examples/mlp.py's MLP (512 -> 256 -> 128 -> 2): our static forward under
+    `rt.no_grad()` (inference, as onnxruntime's), the same call on the tape (the parameters require grad),
+    and onnxruntime on its `transpiler.export_onnx` model (float32, batch 256)."""
     import runtime as rt
     import transpiler
     from runtime import nn
@@ -165,7 +168,12 @@ def mlp_variants(ort, batch=256):
     static = to_static(model.forward)            # as examples/mlp.py: traced for the batch it is called with
     x = np.random.default_rng(0).standard_normal((batch, 512)).astype(np.float32)
     xt = rt.tensor(x)
-    variants = {"static": lambda: static(xt)}
+
+    def inference():
+        with rt.no_grad():
+            return static(xt)
+
+    variants = {"static": inference, "static on the tape": lambda: static(xt)}
     if ort is not None:
         folder = tempfile.mkdtemp()
         path = transpiler.export_onnx(model.forward, os.path.join(folder, "mlp.onnx"), input_spec=spec)
@@ -173,17 +181,56 @@ def mlp_variants(ort, batch=256):
         options.intra_op_num_threads = options.inter_op_num_threads = 1
         session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
         name = session.get_inputs()[0].name
-        ours, theirs = static(xt).numpy(), session.run(None, {name: x})[0]
+        ours, theirs = inference().numpy(), session.run(None, {name: x})[0]
         np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
         variants["onnxruntime"] = lambda: session.run(None, {name: x})
     return variants
+
+
+def mlp_parts(batch=256):
+    """{part: one call}: where the MLP's time goes, each part in NumPy as the plan calls it — the whole
+    forward with the weights as `nn.Linear` keeps them ((out, in): `x @ w.T`, OpenBLAS's transposed-B
+    GEMM) and stored (in, out) (`x.dot(w)`, the plain GEMM), each layer's GEMM in both layouts, and
+    the passes over the first layer's (batch, 256) result that onnxruntime fuses into its GEMM."""
+    import runtime as rt
+    from runtime import nn
+    from runtime.nn import functional as F
+    rt.seed(0)
+    model = ours_mlp(nn, F)
+    x = np.random.default_rng(0).standard_normal((batch, 512)).astype(np.float32)
+    layers = [(fc.weight.numpy(), fc.bias.numpy()) for fc in (model.fc1, model.fc2, model.fc3)]
+    stored = [(np.ascontiguousarray(w.T), b) for w, b in layers]
+
+    def forward(weights, transposed):
+        h = x
+        for i, (w, b) in enumerate(weights):
+            h = h @ w.T if transposed else h.dot(w)
+            h += b
+            if i < 2:
+                np.maximum(h, 0, out=h)
+        return h
+
+    assert np.array_equal(forward(layers, True), forward(stored, False)), "the two layouts' bits differ"
+    inputs, h = [x], x
+    for w, b in layers[:2]:
+        h = np.maximum(h @ w.T + b, 0)
+        inputs.append(h)
+    out1 = inputs[1].copy()
+    parts = {"forward, w (out, in)": lambda: forward(layers, True), "forward, w (in, out)": lambda: forward(stored, False)}
+    for i, ((w, _), (wt, _), a) in enumerate(zip(layers, stored, inputs), 1):
+        parts[f"GEMM {i} x @ w.T"] = lambda a=a, w=w: a @ w.T
+        parts[f"GEMM {i} x.dot(w_in_out)"] = lambda a=a, wt=wt: a.dot(wt)
+    parts["bias 1 (+= in place)"] = lambda: np.add(out1, layers[0][1], out=out1)
+    parts["ReLU 1 (in place)"] = lambda: np.maximum(out1, 0, out=out1)
+    return parts
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m bench.cnn", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--json", metavar="PATH")
-    p.add_argument("--only", nargs="*", choices=("epoch", "predict", "mlp"), default=("epoch", "predict", "mlp"))
+    p.add_argument("--only", nargs="*", choices=("epoch", "predict", "mlp", "mlp_parts"),
+                   default=("epoch", "predict", "mlp"))
     args = p.parse_args(argv)
     torch, torch_why = _optional("torch")
     if torch is not None:
@@ -207,14 +254,20 @@ def main(argv=None):
             work["digits CNN predict 1"] = (predictions["1"], "torch eager")
     if "mlp" in args.only:
         work["MLP 512-256-128-2 batch 256"] = (mlp_variants(ort), "onnxruntime")
+    if "mlp_parts" in args.only:
+        parts = mlp_parts()
+        if ort is not None:
+            parts["onnxruntime"] = mlp_variants(ort)["onnxruntime"]
+        work["MLP 512-256-128-2 batch 256, in parts"] = (parts, "onnxruntime")
     for name, (variants, peer) in work.items():
         medians, samples = timing.measure(variants, repeats=repeats, target_s=target)
-        ratio = medians["static"] / medians[peer] if peer in medians else None
+        ratio = medians["static"] / medians[peer] if peer in medians and "static" in medians else None
         report["results"][name] = {"median_us": medians, "spread_us": {k: [min(v), max(v)] for k, v in samples.items()},
                                    f"static / {peer}": ratio}
         print(f"\n{name}:")
         for variant, us in medians.items():
-            print(f"  {variant:<12} {us:>12,.1f} µs")
+            versus = f"  {us / medians[peer]:.2f}x {peer}" if peer in medians and variant != peer else ""
+            print(f"  {variant:<24} {us:>12,.1f} µs{versus}")
         if ratio is not None:
             print(f"  static / {peer}: {ratio:.2f}x (target <= 1.0: {'ok' if ratio <= 1.0 else 'MISS'})")
     if args.json:

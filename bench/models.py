@@ -367,6 +367,57 @@ def lenet(batch, device="cpu"):
                 ops=ops)
 
 
+# --- layers users call once per request: the d2l MLP and Paddle's LinearNet at batch 1 ----------------
+
+D2L_IN, D2L_HIDDEN, D2L_OUT, LINEARNET_IN, LINEARNET_OUT = 784, 256, 10, 784, 10
+
+
+def numpy_d2l_mlp(x, w1, b1, w2, b2, xp=np):
+    return xp.maximum(x.reshape(x.shape[0], -1) @ w1.T + b1, 0) @ w2.T + b2
+
+
+def d2l_mlp(device="cpu"):
+    """Dive into Deep Learning's concise MLP (`nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
+    nn.Linear(256, 10))`) on one 28x28 image, called as users call it: Parameters that require grad, no
+    `no_grad()`, so every static call also goes on the tape."""
+    rt.seed(5)
+    net = nn.Sequential(nn.Flatten(), nn.Linear(D2L_IN, D2L_HIDDEN), nn.ReLU(), nn.Linear(D2L_HIDDEN, D2L_OUT))
+    x = _rng().standard_normal((1, 1, 28, 28)).astype(np.float32)
+    xd, *weights = _on(device, [x, *(_np(p) for p in net.parameters())])
+    net.to(device)
+    (xt,) = _to(device, [x])
+    static = to_static(net.forward)
+    ops = _assert_ops(static, [xt], must=("linear",))
+    xp = _numpy_of(device)
+    variants = _variants(device, lambda: numpy_d2l_mlp(xd, *weights, xp=xp), lambda: static(xt), lambda: net(xt))
+    return dict(variants=variants, check=lambda r: _check_close(r, floor_name(device)), ops=ops)
+
+
+class LinearNet(nn.Layer):
+    """Paddle's to_static tutorial model: one Linear(784, 10)."""
+
+    def __init__(self):
+        super().__init__()
+        self._linear = nn.Linear(LINEARNET_IN, LINEARNET_OUT)
+
+    def forward(self, x):
+        return self._linear(x)
+
+
+def linearnet(device="cpu"):
+    """Paddle's LinearNet on one flattened image, its Parameters requiring grad (no `no_grad()`)."""
+    rt.seed(6)
+    net = LinearNet()
+    x = _rng().standard_normal((1, LINEARNET_IN)).astype(np.float32)
+    xd, w, b = _on(device, [x, _np(net._linear.weight), _np(net._linear.bias)])
+    net.to(device)
+    (xt,) = _to(device, [x])
+    static = to_static(net.forward)
+    ops = _assert_ops(static, [xt], must=("linear",))
+    variants = _variants(device, lambda: xd @ w.T + b, lambda: static(xt), lambda: net(xt))
+    return dict(variants=variants, check=lambda r: _check_close(r, floor_name(device)), ops=ops)
+
+
 # --- the cost of one iteration of an empty tensor `while` ---------------------------------------------
 
 EMPTY_WHILE_N = 1000
@@ -411,6 +462,9 @@ MODEL_WORKLOADS = {                 # each on the CPU or, with --device gpu, on 
     "encoder_layer": lambda device, peer_names: encoder_layer(device),
     "lenet_b1": lambda device, peer_names: lenet(1, device),
     "lenet_b64": lambda device, peer_names: lenet(64, device),
+    "d2l_mlp_b1": lambda device, peer_names: d2l_mlp(device),
+    "linearnet_b1": lambda device, peer_names: linearnet(device),
 }
 MODEL_LABELS = {"empty_while": "W7", "greedy_decode": "R1", "beam_search": "R2", "nms": "R3", "masked_lstm": "R4",
-                "encoder_layer": "R6", "lenet_b1": "R7a", "lenet_b64": "R7b"}
+                "encoder_layer": "R6", "lenet_b1": "R7a", "lenet_b64": "R7b",
+                "d2l_mlp_b1": "R8", "linearnet_b1": "R9"}

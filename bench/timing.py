@@ -1,14 +1,20 @@
 """Timing: warm-up, then the median of interleaved repeats of calibrated loops.
 
-`clock` is wall time (time.perf_counter) unless a caller passes another: `time.thread_time` counts only
-the CPU time of the calling thread, which other processes on a shared machine cannot inflate (a
-single-threaded BLAS runs in that thread)."""
+`clock` is wall time (time.perf_counter) unless `BENCH_CLOCK=process` sets the process's CPU time
+(`time.process_time`, every thread of it) or a caller passes another (`time.thread_time`: the calling
+thread's CPU time; a single-threaded BLAS runs in that thread). On a machine shared with other jobs the
+wall clock counts the time the pinned core ran someone else; CPU time does not (the caches they evict
+still cost).
+"""
 import gc
+import os
 import statistics
 import time
 
+CLOCK = time.process_time if os.environ.get("BENCH_CLOCK") == "process" else time.perf_counter
 
-def _loop(fn, number, sync, clock=time.perf_counter):
+
+def _loop(fn, number, sync, clock=CLOCK):
     start = clock()
     for _ in range(number):
         fn()
@@ -17,7 +23,7 @@ def _loop(fn, number, sync, clock=time.perf_counter):
     return clock() - start
 
 
-def calibrate(fn, target_s, sync=None, clock=time.perf_counter):
+def calibrate(fn, target_s, sync=None, clock=CLOCK):
     """How many calls make one repeat last about target_s."""
     number = 1
     while True:
@@ -27,7 +33,7 @@ def calibrate(fn, target_s, sync=None, clock=time.perf_counter):
         number *= 4
 
 
-def measure(variants, repeats=7, target_s=0.05, warmup_s=0.05, sync=None, clock=time.perf_counter):
+def measure(variants, repeats=7, target_s=0.05, warmup_s=0.05, sync=None, clock=CLOCK):
     """{name: median µs per call}: every variant warmed up, then `repeats` rounds, each
     round timing every variant once (interleaved, so drift hits all of them alike). Each
     round starts one variant later than the last: a variant that always ran right after

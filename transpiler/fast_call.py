@@ -10,7 +10,7 @@ import numpy as np
 
 import runtime as rt
 from runtime import pytree, tracing
-from runtime.autodiff.static_call import draws_random, record_call
+from runtime.autodiff.static_call import draws_random, record_call, tape_signature
 from runtime.autodiff.tape import GRAD_MODE
 from runtime.codegen.plan import located as located_in_plan, wrap_output
 
@@ -97,13 +97,14 @@ def compile_fast_call(static, traced, args, key):
     if sources:
         lines.append(f"fed = [{', '.join(feeds)}]")     # the arrays this run read, before the writes below
     lines += stores
-    if sources:     # some input requires grad: the call goes on the tape (see runtime.autodiff.static_call)
-        ns["GRAD"], ns["TRACKED"] = GRAD_MODE, tracked_call
-        tracked = " or ".join(f"{s}._ag is not None" for s in sources)
-        lines += [f"if ({tracked}) and GRAD.enabled:",
-                  f"    return TRACKED(PROGRAM, fed, [{', '.join(sources)}], outs, BE)"]
     wrapped = [f"(Tensor(outs[{k}], BE) if outs[{k}].__class__ is ND else WRAP(outs[{k}], BE))"
                for k in range(len(program.outputs))]
+    if sources:     # some input requires grad: the call goes on the tape (see runtime.autodiff.static_call)
+        ns["GRAD"], ns["RECORD"], ns["SIGNATURE"] = GRAD_MODE, record_call, tape_signature(program)
+        tracked = " or ".join(f"{s}._ag is not None" for s in sources)
+        lines += [f"results = [{', '.join(wrapped)}]", f"if ({tracked}) and GRAD.enabled:",
+                  f"    RECORD(PROGRAM, fed, [{', '.join(sources)}], results, BE, None, SIGNATURE)"]
+        wrapped = [f"results[{k}]" for k in range(len(program.outputs))]
     tree = program.output_tree
     if not program.output_consts and tree == pytree.LEAF and len(wrapped) == 1:
         lines.append(f"return {wrapped[0]}")
@@ -116,10 +117,3 @@ def compile_fast_call(static, traced, args, key):
     exec(compile(source, f"<dy2static call {static._fn.__qualname__}>", "exec"), ns)
     ns["fast"].generation = ns["G0"]
     return ns["fast"]
-
-
-def tracked_call(program, arrays, sources, outs, backend):
-    """The fast call's tail when some input requires grad: wrap, record on the tape, rebuild."""
-    outs = [wrap_output(o, backend) for o in outs]
-    record_call(program, arrays, sources, outs, backend)
-    return tracing.rebuild_outputs(program, outs)

@@ -16,12 +16,12 @@ from ..ops.registry import OpDef, get_op
 from ..tensor import Tensor
 from ..tracing import InputSpec, trace
 from .engine import backprop
-from .records import Record, carries_gradient
+from .records import carries_gradient
 from .replay import replay
-from .tape import Slot
+from .tape import OpRecord, Slot
 
 _BACKWARD = weakref.WeakKeyDictionary()     # forward Program -> its backward Program (built on first use)
-_CALL_OPS = weakref.WeakKeyDictionary()     # forward Program -> the OpDef standing for a call of it
+_CALL_OPS = weakref.WeakKeyDictionary()     # forward Program -> its tape signature (`_tape_signature`)
 _RANDOM = weakref.WeakKeyDictionary()       # forward Program -> does it draw random numbers
 _NO_PATH = weakref.WeakKeyDictionary()      # forward Program -> its float inputs no output's gradient reaches
 
@@ -108,25 +108,50 @@ def _call_opdef(program):
     return OpDef(f"call {program.name}", None, None, num_outputs=-1, vjp=vjp)
 
 
-def record_call(program, arrays, sources, outputs, backend, rng_state=None):
+def tape_signature(program):
+    """(the OpDef standing for a call of the Program, the positions of the inputs and of the outputs that
+    carry a gradient): worked out once per Program, not on every call that goes on the tape (a fast call
+    keeps its own)."""
+    found = _CALL_OPS.get(program)
+    if found is None:
+        found = _CALL_OPS[program] = (
+            _call_opdef(program), tuple(i for i, v in enumerate(program.inputs) if _differentiable(v)),
+            tuple(i for i, v in enumerate(program.outputs) if _differentiable(v)))
+    return found
+
+
+class _CallRecord(OpRecord):
+    """A static call's record: the arrays it was fed and made, as the eager tape keeps an op's (no
+    Tensor wrappers: most records of inference with Parameters that require grad never meet backward()).
+    Outputs that are not arrays (a tensor array's list) reach the gradient rule as they were."""
+
+    __slots__ = ()
+
+    @property
+    def outputs(self):
+        backend = self.backend
+        return tuple(o if isinstance(o, list) else Tensor(o, backend) for o in self.results)
+
+
+def record_call(program, arrays, sources, outputs, backend, rng_state=None, signature=None):
     """After a run of `program` fed `arrays` (from `sources`: the argument Tensors and captured tensors,
-    in input order): link the float outputs to one Record when some source requires grad. `rng_state`:
-    the generator's state before the run, for a Program that `draws_random`."""
-    in_keys = [s._ag if isinstance(s, Tensor) and s._ag is not None and s._ag.tracks() and
-               _differentiable(v) else None for s, v in zip(sources, program.inputs)]
-    if not any(k is not None for k in in_keys):
+    in input order; `outputs`: its results, wrapped): link the float outputs to one record when some
+    source requires grad. `rng_state`: the generator's state before the run, for a Program that
+    `draws_random`; `signature`: its `tape_signature`, where the caller keeps it."""
+    opdef, float_inputs, float_outputs = signature or tape_signature(program)
+    keys, tracked = [None] * len(arrays), False
+    for i in float_inputs:
+        slot = getattr(sources[i], "_ag", None)      # a Tensor's slot; None for a number
+        if slot is not None and slot.tracks():
+            keys[i] = slot
+            tracked = True
+    if not tracked:
         return
-    opdef = _CALL_OPS.get(program)
-    if opdef is None:
-        opdef = _CALL_OPS[program] = _call_opdef(program)
-    saved_in = [Tensor(a, backend) for a in arrays]
-    saved_out = tuple(Tensor(o.array, o.backend) if isinstance(o, Tensor) else o for o in outputs)
-    out_keys = []
     attrs = {"rng_state": rng_state} if rng_state is not None else {}
-    record = Record(opdef, saved_in, saved_out, attrs, in_keys, out_keys, False)
-    for i, (out, var) in enumerate(zip(outputs, program.outputs)):
-        if isinstance(out, Tensor) and _differentiable(var):
-            out._ag = Slot(record, i)
-            out_keys.append(out._ag)
-        else:
-            out_keys.append(None)
+    results = tuple([o if o.__class__ is list else o.array for o in outputs])     # a tensor array's list as is
+    out_keys = [None] * len(results)
+    record = _CallRecord(opdef, attrs, [*arrays, *keys], (), results, backend, out_keys)
+    for i in float_outputs:
+        out = outputs[i]
+        if out.__class__ is not list:
+            out_keys[i] = out._ag = Slot(record, i)

@@ -346,7 +346,21 @@ def _linear_kernel(xp, x, weight, bias):
     return out
 
 
-_linear = _defop("linear", _linear_rule, _linear_kernel, fresh=True)
+def _emit_linear(gen, op):
+    """Plan code on NumPy: the kernel's two calls inline, `matmul(x, w.T)` then `+= bias` into its fresh
+    result (the same calls, so the same bits), without a Python frame per call (~0.3-0.8 µs: a layer at
+    batch 1 is a 2-4 µs gemv)."""
+    if not gen.numpy:
+        return None
+    x, weight, bias = op.inputs
+    out = gen.targets(op)
+    lines = [f"{out} = {gen.bound('matmul')}({gen.value(x)}, {gen.value(weight)}.T)"]
+    if bias is not None:
+        lines.append(f"{out} += {gen.value(bias)}")
+    return lines
+
+
+_linear = _defop("linear", _linear_rule, _linear_kernel, fresh=True, emit=_emit_linear)
 
 
 def linear(x, weight, bias=None):
