@@ -47,10 +47,7 @@ def analyse(op):
         return "llvmlite unavailable"
     if native_form(op) != ("loop",):
         return "not a loop"
-    args = []
-    for v in op.inputs:
-        if isinstance(v, Variable) and all(v is not a for a in args):
-            args.append(v)
+    args = _distinct_inputs(op)
     forms, key, checks = {}, [], []
     numbers = {}
     cond_block, body_block = op.sub_blocks()
@@ -60,17 +57,7 @@ def analyse(op):
         return str(e)
     allowed = {id(v) for k in arrays for v in (op.inputs[k], op.outputs[k], cond_block.params[k],
                                                body_block.params[k], body_block.results[k])}
-
-    def number(v):
-        if not isinstance(v, Variable):
-            return repr(v) if isinstance(v, (bool, int, float)) else None
-        if id(v) not in numbers:
-            why = _why_not_value(v, id(v) in allowed)
-            if why:
-                raise _NotNative(why)
-            numbers[id(v)] = (len(numbers), v.dtype.str, tuple(v.static_shape))
-        return numbers[id(v)]
-
+    number = _numbering(numbers, allowed)
     try:
         for v in args:
             number(v)
@@ -88,26 +75,13 @@ def analyse_cond(op):
         return "llvmlite unavailable"
     if native_form(op) != ("branch",):
         return "not a cond"
-    args = []
-    for v in op.inputs:
-        if isinstance(v, Variable) and all(v is not a for a in args):
-            args.append(v)
+    args = _distinct_inputs(op)
     worth = [o for sub in op.sub_blocks() for o in sub.ops
              if o.outputs and o.outputs[0].ndim and (native_form(o) or ("",))[0] not in ("view", "index")]
     if not worth:
         return "a cond without array work (cheaper on NumPy)"
     forms, key, checks, numbers = {}, [], [], {}
-
-    def number(v):
-        if not isinstance(v, Variable):
-            return repr(v) if isinstance(v, (bool, int, float)) else None
-        if id(v) not in numbers:
-            why = _why_not_value(v)
-            if why:
-                raise _NotNative(why)
-            numbers[id(v)] = (len(numbers), v.dtype.str, tuple(v.static_shape))
-        return numbers[id(v)]
-
+    number = _numbering(numbers)
     try:
         for v in args:
             number(v)
@@ -120,6 +94,31 @@ def analyse_cond(op):
 
 class _NotNative(Exception):
     pass
+
+
+def _distinct_inputs(op):
+    """op's Variable inputs, each once, in order: the region function's arguments."""
+    args = []
+    for v in op.inputs:
+        if isinstance(v, Variable) and all(v is not a for a in args):
+            args.append(v)
+    return args
+
+
+def _numbering(numbers, arrays_allowed=frozenset()):
+    """`number(v)`: v's place in the region's key (its index among the values met, dtype and shape; a
+    literal's repr), raising _NotNative for a value the emitter cannot hold (a tensor array unless its
+    id is in arrays_allowed)."""
+    def number(v):
+        if not isinstance(v, Variable):
+            return repr(v) if isinstance(v, (bool, int, float)) else None
+        if id(v) not in numbers:
+            why = _why_not_value(v, id(v) in arrays_allowed)
+            if why:
+                raise _NotNative(why)
+            numbers[id(v)] = (len(numbers), v.dtype.str, tuple(v.static_shape))
+        return numbers[id(v)]
+    return number
 
 
 def _loop(op, forms, key, number, checks):
