@@ -130,7 +130,8 @@ class Operator:
         return Operator(**fields)
 
     def sub_blocks(self):
-        return [self.attrs[k] for k in _SUB_BLOCK_ATTRS.get(self.type, ())]
+        keys = _SUB_BLOCK_ATTRS.get(self.type)
+        return [self.attrs[k] for k in keys] if keys else []
 
 
 _SUB_BLOCK_ATTRS = {}       # op type -> the attrs holding its sub-blocks: declared by the op registry (regions)
@@ -240,7 +241,9 @@ class Program:
                 seen.add(id(block))
                 out.append(block)
                 for op in reversed(block.ops):
-                    todo.extend(reversed(op.sub_blocks()))
+                    keys = _SUB_BLOCK_ATTRS.get(op.type)      # (op.sub_blocks(), without a call per op)
+                    if keys:
+                        todo.extend(op.attrs[k] for k in reversed(keys))
         return out
 
     def new_block(self, parent):
