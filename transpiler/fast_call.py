@@ -102,9 +102,11 @@ def compile_fast_call(static, traced, args, key):
     if sources:     # some input requires grad: the call goes on the tape (see runtime.autodiff.static_call)
         ns["GRAD"], ns["RECORD"], ns["SIGNATURE"] = GRAD_MODE, record_call, tape_signature(program)
         tracked = " or ".join(f"{s}._ag is not None" for s in sources)
-        lines += [f"results = [{', '.join(wrapped)}]", f"if ({tracked}) and GRAD.enabled:",
-                  f"    RECORD(PROGRAM, fed, [{', '.join(sources)}], results, BE, None, SIGNATURE)"]
-        wrapped = [f"results[{k}]" for k in range(len(program.outputs))]
+        results = [f"result{k}" for k in range(len(program.outputs))]    # names, not a list: no list per call
+        lines += [f"{r} = {w}" for r, w in zip(results, wrapped)]
+        lines += [f"if ({tracked}) and GRAD.enabled:",
+                  f"    RECORD(PROGRAM, fed, [{', '.join(sources)}], [{', '.join(results)}], BE, None, SIGNATURE)"]
+        wrapped = results
     tree = program.output_tree
     if not program.output_consts and tree == pytree.LEAF and len(wrapped) == 1:
         lines.append(f"return {wrapped[0]}")
