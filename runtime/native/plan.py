@@ -17,6 +17,7 @@ Every region decided is counted in `stats()` and listed on the plan (`plan.nativ
 [result name, 'native', 'warming', 'compiling' or why it runs on NumPy]).
 """
 import threading
+from time import perf_counter
 
 import numpy as np
 
@@ -77,7 +78,7 @@ class NativeChain:
             self.region[1] = kernel
             return
         native = chain_call(kernel, self.op, self.steps, self.donated)
-        self.run = tiering.judged(native, self.numpy, self.numpy_times,
+        self.run = tiering.judged(native, self.numpy, list(self.numpy_times),
                                   lambda faster: self._settle(native if faster else None))
         self.region[1] = "native"
 
@@ -169,11 +170,14 @@ class NativePlanCodegen(PlanCodegen):
         result, ran = self.temp("native_result"), self.temp("native_iterations")
         self.emit(indent, f"{result} = {name}.run({budget}, {args})", op)
         self.emit(indent, f"if {result} is None:", op)
+        began, clock = self.temp("numpy_began"), self.bound("perf_counter", perf_counter)
+        self.emit(indent + 1, f"{began} = {clock}()")          # the region's trial times the NumPy code
         self.in_fallback += 1
         try:
             numpy_code(op, indent + 1)
         finally:
             self.in_fallback -= 1
+        self.emit(indent + 1, f"{name}.numpy_took({began})")
         self.emit(indent, "else:")
         self.emit(indent + 1, f"{', '.join(outs)}, {ran} = {result}", op)
         if self.max_iterations is not None and counts_iterations:
@@ -332,13 +336,34 @@ class NativeLoop:
     def __init__(self, op, region, status):
         self.op, self.region, self.status = op, region, status
         self.run = lambda budget, *args: None
+        self.numpy_times = None         # while on trial: the plan's NumPy code's times (`numpy_took`)
 
     def use(self, kernel):
+        """Swap in the kernel (or record why not), on trial against the plan's NumPy code (`tiering.judged`:
+        the plan times that code where `run` returns None and reports it by `numpy_took`)."""
         if isinstance(kernel, str):
             self.status[1] = kernel
             return
-        self.run = loop_call(kernel, self.op, self.region)
+        native = loop_call(kernel, self.op, self.region)
+        self.numpy_times = []
+        self.run = tiering.judged(native, lambda budget, *args: None, self.numpy_times,
+                                  lambda faster: self._settle(native if faster else None), numpy_timed=False)
         self.status[1] = "native"
+
+    def numpy_took(self, began):
+        """The plan ran its NumPy code for this region, from perf_counter() `began` on."""
+        if self.numpy_times is not None:
+            self.numpy_times.append(perf_counter() - began)
+
+    def _settle(self, native):
+        """The trial's verdict: the kernel for good, or (None) the plan's NumPy code for good."""
+        self.numpy_times = None
+        if native is not None:
+            self.run = native
+            return
+        self.run = lambda budget, *args: None
+        self.status[1] = SLOWER
+        _count(SLOWER, was_native=1)
 
 
 def _contiguous(value):

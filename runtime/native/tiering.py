@@ -70,21 +70,29 @@ def timed(run, seconds, start, settle, kept=None):
     return timed_run
 
 
-def judged(native, numpy, numpy_times, verdict):
+def judged(native, numpy, numpy_times, verdict, numpy_timed=True):
     """`native` on trial: its first SAMPLES calls timed (with NumPy calls interleaved until `numpy_times`,
-    those timed while warming, holds SAMPLES); then `verdict(faster)` is called once, `faster` being
-    whether native's median call took at most (1 - MARGIN) of NumPy's (the caller then puts `native`
-    or `numpy` in place for good). Both compute the same bits, so a caller cannot tell which ran."""
-    native_times, numpy_times = [], list(numpy_times)[-SAMPLES:]
+    a list of NumPy call times, e.g. those timed while warming, holds SAMPLES); then `verdict(faster)` is
+    called once, `faster` being whether native's median call took at most (1 - MARGIN) of NumPy's (the
+    caller then puts `native` or `numpy` in place for good). Both compute the same bits, so a caller cannot
+    tell which ran. With `numpy_timed` False, `numpy` returns None and the caller runs NumPy's code and
+    appends its time to `numpy_times` itself (a loop: its NumPy code is the plan's own); a native call
+    returning None (declined: NumPy's code runs) is not timed."""
+    native_times = []
+    del numpy_times[:-SAMPLES]
     once = threading.Lock()
 
     def trial_run(*arrays):
         on_numpy = len(numpy_times) < SAMPLES and len(numpy_times) <= len(native_times)
         began = perf_counter()
         result = (numpy if on_numpy else native)(*arrays)
-        (numpy_times if on_numpy else native_times).append(perf_counter() - began)
+        took = perf_counter() - began
+        if on_numpy and numpy_timed:
+            numpy_times.append(took)
+        elif not on_numpy and result is not None:
+            native_times.append(took)
         if len(native_times) >= SAMPLES and len(numpy_times) >= SAMPLES and once.acquire(blocking=False):
-            verdict(median(native_times) <= (1 - MARGIN) * median(numpy_times))
+            verdict(median(native_times) <= (1 - MARGIN) * median(numpy_times[:SAMPLES]))
         return result
 
     return trial_run
