@@ -165,3 +165,36 @@ def test_a_kernel_faster_than_numpy_stays(monkeypatch):
     plan, stats = _run_judged(monkeypatch, -1e9)       # any kernel is fast enough
     assert _state(plan) == ["native"]
     assert stats["native"] == 1 and native.plan.SLOWER not in stats["reasons"]
+
+
+def _relu_layer(x, w, b):
+    return rt.maximum(x @ w + b, 0.0)           # the chain writes into the matmul's result (donated)
+
+
+def _gelu(x, w, b):
+    return 0.5 * x * (1 + rt.tanh(0.79788456 * (x + 0.044715 * x ** 3)))    # a value read by a later step
+
+
+def _mixed(x, w, b):
+    return (x * 2 + b) - (w[0] > 0).astype("float32") * rt.exp(x)      # a bool cast, broadcasts
+
+
+@needs_llvm
+@pytest.mark.parametrize("fn", [_relu_layer, _gelu, _mixed])
+def test_the_numpy_chain_a_region_warms_on_gives_the_numpy_plans_bits(monkeypatch, fn):
+    """The chain a region runs on NumPy (warming, or for good when slower) writes its steps into one
+    buffer where the steps allow it: the NumPy plan's bits, its inputs untouched."""
+    monkeypatch.setenv(tiering.ENV, "1e9")                  # warms for ever: always the NumPy chain
+    rng = np.random.default_rng(3)
+    feed = {"x": rng.standard_normal((16, 16)).astype(np.float32),
+            "w": rng.standard_normal((16, 16)).astype(np.float32), "b": rng.standard_normal(16).astype(np.float32)}
+    specs = [rt.InputSpec([16, 16], "float32", name="x"), rt.InputSpec([16, 16], "float32", name="w"),
+             rt.InputSpec([16], "float32", name="b")]
+    program = rt.trace(fn, specs)[0]
+    plan = rt.Executor(native=True).compile(program)
+    assert "warming" in _state(plan)
+    kept = {k: v.copy() for k, v in feed.items()}
+    want = rt.Executor(native=False).run(program, feed)[0].numpy()
+    for _ in range(3):
+        assert same_bits(plan.run(feed)[0].numpy(), want)
+    assert all(same_bits(feed[k], kept[k]) for k in feed)
