@@ -50,6 +50,7 @@ class ChainKernel:
         self.keep = keep            # the NumPy loops' capsules and the constants the code points into
         self.cfunc = ctypes.PYFUNCTYPE(ctypes.c_int, *[ctypes.py_object] * (arity + 1))(address)
         self.declined = 0           # calls the kernel handed back to NumPy (shape or dtype not as compiled)
+        self.approximate = False    # fast_math's approximations: not NumPy's bits (so never swapped with it)
 
 
 def compile_chain(inputs, out, steps):
@@ -166,6 +167,7 @@ def _load(plan, name, obj, shared):
     (ctypes.c_uint64 * len(table)).from_address(addresses[name + "_table"])[:] = table
     kernel = ChainKernel(addresses[name], len(plan["inputs"]), list(plan["keep"]) + [holder] + [
         st["loop"] for st in plan["steps"] if st["loop"] is not None])
+    kernel.approximate = plan["approximate"]
     return _self_test(kernel, *plan["source"], approximate=plan["approximate"]) or kernel
 
 

@@ -72,12 +72,16 @@ class NativeChain:
         self.run = self.numpy
 
     def use(self, kernel):
-        """Swap in the kernel (or record why not), on trial against NumPy (`tiering.judged`); called
-        once, by the plan or the compiler thread."""
+        """Swap in the kernel (or record why not), on trial against NumPy (`tiering.judged`; not a
+        fast_math kernel, whose bits are not NumPy's); called once, by the plan or the compiler thread."""
         if isinstance(kernel, str):
             self.region[1] = kernel
             return
         native = chain_call(kernel, self.op, self.steps, self.donated)
+        if kernel.approximate:          # fast_math asked for its bits: a trial would mix NumPy's in
+            self.run = native
+            self.region[1] = "native"
+            return
         self.run = tiering.judged(native, self.numpy, list(self.numpy_times),
                                   lambda faster: self._settle(native if faster else None))
         self.region[1] = "native"
