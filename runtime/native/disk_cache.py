@@ -149,11 +149,36 @@ def _llvmlite_build():
 
 
 def _emitter():
-    """The native tier's own source, hashed: code written by another version of the emitter is not found."""
-    digest = hashlib.sha256()
+    """The native tier's own source, hashed: code written by another version of the emitter is not found.
+    Hashing it reads ~200 KB (~10 ms on a loaded machine, on a fresh process's first call), so the hash
+    is kept in the cache folder under a fingerprint of the files (name, size, mtime, ctime, inode: any
+    write changes the ctime) and read back by every later process with the same files."""
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in sorted(os.listdir(here)):
-        if name.endswith(".py"):
-            with open(os.path.join(here, name), "rb") as f:
-                digest.update(name.encode() + f.read())
-    return digest.hexdigest()
+    names = sorted(name for name in os.listdir(here) if name.endswith(".py"))
+    stats = [os.stat(os.path.join(here, name)) for name in names]
+    fingerprint = json.dumps([here] + [[n, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+                                       for n, st in zip(names, stats)])
+    folder = directory()
+    memo = None if folder is None else os.path.join(
+        folder, "emitter-" + hashlib.sha256(fingerprint.encode()).hexdigest()[:40] + ".sha256")
+    try:
+        with open(memo, "rb") as f:
+            kept = f.read(65).decode()
+        if len(kept) == 64 and set(kept) <= set("0123456789abcdef"):
+            return kept
+    except (OSError, TypeError, UnicodeDecodeError):      # none kept (or the cache off: memo is None)
+        pass
+    digest = hashlib.sha256()
+    for name in names:
+        with open(os.path.join(here, name), "rb") as f:
+            digest.update(name.encode() + f.read())
+    found = digest.hexdigest()
+    if memo is not None:
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            with replacing(memo) as temp:
+                with open(temp, "w") as f:
+                    f.write(found)
+        except OSError:
+            pass
+    return found

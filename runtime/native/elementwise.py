@@ -50,6 +50,7 @@ class ChainKernel:
         self.keep = keep            # the NumPy loops' capsules and the constants the code points into
         self.cfunc = ctypes.PYFUNCTYPE(ctypes.c_int, *[ctypes.py_object] * (arity + 1))(address)
         self.declined = 0           # calls the kernel handed back to NumPy (shape or dtype not as compiled)
+        self.approximate = False    # fast_math's approximations: not NumPy's bits (so never swapped with it)
 
 
 def compile_chain(inputs, out, steps):
@@ -166,6 +167,7 @@ def _load(plan, name, obj, shared):
     (ctypes.c_uint64 * len(table)).from_address(addresses[name + "_table"])[:] = table
     kernel = ChainKernel(addresses[name], len(plan["inputs"]), list(plan["keep"]) + [holder] + [
         st["loop"] for st in plan["steps"] if st["loop"] is not None])
+    kernel.approximate = plan["approximate"]
     return _self_test(kernel, *plan["source"], approximate=plan["approximate"]) or kernel
 
 
@@ -449,7 +451,9 @@ def _ltype(ir, dtype):
 
 
 def _gather(ir, b, fn, src, out_dims, first, n, var):
-    """Copy n elements of a broadcast input, from flat position `first` of out on, into its block buffer."""
+    """Copy n elements of a broadcast input, from flat position `first` of out on, into its block buffer:
+    a run along the last dim at a time (a bias row, say), each a loop LLVM vectorises where the run is
+    contiguous, the index carried into the dims before it between runs."""
     i64 = ir.IntType(64)
     nd = len(out_dims)
     ty = _ltype(ir, src["dtype"])
@@ -460,30 +464,49 @@ def _gather(ir, b, fn, src, out_dims, first, n, var):
         b.store(b.srem(rest, out_dims[d]), index[d])
         b.store(b.add(b.load(offset), b.mul(b.load(index[d]), src["bstrides"][d])), offset)
         rest = b.sdiv(rest, out_dims[d])
-    i = var(i64, ir.Constant(i64, 0))
-    body, after = fn.append_basic_block("gather"), fn.append_basic_block("gathered")
+    gathered = var(i64, ir.Constant(i64, 0))
+    last, stride = out_dims[nd - 1], src["bstrides"][nd - 1]
+    body, carry, after = (fn.append_basic_block(name) for name in ("gather_run", "gather_carry", "gathered"))
     b.branch(body)
     b.position_at_end(body)
-    at = b.load(i)
-    element = b.bitcast(b.gep(src["data"], [b.load(offset)]), ir.PointerType(ty))
-    value = b.load(element)
-    value.align = 1
-    b.store(value, b.gep(src["gather"], [at]))
-    # next position: the last index up one, carrying into the dims before it
-    carry_done = fn.append_basic_block("carried")
+    at = b.load(gathered)
+    row_left, block_left = b.sub(last, b.load(index[nd - 1])), b.sub(n, at)
+    run = b.select(b.icmp_signed("<", row_left, block_left), row_left, block_left)
+    base = b.gep(src["data"], [b.load(offset)])
+    dest = b.gep(src["gather"], [at])
+
+    def copy(element_at):
+        def one(i):
+            value = b.load(b.bitcast(element_at(i), ir.PointerType(ty)))
+            value.align = 1
+            b.store(value, b.gep(dest, [i]))
+        return one
+
+    with b.if_else(b.icmp_signed("==", stride, ir.Constant(i64, src["dtype"].itemsize))) as (dense, strided):
+        with dense:
+            typed = b.bitcast(base, ir.PointerType(ty))
+            _loop(ir, b, fn, run, copy(lambda i: b.bitcast(b.gep(typed, [i]), ir.PointerType(ir.IntType(8)))))
+        with strided:
+            _loop(ir, b, fn, run, copy(lambda i: b.gep(base, [b.mul(i, stride)])))
+    b.store(b.add(at, run), gathered)
+    b.store(b.add(b.load(offset), b.mul(run, stride)), offset)
+    b.store(b.add(b.load(index[nd - 1]), run), index[nd - 1])
+    b.cbranch(b.icmp_signed("<", b.add(at, run), n), carry, after)
+    # the run ended its row: the last index back to 0, carrying into the dims before it
+    b.position_at_end(carry)
+    carried = fn.append_basic_block("gather_carried")
     for d in reversed(range(nd)):
-        b.store(b.add(b.load(index[d]), ir.Constant(i64, 1)), index[d])
-        b.store(b.add(b.load(offset), src["bstrides"][d]), offset)
-        wrap = fn.append_basic_block("wrap")
-        b.cbranch(b.icmp_signed("<", b.load(index[d]), out_dims[d]), carry_done, wrap)
-        b.position_at_end(wrap)
+        if d < nd - 1:
+            b.store(b.add(b.load(index[d]), ir.Constant(i64, 1)), index[d])
+            b.store(b.add(b.load(offset), src["bstrides"][d]), offset)
+            wrap = fn.append_basic_block("wrap")
+            b.cbranch(b.icmp_signed("<", b.load(index[d]), out_dims[d]), carried, wrap)
+            b.position_at_end(wrap)
         b.store(b.sub(b.load(offset), b.mul(out_dims[d], src["bstrides"][d])), offset)
         b.store(ir.Constant(i64, 0), index[d])
-    b.branch(carry_done)
-    b.position_at_end(carry_done)
-    nxt = b.add(at, ir.Constant(i64, 1))
-    b.store(nxt, i)
-    b.cbranch(b.icmp_signed("<", nxt, n), body, after)
+    b.branch(carried)
+    b.position_at_end(carried)
+    b.branch(body)
     b.position_at_end(after)
 
 

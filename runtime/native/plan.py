@@ -17,19 +17,21 @@ Every region decided is counted in `stats()` and listed on the plan (`plan.nativ
 [result name, 'native', 'warming', 'compiling' or why it runs on NumPy]).
 """
 import threading
+from time import perf_counter
 
 import numpy as np
 
 from ..codegen.fast import PlanCodegen
 from ..codegen.plan import compile_plan
 from ..ir import Variable
-from ..ops.fused import FUSED_OP
+from ..ops.fused import FUSED_OP, step_specs
 from ..ops.native_forms import native_form
 from . import compiler, elementwise, products, region as regions, tiering
 
 _STATS = {"native": 0, "numpy": 0, "compiling": 0, "warming": 0, "declined_calls": 0, "from_disk": 0,
           "reasons": {}}
 _STATS_LOCK = threading.Lock()
+SLOWER = "slower than NumPy: kept on NumPy"
 
 
 def stats():
@@ -44,8 +46,9 @@ def reset_stats():
         _STATS.update(native=0, numpy=0, compiling=0, warming=0, declined_calls=0, from_disk=0, reasons={})
 
 
-def _count(why, pending=0, warming=0, kernel=None):
+def _count(why, pending=0, warming=0, kernel=None, was_native=0):
     with _STATS_LOCK:
+        _STATS["native"] -= was_native
         if not why and getattr(kernel, "from_disk", False):
             _STATS["from_disk"] += 1
         _STATS["compiling"] -= pending
@@ -64,16 +67,33 @@ class NativeChain:
 
     def __init__(self, op, steps, donated, region):
         self.op, self.steps, self.donated, self.region = op, steps, donated, region
-        numpy_chain = FUSED_OP.kernel
-        self.run = lambda *arrays: numpy_chain(np, *arrays, steps=steps)
+        self.numpy = numpy_chain(op, steps, donated)
+        self.numpy_times = tiering.samples()        # NumPy's call times while warming, for the trial
+        self.run = self.numpy
 
     def use(self, kernel):
-        """Swap in the kernel (or record why not); called once, by the plan or the compiler thread."""
+        """Swap in the kernel (or record why not), on trial against NumPy (`tiering.judged`; not a
+        fast_math kernel, whose bits are not NumPy's); called once, by the plan or the compiler thread."""
         if isinstance(kernel, str):
             self.region[1] = kernel
             return
-        self.run = chain_call(kernel, self.op, self.steps, self.donated)
+        native = chain_call(kernel, self.op, self.steps, self.donated)
+        if kernel.approximate:          # fast_math asked for its bits: a trial would mix NumPy's in
+            self.run = native
+            self.region[1] = "native"
+            return
+        self.run = tiering.judged(native, self.numpy, list(self.numpy_times),
+                                  lambda faster: self._settle(native if faster else None))
         self.region[1] = "native"
+
+    def _settle(self, native):
+        """The trial's verdict: the kernel for good, or (None) NumPy for good, counted so in `stats()`."""
+        if native is not None:
+            self.run = native
+            return
+        self.run = self.numpy
+        self.region[1] = SLOWER
+        _count(SLOWER, was_native=1)
 
 
 class NativePlanCodegen(PlanCodegen):
@@ -154,11 +174,14 @@ class NativePlanCodegen(PlanCodegen):
         result, ran = self.temp("native_result"), self.temp("native_iterations")
         self.emit(indent, f"{result} = {name}.run({budget}, {args})", op)
         self.emit(indent, f"if {result} is None:", op)
+        began, clock = self.temp("numpy_began"), self.bound("perf_counter", perf_counter)
+        self.emit(indent + 1, f"{began} = {clock}()")          # the region's trial times the NumPy code
         self.in_fallback += 1
         try:
             numpy_code(op, indent + 1)
         finally:
             self.in_fallback -= 1
+        self.emit(indent + 1, f"{name}.numpy_took({began})")
         self.emit(indent, "else:")
         self.emit(indent + 1, f"{', '.join(outs)}, {ran} = {result}", op)
         if self.max_iterations is not None and counts_iterations:
@@ -205,6 +228,36 @@ class NativePlanCodegen(PlanCodegen):
                 or np.dtype(v.dtype) != np.dtype(out.dtype)):
             return None
         return into
+
+
+def numpy_chain(op, steps, donated):
+    """The chain on NumPy (while warming, and for good where the kernel was slower): one ufunc call a
+    step, each into the result's buffer (the donated input, else one new array), as the NumPy plan's
+    chain runs, where every step's value has the result's static shape and dtype and only the next step
+    reads it; else the fused op's reference steps, each allocating."""
+    out = op.outputs[0]
+    shape, dtype = tuple(out.static_shape), np.dtype(out.dtype)
+    reference = FUSED_OP.kernel
+    reads = [a for step in steps[1:] for a in step[1:] if isinstance(a, dict)]
+    in_place = (-1 not in shape
+                and all(tuple(s.static_shape) == shape and np.dtype(s.dtype) == dtype
+                        for s in step_specs(op.inputs, steps))
+                and all(a.get("step", j - 1) == j - 1 for j, step in enumerate(steps) for a in step[1:]
+                        if isinstance(a, dict))
+                and (donated is None or {"in": donated} not in reads))
+    if not in_place:
+        return lambda *arrays: reference(np, *arrays, steps=steps)
+    calls = [(getattr(np, step[0]), [(0, a["in"]) if isinstance(a, dict) and "in" in a else
+                                     (1, None) if isinstance(a, dict) else (2, a) for a in step[1:]])
+             for step in steps]
+    empty = np.empty
+
+    def run(*arrays):
+        buf = empty(shape, dtype) if donated is None else arrays[donated]
+        for ufunc, args in calls:
+            ufunc(*[arrays[a] if kind == 0 else buf if kind == 1 else a for kind, a in args], out=buf)
+        return buf
+    return run
 
 
 def chain_call(kernel, op, steps, donated):
@@ -277,7 +330,7 @@ def _tier(chain, job, region):
     region[1] = "warming"
     _count("warming")
     chain.run = tiering.timed(chain.run, seconds, lambda: _queue(job, chain, region, warming=1),
-                              lambda run: setattr(chain, "run", run))
+                              lambda run: setattr(chain, "run", run), chain.numpy_times)
 
 
 class NativeLoop:
@@ -287,13 +340,34 @@ class NativeLoop:
     def __init__(self, op, region, status):
         self.op, self.region, self.status = op, region, status
         self.run = lambda budget, *args: None
+        self.numpy_times = None         # while on trial: the plan's NumPy code's times (`numpy_took`)
 
     def use(self, kernel):
+        """Swap in the kernel (or record why not), on trial against the plan's NumPy code (`tiering.judged`:
+        the plan times that code where `run` returns None and reports it by `numpy_took`)."""
         if isinstance(kernel, str):
             self.status[1] = kernel
             return
-        self.run = loop_call(kernel, self.op, self.region)
+        native = loop_call(kernel, self.op, self.region)
+        self.numpy_times = []
+        self.run = tiering.judged(native, lambda budget, *args: None, self.numpy_times,
+                                  lambda faster: self._settle(native if faster else None), numpy_timed=False)
         self.status[1] = "native"
+
+    def numpy_took(self, began):
+        """The plan ran its NumPy code for this region, from perf_counter() `began` on."""
+        if self.numpy_times is not None:
+            self.numpy_times.append(perf_counter() - began)
+
+    def _settle(self, native):
+        """The trial's verdict: the kernel for good, or (None) the plan's NumPy code for good."""
+        self.numpy_times = None
+        if native is not None:
+            self.run = native
+            return
+        self.run = lambda budget, *args: None
+        self.status[1] = SLOWER
+        _count(SLOWER, was_native=1)
 
 
 def _contiguous(value):

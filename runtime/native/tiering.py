@@ -9,13 +9,23 @@ chain costs ~0.1-0.3 s of a CPU (LLVM, linking, the self-test) and saves 30-50% 
 chain's time on every later call, so a region that never runs long never pays for LLVM, and one
 that has run as long as a compile takes has, by then, paid at most about twice what is best
 in hindsight (the ski-rental bound). bench/RESULTS.md has the measurements.
+
+A compiled region is not always faster: NumPy's own AVX-512 loops beat a chain that gathers a broadcast
+operand per block. So once the kernel is swapped in, `judged` times its first SAMPLES calls against
+SAMPLES NumPy calls (those timed while warming, else NumPy calls interleaved with the native ones: both
+give the same bits) and keeps the kernel only where its median call is at least MARGIN faster; else the
+region is back on NumPy for good.
 """
 import os
 import threading
+from collections import deque
+from statistics import median
 from time import perf_counter
 
 ENV = "DY2STATIC_NATIVE_THRESHOLD_MS"
 DEFAULT_MS = 100.0
+SAMPLES = 16        # calls timed on each side before a swapped-in kernel is judged
+MARGIN = 0.05       # a kernel stays only where its median call takes at most (1 - MARGIN) of NumPy's
 
 
 def threshold():
@@ -32,9 +42,15 @@ def threshold():
     return value / 1e3
 
 
-def timed(run, seconds, start, settle):
+def samples():
+    """Where `timed` keeps a region's last NumPy call times (seconds), for `judged`."""
+    return deque(maxlen=SAMPLES)
+
+
+def timed(run, seconds, start, settle, kept=None):
     """`run`, timed: once its calls have taken `seconds` in all, `start()` is called once (it queues
-    the compile) and `settle(run)` puts the untimed `run` in its place."""
+    the compile) and `settle(run)` puts the untimed `run` in its place. The last call times go to
+    `kept` (a `samples()` deque) where given."""
     spent = [0.0]
     once = threading.Lock()
 
@@ -43,9 +59,40 @@ def timed(run, seconds, start, settle):
         try:
             return run(*arrays)
         finally:
-            spent[0] += perf_counter() - began
+            took = perf_counter() - began
+            spent[0] += took
+            if kept is not None:
+                kept.append(took)
             if spent[0] >= seconds and once.acquire(blocking=False):    # never waits: one caller starts it
                 settle(run)
                 start()
 
     return timed_run
+
+
+def judged(native, numpy, numpy_times, verdict, numpy_timed=True):
+    """`native` on trial: its first SAMPLES calls timed (with NumPy calls interleaved until `numpy_times`,
+    a list of NumPy call times, e.g. those timed while warming, holds SAMPLES); then `verdict(faster)` is
+    called once, `faster` being whether native's median call took at most (1 - MARGIN) of NumPy's (the
+    caller then puts `native` or `numpy` in place for good). Both compute the same bits, so a caller cannot
+    tell which ran. With `numpy_timed` False, `numpy` returns None and the caller runs NumPy's code and
+    appends its time to `numpy_times` itself (a loop: its NumPy code is the plan's own); a native call
+    returning None (declined: NumPy's code runs) is not timed."""
+    native_times = []
+    del numpy_times[:-SAMPLES]
+    once = threading.Lock()
+
+    def trial_run(*arrays):
+        on_numpy = len(numpy_times) < SAMPLES and len(numpy_times) <= len(native_times)
+        began = perf_counter()
+        result = (numpy if on_numpy else native)(*arrays)
+        took = perf_counter() - began
+        if on_numpy and numpy_timed:
+            numpy_times.append(took)
+        elif not on_numpy and result is not None:
+            native_times.append(took)
+        if len(native_times) >= SAMPLES and len(numpy_times) >= SAMPLES and once.acquire(blocking=False):
+            verdict(median(native_times) <= (1 - MARGIN) * median(numpy_times[:SAMPLES]))
+        return result
+
+    return trial_run

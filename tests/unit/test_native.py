@@ -375,3 +375,23 @@ def test_generated_programs_native_bits(generated):
             program = to_static(fn).get_program(rt.tensor(x), rt.tensor(rows), flag, _state(rt))
             _same_outputs(_outputs(program, [x, rows], True), _outputs(program, [x, rows], False))
     assert native.stats()["native"] > count // 4       # the chains really ran native
+
+
+@needs_llvm
+@pytest.mark.parametrize("out_shape, b_shape", [((3, 700), (700,)), ((700, 3), (700, 1)), ((5, 7, 300), (7, 1)),
+                                                ((5, 7, 300), (5, 1, 300)), ((1000,), (1,)), ((513, 2), (2,)),
+                                                ((4, 3, 129), (3, 129))])
+@pytest.mark.parametrize("strided", [False, True])
+def test_broadcast_inputs_gathered_a_row_at_a_time_across_blocks(out_shape, b_shape, strided):
+    """A broadcast input (a bias row, a column) is gathered into each block a run along the last dim at a
+    time, the runs crossing rows and block ends: NumPy's bits, contiguous or strided."""
+    steps = [["add", {"in": 0}, {"in": 1}], ["multiply", {"step": 0}, 2.0]]
+    kernel = elementwise.compile_chain([(np.float32, out_shape), (np.float32, b_shape)],
+                                       (np.float32, out_shape), steps)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(out_shape).astype(np.float32)
+    b = rng.standard_normal(b_shape[:-1] + (2 * b_shape[-1],)).astype(np.float32)
+    b = b[..., ::2] if strided else np.ascontiguousarray(b[..., :b_shape[-1]])
+    out = np.empty(out_shape, np.float32)
+    assert kernel.cfunc(out, x, b) == 0
+    assert same_bits(out, (x + b) * np.float32(2.0))

@@ -166,3 +166,25 @@ def test_without_a_linker_the_object_code_is_cached_and_loads_through_llvmlite(t
         want = elementwise.reference(steps, [x])
         assert loaded.cfunc(got, x) == 0
     assert same_bits(got, want)
+
+
+def test_the_emitters_source_hash_is_kept_and_read_back(tmp_path, monkeypatch):
+    """A fresh process's first call does not hash the emitter's source again: the hash is kept in the cache
+    folder under the files' fingerprint (size, mtime, ctime, inode) and read back while they are unchanged."""
+    import hashlib
+
+    here = os.path.dirname(os.path.abspath(disk_cache.__file__))
+    want = hashlib.sha256()
+    for name in sorted(n for n in os.listdir(here) if n.endswith(".py")):
+        with open(os.path.join(here, name), "rb") as f:
+            want.update(name.encode() + f.read())
+    monkeypatch.setenv(disk_cache.ENV, "off")
+    assert disk_cache._emitter() == want.hexdigest()      # the cache off: hashed each time
+    monkeypatch.setenv(disk_cache.ENV, str(tmp_path))
+    assert disk_cache._emitter() == want.hexdigest()
+    (memo,) = [p for p in tmp_path.iterdir() if p.name.startswith("emitter-")]
+    assert memo.read_text() == want.hexdigest()
+    memo.write_text("f" * 64)                              # what a later process reads instead of hashing
+    assert disk_cache._emitter() == "f" * 64
+    memo.write_text("not a hash")                          # a damaged memo: hashed again and rewritten
+    assert disk_cache._emitter() == want.hexdigest() and memo.read_text() == want.hexdigest()

@@ -496,3 +496,31 @@ def test_self_tests_run_in_the_compiler_thread_not_on_the_first_call(monkeypatch
         release.set()
     native.wait()
     assert _loops(plan) == ["native"] and ("<f4", m, k, 3, False) in blas._CHECKED
+
+
+# --- a loop on trial: kept native only where faster than the plan's NumPy loop -----------------------
+@needs_llvm
+@pytest.mark.parametrize("margin, kept", [(1.0, False), (-1e9, True)])
+def test_a_loop_not_faster_than_its_numpy_loop_goes_back_for_good(monkeypatch, margin, kept):
+    """MARGIN 1.0 asks the kernel to take no time (it never does): the loop is timed against the plan's
+    NumPy loop for tiering.SAMPLES calls, then runs that NumPy loop for good; every call NumPy's bits."""
+    from runtime.native import plan as native_plan, tiering
+
+    monkeypatch.setattr(tiering, "MARGIN", margin)
+    u, w, b = _tensor(16, 8), _tensor(8, 8, scale=0.3), _tensor(8)
+
+    def rnn(x):
+        h = rt.zeros((1, 8))
+        i = 0
+        while i < 12 and h.sum() < 1e9:
+            h = rt.tanh(x[i] @ u + h @ w + b)
+            i += 1
+        return h, i
+
+    x = _tensor(12, 1, 16)
+    plan, got, want = _run_both(rnn, x)
+    assert _loops(plan) == ["native"]
+    feed = {v.name: a for v, a in zip(to_static(rnn).get_program(x).inputs, [x])}
+    for _ in range(3 * tiering.SAMPLES):
+        _assert_same([t.numpy() for t in plan.run(feed)], want)
+    assert _loops(plan) == (["native"] if kept else [native_plan.SLOWER])

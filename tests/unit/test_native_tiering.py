@@ -117,3 +117,84 @@ def test_callers_are_never_blocked_while_the_compile_runs(monkeypatch):
     assert len(results) == 800 and all(same_bits(r, want) for r in results)
     native.wait()
     assert _state(plan) == ["native"]
+
+
+# --- a kernel on trial: kept only where it is faster than NumPy ------------------------------------
+def test_judged_keeps_the_faster_and_fills_numpys_times_by_interleaving():
+    ran, verdicts = [], []
+    trial = tiering.judged(lambda a: ran.append("native") or a, lambda a: ran.append("numpy") or a, [],
+                           verdicts.append)
+    for k in range(2 * tiering.SAMPLES):
+        assert trial(k) == k
+    assert ran.count("native") == ran.count("numpy") == tiering.SAMPLES     # no NumPy times yet: interleaved
+    assert len(verdicts) == 1 and isinstance(verdicts[0], bool)
+    ran.clear()
+    trial = tiering.judged(lambda a: ran.append("native") or a, lambda a: ran.append("numpy") or a,
+                           [1.0] * tiering.SAMPLES, verdicts.append)       # NumPy took a second a call
+    for k in range(tiering.SAMPLES):
+        trial(k)
+    assert ran == ["native"] * tiering.SAMPLES and verdicts[1] is True
+
+
+def _run_judged(monkeypatch, margin):
+    """A chain compiled at once, run past its trial with MARGIN `margin`: (plan, stats), every result
+    checked bit for bit against the NumPy plan's."""
+    monkeypatch.setenv(tiering.ENV, "0")
+    monkeypatch.setattr(tiering, "MARGIN", margin)
+    program = _new_chain_program(2048)
+    native.reset_stats()
+    plan = rt.Executor(native=True).compile(program)
+    native.wait()
+    x = probe_values("float32", 2048)
+    with np.errstate(all="ignore"):
+        want = rt.Executor(native=False).run(program, {"x": x})[0].numpy()
+        for _ in range(3 * tiering.SAMPLES):
+            assert same_bits(plan.run({"x": x})[0].numpy(), want)
+    return plan, native.stats()
+
+
+@needs_llvm
+def test_a_kernel_not_faster_than_numpy_is_swapped_back_for_good(monkeypatch):
+    plan, stats = _run_judged(monkeypatch, 1.0)        # native must take no time at all: it never does
+    assert _state(plan) == [native.plan.SLOWER]
+    assert stats["reasons"].get(native.plan.SLOWER) == 1 and stats["native"] == 0
+
+
+@needs_llvm
+def test_a_kernel_faster_than_numpy_stays(monkeypatch):
+    plan, stats = _run_judged(monkeypatch, -1e9)       # any kernel is fast enough
+    assert _state(plan) == ["native"]
+    assert stats["native"] == 1 and native.plan.SLOWER not in stats["reasons"]
+
+
+def _relu_layer(x, w, b):
+    return rt.maximum(x @ w + b, 0.0)           # the chain writes into the matmul's result (donated)
+
+
+def _gelu(x, w, b):
+    return 0.5 * x * (1 + rt.tanh(0.79788456 * (x + 0.044715 * x ** 3)))    # a value read by a later step
+
+
+def _mixed(x, w, b):
+    return (x * 2 + b) - (w[0] > 0).astype("float32") * rt.exp(x)      # a bool cast, broadcasts
+
+
+@needs_llvm
+@pytest.mark.parametrize("fn", [_relu_layer, _gelu, _mixed])
+def test_the_numpy_chain_a_region_warms_on_gives_the_numpy_plans_bits(monkeypatch, fn):
+    """The chain a region runs on NumPy (warming, or for good when slower) writes its steps into one
+    buffer where the steps allow it: the NumPy plan's bits, its inputs untouched."""
+    monkeypatch.setenv(tiering.ENV, "1e9")                  # warms for ever: always the NumPy chain
+    rng = np.random.default_rng(3)
+    feed = {"x": rng.standard_normal((16, 16)).astype(np.float32),
+            "w": rng.standard_normal((16, 16)).astype(np.float32), "b": rng.standard_normal(16).astype(np.float32)}
+    specs = [rt.InputSpec([16, 16], "float32", name="x"), rt.InputSpec([16, 16], "float32", name="w"),
+             rt.InputSpec([16], "float32", name="b")]
+    program = rt.trace(fn, specs)[0]
+    plan = rt.Executor(native=True).compile(program)
+    assert "warming" in _state(plan)
+    kept = {k: v.copy() for k, v in feed.items()}
+    want = rt.Executor(native=False).run(program, feed)[0].numpy()
+    for _ in range(3):
+        assert same_bits(plan.run(feed)[0].numpy(), want)
+    assert all(same_bits(feed[k], kept[k]) for k in feed)
