@@ -136,6 +136,15 @@ class LoopEmitter:
         ptr = self.b.bitcast(self.b.gep(self.scratch, [self.c64(offset)]), self.ir.PointerType(ty))
         return _Val(ptr, dtype, shape, state)
 
+    def fresh(self, var):
+        """A new buffer (or stack slot) for var's value, bound as var's."""
+        out = self.env[id(var)] = self.alloc(var.dtype, var.static_shape)
+        return out
+
+    def memcpy(self):
+        """LLVM's memcpy intrinsic, declared in this module."""
+        return self.module.declare_intrinsic("llvm.memcpy", [self.p8, self.p8, self.i64])
+
     def constant(self, value, dtype):
         """A 0-d value holding a number as NumPy converts it to dtype."""
         dtype = np.dtype(dtype)
@@ -155,7 +164,7 @@ class LoopEmitter:
         if not dst.shape:
             self.b.store(self.b.load(src.ptr), dst.ptr)
             return
-        memcpy = self.module.declare_intrinsic("llvm.memcpy", [self.p8, self.p8, self.i64])
+        memcpy = self.memcpy()
         self.b.call(memcpy, [self.b.bitcast(dst.ptr, self.p8), self.b.bitcast(src.ptr, self.p8),
                              self.c64(dst.size * dst.dtype.itemsize), self.ir.Constant(self.i1, 0)])
 
@@ -370,8 +379,7 @@ class LoopEmitter:
     def emit_chain(self, op, form):
         _, plan, inputs = form
         out_var = op.outputs[0]
-        out = self.alloc(out_var.dtype, out_var.static_shape)
-        self.env[id(out_var)] = out
+        out = self.fresh(out_var)
         n = out.size
         if n == 0:
             return
@@ -458,8 +466,7 @@ class LoopEmitter:
         _, (symbol, args), a, b_var, bias = form
         ir, b = self.ir, self.b
         out_var = op.outputs[0]
-        out = self.alloc(out_var.dtype, out_var.static_shape)
-        self.env[id(out_var)] = out
+        out = self.fresh(out_var)
         slots = {"a": self.env[id(a)].ptr, "b": self.env[id(b_var)].ptr, "out": out.ptr}
         copied = None
         if len(args) == 14 and args[2] == TRANS and id(b_var) in self.invariant:   # gemm of a @ weight.T
@@ -562,14 +569,13 @@ class LoopEmitter:
         _, table, ids, wrap = form
         ir, b = self.ir, self.b
         out_var = op.outputs[0]
-        out = self.alloc(out_var.dtype, out_var.static_shape)
-        self.env[id(out_var)] = out
+        out = self.fresh(out_var)
         src, index = self.env[id(table)], self.env[id(ids)]
         rows, width = table.static_shape[0], math.prod(table.static_shape[1:])
         if out.size == 0:
             return
         isz = out.dtype.itemsize
-        memcpy = self.module.declare_intrinsic("llvm.memcpy", [self.p8, self.p8, self.i64])
+        memcpy = self.memcpy()
 
         def body(j):
             if wrap:            # take: -rows <= id < rows
@@ -592,14 +598,13 @@ class LoopEmitter:
         src = self.env[id(x)]
         shape = x.static_shape
         outer, inner, size = math.prod(shape[:axis]), math.prod(shape[axis + 1:]), shape[axis]
-        memcpy = self.module.declare_intrinsic("llvm.memcpy", [self.p8, self.p8, self.i64])
+        memcpy = self.memcpy()
         for out_var, (lo, hi) in zip(op.outputs, bounds):
             if outer == 1:          # a contiguous piece: a view, as NumPy's slice
                 self.env[id(out_var)] = _Val(b.gep(src.ptr, [self.c64(lo * inner)]), src.dtype,
                                              out_var.static_shape, src.state)
                 continue
-            out = self.alloc(out_var.dtype, out_var.static_shape)
-            self.env[id(out_var)] = out
+            out = self.fresh(out_var)
             piece = (hi - lo) * inner
             if out.size == 0:
                 continue
@@ -615,8 +620,7 @@ class LoopEmitter:
         _, c, x, y = form
         ir, b = self.ir, self.b
         out_var = op.outputs[0]
-        out = self.alloc(out_var.dtype, out_var.static_shape)
-        self.env[id(out_var)] = out
+        out = self.fresh(out_var)
         if out.size == 0:
             return
         operands = []
@@ -640,8 +644,7 @@ class LoopEmitter:
         ir, b = self.ir, self.b
         src = self.env[id(x)]
         out_var = op.outputs[0]
-        out = self.alloc(out_var.dtype, out_var.static_shape)
-        self.env[id(out_var)] = out
+        out = self.fresh(out_var)
         length = src.size if axis is None else x.static_shape[-1]
         is_float = src.dtype.kind == "f"
         best_slot, index_slot = self.entry_alloca(self.ltype(src.dtype)), self.entry_alloca(self.i64)
@@ -837,8 +840,7 @@ class LoopEmitter:
         if src is None:
             src = self.env[id(x)]
             out_var = op.outputs[0]
-            out = self.alloc(out_var.dtype, out_var.static_shape)
-            self.env[id(out_var)] = out
+            out = self.fresh(out_var)
             length = x.static_shape[-1]
         if out.size == 0:
             return
