@@ -179,3 +179,48 @@ def test_line_of_is_the_frames_line_number():
     seen.append(_caller_lines())
     assert all(ours == python for ours, python in seen), seen
     assert len(set(seen)) == 3
+
+
+def _calls_named(stats, name, path_part):
+    return sum(count for (filename, _, fn), (count, *_) in stats.items()
+               if fn == name and path_part in filename.replace("\\", "/"))
+
+
+def test_elementwise_types_are_inferred_once_per_operand_types(tmp_path):
+    """Tracing and planning a chain broadcast shapes once per distinct (shape, dtype, weak) operands of each
+    ufunc, not once per op or fused step (`rules.elementwise` remembers its answers)."""
+    seen = {}
+    for n in (250, 1000):
+        converted = convert_function(_chain(tmp_path, n, "mixed_lines"))
+        profile = cProfile.Profile()
+        profile.enable()
+        try:
+            _first_result(converted)
+        finally:
+            profile.disable()
+        seen[n] = _calls_named(pstats.Stats(profile).stats, "broadcast_shapes", "runtime/ops/rules.py")
+    assert seen[1000] == seen[250] and seen[250] < 20, seen
+
+
+_TYPED_OPERANDS = [
+    (rt.ir.Spec((3,), np.dtype("float32")), 2.0),
+    (rt.ir.Spec((3,), np.dtype("float32"), True), 2.0),
+    (rt.ir.Spec((3,), np.dtype("float32"), True), rt.ir.Spec((3,), np.dtype("float32"))),
+    (rt.ir.Spec((1, 3), np.dtype("int8")), rt.ir.Spec((2, 1), np.dtype("int8"))),
+    (rt.ir.Spec((3,), np.dtype("int8")), 2.0),
+    (rt.ir.Spec((3,), np.dtype("int8")), 2),
+    (rt.ir.Spec((-1, 3), np.dtype("int8")), True),
+    (rt.ir.Spec((), np.dtype("int64"), True), 2),
+    (rt.ir.Spec((3,), np.dtype("uint8")), np.float64(2.0)),
+    (rt.ir.Spec((3,), np.dtype("uint8")), np.array([1, 2, 3], np.int16)),
+]
+
+
+def test_remembered_elementwise_types_are_the_rules_answers():
+    """The remembered answers, asked in any order (weak and strong operands, literals of each type, NumPy
+    values that promote by value), are what a rule with nothing remembered answers."""
+    from runtime.ops.registry import get_op
+    from runtime.ops.rules import elementwise
+    infer = get_op("add").infer
+    for inputs in _TYPED_OPERANDS + _TYPED_OPERANDS[::-1]:
+        assert infer(*inputs) == elementwise("add")(*inputs), inputs
