@@ -25,7 +25,7 @@ The fused op itself (its steps, checks and code generator) is defined in
 from ..ir import Variable
 from ..ops.fused import FUSED, ufunc_call
 from .pipeline import register_pass
-from ._graph import finish, readers, remove_ops
+from ._graph import finish, read_counts, remove_ops
 
 
 def _literal_ok(x):
@@ -34,14 +34,17 @@ def _literal_ok(x):
 
 @register_pass("fuse_elementwise")
 def fuse_elementwise(program):
-    uses = readers(program)
+    uses = read_counts(program)
     dead = set()
     for block in program.blocks:
-        defs = {id(o): op for op in block.ops for o in op.outputs}
+        fusable = {id(op): op for op in block.ops if _fusable(op)}
+        if len(fusable) < 2:
+            continue
+        defs = {id(o): op for op in fusable.values() for o in op.outputs}      # fusable producers only
         position = {id(op): i for i, op in enumerate(block.ops)}
         taken = set()
         for root in reversed(block.ops):
-            if id(root) in taken or not _fusable(root):
+            if id(root) in taken or id(root) not in fusable:
                 continue
             members = _grow(root, defs, uses, taken)
             if len(members) < 2:
@@ -50,6 +53,8 @@ def fuse_elementwise(program):
             block.ops[position[id(root)]] = _rewrite(root, ordered)
             taken.update(id(op) for op in members)
             dead.update(id(op) for op in ordered if op is not root)
+    if not dead:
+        return program          # nothing fused: the Program is as it came
     remove_ops(program, dead)
     return finish(program)
 
@@ -75,11 +80,12 @@ def _grow(root, defs, uses, taken):
     todo = [root]
     while todo:
         op = todo.pop()
-        for v in op.input_vars():
-            inside[id(v)] = inside.get(id(v), 0) + 1
-            producer = defs.get(id(v))
-            if (producer is None or id(producer) in members or id(producer) in taken
-                    or inside[id(v)] != len(uses.get(id(v), ())) or not _fusable(producer)):
+        for v in op.inputs:
+            if not isinstance(v, Variable):
+                continue
+            inside[id(v)] = reads = inside.get(id(v), 0) + 1
+            producer = defs.get(id(v))          # (defs: the block's fusable ops)
+            if producer is None or id(producer) in members or id(producer) in taken or reads != uses.get(id(v), 0):
                 continue
             members[id(producer)] = producer
             todo.append(producer)
