@@ -243,3 +243,42 @@ def test_a_pass_with_nothing_of_its_own_to_do_returns_the_program_untouched(tmp_
     for walk in ("readers", "read_counts", "refresh_captures", "remove_ops", "replace_uses"):
         assert _calls_named(stats, walk, "runtime/passes/") == 0, walk
 
+
+
+def _many_forms(x, m=rt):
+    """Steps of every call form a chain has: number second or first, unary, a value read twice, keyword
+    `out=` (maximum/minimum), a comparison changing the dtype, a second buffer live beside the first."""
+    for k in range(3):
+        y = m.maximum(m.minimum(x * 3.0 - 1.0, 2.0), -0.5) * m.sqrt(m.abs(x))
+        y = 0.5 - y / (y * y + 2.0)
+        x = m.exp(m.sin(y) * 0.5) + m.tanh(x) * float(k)
+        x = m.where(x > 0.25, x, -x) if m is np else rt.where(x > 0.25, x, -x)
+    return x
+
+
+@pytest.mark.parametrize("run", [2, 5, 64])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_long_chain_tabled_gives_the_bits_of_its_calls_line_by_line(monkeypatch, run, dtype):
+    """A run of calls as a loop over a table (`chains._tabled`) computes exactly what its calls line by
+    line did, and what NumPy does eagerly, whatever forms the run mixes."""
+    from runtime.codegen import chains
+    x = np.linspace(-2, 2, 24, dtype=dtype).reshape(4, 6)
+    program = passes.run_passes(rt.trace(_many_forms, [rt.InputSpec([4, 6], dtype, "x")])[0])
+    monkeypatch.setattr(chains, "TABLE_RUN", 1 << 30)
+    lines = compile_plan(program, rt.Executor().backend)
+    monkeypatch.setattr(chains, "TABLE_RUN", run)
+    tabled = compile_plan(program, rt.Executor().backend)
+    if run < 64:
+        assert "for f, form, a in" in tabled.source and "for f" not in lines.source, tabled.source
+    want = np.asarray(_many_forms(x, np))
+    for plan in (lines, tabled):
+        got = np.asarray(plan(x.copy())[0])
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_a_4000_op_chain_plans_to_a_few_lines(tmp_path):
+    """What `compile()` reads of a 4000-op chain: a loop over its calls, not 4000 lines."""
+    program, _, _ = rt.trace(convert_function(_chain(tmp_path, 4000, "lines")), SPEC)
+    plan = compile_plan(passes.run_passes(program), rt.Executor().backend)
+    assert plan.source.count("\n") < 10, plan.source
+    np.testing.assert_array_equal(plan(X)[0], _chain(tmp_path, 4000, "lines")(rt.tensor(X)).numpy())
