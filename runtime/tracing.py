@@ -15,6 +15,7 @@ from . import pytree, rng
 from .array_methods import ArrayMethods
 from .autodiff.tape import enable_grad
 from .dtypes import as_dtype
+from .gc_pause import paused_gc
 from .ir import Program, Variable
 from .trace_context import _active, _active_lock, _state
 from .trace_context import current_frame, frame, install, python_numbers  # noqa: F401 - tracing's face for the transpiler
@@ -302,7 +303,7 @@ def record(fn, specs, name=None, keeps_writes=False, written=None):
     # a Program is a function: whether a call goes on the tape is decided when it runs, so the caller's
     # no_grad does not reach the trace; a `with rt.no_grad():` inside fn marks the ops it records
     generator = rng.snapshot()
-    with block_guard(block), enable_grad():
+    with block_guard(block), enable_grad(), paused_gc():
         state = trace_state(program)
         state.keeps_writes = keeps_writes
         if written is not None:

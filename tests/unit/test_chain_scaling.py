@@ -282,3 +282,73 @@ def test_a_4000_op_chain_plans_to_a_few_lines(tmp_path):
     plan = compile_plan(passes.run_passes(program), rt.Executor().backend)
     assert plan.source.count("\n") < 10, plan.source
     np.testing.assert_array_equal(plan(X)[0], _chain(tmp_path, 4000, "lines")(rt.tensor(X)).numpy())
+
+
+def _collections_during(fn, *args):
+    """(how many collections the cyclic GC ran while fn ran with a threshold of 1: one per allocation
+    unless paused, fn's result)."""
+    import gc
+    seen = []
+
+    def count(phase, info):
+        if phase == "start":
+            seen.append(info["generation"])
+    threshold = gc.get_threshold()
+    gc.callbacks.append(count)
+    gc.set_threshold(1)
+    try:
+        result = fn(*args)
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(count)
+    return len(seen), result
+
+
+def test_converting_tracing_and_compiling_pause_the_garbage_collector(tmp_path):
+    """Each of conversion, tracing and compiling a plan runs with the collector paused (its full
+    collections walk the whole heap, freeing nothing of a long Program being made): one collection at
+    the end of each and a few for the calls' own bookkeeping around it, where thousands would run with a
+    threshold of 1."""
+    fn = _chain(tmp_path, 400, "mixed_lines")
+    collections, converted = _collections_during(convert_function, fn)
+    assert collections <= 40, collections
+    collections, (program, _, _) = _collections_during(rt.trace, converted, SPEC)
+    assert collections <= 40, collections
+    collections, plan = _collections_during(rt.Executor().compile, program)
+    assert collections <= 40, collections
+    np.testing.assert_array_equal(plan(X)[0], fn(rt.tensor(X)).numpy())
+
+
+def test_a_paused_collector_comes_back_as_it_was():
+    import gc
+    import threading
+    from runtime.gc_pause import paused_gc
+    assert gc.isenabled()
+    with paused_gc():
+        assert not gc.isenabled()
+        with paused_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()           # the outer pause still holds
+    assert gc.isenabled()
+    started, finish = threading.Event(), threading.Event()
+
+    def other_thread():
+        with paused_gc():
+            started.set()
+            finish.wait(10)
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    started.wait(10)
+    with paused_gc():
+        pass
+    assert not gc.isenabled()               # another thread's pause still holds
+    finish.set()
+    worker.join()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()           # the user's own choice stays
+    finally:
+        gc.enable()
