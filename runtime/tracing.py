@@ -124,10 +124,18 @@ def user_origin():
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not filename.startswith(_SKIP_DIRS):
+        user = _USER_FILES.get(filename)
+        if user is None:
+            if len(_USER_FILES) >= 4096:
+                _USER_FILES.clear()
+            user = _USER_FILES[filename] = not filename.startswith(_SKIP_DIRS)
+        if user:
             return f"{filename}:{line_of(frame)}"
         frame = frame.f_back
     return None
+
+
+_USER_FILES = {}        # filename -> whether it is the user's (asked for ~6 frames of every op recorded)
 
 
 _LINE_TABLES = {}      # id(code) -> (code, bytecode range starts, ends, lines); a few codes at a time

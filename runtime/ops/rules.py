@@ -25,7 +25,8 @@ def input_types(inputs):
     (`x.reshape(x.shape[0], -1)`) marked as that input's (Spec.dim_of); literals as they are."""
     types = [type_of(x) for x in inputs]
     for j, x in enumerate(inputs):
-        source = getattr(x, "dim_of", None)     # a Tracer's; a loaded Variable has none
+        # a Tracer's (a loaded Variable has none; a literal is asked nothing)
+        source = getattr(x, "dim_of", None) if isinstance(x, Variable) else None
         if source is not None:
             k = next((k for k, y in enumerate(inputs) if y is source[0]), None)
             if k is not None:
