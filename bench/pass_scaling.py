@@ -14,9 +14,10 @@ smallest to the largest size over the growth of the op count (about 1 when linea
 
 `python -m bench.pass_scaling --first-call [--sizes 1000 2000 4000]` times what a user waits for
 before a function of n elementwise ops has its first result (issue 27: 4000 ops in <= 0.5 s), phase
-by phase, in CPU seconds, in a fresh process per size (the GC as a user has it: paused only where the library pauses it): `x = x * 1.0001 + 0.5` repeated as
-written out in the source (`lines`: n/2 lines to convert) or by a Python loop (`loop`: a few lines
-that trace to n ops), each also with unary ops mixed in (`mixed_*`: tanh, exp, abs, sqrt).
+by phase, in CPU seconds, in a fresh process per size (the GC as a user has it: paused only where the
+library pauses it): `x = x * 1.0001 + 0.5` repeated as written out in the source (`lines`: n/2 lines to
+convert) or by a Python loop (`loop`: a few lines that trace to n ops), each also with unary ops mixed in
+(`mixed_*`: tanh, exp, abs, sqrt).
 """
 import argparse
 import gc
