@@ -37,20 +37,24 @@ def fuse_elementwise(program):
     uses = read_counts(program)
     dead = set()
     for block in program.blocks:
-        fusable = {id(op): op for op in block.ops if _fusable(op)}
-        if len(fusable) < 2:
+        calls = {}                          # id(fusable op) -> its ufunc call
+        for op in block.ops:
+            call = _fusable(op)
+            if call is not None:
+                calls[id(op)] = call
+        if len(calls) < 2:
             continue
-        defs = {id(o): op for op in fusable.values() for o in op.outputs}      # fusable producers only
+        defs = {id(op.outputs[0]): op for op in block.ops if id(op) in calls}     # fusable producers only
         position = {id(op): i for i, op in enumerate(block.ops)}
         taken = set()
         for root in reversed(block.ops):
-            if id(root) in taken or id(root) not in fusable:
+            if id(root) in taken or id(root) not in calls:
                 continue
             members = _grow(root, defs, uses, taken)
             if len(members) < 2:
                 continue
             ordered = sorted(members, key=lambda op: position[id(op)])
-            block.ops[position[id(root)]] = _rewrite(root, ordered)
+            block.ops[position[id(root)]] = _rewrite(root, ordered, calls)
             taken.update(id(op) for op in members)
             dead.update(id(op) for op in ordered if op is not root)
     if not dead:
@@ -60,11 +64,17 @@ def fuse_elementwise(program):
 
 
 def _fusable(op):
-    if len(op.outputs) != 1 or ufunc_call(op) is None:
-        return False
+    """op's ufunc call (name, args) when it may join a fused op, else None."""
+    if len(op.outputs) != 1:
+        return None
+    call = ufunc_call(op)
+    if call is None:
+        return None
     out = op.outputs[0]
-    return out.kind == "dense" and out.ndim >= 1 and all(
-        isinstance(x, Variable) and x.kind == "dense" or _literal_ok(x) for x in op.inputs)
+    if out.kind == "dense" and out.ndim >= 1 and all(
+            isinstance(x, Variable) and x.kind == "dense" or _literal_ok(x) for x in op.inputs):
+        return call
+    return None
 
 
 def _grow(root, defs, uses, taken):
@@ -92,13 +102,13 @@ def _grow(root, defs, uses, taken):
     return list(members.values())
 
 
-def _rewrite(root, ordered):
-    """The fused op computing all of `ordered` (root last), in root's place."""
+def _rewrite(root, ordered, calls):
+    """The fused op computing all of `ordered` (root last), in root's place (`calls`: each op's ufunc call)."""
     index = {}
     inputs, steps = [], []
     produced = {id(op.outputs[0]): j for j, op in enumerate(ordered)}
     for op in ordered:
-        name, args = ufunc_call(op)
+        name, args = calls[id(op)]
         encoded = []
         for a in args:
             if isinstance(a, Variable):
