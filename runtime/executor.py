@@ -14,6 +14,7 @@ import numpy as np
 from .backends import get_backend
 from . import passes as _passes
 from .codegen.plan import compile_plan
+from .gc_pause import paused_gc
 from . import native as _native
 
 # Program -> {(backend, passes, max_iterations): (stamp, plan)}; a plan never holds the Program
@@ -62,14 +63,15 @@ class Executor:
         cached = plans.get(key) if plans is not None else None
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        optimized = _passes.run_passes(program, self.passes)
-        if optimized is program:        # no passes: the plan runs a copy (holding its key would keep it alive)
-            optimized = program.clone()
-            optimized.parameters = program.parameters       # fed by default as before: the live table
-        if self.native:
-            plan = _native.compile_native_plan(optimized, self.backend, self.max_iterations, self.fast_math)
-        else:
-            plan = compile_plan(optimized, self.backend, self.max_iterations)
+        with paused_gc():
+            optimized = _passes.run_passes(program, self.passes)
+            if optimized is program:    # no passes: the plan runs a copy (holding its key would keep it alive)
+                optimized = program.clone()
+                optimized.parameters = program.parameters       # fed by default as before: the live table
+            if self.native:
+                plan = _native.compile_native_plan(optimized, self.backend, self.max_iterations, self.fast_math)
+            else:
+                plan = compile_plan(optimized, self.backend, self.max_iterations)
         if plans is None:
             plans = _PLANS.setdefault(program, {})
         plans[key] = (stamp, plan)

@@ -15,6 +15,7 @@ from . import pytree, rng
 from .array_methods import ArrayMethods
 from .autodiff.tape import enable_grad
 from .dtypes import as_dtype
+from .gc_pause import paused_gc
 from .ir import Program, Variable
 from .trace_context import _active, _active_lock, _state
 from .trace_context import current_frame, frame, install, python_numbers  # noqa: F401 - tracing's face for the transpiler
@@ -123,10 +124,18 @@ def user_origin():
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not filename.startswith(_SKIP_DIRS):
+        user = _USER_FILES.get(filename)
+        if user is None:
+            if len(_USER_FILES) >= 4096:
+                _USER_FILES.clear()
+            user = _USER_FILES[filename] = not filename.startswith(_SKIP_DIRS)
+        if user:
             return f"{filename}:{line_of(frame)}"
         frame = frame.f_back
     return None
+
+
+_USER_FILES = {}        # filename -> whether it is the user's (asked for ~6 frames of every op recorded)
 
 
 _LINE_TABLES = {}      # id(code) -> (code, bytecode range starts, ends, lines); a few codes at a time
@@ -302,7 +311,7 @@ def record(fn, specs, name=None, keeps_writes=False, written=None):
     # a Program is a function: whether a call goes on the tape is decided when it runs, so the caller's
     # no_grad does not reach the trace; a `with rt.no_grad():` inside fn marks the ops it records
     generator = rng.snapshot()
-    with block_guard(block), enable_grad():
+    with block_guard(block), enable_grad(), paused_gc():
         state = trace_state(program)
         state.keeps_writes = keeps_writes
         if written is not None:

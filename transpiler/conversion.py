@@ -12,6 +12,8 @@ import weakref
 
 import gast
 
+from runtime.gc_pause import paused_gc
+
 from . import emit
 from .analysis.scope import own_scope
 from .naming import Namer
@@ -32,23 +34,30 @@ def convert_function(fn):
     key = _code_key(fn)
     entry = _code_cache.get(key)
     if entry is None:
-        parsed = parse_function(fn)
-        resolve = _resolver(fn)
-        nodes = list(own_scope(parsed.tree.body, stop=())) if parsed.tree is not None else None
-        if nodes is not None and not needs_conversion(parsed.tree, nodes, resolve):
-            code = emit.emit_unconverted(parsed.tree, parsed.filename, fn.__code__.co_freevars)
-            returns = sorted(node.lineno for node in nodes if isinstance(node, ast.Return))   # no nested scope
-            entry = _code_cache[key] = _Converted(code, parsed, (parsed.filename, returns))
-        else:
-            returns = return_lines(parsed.node)
-            namer = Namer(parsed.node)
-            node = convert_node(parsed.node, parsed.filename, namer, resolve)
-            code = emit.emit(node, parsed.filename, fn.__code__.co_freevars)
-            entry = _code_cache[key] = _Converted(code, node, (parsed.filename, returns))
+        with paused_gc():       # a long function's trees: tens of thousands of objects, none garbage yet
+            entry = _convert(fn, key)
     converted = emit.instantiate(entry.code, fn)
     converted.__dy2static_returns__ = entry.returns
     _function_cache[fn] = converted
     return converted
+
+
+def _convert(fn, key):
+    """fn's code converted (or compiled as parsed, when no transform applies), kept in the code cache."""
+    parsed = parse_function(fn)
+    resolve = _resolver(fn)
+    nodes = list(own_scope(parsed.tree.body, stop=())) if parsed.tree is not None else None
+    if nodes is not None and not needs_conversion(parsed.tree, nodes, resolve):
+        code = emit.emit_unconverted(parsed.tree, parsed.filename, fn.__code__.co_freevars)
+        returns = sorted(node.lineno for node in nodes if isinstance(node, ast.Return))   # no nested scope
+        entry = _code_cache[key] = _Converted(code, parsed, (parsed.filename, returns))
+    else:
+        returns = return_lines(parsed.node)
+        namer = Namer(parsed.node)
+        node = convert_node(parsed.node, parsed.filename, namer, resolve)
+        code = emit.emit(node, parsed.filename, fn.__code__.co_freevars)
+        entry = _code_cache[key] = _Converted(code, node, (parsed.filename, returns))
+    return entry
 
 
 def _code_key(fn):

@@ -70,7 +70,10 @@ def fused_chain(gen, op, steps):
         buffers.append([gen.value(v), v.static_shape, v.dtype, ("in", into)])
     inputs = [gen.value(v) for v in op.inputs]
     out = gen.name(op.outputs[0])
-    names, lines = _steps(gen, op, steps, specs, inputs, buffers, out, scratch=None)
+    calls = [] if len(steps) >= TABLE_RUN else None
+    names, lines = _steps(gen, op, steps, specs, inputs, buffers, out, scratch=None, calls=calls)
+    if calls is not None:
+        lines = _tabled(gen, lines, calls)
     temps = [n for j, n in names.items() if n.startswith("buf") and n != out]
     temps = list(dict.fromkeys(temps))
     if temps and (is_big(op.outputs[0]) or not is_static(op.outputs[0])):
@@ -87,20 +90,24 @@ def _last_reads(steps):
     return last_read
 
 
-def _steps(gen, op, steps, specs, inputs, buffers, out, scratch):
+def _steps(gen, op, steps, specs, inputs, buffers, out, scratch, calls=None):
     """(names of the step values, the calls computing them).
 
     Unblocked (`scratch` None): a step with no dead buffer to write into allocates one,
     and the last step's value is bound to `out`. Blocked: such a step gets a new
     block-sized buffer, appended to `scratch` as [name, shape, dtype] for the caller to
-    allocate once, and the last step writes into `out`, the result's block."""
+    allocate once, and the last step writes into `out`, the result's block. With a list
+    `calls`, each line's call is described there for `_tabled` (None: a line it keeps)."""
     last_read = _last_reads(steps)
     names, lines = {}, []
     for j, step in enumerate(steps):
         fn = gen.bound(step[0])
-        met = {np.dtype(_fused.step_arg(b, op.inputs, specs).dtype) for b in step[1:] if isinstance(b, dict)}
-        args = ", ".join(_fused.step_arg(a, inputs, names) if isinstance(a, dict) else _number(gen, a, met)
-                         for a in step[1:])
+        refs = [b for b in step[1:] if isinstance(b, dict)]
+        met = None if len(refs) == len(step) - 1 else {  # the dtypes a number meets (none: no number)
+            np.dtype(_fused.step_arg(b, op.inputs, specs).dtype) for b in refs}
+        parts = [(_fused.step_arg(a, inputs, names), _LOCAL) if isinstance(a, dict) else (_number(gen, a, met), a)
+                 for a in step[1:]]
+        args = ", ".join([text for text, _ in parts])
         spec = specs[j]
         shape, dtype = tuple(spec.shape), np.dtype(spec.dtype)
         last = j == len(steps) - 1
@@ -126,13 +133,82 @@ def _steps(gen, op, steps, specs, inputs, buffers, out, scratch):
             out_arg = f"out={target[0]}" if step[0] in _fused.KEYWORD_OUT else target[0]
             assign = out + " = " if last and scratch is None else ""
             lines.append(f"{assign}{fn}({args}, {out_arg})")
+            if calls is not None:
+                calls.append(None if assign else _call(gen, fn, parts, out_arg))
         else:
             name = out if last else gen.temp("buf")
             names[j] = name
             lines.append(f"{name} = {fn}({args})")
+            if calls is not None:
+                calls.append(None)
             if len(shape) >= 1:
                 buffers.append([name, shape, dtype, ("step", j)])
     return names, lines
+
+
+# --- long chains as a loop over a table of calls ---------------------------------------------------
+
+# A run of at least this many calls that write into a buffer and differ only in the ufunc and the
+# numbers they pass runs as a loop over a table of (ufunc, form, numbers): compiling a 4000-step chain
+# line by line cost ~45 ms (a third of its plan), the loop's few lines nothing; each call stays the
+# same call on the same operands (the same bits), ~30 ns slower for the loop's bookkeeping.
+TABLE_RUN = 64
+TABLE_FORMS = 4         # distinct call forms one loop tells apart (an if/elif on the form's number)
+_LOCAL = object()       # an argument that is a local (a buffer or input), not a number
+
+
+def _call(gen, fn, parts, out_arg):
+    """(form, ufunc, numbers) of the line `fn(args, out_arg)`: the form is the line with its ufunc and
+    numbers left out (which locals it reads, where its numbers go, where it writes)."""
+    form = tuple(text if value is _LOCAL else None for text, value in parts) + (out_arg,)
+    numbers = tuple(gen.namespace.get(text, value) for text, value in parts if value is not _LOCAL)
+    return form, gen.namespace[fn], numbers
+
+
+def _tabled(gen, lines, calls):
+    """The lines with each run of >= TABLE_RUN tabled calls (at most TABLE_FORMS forms) as one loop:
+
+        for f, form, a in c_7:                 # ((xp_multiply, 0, 1.0001), (xp_add, 0, c_3), (xp_tanh, 1, None), ...)
+            if form == 0:
+                f(buf, a, buf)
+            else:
+                f(buf, buf)
+    """
+    out, start, n = [], 0, len(lines)
+    while start < n:
+        if calls[start] is None:
+            out.append(lines[start])
+            start += 1
+            continue
+        forms, end = {}, start
+        while end < n and calls[end] is not None:
+            form = calls[end][0]
+            if form not in forms:
+                if len(forms) == TABLE_FORMS:
+                    break
+                forms[form] = len(forms)
+            end += 1
+        if end - start < TABLE_RUN:
+            out.extend(lines[start:end])
+            start = end
+            continue
+        width = max(len(calls[k][2]) for k in range(start, end))
+        table = tuple((fn, forms[form]) + numbers + (None,) * (width - len(numbers))
+                      for form, fn, numbers in calls[start:end])
+        f, which = gen.temp("f"), gen.temp("form")
+        slots = [gen.temp("a") for _ in range(width)]
+        out.append(f"for {', '.join([f, which] + slots)} in {gen.constant(table)}:")
+        for form, k in forms.items():
+            free = iter(slots)
+            args = ", ".join([text if text is not None else next(free) for text in form])
+            test = "if" if k == 0 else "elif" if k < len(forms) - 1 else "else"
+            if len(forms) == 1:
+                out.append(f"    {f}({args})")
+            else:
+                out.append(f"    {test} {which} == {k}:" if test != "else" else "    else:")
+                out.append(f"        {f}({args})")
+        start = end
+    return out
 
 
 def block_rows(op, steps, specs, into=None):
@@ -241,13 +317,33 @@ def _number(gen, a, met):
     if len(met) == 1 and not isinstance(a, bool):
         (dtype,) = met
         if dtype.kind in "iuf":
-            try:
-                typed = np.asarray(a, dtype)
-            except (OverflowError, ValueError):
-                typed = None
-            if typed is not None and typed.item() == a and (dtype.kind != "f" or np.isfinite(typed)):
+            key = (a, type(a), dtype)       # (not for zeros: -0.0 == 0.0; a NaN is never found again)
+            typed = _EXACT.get(key, _UNKNOWN) if a else _UNKNOWN
+            if typed is _UNKNOWN:
+                typed = _exactly(a, dtype)
+                if a:
+                    if len(_EXACT) >= 4096:
+                        _EXACT.clear()
+                    _EXACT[key] = typed
+            if typed is not None:
                 return gen.typed_constant(typed)
     return gen.value(a)
+
+
+_EXACT = {}             # (number, its type, dtype) -> _exactly's answer: a chain repeats a few numbers
+_UNKNOWN = object()
+
+
+def _exactly(a, dtype):
+    """The number as a read-only 0-d array of dtype when it is exactly a finite value of it, else None."""
+    try:
+        typed = np.asarray(a, dtype)
+    except (OverflowError, ValueError):
+        return None
+    if typed.item() == a and (dtype.kind != "f" or np.isfinite(typed)):
+        typed.flags.writeable = False       # shared by every plan that meets this number
+        return typed
+    return None
 
 
 def _dying_argument_buffer(step, j, shape, dtype, buffers, last_read, op, specs):

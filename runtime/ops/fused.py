@@ -33,7 +33,13 @@ def ufunc_op(name):
 
 def arity(name):
     """How many arguments the step's ufunc takes."""
-    return getattr(np, name).nin
+    nin = _ARITY.get(name)
+    if nin is None:
+        nin = _ARITY[name] = getattr(np, name).nin
+    return nin
+
+
+_ARITY = {}             # ufunc name -> nin (asked once per step of every fused op planned or loaded)
 
 
 def ufunc_call(op):
@@ -54,12 +60,20 @@ def check_steps(steps, n_inputs):
     """Raise ValueError unless steps is a well-formed list of ufunc steps over n_inputs inputs."""
     if not isinstance(steps, (list, tuple)) or not steps:
         raise ValueError(f"{FUSED}: steps must be a non-empty list")
+    checked = set()         # step names known to be ufuncs of registered ops (a chain repeats a few)
     for j, step in enumerate(steps):
-        if not isinstance(step, (list, tuple)) or not step or ufunc_op(step[0]) is None:
+        if not isinstance(step, (list, tuple)) or not step:
             raise ValueError(f"{FUSED}: step {j} is not a known ufunc call: {str(step)[:80]}")
-        if len(step) - 1 != arity(step[0]):
-            raise ValueError(f"{FUSED}: step {j} ({step[0]}) takes {arity(step[0])} arguments")
+        name = step[0]
+        if type(name) is not str or name not in checked:
+            if ufunc_op(name) is None:
+                raise ValueError(f"{FUSED}: step {j} is not a known ufunc call: {str(step)[:80]}")
+            checked.add(name)
+        if len(step) - 1 != arity(name):
+            raise ValueError(f"{FUSED}: step {j} ({name}) takes {arity(name)} arguments")
         for arg in step[1:]:
+            if type(arg) in _NUMBERS:
+                continue
             if isinstance(arg, dict):
                 if len(arg) != 1:
                     raise ValueError(f"{FUSED}: step {j} has a malformed reference {arg!r}")
@@ -71,14 +85,15 @@ def check_steps(steps, n_inputs):
                 raise ValueError(f"{FUSED}: step {j} has an argument {str(arg)[:40]} that is not a number")
 
 
+_NUMBERS = frozenset({bool, int, float})
+
+
 def step_specs(inputs, steps):
     """The Spec of every step's value (the shape rules of the ops the steps were)."""
-    values, specs = [], []
+    specs = []
     for step in steps:
-        args = [step_arg(a, inputs, values) for a in step[1:]]
-        spec = ufunc_op(step[0]).infer(*args)
-        specs.append(spec)
-        values.append(spec)
+        args = [step_arg(a, inputs, specs) if isinstance(a, dict) else a for a in step[1:]]
+        specs.append(ufunc_op(step[0]).infer(*args))
     return specs
 
 

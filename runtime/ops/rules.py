@@ -25,7 +25,8 @@ def input_types(inputs):
     (`x.reshape(x.shape[0], -1)`) marked as that input's (Spec.dim_of); literals as they are."""
     types = [type_of(x) for x in inputs]
     for j, x in enumerate(inputs):
-        source = getattr(x, "dim_of", None)     # a Tracer's; a loaded Variable has none
+        # a Tracer's (a loaded Variable has none; a literal is asked nothing)
+        source = getattr(x, "dim_of", None) if isinstance(x, Variable) else None
         if source is not None:
             k = next((k for k, y in enumerate(inputs) if y is source[0]), None)
             if k is not None:
@@ -93,14 +94,47 @@ def norm_axes(axis, ndim, what="axis"):
 
 
 def elementwise(ufunc_name):
-    """Rule for ops that are a NumPy ufunc: broadcast shapes, ufunc's own dtype resolution."""
+    """Rule for ops that are a NumPy ufunc: broadcast shapes, ufunc's own dtype resolution.
+
+    The answer depends on the inputs' (shape, dtype, weak) and the literals' Python types alone, so it is
+    remembered per those (`elementwise_key`): a long chain traces and plans each step's type with one
+    dict lookup instead of broadcasting and promoting again."""
     ufunc = getattr(np, ufunc_name)
+    known = {}
 
     def infer(*inputs):
-        shape = broadcast_shapes(*(shape_of(x) for x in inputs))
-        dtype = _resolve(ufunc, inputs)
-        return Spec(shape, dtype, dtype.kind != "b" and all(is_weak(x) for x in inputs))
+        key = elementwise_key(inputs)
+        spec = known.get(key) if key is not None else None
+        if spec is None:
+            shape = broadcast_shapes(*(shape_of(x) for x in inputs))
+            dtype = _resolve(ufunc, inputs)
+            spec = Spec(shape, dtype, dtype.kind != "b" and all(is_weak(x) for x in inputs))
+            if key is not None:
+                if len(known) >= ELEMENTWISE_MEMO:
+                    known.clear()
+                known[key] = spec
+        return spec
     return infer
+
+
+ELEMENTWISE_MEMO = 1024     # types remembered per ufunc (a few in any one program; cleared when full)
+
+
+def elementwise_key(inputs):
+    """What an elementwise rule's answer depends on: each typed input's (shape, dtype, weak), each
+    literal's Python type; None when an input is neither (a NumPy array or scalar: by value)."""
+    key = []
+    for x in inputs:
+        kind = type(x)
+        if kind in _PYTHON_SCALARS:
+            key.append(kind)
+        elif kind is Spec:
+            key.append((x.shape, x.dtype, x.weak))
+        elif isinstance(x, TYPED):
+            key.append((x.static_shape, x.dtype, x.weak))
+        else:
+            return None
+    return tuple(key)
 
 
 _RESOLVED = {}   # (ufunc, common dtype, arity) -> result dtype: NumPy's answer never changes

@@ -27,14 +27,21 @@ def blocks_under(op):
 
 def is_pure(op):
     """No side effects: a region op is pure when everything inside it is."""
-    if region_of(op) is not None:
+    opdef = REGISTRY[op.type]
+    if opdef.region is not None:
         return all(is_pure(inner) for block in sub_blocks(op) for inner in block.ops)
-    return REGISTRY[op.type].pure
+    return opdef.pure
 
 
 def touches_arrays(op):
     """Whether op reads or makes a tensor array (a mutable list: never merged, moved or folded)."""
-    return any(v.kind == "array" for v in op.input_vars()) or any(o.kind == "array" for o in op.outputs)
+    for v in op.inputs:
+        if isinstance(v, Variable) and v.kind == "array":
+            return True
+    for o in op.outputs:
+        if o.kind == "array":
+            return True
+    return False
 
 
 def is_static(var):
@@ -77,6 +84,23 @@ def readers(program):
     for v in program.outputs:
         found.setdefault(id(v), []).append(None)
     return found
+
+
+def read_counts(program):
+    """id(Variable) -> how many times it is read (`readers`' lists, counted: what fusion asks)."""
+    count = {}
+    get = count.get
+    for block in program.blocks:
+        for op in block.ops:
+            for v in op.inputs:
+                if isinstance(v, Variable):
+                    count[id(v)] = get(id(v), 0) + 1
+        for v in block.results:
+            if isinstance(v, Variable):
+                count[id(v)] = get(id(v), 0) + 1
+    for v in program.outputs:
+        count[id(v)] = get(id(v), 0) + 1
+    return count
 
 
 def last_reads(block):

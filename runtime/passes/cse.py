@@ -30,7 +30,8 @@ def eliminate_common_subexpressions(program):
     def visit(block):
         added = []
         for i, op in enumerate(block.ops):
-            op = block.ops[i] = with_inputs(op, [resolve(x) for x in op.inputs])
+            if mapping:
+                op = block.ops[i] = with_inputs(op, [resolve(x) for x in op.inputs])
             if region_of(op) is not None:
                 for sub in sub_blocks(op):
                     visit(sub)
@@ -46,11 +47,14 @@ def eliminate_common_subexpressions(program):
             for mine, theirs in zip(op.outputs, first.outputs):
                 mapping[id(mine)] = theirs
             dead.add(id(op))
-        block.results = [resolve(x) for x in block.results]
+        if mapping:
+            block.results = [resolve(x) for x in block.results]
         for key in added:           # a sibling block must not see this block's ops (no copy per block)
             del table[key]
 
     visit(program.global_block)
+    if not dead:
+        return program          # nothing merged: the Program is as it came
     remove_ops(program, dead)
     replace_uses(program, mapping)
     return finish(program)
@@ -61,11 +65,15 @@ def eliminate_common_subexpressions(program):
 KEY_BUDGET = 4096
 
 
+_NO_ATTRS = ("d",)          # _attr_key({}, ...), the attrs of most ops
+
+
 def _key(op):
     if not op.outputs or touches_arrays(op) or not is_pure(op):
         return None
     try:
-        return (op.type, tuple(_input_key(x) for x in op.inputs), _attr_key(op.attrs, [KEY_BUDGET]))
+        return (op.type, tuple([("v", id(x)) if isinstance(x, Variable) else _input_key(x) for x in op.inputs]),
+                _attr_key(op.attrs, [KEY_BUDGET]) if op.attrs else _NO_ATTRS)
     except (TypeError, _TooBig):
         return None
 

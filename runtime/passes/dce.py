@@ -18,7 +18,7 @@ reports the errors of the work it does.
 """
 from ..ir import Variable
 from .pipeline import register_pass
-from ._graph import finish, is_pure, region_of, remove_ops
+from ._graph import finish, is_pure, region_of, remove_ops, touches_arrays
 
 
 @register_pass("dce")
@@ -58,7 +58,9 @@ def eliminate_dead_code(program):
         live_ops.add(id(op))
         region = regions.get(id(op))
         for v in (region[0].control(op) if region is not None else op.inputs):
-            need(v)
+            if isinstance(v, Variable) and id(v) not in live_vars:       # need(v), inline: once per input
+                live_vars.add(id(v))
+                work.append(v)
         if id(op.block) in owner:
             need_op(owner[id(op.block)])
 
@@ -103,13 +105,17 @@ def eliminate_dead_code(program):
             break
 
     dead = {id(op) for op in program.ops() if id(op) not in live_ops}
-    for block in program.blocks:
+    dropped = False
+    for block in (program.blocks if slots else ()):
         for i, op in enumerate(block.ops):
             if id(op) in dead or id(op) not in slots:
                 continue
             keep = {s for s in range(len(slots[id(op)])) if (id(op), s) in live_slots}
             if len(keep) < len(slots[id(op)]):
                 block.ops[i] = regions[id(op)][0].drop(op, keep)
+                dropped = True
+    if not dead and not dropped:
+        return program          # everything is needed: the Program is as it came
     remove_ops(program, dead)
     return finish(program)
 
@@ -135,7 +141,8 @@ def _array_families(program, slots, regions):
 
     for op in program.ops():
         if id(op) not in regions:
-            join(list(op.input_vars()) + list(op.outputs))
+            if touches_arrays(op):
+                join(list(op.input_vars()) + list(op.outputs))
             continue
         subs = regions[id(op)][1]
         for slot in slots[id(op)]:

@@ -29,22 +29,23 @@ FOLD_LIMIT = 1024
 
 @register_pass("fold")
 def fold_constants(program):
-    known = {}
+    known, folded = {}, False
     for block in program.blocks:                # parents before children: definitions come first
         for i, op in enumerate(block.ops):
+            creation = get_op(op.type).creation
+            variables = op.input_vars()
+            if not creation and (not variables or any(id(v) not in known for v in variables)):
+                continue            # (most ops: a value not known now; asked first, it is the cheapest test)
             if region_of(op) is not None or touches_arrays(op) or not is_pure(op) or len(op.outputs) != 1:
                 continue
             out = op.outputs[0]
             if not is_static(out) or size_of(out) > FOLD_LIMIT:
                 continue
-            variables = op.input_vars()
-            if get_op(op.type).creation:
+            if creation:
                 if not variables:
                     value = _evaluate(op, list(op.inputs))
                     if value is not None:
                         known[id(out)] = value
-                continue
-            if not variables or any(id(v) not in known for v in variables):
                 continue
             value = _evaluate(op, [known[id(v)] if isinstance(v, Variable) else v for v in op.inputs])
             if value is None or value.dtype.kind == "c":
@@ -52,7 +53,8 @@ def fold_constants(program):
             known[id(out)] = value
             block.ops[i] = op.replace(type=CONSTANT.name, inputs=[], attrs={
                 "value": value.tolist(), "dtype": value.dtype.name, "shape": list(value.shape)})
-    return finish(program)
+            folded = True
+    return finish(program) if folded else program
 
 
 def _evaluate(op, args):

@@ -25,7 +25,7 @@ The fused op itself (its steps, checks and code generator) is defined in
 from ..ir import Variable
 from ..ops.fused import FUSED, ufunc_call
 from .pipeline import register_pass
-from ._graph import finish, readers, remove_ops
+from ._graph import finish, read_counts, remove_ops
 
 
 def _literal_ok(x):
@@ -34,32 +34,47 @@ def _literal_ok(x):
 
 @register_pass("fuse_elementwise")
 def fuse_elementwise(program):
-    uses = readers(program)
+    uses = read_counts(program)
     dead = set()
     for block in program.blocks:
-        defs = {id(o): op for op in block.ops for o in op.outputs}
+        calls = {}                          # id(fusable op) -> its ufunc call
+        for op in block.ops:
+            call = _fusable(op)
+            if call is not None:
+                calls[id(op)] = call
+        if len(calls) < 2:
+            continue
+        defs = {id(op.outputs[0]): op for op in block.ops if id(op) in calls}     # fusable producers only
         position = {id(op): i for i, op in enumerate(block.ops)}
         taken = set()
         for root in reversed(block.ops):
-            if id(root) in taken or not _fusable(root):
+            if id(root) in taken or id(root) not in calls:
                 continue
             members = _grow(root, defs, uses, taken)
             if len(members) < 2:
                 continue
             ordered = sorted(members, key=lambda op: position[id(op)])
-            block.ops[position[id(root)]] = _rewrite(root, ordered)
+            block.ops[position[id(root)]] = _rewrite(root, ordered, calls)
             taken.update(id(op) for op in members)
             dead.update(id(op) for op in ordered if op is not root)
+    if not dead:
+        return program          # nothing fused: the Program is as it came
     remove_ops(program, dead)
     return finish(program)
 
 
 def _fusable(op):
-    if len(op.outputs) != 1 or ufunc_call(op) is None:
-        return False
+    """op's ufunc call (name, args) when it may join a fused op, else None."""
+    if len(op.outputs) != 1:
+        return None
+    call = ufunc_call(op)
+    if call is None:
+        return None
     out = op.outputs[0]
-    return out.kind == "dense" and out.ndim >= 1 and all(
-        isinstance(x, Variable) and x.kind == "dense" or _literal_ok(x) for x in op.inputs)
+    if out.kind == "dense" and out.ndim >= 1 and all(
+            isinstance(x, Variable) and x.kind == "dense" or _literal_ok(x) for x in op.inputs):
+        return call
+    return None
 
 
 def _grow(root, defs, uses, taken):
@@ -75,24 +90,25 @@ def _grow(root, defs, uses, taken):
     todo = [root]
     while todo:
         op = todo.pop()
-        for v in op.input_vars():
-            inside[id(v)] = inside.get(id(v), 0) + 1
-            producer = defs.get(id(v))
-            if (producer is None or id(producer) in members or id(producer) in taken
-                    or inside[id(v)] != len(uses.get(id(v), ())) or not _fusable(producer)):
+        for v in op.inputs:
+            if not isinstance(v, Variable):
+                continue
+            inside[id(v)] = reads = inside.get(id(v), 0) + 1
+            producer = defs.get(id(v))          # (defs: the block's fusable ops)
+            if producer is None or id(producer) in members or id(producer) in taken or reads != uses.get(id(v), 0):
                 continue
             members[id(producer)] = producer
             todo.append(producer)
     return list(members.values())
 
 
-def _rewrite(root, ordered):
-    """The fused op computing all of `ordered` (root last), in root's place."""
+def _rewrite(root, ordered, calls):
+    """The fused op computing all of `ordered` (root last), in root's place (`calls`: each op's ufunc call)."""
     index = {}
     inputs, steps = [], []
     produced = {id(op.outputs[0]): j for j, op in enumerate(ordered)}
     for op in ordered:
-        name, args = ufunc_call(op)
+        name, args = calls[id(op)]
         encoded = []
         for a in args:
             if isinstance(a, Variable):

@@ -53,15 +53,18 @@ from ..ops.rules import broadcast_shapes
 from ..ops.registry import get_op
 from .pipeline import register_pass
 from ._graph import (Insertions, blocks_under, finish, first_axis_scalar, is_pure, is_static, move_var, readers,
-                     region_of, remove_ops, size_of, sub_blocks, touches_arrays)
+                     region_of, remove_ops, size_of, touches_arrays)
 
 GATHER_LIMIT = 1 << 24
 
 
 @register_pass("licm")
 def hoist_loop_invariants(program):
+    loops = _loops_inner_first(program)
+    if not loops:
+        return program          # nothing to move (a valid Program in, the same out)
     pending = Insertions()
-    for op in _loops_inner_first(program):
+    for op in loops:
         _hoist(op, pending)
     pending.apply_all()
     return finish(program)
@@ -72,10 +75,12 @@ def _loops_inner_first(program):
 
     def visit(block):
         for op in block.ops:
-            for sub in sub_blocks(op):
-                visit(sub)
             region = region_of(op)
-            if region is not None and region.loop:
+            if region is None:
+                continue
+            for sub in region.blocks(op):
+                visit(sub)
+            if region.loop:
                 out.append(op)
     visit(program.global_block)
     return out
@@ -139,8 +144,11 @@ def cannot_fail(op):
 
 @register_pass("hoist_gather_matmul")
 def hoist_gather_matmul(program):
+    loops = _loops_inner_first(program)
+    if not loops:
+        return program
     pending = Insertions()
-    for loop in _loops_inner_first(program):
+    for loop in loops:
         _batch_gathers(loop, pending)
     pending.apply_all()
     return finish(program)
@@ -184,9 +192,12 @@ def _batch_gathers(loop, pending):
 
 @register_pass("fold_gather_addend")
 def fold_gather_addend(program):
+    loops = _loops_inner_first(program)
+    if not loops:
+        return program          # and no use lists built for nothing
     pending, folded = Insertions(), set()
     found = readers(program)
-    for loop in _loops_inner_first(program):
+    for loop in loops:
         _fold_addends(loop, pending, found, folded)
     pending.apply_all()
     remove_ops(program, folded)         # each p[i] folded was read by its rewritten add alone

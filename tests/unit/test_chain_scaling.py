@@ -179,3 +179,176 @@ def test_line_of_is_the_frames_line_number():
     seen.append(_caller_lines())
     assert all(ours == python for ours, python in seen), seen
     assert len(set(seen)) == 3
+
+
+def _calls_named(stats, name, path_part):
+    return sum(count for (filename, _, fn), (count, *_) in stats.items()
+               if fn == name and path_part in filename.replace("\\", "/"))
+
+
+def test_elementwise_types_are_inferred_once_per_operand_types(tmp_path):
+    """Tracing and planning a chain broadcast shapes once per distinct (shape, dtype, weak) operands of each
+    ufunc, not once per op or fused step (`rules.elementwise` remembers its answers)."""
+    seen = {}
+    for n in (250, 1000):
+        converted = convert_function(_chain(tmp_path, n, "mixed_lines"))
+        profile = cProfile.Profile()
+        profile.enable()
+        try:
+            _first_result(converted)
+        finally:
+            profile.disable()
+        seen[n] = _calls_named(pstats.Stats(profile).stats, "broadcast_shapes", "runtime/ops/rules.py")
+    assert seen[1000] == seen[250] and seen[250] < 20, seen
+
+
+_TYPED_OPERANDS = [
+    (rt.ir.Spec((3,), np.dtype("float32")), 2.0),
+    (rt.ir.Spec((3,), np.dtype("float32"), True), 2.0),
+    (rt.ir.Spec((3,), np.dtype("float32"), True), rt.ir.Spec((3,), np.dtype("float32"))),
+    (rt.ir.Spec((1, 3), np.dtype("int8")), rt.ir.Spec((2, 1), np.dtype("int8"))),
+    (rt.ir.Spec((3,), np.dtype("int8")), 2.0),
+    (rt.ir.Spec((3,), np.dtype("int8")), 2),
+    (rt.ir.Spec((-1, 3), np.dtype("int8")), True),
+    (rt.ir.Spec((), np.dtype("int64"), True), 2),
+    (rt.ir.Spec((3,), np.dtype("uint8")), np.float64(2.0)),
+    (rt.ir.Spec((3,), np.dtype("uint8")), np.array([1, 2, 3], np.int16)),
+]
+
+
+def test_remembered_elementwise_types_are_the_rules_answers():
+    """The remembered answers, asked in any order (weak and strong operands, literals of each type, NumPy
+    values that promote by value), are what a rule with nothing remembered answers."""
+    from runtime.ops.registry import get_op
+    from runtime.ops.rules import elementwise
+    infer = get_op("add").infer
+    for inputs in _TYPED_OPERANDS + _TYPED_OPERANDS[::-1]:
+        assert infer(*inputs) == elementwise("add")(*inputs), inputs
+
+
+@pytest.mark.parametrize("name", ["licm", "hoist_gather_matmul", "fold_gather_addend", "fold", "cse", "dce"])
+def test_a_pass_with_nothing_of_its_own_to_do_returns_the_program_untouched(tmp_path, name):
+    """On a loop-free chain with nothing constant, repeated or dead, the pass neither rebuilds use lists nor
+    refreshes captures (a walk of the whole Program each): it returns the Program it was given, as it was."""
+    program, _, _ = rt.trace(convert_function(_chain(tmp_path, 200, "mixed_lines")), SPEC)
+    text = str(program)
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        result = passes.PASSES[name](program)
+    finally:
+        profile.disable()
+    stats = pstats.Stats(profile).stats
+    assert result is program and str(program) == text
+    for walk in ("readers", "read_counts", "refresh_captures", "remove_ops", "replace_uses"):
+        assert _calls_named(stats, walk, "runtime/passes/") == 0, walk
+
+
+
+def _many_forms(x, m=rt):
+    """Steps of every call form a chain has: number second or first, unary, a value read twice, keyword
+    `out=` (maximum/minimum), a comparison changing the dtype, a second buffer live beside the first."""
+    for k in range(3):
+        y = m.maximum(m.minimum(x * 3.0 - 1.0, 2.0), -0.5) * m.sqrt(m.abs(x))
+        y = 0.5 - y / (y * y + 2.0)
+        x = m.exp(m.sin(y) * 0.5) + m.tanh(x) * float(k)
+        x = m.where(x > 0.25, x, -x) if m is np else rt.where(x > 0.25, x, -x)
+    return x
+
+
+@pytest.mark.parametrize("run", [2, 5, 64])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_long_chain_tabled_gives_the_bits_of_its_calls_line_by_line(monkeypatch, run, dtype):
+    """A run of calls as a loop over a table (`chains._tabled`) computes exactly what its calls line by
+    line did, and what NumPy does eagerly, whatever forms the run mixes."""
+    from runtime.codegen import chains
+    x = np.linspace(-2, 2, 24, dtype=dtype).reshape(4, 6)
+    program = passes.run_passes(rt.trace(_many_forms, [rt.InputSpec([4, 6], dtype, "x")])[0])
+    monkeypatch.setattr(chains, "TABLE_RUN", 1 << 30)
+    lines = compile_plan(program, rt.Executor().backend)
+    monkeypatch.setattr(chains, "TABLE_RUN", run)
+    tabled = compile_plan(program, rt.Executor().backend)
+    if run < 64:
+        assert "for f, form, a in" in tabled.source and "for f" not in lines.source, tabled.source
+    want = np.asarray(_many_forms(x, np))
+    for plan in (lines, tabled):
+        got = np.asarray(plan(x.copy())[0])
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_a_4000_op_chain_plans_to_a_few_lines(tmp_path):
+    """What `compile()` reads of a 4000-op chain: a loop over its calls, not 4000 lines."""
+    program, _, _ = rt.trace(convert_function(_chain(tmp_path, 4000, "lines")), SPEC)
+    plan = compile_plan(passes.run_passes(program), rt.Executor().backend)
+    assert plan.source.count("\n") < 10, plan.source
+    np.testing.assert_array_equal(plan(X)[0], _chain(tmp_path, 4000, "lines")(rt.tensor(X)).numpy())
+
+
+def _collections_during(fn, *args):
+    """(how many collections the cyclic GC ran while fn ran with a threshold of 1: one per allocation
+    unless paused, fn's result)."""
+    import gc
+    seen = []
+
+    def count(phase, info):
+        if phase == "start":
+            seen.append(info["generation"])
+    threshold = gc.get_threshold()
+    gc.callbacks.append(count)
+    gc.set_threshold(1)
+    try:
+        result = fn(*args)
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(count)
+    return len(seen), result
+
+
+def test_converting_tracing_and_compiling_pause_the_garbage_collector(tmp_path):
+    """Each of conversion, tracing and compiling a plan runs with the collector paused (its full
+    collections walk the whole heap, freeing nothing of a long Program being made): one collection at
+    the end of each and a few for the calls' own bookkeeping around it, where thousands would run with a
+    threshold of 1."""
+    fn = _chain(tmp_path, 400, "mixed_lines")
+    collections, converted = _collections_during(convert_function, fn)
+    assert collections <= 40, collections
+    collections, (program, _, _) = _collections_during(rt.trace, converted, SPEC)
+    assert collections <= 40, collections
+    collections, plan = _collections_during(rt.Executor().compile, program)
+    assert collections <= 40, collections
+    np.testing.assert_array_equal(plan(X)[0], fn(rt.tensor(X)).numpy())
+
+
+def test_a_paused_collector_comes_back_as_it_was():
+    import gc
+    import threading
+    from runtime.gc_pause import paused_gc
+    assert gc.isenabled()
+    with paused_gc():
+        assert not gc.isenabled()
+        with paused_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()           # the outer pause still holds
+    assert gc.isenabled()
+    started, finish = threading.Event(), threading.Event()
+
+    def other_thread():
+        with paused_gc():
+            started.set()
+            finish.wait(10)
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    started.wait(10)
+    with paused_gc():
+        pass
+    assert not gc.isenabled()               # another thread's pause still holds
+    finish.set()
+    worker.join()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()           # the user's own choice stays
+    finally:
+        gc.enable()
