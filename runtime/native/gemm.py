@@ -38,6 +38,7 @@ from .numpy_loops import probe_values, same_bits
 
 NR = 32                 # columns of C per tile: two 16-float vectors
 MR = 8                  # rows of C per tile (16 accumulators)
+UNROLL = 4              # k steps per loop iteration (then one at a time): the order of each chain is unchanged
 ROW_TILES = (8, 4, 2, 1)            # the last rows as tiles of 4, 2 and 1 (each element's sum is the same)
 GEMM_Q, UNROLL_M = 448, 16          # OpenBLAS SkylakeX: SGEMM_DEFAULT_Q, SGEMM_DEFAULT_UNROLL_M
 SMALL_MNK = 1e6         # sgemm_small_kernel_permit_skylakex: small-matrix kernels up to m * n * k = 100^3
@@ -100,31 +101,62 @@ def _micro(rows, halves):
              " i64 %ldc, i64 %k0, i64 %k1, i1 %first, i1 %last, ptr noalias %bias, i32 %flags, i16 %mask) {",
              "entry:",
              "  %mk = bitcast i16 %mask to <16 x i1>",
-             "  br label %loop",
-             "loop:",
-             "  %kk = phi i64 [%k0, %entry], [%kn, %loop]"]
+             "  %len = sub i64 %k1, %k0",
+             f"  %mainlen = and i64 %len, {-UNROLL}",
+             "  %mainend = add i64 %k0, %mainlen",
+             "  %hasmain = icmp ugt i64 %mainlen, 0",
+             "  br i1 %hasmain, label %main, label %mid",
+             "main:",
+             "  %kk = phi i64 [%k0, %entry], [%kn, %main]"]
     tiles = [(r, h) for r in range(rows) for h in range(halves)]
     for r, h in tiles:
-        lines.append(f"  %acc{r}_{h} = phi {v} [zeroinitializer, %entry], [%nacc{r}_{h}, %loop]")
-    lines.append("  %boff = shl i64 %kk, 5")
-    for h in range(halves):
-        lines += [f"  %bo{h} = add i64 %boff, {16 * h}",
-                  f"  %bq{h} = getelementptr float, ptr %bp, i64 %bo{h}",
-                  f"  %b{h} = load {v}, ptr %bq{h}, align 4"]
-    for r in range(rows):
-        lines += [f"  %ar{r} = mul i64 %lda, {r}",
-                  f"  %ao{r} = add i64 %ar{r}, %kk",
-                  f"  %aq{r} = getelementptr float, ptr %a, i64 %ao{r}",
-                  f"  %as{r} = load float, ptr %aq{r}, align 4",
-                  f"  %ai{r} = insertelement {v} poison, float %as{r}, i32 0",
-                  f"  %av{r} = shufflevector {v} %ai{r}, {v} poison, <16 x i32> zeroinitializer"]
+        lines.append(f"  %acc{r}_{h} = phi {v} [zeroinitializer, %entry], [%u{UNROLL - 1}acc{r}_{h}, %main]")
+
+    def step(kk, acc, out):
+        """One k step: acc{r}_{h} names in, out{r}_{h} names made (FMA chains, one per element)."""
+        body = [f"  %{out}boff = shl i64 {kk}, 5"]
         for h in range(halves):
-            lines.append(f"  %nacc{r}_{h} = call {v} @llvm.fma.v16f32({v} %av{r}, {v} %b{h}, {v} %acc{r}_{h})")
-    lines += ["  %kn = add i64 %kk, 1",
-              "  %more = icmp ult i64 %kn, %k1",
-              "  br i1 %more, label %loop, label %done",
-              "done:",
-              "  %fb = and i32 %flags, 1",
+            body += [f"  %{out}bo{h} = add i64 %{out}boff, {16 * h}",
+                     f"  %{out}bq{h} = getelementptr float, ptr %bp, i64 %{out}bo{h}",
+                     f"  %{out}b{h} = load {v}, ptr %{out}bq{h}, align 4"]
+        for r in range(rows):
+            body += [f"  %{out}ar{r} = mul i64 %lda, {r}",
+                     f"  %{out}ao{r} = add i64 %{out}ar{r}, {kk}",
+                     f"  %{out}aq{r} = getelementptr float, ptr %a, i64 %{out}ao{r}",
+                     f"  %{out}as{r} = load float, ptr %{out}aq{r}, align 4",
+                     f"  %{out}ai{r} = insertelement {v} poison, float %{out}as{r}, i32 0",
+                     f"  %{out}av{r} = shufflevector {v} %{out}ai{r}, {v} poison, <16 x i32> zeroinitializer"]
+            for h in range(halves):
+                body.append(f"  %{out}acc{r}_{h} = call {v} @llvm.fma.v16f32({v} %{out}av{r}, {v} %{out}b{h}, "
+                            f"{v} %{acc}{r}_{h})")
+        return body
+
+    previous = "acc"
+    for u in range(UNROLL):
+        lines.append(f"  %kk{u} = add i64 %kk, {u}")
+        lines += step(f"%kk{u}", previous, f"u{u}")
+        previous = f"u{u}acc"
+    lines += ["  %kn = add i64 %kk, " + str(UNROLL),
+              "  %mmore = icmp ult i64 %kn, %mainend",
+              "  br i1 %mmore, label %main, label %mid",
+              "mid:",
+              "  %km = phi i64 [%k0, %entry], [%kn, %main]"]
+    for r, h in tiles:
+        lines.append(f"  %macc{r}_{h} = phi {v} [zeroinitializer, %entry], [%u{UNROLL - 1}acc{r}_{h}, %main]")
+    lines += ["  %rest = icmp ult i64 %km, %k1",
+              "  br i1 %rest, label %tail, label %done",
+              "tail:",
+              "  %kt = phi i64 [%km, %mid], [%ktn, %tail]"]
+    for r, h in tiles:
+        lines.append(f"  %tacc{r}_{h} = phi {v} [%macc{r}_{h}, %mid], [%tnacc{r}_{h}, %tail]")
+    lines += step("%kt", "tacc", "tn")
+    lines += ["  %ktn = add i64 %kt, 1",
+              "  %tmore = icmp ult i64 %ktn, %k1",
+              "  br i1 %tmore, label %tail, label %done"]
+    lines += ["done:"]
+    for r, h in tiles:
+        lines.append(f"  %nacc{r}_{h} = phi {v} [%macc{r}_{h}, %mid], [%tnacc{r}_{h}, %tail]")
+    lines += ["  %fb = and i32 %flags, 1",
               "  %hasbias = icmp ne i32 %fb, 0",
               "  %fr = and i32 %flags, 2",
               "  %hasrelu = icmp ne i32 %fr, 0",
@@ -164,6 +196,17 @@ def _micro(rows, halves):
             lines.append(f"  store {v} %f{t}, ptr %cq{t}, align 4")
     lines += ["  ret void", "}"]
     return lines
+
+
+def _row_tile_choice():
+    """%r = the largest of ROW_TILES not above %left (the rows left), as a chain of selects."""
+    tiles = sorted(ROW_TILES)
+    lines, chosen = [], "1"
+    for t in tiles[1:]:
+        lines += [f"  %ge{t} = icmp uge i64 %left, {t}",
+                  f"  %r{t} = select i1 %ge{t}, i64 {t}, i64 {chosen}"]
+        chosen = f"%r{t}"
+    return lines + [f"  %r = add i64 {chosen}, 0"]
 
 
 def _driver():
@@ -209,12 +252,7 @@ def _driver():
              "rows:",
              "  %i = phi i64 [0, %panel], [%in, %tiled]",
              "  %left = sub i64 %m, %i",
-             "  %ge8 = icmp ugt i64 %left, 7",
-             "  %ge4 = icmp ugt i64 %left, 3",
-             "  %ge2 = icmp ugt i64 %left, 1",
-             "  %r2 = select i1 %ge2, i64 2, i64 1",
-             "  %r4 = select i1 %ge4, i64 4, i64 %r2",
-             f"  %r = select i1 %ge8, i64 {MR}, i64 %r4",
+] + _row_tile_choice() + [
              "  %ao = mul i64 %i, %k",
              "  %ap = getelementptr float, ptr %x, i64 %ao",
              "  %co0 = mul i64 %i, %n",
