@@ -36,7 +36,8 @@ from . import disk_cache, objects
 from .llvm import engine, may_be_available
 from .numpy_loops import probe_values, same_bits
 
-NR = 32                 # columns of C per tile: two 16-float vectors
+HALVES = 2              # 16-float vectors per tile row
+NR = 16 * HALVES        # columns of C per tile
 MR = 8                  # rows of C per tile (16 accumulators)
 UNROLL = 4              # k steps per loop iteration (then one at a time): the order of each chain is unchanged
 ROW_TILES = (8, 4, 2, 1)            # the last rows as tiles of 4, 2 and 1 (each element's sum is the same)
@@ -114,7 +115,7 @@ def _micro(rows, halves):
 
     def step(kk, acc, out):
         """One k step: acc{r}_{h} names in, out{r}_{h} names made (FMA chains, one per element)."""
-        body = [f"  %{out}boff = shl i64 {kk}, 5"]
+        body = [f"  %{out}boff = mul i64 {kk}, {NR}"]
         for h in range(halves):
             body += [f"  %{out}bo{h} = add i64 %{out}boff, {16 * h}",
                      f"  %{out}bq{h} = getelementptr float, ptr %bp, i64 %{out}bo{h}",
@@ -215,8 +216,8 @@ def _driver():
     lines = ["define void @dy2s_gemm(ptr noalias %x, i64 %m, i64 %k, ptr noalias %w, i64 %n, ptr noalias %out,"
              " ptr %bounds, i64 %nblocks, ptr %bias, i32 %flags, ptr noalias %scratch) {",
              "entry:",
-             "  %panels0 = add i64 %n, 31",
-             "  %panels = lshr i64 %panels0, 5",
+             f"  %panels0 = add i64 %n, {NR - 1}",
+             f"  %panels = udiv i64 %panels0, {NR}",
              "  %lastblock = sub i64 %nblocks, 1",
              "  br label %block",
              "block:",
@@ -231,22 +232,24 @@ def _driver():
              "  br label %panel",
              "panel:",
              "  %p = phi i64 [0, %block], [%pn, %panelend]",
-             "  %col = shl i64 %p, 5",
+             f"  %col = mul i64 %p, {NR}",
              "  %width0 = sub i64 %n, %col",
-             "  %wide = icmp ugt i64 %width0, 32",
-             "  %width = select i1 %wide, i64 32, i64 %width0",
-             "  %two = icmp ugt i64 %width, 16",
-             "  %tailw0 = sub i64 %width, 16",
-             "  %tailw = select i1 %two, i64 %tailw0, i64 %width",
+             f"  %wide = icmp ugt i64 %width0, {NR}",
+             f"  %width = select i1 %wide, i64 {NR}, i64 %width0",
+             "  %halves0 = add i64 %width, 15",
+             "  %halves = lshr i64 %halves0, 4",          # vectors in this panel's rows (the last masked)
+             "  %full0 = sub i64 %halves, 1",
+             "  %full = shl i64 %full0, 4",
+             "  %tailw = sub i64 %width, %full",
              "  %bits0 = shl i64 1, %tailw",
              "  %bits1 = sub i64 %bits0, 1",
              "  %mask = trunc i64 %bits1 to i16",
              "  %wo = mul i64 %col, %k",
              "  %wp = getelementptr float, ptr %w, i64 %wo",
              "  call void @pack_panel(ptr %wp, i64 %width, i64 %k, i64 %k0, i64 %k1, ptr %scratch)",
-             "  %back0 = shl i64 %k0, 5",
+             f"  %back0 = mul i64 %k0, {NR}",
              "  %back = sub i64 0, %back0",
-             "  %bpp = getelementptr float, ptr %scratch, i64 %back",     # the tiles index it by kk * 32
+             "  %bpp = getelementptr float, ptr %scratch, i64 %back",     # the tiles index it by kk * NR
              "  %zp = getelementptr float, ptr %bias, i64 %col",
              "  br label %rows",
              "rows:",
@@ -258,13 +261,12 @@ def _driver():
              "  %co0 = mul i64 %i, %n",
              "  %co = add i64 %co0, %col",
              "  %cp = getelementptr float, ptr %out, i64 %co",
-             "  %sel0 = shl i64 %r, 1",
-             "  %twoi = zext i1 %two to i64",
-             "  %sel = add i64 %sel0, %twoi",
+             "  %sel0 = shl i64 %r, 3",
+             "  %sel = add i64 %sel0, %halves",
              "  switch i64 %sel, label %tiled [" + " ".join(
-                 f"i64 {2 * r + h - 1}, label %t{r}_{h}" for r in ROW_TILES for h in (1, 2)) + "]"]
+                 f"i64 {8 * r + h}, label %t{r}_{h}" for r in ROW_TILES for h in range(1, HALVES + 1)) + "]"]
     for r in ROW_TILES:
-        for h in (1, 2):
+        for h in range(1, HALVES + 1):
             lines += [f"t{r}_{h}:",
                       f"  call void @micro_{r}_{h}({args})",
                       "  br label %tiled"]
@@ -288,7 +290,7 @@ def _driver():
 
 def _panel_packer():
     """pack_panel(w, width, k, k0, k1, dst): dst[kk - k0, j] = w[j, kk] for j < width (rows of w k apart),
-    0 for width <= j < 32: one K block of one 32-row panel of the weight, k-major, as the tiles read it
+    0 for width <= j < NR: one K block of one NR-row panel of the weight, k-major, as the tiles read it
     (16 x 16 blocks transposed in registers; a K tail of fewer than 16 one element at a time)."""
     v = "<16 x float>"
     lo = ", ".join(f"i32 {x}" for j in range(8) for x in (j, j + 16))
@@ -303,8 +305,8 @@ def _panel_packer():
              "  br i1 %full, label %vec, label %tail",
              "vec:",
              "  %rel = sub i64 %kk, %k0",
-             "  %drow = shl i64 %rel, 5"]
-    for g in range(2):
+             f"  %drow = mul i64 %rel, {NR}"]
+    for g in range(HALVES):
         rows = []
         for r in range(16):
             j = 16 * g + r
@@ -326,7 +328,7 @@ def _panel_packer():
                 new[2 * i], new[2 * i + 1] = na, nb
             rows = new
         for t in range(16):
-            lines += [f"  %do{g}_{t} = add i64 %drow, {32 * t + 16 * g}",
+            lines += [f"  %do{g}_{t} = add i64 %drow, {NR * t + 16 * g}",
                       f"  %dq{g}_{t} = getelementptr float, ptr %dst, i64 %do{g}_{t}",
                       f"  store {v} {rows[t]}, ptr %dq{g}_{t}, align 4"]
     lines += ["  %kn = add i64 %kk, 16",
@@ -337,7 +339,7 @@ def _panel_packer():
               "tk:",
               "  %tkk = phi i64 [%kk, %tail], [%tkn, %tjend]",
               "  %trel = sub i64 %tkk, %k0",
-              "  %tdrow = shl i64 %trel, 5",
+              f"  %tdrow = mul i64 %trel, {NR}",
               "  br label %tj",
               "tj:",
               "  %j = phi i64 [0, %tk], [%jn, %tj]",
@@ -352,7 +354,7 @@ def _panel_packer():
               "  %tdq = getelementptr float, ptr %dst, i64 %tdo",
               "  store float %tval, ptr %tdq, align 4",
               "  %jn = add i64 %j, 1",
-              "  %jmore = icmp ult i64 %jn, 32",
+              f"  %jmore = icmp ult i64 %jn, {NR}",
               "  br i1 %jmore, label %tj, label %tjend",
               "tjend:",
               "  %tkn = add i64 %tkk, 1",
@@ -371,7 +373,7 @@ def module_text():
              f"declare {v} @llvm.masked.load.v16f32.p0(ptr, i32, <16 x i1>, {v})",
              f"declare void @llvm.masked.store.v16f32.p0({v}, ptr, i32, <16 x i1>)"]
     for r in ROW_TILES:
-        for h in (1, 2):
+        for h in range(1, HALVES + 1):
             lines += _micro(r, h)
     lines += _panel_packer() + _driver()
     return "\n".join(lines) + "\n"
