@@ -10,22 +10,19 @@ element of C is, per `driver/level3/level3.c` and `kernel/x86_64/sgemm_kernel_16
         C = C + acc                             (the kernel's store: fma(acc, alpha = 1, C))
 
 and the plan then adds the bias (`+=`: one rounding) and takes `maximum(., 0)`. This module computes
-exactly that, one fused pass: the FMA chains in registers (8 rows x 32 columns of C at a time, the
-weight packed once into 32-column panels, k-major), the block sums, the bias and the ReLU applied to
-the tile before it is stored. OpenBLAS packs both operands on every call and the plan makes two more
-passes over C (bias, ReLU); this reads x in place and the packed weight from cache: ~0.75x the time of
-NumPy's three calls at the exported MLP's first layer (bench/RESULTS.md).
+exactly that in one pass: the FMA chains in registers (tiles of 8 rows x 32 columns of C), the block sums,
+the bias and the ReLU applied to the tile before it is stored (NumPy's plan makes two more passes over C).
+The weight is packed one 32-row panel and one K block at a time, inside the call, into a buffer that
+stays in L1 (16 x 16 blocks transposed in registers): no packed copy outlives the call, so none can go
+stale when the weight is written in place (`layer.weight.numpy()[...] = v`, an optimizer's step).
 
 Not NumPy's order, so never taken: NumPy's gemv (m or n of 1), OpenBLAS's small-matrix kernels (used
-where m * n * k <= 1e6), a K whose split differs between OpenBLAS's one-thread and threaded drivers
-(a remainder in (448, 896) that is not a multiple of 32), float64 (another kernel), an n not a multiple
-of 16... is not excluded: the last panel is masked. Bits are tested, not assumed: `check(k, n, ...)`
-compares the kernel with the plan's NumPy lines for that (k, n) on special and random values and every
-row-tail size, once per shape, in the compiler thread; a shape that differs stays on NumPy.
-
-The packed weight is a copy, so it is kept with a snapshot of the weight's bytes and used only while
-`memcmp(weight, snapshot)` says they are equal (~20 us for 512 KB): a write the API cannot see
-(`layer.weight.numpy()[...] = v`, an optimizer's in-place step, a loaded state) repacks on the next call.
+where m * n * k <= 1e6), a k whose split differs between OpenBLAS's one-thread and threaded drivers (a
+remainder in (448, 896) whose half is not a multiple of 16), other dtypes (another kernel). Any n is
+taken (the last panel is masked). Bits are tested, not assumed: `check(found, m)` compares the kernel with
+the plan's NumPy lines for that (k, n, bias, ReLU) on special and random values, every row-tail size and
+the traced row count, once per shape and process, in the compiler thread (whether the module was just
+compiled or loaded from the disk cache); a shape that differs stays on NumPy.
 """
 import ctypes
 import threading
@@ -43,7 +40,6 @@ UNROLL = 4              # k steps per loop iteration (then one at a time): the o
 ROW_TILES = (8, 4, 2, 1)            # the last rows as tiles of 4, 2 and 1 (each element's sum is the same)
 GEMM_Q, UNROLL_M = 448, 16          # OpenBLAS SkylakeX: SGEMM_DEFAULT_Q, SGEMM_DEFAULT_UNROLL_M
 SMALL_MNK = 1e6         # sgemm_small_kernel_permit_skylakex: small-matrix kernels up to m * n * k = 100^3
-MAX_WEIGHT = 1 << 22    # elements: the packed copy and the snapshot cost twice the weight's memory
 BIAS, RELU = 1, 2       # the kernel's flags
 _NAMES = ("dy2s_gemm",)
 _STATE = {}
@@ -85,8 +81,6 @@ def analyse(form, out, relu):
     n, k = w.static_shape
     if n < 2 or k < 2:
         return "a linear NumPy runs without sgemm (gemv or no BLAS)"
-    if n * k > MAX_WEIGHT:
-        return "a weight too big to keep packed"
     if blocks(k) is None:
         return f"k = {k}: OpenBLAS's one-thread and threaded drivers split it differently"
     if 0 <= x.static_shape[0] < smallest_rows(k, n):
@@ -211,7 +205,8 @@ def _row_tile_choice():
 
 
 def _driver():
-    """gemm(x, m, k, packed, n, out, bounds, nblocks, bias, flags): every K block, panel and 8-row tile."""
+    """gemm(x, m, k, w, n, out, bounds, nblocks, bias, flags, scratch): every K block, panel (packed into
+    scratch) and row tile."""
     args = "ptr %ap, i64 %k, ptr %bpp, ptr %cp, i64 %n, i64 %k0, i64 %k1, i1 %first, i1 %last, ptr %zp, i32 %flags, i16 %mask"
     lines = ["define void @dy2s_gemm(ptr noalias %x, i64 %m, i64 %k, ptr noalias %w, i64 %n, ptr noalias %out,"
              " ptr %bounds, i64 %nblocks, ptr %bias, i32 %flags, ptr noalias %scratch) {",
