@@ -151,3 +151,49 @@ def test_arrays_not_as_checked_are_declined():
     assert run(x[:3], w, b) is None             # m * n * k <= 1e6: OpenBLAS's small-matrix kernels
     assert run(x, w[:16], b) is None
     assert run(x, w, b[:16]) is None
+
+
+@needs_llvm
+def test_relu_is_fused_only_where_it_is_the_linears_only_reader(monkeypatch):
+    monkeypatch.setenv(native.ENV, "sync")
+    _kernel_or_skip((512, 64, True, False))
+    rt.seed(1)
+    fc = nn.Linear(512, 64)
+
+    def both(x):
+        h = fc(x)
+        return h, F.relu(h), F.relu(fc(x * 2.0))
+
+    x = np.random.default_rng(4).standard_normal((300, 512)).astype(np.float32)
+    with rt.no_grad():
+        h, r, r2 = (t.numpy() for t in to_static(both)(rt.tensor(x)))
+    w, b = fc.weight.numpy(), fc.bias.numpy()
+    assert (h < 0).any()                                    # the linear returned as is, not through the ReLU
+    assert same_bits(h, gemm.numpy_linear(x, w, b, False))
+    assert same_bits(r, gemm.numpy_linear(x, w, b, True))
+    assert same_bits(r2, gemm.numpy_linear(x * np.float32(2.0), w, b, True))
+
+
+@needs_llvm
+def test_threads_calling_one_plan_at_once_get_numpy_bits():
+    import threading
+    found = (256, 96, True, True)
+    _kernel_or_skip(found)
+    run = gemm.gemm_call(found)
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((96, 256)).astype(np.float32)
+    b = rng.standard_normal(96).astype(np.float32)
+    xs = [rng.standard_normal((64 + 7 * j, 256)).astype(np.float32) for j in range(4)]
+    wrong = []
+
+    def work(x):
+        for _ in range(20):
+            if not same_bits(run(x, w, b), gemm.numpy_linear(x, w, b, True)):
+                wrong.append(x.shape)
+
+    threads = [threading.Thread(target=work, args=(x,)) for x in xs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong
