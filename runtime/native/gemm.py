@@ -79,6 +79,8 @@ def analyse(form, out, relu):
     if bias is not None and (np.dtype(bias.dtype) != np.dtype("float32") or bias.ndim != 1):
         return "a bias other than one float32 row"
     n, k = w.static_shape
+    if n < 0 or k < 0:
+        return "a weight of dynamic shape"
     if n < 2 or k < 2:
         return "a linear NumPy runs without sgemm (gemv or no BLAS)"
     if blocks(k) is None:
@@ -92,12 +94,13 @@ def analyse(form, out, relu):
 def _micro(rows, halves):
     """One tile: `rows` rows of C by 16 * `halves` columns (the last vector masked by %mask), K block [k0, k1)."""
     v = "<16 x float>"
+    unroll = UNROLL if rows == MR else 1        # the tail tiles run once per panel: less code to compile
     lines = [f"define internal void @micro_{rows}_{halves}(ptr noalias %a, i64 %lda, ptr noalias %bp, ptr noalias %c,"
              " i64 %ldc, i64 %k0, i64 %k1, i1 %first, i1 %last, ptr noalias %bias, i32 %flags, i16 %mask) {",
              "entry:",
              "  %mk = bitcast i16 %mask to <16 x i1>",
              "  %len = sub i64 %k1, %k0",
-             f"  %mainlen = and i64 %len, {-UNROLL}",
+             f"  %mainlen = and i64 %len, {-unroll}",
              "  %mainend = add i64 %k0, %mainlen",
              "  %hasmain = icmp ugt i64 %mainlen, 0",
              "  br i1 %hasmain, label %main, label %mid",
@@ -105,7 +108,7 @@ def _micro(rows, halves):
              "  %kk = phi i64 [%k0, %entry], [%kn, %main]"]
     tiles = [(r, h) for r in range(rows) for h in range(halves)]
     for r, h in tiles:
-        lines.append(f"  %acc{r}_{h} = phi {v} [zeroinitializer, %entry], [%u{UNROLL - 1}acc{r}_{h}, %main]")
+        lines.append(f"  %acc{r}_{h} = phi {v} [zeroinitializer, %entry], [%u{unroll - 1}acc{r}_{h}, %main]")
 
     def step(kk, acc, out):
         """One k step: acc{r}_{h} names in, out{r}_{h} names made (FMA chains, one per element)."""
@@ -127,17 +130,17 @@ def _micro(rows, halves):
         return body
 
     previous = "acc"
-    for u in range(UNROLL):
+    for u in range(unroll):
         lines.append(f"  %kk{u} = add i64 %kk, {u}")
         lines += step(f"%kk{u}", previous, f"u{u}")
         previous = f"u{u}acc"
-    lines += ["  %kn = add i64 %kk, " + str(UNROLL),
+    lines += ["  %kn = add i64 %kk, " + str(unroll),
               "  %mmore = icmp ult i64 %kn, %mainend",
               "  br i1 %mmore, label %main, label %mid",
               "mid:",
               "  %km = phi i64 [%k0, %entry], [%kn, %main]"]
     for r, h in tiles:
-        lines.append(f"  %macc{r}_{h} = phi {v} [zeroinitializer, %entry], [%u{UNROLL - 1}acc{r}_{h}, %main]")
+        lines.append(f"  %macc{r}_{h} = phi {v} [zeroinitializer, %entry], [%u{unroll - 1}acc{r}_{h}, %main]")
     lines += ["  %rest = icmp ult i64 %km, %k1",
               "  br i1 %rest, label %tail, label %done",
               "tail:",
