@@ -28,6 +28,7 @@ import ctypes
 import threading
 
 import numpy as np
+from numpy._core import _multiarray_umath
 
 from . import disk_cache, objects
 from .llvm import engine, may_be_available
@@ -45,6 +46,21 @@ _NAMES = ("dy2s_gemm",)
 _STATE = {}
 _LOCK = threading.Lock()
 _CHECKED = {}
+
+
+def openblas_core():
+    """The core NumPy's OpenBLAS picked at load ('SkylakeX', 'Haswell', ...), or '' (another BLAS)."""
+    try:
+        library = ctypes.CDLL(_multiarray_umath.__file__)
+    except OSError:
+        return ""
+    for name in ("scipy_openblas_get_corename64_", "openblas_get_corename64_", "scipy_openblas_get_corename",
+                 "openblas_get_corename"):
+        fn = getattr(library, name, None)
+        if fn is not None:
+            fn.restype = ctypes.c_char_p
+            return (fn() or b"").decode()
+    return ""
 
 
 def blocks(k):
@@ -510,7 +526,8 @@ def _self_test(found, m):
             with np.errstate(all="ignore"):
                 got = multiply(found, x, w, b, np.empty((rows, n), np.float32), call)
             if not same_bits(got, want):
-                return f"self-test: the native GEMM differs from NumPy's sgemm on ({rows}, {k}) @ ({n}, {k}).T"
+                return (f"self-test: the native GEMM differs from NumPy's sgemm on ({rows}, {k}) @ ({n}, {k}).T "
+                        f"(OpenBLAS core: {openblas_core() or 'not OpenBLAS'}; the order modelled is SkylakeX's)")
     return ""
 
 

@@ -197,3 +197,35 @@ def test_threads_calling_one_plan_at_once_get_numpy_bits():
     for t in threads:
         t.join()
     assert not wrong
+
+
+def _openblas_order(x, w, bounds):
+    """NumPy model of OpenBLAS SkylakeX's sgemm per element: C = +0; per K block an FMA chain from +0 in k
+    order (each FMA emulated in x87 long double: the product is exact there, the sum rounded twice, which
+    differs from one rounding only on a float32 midpoint: never met at these sizes), added to C."""
+    c = np.zeros((x.shape[0], w.shape[0]), np.float32)
+    xl, wl = x.astype(np.longdouble), w.astype(np.longdouble)
+    for k0, k1 in bounds:
+        acc = np.zeros_like(c)
+        for kk in range(k0, k1):
+            acc = (xl[:, kk, None] * wl[None, :, kk] + acc).astype(np.float32)
+        c = c + acc
+    return c
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).nmant < 63, reason="needs x87 long double to emulate an FMA")
+@pytest.mark.parametrize("m,k,n", [(64, 512, 48), (40, 1344, 32), (200, 300, 20)])
+def test_a_numpy_model_of_openblas_order_gives_numpys_sgemm_bits(m, k, n):
+    """The order the kernel implements, checked against NumPy with no LLVM involved (where NumPy's BLAS is
+    OpenBLAS on the SkylakeX core, as here; elsewhere the kernel's own self-test keeps such shapes on NumPy)."""
+    if gemm.blocks(k) is None or m * n * k <= gemm.SMALL_MNK:
+        pytest.skip("not a shape the kernel takes")
+    rng = np.random.default_rng(m + k + n)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    if gemm.openblas_core() != "SkylakeX":
+        pytest.skip(f"NumPy's BLAS here is not OpenBLAS's SkylakeX sgemm ({gemm.openblas_core() or 'not OpenBLAS'})")
+    numpy_bits = np.matmul(x, w.T)
+    assert same_bits(_openblas_order(x, w, gemm.blocks(k)), numpy_bits)
+    if len(gemm.blocks(k)) > 1:
+        assert not same_bits(_openblas_order(x, w, [(0, k)]), numpy_bits)   # the K blocks matter
