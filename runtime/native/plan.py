@@ -26,7 +26,7 @@ from ..codegen.plan import compile_plan
 from ..ir import Variable
 from ..ops.fused import FUSED_OP, step_specs
 from ..ops.native_forms import native_form
-from . import compiler, elementwise, products, region as regions, tiering
+from . import compiler, elementwise, gemm, products, region as regions, tiering
 
 _STATS = {"native": 0, "numpy": 0, "compiling": 0, "warming": 0, "declined_calls": 0, "from_disk": 0,
           "reasons": {}}
@@ -105,6 +105,7 @@ class NativePlanCodegen(PlanCodegen):
         self.fast_math = False          # float32 exp/tanh approximated (fast_math.py); set by compile_native_plan
         self.in_fallback = 0            # inside a native loop's NumPy code: plain NumPy, nothing compiled
         self.in_loop = 0                # inside a loop's code: a cond stays Python (a native call per iteration costs more)
+        self.relu_done = {}             # id(ReLU op) -> the name of the linear whose native GEMM applied it
 
     def ufunc_steps(self, op, steps):
         if self.in_fallback:
@@ -189,8 +190,14 @@ class NativePlanCodegen(PlanCodegen):
 
     def op(self, op, indent):
         """A stacked matmul by one matrix (a recurrent layer's hoisted `linear`) as one BLAS call where
-        its self-test passes (`products.py`); the plan's own line where the call returns None."""
+        its self-test passes (`products.py`); a 2-D `linear` (and the ReLU after it) as the native GEMM
+        (`gemm.py`); the plan's own line where the call returns None."""
+        if id(op) in self.relu_done:        # the GEMM before applied it, into the same buffer
+            self.emit(indent, f"{self.name(op.outputs[0])} = {self.relu_done[id(op)]}", op)
+            return
         form = native_form(op) if self.numpy and not self.in_fallback and len(op.outputs) == 1 else None
+        if form is not None and form[0] == "matmul" and form[3] and form[1].ndim == 2:
+            return self._gemm(op, form, indent)
         found = products.analyse(form, op.outputs[0]) if form is not None and form[0] == "matmul" else None
         if found is None or isinstance(found, str):
             return super().op(op, indent)
@@ -206,6 +213,56 @@ class NativePlanCodegen(PlanCodegen):
         self.emit(indent, f"{out} = {name}.run({', '.join(self.value(v) for v in operands)})", op)
         self.emit(indent, f"if {out} is None:", op)
         super().op(op, indent + 1)
+
+    def _gemm(self, op, form, indent):
+        """A 2-D `linear` as one call of the native GEMM, with the bias and (where the ReLU is its only
+        reader) the ReLU applied to each tile before it is stored; the NumPy lines where it returns None."""
+        out = op.outputs[0]
+        relu = self._relu_after(op)
+        found = gemm.analyse(form, out, relu is not None)
+        name = self.name(out)
+        status = [name, found if isinstance(found, str) else "compiling"]
+        self.native_regions.append(status)
+        if isinstance(found, str):
+            _count(found)
+            return super().op(op, indent)
+        rows = form[1].static_shape[0]
+        product = gemm.NativeGemm(found, rows if rows > 0 else None, status)
+        job = gemm.check_job(found, product.m)
+        if not _start(job, product, status, lambda: _queue(job, product, status)):
+            return super().op(op, indent)
+        if relu is not None:
+            self.relu_done[id(relu)] = name
+        call = self.bound(f"native_gemm_{len(self.native_regions)}", product)
+        operands = [form[1], form[2]] + ([form[4]] if form[4] is not None else [])
+        self.emit(indent, f"{name} = {call}.run({', '.join(self.value(v) for v in operands)})", op)
+        self.emit(indent, f"if {name} is None:", op)
+        super().op(op, indent + 1)
+        if relu is not None:
+            self.emit(indent + 1, f"{name} = {self.bound('maximum')}({name}, 0, out={name})", op)
+
+    def _relu_after(self, op):
+        """The op after `op` in its block when it is maximum(op's result, +0) and the only reader of it."""
+        out = op.outputs[0]
+        ops = op.block.ops if op.block is not None else []
+        at = next((j for j, o in enumerate(ops) if o is op), None)
+        if at is None or at + 1 >= len(ops) or self.readers.get(id(out), []) != [ops[at + 1]]:
+            return None
+        after = ops[at + 1]
+        form = native_form(after)
+        if (form is None or form[0] != "chain" or len(form[2]) != 1 or form[2][0] is not out
+                or len(after.outputs) != 1):
+            return None
+        steps = form[1]
+        if len(steps) != 1 or steps[0][0] != "maximum" or len(steps[0]) != 3:
+            return None
+        arg, zero = steps[0][1], steps[0][2]
+        if arg != {"in": 0} or type(zero) not in (int, float) or zero != 0 or np.signbit(zero):
+            return None
+        result = after.outputs[0]
+        if np.dtype(result.dtype) != np.dtype(out.dtype) or tuple(result.static_shape) != tuple(out.static_shape):
+            return None
+        return after
 
     def _why_not(self, op, steps):
         if not self.numpy:
