@@ -32,7 +32,7 @@ from .llvm import engine
 APPROXIMATED = {"exp", "tanh"}      # float32 ufuncs fast_math computes inline
 # the documented bound. Measured over every float32 in [0, 10]: exp 1; tanh 2, and 3 on 7 of its 1.08e9
 # inputs (results just below a power of two) since its e^r - 1 is of degree 6, not 7: the contract was 2,
-# loosened to 3 for the one FMA less (6% faster on W5)
+# loosened to 3 for the one FMA less (3-6% faster on W5)
 ULPS = 3
 # a function holding an approximation is vectorised 16 floats wide where the CPU has AVX-512 (LLVM
 # prefers 8 by default there): measured twice as fast for these arithmetic-dense loops
