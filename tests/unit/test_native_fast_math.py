@@ -1,5 +1,7 @@
 """fast_math (runtime/native/fast_math.py): opt-in; float32 exp and tanh within fast_math.ULPS of the
 correctly rounded result (float64 NumPy, rounded), IEEE at the special values; everything else exact."""
+import re
+
 import numpy as np
 import pytest
 
@@ -101,17 +103,46 @@ def test_fast_math_plans_are_cached_apart_from_exact_ones():
     assert same_bits(exact.run({"x": x})[0].numpy(), np.tanh(x * np.float32(2.0)))
 
 
+def _vector_body(ir_text):
+    body = ir_text[ir_text.index("vector.body:"):]
+    return body[:body.index("br i1")]
+
+
 @needs_llvm
-def test_the_approximations_vectorise_with_fused_multiply_adds_four_vectors_an_iteration():
+def test_the_approximations_vectorise_with_fused_multiply_adds_eight_vectors_an_iteration():
     f32 = np.dtype(np.float32)
     gelu = [("multiply", {"in": 0}, 0.5), ("multiply", {"in": 0}, {"in": 0}), ("multiply", {"step": 1}, 0.7),
             ("tanh", {"step": 2}), ("add", {"step": 3}, 1.0), ("multiply", {"step": 0}, {"step": 4})]
     chain = ([(f32, (-1,))], (f32, (-1,)), gelu)
-    fast = elementwise.optimized_ir(*chain, fast_math=True)
-    body = fast[fast.index("vector.body:"):]
-    body = body[:body.index("br i1")]
+    body = _vector_body(elementwise.optimized_ir(*chain, fast_math=True))
     # every lane at once: tanh's one division a vector, fast_math.INTERLEAVE of them an iteration
-    assert body.count("fdiv <") >= fast_math.INTERLEAVE
+    assert len(re.findall(r"= fdiv( \w+)* <16 x float>", body)) == fast_math.INTERLEAVE == 8
     assert "@llvm.fma.v" in body and "fptosi" not in body and "call float" not in body
     exact = elementwise.optimized_ir(*chain)
     assert "llvm.fma" not in exact and "interleave" not in exact        # the exact chain is as it was
+
+
+@needs_llvm
+def test_tanh_takes_thirteen_floating_point_operations_a_vector():
+    """W5's GELU is mostly tanh: 2|x| is never formed (the reduction's constants doubled and halved) and
+    e^r - 1 is of degree 6, so a vector of tanh is 13 floating-point operations (it was 15)."""
+    f32 = np.dtype(np.float32)
+    body = _vector_body(elementwise.optimized_ir([(f32, (-1,))], (f32, (-1,)), [("tanh", {"in": 0})],
+                                                 fast_math=True))
+    ops = re.findall(r"= (fadd|fsub|fmul|fdiv)( \w+)* <|@llvm\.fma\.v", body)
+    assert len(ops) == 13 * fast_math.INTERLEAVE
+
+
+@needs_llvm
+def test_only_tanhs_own_division_may_be_an_estimate():
+    """tanh's division may be the CPU's reciprocal estimate with a Newton step (AVX-512 only); the
+    chain's own division (a sigmoid's 1 / (1 + e^-x)) stays an IEEE division, as everywhere else."""
+    f32 = np.dtype(np.float32)
+    sigmoid = [("negative", {"in": 0}), ("exp", {"step": 0}), ("add", 1.0, {"step": 1}),
+               ("divide", 1.0, {"step": 2})]
+    body = _vector_body(elementwise.optimized_ir([(f32, (-1,))], (f32, (-1,)), sigmoid, fast_math=True))
+    divisions = re.findall(r"= fdiv( \w+)* <", body)
+    assert divisions and all(flags == "" for flags in divisions)
+    tanh = _vector_body(elementwise.optimized_ir([(f32, (-1,))], (f32, (-1,)), [("tanh", {"in": 0})],
+                                                 fast_math=True))
+    assert (" arcp " in tanh) == bool(fast_math._division_flags())
