@@ -18,7 +18,7 @@ from ..tracing import InputSpec, trace
 from .engine import backprop
 from .records import carries_gradient
 from .replay import replay
-from .tape import OpRecord, OutputRecord, Slot
+from .tape import OneOutput, OpRecord, SavedArrays, Slot
 
 _BACKWARD = weakref.WeakKeyDictionary()     # forward Program -> its backward Program (built on first use)
 _CALL_OPS = weakref.WeakKeyDictionary()     # forward Program -> its tape signature (`_tape_signature`)
@@ -134,15 +134,16 @@ class _CallRecord(OpRecord):
         return tuple(o if isinstance(o, list) else Tensor(o, backend) for o in self.results)
 
 
-class CallOutputRecord(OutputRecord):
+class CallOutputRecord(OneOutput, SavedArrays):
     """The record of a call of a Program with one float output, and that output's Slot, in one object
     (as an eager one-output op's). The fast call (transpiler.fast_call) makes one per call on the tape:
     `saved` (the arrays fed, then each input's key), `results` (the output array) and `grad` are its
     own; what every call of the Program shares (opdef, attrs, literals, backend) are class attributes
-    of the subclass `call_record_class` makes once per signature. The backward Program is found only
-    when backward() reaches the record (`backward_program`, built on first use)."""
+    of the subclass `call_record_class` makes once per signature (no slot of a base is shadowed, so
+    copy.deepcopy of a served output copies its record as an eager op's). The backward Program is found
+    only when backward() reaches the record (`backward_program`, built on first use)."""
 
-    __slots__ = ()
+    __slots__ = ("saved", "results", "grad")
 
 
 def call_record_class(program, backend):

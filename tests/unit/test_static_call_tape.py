@@ -127,3 +127,20 @@ def test_the_fast_call_records_only_what_tracks_a_gradient():
     assert out._ag.saved[3] is xr._ag and out._ag.saved[4] is None
     out.sum().backward()
     np.testing.assert_allclose(xr.grad.numpy(), layer.weight.numpy().sum(0, keepdims=True), rtol=1e-6)
+
+
+def test_a_served_output_and_its_record_copy_as_an_eager_ones():
+    """copy.copy and copy.deepcopy of a fast call's output (its CallOutputRecord shadows no slot of a base)."""
+    import copy
+    layer = nn.Linear(3, 2)
+    static = to_static(layer.forward)
+    x = rt.tensor(np.ones((1, 3), np.float32))
+    static(x)
+    served = static(x)
+    for copied in (copy.copy(served), copy.deepcopy(served)):
+        np.testing.assert_array_equal(copied.numpy(), served.numpy())
+        assert copied.requires_grad
+    copy.deepcopy(served).sum().backward()        # through the copied record, into the copied leaves
+    assert layer.weight.grad is None
+    served.sum().backward()
+    np.testing.assert_allclose(layer.weight.grad.numpy(), np.ones((2, 3), np.float32))
