@@ -10,7 +10,7 @@ import numpy as np
 
 import runtime as rt
 from runtime import pytree, tracing
-from runtime.autodiff.static_call import draws_random, record_call, tape_signature
+from runtime.autodiff.static_call import call_record_class, draws_random, record_call, tape_signature
 from runtime.autodiff.tape import GRAD_MODE
 from runtime.codegen.plan import located as located_in_plan, wrap_output
 
@@ -80,7 +80,6 @@ def compile_fast_call(static, traced, args, key):
     for j, (t, source) in enumerate(zip(traced.param_tensors, sources)):
         ns[f"P{j}"] = t
         params.append(source or f"P{j}")
-    feeds += [f"{p}.array" for p in params]
     if params:
         lines += ["if " + " or ".join(f"{p}.backend is not BE" for p in params) + ":", "    return MISS"]
     stores = []
@@ -91,21 +90,18 @@ def compile_fast_call(static, traced, args, key):
         stores.append(f"WT{j}.array = outs[{k}] if outs[{k}].__class__ is ND else WRAP(outs[{k}], BE).array")
     ns["GEN"], ns["G0"] = effects.GENERATION, effects.GENERATION[0]
     lines += ["if GEN[0] != G0:", "    return MISS"]       # a write-back replaced a captured tensor
+    lines += [f"p{j} = {p}.array" for j, p in enumerate(params)]     # the arrays this run reads
+    feeds += [f"p{j}" for j in range(len(params))]
     lines += ["try:", f"    outs = FN({', '.join(feeds)})", "except Exception as e:",
               "    raise LOCATED(e, PLAN) from None"]
-    sources = [] if traced.writes_parameters else [f"a{i}" for i, a in enumerate(args) if type(a) is rt.Tensor] + params
-    if sources:
-        lines.append(f"fed = [{', '.join(feeds)}]")     # the arrays this run read, before the writes below
     lines += stores
     wrapped = [f"(Tensor(outs[{k}], BE) if outs[{k}].__class__ is ND else WRAP(outs[{k}], BE))"
                for k in range(len(program.outputs))]
-    if sources:     # some input requires grad: the call goes on the tape (see runtime.autodiff.static_call)
-        ns["GRAD"], ns["RECORD"], ns["SIGNATURE"] = GRAD_MODE, record_call, tape_signature(program)
-        tracked = " or ".join(f"{s}._ag is not None" for s in sources)
+    sources = [] if traced.writes_parameters else [f"a{i}" for i, a in enumerate(args) if type(a) is rt.Tensor] + params
+    if sources:     # some input may require grad: the call goes on the tape (see runtime.autodiff.static_call)
         results = [f"result{k}" for k in range(len(program.outputs))]    # names, not a list: no list per call
         lines += [f"{r} = {w}" for r, w in zip(results, wrapped)]
-        lines += [f"if ({tracked}) and GRAD.enabled:",
-                  f"    RECORD(PROGRAM, fed, [{', '.join(sources)}], [{', '.join(results)}], BE, None, SIGNATURE)"]
+        lines += _tape_lines(ns, program, backend, feeds, sources, results)
         wrapped = results
     tree = program.output_tree
     if not program.output_consts and tree == pytree.LEAF and len(wrapped) == 1:
@@ -119,3 +115,36 @@ def compile_fast_call(static, traced, args, key):
     exec(compile(source, f"<dy2static call {static._fn.__qualname__}>", "exec"), ns)
     ns["fast"].generation = ns["G0"]
     return ns["fast"]
+
+
+def _tape_lines(ns, program, backend, feeds, sources, results):
+    """Lines putting this run on the tape when grad mode is on and some float input tracks a gradient.
+
+    A Program with one float output gets one `CallOutputRecord` (record and slot in one object: an
+    object and three stores, with the keys tested inline); any other goes through `record_call`. Either
+    keeps the arrays fed (`feeds`, read before the run's writes) and the inputs' keys, nothing else: the
+    backward Program is found when backward() reaches the record."""
+    opdef, float_inputs, float_outputs = signature = tape_signature(program)
+    if not float_inputs or not float_outputs:
+        return []
+    if len(program.outputs) != 1 or program.outputs[0].kind != "dense":
+        ns["GRAD"], ns["RECORD"], ns["SIGNATURE"], ns["PROGRAM"] = GRAD_MODE, record_call, signature, program
+        tracked = " or ".join(f"{sources[i]}._ag is not None" for i in float_inputs)
+        return [f"if ({tracked}) and GRAD.enabled:",
+                f"    RECORD(PROGRAM, [{', '.join(feeds)}], [{', '.join(sources)}], [{', '.join(results)}], BE, "
+                "None, SIGNATURE)"]
+    ns["GRAD"], ns["NEW"], ns["REC"] = GRAD_MODE, object.__new__, call_record_class(program, backend)
+    lines = ["if GRAD.enabled:"]
+    keys = ["None"] * len(feeds)
+    for i in float_inputs:       # a key that tracks nothing (a .grad set on a constant) is no key
+        keys[i] = f"k{i}"
+        lines += [f"    k{i} = {sources[i]}._ag",
+                  f"    if k{i} is not None and not k{i}.requires and k{i}.record is None:", f"        k{i} = None"]
+    tracked = " or ".join(f"k{i} is not None" for i in float_inputs)
+    lines += [f"    if {tracked}:",
+              "        rec = NEW(REC)",
+              f"        rec.saved = [{', '.join(feeds + keys)}]",
+              f"        rec.results = {results[0]}.array",
+              "        rec.grad = None",
+              f"        {results[0]}._ag = rec"]
+    return lines

@@ -42,6 +42,7 @@ MISS = object()
 _MAX_DEPTH = 3                 # attribute levels followed from a global, a closure cell or self
 _MAX_ITEMS = 64                # containers compared by value up to this many items
 _MAX_ARRAY = 1024              # NumPy arrays (baked in as constants) compared by value up to this size
+_CHAIN = 64                    # watches checked by one `or` chain of the fast call
 
 
 # --- values compared exactly ---------------------------------------------------------------
@@ -162,28 +163,31 @@ class Watch:
             return f"{self.label}: " + ", ".join(what)
         return f"{self.label}: now another object ({_show(old)} -> {_show(value)})"
 
-    def code(self, i, ns):
-        """Lines of the fast call reading this place into `w{i}` and returning MISS when it does not fit."""
+    def test(self, i, ns):
+        """An expression of the fast call that is true when this place no longer fits (see `Guard.code`).
+
+        A captured tensor's place is read into `w{i}` (the tensor to feed). A place that is gone raises
+        KeyError, IndexError or ValueError (an empty cell), which the fast call takes as a miss. An exact
+        dict (globals, `__dict__`s, Layer registries) is read by subscript, the cheapest read Python has.
+        """
         ns[f"W{i}"], ns[f"E{i}"], ns[f"C{i}"], ns[f"K{i}"] = self, self.expected, self.container, self.name
         key = repr(self.name) if type(self.name) in (str, int) else f"K{i}"
+        if self.source == "len":
+            return f"len(C{i}) != E{i}"          # an int: equal is the same value
         if self.source == "dict":
-            lines = [f"w{i} = C{i}.get({key}, MISS)"]
-            if self.shadow is not None:
-                ns[f"S{i}"] = self.shadow
-                lines += [f"if {key} in S{i}:", "    return MISS"]
+            read = f"C{i}[{key}]" if type(self.container) is dict else f"C{i}.get({key}, MISS)"
         elif self.source == "cell":
-            lines = ["try:", f"    w{i} = C{i}.cell_contents", "except ValueError:", "    return MISS"]
-        elif self.source == "item":
-            lines = [f"w{i} = C{i}[{key}] if len(C{i}) > {key} else MISS"]
+            read = f"C{i}.cell_contents"
         else:
-            lines = [f"w{i} = len(C{i})"]
+            read = f"C{i}[{key}]"
+        if self.shadow is not None:
+            ns[f"S{i}"] = self.shadow
+        shadowed = f"{key} in S{i} or " if self.shadow is not None else ""
         if (self.kind == "value" and _is_mutable(self.expected)) or self.kind == "contents":
-            test = f"W{i}.mismatch(w{i}) is not None"
-        elif self.kind == "identity":
-            test = f"w{i} is not E{i}"
-        else:
-            test = f"w{i} is not E{i} and W{i}.mismatch(w{i}) is not None"
-        return lines + [f"if {test}:", "    return MISS"]
+            return f"{shadowed}W{i}.mismatch({read}) is not None"
+        if self.kind == "identity":
+            return f"{shadowed}{read} is not E{i}"
+        return f"{shadowed}((w{i} := {read}) is not E{i} and W{i}.mismatch(w{i}) is not None)"
 
 
 def _tensor_contents(t):
@@ -431,11 +435,22 @@ class Guard:
         return None, [t if w is None else current[id(w)] for t, w in zip(captured, self.feeds)]
 
     def code(self, ns):
-        """(lines checking every watch, the expression feeding captured tensor j) for the fast call."""
-        lines, index = [], {}
+        """(lines checking every watch, the expression feeding captured tensor j) for the fast call.
+
+        The checks are one `or` chain per 64 watches (no statement per watch: a Sequential of four
+        layers has 28), inside one `try` that takes a place gone (KeyError, IndexError, an empty cell's
+        ValueError) as a miss."""
+        tests, index = [], {}
         for i, w in enumerate(self.watches):
-            lines += w.code(i, ns)
+            tests.append(w.test(i, ns))
             index[id(w)] = i
         feeds = [None if w is None else f"w{index[id(w)]}" for w in self.feeds]
+        if not tests:
+            return [], feeds
+        lines = ["try:"]
+        for start in range(0, len(tests), _CHAIN):
+            chain = " or\n            ".join(tests[start:start + _CHAIN])
+            lines += [f"    if ({chain}):", "        return MISS"]
+        lines += ["except (LookupError, ValueError):", "    return MISS"]
         return lines, feeds
 

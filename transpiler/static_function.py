@@ -112,6 +112,8 @@ class StaticFunction:
     Program holds no lock.
     """
 
+    _fast_call = None       # an instance's own once a signature has one (one attribute read a call)
+
     def __init__(self, fn, input_spec=None, full_graph=True, passes=None, instance=None,
                  max_signatures=DEFAULT_MAX_SIGNATURES):
         if not isinstance(max_signatures, int) or isinstance(max_signatures, bool) or max_signatures < 1:
@@ -187,7 +189,7 @@ class StaticFunction:
 
     # --- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        fast = self.__dict__.get("_fast_call")      # the last signature's guard + plan call (see fast_call)
+        fast = self._fast_call      # the last signature's guard + plan call (see fast_call); None: the class's
         if fast is not None and not kwargs:
             out = fast(args)
             if out is not MISS:

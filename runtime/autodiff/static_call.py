@@ -18,7 +18,7 @@ from ..tracing import InputSpec, trace
 from .engine import backprop
 from .records import carries_gradient
 from .replay import replay
-from .tape import OpRecord, Slot
+from .tape import OneOutput, OpRecord, SavedArrays, Slot
 
 _BACKWARD = weakref.WeakKeyDictionary()     # forward Program -> its backward Program (built on first use)
 _CALL_OPS = weakref.WeakKeyDictionary()     # forward Program -> its tape signature (`_tape_signature`)
@@ -86,6 +86,7 @@ def _call_opdef(program):
         backend = inputs[0].backend if inputs else None
         float_outs = [i for i, o in enumerate(forward.outputs) if _differentiable(o)]
         gs = g if isinstance(g, tuple) else (g,)
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)    # one output's record (single)
         feeds = [t.array for t in inputs]
         for i in float_outs:
             feeds.append((gs[i] if gs[i] is not None else zeros_like(outputs[i])).array)
@@ -131,6 +132,25 @@ class _CallRecord(OpRecord):
     def outputs(self):
         backend = self.backend
         return tuple(o if isinstance(o, list) else Tensor(o, backend) for o in self.results)
+
+
+class CallOutputRecord(OneOutput, SavedArrays):
+    """The record of a call of a Program with one float output, and that output's Slot, in one object
+    (as an eager one-output op's). The fast call (transpiler.fast_call) makes one per call on the tape:
+    `saved` (the arrays fed, then each input's key), `results` (the output array) and `grad` are its
+    own; what every call of the Program shares (opdef, attrs, literals, backend) are class attributes
+    of the subclass `call_record_class` makes once per signature (no slot of a base is shadowed, so
+    copy.deepcopy of a served output copies its record as an eager op's). The backward Program is found
+    only when backward() reaches the record (`backward_program`, built on first use)."""
+
+    __slots__ = ("saved", "results", "grad")
+
+
+def call_record_class(program, backend):
+    """The CallOutputRecord subclass for calls of `program` (one float output, no random draws) on `backend`."""
+    opdef = tape_signature(program)[0]
+    shared = {"__slots__": (), "opdef": opdef, "attrs": {}, "literals": (), "backend": backend}
+    return type(f"CallOf{program.name}", (CallOutputRecord,), shared)
 
 
 def record_call(program, arrays, sources, outputs, backend, rng_state=None, signature=None):

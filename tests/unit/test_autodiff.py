@@ -322,6 +322,40 @@ def test_no_grad_is_per_thread_and_a_decorator():
     assert seen == {"serving": False, "training": True}
 
 
+def test_no_grad_nests_restores_after_an_error_and_one_decorator_serves_recursive_calls():
+    """no_grad/enable_grad are plain context objects (issue 27: ~0.7 µs, not a generator's ~1.6 µs); each
+    decorated call enters its own copy, so one decorator object recursing keeps every caller's mode."""
+    from runtime.autodiff.tape import GRAD_MODE
+    x = rt.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    with rt.no_grad():
+        with rt.enable_grad():
+            assert (x * 2.0).requires_grad
+        assert not (x * 2.0).requires_grad
+    try:
+        with rt.no_grad():
+            raise KeyError("inside")
+    except KeyError:
+        pass
+    assert GRAD_MODE.enabled
+    seen = []
+    off = rt.no_grad()
+
+    @off
+    def down(n):
+        seen.append(GRAD_MODE.enabled)
+        if n:
+            with rt.enable_grad():
+                down(n - 1)
+                seen.append(GRAD_MODE.enabled)
+            seen.append(GRAD_MODE.enabled)
+
+    down(2)
+    assert seen == [False, False, False, True, False, True, False] and GRAD_MODE.enabled
+    with rt.no_grad():          # entered with grad off, its recursive call with grad on: each restores its own
+        down(1)
+        assert not GRAD_MODE.enabled
+
+
 def test_tensor_array_cotangent_ops():
     from runtime.autodiff.arrays import _gather, array_scatter_add
     from runtime.ops.dispatch import apply
