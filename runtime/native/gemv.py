@@ -40,17 +40,21 @@ _CHECKED = {}
 _LOCK = threading.Lock()
 
 
-def applies(dtype, k, n):
-    """'' when an inline gemv of (1, k) @ (k, n) may be tried for dtype, else why not."""
+def applies(dtype, k, n, kind="n"):
+    """'' when an inline gemv of k numbers by n outputs (kind "n": (1, k) @ (k, n); "t": by W.T, W
+    (n, k)) may be tried for dtype, else why not."""
     if np.dtype(dtype) != np.float32:
         return f"inline gemv of {np.dtype(dtype)} (float32 only: dgemv's kernels sum in another order)"
-    if not (2 <= k <= MAX_K and 4 <= n <= MAX_N):
+    if kind == "n" and not (2 <= k <= MAX_K and 4 <= n <= MAX_N):
         return f"inline gemv of (1, {k}) @ ({k}, {n}): outside the shapes modelled"
+    # sgemv_t: k <= 8 is another kernel, k % 4 and n % 4 other code, k > NBMAX blocks
+    if kind == "t" and not (k > 8 and k % 4 == 0 and k <= MAX_N and n % 4 == 0 and 4 <= n <= MAX_K):
+        return f"inline gemv of (1, {k}) @ ({n}, {k}).T: outside the shapes modelled"
     return ""
 
 
-def function_name(k, n):
-    return f"dy2s_sgemv_{k}_{n}"
+def function_name(k, n, kind="n"):
+    return f"dy2s_sgemv{'_t' if kind == 't' else ''}_{k}_{n}"
 
 
 def emit(module, k, n, name=None):
@@ -195,13 +199,14 @@ def _vector_fma(ir, module, vec):
     return ir.Function(module, ir.FunctionType(vec, [vec] * 3), name)
 
 
-def check(k, n):
-    """'' when the inline gemv gives np.matmul's bits for float32 (1, k) @ (k, n) here, else why not;
-    compiled alone and tested once per shape (the compiler thread)."""
-    why = applies(np.float32, k, n)
+def check(k, n, kind="n"):
+    """'' when the inline gemv gives np.matmul's bits for float32 (1, k) @ (k, n) (kind "n"; kind "t":
+    (1, k) @ W.T for a C-contiguous W (n, k), and W @ (k, 1)) here, else why not; compiled alone and
+    tested once per shape (the compiler thread)."""
+    why = applies(np.float32, k, n, kind)
     if why:
         return why
-    key = (k, n)
+    key = (kind, k, n)
     with _LOCK:
         if key in _CHECKED:
             return _CHECKED[key]
@@ -209,38 +214,122 @@ def check(k, n):
     if eng is None:
         return "no LLVM"
     import llvmlite.ir as ir
-    module = ir.Module(name=function_name(k, n))
+    name = function_name(k, n, kind)
+    module = ir.Module(name=name)
     module.triple = eng.target_machine.triple
-    emit(module, k, n)
-    address = eng.compile(str(module), [function_name(k, n)])[function_name(k, n)]
-    why = test_function(address, k, n)
+    (emit if kind == "n" else emit_t)(module, k, n)
+    why = test_function(eng.compile(str(module), [name])[name], k, n, kind)
     with _LOCK:
         _CHECKED[key] = why
     return why
 
 
-def test_function(address, k, n):
-    """'' when the compiled function at `address` gives np.matmul's and ndarray.dot's bits on special
-    and random values of that shape, else why not."""
+def test_function(address, k, n, kind="n"):
+    """'' when the compiled function at `address` gives NumPy's bits on special and random values of
+    that shape (np.matmul and ndarray.dot, in each form the plan may call for it), else why not."""
     call = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(address)
     rng = np.random.default_rng(27)
+    shape = (k, n) if kind == "n" else (n, k)
     for trial in range(4):
         if trial == 0:
             x = probe_values(np.float32, k).reshape(1, k)
-            w = np.roll(probe_values(np.float32, k * n), 7).reshape(k, n)
+            w = np.roll(probe_values(np.float32, k * n), 7).reshape(shape)
         elif trial == 1:        # the specials in the matrix, the vector finite
             x = rng.standard_normal((1, k)).astype(np.float32)
-            w = np.roll(probe_values(np.float32, k * n), 3).reshape(k, n)
+            w = np.roll(probe_values(np.float32, k * n), 3).reshape(shape)
         else:
             x = (rng.standard_normal((1, k)) * 10.0 ** (trial - 2)).astype(np.float32)
-            w = rng.standard_normal((k, n)).astype(np.float32)
+            w = rng.standard_normal(shape).astype(np.float32)
         got = np.empty((1, n), np.float32)
         with np.errstate(all="ignore"):
-            want, dot = np.matmul(x, w), x.dot(w)
+            if kind == "n":
+                wants = [np.matmul(x, w), x.dot(w)]
+            else:       # x @ W.T, and W @ x as a column (the same sgemv call in NumPy)
+                wants = [np.matmul(x, w.T), np.matmul(w, x.T).T, w.dot(x.T).T]
             call(x.ctypes.data, w.ctypes.data, got.ctypes.data)
-        if not (same_bits(got, want) and same_bits(got, dot)):
-            return f"self-test: the inline sgemv differs from NumPy's matmul on (1, {k}) @ ({k}, {n})"
+        if not all(same_bits(got, want) for want in wants):
+            return f"self-test: the inline sgemv_{kind} differs from NumPy's matmul for {k} by {n}"
     return ""
+
+
+def emit_t(module, k, n, name=None):
+    """Define `void name(float *x, float *w, float *y)`: y[j] = w[j] . x for a C-contiguous w (n, k) in
+    the order of OpenBLAS's sgemv_t 4x4 kernel (`sgemv_t_microk_haswell-4.c`), which NumPy's matmul
+    runs for x @ W.T and W @ column: eight lanes per output, lane l summing (fma, from +0) elements l,
+    l + 8, ... of each 16 (after a first 4 into lanes 0-3 where k & 4, and 8 where k & 8); then
+    (l4 + l0, l5 + l1, l6 + l2, l7 + l3) added pairwise, ((0 + 1) + (2 + 3)), y = that * 1 + 0. Outputs
+    go eight at a time (eight independent chains)."""
+    import llvmlite.ir as ir
+    name = name or function_name(k, n, "t")
+    if name in module.globals:
+        return module.globals[name]
+    f32, i64, i32 = ir.FloatType(), ir.IntType(64), ir.IntType(32)
+    ptr = ir.PointerType(f32)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr]), name)
+    for arg in fn.args:
+        arg.add_attribute("noalias")
+    x, w, y = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    width = 8
+    vec = ir.VectorType(f32, width)
+    slots = [b.alloca(vec) for _ in range(BLOCK)]        # SROA: registers
+    body = fn.append_basic_block("body")
+    b.branch(body)
+    b.position_at_end(body)
+    fma = _vector_fma(ir, module, vec)
+    zero = ir.Constant(vec, [0.0] * width)
+
+    def c64(v):
+        return ir.Constant(i64, int(v))
+
+    def load(base, at, lanes):
+        """`lanes` floats from base[at] as a vector of 8 (the rest 0: a 4-lane fma leaves lanes 4-7 alone)."""
+        if lanes == width:
+            value = b.load(b.bitcast(b.gep(base, [at]), ir.PointerType(vec)))
+            value.align = 4
+            return value
+        value = zero
+        for lane in range(lanes):
+            value = b.insert_element(value, b.load(b.gep(base, [b.add(at, c64(lane))])), ir.Constant(i32, lane))
+        return value
+
+    def outputs(j0, count):
+        """Outputs j0 .. j0 + count - 1."""
+        accs = slots[:count]
+        for slot in accs:
+            b.store(zero, slot)
+
+        def step(at, lanes):
+            xv = load(x, at, lanes)
+            for v, slot in enumerate(accs):
+                row = b.mul(b.add(j0, c64(v)), c64(k))
+                b.store(b.call(fma, [load(w, b.add(row, at), lanes), xv, b.load(slot)]), slot)
+        first = 0
+        if k & 4:
+            step(c64(0), 4)
+            first = 4
+        if k & 8:
+            step(c64(first), 8)
+            first += 8
+        if k - first >= 16:
+            ew._loop(ir, b, fn, c64((k - first) // 16), lambda i: (
+                step(b.add(c64(first), b.mul(i, c64(16))), 8),
+                step(b.add(c64(first + 8), b.mul(i, c64(16))), 8)))
+        for v, slot in enumerate(accs):
+            acc = b.load(slot)
+            lane = [b.extract_element(acc, ir.Constant(i32, j)) for j in range(width)]
+            s = [b.fadd(lane[j + 4], lane[j]) for j in range(4)]
+            total = b.fadd(b.fadd(s[0], s[1]), b.fadd(s[2], s[3]))
+            b.store(b.fadd(b.fmul(total, ir.Constant(f32, 1.0)), ir.Constant(f32, 0.0)),
+                    b.gep(y, [b.add(j0, c64(v))]))
+
+    full, rest = divmod(n, BLOCK)
+    if full:
+        ew._loop(ir, b, fn, c64(full), lambda i: outputs(b.mul(i, c64(BLOCK)), BLOCK))
+    if rest:
+        outputs(c64(full * BLOCK), rest)
+    b.ret_void()
+    return fn
 
 
 _STACKED = {}

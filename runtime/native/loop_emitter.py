@@ -33,7 +33,7 @@ import numpy as np
 from ..ir import Variable
 from . import elementwise as ew
 from . import gemv, objects, relocations
-from .blas import ROW_MAJOR, TRANS, copied_transpose_call
+from .blas import COL_MAJOR, ROW_MAJOR, TRANS, copied_transpose_call
 from .llvm import ARRAY_LAYOUT, engine
 
 INDEX_ERROR, BUDGET_SPENT, LOOP_FAILED, BAD_ARGUMENT, ARRAY_FULL = -1, -2, -3, -4, -5
@@ -63,13 +63,13 @@ def load_kernel(meta, obj, shared, keep=()):
         why = copied_transpose_call(*shape)
         if isinstance(why, str):
             return why
-    gemvs = [f"{name}_sgemv_{k}_{n}" for k, n in meta.get("gemvs", ())]
+    gemvs = [f"{name}_{gemv.function_name(k, n, kind)}" for kind, k, n in meta.get("gemvs", ())]
     loaded = objects.load(obj, shared, [name, name + "_table"] + gemvs)
     if loaded is None:
         return "the compiled loop could not be loaded"
     addresses, holder = loaded
-    for fn_name, (k, n) in zip(gemvs, meta.get("gemvs", ())):    # OpenBLAS's order of sums, on this machine
-        why = gemv.test_function(addresses[fn_name], k, n)
+    for fn_name, (kind, k, n) in zip(gemvs, meta.get("gemvs", ())):    # OpenBLAS's order of sums, here
+        why = gemv.test_function(addresses[fn_name], k, n, kind)
         if why:
             return why
     kept = relocations.install(addresses[name + "_table"], meta["relocations"])
@@ -111,7 +111,7 @@ class LoopEmitter:
         self.invariant = set()      # ids of the arguments: read in place, the same in every iteration
         self.copies = {}            # id(b) -> (its transposed copy, the slot saying how far it is made)
         self.copied_shapes = []     # [dtype, m, k, n] of each copied-transpose gemm: checked again at load
-        self.gemvs = []             # [k, n] of each inline sgemv (gemv.py): its function exported, tested at load
+        self.gemvs = []             # [kind, k, n] of each inline sgemv (gemv.py): its function exported, tested at load
         self.relocations = []       # descriptors of the process addresses the code reads from its table
 
     # --- small helpers
@@ -494,18 +494,21 @@ class LoopEmitter:
             ew._inline_loop(ir, b, self.fn, add, operands, out.ptr, self.c64(out.size))
 
     def inline_gemv(self, symbol, args, slots):
-        """The product inline (`gemv.py`: OpenBLAS's order of sums) where it is NumPy's row-major sgemv of
-        a row by a matrix and the inline code gives its bits on that shape here; False: not taken."""
-        if symbol.name != "sgemv" or list(args[:2]) != [ROW_MAJOR, TRANS]:
+        """The product inline (`gemv.py`: OpenBLAS's order of sums) where NumPy's call is an sgemv (a row
+        by a matrix: row-major, its sgemv_n; by a matrix's .T, or a matrix by a column: column-major, its
+        sgemv_t) and the inline code gives its bits on that shape here; False: not taken."""
+        if symbol.name != "sgemv" or args[1] != TRANS or args[0] not in (ROW_MAJOR, COL_MAJOR):
             return False
+        kind = "n" if args[0] == ROW_MAJOR else "t"
         k, n = args[2:4]
-        if gemv.check(k, n):
+        if gemv.check(k, n, kind):
             return False
-        fn = gemv.emit(self.module, k, n, name=f"{self.name}_sgemv_{k}_{n}")
-        if [k, n] not in self.gemvs:
-            self.gemvs.append([k, n])
+        emit = gemv.emit if kind == "n" else gemv.emit_t
+        fn = emit(self.module, k, n, name=f"{self.name}_{gemv.function_name(k, n, kind)}")
+        if [kind, k, n] not in self.gemvs:
+            self.gemvs.append([kind, k, n])
         ptr = self.ir.PointerType(self.ir.FloatType())
-        self.b.call(fn, [self.b.bitcast(slots[x], ptr) for x in ("a", "b", "out")])
+        self.b.call(fn, [self.b.bitcast(slots[x], ptr) for x in (args[7], args[5], args[10])])
         return True
 
     def copied_transpose_product(self, b_var, plain, copied, slots, out):

@@ -145,3 +145,51 @@ def test_loop_products_inline_with_numpys_bits(monkeypatch, hidden, inputs):
     assert found["inline_gemvs"] >= 1, found
     if (hidden, inputs) == (128, 64):           # W3's: one gemm of the 12 rows changes bits, the stack is inline too
         assert found["inline_gemvs"] == 2, found
+
+
+T_SHAPES = [(128, 384), (128, 64), (64, 256), (12, 8), (20, 12), (36, 44), (100, 100)]
+
+
+@needs_llvm
+@pytest.mark.parametrize("k,n", T_SHAPES)
+def test_transposed_inline_function_gives_numpys_bits(k, n):
+    """x @ W.T and W @ column (OpenBLAS's sgemv_t), heads of 4 and 8 numbers included (k & 4, k & 8)."""
+    assert gemv.check(k, n, "t") == ""
+
+
+def test_transposed_declines_what_it_does_not_model():
+    assert gemv.applies(np.float32, 8, 64, "t")        # k <= 8: OpenBLAS's SkylakeX small kernel
+    assert gemv.applies(np.float32, 66, 64, "t")       # k % 4: scalar tail code
+    assert gemv.applies(np.float32, 64, 66, "t")       # n % 4: the 4x2 / 4x1 kernels
+
+
+def _decoder(hidden, vocab):
+    from runtime import nn
+    rt.seed(5)
+    cell, out = nn.GRUCell(hidden, hidden), nn.Linear(hidden, vocab)
+
+    def decode(h):
+        steps = 0
+        while steps < 8 and rt.sum(h) < 1e9:
+            h = cell(h, h)
+            h = h + rt.tanh(out(h))[:, :1]
+            steps += 1
+        return h
+    return decode
+
+
+@needs_llvm
+def test_gru_cell_products_inline_with_the_numpy_plans_bits(monkeypatch):
+    """R1's shapes: (1, 128) @ (384, 128).T and @ (64, 128).T inline (sgemv_t), the loop's result the
+    NumPy plan's bits."""
+    monkeypatch.setenv("DY2STATIC_NATIVE_CACHE", "0")
+    h = rt.tensor((np.random.default_rng(4).standard_normal((1, 128)) * 0.5).astype(np.float32))
+    monkeypatch.setenv("DY2STATIC_NATIVE", "0")
+    want = to_static(_decoder(128, 64))(h).numpy()
+    monkeypatch.setenv("DY2STATIC_NATIVE", "sync")
+    native.reset_stats()
+    fn = to_static(_decoder(128, 64))
+    fn(h)
+    native.wait()
+    assert same_bits(fn(h).numpy(), want)
+    assert native.stats()["inline_gemvs"] >= 2, native.stats()
