@@ -13,6 +13,7 @@ reason; a plan lists its own in `plan.native_regions`.
 - `llvm.py`: llvmlite loaded once, the host target, modules compiled to function addresses;
 - `numpy_loops.py`: NumPy's own strided ufunc loops, for native code to call (self-tested);
 - `elementwise.py`: a fused elementwise chain as one native function;
+- `gemv.py`: float32 vector-matrix products inline, in OpenBLAS's order of sums (self-tested);
 - `fast_math.py`: the opt-in approximations;
 - `objects.py`: object code, linked into a shared library, loaded (dlopen or MCJIT);
 - `disk_cache.py`: compiled code on disk, checksummed and keyed;

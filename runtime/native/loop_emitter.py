@@ -32,8 +32,8 @@ import numpy as np
 
 from ..ir import Variable
 from . import elementwise as ew
-from . import objects, relocations
-from .blas import TRANS, copied_transpose_call
+from . import gemv, objects, relocations
+from .blas import COL_MAJOR, ROW_MAJOR, TRANS, copied_transpose_call
 from .llvm import ARRAY_LAYOUT, engine
 
 INDEX_ERROR, BUDGET_SPENT, LOOP_FAILED, BAD_ARGUMENT, ARRAY_FULL = -1, -2, -3, -4, -5
@@ -63,16 +63,22 @@ def load_kernel(meta, obj, shared, keep=()):
         why = copied_transpose_call(*shape)
         if isinstance(why, str):
             return why
-    loaded = objects.load(obj, shared, [name, name + "_table"])
+    gemvs = [f"{name}_{gemv.function_name(k, n, kind)}" for kind, k, n in meta.get("gemvs", ())]
+    loaded = objects.load(obj, shared, [name, name + "_table"] + gemvs)
     if loaded is None:
         return "the compiled loop could not be loaded"
     addresses, holder = loaded
+    for fn_name, (kind, k, n) in zip(gemvs, meta.get("gemvs", ())):    # OpenBLAS's order of sums, here
+        why = gemv.test_function(addresses[fn_name], k, n, kind)
+        if why:
+            return why
     kept = relocations.install(addresses[name + "_table"], meta["relocations"])
     if isinstance(kept, str):
         return kept
     kernel = RegionKernel(addresses[name], meta["n_args"], meta["n_outs"], meta["scratch_bytes"],
                           list(keep) + kept + [holder])
     kernel.copied_transposes = len(meta.get("copied_transposes", ()))     # weights multiplied through a copy of .T
+    kernel.inline_gemvs = len(meta.get("gemvs", ()))        # vector @ matrix products inline (gemv.py)
     return kernel
 
 
@@ -105,6 +111,7 @@ class LoopEmitter:
         self.invariant = set()      # ids of the arguments: read in place, the same in every iteration
         self.copies = {}            # id(b) -> (its transposed copy, the slot saying how far it is made)
         self.copied_shapes = []     # [dtype, m, k, n] of each copied-transpose gemm: checked again at load
+        self.gemvs = []             # [kind, k, n] of each inline sgemv (gemv.py): its function exported, tested at load
         self.relocations = []       # descriptors of the process addresses the code reads from its table
 
     # --- small helpers
@@ -290,7 +297,8 @@ class LoopEmitter:
         obj = self.eng.emit_object(text)
         shared = objects.link(obj)
         meta = {"name": self.name, "relocations": self.relocations, "n_args": n_args, "n_outs": n_outs,
-                "scratch_bytes": self.scratch_bytes, "copied_transposes": self.copied_shapes}
+                "scratch_bytes": self.scratch_bytes, "copied_transposes": self.copied_shapes,
+                "gemvs": self.gemvs}
         kernel = load_kernel(meta, obj, shared, self.keep)
         if not isinstance(kernel, str) and not relocations.embedded(text, self.keep):
             kernel.saved = (meta, obj, shared)
@@ -474,7 +482,9 @@ class LoopEmitter:
             copied = copied_transpose_call(out.dtype, m, k, n)
             if not isinstance(copied, str) and id(b_var) not in self.copies:
                 self.copied_shapes.append([out.dtype.str, m, k, n])
-        if copied is None or isinstance(copied, str):
+        if copied is None and self.inline_gemv(symbol, args, slots):
+            pass
+        elif copied is None or isinstance(copied, str):
             self.blas_call(symbol, args, slots, out)
         else:
             self.copied_transpose_product(b_var, (symbol, args), copied, slots, out)
@@ -482,6 +492,24 @@ class LoopEmitter:
             add = {"ufunc": "add", "loop_in": [out.dtype], "inline": True}
             operands = [(out.ptr, self.c64(1), out.dtype), self.operand(self.env[id(bias)], out.shape)]
             ew._inline_loop(ir, b, self.fn, add, operands, out.ptr, self.c64(out.size))
+
+    def inline_gemv(self, symbol, args, slots):
+        """The product inline (`gemv.py`: OpenBLAS's order of sums) where NumPy's call is an sgemv (a row
+        by a matrix: row-major, its sgemv_n; by a matrix's .T, or a matrix by a column: column-major, its
+        sgemv_t) and the inline code gives its bits on that shape here; False: not taken."""
+        if symbol.name != "sgemv" or args[1] != TRANS or args[0] not in (ROW_MAJOR, COL_MAJOR):
+            return False
+        kind = "n" if args[0] == ROW_MAJOR else "t"
+        k, n = args[2:4]
+        if gemv.check(k, n, kind):
+            return False
+        emit = gemv.emit if kind == "n" else gemv.emit_t
+        fn = emit(self.module, k, n, name=f"{self.name}_{gemv.function_name(k, n, kind)}")
+        if [kind, k, n] not in self.gemvs:
+            self.gemvs.append([kind, k, n])
+        ptr = self.ir.PointerType(self.ir.FloatType())
+        self.b.call(fn, [self.b.bitcast(slots[x], ptr) for x in (args[7], args[5], args[10])])
+        return True
 
     def copied_transpose_product(self, b_var, plain, copied, slots, out):
         """a @ b.T for a loop-invariant b: NumPy's call the first time in a call of the kernel; from the

@@ -29,21 +29,23 @@ from ..ops.native_forms import native_form
 from . import compiler, elementwise, gemm, products, region as regions, tiering
 
 _STATS = {"native": 0, "numpy": 0, "compiling": 0, "warming": 0, "declined_calls": 0, "from_disk": 0,
-          "reasons": {}}
+          "inline_gemvs": 0, "reasons": {}}
 _STATS_LOCK = threading.Lock()
 SLOWER = "slower than NumPy: kept on NumPy"
 
 
 def stats():
     """Counts of regions compiled native (`from_disk` of them loaded from the disk cache), kept on NumPy
-    (with why) and still compiling, and of calls a native kernel handed back to NumPy."""
+    (with why) and still compiling, of calls a native kernel handed back to NumPy, and of the products
+    native regions compute inline (`inline_gemvs`: gemv.py)."""
     with _STATS_LOCK:
         return dict(_STATS, reasons=dict(_STATS["reasons"]))
 
 
 def reset_stats():
     with _STATS_LOCK:
-        _STATS.update(native=0, numpy=0, compiling=0, warming=0, declined_calls=0, from_disk=0, reasons={})
+        _STATS.update(native=0, numpy=0, compiling=0, warming=0, declined_calls=0, from_disk=0, inline_gemvs=0,
+                      reasons={})
 
 
 def _count(why, pending=0, warming=0, kernel=None, was_native=0):
@@ -51,6 +53,8 @@ def _count(why, pending=0, warming=0, kernel=None, was_native=0):
         _STATS["native"] -= was_native
         if not why and getattr(kernel, "from_disk", False):
             _STATS["from_disk"] += 1
+        if not why:
+            _STATS["inline_gemvs"] += getattr(kernel, "inline_gemvs", 0)
         _STATS["compiling"] -= pending
         _STATS["warming"] -= warming
         if why in ("compiling", "warming"):

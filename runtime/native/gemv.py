@@ -1,0 +1,382 @@
+"""A float32 vector @ matrix product inline in native code, summed in OpenBLAS's own order.
+
+NumPy's matmul of a (1, k) row by a C-contiguous (k, n) matrix is one sgemv call (`blas.product_call`:
+row-major, transposed, which OpenBLAS runs as its `sgemv_n` kernel on the matrix read column-major).
+A call costs ~0.4 µs beyond its arithmetic (the CBLAS interface, y scaled by beta, the kernel's
+dispatch); a loop making one per iteration, or NumPy's 50 calls for a (50, 1, k) stack, pays it each
+time. Here the same sums are emitted as LLVM IR, each output's terms added in the order of OpenBLAS
+0.3.x's SkylakeX kernels (`kernel/x86_64/sgemv_n_4.c` with `sgemv_n_microk_haswell-4.c` and
+`sgemv_n_microk_skylakex-8.c`), every step one correctly rounded `llvm.fma` or `fadd` (no fast-math:
+the bits do not depend on how LLVM schedules them). With y = 0 (beta 0) and alpha 1:
+
+- k <= 48 and k != 4 (`sgemv_kernel_n_128`): acc = fma(A[j, i], x[j], acc) for j = 0..k-1 from +0, then
+  y[i] = fma(acc, 1, +0);
+- otherwise (the 4x8 kernel) over rows i < n & -4: for each group of 8 columns (then one of 4, then 2,
+  then 1) t = fma chain over the group's columns from +0, y[i] = fma(t, 1, y[i]); except the first
+  (NB & 4) + (NB & 8) rows (NB = n & -4), which the asm kernel's head takes with two chains, the even
+  and the odd columns of the group, added (t4 + t5) before y[i] + that (groups of 8 and 4 only); the
+  last n % 4 rows (scalar C code, contracted to fma): temp = fma(A[j, i], x[j], temp) over all k,
+  y[i] = fma(1, temp, +0).
+
+Nothing is assumed: `check(k, n)` compiles the function alone and takes it only where it gives
+np.matmul's (and ndarray.dot's) bits on that shape here, on special and random values; a region that
+inlines it exports the function too, and `test_function` runs the same test on the loaded code, at
+compile and at disk load. Other shapes, dtypes and BLAS builds keep the CBLAS call.
+"""
+import ctypes
+import threading
+
+import numpy as np
+
+from . import elementwise as ew
+from .fast_math import _intrinsic
+from .llvm import ARRAY_LAYOUT, engine
+from .numpy_loops import probe_values, same_bits
+
+MAX_N, MAX_K = 4096, 1 << 16
+HEAD_CHAINS_K = 48          # sgemv_kernel_n_128 takes k <= 48 (but k == 4) columns
+LANES, BLOCK = 16, 8         # rows a vector, vectors a block (AVX-512: 16 floats; 8 chains in flight)
+_CHECKED = {}
+_LOCK = threading.Lock()
+
+
+def applies(dtype, k, n, kind="n"):
+    """'' when an inline gemv of k numbers by n outputs (kind "n": (1, k) @ (k, n); "t": by W.T, W
+    (n, k)) may be tried for dtype, else why not."""
+    if np.dtype(dtype) != np.float32:
+        return f"inline gemv of {np.dtype(dtype)} (float32 only: dgemv's kernels sum in another order)"
+    if kind == "n" and not (2 <= k <= MAX_K and 4 <= n <= MAX_N):
+        return f"inline gemv of (1, {k}) @ ({k}, {n}): outside the shapes modelled"
+    # sgemv_t: k <= 8 is another kernel, k % 4 and n % 4 other code, k > NBMAX blocks
+    if kind == "t" and not (k > 8 and k % 4 == 0 and k <= MAX_N and n % 4 == 0 and 4 <= n <= MAX_K):
+        return f"inline gemv of (1, {k}) @ ({n}, {k}).T: outside the shapes modelled"
+    return ""
+
+
+def function_name(k, n, kind="n"):
+    return f"dy2s_sgemv{'_t' if kind == 't' else ''}_{k}_{n}"
+
+
+def emit(module, k, n, name=None):
+    """Define `void name(float *x, float *a, float *y)`: y[0:n] = x[0:k] @ a (C-contiguous (k, n)) in
+    OpenBLAS's order; the function, or the one the module already holds. Rows go LANES at a time in
+    blocks of up to BLOCK vectors whose sums stay in registers across all column groups (a group's
+    chains of the block's vectors are independent: the FMA units stay busy); the few head and tail rows
+    whose order differs are scalar."""
+    import llvmlite.ir as ir
+    name = name or function_name(k, n)
+    if name in module.globals:
+        return module.globals[name]
+    f32, i64 = ir.FloatType(), ir.IntType(64)
+    ptr = ir.PointerType(f32)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr]), name)
+    for arg in fn.args:
+        arg.add_attribute("noalias")
+    x, a, y = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    vec = ir.VectorType(f32, LANES)
+    types = {1: f32, LANES: vec}
+    slots = {1: [b.alloca(f32)], LANES: [b.alloca(vec) for _ in range(BLOCK)]}    # SROA: registers
+    body = fn.append_basic_block("body")
+    b.branch(body)
+    b.position_at_end(body)
+    fmas = {1: _intrinsic(ir, module, "llvm.fma"), LANES: _vector_fma(ir, module, vec)}
+
+    def c64(v):
+        return ir.Constant(i64, int(v))
+
+    def const(value, width):
+        return ir.Constant(types[width], value if width == 1 else [value] * width)
+
+    def fma(width, p, q, r):
+        return b.call(fmas[width], [p, q, r])
+
+    def splat(value, width):
+        if width == 1:
+            return value
+        one_lane = b.insert_element(ir.Constant(vec, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
+        return b.shuffle_vector(one_lane, ir.Constant(vec, ir.Undefined),
+                                ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width))
+
+    def load(col, row, width):
+        at = b.gep(a, [b.add(b.mul(col, c64(n)), row)])
+        if width == 1:
+            return b.load(at)
+        value = b.load(b.bitcast(at, ir.PointerType(vec)))
+        value.align = 4
+        return value
+
+    def store(value, row, width):
+        at = b.gep(y, [row])
+        if width == 1:
+            b.store(value, at)
+        else:
+            b.store(value, b.bitcast(at, ir.PointerType(vec))).align = 4
+
+    def chain(cols, xs, row, width):
+        acc = const(0.0, width)
+        for col, xv in zip(cols, xs):
+            acc = fma(width, load(col, row, width), xv, acc)
+        return acc
+
+    def x_at(col, width):
+        return splat(b.load(b.gep(x, [col])), width)
+
+    def for_range(start, stop, emit_body):
+        """for i in range(start, stop): emit_body(i), python int bounds (nothing when empty)."""
+        if stop > start:
+            ew._loop(ir, b, fn, c64(stop - start), lambda i: emit_body(b.add(i, c64(start))))
+
+    def rows_of(row0, width, count, split=False):
+        """Outputs row0 .. row0 + width * count - 1 of the 4x8 kernel: each group's chains, then y +
+        them; `split`: the asm kernel's head rows (even and odd columns apart, added first)."""
+        ys = slots[width][:count]
+        zero, one = const(0.0, width), const(1.0, width)
+        for slot in ys:
+            b.store(zero, slot)
+
+        def group(cols):
+            xs = [x_at(col, width) for col in cols]
+            for v, slot in enumerate(ys):
+                row = b.add(row0, c64(v * width))
+                if split and len(cols) >= 4:
+                    t = b.fadd(chain(cols[0::2], xs[0::2], row, width), chain(cols[1::2], xs[1::2], row, width))
+                    b.store(b.fadd(b.fmul(t, one), b.load(slot)), slot)
+                else:
+                    b.store(fma(width, chain(cols, xs, row, width), one, b.load(slot)), slot)
+        if k // 8:
+            ew._loop(ir, b, fn, c64(k // 8), lambda g: group([b.add(b.mul(g, c64(8)), c64(j)) for j in range(8)]))
+        col = k // 8 * 8
+        for size in (4, 2, 1):
+            if k - col >= size:
+                group([c64(col + j) for j in range(size)])
+                col += size
+        for v, slot in enumerate(ys):
+            store(b.load(slot), b.add(row0, c64(v * width)), width)
+
+    def columns_of(row0, width, count):
+        """Outputs of sgemv_kernel_n_128 (k <= 48): one chain over all k columns from +0, then fma(acc, 1, +0)."""
+        cols = [c64(j) for j in range(k)]
+        xs = [x_at(col, width) for col in cols]
+        for v in range(count):
+            row = b.add(row0, c64(v * width))
+            store(fma(width, chain(cols, xs, row, width), const(1.0, width), const(0.0, width)), row, width)
+
+    def blocks(first, last, emit_rows):
+        """Rows first .. last - 1 (a multiple of LANES) as blocks of BLOCK vectors, then the rest."""
+        vectors = (last - first) // LANES
+        full, rest = divmod(vectors, BLOCK)
+        if full:
+            ew._loop(ir, b, fn, c64(full), lambda i: emit_rows(b.add(c64(first), b.mul(i, c64(BLOCK * LANES))),
+                                                               LANES, BLOCK))
+        if rest:
+            emit_rows(c64(first + full * BLOCK * LANES), LANES, rest)
+
+    if k <= HEAD_CHAINS_K and k != 4:
+        vectors_end = n // LANES * LANES
+        blocks(0, vectors_end, columns_of)
+        for_range(vectors_end, n, lambda i: columns_of(i, 1, 1))
+        b.ret_void()
+        return fn
+
+    rows = n & -4
+    head = (rows & 4) + (rows & 8)
+    for_range(0, head, lambda i: rows_of(i, 1, 1, split=True))
+    blocks(head, rows, rows_of)
+    for i in range(rows, n):            # the last n % 4 outputs (C code): one chain over all k, fma(1, temp, +0)
+        temp = slots[1][0]
+        b.store(const(0.0, 1), temp)
+        ew._loop(ir, b, fn, c64(k), lambda j: b.store(fma(1, load(j, c64(i), 1), x_at(j, 1), b.load(temp)), temp))
+        b.store(fma(1, const(1.0, 1), b.load(temp), const(0.0, 1)), b.gep(y, [c64(i)]))
+    b.ret_void()
+    return fn
+
+
+def _vector_fma(ir, module, vec):
+    name = f"llvm.fma.v{vec.count}f32"
+    if name in module.globals:
+        return module.globals[name]
+    return ir.Function(module, ir.FunctionType(vec, [vec] * 3), name)
+
+
+def check(k, n, kind="n"):
+    """'' when the inline gemv gives np.matmul's bits for float32 (1, k) @ (k, n) (kind "n"; kind "t":
+    (1, k) @ W.T for a C-contiguous W (n, k), and W @ (k, 1)) here, else why not; compiled alone and
+    tested once per shape (the compiler thread)."""
+    why = applies(np.float32, k, n, kind)
+    if why:
+        return why
+    key = (kind, k, n)
+    with _LOCK:
+        if key in _CHECKED:
+            return _CHECKED[key]
+    eng = engine()
+    if eng is None:
+        return "no LLVM"
+    import llvmlite.ir as ir
+    name = function_name(k, n, kind)
+    module = ir.Module(name=name)
+    module.triple = eng.target_machine.triple
+    (emit if kind == "n" else emit_t)(module, k, n)
+    why = test_function(eng.compile(str(module), [name])[name], k, n, kind)
+    with _LOCK:
+        _CHECKED[key] = why
+    return why
+
+
+def test_function(address, k, n, kind="n"):
+    """'' when the compiled function at `address` gives NumPy's bits on special and random values of
+    that shape (np.matmul and ndarray.dot, in each form the plan may call for it), else why not."""
+    call = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(address)
+    rng = np.random.default_rng(27)
+    shape = (k, n) if kind == "n" else (n, k)
+    # special values at every position class, repeated (a shape's own 50K-element probe costs ~20 ms)
+    special = np.resize(np.roll(probe_values(np.float32, 4099), 7), k * n).reshape(shape)
+    for trial in range(3):      # at disk load too: cheap (~0.3-1 ms a shape)
+        if trial == 0:
+            x, w = probe_values(np.float32, k).reshape(1, k), special
+        elif trial == 1:        # the specials in the matrix, the vector finite
+            x, w = rng.standard_normal((1, k)).astype(np.float32), special
+        else:
+            x = (rng.standard_normal((1, k)) * 100.0).astype(np.float32)
+            w = rng.standard_normal(shape).astype(np.float32)
+        got = np.empty((1, n), np.float32)
+        with np.errstate(all="ignore"):
+            if kind == "n":
+                wants = [np.matmul(x, w), x.dot(w)]
+            else:       # x @ W.T, and W @ x as a column (the same sgemv call in NumPy)
+                wants = [np.matmul(x, w.T), np.matmul(w, x.T).T, w.dot(x.T).T]
+            call(x.ctypes.data, w.ctypes.data, got.ctypes.data)
+        if not all(same_bits(got, want) for want in wants):
+            return f"self-test: the inline sgemv_{kind} differs from NumPy's matmul for {k} by {n}"
+    return ""
+
+
+def emit_t(module, k, n, name=None):
+    """Define `void name(float *x, float *w, float *y)`: y[j] = w[j] . x for a C-contiguous w (n, k) in
+    the order of OpenBLAS's sgemv_t 4x4 kernel (`sgemv_t_microk_haswell-4.c`), which NumPy's matmul
+    runs for x @ W.T and W @ column: eight lanes per output, lane l summing (fma, from +0) elements l,
+    l + 8, ... of each 16 (after a first 4 into lanes 0-3 where k & 4, and 8 where k & 8); then
+    (l4 + l0, l5 + l1, l6 + l2, l7 + l3) added pairwise, ((0 + 1) + (2 + 3)), y = that * 1 + 0. Outputs
+    go eight at a time (eight independent chains)."""
+    import llvmlite.ir as ir
+    name = name or function_name(k, n, "t")
+    if name in module.globals:
+        return module.globals[name]
+    f32, i64, i32 = ir.FloatType(), ir.IntType(64), ir.IntType(32)
+    ptr = ir.PointerType(f32)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr]), name)
+    for arg in fn.args:
+        arg.add_attribute("noalias")
+    x, w, y = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    width = 8
+    vec = ir.VectorType(f32, width)
+    slots = [b.alloca(vec) for _ in range(BLOCK)]        # SROA: registers
+    body = fn.append_basic_block("body")
+    b.branch(body)
+    b.position_at_end(body)
+    fma = _vector_fma(ir, module, vec)
+    zero = ir.Constant(vec, [0.0] * width)
+
+    def c64(v):
+        return ir.Constant(i64, int(v))
+
+    def load(base, at, lanes):
+        """`lanes` floats from base[at] as a vector of 8 (the rest 0: a 4-lane fma leaves lanes 4-7 alone)."""
+        if lanes == width:
+            value = b.load(b.bitcast(b.gep(base, [at]), ir.PointerType(vec)))
+            value.align = 4
+            return value
+        value = zero
+        for lane in range(lanes):
+            value = b.insert_element(value, b.load(b.gep(base, [b.add(at, c64(lane))])), ir.Constant(i32, lane))
+        return value
+
+    def outputs(j0, count):
+        """Outputs j0 .. j0 + count - 1."""
+        accs = slots[:count]
+        for slot in accs:
+            b.store(zero, slot)
+
+        def step(at, lanes):
+            xv = load(x, at, lanes)
+            for v, slot in enumerate(accs):
+                row = b.mul(b.add(j0, c64(v)), c64(k))
+                b.store(b.call(fma, [load(w, b.add(row, at), lanes), xv, b.load(slot)]), slot)
+        first = 0
+        if k & 4:
+            step(c64(0), 4)
+            first = 4
+        if k & 8:
+            step(c64(first), 8)
+            first += 8
+        if k - first >= 16:
+            ew._loop(ir, b, fn, c64((k - first) // 16), lambda i: (
+                step(b.add(c64(first), b.mul(i, c64(16))), 8),
+                step(b.add(c64(first + 8), b.mul(i, c64(16))), 8)))
+        for v, slot in enumerate(accs):
+            acc = b.load(slot)
+            lane = [b.extract_element(acc, ir.Constant(i32, j)) for j in range(width)]
+            s = [b.fadd(lane[j + 4], lane[j]) for j in range(4)]
+            total = b.fadd(b.fadd(s[0], s[1]), b.fadd(s[2], s[3]))
+            b.store(b.fadd(b.fmul(total, ir.Constant(f32, 1.0)), ir.Constant(f32, 0.0)),
+                    b.gep(y, [b.add(j0, c64(v))]))
+
+    full, rest = divmod(n, BLOCK)
+    if full:
+        ew._loop(ir, b, fn, c64(full), lambda i: outputs(b.mul(i, c64(BLOCK)), BLOCK))
+    if rest:
+        outputs(c64(full * BLOCK), rest)
+    b.ret_void()
+    return fn
+
+
+_STACKED = {}
+
+
+def stacked_known(batch, k, n):
+    """What `stacked_kernel` made for that shape before (a function or why not), or None: not yet."""
+    return _STACKED.get((batch, k, n))
+
+
+def stacked_kernel(batch, k, n):
+    """`f(a, b, out)` for C-contiguous float32 ndarrays a (batch, 1, k), b (k, n), out (batch, 1, n):
+    out[t] = a[t] @ b for every t, each row the inline gemv (NumPy's matmul makes `batch` sgemv calls
+    for it: a recurrent layer's hoisted input product); or why not. The caller checks the operands."""
+    key = (batch, k, n)
+    if key not in _STACKED:
+        _STACKED[key] = _stacked(batch, k, n)
+    return _STACKED[key]
+
+
+def _stacked(batch, k, n):
+    why = check(k, n)
+    if why:
+        return why
+    import llvmlite.ir as ir
+    eng = engine()
+    name = f"dy2s_stacked_sgemv_{batch}_{k}_{n}"
+    module = ir.Module(name=name)
+    module.triple = eng.target_machine.triple
+    inner = emit(module, k, n)
+    i8p, f32p = ir.PointerType(ir.IntType(8)), ir.PointerType(ir.FloatType())
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i8p] * 3), name)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    at = ir.Constant(ir.IntType(64), ARRAY_LAYOUT["data"])
+    x, w, y = (b.load(b.bitcast(b.gep(obj, [at]), ir.PointerType(f32p))) for obj in fn.args)
+    ew._loop(ir, b, fn, ir.Constant(ir.IntType(64), batch), lambda t: b.call(
+        inner, [b.gep(x, [b.mul(t, ir.Constant(ir.IntType(64), k))]), w,
+                b.gep(y, [b.mul(t, ir.Constant(ir.IntType(64), n))])]))
+    b.ret_void()
+    address = eng.compile(str(module), [name])[name]
+    call = ctypes.PYFUNCTYPE(None, ctypes.py_object, ctypes.py_object, ctypes.py_object)(address)
+    rng = np.random.default_rng(29)
+    a = rng.standard_normal((batch, 1, k)).astype(np.float32)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    got = np.empty((batch, 1, n), np.float32)
+    call(a, w, got)
+    if not same_bits(got, np.matmul(a, w)):
+        return f"self-test: the stacked inline sgemv differs from NumPy's matmul on {batch} x (1, {k}) @ ({k}, {n})"
+    call.inline_gemvs = 1           # for native.stats()
+    return call
