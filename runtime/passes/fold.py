@@ -32,7 +32,11 @@ def fold_constants(program):
     known = {}
     for block in program.blocks:                # parents before children: definitions come first
         for i, op in enumerate(block.ops):
-            if region_of(op) is not None or touches_arrays(op) or not is_pure(op) or len(op.outputs) != 1:
+            region = region_of(op)
+            if region is not None:      # a closure param is known when the value it stands for is
+                known.update((id(p), known[id(x)]) for p, x in region.closure_pairs(op) if id(x) in known)
+                continue
+            if touches_arrays(op) or not is_pure(op) or len(op.outputs) != 1:
                 continue
             out = op.outputs[0]
             if not is_static(out) or size_of(out) > FOLD_LIMIT:

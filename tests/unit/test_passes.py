@@ -1206,3 +1206,15 @@ def test_plan_reads_a_closure_param_by_its_inputs_name():
     program = _trace(_loop_reading, [2, 3], [3, 3])
     source = Executor(passes=[]).compile(program).source
     assert "_in" not in source and "k_permute_dims(xp, x1, " in source, source
+
+
+def test_fold_sees_a_known_value_through_a_closure_param():
+    def f(x):
+        c = rt.full((), 4.0, "float32")
+        return rt.cond(rt.sum(x) > 0, lambda: x * rt.sqrt(c), lambda: x)
+
+    program = _trace(f, [3])
+    after = passes.PASSES["fold"](program.clone())
+    _valid(after)
+    cond = next(op for op in after.ops() if op.sub_blocks())
+    assert [op.type for op in cond.sub_blocks()[0].ops] == ["constant", "multiply"]     # sqrt(c) folded inside
