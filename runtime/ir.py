@@ -2,12 +2,13 @@
 
 A Program is what tracing produces, passes rewrite, the executor compiles and
 serialization writes; it holds the graph and nothing else (compiled plans are
-cached by the executor, trace-time memos kept by the tracer). Variable names are
-unique across the whole Program, so a sub-block reads its enclosing blocks'
-values by name (lexical scoping) and the executor can inline every block into
-one Python function. What a cond/while op's blocks read from enclosing blocks is
-listed among its inputs (`captures`), so every reader of the graph sees a
-block's outside reads at the op.
+cached by the executor, trace-time memos kept by the tracer). Blocks are closed
+(as JAX's closed jaxprs): a sub-block of a region op reads only its own params,
+its closure params and values defined earlier in it. Every value it needs from
+outside is a closure param fed by one of the op's inputs (`close_blocks` makes
+them when the op is built), so a pass, a code generator or a gradient sees a
+block's outside reads at the op. Names are printing hints (still unique in a
+Program: the plan binds a closure param to its input's name when it generates code).
 
 Operator inputs are Variables or Python scalar literals (`multiply(x, 2.0)`):
 literals keep the IR readable and keep Python scalars weakly typed.
@@ -142,30 +143,76 @@ def declare_sub_blocks(op_type, attrs):
     _SUB_BLOCK_ATTRS[op_type] = tuple(attrs)
 
 
-def captures(blocks, exclude=()):
-    """What `blocks` (one region op's sub-blocks) read from enclosing blocks, in the order first read.
-
-    The one rule for an op's captured inputs: tracing lists them, passes refresh them,
-    the loader checks them. A nested region op counts as reading its inputs (its own
-    captures must be current), so each op's blocks are read once.
-    """
-    seen, out = {id(v) for v in exclude}, []
-    for block in blocks:
-        for values in [op.inputs for op in block.ops] + [block.results]:
-            for v in values:
-                if isinstance(v, Variable) and id(v) not in seen:
-                    seen.add(id(v))
-                    if not any(b.is_ancestor_of(v.block) for b in blocks):
-                        out.append(v)
-    return out
-
-
 def sub_block_attrs(op_type):
     return _SUB_BLOCK_ATTRS.get(op_type, ())
 
 
+def outside_reads(block):
+    """The values `block` reads that it does not define (its params, closure params and ops' outputs), in
+    the order first read: what a closure param must stand for. A nested region op is closed, so only its
+    inputs can name them."""
+    defined = {id(v) for v in block.params}
+    defined.update(id(v) for v in block.closure)
+    seen, out = set(), []
+    for op in block.ops:
+        for v in op.inputs:
+            if isinstance(v, Variable) and id(v) not in defined and id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
+        defined.update(id(o) for o in op.outputs)
+    for v in block.results:
+        if isinstance(v, Variable) and id(v) not in defined and id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out
+
+
+def close_blocks(blocks):
+    """Close one region op's blocks: the values they read from outside (`outside_reads`, in the order first
+    read, blocks in order) become one new closure param in EVERY block (appended to `block.closure`; the
+    blocks' ops and results read the param instead). Returns those values: the inputs the op appends to
+    its own, in the closure params' order. Nested region ops must be closed already."""
+    outer, index = [], {}
+    for block in blocks:
+        for v in outside_reads(block):
+            if id(v) not in index:
+                index[id(v)] = len(outer)
+                outer.append(v)
+    if not outer:
+        return outer
+    for block in blocks:
+        params = [block.create_var(closure_hint(v.name), v.static_shape, v.dtype, weak=v.weak, kind=v.kind)
+                  for v in outer]
+        _substitute(block, {id(v): p for v, p in zip(outer, params)})
+        block.closure = block.closure + params
+    return outer
+
+
+_CLOSURE_SUFFIX = re.compile(r"\.in(_\d+)?$")
+
+
+def closure_hint(name):
+    """`x.in` for the closure param standing for `x` (and for `x.in_1` one level out): a name of its own
+    kind, so the names of the Program's other values read as they did before blocks were closed."""
+    return _CLOSURE_SUFFIX.sub("", name) + ".in"
+
+
+def _substitute(block, mapping):
+    """Read mapping[id(v)] instead of v in block's ops (replaced, not edited) and results."""
+    def sub(x):
+        return mapping.get(id(x), x) if isinstance(x, Variable) else x
+
+    ops = []
+    for op in block.ops:
+        inputs = [sub(x) for x in op.inputs]
+        ops.append(op if all(a is b for a, b in zip(inputs, op.inputs)) else op.replace(inputs=inputs))
+    block.ops = ops
+    block.results = [sub(x) for x in block.results]
+
+
 class Block:
-    """Ops in order; `params` are bound on entry (loop state), `results` returned on exit.
+    """Ops in order; `params` are bound on entry (loop state, scanned rows), `closure` params to the values
+    the block reads from outside (the op's closure inputs, in order), `results` returned on exit.
 
     A sub-block belongs to the region op whose attrs hold it (`parent`: the block that op is in); it has
     no number: printer and serializer number blocks when they write them (`Program.blocks` order)."""
@@ -176,6 +223,7 @@ class Block:
         self.vars = {}
         self.ops = []
         self.params = []
+        self.closure = []
         self.results = []
 
     def create_var(self, hint="t", shape=(), dtype="float32", **kw):
@@ -323,6 +371,7 @@ class Program:
         for block in blocks:
             new_block = new_of[id(block)]
             new_block.params = [remap(v) for v in block.params]
+            new_block.closure = [remap(v) for v in block.closure]
             new_block.results = [remap(v) for v in block.results]
             new_block.ops = []
             for op in block.ops:

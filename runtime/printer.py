@@ -36,10 +36,18 @@ def _format_block(block, indent, lines, number):
         for key in sub_block_attrs(op.type):
             sub = op.attrs[key]
             params = ", ".join(f"{p.name}: {p.type_str()}" for p in sub.params)
-            lines.append(f"{indent}  {key.replace('_block', '')} block {next(number)}({params}):")
+            closure = ", ".join(f"{p.name} = {_value(x)}" for p, x in _closure_pairs(op, sub))
+            closure = f" closure({closure})" if closure else ""
+            lines.append(f"{indent}  {key.replace('_block', '')} block {next(number)}({params}){closure}:")
             _format_block(sub, indent + "    ", lines, number)
             results = ", ".join(_value(r) for r in sub.results)
             lines.append(f"{indent}    yield ({results})")
+
+
+def _closure_pairs(op, sub):
+    """(closure param, the op input it stands for): the op's last inputs feed every block's closure."""
+    n = len(sub.closure)
+    return list(zip(sub.closure, op.inputs[len(op.inputs) - n:])) if n else []
 
 
 def format_program(program):
@@ -93,6 +101,9 @@ def program_to_dot(program):
             edges_into(op_id, op.inputs, indent)
             for key in sub_block_attrs(op.type):
                 sub, number = op.attrs[key], next(block_number)
+                for p, x in _closure_pairs(op, sub):      # an edge from where the value is made
+                    if isinstance(x, Variable) and x.name in producer:
+                        producer[p.name] = producer[x.name]
                 cluster = f"cluster_b{number}"
                 lines.append(f"{indent}subgraph {cluster} {{")
                 title = f"{op.type} {key.replace('_block', '')} block {number}"

@@ -20,7 +20,7 @@ from . import pytree, retraces, tracing
 from .autodiff.tape import GRAD_MODE
 from .control_flow import as_variable
 from .errors import ControlFlowError
-from .ir import LITERAL_TYPES, Variable, captures
+from .ir import LITERAL_TYPES, Variable, close_blocks
 from .ops import astype, stack, zeros
 from .ops.scan import SCAN
 from .tensor import Tensor
@@ -126,7 +126,7 @@ def _traced(f, init, xs_leaves, xs_def, n):
                 if isinstance(p, Variable)]
         outs += [block.create_var("ys", (n,) + v.static_shape, v.dtype) for v in ys if v is not None]
         inits = [v for v in carry if isinstance(v, Variable)]
-        block.append_op(SCAN.name, inits + xs_vars + captures([body]), outs,
+        block.append_op(SCAN.name, inits + xs_vars + close_blocks([body]), outs,
                         {"body_block": body, "length": n, "num_carry": len(inits)},
                         origin=tracing.user_origin(), no_grad=not GRAD_MODE.enabled)
         it = iter(outs)

@@ -28,14 +28,15 @@ import zipfile
 import numpy as np
 
 from . import pytree
-from .ir import Block, Operator, Program, Variable, captures, sub_block_attrs
+from .ir import Block, Operator, Program, Variable, close_blocks, sub_block_attrs
 from .ops.registry import REGISTRY
 from .ops.regions import RegionError
 from .ops.rules import Spec, input_types
 from .shape_text import shape_text
 
 FORMAT = "dy2static.program"
-VERSION = 1
+VERSION = 2
+OPEN_BLOCKS_VERSION = 1     # files whose sub-blocks read enclosing values by name: closed when read
 
 MAX_ELEMENTS = 2 ** 40      # elements of one static shape
 MAX_RANK = 64
@@ -149,6 +150,7 @@ def program_to_dict(program, origins="as is"):
             "parent": -1 if b.parent is None else number[id(b.parent)],
             "vars": [_var_dict(v) for v in b.vars.values()],
             "params": [v.name for v in b.params],
+            "closure": [v.name for v in b.closure],
             "results": [_encode_input(v) for v in b.results],
             "ops": [{"type": op.type,
                      "inputs": [_encode_input(x) for x in op.inputs],
@@ -362,8 +364,10 @@ class _Reader:
         if d.get("format") != FORMAT:
             self.fail(f"not a dy2static Program (expected \"format\": \"{FORMAT}\", got {brief(d.get('format'))})")
         version = d.get("version")
-        if not _is_int(version) or version != VERSION:
-            self.fail(f"unsupported format version {brief(version)}; this dy2static reads version {VERSION}")
+        if not _is_int(version) or version not in (VERSION, OPEN_BLOCKS_VERSION):
+            self.fail(f"unsupported format version {brief(version)}; this dy2static reads versions "
+                      f"{OPEN_BLOCKS_VERSION} and {VERSION}")
+        self.closed = version == VERSION       # else each region op is closed once its blocks are read
         name = self.field(d, "name", str, "the Program", "main")
         if not name or len(name) > MAX_NAME_LENGTH or not name.isprintable():
             self.fail(f"the Program has an invalid name {brief(name)}")
@@ -376,9 +380,11 @@ class _Reader:
         for bd, block in zip(self.blocks_data, self.blocks):
             names = self.items(bd, "params", str, f"block {self.number[id(block)]}", [])
             block.params = [self.own_var(n, block, "parameter") for n in names]
-            if self.number[id(block)] == 0 and block.params:
+            closure = self.items(bd, "closure", str, f"block {self.number[id(block)]}", []) if self.closed else []
+            block.closure = [self.own_var(n, block, "closure parameter") for n in closure]
+            if self.number[id(block)] == 0 and (block.params or block.closure):
                 self.fail("block 0 cannot have params (the Program's inputs are listed in \"inputs\")")
-            if len(set(names)) != len(names):
+            if len(set(names + closure)) != len(names) + len(closure):
                 self.fail(f"block {self.number[id(block)]} lists a parameter twice")
         program.inputs = self.read_inputs(d)
         self.used_blocks = set()
@@ -497,6 +503,10 @@ class _Reader:
             self.fail(f"invalid op input {brief(x)} in block {self.number[id(block)]}")
         var = self.var(x, block)
         if id(var) not in defined:
+            if self.closed and var.block is not block:
+                self.fail(f"block {self.number[id(block)]} reads '{var.name}' of block {self.number[id(var.block)]}: "
+                          "a block reads only its params, its closure params and values defined earlier in it "
+                          "(a value from outside must be a closure param, fed by the op's inputs)")
             self.fail(f"variable '{var.name}' is used in block {self.number[id(block)]} before any op defines it")
         return var
 
@@ -507,9 +517,11 @@ class _Reader:
         self.used_blocks.add(idx)
         block = self.blocks[idx]
         bd = self.blocks_data[idx]
-        # one set for the whole Program: what a block defines is taken out again when it ends (each
-        # variable belongs to one block), so reading costs the same however many blocks there are
+        # a closed block (the current format) starts from its params and closure params alone; an open one
+        # (OPEN_BLOCKS_VERSION) shares one set with the blocks around it: what a block defines is taken out
+        # again when it ends (each variable belongs to one block), so reading stays linear
         defined.update(id(p) for p in block.params)
+        defined.update(id(p) for p in block.closure)
         for n, od in enumerate(self.items(bd, "ops", dict, f"block {idx}")):
             self.read_op(program, block, od, n, defined, loop_depth)
         results = self.field(bd, "results", list, f"block {idx}", [])
@@ -554,9 +566,11 @@ class _Reader:
         if inner_loop_depth > MAX_LOOP_DEPTH:
             self.fail(f"{where}: while loops nested more than {MAX_LOOP_DEPTH} deep")
         for sub in subs:
-            self.read_block(program, self.number[id(sub)], defined, inner_loop_depth)
+            self.read_block(program, self.number[id(sub)], defined if not self.closed else set(), inner_loop_depth)
         op = Operator(op_type, inputs, outputs, attrs, origin, block)
         if region is not None:
+            if not self.closed:
+                op = self.close_open_region(where, region, op, defined)
             self.check_region(where, region, op)
         elif self.check_types:
             self.check_inferred(where, opdef, inputs, attrs, outputs)
@@ -590,6 +604,7 @@ class _Reader:
         (with check_types), and every value its blocks read from outside listed among its inputs."""
         try:
             region.check(op, self.check_types)
+            region.check_closure(op)
             slots = region.slots(op)
             blocks = region.blocks(op)
             values = [slot.values(op, blocks) for slot in slots]
@@ -605,14 +620,22 @@ class _Reader:
                 self.check_same(where, outer[0], *outer[1:], *([] if slot.stacked else params + results))
                 if slot.stacked:
                     self.check_same(where, outer[0], *params, *results, rows=True)
-        self.check_captures(where, op.inputs, blocks, exclude=region.readable_own(op))
 
-    def check_captures(self, where, inputs, subs, exclude=()):
-        listed = {id(v) for v in inputs if isinstance(v, Variable)}
-        for v in captures(subs, exclude):
-            if id(v) not in listed:
+    def close_open_region(self, where, region, op, defined):
+        """A region op of a file with open blocks (OPEN_BLOCKS_VERSION): its blocks (nested ops closed
+        already) get closure params for what they read from enclosing blocks, and the op reads those
+        values as its closure inputs instead of the captures the file listed (it had to list each)."""
+        try:
+            own = region.own_count(op)
+        except (IndexError, KeyError, TypeError):
+            self.fail(f"{where}: its inputs, outputs and blocks' params and results do not match")
+        listed = {id(v) for v in op.inputs[own:] if isinstance(v, Variable)}
+        outer = close_blocks(region.blocks(op))
+        for v in outer:
+            if id(v) not in listed and not any(v is x for x in op.inputs[:own]):
                 self.fail(f"{where}: its blocks read '{v.name}' from an enclosing block, but the op does not "
                           "list it among its inputs")
+        return op.replace(inputs=list(op.inputs[:own]) + outer)
 
     def check_same(self, where, out, *values, rows=False):
         """Each value of out's type (dtype, kind, rank); `rows`: of the type of one row of out."""

@@ -35,6 +35,7 @@ def _referenced(program):
     for block in program.blocks:
         yield from block.vars.values()
         yield from block.params
+        yield from block.closure
         yield from block.results
         for op in block.ops:
             yield from (v for v in op.inputs if isinstance(v, Variable))

@@ -12,7 +12,7 @@ the loop op's place in the block being traced, the loop op left as it was. The
 backward is a reverse `while` that runs that many iterations; iteration k reads
 the values saved at k, recomputes the needed body ops, and turns the
 cotangents of the body's results into those of its loop variables (carried)
-and captured values (summed). A data-dependent trip count,
+and closure params (summed: the cotangents of the op's closure inputs). A data-dependent trip count,
 `break`/`continue`/`return` (lowered to flag variables) and tensor arrays are
 all just loop state.
 """
@@ -92,21 +92,24 @@ def _zeros_like(v):
 @facet("cond", "vjp")
 def _cond_vjp(g, inputs, outputs, *, true_block, false_block):
     pred, captured = inputs[0], inputs[1:]
-    wrt = [c for c in captured if isinstance(c, Variable) and carries_gradient(c)]   # tensor arrays too
+    wrt = [j for j, c in enumerate(captured) if isinstance(c, Variable) and carries_gradient(c)]   # arrays too
     if not wrt:
         return (None,) * len(inputs)
 
     def branch(block):
         def run():
+            # the branch reads closure param j where the op reads captured[j]: its gradient is captured[j]'s
+            mapping = dict(zip(block.closure, captured))
             seeds = [(r, gi) for r, gi in zip(block.results, g) if gi is not None]
-            cots = block_vjp(block.ops, {}, seeds, wrt, tracing.current_block())
-            return tuple(cots[w] if cots[w] is not None else _zeros_like(w) for w in wrt)
+            params = [block.closure[j] for j in wrt]
+            cots = block_vjp(block.ops, mapping, seeds, params, tracing.current_block())
+            return tuple(cots[p] if cots[p] is not None else _zeros_like(captured[j]) for p, j in zip(params, wrt))
         return run
 
     true_branch, false_branch = sub_blocks(region_op(outputs))
     grads = cond(pred, branch(true_branch), branch(false_branch))
-    by_var = dict(zip(wrt, grads))
-    return (None,) + tuple(by_var.get(c) if isinstance(c, Variable) else None for c in captured)
+    by_index = dict(zip(wrt, grads))
+    return (None,) + tuple(by_index.get(j) for j in range(len(captured)))
 
 
 # --- while ----------------------------------------------------------------------------------
@@ -186,10 +189,11 @@ def _with_tape(op, save):
     return taped, tape
 
 
-def _dry_run(op, bb, carried, wrt_captured):
+def _dry_run(op, bb, carried, wrt_captured, captured):
     """Trace one reverse iteration into a scratch block (then dropped) to learn two facts:
     liveness — the body params its pruned ops really read (all the forward loop must save) — and
-    which captured values get their cotangent from one `x[i]` read (`_sparse_gather`)."""
+    which captured values (`wrt_captured`: positions in `captured`, the op's closure inputs) get their
+    cotangent from one `x[i]` read (`_sparse_gather`)."""
     program = op.block.program
     first, names = program.block_mark(), program.name_state()
     scratch = program.new_block(op.block)
@@ -198,16 +202,17 @@ def _dry_run(op, bb, carried, wrt_captured):
     with tracing.block_guard(scratch):
         seeds = [(bb.results[i], scratch.create_var("g", bb.results[i].static_shape, bb.results[i].dtype,
                                                     kind=bb.results[i].kind)) for i in carried]
-        wrt = [params[i] for i in carried] + wrt_captured
-        cots = block_vjp(bb.ops, dict(stand_ins), seeds, wrt, scratch)
+        closure = [bb.closure[j] for j in wrt_captured]
+        wrt = [params[i] for i in carried] + closure
+        cots = block_vjp(bb.ops, {**stand_ins, **dict(zip(bb.closure, captured))}, seeds, wrt, scratch)
     live = {v for inner in _nested_ops(scratch) for v in inner.input_vars()}
     read = {p for p, s in stand_ins.items() if s in live}
     sparse = {}
-    for c in wrt_captured:
-        gather = _sparse_gather(scratch, cots[c], c)
+    for j, p in zip(wrt_captured, closure):
+        gather = _sparse_gather(scratch, cots[p], captured[j])
         if gather is not None:
             g, idx = gather.inputs[0], gather.inputs[2:]
-            sparse[c] = ((g.static_shape, g.dtype), [(i.static_shape, i.dtype) for i in idx], gather.attrs.get("index"))
+            sparse[j] = ((g.static_shape, g.dtype), [(i.static_shape, i.dtype) for i in idx], gather.attrs.get("index"))
     program.discard_blocks(first)
     program.restore_name_state(names)
     return read, sparse
@@ -252,18 +257,20 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
 
     carried = [i for i in range(n) if _dense_float(params[i]) or
                (params[i].kind == "array" and carries_gradient(params[i]) and g[i] is not None)]
-    wrt_captured = [c for c in captured if isinstance(c, Variable) and carries_gradient(c)]   # tensor arrays too
+    # positions of the captured values (the op's closure inputs) that take a gradient: tensor arrays too
+    wrt_captured = [j for j, c in enumerate(captured) if isinstance(c, Variable) and carries_gradient(c)]
     if not carried:
         return (None,) * len(inputs)
     if tape is None:     # what to save does not depend on this call's cotangents: one tape serves every gradient
         every = [i for i in range(n) if carries_gradient(params[i])]
-        read, _ = _dry_run(op, bb, every, wrt_captured)
+        read, _ = _dry_run(op, bb, every, wrt_captured, captured)
         op, tape = _with_tape(op, [i for i in range(n) if params[i].kind == "dense" and params[i] in read])
         bb = region_of(op).body(op)
         params = bb.params[:n]
     results = bb.results[:n]
-    wrt_body = [params[i] for i in carried] + wrt_captured
-    _, sparse = _dry_run(op, bb, carried, wrt_captured)
+    closure = [bb.closure[j] for j in wrt_captured]     # the body reads closure param j for captured[j]
+    wrt_body = [params[i] for i in carried] + closure
+    _, sparse = _dry_run(op, bb, carried, wrt_captured, captured)
     saved = tape.saved(op)
     array_outs = {i: outs[i] for i in range(n) if params[i].kind == "array"}
 
@@ -277,26 +284,28 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
         mapping = {p: block.create_var(hint(p), p.static_shape, p.dtype, weak=p.weak, kind=p.kind) for p in params}
         mapping.update({params[i]: array_read(arr, k) for i, arr in saved.items() if i < n})
         mapping.update({params[i]: arr for i, arr in array_outs.items()})
+        mapping.update(zip(bb.closure, captured))
         seeds = [(results[i], gi) for i, gi in zip(carried, gs)]
         cots = block_vjp(bb.ops, mapping, seeds, wrt_body, block)
         new_gs = tuple(cots[params[i]] if cots[params[i]] is not None else _like_cotangent(gi)
                        for i, gi in zip(carried, gs))
-        new_accs = tuple(_accumulate(block, acc, cots[c], c, c in sparse) for acc, c in zip(accs, wrt_captured))
+        new_accs = tuple(_accumulate(block, acc, cots[p], captured[j], j in sparse)
+                         for acc, p, j in zip(accs, closure, wrt_captured))
         read = {v for op in _nested_ops(block) for v in op.input_vars()}
         for stand_in in mapping.values():
-            if stand_in.block is block and stand_in.name in block.vars and stand_in not in read and \
+            if isinstance(stand_in, Variable) and stand_in.block is block and stand_in.name in block.vars and stand_in not in read and \
                     not any(o is stand_in for op in block.ops for o in op.outputs):
                 del block.vars[stand_in.name]
         return k, new_gs, new_accs
 
     g0 = tuple(g[i] if g[i] is not None else _zeros_like(outs[i]) for i in carried)
-    acc0 = tuple(_sparse_start(sparse[c]) if c in sparse else _zeros_like(c) for c in wrt_captured)
+    acc0 = tuple(_sparse_start(sparse[j]) if j in sparse else _zeros_like(captured[j]) for j in wrt_captured)
     _, g_init, g_captured = while_loop(reverse_cond, reverse_body, (tape.count(op), g0, acc0))
     by_init = dict(zip(carried, g_init))
-    by_captured = {c: scatter_sum(c, acc[0], acc[1:], sparse[c][2]) if c in sparse else acc
-                   for c, acc in zip(wrt_captured, g_captured)}
+    by_captured = {j: scatter_sum(captured[j], acc[0], acc[1:], sparse[j][2]) if j in sparse else acc
+                   for j, acc in zip(wrt_captured, g_captured)}
     return (tuple(by_init.get(i) for i in range(n)) + (None,) * (n_out - n) +
-            tuple(by_captured.get(c) if isinstance(c, Variable) else None for c in captured))
+            tuple(by_captured.get(j) for j in range(len(captured))))
 
 
 def _sparse_start(plan):

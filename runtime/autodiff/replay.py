@@ -78,7 +78,9 @@ def copy_block(source, mapping, parent, rerun=False):
     """A new child block of `parent` holding a copy of `source` (params, ops, results)."""
     new = parent.program.new_block(parent)
     new.params = [new.create_var(hint(p), p.static_shape, p.dtype, weak=p.weak, kind=p.kind) for p in source.params]
+    new.closure = [new.create_var(hint(p), p.static_shape, p.dtype, weak=p.weak, kind=p.kind) for p in source.closure]
     mapping.update(zip(source.params, new.params))
+    mapping.update(zip(source.closure, new.closure))
     replay(source.ops, mapping, new, rerun=rerun)
     new.results = [mapping.get(r, r) for r in source.results]
     return new
@@ -90,7 +92,9 @@ def clone_block(source, mapping, parent):
     of the one it copies (the while gradient's forward-with-tape). `mapping` grows with the copies."""
     new = parent.program.new_block(parent)
     new.params = [_like(p, new) for p in source.params]
+    new.closure = [_like(p, new) for p in source.closure]
     mapping.update(zip(source.params, new.params))
+    mapping.update(zip(source.closure, new.closure))
     for op in source.ops:
         attrs = dict(op.attrs)
         for key, sub in zip(sub_block_attrs(op.type), sub_blocks(op)):

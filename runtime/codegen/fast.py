@@ -255,6 +255,7 @@ class PlanCodegen(Codegen):
                 return None
             opdef = get_op(op.type)
             if opdef.region is not None:
+                self.bind_closure(opdef.region, op)
                 text = opdef.region.inline(self, op, reads)       # cond: `and`/`or`/`if else`
             elif not cannot_fail(op):
                 return None

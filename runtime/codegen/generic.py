@@ -106,9 +106,16 @@ class Codegen:
     def any_op(self, op, indent):
         region = get_op(op.type).region
         if region is not None:
+            self.bind_closure(region, op)
             region.emit(self, op, indent)
         else:
             self.op(op, indent)
+
+    def bind_closure(self, region, op):
+        """A region op's closure params read as the values they stand for: each is given its input's name
+        (or literal) here, so the plan copies nothing and reads the value where it was made."""
+        for p, x in region.closure_pairs(op):
+            self.names[id(p)] = self.value(x)
 
     def temp(self, hint="buf"):
         """A fresh local name (`buf`, `buf_1`, ...); the count per hint carries on (no rescan from 1)."""

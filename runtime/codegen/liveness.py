@@ -4,8 +4,8 @@ A deleted name frees its memory for the next allocation instead of holding it
 until the plan returns (which makes the allocator hand pages back to the OS and
 fault them in again on the next call). Who reads what is the passes' map
 (`passes._graph.last_reads`, what `inplace` asks too); a cond/while op's reads
-are its inputs, which list everything its blocks read from outside
-(`ir.captures`; the loader checks them).
+are its inputs: its blocks are closed, and read what they need from outside
+through closure params fed by the op's inputs.
 """
 import math
 

@@ -4,7 +4,7 @@ a sub-block, their values joined).
 from .. import pytree, tracing
 from ..autodiff.tape import GRAD_MODE
 from ..errors import ControlFlowError
-from ..ir import captures
+from ..ir import close_blocks
 from ..ops.control import block_raises, mark_raising
 from ..tensor import EagerTensor, Tensor
 from ..tracer import Tracer
@@ -92,7 +92,7 @@ def _cond(pred, true_fn, false_fn, operands, names):
         outs.append(out)
         out_leaves.append(out)
     tb.results, fb.results = t_res, f_res
-    block.append_op("cond", [pred] + captures([tb, fb], exclude=(pred,)), outs,
+    block.append_op("cond", [pred] + close_blocks([tb, fb]), outs,
                     {"true_block": tb, "false_block": fb}, origin=tracing.user_origin(),
                     no_grad=not GRAD_MODE.enabled)
     return pytree.unflatten(t_def, out_leaves)

@@ -4,7 +4,7 @@ body traced over the loop state until its types settle).
 from .. import pytree, retraces, tracing
 from ..autodiff.tape import GRAD_MODE
 from ..errors import ControlFlowError
-from ..ir import captures
+from ..ir import close_blocks
 from ..tensor import Tensor
 from ..tracer import Tracer
 from ..undefined import Undefined
@@ -255,8 +255,7 @@ def _finish_while(block, cb, bb, carry, c_params, b_params, results, treedef, le
     bb.results = results
     outs = [block.create_var(_hint(name, "loop"), p.static_shape, p.dtype, weak=p.weak, kind=p.kind)
             for name, p in zip(leaf_names, b_params) if p is not None]
-    captured = captures([cb, bb])
-    block.append_op("while", inits + captured, outs, {"cond_block": cb, "body_block": bb},
+    block.append_op("while", inits + close_blocks([cb, bb]), outs, {"cond_block": cb, "body_block": bb},
                     origin=tracing.user_origin(), no_grad=not GRAD_MODE.enabled)
     it = iter(outs)
     leaves = [next(it) if state[0] == "var" else state[1] for state in carry]

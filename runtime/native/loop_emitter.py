@@ -31,6 +31,7 @@ import math
 import numpy as np
 
 from ..ir import Variable
+from ..ops.regions import region_of
 from . import elementwise as ew
 from . import gemv, objects, relocations
 from .blas import COL_MAJOR, ROW_MAJOR, TRANS, copied_transpose_call
@@ -323,6 +324,7 @@ class LoopEmitter:
         state (tensor arrays at positions `arrays` are appended to in place); ends in the `done` block."""
         ir, b = self.ir, self.b
         cond_block, body_block = op.sub_blocks()
+        self.bind_closure(op)
         head, body, done = self.new_block("test"), self.new_block("body"), self.new_block("done")
         b.branch(head)
 
@@ -344,6 +346,13 @@ class LoopEmitter:
         self.next_state(states, body_block.results, arrays)
         b.branch(head)
         b.position_at_end(done)
+
+    def bind_closure(self, op):
+        """A region op's closure params are the values its inputs hold (no copy), invariant where they are."""
+        for p, x in region_of(op).closure_pairs(op):
+            self.env[id(p)] = self.env[id(x)]
+            if id(x) in self.invariant:
+                self.invariant.add(id(p))
 
     def emit_loop(self, op, form):
         """A `while` nested in the region: its state in buffers of its own, copied from its inputs each time
@@ -992,6 +1001,7 @@ class LoopEmitter:
         ir, b = self.ir, self.b
         outs = [self.alloc(o.dtype, o.static_shape) for o in op.outputs]
         pred = b.load(self.env[id(op.inputs[0])].ptr)
+        self.bind_closure(op)
         then, other, after = self.new_block("then"), self.new_block("else"), self.new_block("endif")
         b.cbranch(b.icmp_unsigned("!=", pred, ir.Constant(self.i8, 0)), then, other)
         for block, sub in zip((then, other), op.sub_blocks()):

@@ -78,6 +78,9 @@ def lower_op(graph, op):
     graph.op = op
     if opdef.onnx is None:
         graph.fail("it has no ONNX lowering")
+    if opdef.region is not None:       # its blocks' closure params read the values of its closure inputs
+        for param, x in opdef.region.closure_pairs(op):
+            graph.env[param.name] = graph.value(x)
     start = len(graph.nodes)
     results = opdef.onnx(graph, op)
     results = [results] if isinstance(results, str) else list(results)

@@ -4,14 +4,16 @@ No stage outside `runtime/ops/` knows a region op by name. An OpDef with `region
 every stage asks of an op that holds blocks:
 
 - `block_attrs`: the attrs holding its sub-blocks (the Block objects: the op owns them); `attrs`: its other attrs;
-- `own_count(op)`: how many leading inputs are its own (the rest are captures: what its blocks read
-  from enclosing blocks, `ir.captures`); `readable_own(op)`: own inputs the blocks may also read by
-  name (cond's predicate), so they are not listed again as captures;
-- `slots(op)`: its data flow as `Slot`s. A slot ties one output (or none) to the own inputs that start
-  it, the block params bound from it and the block results that make it: cond's output k is made by
-  each branch's result k; while's state k starts from input k, is bound to both blocks' param k and
-  made by the body's result k; scan's scanned input j is bound to the body's param (a row of it: the
-  slot is `stacked`) and has no output.
+- `own_count(op)`: how many leading inputs are its own (cond's predicate, while's initial state, scan's
+  carry and scanned inputs); the rest are its closure inputs: blocks are closed (`ir.close_blocks`), and
+  closure input j feeds closure param j of EVERY block (`block.closure[j]`), which is all a block may
+  read of the world outside it (`closure_pairs`);
+- `own_slots(op)`: its data flow as `Slot`s; `slots(op)` adds one `closure` slot per closure input. A
+  slot ties one output (or none) to the own inputs that start it, the block params bound from it and
+  the block results that make it: cond's output k is made by each branch's result k; while's state k
+  starts from input k, is bound to both blocks' param k and made by the body's result k; scan's scanned
+  input j is bound to the body's param (a row of it: the slot is `stacked`) and has no output; closure
+  input j is bound to closure param j of each block and has no output.
   Dead-code elimination (a slot lives when its output or a param of it is needed), layout and ownership
   facts, the loader's type check and tensor-array families all read slots, never positions;
 - `control(op)`: values needed whenever the op runs (cond's predicate, while's condition result);
@@ -27,6 +29,7 @@ every stage asks of an op that holds blocks:
   ordinary op's `emit` is; `inline(gen, op, reads)` an expression form for a loop test (built with
   `gen.inline_block`), or None, and `count_reads(op, reads, visit)` how often such an expression reads
   each value.
+- `check_closure(op)`: each block has one closure param per closure input (the checker calls it);
 `register` (registry.py) declares each region's block attrs to `ir`, which walks blocks without
 knowing op types. Gradients and ONNX lowerings are the usual `vjp`/`onnx` facets.
 """
@@ -50,12 +53,18 @@ class Slot:
     results: tuple = ()
     stacked: bool = False        # the output/inputs stack the params/results along a new first axis
     #                              (scan's scanned inputs and stacked outputs): a stacked output is a new array
+    closure: bool = False        # params are positions in the blocks' `closure` (a value read from outside)
 
     def values(self, op, blocks):
         """(output or None, [inputs], [params], [results]) as values."""
         out = None if self.output is None else op.outputs[self.output]
-        return (out, [op.inputs[i] for i in self.inputs], [blocks[b].params[i] for b, i in self.params],
+        return (out, [op.inputs[i] for i in self.inputs], self.param_values(blocks),
                 [blocks[b].results[i] for b, i in self.results])
+
+    def param_values(self, blocks):
+        if self.closure:
+            return [blocks[b].closure[i] for b, i in self.params]
+        return [blocks[b].params[i] for b, i in self.params]
 
 
 class Region:
@@ -71,14 +80,33 @@ class Region:
     def own_count(self, op):
         raise NotImplementedError
 
-    def own_inputs(self, op):
-        return op.inputs[:self.own_count(op)]
+    def closure_inputs(self, op):
+        """The inputs feeding the blocks' closure params (the values they read from outside)."""
+        return op.inputs[self.own_count(op):]
 
-    def readable_own(self, op):
-        return ()
+    def closure_pairs(self, op):
+        """(closure param, the op input it stands for) of every block: what a code generator binds by
+        name, a gradient maps, an exporter reads from the enclosing scope."""
+        inputs = self.closure_inputs(op)
+        return [(p, x) for block in self.blocks(op) for p, x in zip(block.closure, inputs)]
+
+    def own_slots(self, op):
+        raise NotImplementedError
 
     def slots(self, op):
-        raise NotImplementedError
+        """own_slots, then one closure slot per closure input."""
+        own, blocks = self.own_count(op), self.blocks(op)
+        n = len(op.inputs) - own
+        return self.own_slots(op) + [Slot(None, (own + j,), tuple((b, j) for b in range(len(blocks))), (),
+                                          closure=True) for j in range(n)]
+
+    def check_closure(self, op):
+        """Every block has one closure param per closure input, of its type."""
+        inputs = self.closure_inputs(op)
+        for key, block in zip(self.block_attrs, self.blocks(op)):
+            if len(block.closure) != len(inputs):
+                raise RegionError(f": block {key!r} has {len(block.closure)} closure params for "
+                                  f"{len(inputs)} closure inputs")
 
     def control(self, op):
         return []
@@ -99,7 +127,8 @@ class Region:
         blocks = self.blocks(op)
         outs = {s.output for s in gone if s.output is not None}
         ins = {i for s in gone for i in s.inputs}
-        params = {p for s in gone for p in s.params}
+        params = {p for s in gone if not s.closure for p in s.params}
+        closure = {p for s in gone if s.closure for p in s.params}
         results = {r for s in gone for r in s.results}
         for k in outs:
             o = op.outputs[k]
@@ -109,7 +138,11 @@ class Region:
             for k, p in enumerate(block.params):
                 if (b, k) in params and block.vars.get(p.name) is p:
                     del block.vars[p.name]
+            for k, p in enumerate(block.closure):
+                if (b, k) in closure and block.vars.get(p.name) is p:
+                    del block.vars[p.name]
             block.params = [p for k, p in enumerate(block.params) if (b, k) not in params]
+            block.closure = [p for k, p in enumerate(block.closure) if (b, k) not in closure]
             block.results = [r for k, r in enumerate(block.results) if (b, k) not in results]
         return op.replace(outputs=[o for k, o in enumerate(op.outputs) if k not in outs],
                           inputs=[x for k, x in enumerate(op.inputs) if k not in ins],
@@ -129,11 +162,27 @@ class Region:
         return None
 
     def count_reads(self, op, reads, visit):
-        for x in op.inputs:
+        for x in op.inputs[:self.own_count(op)]:
             if isinstance(x, Variable):
                 reads[id(x)] = reads.get(id(x), 0) + 1
         for sub in self.blocks(op):
             visit(sub, reads)
+        count_closure_reads(self, op, reads)
+
+
+def count_closure_reads(region, op, reads):
+    """A closure input is read as often as its params are (the plan binds each param to its name)."""
+    for p, x in region.closure_pairs(op):
+        if isinstance(x, Variable) and reads.get(id(p)):
+            reads[id(x)] = reads.get(id(x), 0) + reads[id(p)]
+
+
+def stands_for(region, op, block, value):
+    """The op input a closure param of `block` stands for (value itself otherwise)."""
+    for p, x in zip(block.closure, region.closure_inputs(op)):
+        if p is value:
+            return x
+    return value
 
 
 def region_of(op):
@@ -151,17 +200,14 @@ def sub_blocks(op):
 # --- cond ---------------------------------------------------------------------------------------
 
 class CondRegion(Region):
-    """`outs = cond(pred, *captured)`: one branch block runs; each yields the outputs."""
+    """`outs = cond(pred, *closure)`: one branch block runs; each yields the outputs."""
 
     block_attrs = ("true_block", "false_block")
 
     def own_count(self, op):
         return 1
 
-    def readable_own(self, op):
-        return op.inputs[:1]
-
-    def slots(self, op):
+    def own_slots(self, op):
         return [Slot(k, (), (), ((0, k), (1, k))) for k in range(len(op.outputs))]
 
     def control(self, op):
@@ -184,10 +230,10 @@ class CondRegion(Region):
         """`p and t` / `p or f` / `t if p else f`: a branch that yields the predicate back is its operand."""
         true_block, false_block = self.blocks(op)
         pred = gen.value(op.inputs[0])
-        if not false_block.ops and false_block.results[0] is op.inputs[0]:
+        if not false_block.ops and stands_for(self, op, false_block, false_block.results[0]) is op.inputs[0]:
             then = gen.inline_block(true_block, reads)
             return None if then is None else f"{pred} and {then}"
-        if not true_block.ops and true_block.results[0] is op.inputs[0]:
+        if not true_block.ops and stands_for(self, op, true_block, true_block.results[0]) is op.inputs[0]:
             other = gen.inline_block(false_block, reads)
             return None if other is None else f"{pred} or {other}"
         then, other = gen.inline_block(true_block, reads), gen.inline_block(false_block, reads)
@@ -199,14 +245,15 @@ class CondRegion(Region):
             reads[id(pred)] = reads.get(id(pred), 0) + 1
         for branch in self.blocks(op):
             # else: the and/or operand itself (a cond whose outputs all died yields nothing)
-            if branch.ops or branch.results and branch.results[0] is not pred:
+            if branch.ops or branch.results and stands_for(self, op, branch, branch.results[0]) is not pred:
                 visit(branch, reads)
+        count_closure_reads(self, op, reads)
 
 
 # --- while --------------------------------------------------------------------------------------
 
 class WhileRegion(Region):
-    """`state = while(*init, *captured)`: the condition block yields the test, the body the next state;
+    """`state = while(*init, *closure)`: the condition block yields the test, the body the next state;
     both take the state as params."""
 
     block_attrs = ("cond_block", "body_block")
@@ -215,7 +262,7 @@ class WhileRegion(Region):
     def own_count(self, op):
         return len(op.outputs)
 
-    def slots(self, op):
+    def own_slots(self, op):
         return [Slot(k, (k,), ((0, k), (1, k)), ((1, k),)) for k in range(len(op.outputs))]
 
     def control(self, op):

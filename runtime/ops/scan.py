@@ -1,6 +1,6 @@
 """The `scan` op: a loop over a static trip count that carries state and stacks per-iteration outputs.
 
-    carry, ys = scan(*init, *xs, *captured; body_block, length, num_carry)
+    carry, ys = scan(*init, *xs, *closure; body_block, length, num_carry)
 
 as `jax.lax.scan`: iteration i binds the body block's params to the carry and to `xs[j][i]`;
 its results are the next carry (the first `num_carry`) and the values stacked into `ys`
@@ -31,7 +31,7 @@ class ScanRegion(Region):
         nc, nx, _ = self.counts(op, self.blocks(op)[0])
         return nc + nx
 
-    def slots(self, op):
+    def own_slots(self, op):
         nc, nx, ny = self.counts(op, self.blocks(op)[0])
         return ([Slot(k, (k,), ((0, k),), ((0, k),)) for k in range(nc)] +
                 [Slot(None, (nc + j,), ((0, nc + j),), (), stacked=True) for j in range(nx)] +
@@ -44,7 +44,7 @@ class ScanRegion(Region):
         return self.blocks(op)[0]
 
     def attrs_after_drop(self, op, kept):
-        return dict(op.attrs, num_carry=sum(1 for s in kept if not s.stacked))
+        return dict(op.attrs, num_carry=sum(1 for s in kept if not s.stacked and not s.closure))
 
     def check(self, op, check_types):
         length, nc = op.attrs.get("length"), op.attrs.get("num_carry")

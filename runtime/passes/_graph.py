@@ -1,14 +1,14 @@
 """Graph facts the passes share (and the plan's liveness: `readers`): who defines
 and who reads a Variable, and the clean-up every rewrite ends with.
 
-Passes rewrite the Program they are given (a clone made by `run_passes`): an op that changes is
-replaced by its rewrite (`Operator.replace`, `with_inputs`), never edited in place (a region op's
-rewrite holds the same blocks: removing its dead slots, `Region.drop`, edits their params and results);
-they call `finish(program)` last so the result is again a valid Program: region ops (cond,
-while, scan: `ops/regions.py`) list exactly the values their sub-blocks capture (`ir.captures`),
-and nothing else: a pass edits the clone `run_passes` made, which no compiled plan is keyed by.
+Passes rewrite the Program they are given (a clone made by `run_passes`, which no compiled plan is
+keyed by): an op that changes is replaced by its rewrite (`Operator.replace`, `with_inputs`), never
+edited in place (a region op's rewrite holds the same blocks: removing its dead slots, `Region.drop`,
+edits their params and results). Blocks are closed (`ir.close_blocks`): a pass that makes a block read
+a value from outside it (cse reusing an enclosing block's value, licm hoisting an op out of a loop)
+closes those reads again with `close_new_reads`; the others keep every read within its block.
 """
-from ..ir import Variable, captures
+from ..ir import Variable, close_blocks
 from ..ops.registry import REGISTRY
 from ..ops.regions import region_of, sub_blocks  # noqa: F401  (sub_blocks: the passes' name for it)
 
@@ -104,7 +104,7 @@ def read_counts(program):
 
 
 def last_reads(block):
-    """id(Variable) -> index of the last op of block that reads it (a region op reads its captures)."""
+    """id(Variable) -> index of the last op of block that reads it (a region op reads its closure inputs)."""
     last = {}
     for i, op in enumerate(block.ops):
         for v in op.inputs:
@@ -133,12 +133,10 @@ def with_inputs(op, inputs):
     return op if same else op.replace(inputs=inputs)
 
 
-def refresh_captures(program):
-    """Make each region op's inputs list what its sub-blocks read from outside (`ir.captures`).
-
-    Inner ops first, so an outer op reads a nested op's fresh inputs: each block is
-    read once (times the nesting depth, for the "declared outside" test).
-    """
+def close_new_reads(program):
+    """Close the reads a pass made of values outside their block: each region op (inner ones first, so an
+    outer op sees a nested op's new inputs) gets a closure input and params for them (`ir.close_blocks`).
+    Only region ops' blocks are walked: free for a Program without control flow."""
     def visit(block):
         for i, op in enumerate(block.ops):
             region = region_of(op)
@@ -147,9 +145,17 @@ def refresh_captures(program):
             subs = region.blocks(op)
             for sub in subs:
                 visit(sub)
-            block.ops[i] = with_inputs(op, list(region.own_inputs(op)) + captures(subs, exclude=region.readable_own(op)))
+            new = close_blocks(subs)
+            if new:
+                block.ops[i] = op.replace(inputs=list(op.inputs) + new)
 
     visit(program.global_block)
+
+
+def outside_values(op):
+    """id(closure param of op's blocks) -> the op input it stands for (empty for an ordinary op)."""
+    region = region_of(op)
+    return {} if region is None else {id(p): x for p, x in region.closure_pairs(op)}
 
 
 def remove_ops(program, dead):
@@ -166,12 +172,6 @@ def remove_ops(program, dead):
             else:
                 kept.append(op)
         block.ops = kept
-
-
-def finish(program):
-    """The last step of every pass: captures refreshed (the pass edited a clone: no plan holds it)."""
-    refresh_captures(program)
-    return program
 
 
 def move_var(var, block):

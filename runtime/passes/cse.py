@@ -11,11 +11,15 @@ before the loop or the branch, never one computed in a sibling branch.
     t = sum(h); b = greater(t, 0)    ->    b = greater(s, 0)
 
 cond/while ops, impure ops and ops touching tensor arrays (mutable lists:
-two `array_new` make two lists) are never merged.
+two `array_new` make two lists) are never merged. Blocks are closed: an op
+reading a closure param is keyed by the value the param stands for, and a
+block that reuses an enclosing block's value reads it through a new closure
+param (`close_new_reads`).
 """
 from ..ir import Variable
 from .pipeline import register_pass
-from ._graph import finish, is_pure, region_of, remove_ops, replace_uses, sub_blocks, touches_arrays, with_inputs
+from ._graph import (close_new_reads, is_pure, outside_values, region_of, remove_ops, replace_uses, sub_blocks,
+                     touches_arrays, with_inputs)
 
 
 @register_pass("cse")
@@ -26,6 +30,7 @@ def eliminate_common_subexpressions(program):
         return mapping.get(id(x), x) if isinstance(x, Variable) else x
 
     table = {}      # key -> first op, for the block being visited and the blocks enclosing it
+    stands = {}     # id(closure param) -> id of the value it stands for, in the outermost block
 
     def visit(block):
         added = []
@@ -33,10 +38,12 @@ def eliminate_common_subexpressions(program):
             if mapping:
                 op = block.ops[i] = with_inputs(op, [resolve(x) for x in op.inputs])
             if region_of(op) is not None:
+                for p, x in outside_values(op).items():
+                    stands[p] = stands.get(id(x), id(x)) if isinstance(x, Variable) else None
                 for sub in sub_blocks(op):
                     visit(sub)
                 continue
-            key = _key(op)
+            key = _key(op, stands)
             if key is None:
                 continue
             first = table.get(key)
@@ -57,7 +64,8 @@ def eliminate_common_subexpressions(program):
         return program          # nothing merged: the Program is as it came
     remove_ops(program, dead)
     replace_uses(program, mapping)
-    return finish(program)
+    close_new_reads(program)
+    return program
 
 
 # Attrs bigger than this (a constant's values) are not compared: the key would cost as much
@@ -68,11 +76,11 @@ KEY_BUDGET = 4096
 _NO_ATTRS = ("d",)          # _attr_key({}, ...), the attrs of most ops
 
 
-def _key(op):
+def _key(op, stands):
     if not op.outputs or touches_arrays(op) or not is_pure(op):
         return None
     try:
-        return (op.type, tuple([("v", id(x)) if isinstance(x, Variable) else _input_key(x) for x in op.inputs]),
+        return (op.type, tuple([_input_key(x, stands) for x in op.inputs]),
                 _attr_key(op.attrs, [KEY_BUDGET]) if op.attrs else _NO_ATTRS)
     except (TypeError, _TooBig):
         return None
@@ -82,9 +90,9 @@ class _TooBig(Exception):
     pass
 
 
-def _input_key(x):
+def _input_key(x, stands):
     if isinstance(x, Variable):
-        return ("v", id(x))
+        return ("v", stands.get(id(x)) or id(x))
     return ("lit", type(x).__name__, _literal(x))
 
 

@@ -10,7 +10,8 @@ it. Control flow is looked through:
     a = matmul(x, w)             a unused               -> the op goes
 
 (generally: a region op's slots, `ops/regions.py`). A region op with nothing needed and nothing impure inside goes with its
-blocks. An append to a tensor array that nothing reads (no value of its list,
+blocks. A closure input no block reads (the op's closure slot: its params in
+every block) goes with its params. An append to a tensor array that nothing reads (no value of its list,
 `_array_families`, is needed) is dead too: a list a branch builds and never
 uses goes with the loop that builds it. Pure ops that could fail at run time (an out-of-bounds index) are
 dropped like the rest when unused, as in other graph compilers: a Program
@@ -18,7 +19,7 @@ reports the errors of the work it does.
 """
 from ..ir import Variable
 from .pipeline import register_pass
-from ._graph import finish, is_pure, region_of, remove_ops, touches_arrays
+from ._graph import is_pure, region_of, remove_ops, touches_arrays
 
 
 @register_pass("dce")
@@ -39,8 +40,8 @@ def eliminate_dead_code(program):
             slots[id(op)] = op_slots = region.slots(op)
             regions[id(op)] = (region, subs)
             for s, slot in enumerate(op_slots):
-                for b, k in slot.params:
-                    param_of[id(subs[b].params[k])] = (op, s)
+                for p in slot.param_values(subs):
+                    param_of[id(p)] = (op, s)
                 if slot.output is not None:
                     defs[id(op.outputs[slot.output])] = (op, ("slot", s))
 
@@ -117,7 +118,7 @@ def eliminate_dead_code(program):
     if not dead and not dropped:
         return program          # everything is needed: the Program is as it came
     remove_ops(program, dead)
-    return finish(program)
+    return program
 
 
 def _array_families(program, slots, regions):

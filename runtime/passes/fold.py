@@ -22,21 +22,25 @@ from ..ir import Variable
 from ..ops.creation import CONSTANT
 from ..ops.registry import get_op
 from .pipeline import register_pass
-from ._graph import finish, is_pure, is_static, region_of, size_of, touches_arrays
+from ._graph import is_pure, is_static, region_of, size_of, touches_arrays
 
 FOLD_LIMIT = 1024
 
 
 @register_pass("fold")
 def fold_constants(program):
-    known, folded = {}, False
+    known = {}
     for block in program.blocks:                # parents before children: definitions come first
         for i, op in enumerate(block.ops):
+            region = region_of(op)
+            if region is not None:      # a closure param is known when the value it stands for is
+                known.update((id(p), known[id(x)]) for p, x in region.closure_pairs(op) if id(x) in known)
+                continue
             creation = get_op(op.type).creation
             variables = op.input_vars()
             if not creation and (not variables or any(id(v) not in known for v in variables)):
                 continue            # (most ops: a value not known now; asked first, it is the cheapest test)
-            if region_of(op) is not None or touches_arrays(op) or not is_pure(op) or len(op.outputs) != 1:
+            if touches_arrays(op) or not is_pure(op) or len(op.outputs) != 1:
                 continue
             out = op.outputs[0]
             if not is_static(out) or size_of(out) > FOLD_LIMIT:
@@ -53,8 +57,7 @@ def fold_constants(program):
             known[id(out)] = value
             block.ops[i] = op.replace(type=CONSTANT.name, inputs=[], attrs={
                 "value": value.tolist(), "dtype": value.dtype.name, "shape": list(value.shape)})
-            folded = True
-    return finish(program) if folded else program
+    return program
 
 
 def _evaluate(op, args):

@@ -25,7 +25,7 @@ The fused op itself (its steps, checks and code generator) is defined in
 from ..ir import Variable
 from ..ops.fused import FUSED, ufunc_call
 from .pipeline import register_pass
-from ._graph import finish, read_counts, remove_ops
+from ._graph import read_counts, remove_ops
 
 
 def _literal_ok(x):
@@ -60,7 +60,7 @@ def fuse_elementwise(program):
     if not dead:
         return program          # nothing fused: the Program is as it came
     remove_ops(program, dead)
-    return finish(program)
+    return program
 
 
 def _fusable(op):

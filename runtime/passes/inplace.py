@@ -23,7 +23,7 @@ from ..ir import Variable
 from ..ops.fused import FUSED, ufunc_call
 from ..ops.registry import get_op
 from .pipeline import register_pass
-from ._graph import finish, is_static, last_reads
+from ._graph import is_static, last_reads, region_of
 
 
 def _makes_new_array(op):
@@ -46,7 +46,10 @@ def donations(program):
         for op in block.ops:
             for v in op.input_vars():
                 if v.block is not block:
-                    escaping.add(id(v))          # read from a nested block (or captured by cond/while)
+                    escaping.add(id(v))          # read from another block (a file's: the checker refuses it)
+            region = region_of(op)
+            if region is not None:              # read by a region op's blocks, through closure params
+                escaping.update(id(v) for v in region.closure_inputs(op) if isinstance(v, Variable))
     found = {}
     for block in program.blocks:
         owned, aliased, last = set(), set(), last_reads(block)
@@ -77,7 +80,7 @@ def plan_inplace(program):
     chosen = donations(program)
     for block in program.blocks:
         block.ops = [_into(op, chosen[id(op)]) if id(op) in chosen else op for op in block.ops]
-    return finish(program)
+    return program
 
 
 def _into(op, k):

@@ -24,7 +24,9 @@ runs zero times:
 Never moved: ops inside branches of the body (they run conditionally), region
 ops, impure ops, ops touching tensor arrays (a fresh list per iteration
 matters). Inner loops are done first, so an invariant of two nested loops
-moves out of both.
+moves out of both. Blocks are closed: an op reading the loop's closure params
+reads the loop's inputs they stand for once hoisted, and the ops left in the
+loop read the hoisted values through new closure params (`close_new_reads`).
 
 `hoist_gather_matmul`: `matmul(x[i], u)` in a loop body, with x and u defined
 outside, x of static shape (T, ..., k) and rank >= 3, u a static matrix and i
@@ -52,8 +54,8 @@ from ..ops.linalg import MATMUL
 from ..ops.rules import broadcast_shapes
 from ..ops.registry import get_op
 from .pipeline import register_pass
-from ._graph import (Insertions, blocks_under, finish, first_axis_scalar, is_pure, is_static, move_var, readers,
-                     region_of, remove_ops, size_of, touches_arrays)
+from ._graph import (Insertions, blocks_under, close_new_reads, first_axis_scalar, is_pure, is_static, move_var,
+                     outside_values, readers, region_of, remove_ops, size_of, sub_blocks, touches_arrays)
 
 GATHER_LIMIT = 1 << 24
 
@@ -67,7 +69,8 @@ def hoist_loop_invariants(program):
     for op in loops:
         _hoist(op, pending)
     pending.apply_all()
-    return finish(program)
+    close_new_reads(program)
+    return program
 
 
 def _loops_inner_first(program):
@@ -87,7 +90,8 @@ def _loops_inner_first(program):
 
 
 def _defined_inside(loop, pending):
-    """ids of the values the loop's blocks (nested ones too) define; what inner loops hoisted is placed first."""
+    """ids of the values the loop's blocks (nested ones too) define, closure params aside (they stand for
+    values from outside the loop); what inner loops hoisted is placed first."""
     inside = set()
     for block in blocks_under(loop):
         pending.apply(block)
@@ -117,7 +121,14 @@ def _hoist(loop, pending):
         for op in hoisted:
             for o in op.outputs:
                 move_var(o, loop.block)
-        pending.add(loop, [op.replace(block=loop.block) for op in hoisted])
+        pending.add(loop, [_outside(op, loop) for op in hoisted])
+
+
+def _outside(op, loop):
+    """op moved to the loop's block: reading the loop's inputs where it read the closure params for them."""
+    outside = outside_values(loop)
+    return op.replace(inputs=[outside.get(id(x), x) if isinstance(x, Variable) else x for x in op.inputs],
+                      block=loop.block)
 
 
 def _movable(op, in_condition):
@@ -151,7 +162,8 @@ def hoist_gather_matmul(program):
     for loop in loops:
         _batch_gathers(loop, pending)
     pending.apply_all()
-    return finish(program)
+    close_new_reads(program)
+    return program
 
 
 def _batch_gathers(loop, pending):
@@ -181,7 +193,7 @@ def _batch_gathers(loop, pending):
         if n > GATHER_LIMIT or x.static_shape[-1] != u.static_shape[0]:
             continue
         product = loop.block.create_var(MATMUL.name, shape, op.outputs[0].dtype)
-        products.append(type(op)(MATMUL.name, [x, u], [product], {}, op.origin, loop.block))
+        products.append(_outside(type(op)(MATMUL.name, [x, u], [product], {}, op.origin, loop.block), loop))
         body.ops[i] = op.replace(type=GETITEM.name, inputs=[product] + list(gather.inputs[1:]),
                                  attrs={"index": index})
     if products:
@@ -201,7 +213,8 @@ def fold_gather_addend(program):
         _fold_addends(loop, pending, found, folded)
     pending.apply_all()
     remove_ops(program, folded)         # each p[i] folded was read by its rewritten add alone
-    return finish(program)
+    close_new_reads(program)
+    return program
 
 
 def _fold_addends(loop, pending, found, folded):
@@ -224,7 +237,7 @@ def _fold_addends(loop, pending, found, folded):
             p = gather.inputs[0]
             q = loop.block.create_var(ADD.name, p.static_shape, p.dtype)
             operands = [p, c] if position == 0 else [c, p]          # the add's own operand order
-            sums.append(type(op)(ADD.name, operands, [q], {}, op.origin, loop.block))
+            sums.append(_outside(type(op)(ADD.name, operands, [q], {}, op.origin, loop.block), loop))
             body.ops[i] = rewritten = op.replace(type=GETITEM.name, inputs=[q] + list(gather.inputs[1:]),
                                                  attrs=dict(gather.attrs))
             defs.update((id(o), rewritten) for o in rewritten.outputs)     # a later add may fold it again

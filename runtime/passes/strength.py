@@ -10,7 +10,6 @@ from `pow` in the last bit for floats; `sigmoid` as its kernel's own ufuncs is e
 """
 from ..ops.registry import PREVIOUS, StepValue, get_op
 from .pipeline import register_pass
-from ._graph import finish
 
 
 @register_pass("strength_reduce")
@@ -35,4 +34,4 @@ def reduce_strength(program):
                 ops.append(type(op)(opdef.name, inputs, [target], {}, op.origin, block))
                 values.append(target)
         block.ops = ops
-    return finish(program)
+    return program

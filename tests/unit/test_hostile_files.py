@@ -153,7 +153,7 @@ def _true(doc):
 MUTATIONS = {
     # format and version
     "wrong format": (_set(["format"], "onnx"), "not a dy2static Program"),
-    "version 2": (_set(["version"], 2), "unsupported format version 2"),
+    "version 3": (_set(["version"], 3), "unsupported format version 3"),
     "version string": (_set(["version"], "1"), "unsupported format version '1'"),
     "version true": (_set(["version"], True), "unsupported format version True"),
     "no version": (_set(["version"], KeyError), "unsupported format version None"),
@@ -263,7 +263,7 @@ MUTATIONS = {
     "cond block float": (lambda d: ops(d, "cond")[0]["attrs"].__setitem__("true_block", 3.0), "invalid sub-block"),
     "cond no block": (lambda d: ops(d, "cond")[0]["attrs"].clear(), "invalid sub-block None"),
     "while other's block": (lambda d: ops(d, "while")[0]["attrs"].__setitem__(
-        "body_block", _true(d)), "before any op defines it"),
+        "body_block", _true(d)), "loop state does not match"),
     "cond results": (lambda d: d["blocks"][ops(d, "cond")[0]["attrs"]["true_block"]]["results"].clear(),
                      "yields 0 values"),
     "cond params": (lambda d: (d["blocks"][_true(d)]["vars"].append({"name": "p", "shape": [], "dtype": "bool"}),
@@ -277,12 +277,27 @@ MUTATIONS = {
     "root params": (lambda d: d["blocks"][0]["params"].append(d["inputs"][0]), "block 0 cannot have params"),
     "root results": (lambda d: d["blocks"][0]["results"].append(d["inputs"][0]), "block 0 cannot have results"),
     "sub-block reads later var": (lambda d: d["blocks"][ops(d, "while")[0]["attrs"]["body_block"]]["results"]
-                                  .__setitem__(0, d["blocks"][0]["ops"][-1]["outputs"][0]), "before any op defines it"),
+                                  .__setitem__(0, d["blocks"][0]["ops"][-1]["outputs"][0]),
+                                  "a block reads only its params, its closure params and values defined earlier"),
     "sibling block var": (lambda d: d["blocks"][ops(d, "cond")[0]["attrs"]["false_block"]]["results"].__setitem__(
         0, d["blocks"][ops(d, "cond")[0]["attrs"]["true_block"]]["ops"][0]["outputs"][0]), "does not enclose it"),
-    "cond result dtype": (lambda d: d["blocks"][ops(d, "cond")[0]["attrs"]["true_block"]]["results"].__setitem__(
-        0, ops(d, "while")[0]["outputs"][1]), "does not match output"),
+    "cond result dtype": (lambda d: _yield_closure(d, ops(d, "while")[0]["outputs"][1]), "does not match output"),
 }
+
+
+def _yield_closure(d, outer):
+    """The cond's true branch yields `outer` (of another dtype than the cond's output), read through a new
+    closure param of each branch fed by a new input of the op."""
+    op = ops(d, "cond")[0]
+    op["inputs"].append(outer)
+    var = next(v for b in d["blocks"] for v in b["vars"] if v["name"] == outer)
+    for key in ("true_block", "false_block"):
+        block = d["blocks"][op["attrs"][key]]
+        name = f"{outer}_{key}"
+        block["vars"].append(dict(var, name=name))
+        block["closure"].append(name)
+        if key == "true_block":
+            block["results"][0] = name
 
 
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
@@ -765,7 +780,8 @@ def test_fuzz_json_and_npz(files, saved):
     finally:
         signal.signal(signal.SIGALRM, previous)
     print(counts)
-    assert counts["refused"] > 200 and counts["ran"] > 20, counts
+    # closed blocks made more of the document load-bearing (closure lists, their params): ~14 of 600 run
+    assert counts["refused"] > 200 and counts["ran"] > 10, counts
 
 
 # --- names that alias, names that do not compile ----------------------------------------------

@@ -91,7 +91,7 @@ def test_corpus_same_results_with_each_pass(case):
 
 @pytest.mark.parametrize("case", CASES, ids=[c["fn"].__name__ for c in CASES])
 def test_corpus_programs_verify_after_every_pass(case):
-    """Each default pass, applied in turn, leaves a Program `rt.verify` accepts (captures exact and
+    """Each default pass, applied in turn, leaves a Program `rt.verify` accepts (blocks closed and
     every op's declared outputs what its shape/dtype rule makes)."""
     program = to_static(case["fn"], passes=[]).get_program(
         *[rt.tensor(a) for a in _corpus_inputs(case, 0)], *case["scalars"])
@@ -1004,12 +1004,13 @@ def test_program_class_is_unchanged_by_passes():
 
 
 @pytest.mark.parametrize("case", CASES[::2], ids=[c["fn"].__name__ for c in CASES[::2]])
-def test_refreshed_captures_are_what_tracing_recorded(case):
-    from runtime.passes._graph import refresh_captures
+def test_traced_blocks_are_closed(case):
+    """Tracing closes every block: closing again finds nothing a block reads from outside."""
+    from runtime.passes._graph import close_new_reads
     program = to_static(case["fn"], passes=[]).get_program(
         *[rt.tensor(a) for a in _corpus_inputs(case, 0)], *case["scalars"])
     copy = program.clone()
-    refresh_captures(copy)
+    close_new_reads(copy)
     assert program_to_dict(copy) == program_to_dict(program)
 
 
@@ -1029,7 +1030,7 @@ def test_plan_frees_big_values_after_their_last_use():
 
 def test_a_file_must_list_what_blocks_read_from_outside():
     """The plan's liveness reads a cond/while op's inputs as everything its blocks read from
-    outside, so the loader refuses a file that leaves a capture out (it would free `big` early)."""
+    outside, so the loader refuses a file whose op leaves a closure input out (it would free `big` early)."""
     def f(x):
         big = rt.exp(x)
         return rt.cond(x.sum() > 0, lambda: big * 2, lambda: big - 1)
@@ -1039,7 +1040,7 @@ def test_a_file_must_list_what_blocks_read_from_outside():
     for op in d["blocks"][0]["ops"]:
         if op["type"] == "cond":
             op["inputs"] = op["inputs"][:1]              # a file that lists no captures
-    with pytest.raises(ProgramFormatError, match="read 'exp' from an enclosing block"):
+    with pytest.raises(ProgramFormatError, match="block 'true_block' has 1 closure params for 0 closure inputs"):
         program_from_dict(d)
 
 
@@ -1127,3 +1128,93 @@ def test_passes_replace_ops_rather_than_edit_them(case):
         passes.PASSES[name](current)
         changed = [f"{op.type}: {fields} -> {_op_fields(op)}" for op, fields in before if _op_fields(op) != fields]
         assert not changed, f"{name} edited ops in place: {changed[:3]}"
+
+
+# --- closed blocks: passes keep every block reading only its params and closure params ----------
+
+def _loop_reading(x, w):
+    i = rt.zeros((), "int64")
+
+    def body(h, i):
+        wt = rt.permute_dims(w, (1, 0))            # invariant: reads only the closure param for w
+        return rt.tanh(h @ wt), i + 1
+
+    h, _ = rt.while_loop(lambda h, i: i < 3, body, (x, i))
+    return h
+
+
+def _closed(program):
+    """Every sub-block reads only its params, closure params and values defined earlier in it."""
+    for op in program.ops():
+        for block in op.sub_blocks():
+            defined = {id(v) for v in block.params + block.closure}
+            for inner in block.ops:
+                assert all(id(v) in defined for v in inner.input_vars()), (inner, str(program))
+                defined.update(id(o) for o in inner.outputs)
+            assert all(id(v) in defined for v in block.results if isinstance(v, rt.Variable)), str(program)
+
+
+def test_licm_hoists_an_op_reading_a_closure_param_and_closes_the_loop_over_its_result():
+    program = _trace(_loop_reading, [2, 3], [3, 3])
+    x, w = program.inputs
+    after = passes.PASSES["licm"](program.clone())
+    _valid(after)
+    _closed(after)
+    (hoisted,) = [op for op in after.global_block.ops if op.type == "permute_dims"]
+    assert hoisted.inputs[0].name == w.name            # reads the loop's input, not the body's closure param
+    loop = next(op for op in after.global_block.ops if op.sub_blocks())
+    assert any(v is hoisted.outputs[0] for v in loop.inputs)      # the loop reads it as a closure input ...
+    body = loop.sub_blocks()[1]
+    matmul = next(op for op in body.ops if op.type == "matmul")
+    assert any(v is matmul.inputs[1] for v in body.closure)       # ... through a closure param of its body
+    arrays = [np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), np.eye(3, dtype=np.float32) * 0.5]
+    _same(_run(program, arrays, ["licm"]), _run(program, arrays, []), exact=True)
+
+
+def test_dce_drops_a_closure_input_no_block_reads():
+    def f(x, y):
+        return rt.cond(rt.sum(x) > 0, lambda: (x * 2.0, y + 1.0), lambda: (x - 1.0, y))[0]
+
+    program = _trace(f, [3], [3])
+    cond = next(op for op in program.ops() if op.sub_blocks())
+    assert [v.name for v in cond.inputs[1:]] == ["x0", "x1"]
+    after = passes.PASSES["dce"](program.clone())
+    _valid(after)
+    cond = next(op for op in after.ops() if op.sub_blocks())
+    assert [v.name for v in cond.inputs[1:]] == ["x0"]            # y's only readers yielded the dead output
+    assert all(len(b.closure) == 1 for b in cond.sub_blocks())
+
+
+def test_cse_reuses_an_enclosing_value_through_a_closure_param():
+    def f(x):
+        s = rt.exp(x)
+        return rt.cond(rt.sum(x) > 0, lambda: rt.exp(x) * 2.0, lambda: x)
+
+    program = _trace(f, [3])
+    after = passes.PASSES["cse"](program.clone())
+    _valid(after)
+    _closed(after)
+    cond = next(op for op in after.ops() if op.sub_blocks())
+    assert [op.type for op in cond.sub_blocks()[0].ops] == ["multiply"]      # exp(x) computed once, outside
+    assert any(v.name == "exp" for v in cond.inputs[1:])
+    arrays = [np.linspace(-1, 1, 3, dtype=np.float32)]
+    _same(_run(program, arrays, ["cse"]), _run(program, arrays, []), exact=True)
+
+
+def test_plan_reads_a_closure_param_by_its_inputs_name():
+    """No copy and no name of its own in the plan: the closure param is its input's name."""
+    program = _trace(_loop_reading, [2, 3], [3, 3])
+    source = Executor(passes=[]).compile(program).source
+    assert "_in" not in source and "k_permute_dims(xp, x1, " in source, source
+
+
+def test_fold_sees_a_known_value_through_a_closure_param():
+    def f(x):
+        c = rt.full((), 4.0, "float32")
+        return rt.cond(rt.sum(x) > 0, lambda: x * rt.sqrt(c), lambda: x)
+
+    program = _trace(f, [3])
+    after = passes.PASSES["fold"](program.clone())
+    _valid(after)
+    cond = next(op for op in after.ops() if op.sub_blocks())
+    assert [op.type for op in cond.sub_blocks()[0].ops] == ["constant", "multiply"]     # sqrt(c) folded inside

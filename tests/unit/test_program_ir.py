@@ -128,11 +128,11 @@ def test_str_of_simple_program_exact():
         "  sum: float32[] = sum(x, axis=None, keepdims=False)\n"
         "  greater: bool[] = greater(sum, 0)\n"
         "  cond: float32[?, 3] = cond(greater, x)\n"
-        "    true block 1():\n"
-        "      multiply: float32[?, 3] = multiply(x, 2.0)\n"
+        "    true block 1() closure(x.in = x):\n"
+        "      multiply: float32[?, 3] = multiply(x.in, 2.0)\n"
         "      yield (multiply)\n"
-        "    false block 2():\n"
-        "      negative: float32[?, 3] = negative(x)\n"
+        "    false block 2() closure(x.in_1 = x):\n"
+        "      negative: float32[?, 3] = negative(x.in_1)\n"
         "      yield (negative)\n"
         "  return (cond)"
     )
@@ -267,17 +267,45 @@ def _branch_reading(x, w):
     return rt.cond(rt.sum(x) > 0, lambda: rt.tanh(x @ w), lambda: x * 2.0)
 
 
-def test_verify_rejects_a_block_reading_an_undeclared_outer_value():
+def test_blocks_are_closed_every_outside_read_is_a_closure_param():
+    """Each branch reads x and w through closure params fed by the op's inputs, never by the outer name."""
+    prog, _, _ = rt.trace(_branch_reading, [rt.InputSpec([2, 3]), rt.InputSpec([3, 3])])
+    x, w = prog.inputs
+    op = next(op for op in prog.ops() if op.sub_blocks())
+    assert op.inputs[1:] == [x, w]                  # x read first (by both branches), then w
+    for block in op.sub_blocks():
+        assert len(block.closure) == 2 and all(p.block is block for p in block.closure)
+        read = {id(v) for inner in block.ops for v in inner.input_vars()}
+        assert id(x) not in read and id(w) not in read
+    true_block, false_block = op.sub_blocks()
+    assert true_block.ops[0].inputs == true_block.closure     # matmul(x_1, w_1)
+    assert "closure(" in str(prog)
+
+
+def test_verify_rejects_an_open_block():
+    """A block that reads an outer value by name (not through a closure param) is refused, naming both."""
     prog, _, _ = rt.trace(_branch_reading, [rt.InputSpec([2, 3]), rt.InputSpec([3, 3])])
     rt.verify(prog)
     broken = prog.clone()
     op = next(op for op in broken.ops() if op.sub_blocks())
     w = broken.inputs[1]
-    assert any(v is w for v in op.inputs)
-    op.inputs = [v for v in op.inputs if v is not w]
-    with pytest.raises(rt.ProgramFormatError, match=rf"op \d \('cond', made at '.*test_program_ir.py:\d+'\) of block 0: its "
-                                                    rf"blocks read '{w.name}' from an enclosing block, but the op "
-                                                    "does not list it among its inputs"):
+    true_block = op.sub_blocks()[0]
+    matmul = true_block.ops[0]
+    true_block.ops[0] = matmul.replace(inputs=[matmul.inputs[0], w])      # w by its outer name
+    with pytest.raises(rt.ProgramFormatError, match=rf"block 1 reads '{w.name}' of block 0: a block reads only its "
+                                                    "params, its closure params and values defined earlier in it"):
+        rt.verify(broken)
+
+
+def test_verify_rejects_a_closure_param_without_its_input():
+    prog, _, _ = rt.trace(_branch_reading, [rt.InputSpec([2, 3]), rt.InputSpec([3, 3])])
+    broken = prog.clone()
+    op = next(op for op in broken.ops() if op.sub_blocks())
+    at = broken.global_block.ops.index(op)
+    broken.global_block.ops[at] = op.replace(inputs=op.inputs[:-1])
+    with pytest.raises(rt.ProgramFormatError, match=r"op \d \('cond', made at '.*test_program_ir.py:\d+'\) of "
+                                                    r"block 0: block 'true_block' has 2 closure params for 1 "
+                                                    "closure inputs"):
         rt.verify(broken)
 
 
@@ -300,7 +328,8 @@ def test_a_block_held_by_an_op_built_directly_is_listed_once():
     op = next(op for op in prog.ops() if op.sub_blocks())
     true_block, false_block = op.sub_blocks()
     copy = prog.new_block(op.block)
-    copy.results = [prog.inputs[0]]             # the true branch now yields x as it is
+    copy.closure = [copy.create_var(v.name, v.static_shape, v.dtype) for v in op.inputs[1:]]
+    copy.results = [copy.closure[0]]            # the true branch now yields x as it is
     block = op.block
     block.ops[block.ops.index(op)] = op.replace(attrs=dict(op.attrs, true_block=copy))
     assert prog.blocks == [prog.global_block, copy, false_block]

@@ -196,7 +196,7 @@ def test_json_is_readable_and_versioned(tmp_path):
     json_path, _ = save_program(program, tmp_path / "m")
     text = open(json_path).read()
     doc = json.loads(text)
-    assert doc["format"] == "dy2static.program" and doc["version"] == 1
+    assert doc["format"] == "dy2static.program" and doc["version"] == 2
     assert "\n" in text and '"type": "while"' in text
     assert program_to_dict(program_from_json(text)) == program_to_dict(program, origins="relative")
 
@@ -339,3 +339,57 @@ def test_nested_regions_round_trip_as_owned_blocks(tmp_path):
                 assert sub.parent is op.block and sub.program is prog
     x = RNG.standard_normal((2, 3)).astype(np.float32)
     assert_same(rt.Executor().run(loaded, {"x0": x}), rt.Executor().run(program, {"x0": x}))
+
+
+# --- files written before blocks were closed (format version 1) ----------------------------------
+
+OPEN_BLOCKS_V1 = os.path.join(os.path.dirname(__file__), "data", "open_blocks_v1")   # data/make_open_blocks_v1.py
+
+
+def _open_blocks_model(x):
+    """What data/make_open_blocks_v1.py traced (at b52a1cd), run eagerly here as the oracle."""
+    w = np.linspace(-1, 1, 9, dtype=np.float32).reshape(3, 3)
+    b = x.sum(axis=0)
+    h = x
+    for _ in range(3):
+        h = np.tanh(h @ w) + b if h.sum() > 0 else h * np.float32(0.5) - x
+    s, ys = np.zeros(3, np.float32), []
+    for row in h:
+        ys.append(s * np.float32(2.0))
+        s = s + row * b
+    return h, s, np.stack(ys)
+
+
+def test_a_file_with_open_blocks_loads_closed_and_runs():
+    """A version-1 file (sub-blocks read enclosing values by name) is closed as it is read: each region op
+    reads those values as closure inputs, its blocks through closure params; it verifies, saves as the
+    current version and computes what the traced function did."""
+    with open(OPEN_BLOCKS_V1 + ".program.json") as f:
+        assert json.load(f)["version"] == 1
+    loaded = load_program(OPEN_BLOCKS_V1)
+    program = loaded.program
+    rt.verify(program)
+    for op in program.ops():
+        for block in op.sub_blocks():
+            defined = {id(v) for v in block.params + block.closure}
+            for inner in block.ops:
+                assert all(id(v) in defined for v in inner.input_vars()), (inner, str(program))
+                defined.update(id(o) for o in inner.outputs)
+    loop = next(op for op in program.global_block.ops if op.sub_blocks())
+    assert [v.name for v in loop.inputs] == ["x", "zeros", "const", "sum", "x"]    # state, then closure inputs
+    assert [len(b.closure) for b in loop.sub_blocks()] == [3, 3]
+    x = np.linspace(-2, 3, 12, dtype=np.float32).reshape(4, 3)
+    for got, want in zip(loaded(x=x), _open_blocks_model(x)):
+        np.testing.assert_allclose(np.asarray(got.numpy()), want, rtol=1e-5, atol=1e-6)
+    again = program_from_json(json.dumps(program_to_dict(program)))
+    assert program_to_dict(again)["version"] == 2 and str(again) == str(program)
+
+
+def test_a_version_1_file_must_still_list_what_its_blocks_read():
+    with open(OPEN_BLOCKS_V1 + ".program.json") as f:
+        doc = json.load(f)
+    loop = next(op for op in doc["blocks"][0]["ops"] if op["type"] == "while")
+    loop["inputs"] = loop["inputs"][:2]          # the loop's body reads const, sum and x: listed no more
+    with pytest.raises(rt.ProgramFormatError, match="its blocks read 'const' from an enclosing block, but the op "
+                                                    "does not list it among its inputs"):
+        program_from_json(json.dumps(doc))

@@ -5,7 +5,8 @@ while: the condition block is lowered once before the loop (the first test) and
        again at the end of the body, so Loop's body graph is
        (iteration, cond, *state) -> (next test, *next state); the trip count is
        left open: the loop runs until its data-dependent condition is false.
-Sub-blocks read enclosing values by name, which ONNX subgraphs do too (outer scope).
+A block's closure params are bound to the ONNX values of the op's closure inputs
+(`exporter.lower_op`), which subgraphs read from the outer scope.
 """
 import numpy as np
 
