@@ -26,7 +26,7 @@ from ..codegen.plan import compile_plan
 from ..ir import Variable
 from ..ops.fused import FUSED_OP, step_specs
 from ..ops.native_forms import native_form
-from . import compiler, elementwise, products, region as regions, tiering
+from . import compiler, dynamic, elementwise, products, region as regions, tiering
 
 _STATS = {"native": 0, "numpy": 0, "compiling": 0, "warming": 0, "declined_calls": 0, "from_disk": 0,
           "reasons": {}}
@@ -135,7 +135,7 @@ class NativePlanCodegen(PlanCodegen):
         or the native code declined: the NumPy loop raises what NumPy raises)."""
         if self.in_fallback:
             return super().while_(op, indent)
-        found = regions.analyse(op) if self.numpy else "not on NumPy"
+        found = self._analysed(op, regions.analyse)
         self.in_loop += 1
         try:
             self._region(op, found, "while", indent, super().while_, counts_iterations=True)
@@ -148,8 +148,18 @@ class NativePlanCodegen(PlanCodegen):
         plain = super().if_else
         if self.in_fallback or self.in_loop:
             return plain(op, pred, tb, fb, indent)
-        found = regions.analyse_cond(op) if self.numpy else "not on NumPy"
+        found = self._analysed(op, regions.analyse_cond)
         self._region(op, found, "cond", indent, lambda o, at: plain(o, pred, tb, fb, at), counts_iterations=False)
+
+    def _analysed(self, op, analyse):
+        """`analyse(op)` (a Region, or why not), or for a region with dynamic dims a PerShape: analysed
+        and compiled for each call's dims (`dynamic.py`), or why it cannot be native for any."""
+        if not self.numpy:
+            return "not on NumPy"
+        if not dynamic.has_dynamic_dims(op):
+            return analyse(op)
+        why = dynamic.why_never_native(op)
+        return why or PerShape(op, regions.distinct_inputs(op), analyse)
 
     def _region(self, op, found, label, indent, numpy_code, counts_iterations):
         """Op as a call of its native region `found` (or its NumPy code, `numpy_code(op, indent)`, where
@@ -160,10 +170,13 @@ class NativePlanCodegen(PlanCodegen):
         if isinstance(found, str):
             _count(found)
             return numpy_code(op, indent)
-        loop = NativeLoop(op, found, status)
-        job = regions.region_job(found)
-        if not _start(job, loop, status, lambda: _queue(job, loop, status)):
-            return numpy_code(op, indent)
+        if isinstance(found, PerShape):
+            loop = DynamicLoop(op, found, status)
+        else:
+            loop = NativeLoop(op, found, status)
+            job = regions.region_job(found)
+            if not _start(job, loop, status, lambda: _queue(job, loop, status)):
+                return numpy_code(op, indent)
         name = self.bound(f"native_{label}_{len(self.native_regions)}", loop)
         args = ", ".join(self.value(v) for v in found.args)
         budget = "-1"
@@ -368,6 +381,123 @@ class NativeLoop:
         self.run = lambda budget, *args: None
         self.status[1] = SLOWER
         _count(SLOWER, was_native=1)
+
+
+class PerShape:
+    """What analysis says of a region with dynamic dims: analyse (`region.analyse` or `analyse_cond`)
+    and compile it for each call's dims (`DynamicLoop`); `args` are the region's arguments."""
+
+    def __init__(self, op, args, analyse):
+        self.op, self.args, self.analyse = op, args, analyse
+
+
+PER_SHAPE = "dynamic dims: compiled for each call's dims at its first call"
+MAX_SHAPES = 8          # kernels one region compiles for distinct dims; calls of further dims run on NumPy
+
+
+class DynamicLoop:
+    """A plan's call of a region with dynamic dims: one `NativeLoop` per distinct set of the arguments'
+    dims (`dynamic.specialize` makes the region static for them; analysed, compiled or found on disk the
+    first time those dims come), `run` None (the plan's NumPy code) where they cannot be native.
+    `shapes` maps the dims (the dynamic arguments' shapes) to [label, 'native', 'compiling' or why not]."""
+
+    def __init__(self, op, found, status):
+        self.op, self.found, self.status = op, found, status
+        args = found.args
+        self.dims_at = [j for j, v in enumerate(args) if v.kind != "array" and min(v.static_shape, default=0) < 0]
+        self.items_at = [j for j, v in enumerate(args) if v.kind == "array" and min(v.static_shape, default=0) < 0]
+        self.loops, self.shapes = {}, {}
+        self.lock = threading.Lock()
+        self.last = threading.local()       # the loop of this thread's last call, whose NumPy code ran
+        status[1] = PER_SHAPE
+
+    def run(self, budget, *args):
+        try:
+            key = (tuple(args[j].shape for j in self.dims_at)
+                   + tuple(_items_shape(args[j]) for j in self.items_at))
+        except AttributeError:          # not an array: the NumPy code says what is wrong
+            return None
+        loop = self.loops.get(key)
+        if loop is None:
+            loop = self._specialized(key)
+        self.last.loop = loop
+        return loop.run(budget, *args)
+
+    def numpy_took(self, began):
+        loop = getattr(self.last, "loop", None)
+        if loop is not None:
+            loop.numpy_took(began)
+
+    def _specialized(self, key):
+        with self.lock:
+            loop = self.loops.get(key)
+            if loop is None:
+                status = [f"{self.status[0]} {[list(s) if s is not None else None for s in key]}", "compiling"]
+                self.shapes[key] = status
+                loop = self.loops[key] = self._loop(key, status)
+                self.summarize()
+            return loop
+
+    def _loop(self, key, status):
+        """The NativeLoop of the region made static for the dims `key` (an _OnNumPy where it cannot be)."""
+        why = ""
+        if len(self.loops) >= MAX_SHAPES:
+            why = f"dynamic dims: more than {MAX_SHAPES} distinct shapes (the others run on NumPy)"
+        else:
+            given = dict(zip(self.dims_at + self.items_at, key))
+            shapes = [given.get(j, v.static_shape) for j, v in enumerate(self.found.args)]
+            static = dynamic.specialize(self.op, self.found.args, shapes)
+            region = static if isinstance(static, str) else self.found.analyse(static)
+            why = region if isinstance(region, str) else ""
+        if why:
+            status[1] = why
+            _count(why)
+            return _OnNumPy()
+        loop = _ShapeLoop(static, region, status, self)
+        job = regions.region_job(region)
+        if not _start(job, loop, status, lambda: _queue(job, loop, status)):
+            return _OnNumPy()
+        return loop
+
+    def summarize(self):
+        """The region's status: 'native' where the kernel of any dims is, else what the last dims say."""
+        found = [s[1] for s in self.shapes.values()]
+        for state in ("native", "compiling"):
+            if state in found:
+                self.status[1] = state
+                return
+        self.status[1] = found[-1] if found else PER_SHAPE
+
+
+class _OnNumPy:
+    """The dims of a call that run on NumPy: the plan's NumPy code each time."""
+
+    def run(self, budget, *args):
+        return None
+
+    def numpy_took(self, began):
+        pass
+
+
+def _items_shape(items):
+    """The shape of a tensor array's items (its element shape), None for an empty array."""
+    return items[0].shape if type(items) is list and items and hasattr(items[0], "shape") else None
+
+
+class _ShapeLoop(NativeLoop):
+    """A NativeLoop of one set of dims of a DynamicLoop, which it tells when its kernel is swapped in or out."""
+
+    def __init__(self, op, region, status, owner):
+        super().__init__(op, region, status)
+        self.owner = owner
+
+    def use(self, kernel):
+        super().use(kernel)
+        self.owner.summarize()
+
+    def _settle(self, native):
+        super()._settle(native)
+        self.owner.summarize()
 
 
 def _contiguous(value):

@@ -96,6 +96,11 @@ class _NotNative(Exception):
     pass
 
 
+def distinct_inputs(op):
+    """op's Variable inputs, each once, in order: a region function's arguments, as the plan passes them."""
+    return _distinct_inputs(op)
+
+
 def _distinct_inputs(op):
     """op's Variable inputs, each once, in order: the region function's arguments."""
     args = []

@@ -1,0 +1,170 @@
+"""Native loops of Programs with dynamic dims (runtime/native/dynamic.py): one kernel per distinct set of
+dims, the NumPy plan's bits for every batch size (0 included), NumPy where a dim changes inside the loop.
+
+Each test traces with an `InputSpec` of a `None` dim, runs the native plan with the tier forced on
+(DY2STATIC_NATIVE=sync: a new shape compiles at its first call) and the NumPy plan on the same feeds,
+and compares bits exactly.
+"""
+import numpy as np
+import pytest
+
+import runtime as rt
+from runtime import native
+from runtime.native import dynamic, plan as native_plan, region as regions
+from runtime.native.numpy_loops import same_bits
+from transpiler import to_static
+
+needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
+RNG = np.random.default_rng(11)
+
+
+def _array(*shape, dtype="float32", scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(dtype)
+
+
+def _program(fn, specs, *example):
+    return to_static(fn, input_spec=specs).get_program(*(rt.tensor(a) for a in example))
+
+
+def _loops(plan):
+    return [why for name, why in plan.native_regions if name.startswith("while")]
+
+
+def _compare(program, plan, feed):
+    """The native plan's outputs on feed, checked bit for bit against the NumPy plan's."""
+    got = [t.numpy() for t in plan.run(feed)]
+    want = [t.numpy() for t in rt.Executor(native=False).run(program, feed)]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert same_bits(g, w), (g, w)
+    return got
+
+
+def _rnn(hidden, dtype):
+    w, b = rt.tensor(_array(hidden, hidden, dtype=dtype, scale=0.3)), rt.tensor(_array(hidden, dtype=dtype))
+
+    def rnn(h, n):
+        i = 0
+        while i < n:
+            h = rt.tanh(h @ w + b)
+            i += 1
+        return h, i
+    return rnn
+
+
+@pytest.fixture
+def forced(monkeypatch):
+    monkeypatch.setenv(native.ENV, "sync")
+
+
+@needs_llvm
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_batch_dynamic_hidden_state_runs_native_for_each_batch_size(forced, dtype):
+    hidden = 8
+    specs = [rt.InputSpec([None, hidden], dtype, name="h"), rt.InputSpec([], "int64", name="n")]
+    program = _program(_rnn(hidden, dtype), specs, _array(2, hidden, dtype=dtype), np.int64(3))
+    plan = rt.Executor(native=True).compile(program)
+    assert _loops(plan) == [native_plan.PER_SHAPE]
+    before = native.stats()
+    for batch in (1, 3, 64, 3, 1):
+        _compare(program, plan, {"h": _array(batch, hidden, dtype=dtype), "n": np.int64(12)})
+    after = native.stats()
+    assert _loops(plan) == ["native"]
+    assert after["native"] - before["native"] == 3          # one kernel per batch size, each compiled once
+    assert after["declined_calls"] == before["declined_calls"]
+
+
+@needs_llvm
+def test_an_empty_batch_runs_on_numpy_with_its_reason_and_numpys_bits(forced):
+    specs = [rt.InputSpec([None, 8], "float32", name="h"), rt.InputSpec([], "int64", name="n")]
+    program = _program(_rnn(8, "float32"), specs, _array(2, 8), np.int64(3))
+    plan = rt.Executor(native=True).compile(program)
+    before = native.stats()["reasons"]
+    got = _compare(program, plan, {"h": _array(0, 8), "n": np.int64(5)})
+    assert got[0].shape == (0, 8)
+    reason = "matmul of shape (0, 8) @ (8, 8) takes no BLAS call in NumPy"
+    assert native.stats()["reasons"].get(reason, 0) == before.get(reason, 0) + 1
+    _compare(program, plan, {"h": _array(4, 8), "n": np.int64(5)})
+    assert _loops(plan) == ["native"]                       # the other batch sizes are native all the same
+
+
+@needs_llvm
+def test_compiled_in_the_background_the_first_call_of_new_dims_runs_on_numpy(monkeypatch):
+    monkeypatch.setenv(native.ENV, "1")
+    specs = [rt.InputSpec([None, 16], "float32", name="h"), rt.InputSpec([], "int64", name="n")]
+    program = _program(_rnn(16, "float32"), specs, _array(2, 16), np.int64(3))
+    plan = rt.Executor(native=True).compile(program)
+    feed = {"h": _array(5, 16), "n": np.int64(7)}
+    _compare(program, plan, feed)                   # queued; this call ran the NumPy loop
+    native.wait()
+    assert _loops(plan) == ["native"]
+    _compare(program, plan, feed)
+
+
+@needs_llvm
+def test_a_dynamic_batch_with_a_static_input_and_a_reduction_in_the_test(forced):
+    """W3's loop with a batch-dynamic input sequence: x[i] @ u in the body, h.sum() in the test."""
+    u, w, b = (rt.tensor(a) for a in (_array(6, 10, scale=0.4), _array(10, 10, scale=0.3), _array(10)))
+
+    def rnn(x):
+        h = rt.zeros((x.shape[1], 10))
+        i = 0
+        while i < 9 and h.sum() < 1e9:
+            h = rt.tanh(x[i] @ u + h @ w + b)
+            i += 1
+        return h
+
+    program = _program(rnn, [rt.InputSpec([9, None, 6], "float32", name="x")], _array(9, 2, 6))
+    plan = rt.Executor(native=True).compile(program)
+    for batch in (1, 3, 64):
+        _compare(program, plan, {"x": _array(9, batch, 6)})
+    assert _loops(plan) == ["native"]
+
+
+@needs_llvm
+def test_a_state_whose_dim_changes_per_iteration_stays_on_numpy_with_why(forced):
+    def shrink(h, n):
+        i = 0
+        while i < n:
+            h = h[1:] * 0.5
+            i += 1
+        return h
+
+    specs = [rt.InputSpec([None, 4], "float32", name="h"), rt.InputSpec([], "int64", name="n")]
+    program = _program(shrink, specs, _array(6, 4), np.int64(2))
+    plan = rt.Executor(native=True).compile(program)
+    got = _compare(program, plan, {"h": _array(6, 4), "n": np.int64(3)})
+    assert got[0].shape == (3, 4)
+    assert "changes shape per iteration" in _loops(plan)[0]
+
+
+@needs_llvm
+def test_the_region_key_names_the_dims_so_kernels_and_the_disk_cache_keep_them_apart():
+    specs = [rt.InputSpec([None, 8], "float32", name="h"), rt.InputSpec([], "int64", name="n")]
+    program = _program(_rnn(8, "float32"), specs, _array(2, 8), np.int64(3))
+    loop = next(op for op in program.global_block.ops if op.sub_blocks())
+    args = regions.distinct_inputs(loop)
+    assert regions.analyse(loop) == "h has a dynamic shape [-1, 8]"
+
+    def key(batch):
+        shapes = [(batch, 8) if v.name == "h" else v.static_shape for v in args]
+        return regions.analyse(dynamic.specialize(loop, args, shapes)).key
+
+    assert key(3) == key(3) and len({key(2), key(3), key(5)}) == 3
+    assert "(3, 8)" in key(3)
+    assert dynamic.specialize(loop, args, [(3, 9) if v.name == "h" else v.static_shape for v in args]) \
+        == "h is [3, 9], not [-1, 8]"
+    assert loop.inputs[0].static_shape == (-1, 8) and loop.outputs[0].static_shape == (-1, 8)   # the Program unchanged
+
+
+@needs_llvm
+def test_more_distinct_dims_than_the_limit_run_on_numpy(forced, monkeypatch):
+    monkeypatch.setattr(native_plan, "MAX_SHAPES", 2)
+    specs = [rt.InputSpec([None, 8], "float32", name="h"), rt.InputSpec([], "int64", name="n")]
+    program = _program(_rnn(8, "float32"), specs, _array(2, 8), np.int64(3))
+    plan = rt.Executor(native=True).compile(program)
+    before = native.stats()["native"]
+    for batch in (2, 3, 4, 5):
+        _compare(program, plan, {"h": _array(batch, 8), "n": np.int64(4)})
+    assert native.stats()["native"] - before == 2
+    assert _loops(plan) == ["native"]
