@@ -507,13 +507,16 @@ def _contiguous(value):
 
 def loop_call(kernel, op, region):
     """The plan's function for one native loop: fresh outputs and scratch (and a buffer for each tensor
-    array the loop appends to, grown and run again when it fills), the kernel, None where it declines."""
+    array the loop appends to, grown and run again when it fills; the items of one it only reads as rows
+    of one array), the kernel, None where it declines."""
     cfunc = kernel.cfunc
     arrays = region.arrays
     dense = [k for k in range(len(op.outputs)) if k not in arrays]
     specs = [(tuple(op.outputs[k].static_shape), np.dtype(op.outputs[k].dtype)) for k in dense]
     items_at = [next(j for j, v in enumerate(region.args) if v is op.inputs[k]) for k in arrays]
     elements = [((tuple(op.outputs[k].static_shape)), np.dtype(op.outputs[k].dtype)) for k in arrays]
+    read_at = [j for j, v in enumerate(region.args) if v.kind == "array" and j not in items_at]   # only read
+    read_elements = [(tuple(region.args[j].static_shape), np.dtype(region.args[j].dtype)) for j in read_at]
     capacity = [16] * len(arrays)           # grows to what the loop needed, for the next calls
     numbers = [k for k, v in enumerate(region.args) if v.kind == "dense" and v.ndim == 0]
     scratch = max(kernel.scratch_bytes, 1)
@@ -525,7 +528,7 @@ def loop_call(kernel, op, region):
             _STATS["declined_calls"] += 1
 
     def run(budget, *args):
-        if numbers or arrays:
+        if numbers or arrays or read_at:
             args = list(args)
         if numbers:         # a 0-d value may be a NumPy scalar (or a name the loop never bound): the kernel reads arrays
             try:
@@ -537,6 +540,16 @@ def loop_call(kernel, op, region):
         lists = [args[at] for at in items_at]
         if any(type(items) is not list for items in lists):
             return declined()
+        for at, (shape, dtype) in zip(read_at, read_elements):     # its items as rows of one array
+            items = args[at]
+            if type(items) is not list:
+                return declined()
+            args[at] = empty((len(items),) + shape, dtype)
+            try:
+                if items:
+                    args[at][...] = items
+            except Exception:       # noqa: BLE001 - items of another shape: the NumPy loop says what is wrong
+                return declined()
         counts = zeros(max(len(arrays), 1), int64)
         while True:
             stores = []
