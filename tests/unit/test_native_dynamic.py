@@ -5,6 +5,12 @@ Each test traces with an `InputSpec` of a `None` dim, runs the native plan with 
 (DY2STATIC_NATIVE=sync: a new shape compiles at its first call) and the NumPy plan on the same feeds,
 and compares bits exactly.
 """
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -14,6 +20,7 @@ from runtime.native import dynamic, plan as native_plan, region as regions
 from runtime.native.numpy_loops import same_bits
 from transpiler import to_static
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
 RNG = np.random.default_rng(11)
 
@@ -168,3 +175,70 @@ def test_more_distinct_dims_than_the_limit_run_on_numpy(forced, monkeypatch):
         _compare(program, plan, {"h": _array(batch, 8), "n": np.int64(4)})
     assert native.stats()["native"] - before == 2
     assert _loops(plan) == ["native"]
+
+
+CHILD = textwrap.dedent("""
+    import json, sys, numpy as np
+    import runtime as rt
+    from runtime import native
+    from transpiler import to_static
+    rng = np.random.default_rng(0)
+    w = rt.tensor((rng.standard_normal((8, 8)) * 0.3).astype("float32"))
+    b = rt.tensor(rng.standard_normal(8).astype("float32"))
+    def rnn(h, n):
+        i = 0
+        while i < n:
+            h = rt.tanh(h @ w + b)
+            i += 1
+        return h
+    specs = [rt.InputSpec([None, 8], "float32", name="h"), rt.InputSpec([], "int64", name="n")]
+    program = to_static(rnn, input_spec=specs).get_program(rt.tensor(np.zeros((2, 8), "float32")), rt.tensor(3))
+    plan = rt.Executor(native=True).compile(program)
+    found = {}
+    for batch in map(int, sys.argv[1:]):
+        feed = {"h": rng.standard_normal((batch, 8)).astype("float32"), "n": np.int64(6)}
+        before = native.stats()["from_disk"]
+        got = plan.run(feed)[0].numpy()
+        want = rt.Executor(native=False).run(program, feed)[0].numpy()
+        found[batch] = {"from_disk": native.stats()["from_disk"] - before, "same": got.tobytes() == want.tobytes()}
+    native.wait()
+    print(json.dumps(found))
+""")
+
+
+def _child(folder, mode, *batches):
+    script = folder / "child.py"
+    script.write_text(CHILD)
+    env = dict(os.environ, DY2STATIC_NATIVE_CACHE=str(folder / "cache"), PYTHONPATH=ROOT, DY2STATIC_NATIVE=mode)
+    done = subprocess.run([sys.executable, str(script), *map(str, batches)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return {int(k): v for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
+
+
+@needs_llvm
+def test_a_later_process_finds_the_kernel_of_the_same_dims_on_disk_and_not_of_others(tmp_path):
+    first = _child(tmp_path, "sync", 3)
+    assert first[3] == {"from_disk": 0, "same": True}
+    second = _child(tmp_path, "1", 3, 5)
+    assert second[3] == {"from_disk": 1, "same": True}          # batch 3: native from its first call
+    assert second[5] == {"from_disk": 0, "same": True}          # batch 5: another kernel, compiled anew
+
+
+@needs_llvm
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_a_top_level_cond_of_dynamic_dims_is_native_for_each(forced, sign):
+    w = rt.tensor(_array(8, 8, scale=0.4))
+
+    def f(x):
+        if x.sum() * sign > 0.0:
+            y = rt.tanh(x @ w) * 0.5
+        else:
+            y = rt.exp(x * 0.25) - x
+        return y
+
+    program = _program(f, [rt.InputSpec([None, 8], "float32", name="x")], _array(2, 8))
+    plan = rt.Executor(native=True).compile(program)
+    for batch in (1, 3, 64):
+        _compare(program, plan, {"x": _array(batch, 8) + 0.5})
+    assert [why for name, why in plan.native_regions if name.startswith("cond")] == ["native"]
