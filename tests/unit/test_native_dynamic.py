@@ -242,3 +242,52 @@ def test_a_top_level_cond_of_dynamic_dims_is_native_for_each(forced, sign):
     for batch in (1, 3, 64):
         _compare(program, plan, {"x": _array(batch, 8) + 0.5})
     assert [why for name, why in plan.native_regions if name.startswith("cond")] == ["native"]
+
+
+def _region_cases():
+    from tests.unit.test_native_loops import _region_cases as cases
+    return list(cases())
+
+
+@needs_llvm
+@pytest.mark.parametrize("name,sample", _region_cases())
+def test_conformance_sample_with_a_dynamic_first_dim_in_a_native_loop(forced, name, sample):
+    """As test_native_loops' conformance test, the array inputs traced with a dynamic first dim: the loop's
+    kernel for the sample's dims gives the NumPy plan's bits (each op's shape rule gave its buffers), or
+    the loop stays on NumPy saying why."""
+    positions = [i for i, a in enumerate(sample.args) if isinstance(a, np.ndarray)]
+    if not positions or all(sample.args[i].ndim == 0 for i in positions):
+        pytest.skip("no array input with a dim")
+    specs = [rt.InputSpec([None if d == 0 else n for d, n in enumerate(sample.args[i].shape)], sample.args[i].dtype,
+                          name=f"in{k}") for k, i in enumerate(positions)] + [rt.InputSpec([], "int64", name="n")]
+    feed = {f"in{k}": sample.args[i] for k, i in enumerate(positions)}
+    feed["n"] = np.int64(2)
+
+    def traced(*variables):
+        *values, n = variables
+        args = list(sample.args)
+        for i, v in zip(positions, values):
+            args[i] = v
+        first = sample.fn(*args, **sample.kwargs)
+        if not isinstance(first, rt.Tensor):
+            pytest.skip("the sample's result is not one tensor")
+        return rt.while_loop(lambda i, out: i < n,
+                             lambda i, out: (i + 1, rt.astype(sample.fn(*args, **sample.kwargs), out.dtype)),
+                             (rt.zeros((), dtype="int64"), first))[1]
+
+    try:
+        program, _, _ = rt.trace(traced, specs)
+    except Exception as e:      # noqa: BLE001 - the sample needs static dims, or its state's shape changes
+        pytest.skip(f"not a loop of dynamic dims: {type(e).__name__}")
+    plan = rt.Executor(native=True).compile(program)
+    declined = native.stats()["declined_calls"]
+    with np.errstate(all="ignore"):
+        got = [t.numpy() for t in plan.run(feed)]
+    if all(why == "native" for _, why in plan.native_regions):
+        assert native.stats()["declined_calls"] == declined, "a native loop handed its call back to NumPy"
+    with np.errstate(all="ignore"):
+        want = [t.numpy() for t in rt.Executor(native=False).run(program, feed)]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert same_bits(g, w), (g, w)
+    assert all(why for _, why in plan.native_regions)
