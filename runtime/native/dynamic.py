@@ -11,7 +11,8 @@ keeps every check the static region has, and its key names the dims, so the disk
 Not specialized (the NumPy plan runs the call; why is said): a loop state or cond output whose shape
 differs between its start and its next value (a dim that grows per iteration), an op whose result shape
 its rule leaves unknown (data-dependent), an op the rule rejects for these shapes (the NumPy plan raises
-what NumPy raises), a tensor array of dynamic element shape with no item yet.
+what NumPy raises). A tensor array of dynamic element shape takes its items' shape, or, with no item yet,
+the shape of what the loop appends to it (the other arguments' dims decide it).
 """
 import copy
 
@@ -67,13 +68,26 @@ def specialize(op, args, shapes):
     """A copy of region op `op` whose every value has a static shape, given the concrete `shapes` of its
     arguments `args` (distinct Variables; a tensor array's shape is its items' shape); or a string saying
     why not."""
-    copier = _Copier()
-    try:
-        for v, shape in zip(args, shapes):
-            copier.bind(v, shape)
-        return copier.op(op)
-    except _NotStatic as e:
-        return str(e)
+    shapes = list(shapes)
+    for _ in range(len(args) + 1):
+        copier = _Copier()
+        try:
+            for k, (v, shape) in enumerate(zip(args, shapes)):
+                copier.bind(v, shape, origin=k)
+            return copier.op(op)
+        except _ItemShape as found:         # an empty tensor array takes the shape the loop appends
+            shapes[found.position] = found.shape
+        except _NotStatic as e:
+            return str(e)
+    return "the tensor arrays' element shapes do not settle"
+
+
+class _ItemShape(Exception):
+    """Argument `position`, an empty tensor array of dynamic element shape, is appended items of `shape`."""
+
+    def __init__(self, position, shape):
+        super().__init__(position, shape)
+        self.position, self.shape = position, shape
 
 
 class _Copier:
@@ -81,11 +95,15 @@ class _Copier:
 
     def __init__(self):
         self.clones = {}
+        self.origins = {}       # id(copy of a tensor array of unknown element shape) -> its argument's position
 
-    def bind(self, v, shape):
-        """v's copy with the concrete shape, checked against v's static dims."""
+    def bind(self, v, shape, origin=None):
+        """v's copy with the concrete shape, checked against v's static dims; shape None: a tensor array
+        argument with no item, its element shape unknown until an append says it (`origin`: its position)."""
         if shape is None:
-            raise _NotStatic(f"{v.name}: a tensor array of dynamic element shape {list(v.static_shape)} with no item")
+            clone = self.clones[id(v)] = copy.copy(v)
+            self.origins[id(clone)] = origin
+            return clone
         shape = tuple(int(d) for d in shape)
         if len(shape) != v.ndim or any(s != d for s, d in zip(shape, v.static_shape) if d >= 0):
             raise _NotStatic(f"{v.name} is {list(shape)}, not {list(v.static_shape)}")
@@ -108,6 +126,9 @@ class _Copier:
             return self.region_op(op, region)
         opdef = get_op(op.type)
         inputs = [self.value(x) for x in op.inputs]
+        unknown = [self.origins[id(x)] for x in inputs if id(x) in self.origins]
+        if unknown and opdef.grows_input and len(inputs) == 2 and -1 not in _shape(inputs[1]):
+            raise _ItemShape(unknown[0], _shape(inputs[1]))     # append(arr, x): x's shape is the items'
         try:
             specs = opdef.infer(*input_types(inputs), **op.attrs)
         except Exception as e:      # noqa: BLE001 - the rule rejects these shapes: NumPy raises what it raises
@@ -133,7 +154,7 @@ class _Copier:
         for slot in slots:
             if slot.stacked:
                 raise _NotStatic(f"op '{op.type}' stacks values (not native)")
-            start = _shape(inputs[slot.inputs[0]]) if slot.inputs else None
+            start = inputs[slot.inputs[0]] if slot.inputs else None
             for b, i in slot.params:
                 starts[b][i] = start
         copies = [self.block(b, s, op) for b, s in zip(blocks, starts)]
@@ -159,7 +180,8 @@ class _Copier:
         for p, start in zip(block.params, starts):
             if start is None:
                 raise _NotStatic(f"op '{owner.type}': a block parameter with no start value")
-            copied.params.append(self.bind(p, start))
+            unknown = self.origins.get(id(start))
+            copied.params.append(self.bind(p, None if unknown is not None else _shape(start), origin=unknown))
         copied.ops = [self.op(o) for o in block.ops]
         copied.results = [self.value(r) for r in block.results]
         return copied

@@ -291,3 +291,31 @@ def test_conformance_sample_with_a_dynamic_first_dim_in_a_native_loop(forced, na
     for g, w in zip(got, want):
         assert same_bits(g, w), (g, w)
     assert all(why for _, why in plan.native_regions)
+
+
+def _decode(start_empty):
+    w = rt.tensor(_array(8, 8, scale=0.4))
+
+    def decode(h, n):
+        toks = [] if start_empty else [rt.argmax(h, axis=-1)]
+        hs = []
+        i = 0
+        while i < n:
+            h = rt.tanh(h @ w)
+            toks.append(rt.argmax(h, axis=-1))
+            hs.append(h * 2.0)
+            i += 1
+        return rt.stack(toks), rt.stack(hs), h
+    return decode
+
+
+@needs_llvm
+@pytest.mark.parametrize("start_empty", [False, True])
+def test_tensor_arrays_of_a_dynamic_element_shape_carried_by_the_loop(forced, start_empty):
+    """Items of shape [batch] and [batch, 8]; a list that starts empty takes the shape the loop appends."""
+    specs = [rt.InputSpec([None, 8], "float32", name="h"), rt.InputSpec([], "int64", name="n")]
+    program = _program(_decode(start_empty), specs, _array(2, 8), np.int64(3))
+    plan = rt.Executor(native=True).compile(program)
+    for batch, n in ((1, 3), (3, 40), (5, 2)):          # 40: past the buffers' first capacity
+        _compare(program, plan, {"h": _array(batch, 8), "n": np.int64(n)})
+    assert _loops(plan) == ["native"]
