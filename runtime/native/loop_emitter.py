@@ -22,7 +22,8 @@
   tensor array's buffer full (the caller runs it again with a larger one);
 - a tensor array the loop carries and only appends to is a buffer (capacity, element shape) the caller
   passes with its items so far; the count goes back in `counts`, and the caller appends the new items
-  to the list (the NumPy plan's `append` grows the list in place).
+  to the list (the NumPy plan's `append` grows the list in place); a nested loop carrying it appends to
+  the same buffer and count; one the loop only reads comes as its items' rows (the count: its first dim).
 """
 import ctypes
 import hashlib
