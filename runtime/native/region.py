@@ -167,6 +167,8 @@ def _array_states(op, cond_block, body_block):
     inits = [op.inputs[k] for k in positions]
     if any(not isinstance(v, Variable) or v.kind != "array" for v in inits) or len({id(v) for v in inits}) < len(inits):
         raise _NotNative("a tensor array the loop carries does not start as one array of its own")
+    if any(_uses(block, v) for block in (cond_block, body_block) for v in inits):
+        raise _NotNative("a tensor array the loop carries is also read by its blocks as it was")
     held = {id(v) for v in inits}
     for k in positions:
         if any(d < 0 for d in op.outputs[k].static_shape):

@@ -139,3 +139,24 @@ def test_a_captured_tensor_arrays_index_out_of_range_raises_the_lists_index_erro
         plan.run(feed)
     with pytest.raises(IndexError):
         rt.Executor(native=False).run(program, feed)
+
+
+@needs_llvm
+def test_a_carried_tensor_array_read_by_the_loop_as_it_was_stays_on_numpy():
+    """The loop reads the list it carries through the Variable it started as (the same list in the NumPy
+    plan, growing): not the items' buffer and count the kernel keeps, so the loop stays on NumPy."""
+    from runtime.ops import tensor_array as ta
+
+    def f(x, n):
+        items = ta.array_from_list([x])
+
+        def body(i, arr):
+            return i + 1, ta.array_append(arr, ta.array_read(items, i - 1) * 0.5)
+        return ta.array_stack(rt.while_loop(lambda i, arr: i < n, body, (rt.zeros((), dtype="int64"), items))[1])
+
+    program, _, _ = rt.trace(f, [rt.InputSpec([3], "float32", name="x"), rt.InputSpec([], "int64", name="n")])
+    plan = rt.Executor(native=True).compile(program)
+    native.wait()
+    feed = {"x": np.ones(3, np.float32), "n": np.int64(4)}
+    assert same_bits(plan.run(feed)[0].numpy(), rt.Executor(native=False).run(program, feed)[0].numpy())
+    assert _loops(plan) == ["a tensor array the loop carries is also read by its blocks as it was"]
