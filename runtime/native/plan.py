@@ -407,6 +407,7 @@ class DynamicLoop:
         self.dims_at = [j for j, v in enumerate(args) if v.kind != "array" and min(v.static_shape, default=0) < 0]
         self.items_at = [j for j, v in enumerate(args) if v.kind == "array" and min(v.static_shape, default=0) < 0]
         self.loops, self.shapes = {}, {}
+        self.overflowed = False         # a call came with dims beyond the first MAX_SHAPES
         self.lock = threading.Lock()
         self.last = threading.local()       # the loop of this thread's last call, whose NumPy code ran
         status[1] = PER_SHAPE
@@ -431,6 +432,14 @@ class DynamicLoop:
     def _specialized(self, key):
         with self.lock:
             loop = self.loops.get(key)
+            if loop is None and len(self.loops) >= MAX_SHAPES:     # not kept: a stream of sizes grows nothing
+                if not self.overflowed:
+                    self.overflowed = True
+                    why = f"dynamic dims: more than {MAX_SHAPES} distinct shapes (the others run on NumPy)"
+                    _count(why)
+                    if self.status[1] != "native":
+                        self.status[1] = why
+                return _ON_NUMPY
             if loop is None:
                 status = [f"{self.status[0]} {[list(s) if s is not None else None for s in key]}", "compiling"]
                 self.shapes[key] = status
@@ -440,23 +449,18 @@ class DynamicLoop:
 
     def _loop(self, key, status):
         """The NativeLoop of the region made static for the dims `key` (an _OnNumPy where it cannot be)."""
-        why = ""
-        if len(self.loops) >= MAX_SHAPES:
-            why = f"dynamic dims: more than {MAX_SHAPES} distinct shapes (the others run on NumPy)"
-        else:
-            given = dict(zip(self.dims_at + self.items_at, key))
-            shapes = [given.get(j, v.static_shape) for j, v in enumerate(self.found.args)]
-            static = dynamic.specialize(self.op, self.found.args, shapes)
-            region = static if isinstance(static, str) else self.found.analyse(static)
-            why = region if isinstance(region, str) else ""
-        if why:
-            status[1] = why
-            _count(why)
-            return _OnNumPy()
+        given = dict(zip(self.dims_at + self.items_at, key))
+        shapes = [given.get(j, v.static_shape) for j, v in enumerate(self.found.args)]
+        static = dynamic.specialize(self.op, self.found.args, shapes)
+        region = static if isinstance(static, str) else self.found.analyse(static)
+        if isinstance(region, str):
+            status[1] = region
+            _count(region)
+            return _ON_NUMPY
         loop = _ShapeLoop(static, region, status, self)
         job = regions.region_job(region)
         if not _start(job, loop, status, lambda: _queue(job, loop, status)):
-            return _OnNumPy()
+            return _ON_NUMPY
         return loop
 
     def summarize(self):
@@ -477,6 +481,9 @@ class _OnNumPy:
 
     def numpy_took(self, began):
         pass
+
+
+_ON_NUMPY = _OnNumPy()
 
 
 def _items_shape(items):

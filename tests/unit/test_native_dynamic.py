@@ -165,15 +165,27 @@ def test_the_region_key_names_the_dims_so_kernels_and_the_disk_cache_keep_them_a
 
 
 @needs_llvm
-def test_more_distinct_dims_than_the_limit_run_on_numpy(forced, monkeypatch):
+def test_more_distinct_dims_than_the_limit_run_on_numpy_and_are_not_kept(forced, monkeypatch):
     monkeypatch.setattr(native_plan, "MAX_SHAPES", 2)
+    made = []
+
+    class Recorded(native_plan.DynamicLoop):
+        def __init__(self, *args):
+            super().__init__(*args)
+            made.append(self)
+
+    monkeypatch.setattr(native_plan, "DynamicLoop", Recorded)
     specs = [rt.InputSpec([None, 8], "float32", name="h"), rt.InputSpec([], "int64", name="n")]
     program = _program(_rnn(8, "float32"), specs, _array(2, 8), np.int64(3))
     plan = rt.Executor(native=True).compile(program)
-    before = native.stats()["native"]
-    for batch in (2, 3, 4, 5):
+    before = native.stats()
+    for batch in (2, 3, 4, 5, 6, 7, 2):
         _compare(program, plan, {"h": _array(batch, 8), "n": np.int64(4)})
-    assert native.stats()["native"] - before == 2
+    after = native.stats()
+    assert after["native"] - before["native"] == 2
+    why = "dynamic dims: more than 2 distinct shapes (the others run on NumPy)"
+    assert after["reasons"].get(why, 0) - before["reasons"].get(why, 0) == 1         # said once
+    assert [len(loop.loops) for loop in made] == [2]       # the later sizes leave nothing behind
     assert _loops(plan) == ["native"]
 
 
