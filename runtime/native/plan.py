@@ -416,7 +416,7 @@ class DynamicLoop:
         try:
             key = (tuple(args[j].shape for j in self.dims_at)
                    + tuple(_items_shape(args[j]) for j in self.items_at))
-        except AttributeError:          # not an array: the NumPy code says what is wrong
+        except Exception:       # noqa: BLE001 - not an array (an unbound name's marker raises): the NumPy code says what is wrong
             return None
         loop = self.loops.get(key)
         if loop is None:

@@ -331,3 +331,18 @@ def test_tensor_arrays_of_a_dynamic_element_shape_carried_by_the_loop(forced, st
     for batch, n in ((1, 3), (3, 40), (5, 2)):          # 40: past the buffers' first capacity
         _compare(program, plan, {"h": _array(batch, 8), "n": np.int64(n)})
     assert _loops(plan) == ["native"]
+
+
+@needs_llvm
+def test_a_state_that_starts_unbound_raises_what_the_numpy_plan_raises(forced):
+    """A loop state of dynamic dims first bound in the body: its start is the unbound name's marker, which
+    raises when touched; the call runs the NumPy loop, which raises only where the loop never bound it."""
+    def fn(x):
+        return rt.while_loop(lambda i, y: i < rt.dim(x, 0), lambda i, y: (i + 1, x * 2.0), (0, rt.Undefined("y")))
+
+    program, _, _ = rt.trace(fn, [rt.InputSpec([None, 3], "float32", name="x")])
+    plan = rt.Executor(native=True).compile(program)
+    x = _array(2, 3)
+    assert same_bits(plan.run({"x": x})[1].numpy(), x * 2.0)
+    with pytest.raises(UnboundLocalError, match="'y'"):
+        plan.run({"x": np.zeros((0, 3), np.float32)})
