@@ -409,7 +409,8 @@ class DynamicLoop:
         self.loops, self.shapes = {}, {}
         self.overflowed = False         # a call came with dims beyond the first MAX_SHAPES
         self.lock = threading.Lock()
-        self.last = threading.local()       # the loop of this thread's last call, whose NumPy code ran
+        self.last = _ON_NUMPY       # the loop of the last call, whose NumPy code the plan times (threads calling
+        #                             at once may time another dims' NumPy code: a trial's verdict, never bits)
         status[1] = PER_SHAPE
 
     def run(self, budget, *args):
@@ -421,13 +422,11 @@ class DynamicLoop:
         loop = self.loops.get(key)
         if loop is None:
             loop = self._specialized(key)
-        self.last.loop = loop
+        self.last = loop
         return loop.run(budget, *args)
 
     def numpy_took(self, began):
-        loop = getattr(self.last, "loop", None)
-        if loop is not None:
-            loop.numpy_took(began)
+        self.last.numpy_took(began)
 
     def _specialized(self, key):
         with self.lock:
