@@ -1,6 +1,6 @@
 """The native tier against the NumPy plan and the hand-written NumPy floor, one process, one core.
 
-    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 taskset -c 0 python -m bench.native [--cpu] [results.json]
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 taskset -c 0 python -m bench.native [--cpu] [--only=NAME] [results.json]
 
 Each workload runs three ways: `numpy` (the floor), `dy2static` (to_static, the NumPy plan) and
 `dy2static native` (to_static with DY2STATIC_NATIVE=1 when it traced: its fused chains compiled by
@@ -10,7 +10,8 @@ whole loop one native function), W5 (GELU over 1M float32), GELU over 1K float32
 per-call cost, not memory, dominates), and the real-model loops of bench/models.py: R1 greedy GRU
 decoding, R2 beam search, R3 NMS, R4 the masked LSTM, and an ACT-style halting loop (a step repeated
 until its halting probabilities add up to 0.99; `native regions` says which loops ran native and why the
-others did not). With --cpu the times are the thread's CPU time (`time.thread_time`), not wall time: on a
+others did not); W3 and R1 traced with a dynamic batch dim, at batch 1 and 16 (`--only=dynamic`: these alone;
+`--only=NAME` keeps the workloads whose name holds NAME). With --cpu the times are the thread's CPU time (`time.thread_time`), not wall time: on a
 machine shared with other processes, what their time slices add to every variant's wall time (in
 proportion to how long a call runs) is left out.
 """
@@ -32,14 +33,15 @@ from transpiler import to_static  # noqa: E402
 from . import models as M, timing, workloads as W  # noqa: E402
 
 
-def _static(fn, args, on, fast_math=False):
-    """fn converted, traced now with the native tier (and fast_math) on or off (read when it traces)."""
+def _static(fn, args, on, fast_math=False, spec=None):
+    """fn converted (for `spec`, a list of InputSpecs, where given), traced now with the native tier (and
+    fast_math) on or off (read when it traces)."""
     settings = {native.ENV: "1" if on else "0", native.FAST_MATH_ENV: "1" if fast_math else "0",
                 native.tiering.ENV: "0"}        # steady state: compile at once, not once hot
     before = {k: os.environ.get(k) for k in settings}
     os.environ.update(settings)
     try:
-        static = to_static(fn)
+        static = to_static(fn, input_spec=spec)
         static(*args)
         native.wait()                   # its chains compiled in the background: time them native
     finally:
@@ -55,8 +57,8 @@ def _leaves(result):
     return [t.numpy() for t in (result if isinstance(result, (tuple, list)) else [result])]
 
 
-def variants(fn, args, floor, fast_math=False):
-    off, on = _static(fn, args, False), _static(fn, args, True)
+def variants(fn, args, floor, fast_math=False, spec=None):
+    off, on = _static(fn, args, False, spec=spec), _static(fn, args, True, spec=spec)
     for a, b in zip(_leaves(off(*args)), _leaves(on(*args))):
         if not same_bits(np.asarray(a), np.asarray(b)):
             raise AssertionError(f"{fn.__name__}: the native tier's bits differ from the NumPy plan's")
@@ -78,6 +80,53 @@ def workloads():
     small = g[:1000].copy()
     found["gelu_1k"] = variants(W.rt_gelu, (rt.tensor(small),), lambda: W.numpy_gelu(small), fast_math=True)
     found.update(model_loops())
+    found.update(dynamic_batch())
+    return found
+
+
+DYNAMIC_BATCHES = (1, 16)
+
+
+def numpy_rnn_batch(x, u, w, b):
+    """W3's loop over a batch of sequences, x (T, batch, IN): the floor of its dynamic-batch variant."""
+    h = np.zeros((x.shape[1], W.RNN_HIDDEN), np.float32)
+    i = 0
+    while i < W.RNN_T and h.sum() < 1e9:
+        h = np.tanh(x[i] @ u + h @ w + b)
+        i += 1
+    return h
+
+
+def make_rt_rnn_batch(u, w, b):
+    def rnn(x):
+        h = rt.zeros((x.shape[1], W.RNN_HIDDEN))
+        i = 0
+        while i < W.RNN_T and h.sum() < 1e9:
+            h = rt.tanh(x[i] @ u + h @ w + b)
+            i += 1
+        return h
+    return rnn
+
+
+def dynamic_batch():
+    """W3 and R1 traced once with a dynamic batch dim (InputSpec None) and run at batch sizes
+    DYNAMIC_BATCHES: their native loops compile one kernel per batch size (runtime/native/dynamic.py)."""
+    found = {}
+    _, u, w, b = W.rnn_weights()
+    rnn = make_rt_rnn_batch(*(rt.tensor(a) for a in (u, w, b)))
+    rnn_spec = [rt.InputSpec([W.RNN_T, None, W.RNN_IN], "float32", name="x")]
+    rt.seed(0)
+    decoder = M.Decoder()
+    decoder.out.bias.data[M.EOS] = -1.0
+    weights = M._decoder_weights(decoder)
+    decode_spec = [rt.InputSpec([None, M.HIDDEN], "float32", name="h")]
+    for batch in DYNAMIC_BATCHES:
+        x = W._rng().standard_normal((W.RNN_T, batch, W.RNN_IN)).astype(np.float32)
+        found[f"W3 dynamic batch {batch}"] = variants(rnn, (rt.tensor(x),), lambda x=x: numpy_rnn_batch(x, u, w, b),
+                                                      spec=rnn_spec)
+        h = (W._rng().standard_normal((batch, M.HIDDEN)) * 0.5).astype(np.float32)
+        found[f"R1 dynamic batch {batch}"] = variants(decoder.forward, (rt.tensor(h),),
+                                                      lambda h=h: M.numpy_decode(h, *weights), spec=decode_spec)
     return found
 
 
@@ -159,11 +208,13 @@ def main():
         return 1
     affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     print(f"CPUs this process may run on: {affinity}")
-    args = [a for a in sys.argv[1:] if a != "--cpu"]
+    args = [a for a in sys.argv[1:] if a != "--cpu" and not a.startswith("--only=")]
+    only = [a[len("--only="):] for a in sys.argv[1:] if a.startswith("--only=")]
     clock = time.thread_time if "--cpu" in sys.argv[1:] else time.perf_counter
     print(f"clock: {clock.__name__}")
     native.reset_stats()
-    found = workloads()
+    found = dynamic_batch() if only == ["dynamic"] else workloads()
+    found = {name: vs for name, vs in found.items() if not only or any(o in name for o in only)}
     print(f"native regions: {native.stats()}")
     report = {}
     for name, vs in found.items():

@@ -18,6 +18,7 @@ reason; a plan lists its own in `plan.native_regions`.
 - `objects.py`: object code, linked into a shared library, loaded (dlopen or MCJIT);
 - `disk_cache.py`: compiled code on disk, checksummed and keyed;
 - `relocations.py`: the process addresses a compiled loop reads from a table the loader fills;
+- `dynamic.py`: a region with dynamic dims made static for one call's dims (one kernel per distinct dims);
 - `tiering.py`: when a new region has run long enough to compile;
 - `compiler.py`: the background compiler thread;
 - `plan.py`: `NativePlanCodegen`, the NumPy plan with those chains as native calls.

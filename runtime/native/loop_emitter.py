@@ -22,7 +22,8 @@
   tensor array's buffer full (the caller runs it again with a larger one);
 - a tensor array the loop carries and only appends to is a buffer (capacity, element shape) the caller
   passes with its items so far; the count goes back in `counts`, and the caller appends the new items
-  to the list (the NumPy plan's `append` grows the list in place).
+  to the list (the NumPy plan's `append` grows the list in place); a nested loop carrying it appends to
+  the same buffer and count; one the loop only reads comes as its items' rows (the count: its first dim).
 """
 import ctypes
 import hashlib
@@ -243,6 +244,8 @@ class LoopEmitter:
                 data, capacity = self.argument(obj, v, leading=True)
                 self.env[id(v)] = _Val(b.bitcast(data, ir.PointerType(self.ltype(v.dtype))), v.dtype, v.static_shape)
                 self.env[id(v)].capacity = capacity
+                self.env[id(v)].count = self.entry_alloca(self.i64)     # one only read: all its rows are items
+                b.store(capacity, self.env[id(v)].count)
                 continue
             data = self.argument(obj, v)
             self.invariant.add(id(v))
@@ -356,13 +359,18 @@ class LoopEmitter:
 
     def emit_loop(self, op, form):
         """A `while` nested in the region: its state in buffers of its own, copied from its inputs each time
-        it starts; its outputs are those buffers once its test fails (nothing writes them until it runs again)."""
-        states = []
+        it starts; its outputs are those buffers once its test fails (nothing writes them until it runs again).
+        A tensor array it carries stays the enclosing loop's buffer and count (its list grows in place)."""
+        states, arrays = [], []
         for k, o in enumerate(op.outputs):
+            if o.kind == "array":       # a tensor array it carries: the enclosing loop's buffer, appended to in place
+                states.append(self.env[id(op.inputs[k])])
+                arrays.append(k)
+                continue
             state = self.alloc(o.dtype, o.static_shape, state=k)
             self.copy(state, self.value(op.inputs[k], state))
             states.append(state)
-        self.iterate(op, states, ())
+        self.iterate(op, states, arrays)
         for var, state in zip(op.outputs, states):
             self.env[id(var)] = state
 

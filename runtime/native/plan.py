@@ -26,7 +26,7 @@ from ..codegen.plan import compile_plan
 from ..ir import Variable
 from ..ops.fused import FUSED_OP, step_specs
 from ..ops.native_forms import native_form
-from . import compiler, elementwise, gemm, products, region as regions, tiering
+from . import compiler, dynamic, elementwise, gemm, products, region as regions, tiering
 
 _STATS = {"native": 0, "numpy": 0, "compiling": 0, "warming": 0, "declined_calls": 0, "from_disk": 0,
           "inline_gemvs": 0, "reasons": {}}
@@ -140,7 +140,7 @@ class NativePlanCodegen(PlanCodegen):
         or the native code declined: the NumPy loop raises what NumPy raises)."""
         if self.in_fallback:
             return super().while_(op, indent)
-        found = regions.analyse(op) if self.numpy else "not on NumPy"
+        found = self._analysed(op, regions.analyse)
         self.in_loop += 1
         try:
             self._region(op, found, "while", indent, super().while_, counts_iterations=True)
@@ -153,8 +153,18 @@ class NativePlanCodegen(PlanCodegen):
         plain = super().if_else
         if self.in_fallback or self.in_loop:
             return plain(op, pred, tb, fb, indent)
-        found = regions.analyse_cond(op) if self.numpy else "not on NumPy"
+        found = self._analysed(op, regions.analyse_cond)
         self._region(op, found, "cond", indent, lambda o, at: plain(o, pred, tb, fb, at), counts_iterations=False)
+
+    def _analysed(self, op, analyse):
+        """`analyse(op)` (a Region, or why not), or for a region with dynamic dims a PerShape: analysed
+        and compiled for each call's dims (`dynamic.py`), or why it cannot be native for any."""
+        if not self.numpy:
+            return "not on NumPy"
+        if not dynamic.has_dynamic_dims(op):
+            return analyse(op)
+        why = dynamic.why_never_native(op)
+        return why or PerShape(op, regions.distinct_inputs(op), analyse)
 
     def _region(self, op, found, label, indent, numpy_code, counts_iterations):
         """Op as a call of its native region `found` (or its NumPy code, `numpy_code(op, indent)`, where
@@ -165,10 +175,13 @@ class NativePlanCodegen(PlanCodegen):
         if isinstance(found, str):
             _count(found)
             return numpy_code(op, indent)
-        loop = NativeLoop(op, found, status)
-        job = regions.region_job(found)
-        if not _start(job, loop, status, lambda: _queue(job, loop, status)):
-            return numpy_code(op, indent)
+        if isinstance(found, PerShape):
+            loop = DynamicLoop(op, found, status)
+        else:
+            loop = NativeLoop(op, found, status)
+            job = regions.region_job(found)
+            if not _start(job, loop, status, lambda: _queue(job, loop, status)):
+                return numpy_code(op, indent)
         name = self.bound(f"native_{label}_{len(self.native_regions)}", loop)
         args = ", ".join(self.value(v) for v in found.args)
         budget = "-1"
@@ -431,6 +444,129 @@ class NativeLoop:
         _count(SLOWER, was_native=1)
 
 
+class PerShape:
+    """What analysis says of a region with dynamic dims: analyse (`region.analyse` or `analyse_cond`)
+    and compile it for each call's dims (`DynamicLoop`); `args` are the region's arguments."""
+
+    def __init__(self, op, args, analyse):
+        self.op, self.args, self.analyse = op, args, analyse
+
+
+PER_SHAPE = "dynamic dims: compiled for each call's dims at its first call"
+MAX_SHAPES = 8          # kernels one region compiles for distinct dims; calls of further dims run on NumPy
+
+
+class DynamicLoop:
+    """A plan's call of a region with dynamic dims: one `NativeLoop` per distinct set of the arguments'
+    dims (`dynamic.specialize` makes the region static for them; analysed, compiled or found on disk the
+    first time those dims come), `run` None (the plan's NumPy code) where they cannot be native.
+    `shapes` maps the dims (the dynamic arguments' shapes) to [label, 'native', 'compiling' or why not]."""
+
+    def __init__(self, op, found, status):
+        self.op, self.found, self.status = op, found, status
+        args = found.args
+        self.dims_at = [j for j, v in enumerate(args) if v.kind != "array" and min(v.static_shape, default=0) < 0]
+        self.items_at = [j for j, v in enumerate(args) if v.kind == "array" and min(v.static_shape, default=0) < 0]
+        self.loops, self.shapes = {}, {}
+        self.overflowed = False         # a call came with dims beyond the first MAX_SHAPES
+        self.lock = threading.Lock()
+        self.last = _ON_NUMPY       # the loop of the last call, whose NumPy code the plan times (threads calling
+        #                             at once may time another dims' NumPy code: a trial's verdict, never bits)
+        status[1] = PER_SHAPE
+
+    def run(self, budget, *args):
+        try:
+            key = (tuple(args[j].shape for j in self.dims_at)
+                   + tuple(_items_shape(args[j]) for j in self.items_at))
+        except Exception:       # noqa: BLE001 - not an array (an unbound name's marker raises): the NumPy code says what is wrong
+            return None
+        loop = self.loops.get(key)
+        if loop is None:
+            loop = self._specialized(key)
+        self.last = loop
+        return loop.run(budget, *args)
+
+    def numpy_took(self, began):
+        self.last.numpy_took(began)
+
+    def _specialized(self, key):
+        with self.lock:
+            loop = self.loops.get(key)
+            if loop is None and len(self.loops) >= MAX_SHAPES:     # not kept: a stream of sizes grows nothing
+                if not self.overflowed:
+                    self.overflowed = True
+                    why = f"dynamic dims: more than {MAX_SHAPES} distinct shapes (the others run on NumPy)"
+                    _count(why)
+                    if self.status[1] != "native":
+                        self.status[1] = why
+                return _ON_NUMPY
+            if loop is None:
+                status = [f"{self.status[0]} {[list(s) if s is not None else None for s in key]}", "compiling"]
+                self.shapes[key] = status
+                loop = self.loops[key] = self._loop(key, status)
+                self.summarize()
+            return loop
+
+    def _loop(self, key, status):
+        """The NativeLoop of the region made static for the dims `key` (an _OnNumPy where it cannot be)."""
+        given = dict(zip(self.dims_at + self.items_at, key))
+        shapes = [given.get(j, v.static_shape) for j, v in enumerate(self.found.args)]
+        static = dynamic.specialize(self.op, self.found.args, shapes)
+        region = static if isinstance(static, str) else self.found.analyse(static)
+        if isinstance(region, str):
+            status[1] = region
+            _count(region)
+            return _ON_NUMPY
+        loop = _ShapeLoop(static, region, status, self)
+        job = regions.region_job(region)
+        if not _start(job, loop, status, lambda: _queue(job, loop, status)):
+            return _ON_NUMPY
+        return loop
+
+    def summarize(self):
+        """The region's status: 'native' where the kernel of any dims is, else what the last dims say."""
+        found = [s[1] for s in self.shapes.values()]
+        for state in ("native", "compiling"):
+            if state in found:
+                self.status[1] = state
+                return
+        self.status[1] = found[-1] if found else PER_SHAPE
+
+
+class _OnNumPy:
+    """The dims of a call that run on NumPy: the plan's NumPy code each time."""
+
+    def run(self, budget, *args):
+        return None
+
+    def numpy_took(self, began):
+        pass
+
+
+_ON_NUMPY = _OnNumPy()
+
+
+def _items_shape(items):
+    """The shape of a tensor array's items (its element shape), None for an empty array."""
+    return items[0].shape if type(items) is list and items and hasattr(items[0], "shape") else None
+
+
+class _ShapeLoop(NativeLoop):
+    """A NativeLoop of one set of dims of a DynamicLoop, which it tells when its kernel is swapped in or out."""
+
+    def __init__(self, op, region, status, owner):
+        super().__init__(op, region, status)
+        self.owner = owner
+
+    def use(self, kernel):
+        super().use(kernel)
+        self.owner.summarize()
+
+    def _settle(self, native):
+        super()._settle(native)
+        self.owner.summarize()
+
+
 def _contiguous(value):
     value = np.asarray(value)
     return value if value.ndim == 0 else np.ascontiguousarray(value)
@@ -438,13 +574,16 @@ def _contiguous(value):
 
 def loop_call(kernel, op, region):
     """The plan's function for one native loop: fresh outputs and scratch (and a buffer for each tensor
-    array the loop appends to, grown and run again when it fills), the kernel, None where it declines."""
+    array the loop appends to, grown and run again when it fills; the items of one it only reads as rows
+    of one array), the kernel, None where it declines."""
     cfunc = kernel.cfunc
     arrays = region.arrays
     dense = [k for k in range(len(op.outputs)) if k not in arrays]
     specs = [(tuple(op.outputs[k].static_shape), np.dtype(op.outputs[k].dtype)) for k in dense]
     items_at = [next(j for j, v in enumerate(region.args) if v is op.inputs[k]) for k in arrays]
     elements = [((tuple(op.outputs[k].static_shape)), np.dtype(op.outputs[k].dtype)) for k in arrays]
+    read_at = [j for j, v in enumerate(region.args) if v.kind == "array" and j not in items_at]   # only read
+    read_elements = [(tuple(region.args[j].static_shape), np.dtype(region.args[j].dtype)) for j in read_at]
     capacity = [16] * len(arrays)           # grows to what the loop needed, for the next calls
     numbers = [k for k, v in enumerate(region.args) if v.kind == "dense" and v.ndim == 0]
     scratch = max(kernel.scratch_bytes, 1)
@@ -456,7 +595,7 @@ def loop_call(kernel, op, region):
             _STATS["declined_calls"] += 1
 
     def run(budget, *args):
-        if numbers or arrays:
+        if numbers or arrays or read_at:
             args = list(args)
         if numbers:         # a 0-d value may be a NumPy scalar (or a name the loop never bound): the kernel reads arrays
             try:
@@ -468,6 +607,16 @@ def loop_call(kernel, op, region):
         lists = [args[at] for at in items_at]
         if any(type(items) is not list for items in lists):
             return declined()
+        for at, (shape, dtype) in zip(read_at, read_elements):     # its items as rows of one array
+            items = args[at]
+            if type(items) is not list:
+                return declined()
+            args[at] = empty((len(items),) + shape, dtype)
+            try:
+                if items:
+                    args[at][...] = items
+            except Exception:       # noqa: BLE001 - items of another shape: the NumPy loop says what is wrong
+                return declined()
         counts = zeros(max(len(arrays), 1), int64)
         while True:
             stores = []

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..ir import Variable
 from ..ops.native_forms import native_form
+from ..ops.regions import region_of
 from . import disk_cache
 from . import elementwise as ew
 from .blas import product_call
@@ -52,11 +53,9 @@ def analyse(op):
     numbers = {}
     cond_block, body_block = op.sub_blocks()
     try:
-        arrays = _array_states(op, cond_block, body_block)
+        arrays, allowed = _array_states(op, cond_block, body_block)
     except _NotNative as e:
         return str(e)
-    allowed = {id(v) for k in arrays for v in (op.inputs[k], op.outputs[k], cond_block.params[k],
-                                               body_block.params[k], body_block.results[k])}
     number = _numbering(numbers, allowed)
     try:
         for v in args:
@@ -94,6 +93,11 @@ def analyse_cond(op):
 
 class _NotNative(Exception):
     pass
+
+
+def distinct_inputs(op):
+    """op's Variable inputs, each once, in order: a region function's arguments, as the plan passes them."""
+    return _distinct_inputs(op)
 
 
 def _distinct_inputs(op):
@@ -154,57 +158,93 @@ def _loop(op, forms, key, number, checks):
 
 
 def _array_states(op, cond_block, body_block):
-    """The positions of the loop state that are tensor arrays the body appends to (once an iteration, its
-    last word on them) and otherwise only reads items or the length of (`arr[i]`, `len(arr)`; in the body,
-    before the append): their items live in a buffer the caller grows."""
+    """The positions of the loop state that are tensor arrays, and the ids of every value that holds one
+    of their lists (or a tensor array the loop only reads: an argument whose items the caller passes):
+    their items live in a buffer the caller grows. Each is used in a line (`_carried`): in the body,
+    reads (`arr[i]`, `len(arr)`, also in nested blocks), then one append or nested loop carrying it, and
+    so on, its last value the body's result; in the test only reads; no value read once appended to."""
     positions = [k for k, out in enumerate(op.outputs) if out.kind == "array"]
     inits = [op.inputs[k] for k in positions]
     if any(not isinstance(v, Variable) or v.kind != "array" for v in inits) or len({id(v) for v in inits}) < len(inits):
         raise _NotNative("a tensor array the loop carries does not start as one array of its own")
-    reads = {}
-    _count_readers(cond_block, reads)
-    _count_readers(body_block, reads)
-    peeks = {}                      # id(array) -> [index of the body's op holding each arr[i] / len(arr)]
-    _array_peeks(cond_block, peeks)
-    _array_peeks(body_block, peeks)
+    if any(_uses(block, v) for block in (cond_block, body_block) for v in inits):
+        raise _NotNative("a tensor array the loop carries is also read by its blocks as it was")
+    held = {id(v) for v in inits}
     for k in positions:
-        param, result = body_block.params[k], body_block.results[k]
-        appended = [j for j, o in enumerate(body_block.ops) if o.outputs and o.outputs[0] is result]
-        form = native_form(body_block.ops[appended[0]]) if appended else None
-
-        def others(v):
-            return reads.get(id(v), 0) - len(peeks.get(id(v), ()))
-
-        if (form is None or form[0] != "append" or form[1] is not param
-                or others(param) != 1 or others(cond_block.params[k]) or others(result) != 1
-                or any(j > appended[0] for j in peeks.get(id(param), ()))
-                or any(d < 0 for d in op.outputs[k].static_shape)):
-            raise _NotNative(f"tensor array {op.outputs[k].name} is used in the loop other than by one append "
-                             f"and reads before it")
-    return positions
+        if any(d < 0 for d in op.outputs[k].static_shape):
+            raise _NotNative(f"tensor array {op.outputs[k].name} has a dynamic element shape")
+        held |= _carried(op, k)
+    for v in op.inputs[region_of(op).own_count(op):]:          # what the loop captures
+        if isinstance(v, Variable) and v.kind == "array" and id(v) not in held:
+            if any(use != "read" for block in (cond_block, body_block) for use in _uses(block, v)):
+                raise _NotNative(f"tensor array {v.name} is used in the loop other than by reads")
+            held.add(id(v))
+    return positions, held
 
 
-def _array_peeks(block, peeks, at=None):
-    """Record, for each array read by `arr[i]` or `len(arr)` in block (and its sub-blocks), the index of
-    the block's op that holds the read."""
-    for j, o in enumerate(block.ops):
-        form = native_form(o)
-        if form is not None and form[0] in ("array_read", "array_length") and isinstance(form[1], Variable):
-            peeks.setdefault(id(form[1]), []).append(j if at is None else at)
-        for sub in o.sub_blocks():
-            _array_peeks(sub, peeks, j if at is None else at)
+def _carried(op, k):
+    """Check that while op's tensor array state k is used in a line (see `_array_states`); the ids of
+    the values holding its list in the op's blocks (and in the loops nested in them that carry it)."""
+    cond_block, body_block = op.sub_blocks()
+    why = f"tensor array {op.outputs[k].name} is used in the loop other than by reads and appends"
+    if any(use != "read" for use in _uses(cond_block, cond_block.params[k])):
+        raise _NotNative(why)
+    held = {id(op.outputs[k]), id(cond_block.params[k])}
+    if _follow(body_block, body_block.params[k], held, why) is not body_block.results[k]:
+        raise _NotNative(why)
+    return held
 
 
-def _count_readers(block, reads):
+def _follow(block, value, held, why):
+    """The value the list held by `value` (live when block starts) has when block ends: the ops of block
+    may read it, then append to it or carry it in a nested loop (its next value), and so on; nothing else
+    may read it, and no value of it once superseded. Adds the ids of the values to `held`."""
+    held.add(id(value))
+    gone = []
     for o in block.ops:
-        for v in o.inputs:
-            if isinstance(v, Variable):
-                reads[id(v)] = reads.get(id(v), 0) + 1
-        for sub in o.sub_blocks():
-            _count_readers(sub, reads)
-    for v in block.results:
-        if isinstance(v, Variable):
-            reads[id(v)] = reads.get(id(v), 0) + 1
+        if any(x is g for g in gone for x in o.inputs) or any(_uses(sub, g) for g in gone for sub in o.sub_blocks()):
+            raise _NotNative(why)
+        form = native_form(o) or ("",)
+        uses = [j for j, x in enumerate(o.inputs) if x is value]
+        carries = form[0] == "loop" and len(uses) == 1 and uses[0] < len(o.outputs) and o.outputs[uses[0]].kind == "array"
+        if form[0] == "append" and form[1] is value and len(uses) == 1:
+            gone.append(value)
+            value = o.outputs[0]
+            held.add(id(value))
+        elif carries:
+            inner = uses[0]
+            if any(_uses(sub, value) for sub in o.sub_blocks()):
+                raise _NotNative(why)       # the outer value read inside the loop that appends to it
+            held |= _carried(o, inner)
+            gone.append(value)
+            value = o.outputs[inner]
+        elif uses or o.sub_blocks():
+            if any(use != "read" for use in _op_uses(o, value)):
+                raise _NotNative(why)
+    if any(r is g for g in gone for r in block.results) or sum(r is value for r in block.results) > 1:
+        raise _NotNative(why)
+    return value
+
+
+def _uses(block, v):
+    """How block (and the blocks nested in it) uses v: 'read' (`arr[i]`, `len(arr)`) or 'other' each time."""
+    found = []
+    for o in block.ops:
+        found += _op_uses(o, v)
+    return found + ["other" for r in block.results if r is v]
+
+
+def _op_uses(o, v):
+    """How op o uses v: as an input of its own (a region op's captured inputs are not uses: what its
+    blocks do with them is) and in its blocks."""
+    form = native_form(o) or ("",)
+    region = region_of(o)
+    own = o.inputs if region is None else o.inputs[:region.own_count(o)]
+    reads = form[0] in ("array_read", "array_length") and form[1] is v
+    found = ["read" if reads else "other" for x in own if x is v]
+    for sub in o.sub_blocks():
+        found += _uses(sub, v)
+    return found
 
 
 def _why_not_value(v, array_state=False):

@@ -106,3 +106,57 @@ def test_a_read_after_the_append_of_the_array_before_it_stays_on_numpy():
         return x, rt.stack(hs)
 
     _run_both(f, _tensor(3), rt.tensor(3))          # native or not, the bits are the NumPy plan's
+
+
+# --- a tensor array the loop reads but does not carry (made by a loop before it) ------------------------
+def _built_then_read(x, n, k):
+    items = [x]
+    i = 0
+    while i < n:
+        items.append(rt.tanh(items[-1] @ W))
+        i += 1
+    h = x
+    j = 0
+    while j < n:
+        h = h * 0.5 + items[j] + items[len(items) - 1 - j] * 0.25 + items[j - k]
+        j += 1
+    return h, j
+
+
+@needs_llvm
+@pytest.mark.parametrize("n", [0, 3, 40])
+def test_a_tensor_array_captured_and_only_read_by_a_loop(n):
+    plan = _run_both(_built_then_read, _tensor(2, 6), rt.tensor(n), rt.tensor(1))
+    assert _loops(plan) == ["native", "native"]
+
+
+@needs_llvm
+def test_a_captured_tensor_arrays_index_out_of_range_raises_the_lists_index_error():
+    program, feed, plan = _compile(_built_then_read, _tensor(2, 6), rt.tensor(4), rt.tensor(1))
+    assert _loops(plan) == ["native", "native"]
+    feed[program.inputs[2].name] = rt.tensor(7)         # items[0 - 7]: below -len(items) (5 items)
+    with pytest.raises(IndexError):
+        plan.run(feed)
+    with pytest.raises(IndexError):
+        rt.Executor(native=False).run(program, feed)
+
+
+@needs_llvm
+def test_a_carried_tensor_array_read_by_the_loop_as_it_was_stays_on_numpy():
+    """The loop reads the list it carries through the Variable it started as (the same list in the NumPy
+    plan, growing): not the items' buffer and count the kernel keeps, so the loop stays on NumPy."""
+    from runtime.ops import tensor_array as ta
+
+    def f(x, n):
+        items = ta.array_from_list([x])
+
+        def body(i, arr):
+            return i + 1, ta.array_append(arr, ta.array_read(items, i - 1) * 0.5)
+        return ta.array_stack(rt.while_loop(lambda i, arr: i < n, body, (rt.zeros((), dtype="int64"), items))[1])
+
+    program, _, _ = rt.trace(f, [rt.InputSpec([3], "float32", name="x"), rt.InputSpec([], "int64", name="n")])
+    plan = rt.Executor(native=True).compile(program)
+    native.wait()
+    feed = {"x": np.ones(3, np.float32), "n": np.int64(4)}
+    assert same_bits(plan.run(feed)[0].numpy(), rt.Executor(native=False).run(program, feed)[0].numpy())
+    assert _loops(plan) == ["a tensor array the loop carries is also read by its blocks as it was"]

@@ -97,22 +97,43 @@ def test_nested_loops_swapping_state_and_two_loops_in_one_body():
 
 
 @needs_llvm
-def test_an_inner_loop_carrying_a_tensor_array_stays_on_numpy_and_says_why():
+@pytest.mark.parametrize("n", [0, 3, 9])          # 9: 46 items, past the buffer's first capacity
+def test_an_inner_loop_carrying_a_tensor_array_is_in_the_outer_native_loop(n):
+    """The inner loop appends to the list the outer loop carries (one buffer and count for both), reading
+    its last item and its length as it goes."""
     def f(x, n):
         items = [x]
         i = 0
         while i < n:
             j = 0
             while j < i + 1:
-                items.append(x * 0.5)
+                items.append(x * 0.5 + items[-1] * 0.25)
                 j += 1
-            x = x + 1.0
+            x = x + items[len(items) - 1 - i]
             i += 1
         return x, rt.stack(items)
 
-    plan = _run_both(f, _tensor(4), rt.tensor(3))
-    outer, inner = _loops(plan)
-    assert "tensor array" in outer and inner == "native"      # the inner loop alone is a region
+    plan = _run_both(f, _tensor(4), rt.tensor(n))
+    assert _loops(plan) == ["native"]          # one region: the inner loop is in the outer's function
+
+
+@needs_llvm
+def test_an_inner_loop_appending_after_the_outer_body_appended():
+    def f(x, n):
+        items = [x]
+        i = 0
+        while i < n:
+            items.append(x * 2.0)
+            j = 0
+            while j < i % 3:
+                items.append(items[-1] - 1.0)
+                j += 1
+            x = x * 0.5 + items[-2]
+            i += 1
+        return x, rt.stack(items)
+
+    plan = _run_both(f, _tensor(3), rt.tensor(6))
+    assert _loops(plan) == ["native"]
 
 
 def _conds(plan):
