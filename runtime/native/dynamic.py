@@ -151,13 +151,14 @@ class _Copier:
         inputs = [self.value(x) for x in op.inputs]
         blocks, slots = region.blocks(op), region.slots(op)
         starts = [[None] * len(b.params) for b in blocks]
+        closure_starts = [[None] * len(b.closure) for b in blocks]     # closure param j: closure input j
         for slot in slots:
             if slot.stacked:
                 raise _NotStatic(f"op '{op.type}' stacks values (not native)")
             start = inputs[slot.inputs[0]] if slot.inputs else None
             for b, i in slot.params:
-                starts[b][i] = start
-        copies = [self.block(b, s, op) for b, s in zip(blocks, starts)]
+                (closure_starts if slot.closure else starts)[b][i] = start
+        copies = [self.block(b, s, c, op) for b, s, c in zip(blocks, starts, closure_starts)]
         outputs = [None] * len(op.outputs)
         for slot in slots:
             made = {_shape(copies[b].results[i]) for b, i in slot.results}
@@ -175,13 +176,15 @@ class _Copier:
             attrs[key] = block
         return op.replace(inputs=inputs, outputs=outputs, attrs=attrs, block=None)
 
-    def block(self, block, starts, owner):
+    def block(self, block, starts, closure_starts, owner):
         copied = Block(None)
-        for p, start in zip(block.params, starts):
-            if start is None:
-                raise _NotStatic(f"op '{owner.type}': a block parameter with no start value")
-            unknown = self.origins.get(id(start))
-            copied.params.append(self.bind(p, None if unknown is not None else _shape(start), origin=unknown))
+        for params, copies, values in ((block.params, copied.params, starts),
+                                       (block.closure, copied.closure, closure_starts)):
+            for p, start in zip(params, values):
+                if start is None:
+                    raise _NotStatic(f"op '{owner.type}': a block parameter with no start value")
+                unknown = self.origins.get(id(start))
+                copies.append(self.bind(p, None if unknown is not None else _shape(start), origin=unknown))
         copied.ops = [self.op(o) for o in block.ops]
         copied.results = [self.value(r) for r in block.results]
         return copied

@@ -167,19 +167,38 @@ def _array_states(op, cond_block, body_block):
     inits = [op.inputs[k] for k in positions]
     if any(not isinstance(v, Variable) or v.kind != "array" for v in inits) or len({id(v) for v in inits}) < len(inits):
         raise _NotNative("a tensor array the loop carries does not start as one array of its own")
-    if any(_uses(block, v) for block in (cond_block, body_block) for v in inits):
+    region = region_of(op)
+    captured = region.closure_inputs(op)
+    if any(x is v for x in captured for v in inits):
         raise _NotNative("a tensor array the loop carries is also read by its blocks as it was")
     held = {id(v) for v in inits}
     for k in positions:
         if any(d < 0 for d in op.outputs[k].static_shape):
             raise _NotNative(f"tensor array {op.outputs[k].name} has a dynamic element shape")
         held |= _carried(op, k)
-    for v in op.inputs[region_of(op).own_count(op):]:          # what the loop captures
+    for j, v in enumerate(captured):          # what the loop reads from outside: its closure params
         if isinstance(v, Variable) and v.kind == "array" and id(v) not in held:
-            if any(use != "read" for block in (cond_block, body_block) for use in _uses(block, v)):
+            params = [(block, block.closure[j]) for block in (cond_block, body_block)]
+            if any(use != "read" for block, p in params for use in _uses(block, p)):
                 raise _NotNative(f"tensor array {v.name} is used in the loop other than by reads")
             held.add(id(v))
+            held.update(id(p) for _, p in params)
+    _held_through_closures(op, held)
     return positions, held
+
+
+def _held_through_closures(op, held):
+    """Add to `held` the closure params of the regions nested in op's blocks that stand for a held list
+    (a nested loop or cond reading the list sees it through its own closure param)."""
+    for block in op.sub_blocks():
+        for o in block.ops:
+            region = region_of(o)
+            if region is None:
+                continue
+            for p, x in region.closure_pairs(o):
+                if id(x) in held:
+                    held.add(id(p))
+            _held_through_closures(o, held)
 
 
 def _carried(op, k):
@@ -235,15 +254,19 @@ def _uses(block, v):
 
 
 def _op_uses(o, v):
-    """How op o uses v: as an input of its own (a region op's captured inputs are not uses: what its
-    blocks do with them is) and in its blocks."""
+    """How op o uses v: as an input of its own (a region op's closure inputs are not uses: what its
+    blocks do with the closure params standing for them is)."""
     form = native_form(o) or ("",)
     region = region_of(o)
-    own = o.inputs if region is None else o.inputs[:region.own_count(o)]
-    reads = form[0] in ("array_read", "array_length") and form[1] is v
-    found = ["read" if reads else "other" for x in own if x is v]
-    for sub in o.sub_blocks():
-        found += _uses(sub, v)
+    if region is None:
+        reads = form[0] in ("array_read", "array_length") and form[1] is v
+        return ["read" if reads else "other" for x in o.inputs if x is v]
+    found = ["other" for x in o.inputs[:region.own_count(o)] if x is v]
+    inputs = region.closure_inputs(o)
+    for sub in region.blocks(o):
+        for p, x in zip(sub.closure, inputs):
+            if x is v:
+                found += _uses(sub, p)
     return found
 
 
