@@ -162,7 +162,7 @@ class NativePlanCodegen(PlanCodegen):
             return numpy_code(op, indent)
         loop = NativeLoop(op, found, status)
         job = regions.region_job(found)
-        if not _start(job, loop, status, lambda: _queue(job, loop, status)):
+        if not _start(job, loop, status, lambda: _warm(loop, job, status)):
             return numpy_code(op, indent)
         name = self.bound(f"native_{label}_{len(self.native_regions)}", loop)
         args = ", ".join(self.value(v) for v in found.args)
@@ -199,13 +199,16 @@ class NativePlanCodegen(PlanCodegen):
         self.native_regions.append(status)
         product = products.FlatProduct(found, form[1].static_shape, op.outputs[0].static_shape, status)
         job = products.product_job(found)
-        if not _start(job, product, status, lambda: _queue(job, product, status)):
+        if not _start(job, product, status, lambda: _warm(product, job, status)):
             return super().op(op, indent)
         name = self.bound(f"native_product_{len(self.native_regions)}", product)
         operands = [form[1], form[2]] + ([form[4]] if form[4] is not None else [])
         self.emit(indent, f"{out} = {name}.run({', '.join(self.value(v) for v in operands)})", op)
         self.emit(indent, f"if {out} is None:", op)
+        began, clock = self.temp("numpy_began"), self.bound("perf_counter", perf_counter)
+        self.emit(indent + 1, f"{began} = {clock}()")          # timed while the product warms
         super().op(op, indent + 1)
+        self.emit(indent + 1, f"{name}.numpy_took({began})")
 
     def _why_not(self, op, steps):
         if not self.numpy:
@@ -322,7 +325,7 @@ def _queue(job, user, status, warming=0):
 
 def _tier(chain, job, region):
     """A chain new to the process: on NumPy, timed, until it has run tiering.threshold() seconds; then
-    queued. (Whole loops are queued at once: `NativePlanCodegen.while_`.)"""
+    queued."""
     seconds = tiering.threshold()
     if seconds <= 0:
         _queue(job, chain, region)
@@ -333,31 +336,40 @@ def _tier(chain, job, region):
                               lambda run: setattr(chain, "run", run), chain.numpy_times)
 
 
-class NativeLoop:
+def _warm(user, job, status):
+    """A loop, cond or product new to the process: its NumPy code runs, timed by the plan (`numpy_took`),
+    until it has run tiering.threshold() seconds; then queued (at once where the threshold is 0)."""
+    seconds = tiering.threshold()
+    if seconds <= 0:
+        _queue(job, user, status)
+        return
+    status[1] = "warming"
+    _count("warming")
+    user.warm = tiering.meter(seconds, lambda: _queue(job, user, status, warming=1), user.warm_times)
+
+
+class NativeLoop(tiering.Warming):
     """A plan's call of one native loop: `run(budget, *args)` is None (run the NumPy loop) until the
     kernel is ready, then the outputs and the iterations run, or None where the kernel declines."""
 
     def __init__(self, op, region, status):
+        super().__init__()
         self.op, self.region, self.status = op, region, status
         self.run = lambda budget, *args: None
-        self.numpy_times = None         # while on trial: the plan's NumPy code's times (`numpy_took`)
 
     def use(self, kernel):
         """Swap in the kernel (or record why not), on trial against the plan's NumPy code (`tiering.judged`:
-        the plan times that code where `run` returns None and reports it by `numpy_took`)."""
+        the plan times that code where `run` returns None and reports it by `numpy_took`; the times taken
+        while warming count)."""
+        self.warm = None
         if isinstance(kernel, str):
             self.status[1] = kernel
             return
         native = loop_call(kernel, self.op, self.region)
-        self.numpy_times = []
+        self.numpy_times = list(self.warm_times)
         self.run = tiering.judged(native, lambda budget, *args: None, self.numpy_times,
                                   lambda faster: self._settle(native if faster else None), numpy_timed=False)
         self.status[1] = "native"
-
-    def numpy_took(self, began):
-        """The plan ran its NumPy code for this region, from perf_counter() `began` on."""
-        if self.numpy_times is not None:
-            self.numpy_times.append(perf_counter() - began)
 
     def _settle(self, native):
         """The trial's verdict: the kernel for good, or (None) the plan's NumPy code for good."""

@@ -47,27 +47,55 @@ def samples():
     return deque(maxlen=SAMPLES)
 
 
-def timed(run, seconds, start, settle, kept=None):
-    """`run`, timed: once its calls have taken `seconds` in all, `start()` is called once (it queues
-    the compile) and `settle(run)` puts the untimed `run` in its place. The last call times go to
-    `kept` (a `samples()` deque) where given."""
+def meter(seconds, start, kept=None):
+    """`add(took)` for a region whose NumPy code is timed by its caller (a loop's, a product's): once the
+    times added reach `seconds` in all, `start()` is called once (it queues the compile); the last times go
+    to `kept` (a `samples()` deque) where given."""
     spent = [0.0]
     once = threading.Lock()
+
+    def add(took):
+        spent[0] += took
+        if kept is not None:
+            kept.append(took)
+        if spent[0] >= seconds and once.acquire(blocking=False):    # never waits: one caller starts it
+            start()
+
+    return add
+
+
+def timed(run, seconds, start, settle, kept=None):
+    """`run`, timed: once its calls have taken `seconds` in all, `settle(run)` puts the untimed `run` in
+    its place and `start()` is called, once (it queues the compile). The last call times go to `kept`
+    (a `samples()` deque) where given."""
+    add = meter(seconds, lambda: (settle(run), start()), kept)
 
     def timed_run(*arrays):
         began = perf_counter()
         try:
             return run(*arrays)
         finally:
-            took = perf_counter() - began
-            spent[0] += took
-            if kept is not None:
-                kept.append(took)
-            if spent[0] >= seconds and once.acquire(blocking=False):    # never waits: one caller starts it
-                settle(run)
-                start()
+            add(perf_counter() - began)
 
     return timed_run
+
+
+class Warming:
+    """A region whose NumPy code the plan runs (and times: `numpy_took`) where its `run` returns None:
+    while warming the times go to `warm` (`plan._warm`), once the kernel is on trial to `numpy_times`."""
+    warm = None
+    numpy_times = None
+
+    def __init__(self):
+        self.warm_times = samples()     # the last NumPy times while warming, for the trial
+
+    def numpy_took(self, began):
+        """The plan ran its NumPy code for this region, from perf_counter() `began` on."""
+        took = perf_counter() - began
+        if self.numpy_times is not None:
+            self.numpy_times.append(took)
+        elif self.warm is not None:
+            self.warm(took)
 
 
 def judged(native, numpy, numpy_times, verdict, numpy_timed=True):

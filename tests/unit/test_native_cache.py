@@ -16,6 +16,7 @@ from runtime.native.numpy_loops import same_bits
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
+pytestmark = pytest.mark.usefixtures("compile_at_once")    # regions compile as soon as a plan is built
 
 # a fresh process: trace a GELU chain, build its native plan, say how its region started and what it gave
 CHILD = textwrap.dedent("""
