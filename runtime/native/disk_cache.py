@@ -55,7 +55,10 @@ def environment():
 
 
 def entry_key(region_key):
-    """The full key of a region (a string): its own key and the environment."""
+    """The full key of a region (a string): its own key and the environment; None when the cache is off
+    (nothing is read or written, and the environment is not computed)."""
+    if directory() is None:
+        return None
     return json.dumps({"region": region_key, "environment": environment()}, sort_keys=True)
 
 
@@ -109,7 +112,7 @@ def write(key, meta, obj, shared=None):
 
 def _path(key):
     folder = directory()
-    if folder is None:
+    if folder is None or key is None:
         return None
     return os.path.join(folder, hashlib.sha256(key.encode()).hexdigest()[:40] + ".dy2n")
 

@@ -115,6 +115,66 @@ def test_the_cache_can_be_turned_off(tmp_path, monkeypatch, value):
     assert disk_cache.read("k") is None
 
 
+def test_with_the_cache_off_no_key_is_made(monkeypatch):
+    monkeypatch.setenv(disk_cache.ENV, "off")
+    monkeypatch.setattr(disk_cache, "environment", lambda: pytest.fail("the environment was computed"))
+    assert disk_cache.entry_key("region") is None
+    assert disk_cache.read(None) is None and disk_cache.write(None, {}, b"x") is False
+
+
+def _child_env(**changes):
+    """This process's environment for a child, with `changes` (None: the variable removed)."""
+    env = dict(os.environ, PYTHONPATH=ROOT, DY2STATIC_NATIVE="1", DY2STATIC_NATIVE_THRESHOLD_MS="0")
+    for name, value in changes.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+@needs_llvm
+@pytest.mark.parametrize("home", ["read-only", "not a folder"])
+def test_an_unwritable_default_location_is_skipped_silently(tmp_path, home):
+    """The default folder under a HOME that cannot hold it: the tier compiles and runs, no warning, no
+    error, nothing written (as root a read-only mode does not stop writes: a HOME that is a file does)."""
+    if home == "read-only":
+        place = tmp_path / "home"
+        place.mkdir()
+        place.chmod(0o555)
+    else:
+        place = tmp_path / "home"
+        place.write_text("")
+    env = _child_env(DY2STATIC_NATIVE="sync", HOME=str(place), DY2STATIC_NATIVE_CACHE=None, XDG_CACHE_HOME=None)
+    try:
+        done = subprocess.run([sys.executable, "-W", "error", "-c", CHILD], env=env, capture_output=True,
+                              text=True, timeout=300)
+    finally:
+        if place.is_dir():
+            place.chmod(0o755)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["started"] == ["native"]
+    assert same_bits(np.array(result["out"], np.float32), np.array(result["want"], np.float32))
+
+
+@needs_llvm
+def test_two_processes_writing_the_same_entry_leave_one_whole_entry(tmp_path):
+    """Two processes compile the same region at once into one cache: both run, the entry is whole (one
+    writer's, renamed into place), no temporary is left, and a third process runs native from it."""
+    env = _child_env(DY2STATIC_NATIVE="sync", DY2STATIC_NATIVE_CACHE=str(tmp_path))
+    children = [subprocess.Popen([sys.executable, "-c", CHILD], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for child in children:
+        out, err = child.communicate(timeout=300)
+        assert child.returncode == 0, err
+        result = json.loads(out.strip().splitlines()[-1])
+        assert same_bits(np.array(result["out"], np.float32), np.array(result["want"], np.float32))
+    assert len(_entries(tmp_path)) == 1
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+    assert _child(tmp_path)["started"] == ["native"]
+
+
 def test_the_default_folder_follows_the_platform(monkeypatch, tmp_path):
     monkeypatch.delenv(disk_cache.ENV, raising=False)
     monkeypatch.setattr(sys, "platform", "linux")
