@@ -197,6 +197,23 @@ def test_a_fresh_process_first_call_starts_no_compile(tmp_path):
     assert done.stdout.split() == ["True", "False", "False"]
 
 
+def test_a_compile_in_flight_never_delays_interpreter_exit(tmp_path):
+    """The compiler thread is a daemon: a process whose compile never ends still exits at once, rc 0,
+    and a job queued behind it is dropped."""
+    code = textwrap.dedent("""
+        import threading
+        from runtime.native import compiler
+        compiler.submit(threading.Event().wait, print)          # never returns
+        compiler.submit(lambda: "ran", print)                   # queued behind it: dropped at exit
+        (thread,) = [t for t in threading.enumerate() if t.name == "dy2static-native-compiler"]
+        print("daemon", thread.daemon)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=ROOT),
+                          capture_output=True, text=True, timeout=120)     # a hang fails here
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.split() == ["daemon", "True"]
+
+
 # --- a kernel on trial: kept only where it is faster than NumPy ------------------------------------
 def test_judged_keeps_the_faster_and_fills_numpys_times_by_interleaving():
     ran, verdicts = [], []
