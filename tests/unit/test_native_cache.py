@@ -175,6 +175,74 @@ def test_two_processes_writing_the_same_entry_leave_one_whole_entry(tmp_path):
     assert _child(tmp_path)["started"] == ["native"]
 
 
+def test_a_self_test_that_passed_here_is_not_run_again(tmp_path, monkeypatch):
+    """Self-test verdicts are kept on disk under the environment: a pass is remembered (by a later process
+    too: the file is read afresh), a failure is not, a damaged file is as none, and with the cache off
+    every test runs."""
+    monkeypatch.setenv(disk_cache.ENV, str(tmp_path))
+    runs = []
+
+    def test(verdict):
+        return lambda: runs.append(verdict) or verdict
+
+    assert disk_cache.remembered(["t", 1], test(""), "") == ""
+    assert disk_cache.remembered(["t", 1], test("never run"), "") == ""
+    assert disk_cache.remembered(["t", 2], test("differs"), "") == "differs"
+    assert disk_cache.remembered(["t", 2], test("differs again"), "") == "differs again"
+    assert runs == ["", "differs", "differs again"]
+    (verdicts,) = [p for p in tmp_path.iterdir() if p.name.startswith("selftests-")]
+    assert json.loads(verdicts.read_text()) == [json.dumps(["t", 1])]
+    disk_cache._STATE.pop(("passed", str(verdicts)))                    # as a later process: read from disk
+    assert disk_cache.remembered(["t", 1], test("not run"), "") == "" and runs[-1] == "differs again"
+    for damaged in ("[1, 2", '{"a": 1}', "[3]"):
+        verdicts.write_text(damaged)
+        disk_cache._STATE.pop(("passed", str(verdicts)))
+        assert disk_cache.remembered(["t", 1], test(True), True) is True and runs[-1] is True
+        del runs[-1]
+    monkeypatch.setenv(disk_cache.ENV, "off")
+    assert disk_cache.remembered(["t", 1], test("ran"), "") == "ran"
+
+
+@needs_llvm
+def test_a_later_process_loads_a_cached_loop_without_running_its_self_tests(tmp_path):
+    """The first process runs the BLAS, reduction and NumPy-loop self-tests (and keeps their passes);
+    a later one loads the cached loop native from its first call and runs none of them."""
+    code = textwrap.dedent("""
+        import json, numpy as np
+        import runtime as rt
+        from runtime import native
+        from runtime.native import blas, numpy_loops, reductions
+        from transpiler import to_static
+        ran = []
+        for module in (blas, numpy_loops, reductions):
+            test = module._self_test
+            module._self_test = lambda *a, _test=test, _name=module.__name__, **k: ran.append(_name) or _test(*a, **k)
+
+        def rnn(x, h, u, n):
+            i = 0
+            while i < n:
+                h = rt.tanh(x[i] + h @ u)
+                i += 1
+            return h.sum()
+
+        rng = np.random.default_rng(0)
+        args = [rt.tensor(rng.standard_normal(s).astype(np.float32)) for s in ((5, 2, 8), (2, 8), (8, 8))]
+        program = to_static(rnn).get_program(*args, rt.tensor(np.int64(5)))
+        plan = rt.Executor(native=True).compile(program)
+        print(json.dumps({"started": [r[1] for r in plan.native_regions], "self_tests": sorted(set(ran))}))
+    """)
+    script = tmp_path / "child.py"
+    script.write_text(code)
+    env = _child_env(DY2STATIC_NATIVE="sync", DY2STATIC_NATIVE_CACHE=str(tmp_path / "cache"))
+    results = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "native" in results[0]["started"] and results[0]["self_tests"]
+    assert results[1]["started"] == results[0]["started"] and results[1]["self_tests"] == []
+
+
 def test_the_default_folder_follows_the_platform(monkeypatch, tmp_path):
     monkeypatch.delenv(disk_cache.ENV, raising=False)
     monkeypatch.setattr(sys, "platform", "linux")
@@ -199,8 +267,9 @@ def test_an_unwritable_folder_is_not_an_error(tmp_path, monkeypatch):
 
 def test_the_key_names_the_cpu_and_the_builds():
     environment = disk_cache.environment()
-    assert set(environment) == {"cpu", "python", "platform", "numpy", "llvmlite", "dy2static"}
-    assert environment["numpy"] == np.__version__
+    assert set(environment) == {"cpu", "python", "platform", "numpy", "blas", "llvmlite", "dy2static"}
+    assert environment["numpy"] == [np.__version__, os.path.dirname(np.__file__)]
+    assert len(environment["blas"]) == 1 + len(disk_cache.BLAS_SETTINGS)      # CPUs, then the BLAS variables
     assert json.loads(disk_cache.entry_key("region"))["environment"] == environment
 
 
