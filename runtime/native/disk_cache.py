@@ -66,6 +66,15 @@ def entry_key(region_key):
     return json.dumps({"region": region_key, "environment": environment()}, sort_keys=True)
 
 
+def lookup(region_key):
+    """`read(entry_key(region_key))`, without making the key where nothing can be stored: the cache off, or
+    its folder not made yet (a fresh install: its first calls compute no environment and write nothing)."""
+    folder = directory()
+    if folder is None or not os.path.isdir(folder):
+        return None
+    return read(entry_key(region_key))
+
+
 def remembered(test, run, passed):
     """`run()`, a self-test returning `passed` when it passes, unless it passed before in this environment
     (the entries' key: CPU, builds, BLAS threads): its verdicts are kept on disk, one file an environment,

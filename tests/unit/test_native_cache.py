@@ -120,6 +120,15 @@ def test_with_the_cache_off_no_key_is_made(monkeypatch):
     monkeypatch.setattr(disk_cache, "environment", lambda: pytest.fail("the environment was computed"))
     assert disk_cache.entry_key("region") is None
     assert disk_cache.read(None) is None and disk_cache.write(None, {}, b"x") is False
+    assert disk_cache.lookup("region") is None
+
+
+def test_a_lookup_in_a_cache_folder_not_made_yet_makes_no_key_and_writes_nothing(tmp_path, monkeypatch):
+    """A fresh install's first calls: no environment computed (its emitter hash would be written), no folder."""
+    monkeypatch.setenv(disk_cache.ENV, str(tmp_path / "not yet"))
+    monkeypatch.setattr(disk_cache, "environment", lambda: pytest.fail("the environment was computed"))
+    assert disk_cache.lookup("region") is None
+    assert list(tmp_path.iterdir()) == []
 
 
 def _child_env(**changes):
