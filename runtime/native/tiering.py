@@ -1,13 +1,14 @@
-"""When a region is worth compiling: once its calls on NumPy have taken THRESHOLD seconds in all.
+"""When a region is worth compiling: once its NumPy code has taken THRESHOLD seconds in all.
 
-A region new to the process (not compiled before in it, not in the disk cache) runs on NumPy, each
-call timed (two `perf_counter` reads, ~0.1 µs against a NumPy chain's several µs); the call that
-takes its total past the threshold queues the compile (`compiler.submit`) and the region runs on
-NumPy, untimed, until the compiled kernel is swapped in. The threshold is
-DY2STATIC_NATIVE_THRESHOLD_MS (milliseconds; default DEFAULT_MS, 0 compiles at once): compiling a
-chain costs ~0.1-0.3 s of a CPU (LLVM, linking, the self-test) and saves 30-50% of the NumPy
-chain's time on every later call, so a region that never runs long never pays for LLVM, and one
-that has run as long as a compile takes has, by then, paid at most about twice what is best
+A region new to the process (not compiled before in it, not in the disk cache) runs the NumPy plan's own
+code, which the plan times (`Warming.numpy_took`: two `perf_counter` reads, ~0.1 µs against a NumPy
+chain's several µs); the call that takes its total past the threshold queues the compile
+(`compiler.submit`), and the region keeps running on NumPy until the compiled kernel is swapped in.
+Chains, whole loops, conds and products alike: building a plan and its first call compile nothing.
+The threshold is DY2STATIC_NATIVE_THRESHOLD_MS (milliseconds; default DEFAULT_MS, 0 compiles at once):
+compiling a chain costs ~0.1-0.15 s of a CPU (LLVM, linking, the self-test) and saves 35-45% of the NumPy
+chain's time on every later call (a loop: ~0.07 s, ~35%), so a region that never runs long never pays for
+LLVM, and one that has run as long as a compile takes has, by then, paid at most about twice what is best
 in hindsight (the ski-rental bound). bench/RESULTS.md has the measurements.
 
 A compiled region is not always faster: NumPy's own AVX-512 loops beat a chain that gathers a broadcast
@@ -62,22 +63,6 @@ def meter(seconds, start, kept=None):
             start()
 
     return add
-
-
-def timed(run, seconds, start, settle, kept=None):
-    """`run`, timed: once its calls have taken `seconds` in all, `settle(run)` puts the untimed `run` in
-    its place and `start()` is called, once (it queues the compile). The last call times go to `kept`
-    (a `samples()` deque) where given."""
-    add = meter(seconds, lambda: (settle(run), start()), kept)
-
-    def timed_run(*arrays):
-        began = perf_counter()
-        try:
-            return run(*arrays)
-        finally:
-            add(perf_counter() - began)
-
-    return timed_run
 
 
 class Warming:

@@ -13,10 +13,18 @@ import runtime as rt
 from runtime import native
 from runtime.native import compiler, plan as plan_module, tiering
 from runtime.native.numpy_loops import probe_values, same_bits
+from runtime.ops.fused import FUSED_OP
 from transpiler import to_static
 
 needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
 _unique = iter(range(1, 1 << 30))
+
+
+@pytest.fixture(autouse=True)
+def _tiered(monkeypatch):
+    """These tests observe the tiering itself: compiles in the background, also where the suite runs
+    with the tier forced on (DY2STATIC_NATIVE=sync compiles before the first call)."""
+    monkeypatch.setenv(native.ENV, "1")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -47,11 +55,14 @@ def test_the_threshold_setting(monkeypatch):
             tiering.threshold()
 
 
-def test_timed_starts_once_past_the_threshold():
-    started, settled = [], []
-    run = tiering.timed(lambda a: a + 1, 0.0, lambda: started.append(1), settled.append)
-    assert run(1) == 2 and run(2) == 3
-    assert started == [1] and len(settled) == 1 and settled[0](5) == 6
+def test_meter_starts_once_past_the_threshold():
+    started, kept = [], tiering.samples()
+    add = tiering.meter(0.003, lambda: started.append(1), kept)
+    add(0.001)
+    assert started == []
+    add(0.002)
+    add(0.002)
+    assert started == [1] and list(kept) == [0.001, 0.002, 0.002]
 
 
 @needs_llvm
@@ -275,6 +286,23 @@ def _mixed(x, w, b):
 
 
 @needs_llvm
+@needs_llvm
+@pytest.mark.parametrize("threshold", ["1e9", "0"])
+def test_a_chains_numpy_side_is_the_numpy_plans_own_code(monkeypatch, threshold):
+    """Warming, on trial, or kept on NumPy, a chain's NumPy calls are the NumPy plan's own chain (a big
+    chain blocked, buffers reused), never the fused op's reference steps (one new array a step: ~9x
+    slower on 1M elements)."""
+    monkeypatch.setenv(tiering.ENV, threshold)
+    monkeypatch.setattr(FUSED_OP, "kernel", lambda *a, **k: pytest.fail("the reference steps ran"))
+    program = rt.trace(lambda x: _gelu(x, None, None), [rt.InputSpec([1 << 16], "float32", name="x")])[0]
+    plan = rt.Executor(native=True).compile(program)
+    native.wait()
+    x = {"x": np.random.default_rng(4).standard_normal(1 << 16).astype(np.float32)}
+    want = rt.Executor(native=False).run(program, x)[0].numpy()
+    for _ in range(2 * tiering.SAMPLES + 2):        # warming, or on trial (NumPy calls interleaved), then settled
+        assert same_bits(plan.run(x)[0].numpy(), want)
+
+
 @pytest.mark.parametrize("fn", [_relu_layer, _gelu, _mixed])
 def test_the_numpy_chain_a_region_warms_on_gives_the_numpy_plans_bits(monkeypatch, fn):
     """The chain a region runs on NumPy (warming, or for good when slower) writes its steps into one
