@@ -15,6 +15,7 @@ import time
 import numpy as np
 from numpy._core import _multiarray_umath
 
+from . import disk_cache
 from .numpy_loops import probe_values, same_bits
 
 ROW_MAJOR, COL_MAJOR, NO_TRANS, TRANS = 101, 102, 111, 112
@@ -103,7 +104,7 @@ def product_call(dtype, m, k, n, transposed=False, verify=True):
     if not verify:          # the caller runs the self-test later (the compiler thread), before the call is used
         return (None, call[1])
     if key not in _CHECKED:
-        _CHECKED[key] = _self_test(dtype, m, k, n, transposed, call)
+        _CHECKED[key] = disk_cache.remembered(["blas", call[0], *key], lambda: _self_test(dtype, m, k, n, transposed, call), "")
     why = _CHECKED[key]
     return why if why else (symbol(call[0]), call[1])
 

@@ -20,6 +20,7 @@ import json
 import os
 import struct
 import sys
+import threading
 from importlib.util import find_spec as _find_spec
 
 import numpy as np
@@ -30,6 +31,8 @@ ENV = "DY2STATIC_NATIVE_CACHE"
 MAGIC = b"DY2SN1\n"
 _OFF = ("0", "off", "false", "no", "")
 _STATE = {}
+_LOCK = threading.Lock()
+BLAS_SETTINGS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_CORETYPE", "GOTO_NUM_THREADS")
 
 
 def directory():
@@ -50,13 +53,80 @@ def environment():
     """What besides the region decides the machine code: CPU, builds, the emitter's source (computed once)."""
     if "environment" not in _STATE:
         _STATE["environment"] = {"cpu": _cpu(), "python": sys.version, "platform": sys.platform,
-                                 "numpy": np.__version__, "llvmlite": _llvmlite_build(), "dy2static": _emitter()}
+                                 "numpy": [np.__version__, os.path.dirname(np.__file__)],
+                                 "blas": _blas_settings(), "llvmlite": _llvmlite_build(), "dy2static": _emitter()}
     return _STATE["environment"]
 
 
 def entry_key(region_key):
-    """The full key of a region (a string): its own key and the environment."""
+    """The full key of a region (a string): its own key and the environment; None when the cache is off
+    (nothing is read or written, and the environment is not computed)."""
+    if directory() is None:
+        return None
     return json.dumps({"region": region_key, "environment": environment()}, sort_keys=True)
+
+
+def lookup(region_key):
+    """`read(entry_key(region_key))`, without making the key where nothing can be stored: the cache off, or
+    its folder not made yet (a fresh install: its first calls compute no environment and write nothing)."""
+    folder = directory()
+    if folder is None or not os.path.isdir(folder):
+        return None
+    return read(entry_key(region_key))
+
+
+def remembered(test, run, passed):
+    """`run()`, a self-test returning `passed` when it passes, unless it passed before in this environment
+    (the entries' key: CPU, builds, BLAS threads): its verdicts are kept on disk, one file an environment,
+    so a later process loads a cached region without running its tests again (~3 ms of its first call).
+    Only passes are kept; with the cache off every test runs."""
+    if directory() is None:
+        return run()
+    name, path = json.dumps(test, sort_keys=True), _verdicts_path()
+    if name in _passed(path):
+        return passed
+    result = run()
+    if result == passed:
+        with _LOCK:
+            known = _passed(path)
+            known.add(name)
+            _write_json(path, sorted(known | _verdicts_on_disk(path)))     # another process's passes kept
+    return result
+
+
+def _passed(path):
+    """The verdicts file's passes, read once per process (per folder and environment)."""
+    if ("passed", path) not in _STATE:
+        _STATE[("passed", path)] = _verdicts_on_disk(path)
+    return _STATE[("passed", path)]
+
+
+def _verdicts_on_disk(path):
+    found = _read_json(path)
+    return {t for t in found if isinstance(t, str)} if isinstance(found, list) else set()
+
+
+def _verdicts_path():
+    digest = hashlib.sha256(json.dumps(environment(), sort_keys=True).encode()).hexdigest()[:40]
+    return os.path.join(directory(), f"selftests-{digest}.json")
+
+
+def _read_json(path):
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read().decode())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_json(path, value):
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        with replacing(path) as temp:
+            with open(temp, "w") as f:
+                json.dump(value, f)
+    except OSError:
+        pass
 
 
 def read(key):
@@ -109,7 +179,7 @@ def write(key, meta, obj, shared=None):
 
 def _path(key):
     folder = directory()
-    if folder is None:
+    if folder is None or key is None:
         return None
     return os.path.join(folder, hashlib.sha256(key.encode()).hexdigest()[:40] + ".dy2n")
 
@@ -133,6 +203,13 @@ def _cpu():
         return f"{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}"
     except Exception:       # no llvmlite: nothing will be compiled or loaded anyway
         return "unknown"
+
+
+def _blas_settings():
+    """What may change how NumPy's BLAS splits a product (threads, kernel choice): the variables OpenBLAS
+    and MKL read and the CPUs this process may run on (OpenBLAS's default thread count)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return [cpus] + [os.environ.get(name) for name in BLAS_SETTINGS]
 
 
 def _llvmlite_build():

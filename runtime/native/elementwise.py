@@ -130,7 +130,7 @@ def _with_loops(plan):
 def _from_disk(plan, with_llvmlite):
     """The kernel the disk cache holds for the plan, or None (none, cache off, or it needs llvmlite to
     load and with_llvmlite is False, or it fails the self-test here)."""
-    entry = disk_cache.read(disk_cache.entry_key(repr(plan["key"])))
+    entry = disk_cache.lookup(repr(plan["key"]))
     if entry is None or (entry[2] is None and not with_llvmlite):
         return None
     plan = _with_loops(plan)

@@ -1,18 +1,24 @@
 """Plans with native regions: the NumPy plan, each fused elementwise chain one native call where it can be.
 
-    multiply_7 = native_chain_1.run(x, b)      # one LLVM function for the whole chain (elementwise.py)
+    native_result = native_chain_1.run(x, b)   # one LLVM function for the whole chain (elementwise.py)
+    if native_result is None:                  # not native (yet), or declined: the NumPy plan's own chain
+        ...                                    # (timed: native_chain_1.numpy_took(began))
+    else:
+        multiply_7 = native_result
 
-`NativePlanCodegen` is the executor's `PlanCodegen` with one hook changed: a fused op's steps
-(`ufunc_steps`) become a call of a `NativeChain` when `elementwise.chain_job` takes them, and stay
-NumPy's `out=` chain otherwise (a one-step chain is already one NumPy call; a 0-d result is cheaper
-as NumPy scalars). A chain compiled before (by any plan, or by an earlier process: the disk cache)
-runs native from the first call. A new one runs the NumPy chain, timed, until it has taken
+`NativePlanCodegen` is the executor's `PlanCodegen` with its chain, loop, cond and product hooks changed:
+a fused op's steps (`ufunc_steps`) become a call of a `NativeChain` when `elementwise.chain_job` takes
+them, and stay NumPy's `out=` chain otherwise (a one-step chain is already one NumPy call; a 0-d result
+is cheaper as NumPy scalars). Every region keeps the NumPy plan's own code under `if result is None:`.
+A region compiled before (by any plan, or by an earlier process: the disk cache) runs native from the
+first call. A new one runs that NumPy code, timed (`tiering.Warming.numpy_took`), until it has taken
 `tiering.threshold()` seconds, then compiles in a background thread (`compiler.py`) while its calls
-still run the NumPy chain; the compiled function is swapped in (one attribute store) when it passed
-its self-test. With DY2STATIC_NATIVE=sync the plan compiles it first instead. The native call
-allocates the result (or takes the input the `inplace` pass donated), and hands any call the kernel declines (an input not of the rank, dtype or
-broadcastable shape it was compiled for) to the NumPy chain, which computes it or raises NumPy's error
-(a 0-d input, which may be a NumPy scalar, is passed as `asarray` of it).
+still run on NumPy; the compiled function is swapped in (one attribute store) once it passed its
+self-test, on trial against the NumPy code's times (`tiering.judged`). With DY2STATIC_NATIVE=sync the
+plan compiles it first instead. The native call allocates the result (or takes the input the `inplace`
+pass donated) and returns None for a call the kernel declines (an input not of the rank, dtype or
+broadcastable shape it was compiled for): the NumPy code computes it or raises NumPy's error with the
+user's line (a 0-d input, which may be a NumPy scalar, is passed as `asarray` of it).
 Every region decided is counted in `stats()` and listed on the plan (`plan.native_regions`:
 [result name, 'native', 'warming', 'compiling' or why it runs on NumPy]).
 """
@@ -24,7 +30,6 @@ import numpy as np
 from ..codegen.fast import PlanCodegen
 from ..codegen.plan import compile_plan
 from ..ir import Variable
-from ..ops.fused import FUSED_OP, step_specs
 from ..ops.native_forms import native_form
 from . import compiler, dynamic, elementwise, gemm, products, region as regions, tiering
 
@@ -66,18 +71,20 @@ def _count(why, pending=0, warming=0, kernel=None, was_native=0):
             _STATS["native"] += 1
 
 
-class NativeChain:
-    """A plan's call of one chain: `run` is the NumPy chain until the native kernel is ready, then it."""
+class NativeChain(tiering.Warming):
+    """A plan's call of one chain: `run(*arrays)` is None (the plan runs its own NumPy chain, timed by
+    `numpy_took` while warming or on trial) until the native kernel is ready, then its result, or None
+    where the kernel declines the call."""
 
     def __init__(self, op, steps, donated, region):
+        super().__init__()
         self.op, self.steps, self.donated, self.region = op, steps, donated, region
-        self.numpy = numpy_chain(op, steps, donated)
-        self.numpy_times = tiering.samples()        # NumPy's call times while warming, for the trial
-        self.run = self.numpy
+        self.run = _on_numpy
 
     def use(self, kernel):
-        """Swap in the kernel (or record why not), on trial against NumPy (`tiering.judged`; not a
-        fast_math kernel, whose bits are not NumPy's); called once, by the plan or the compiler thread."""
+        """Swap in the kernel (or record why not), on trial against the plan's NumPy chain (`tiering.judged`;
+        not a fast_math kernel, whose bits are not NumPy's); called once, by the plan or the compiler thread."""
+        self.warm = None
         if isinstance(kernel, str):
             self.region[1] = kernel
             return
@@ -86,18 +93,25 @@ class NativeChain:
             self.run = native
             self.region[1] = "native"
             return
-        self.run = tiering.judged(native, self.numpy, list(self.numpy_times),
-                                  lambda faster: self._settle(native if faster else None))
+        self.numpy_times = list(self.warm_times)
+        self.run = tiering.judged(native, _on_numpy, self.numpy_times,
+                                  lambda faster: self._settle(native if faster else None), numpy_timed=False)
         self.region[1] = "native"
 
     def _settle(self, native):
         """The trial's verdict: the kernel for good, or (None) NumPy for good, counted so in `stats()`."""
+        self.numpy_times = None
         if native is not None:
             self.run = native
             return
-        self.run = self.numpy
+        self.run = _on_numpy
         self.region[1] = SLOWER
         _count(SLOWER, was_native=1)
+
+
+def _on_numpy(*arrays):
+    """A region's `run` while its NumPy code runs (the plan's own, under `if result is None:`)."""
+    return None
 
 
 class NativePlanCodegen(PlanCodegen):
@@ -128,12 +142,18 @@ class NativePlanCodegen(PlanCodegen):
             _count(why)
             return super().ufunc_steps(op, steps)
         chain = NativeChain(op, steps, self._donated(op), region)
-        if not _start(job, chain, region, lambda: _tier(chain, job, region)):
+        if not _start(job, chain, region, lambda: _warm(chain, job, region)):
             return super().ufunc_steps(op, steps)
         name = self.bound(f"native_chain_{len(self.native_regions)}", chain)
         asarray = self.bound("asarray")         # a 0-d value may be a NumPy scalar: the kernel reads arrays
         args = ", ".join(f"{asarray}({self.value(v)})" if v.ndim == 0 else self.value(v) for v in op.inputs)
-        return [f"{self.name(op.outputs[0])} = {name}.run({args})"]
+        out, result = self.name(op.outputs[0]), self.temp("native_result")    # out may name an input (loop state)
+        began, clock = self.temp("numpy_began"), self.bound("perf_counter", perf_counter)
+        numpy_code = super().ufunc_steps(op, steps)      # the NumPy plan's own chain (blocked, buffers reused)
+        return ([f"{result} = {name}.run({args})", f"if {result} is None:", f"    {began} = {clock}()"]
+                + ["    " + line for line in numpy_code]
+                + [f"    {name}.numpy_took({began})", "else:", f"    {out} = {result}",
+                   f"    del {result}"])       # the result's memory is the value's alone (freed after its last reader)
 
     def while_(self, op, indent):
         """A loop as one native call, its NumPy loop run where the call returns None (still compiling,
@@ -180,7 +200,7 @@ class NativePlanCodegen(PlanCodegen):
         else:
             loop = NativeLoop(op, found, status)
             job = regions.region_job(found)
-            if not _start(job, loop, status, lambda: _queue(job, loop, status)):
+            if not _start(job, loop, status, lambda: _warm(loop, job, status)):
                 return numpy_code(op, indent)
         name = self.bound(f"native_{label}_{len(self.native_regions)}", loop)
         args = ", ".join(self.value(v) for v in found.args)
@@ -223,13 +243,20 @@ class NativePlanCodegen(PlanCodegen):
         self.native_regions.append(status)
         product = products.FlatProduct(found, form[1].static_shape, op.outputs[0].static_shape, status)
         job = products.product_job(found)
-        if not _start(job, product, status, lambda: _queue(job, product, status)):
+        if not _start(job, product, status, lambda: _warm(product, job, status)):
             return super().op(op, indent)
         name = self.bound(f"native_product_{len(self.native_regions)}", product)
         operands = [form[1], form[2]] + ([form[4]] if form[4] is not None else [])
-        self.emit(indent, f"{out} = {name}.run({', '.join(self.value(v) for v in operands)})", op)
-        self.emit(indent, f"if {out} is None:", op)
+        result = self.temp("native_result")         # out may name an operand (loop state)
+        self.emit(indent, f"{result} = {name}.run({', '.join(self.value(v) for v in operands)})", op)
+        self.emit(indent, f"if {result} is None:", op)
+        began, clock = self.temp("numpy_began"), self.bound("perf_counter", perf_counter)
+        self.emit(indent + 1, f"{began} = {clock}()")          # timed while the product warms
         super().op(op, indent + 1)
+        self.emit(indent + 1, f"{name}.numpy_took({began})")
+        self.emit(indent, "else:", op)
+        self.emit(indent + 1, f"{out} = {result}", op)
+        self.emit(indent + 1, f"del {result}")
 
     def _gemm(self, op, form, indent):
         """A 2-D `linear` as one call of the native GEMM, with the bias and (where the ReLU is its only
@@ -304,69 +331,38 @@ class NativePlanCodegen(PlanCodegen):
         return into
 
 
-def numpy_chain(op, steps, donated):
-    """The chain on NumPy (while warming, and for good where the kernel was slower): one ufunc call a
-    step, each into the result's buffer (the donated input, else one new array), as the NumPy plan's
-    chain runs, where every step's value has the result's static shape and dtype and only the next step
-    reads it; else the fused op's reference steps, each allocating."""
-    out = op.outputs[0]
-    shape, dtype = tuple(out.static_shape), np.dtype(out.dtype)
-    reference = FUSED_OP.kernel
-    reads = [a for step in steps[1:] for a in step[1:] if isinstance(a, dict)]
-    in_place = (-1 not in shape
-                and all(tuple(s.static_shape) == shape and np.dtype(s.dtype) == dtype
-                        for s in step_specs(op.inputs, steps))
-                and all(a.get("step", j - 1) == j - 1 for j, step in enumerate(steps) for a in step[1:]
-                        if isinstance(a, dict))
-                and (donated is None or {"in": donated} not in reads))
-    if not in_place:
-        return lambda *arrays: reference(np, *arrays, steps=steps)
-    calls = [(getattr(np, step[0]), [(0, a["in"]) if isinstance(a, dict) and "in" in a else
-                                     (1, None) if isinstance(a, dict) else (2, a) for a in step[1:]])
-             for step in steps]
-    empty = np.empty
-
-    def run(*arrays):
-        buf = empty(shape, dtype) if donated is None else arrays[donated]
-        for ufunc, args in calls:
-            ufunc(*[arrays[a] if kind == 0 else buf if kind == 1 else a for kind, a in args], out=buf)
-        return buf
-    return run
-
-
 def chain_call(kernel, op, steps, donated):
-    """The plan's function for one native chain: result array, kernel, NumPy's chain if it declines."""
+    """The plan's function for one native chain: the result array, or None where the kernel declines (the
+    plan's NumPy chain then computes it, or raises NumPy's error with the user's line)."""
     cfunc = kernel.cfunc
     shape = tuple(op.outputs[0].static_shape)
     dtype = np.dtype(op.outputs[0].dtype)
     empty, broadcast = np.empty, np.broadcast
-    numpy_chain = FUSED_OP.kernel
 
-    def on_numpy(arrays):
+    def declined(arrays):
         kernel.declined += 1
         with _STATS_LOCK:
             _STATS["declined_calls"] += 1
-        return numpy_chain(np, *arrays, steps=steps)
 
     if donated is not None:
         def run(*arrays):
             if cfunc(arrays[donated], *arrays):
-                return on_numpy(arrays)
+                return declined(arrays)
             return arrays[donated]
     elif -1 not in shape:
         def run(*arrays):
             out = empty(shape, dtype)
             if cfunc(out, *arrays):
-                return on_numpy(arrays)
+                return declined(arrays)
             return out
     else:
         def run(*arrays):
             try:
                 out = empty(broadcast(*arrays).shape, dtype)
             except ValueError:
-                return on_numpy(arrays)
+                return declined(arrays)
             if cfunc(out, *arrays):
-                return on_numpy(arrays)
+                return declined(arrays)
             return out
     return run
 
@@ -394,44 +390,40 @@ def _queue(job, user, status, warming=0):
                                                 kernel=kernel)))
 
 
-def _tier(chain, job, region):
-    """A chain new to the process: on NumPy, timed, until it has run tiering.threshold() seconds; then
-    queued. (Whole loops are queued at once: `NativePlanCodegen.while_`.)"""
+def _warm(user, job, status):
+    """A chain, loop, cond or product new to the process: its NumPy code runs, timed by the plan (`numpy_took`),
+    until it has run tiering.threshold() seconds; then queued (at once where the threshold is 0)."""
     seconds = tiering.threshold()
     if seconds <= 0:
-        _queue(job, chain, region)
+        _queue(job, user, status)
         return
-    region[1] = "warming"
+    status[1] = "warming"
     _count("warming")
-    chain.run = tiering.timed(chain.run, seconds, lambda: _queue(job, chain, region, warming=1),
-                              lambda run: setattr(chain, "run", run), chain.numpy_times)
+    user.warm = tiering.meter(seconds, lambda: _queue(job, user, status, warming=1), user.warm_times)
 
 
-class NativeLoop:
+class NativeLoop(tiering.Warming):
     """A plan's call of one native loop: `run(budget, *args)` is None (run the NumPy loop) until the
     kernel is ready, then the outputs and the iterations run, or None where the kernel declines."""
 
     def __init__(self, op, region, status):
+        super().__init__()
         self.op, self.region, self.status = op, region, status
         self.run = lambda budget, *args: None
-        self.numpy_times = None         # while on trial: the plan's NumPy code's times (`numpy_took`)
 
     def use(self, kernel):
         """Swap in the kernel (or record why not), on trial against the plan's NumPy code (`tiering.judged`:
-        the plan times that code where `run` returns None and reports it by `numpy_took`)."""
+        the plan times that code where `run` returns None and reports it by `numpy_took`; the times taken
+        while warming count)."""
+        self.warm = None
         if isinstance(kernel, str):
             self.status[1] = kernel
             return
         native = loop_call(kernel, self.op, self.region)
-        self.numpy_times = []
+        self.numpy_times = list(self.warm_times)
         self.run = tiering.judged(native, lambda budget, *args: None, self.numpy_times,
                                   lambda faster: self._settle(native if faster else None), numpy_timed=False)
         self.status[1] = "native"
-
-    def numpy_took(self, began):
-        """The plan ran its NumPy code for this region, from perf_counter() `began` on."""
-        if self.numpy_times is not None:
-            self.numpy_times.append(perf_counter() - began)
 
     def _settle(self, native):
         """The trial's verdict: the kernel for good, or (None) the plan's NumPy code for good."""
@@ -519,7 +511,7 @@ class DynamicLoop:
             return _ON_NUMPY
         loop = _ShapeLoop(static, region, status, self)
         job = regions.region_job(region)
-        if not _start(job, loop, status, lambda: _queue(job, loop, status)):
+        if not _start(job, loop, status, lambda: _warm(loop, job, status)):
             return _ON_NUMPY
         return loop
 

@@ -16,6 +16,7 @@ import numpy as np
 from ..ir import Variable
 from . import gemv
 from .blas import flat_product_check, flat_product_known
+from .tiering import Warming
 
 
 def analyse(form, out):
@@ -58,15 +59,18 @@ def product_job(key):
     return job
 
 
-class FlatProduct:
-    """A plan's call of one stacked matmul: `run(a, b[, bias])`, None where the NumPy line runs instead."""
+class FlatProduct(Warming):
+    """A plan's call of one stacked matmul: `run(a, b[, bias])`, None where the NumPy line runs instead
+    (timed while the product warms: `tiering.Warming`)."""
 
     def __init__(self, key, a_shape, out_shape, status):
+        super().__init__()
         self.key, self.status = key, status
         self.a_shape, self.out_shape = tuple(a_shape), tuple(out_shape)
         self.run = lambda *arrays: None
 
     def use(self, why):
+        self.warm = None
         if isinstance(why, str) and why:
             self.status[1] = why
             return

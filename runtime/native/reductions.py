@@ -11,6 +11,7 @@ import ctypes
 
 import numpy as np
 
+from . import disk_cache
 from .numpy_loops import _LOOP_TYPE, probe_values, same_bits, strided_loop
 
 # None: start from the first element (for multiply the same bits as from 1.0: 1.0 * x is x)
@@ -35,7 +36,8 @@ def reduce_loop(ufunc_name, dtype, n, rows=None, verify=True):
         return f"no usable NumPy {ufunc_name} loop for {dtype}"
     key = (ufunc_name, dtype.str, n, rows)
     if key not in _CHECKED:
-        _CHECKED[key] = _self_test(loop, dtype, n) if rows is None else _self_test_rows(loop, dtype, rows, n)
+        _CHECKED[key] = disk_cache.remembered(["reduce", *key], lambda: _self_test(loop, dtype, n) if rows is None
+                                              else _self_test_rows(loop, dtype, rows, n), "")
     return _CHECKED[key] or (loop, _IDENTITY[ufunc_name])
 
 

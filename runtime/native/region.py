@@ -512,7 +512,7 @@ def _from_disk(region, with_llvmlite):
     """The kernel the disk cache holds for the region, or None: none there, the cache off, object code
     only (it needs llvmlite to load) without with_llvmlite, or a self-test or an address failing here.
     The same self-tests as a compile run first (the BLAS calls and NumPy loops the code calls)."""
-    entry = disk_cache.read(disk_cache.entry_key(region.key))
+    entry = disk_cache.lookup(region.key)
     if entry is None or (entry[2] is None and not with_llvmlite):
         return None
     meta, obj, shared = entry

@@ -1,13 +1,14 @@
-"""When a region is worth compiling: once its calls on NumPy have taken THRESHOLD seconds in all.
+"""When a region is worth compiling: once its NumPy code has taken THRESHOLD seconds in all.
 
-A region new to the process (not compiled before in it, not in the disk cache) runs on NumPy, each
-call timed (two `perf_counter` reads, ~0.1 µs against a NumPy chain's several µs); the call that
-takes its total past the threshold queues the compile (`compiler.submit`) and the region runs on
-NumPy, untimed, until the compiled kernel is swapped in. The threshold is
-DY2STATIC_NATIVE_THRESHOLD_MS (milliseconds; default DEFAULT_MS, 0 compiles at once): compiling a
-chain costs ~0.1-0.3 s of a CPU (LLVM, linking, the self-test) and saves 30-50% of the NumPy
-chain's time on every later call, so a region that never runs long never pays for LLVM, and one
-that has run as long as a compile takes has, by then, paid at most about twice what is best
+A region new to the process (not compiled before in it, not in the disk cache) runs the NumPy plan's own
+code, which the plan times (`Warming.numpy_took`: two `perf_counter` reads, ~0.1 µs against a NumPy
+chain's several µs); the call that takes its total past the threshold queues the compile
+(`compiler.submit`), and the region keeps running on NumPy until the compiled kernel is swapped in.
+Chains, whole loops, conds and products alike: building a plan and its first call compile nothing.
+The threshold is DY2STATIC_NATIVE_THRESHOLD_MS (milliseconds; default DEFAULT_MS, 0 compiles at once):
+compiling a chain costs ~0.1-0.15 s of a CPU (LLVM, linking, the self-test) and saves 35-45% of the NumPy
+chain's time on every later call (a loop: ~0.07 s, ~35%), so a region that never runs long never pays for
+LLVM, and one that has run as long as a compile takes has, by then, paid at most about twice what is best
 in hindsight (the ski-rental bound). bench/RESULTS.md has the measurements.
 
 A compiled region is not always faster: NumPy's own AVX-512 loops beat a chain that gathers a broadcast
@@ -47,27 +48,39 @@ def samples():
     return deque(maxlen=SAMPLES)
 
 
-def timed(run, seconds, start, settle, kept=None):
-    """`run`, timed: once its calls have taken `seconds` in all, `start()` is called once (it queues
-    the compile) and `settle(run)` puts the untimed `run` in its place. The last call times go to
-    `kept` (a `samples()` deque) where given."""
+def meter(seconds, start, kept=None):
+    """`add(took)` for a region whose NumPy code is timed by its caller (a loop's, a product's): once the
+    times added reach `seconds` in all, `start()` is called once (it queues the compile); the last times go
+    to `kept` (a `samples()` deque) where given."""
     spent = [0.0]
     once = threading.Lock()
 
-    def timed_run(*arrays):
-        began = perf_counter()
-        try:
-            return run(*arrays)
-        finally:
-            took = perf_counter() - began
-            spent[0] += took
-            if kept is not None:
-                kept.append(took)
-            if spent[0] >= seconds and once.acquire(blocking=False):    # never waits: one caller starts it
-                settle(run)
-                start()
+    def add(took):
+        spent[0] += took
+        if kept is not None:
+            kept.append(took)
+        if spent[0] >= seconds and once.acquire(blocking=False):    # never waits: one caller starts it
+            start()
 
-    return timed_run
+    return add
+
+
+class Warming:
+    """A region whose NumPy code the plan runs (and times: `numpy_took`) where its `run` returns None:
+    while warming the times go to `warm` (`plan._warm`), once the kernel is on trial to `numpy_times`."""
+    warm = None
+    numpy_times = None
+
+    def __init__(self):
+        self.warm_times = samples()     # the last NumPy times while warming, for the trial
+
+    def numpy_took(self, began):
+        """The plan ran its NumPy code for this region, from perf_counter() `began` on."""
+        took = perf_counter() - began
+        if self.numpy_times is not None:
+            self.numpy_times.append(took)
+        elif self.warm is not None:
+            self.warm(took)
 
 
 def judged(native, numpy, numpy_times, verdict, numpy_timed=True):

@@ -28,10 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
 
 
-@pytest.fixture(autouse=True)
-def _compile_at_once(monkeypatch):
-    """New chains compile at once here (tiering waits for hot ones: tests/unit/test_native_tiering.py)."""
-    monkeypatch.setenv(native.tiering.ENV, "0")
+pytestmark = pytest.mark.usefixtures("compile_at_once")    # new chains compile at once (tiering: test_native_tiering.py)
 
 
 def _gelu(x):

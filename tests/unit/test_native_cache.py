@@ -16,6 +16,7 @@ from runtime.native.numpy_loops import same_bits
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
+pytestmark = pytest.mark.usefixtures("compile_at_once")    # regions compile as soon as a plan is built
 
 # a fresh process: trace a GELU chain, build its native plan, say how its region started and what it gave
 CHILD = textwrap.dedent("""
@@ -114,6 +115,143 @@ def test_the_cache_can_be_turned_off(tmp_path, monkeypatch, value):
     assert disk_cache.read("k") is None
 
 
+def test_with_the_cache_off_no_key_is_made(monkeypatch):
+    monkeypatch.setenv(disk_cache.ENV, "off")
+    monkeypatch.setattr(disk_cache, "environment", lambda: pytest.fail("the environment was computed"))
+    assert disk_cache.entry_key("region") is None
+    assert disk_cache.read(None) is None and disk_cache.write(None, {}, b"x") is False
+    assert disk_cache.lookup("region") is None
+
+
+def test_a_lookup_in_a_cache_folder_not_made_yet_makes_no_key_and_writes_nothing(tmp_path, monkeypatch):
+    """A fresh install's first calls: no environment computed (its emitter hash would be written), no folder."""
+    monkeypatch.setenv(disk_cache.ENV, str(tmp_path / "not yet"))
+    monkeypatch.setattr(disk_cache, "environment", lambda: pytest.fail("the environment was computed"))
+    assert disk_cache.lookup("region") is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def _child_env(**changes):
+    """This process's environment for a child, with `changes` (None: the variable removed)."""
+    env = dict(os.environ, PYTHONPATH=ROOT, DY2STATIC_NATIVE="1", DY2STATIC_NATIVE_THRESHOLD_MS="0")
+    for name, value in changes.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+@needs_llvm
+@pytest.mark.parametrize("home", ["read-only", "not a folder"])
+def test_an_unwritable_default_location_is_skipped_silently(tmp_path, home):
+    """The default folder under a HOME that cannot hold it: the tier compiles and runs, no warning, no
+    error, nothing written (as root a read-only mode does not stop writes: a HOME that is a file does)."""
+    if home == "read-only":
+        place = tmp_path / "home"
+        place.mkdir()
+        place.chmod(0o555)
+    else:
+        place = tmp_path / "home"
+        place.write_text("")
+    env = _child_env(DY2STATIC_NATIVE="sync", HOME=str(place), DY2STATIC_NATIVE_CACHE=None, XDG_CACHE_HOME=None)
+    try:
+        done = subprocess.run([sys.executable, "-W", "error", "-c", CHILD], env=env, capture_output=True,
+                              text=True, timeout=300)
+    finally:
+        if place.is_dir():
+            place.chmod(0o755)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["started"] == ["native"]
+    assert same_bits(np.array(result["out"], np.float32), np.array(result["want"], np.float32))
+
+
+@needs_llvm
+def test_two_processes_writing_the_same_entry_leave_one_whole_entry(tmp_path):
+    """Two processes compile the same region at once into one cache: both run, the entry is whole (one
+    writer's, renamed into place), no temporary is left, and a third process runs native from it."""
+    env = _child_env(DY2STATIC_NATIVE="sync", DY2STATIC_NATIVE_CACHE=str(tmp_path))
+    children = [subprocess.Popen([sys.executable, "-c", CHILD], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for child in children:
+        out, err = child.communicate(timeout=300)
+        assert child.returncode == 0, err
+        result = json.loads(out.strip().splitlines()[-1])
+        assert same_bits(np.array(result["out"], np.float32), np.array(result["want"], np.float32))
+    assert len(_entries(tmp_path)) == 1
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+    assert _child(tmp_path)["started"] == ["native"]
+
+
+def test_a_self_test_that_passed_here_is_not_run_again(tmp_path, monkeypatch):
+    """Self-test verdicts are kept on disk under the environment: a pass is remembered (by a later process
+    too: the file is read afresh), a failure is not, a damaged file is as none, and with the cache off
+    every test runs."""
+    monkeypatch.setenv(disk_cache.ENV, str(tmp_path))
+    runs = []
+
+    def test(verdict):
+        return lambda: runs.append(verdict) or verdict
+
+    assert disk_cache.remembered(["t", 1], test(""), "") == ""
+    assert disk_cache.remembered(["t", 1], test("never run"), "") == ""
+    assert disk_cache.remembered(["t", 2], test("differs"), "") == "differs"
+    assert disk_cache.remembered(["t", 2], test("differs again"), "") == "differs again"
+    assert runs == ["", "differs", "differs again"]
+    (verdicts,) = [p for p in tmp_path.iterdir() if p.name.startswith("selftests-")]
+    assert json.loads(verdicts.read_text()) == [json.dumps(["t", 1])]
+    disk_cache._STATE.pop(("passed", str(verdicts)))                    # as a later process: read from disk
+    assert disk_cache.remembered(["t", 1], test("not run"), "") == "" and runs[-1] == "differs again"
+    for damaged in ("[1, 2", '{"a": 1}', "[3]"):
+        verdicts.write_text(damaged)
+        disk_cache._STATE.pop(("passed", str(verdicts)))
+        assert disk_cache.remembered(["t", 1], test(True), True) is True and runs[-1] is True
+        del runs[-1]
+    monkeypatch.setenv(disk_cache.ENV, "off")
+    assert disk_cache.remembered(["t", 1], test("ran"), "") == "ran"
+
+
+@needs_llvm
+def test_a_later_process_loads_a_cached_loop_without_running_its_self_tests(tmp_path):
+    """The first process runs the BLAS, reduction and NumPy-loop self-tests (and keeps their passes);
+    a later one loads the cached loop native from its first call and runs none of them."""
+    code = textwrap.dedent("""
+        import json, numpy as np
+        import runtime as rt
+        from runtime import native
+        from runtime.native import blas, numpy_loops, reductions
+        from transpiler import to_static
+        ran = []
+        for module in (blas, numpy_loops, reductions):
+            test = module._self_test
+            module._self_test = lambda *a, _test=test, _name=module.__name__, **k: ran.append(_name) or _test(*a, **k)
+
+        def rnn(x, h, u, n):
+            i = 0
+            while i < n:
+                h = rt.tanh(x[i] + h @ u)
+                i += 1
+            return h.sum()
+
+        rng = np.random.default_rng(0)
+        args = [rt.tensor(rng.standard_normal(s).astype(np.float32)) for s in ((5, 2, 8), (2, 8), (8, 8))]
+        program = to_static(rnn).get_program(*args, rt.tensor(np.int64(5)))
+        plan = rt.Executor(native=True).compile(program)
+        print(json.dumps({"started": [r[1] for r in plan.native_regions], "self_tests": sorted(set(ran))}))
+    """)
+    script = tmp_path / "child.py"
+    script.write_text(code)
+    env = _child_env(DY2STATIC_NATIVE="sync", DY2STATIC_NATIVE_CACHE=str(tmp_path / "cache"))
+    results = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "native" in results[0]["started"] and results[0]["self_tests"]
+    assert results[1]["started"] == results[0]["started"] and results[1]["self_tests"] == []
+
+
 def test_the_default_folder_follows_the_platform(monkeypatch, tmp_path):
     monkeypatch.delenv(disk_cache.ENV, raising=False)
     monkeypatch.setattr(sys, "platform", "linux")
@@ -138,8 +276,9 @@ def test_an_unwritable_folder_is_not_an_error(tmp_path, monkeypatch):
 
 def test_the_key_names_the_cpu_and_the_builds():
     environment = disk_cache.environment()
-    assert set(environment) == {"cpu", "python", "platform", "numpy", "llvmlite", "dy2static"}
-    assert environment["numpy"] == np.__version__
+    assert set(environment) == {"cpu", "python", "platform", "numpy", "blas", "llvmlite", "dy2static"}
+    assert environment["numpy"] == [np.__version__, os.path.dirname(np.__file__)]
+    assert len(environment["blas"]) == 1 + len(disk_cache.BLAS_SETTINGS)      # CPUs, then the BLAS variables
     assert json.loads(disk_cache.entry_key("region"))["environment"] == environment
 
 

@@ -11,6 +11,7 @@ from runtime.native import elementwise, fast_math
 from runtime.native.numpy_loops import same_bits
 
 needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
+pytestmark = pytest.mark.usefixtures("compile_at_once")    # regions compile as soon as a plan is built
 F32 = np.finfo(np.float32)
 
 

@@ -19,6 +19,7 @@ from transpiler import to_static
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
+pytestmark = pytest.mark.usefixtures("compile_at_once")    # regions compile as soon as a plan is built
 
 # a fresh process: an RNN loop (BLAS products, NumPy's tanh loop, a sum in reduce form, a tensor array)
 CHILD = textwrap.dedent("""

@@ -14,6 +14,7 @@ from runtime.native.numpy_loops import same_bits
 from transpiler import to_static
 
 needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
+pytestmark = pytest.mark.usefixtures("compile_at_once")    # regions compile as soon as a plan is built
 RNG = np.random.default_rng(5)
 
 

@@ -11,6 +11,7 @@ from runtime.nn import functional as F
 from transpiler import to_static
 
 needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
+pytestmark = pytest.mark.usefixtures("compile_at_once")    # regions compile as soon as a plan is built
 RNG = np.random.default_rng(27)
 M, K, N = 8, 64, 256
 

@@ -1,5 +1,9 @@
 """Tiering (runtime/native/tiering.py): a new region runs on NumPy until its calls have taken the
 threshold, then compiles in the background; no caller ever waits for LLVM."""
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 
 import numpy as np
@@ -7,11 +11,21 @@ import pytest
 
 import runtime as rt
 from runtime import native
-from runtime.native import compiler, tiering
+from runtime.native import compiler, plan as plan_module, tiering
 from runtime.native.numpy_loops import probe_values, same_bits
+from runtime.ops.fused import FUSED_OP
+from transpiler import to_static
 
 needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
 _unique = iter(range(1, 1 << 30))
+
+
+@pytest.fixture(autouse=True)
+def _tiered(monkeypatch):
+    """These tests observe the tiering itself: compiles in the background, also where the suite runs
+    with the tier forced on (DY2STATIC_NATIVE=sync compiles before the first call)."""
+    monkeypatch.setenv(native.ENV, "1")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _new_chain_program(n=300):
@@ -41,11 +55,14 @@ def test_the_threshold_setting(monkeypatch):
             tiering.threshold()
 
 
-def test_timed_starts_once_past_the_threshold():
-    started, settled = [], []
-    run = tiering.timed(lambda a: a + 1, 0.0, lambda: started.append(1), settled.append)
-    assert run(1) == 2 and run(2) == 3
-    assert started == [1] and len(settled) == 1 and settled[0](5) == 6
+def test_meter_starts_once_past_the_threshold():
+    started, kept = [], tiering.samples()
+    add = tiering.meter(0.003, lambda: started.append(1), kept)
+    add(0.001)
+    assert started == []
+    add(0.002)
+    add(0.002)
+    assert started == [1] and list(kept) == [0.001, 0.002, 0.002]
 
 
 @needs_llvm
@@ -119,6 +136,95 @@ def test_callers_are_never_blocked_while_the_compile_runs(monkeypatch):
     assert _state(plan) == ["native"]
 
 
+def _new_loop_program():
+    """A while loop (a recurrent cell) no other test compiled (its constant is new), so it starts cold."""
+    k = 0.5 + next(_unique) / 4096
+
+    def f(x, h, n):
+        i = 0
+        while i < n:
+            h = rt.tanh(h * k + x)
+            i += 1
+        return h
+
+    return to_static(f).get_program(rt.tensor(np.zeros(64, np.float32)), rt.tensor(np.zeros(64, np.float32)),
+                                    rt.tensor(np.int64(6)))
+
+
+@needs_llvm
+def test_a_cold_loop_warms_on_numpy_then_compiles_and_swaps_in(monkeypatch):
+    monkeypatch.setenv(tiering.ENV, "5")
+    program = _new_loop_program()
+    before = native.stats()["compiling"]
+    plan = rt.Executor(native=True).compile(program)
+    loops = lambda: [why for name, why in plan.native_regions if name.startswith("while")]     # noqa: E731
+    assert loops() == ["warming"] and native.stats()["compiling"] == before     # nothing queued by building it
+    feed = dict(zip([v.name for v in program.inputs],
+                    [probe_values("float32", 64), np.linspace(-1, 1, 64, dtype=np.float32), np.int64(6)]))
+    with np.errstate(all="ignore"):
+        want = rt.Executor(native=False).run(program, feed)[0].numpy()
+        assert same_bits(plan.run(feed)[0].numpy(), want) and loops() == ["warming"]
+        calls = 1
+        while loops() == ["warming"]:
+            assert same_bits(plan.run(feed)[0].numpy(), want)
+            calls += 1
+            assert calls < 10 ** 6
+        native.wait()
+        assert loops() == ["native"]
+        for _ in range(2 * tiering.SAMPLES):                # on trial, then settled: NumPy's bits throughout
+            assert same_bits(plan.run(feed)[0].numpy(), want)
+    assert loops() in (["native"], [plan_module.SLOWER])          # the trial's verdict (tested below)
+
+
+def test_a_fresh_process_first_call_starts_no_compile(tmp_path):
+    """With the tier on and an empty cache, the first call runs the NumPy plan and leaves LLVM alone: no
+    compiler thread, llvmlite not imported (its import alone costs ~40 ms of CPU)."""
+    code = textwrap.dedent("""
+        import sys, threading
+        import numpy as np
+        import runtime as rt
+        from transpiler import to_static
+
+        def f(x, h, n):
+            i = 0
+            while i < n:
+                h = rt.tanh(h + x * 0.5)
+                i += 1
+            return h * 2.0 + 1.0
+
+        out = to_static(f)(rt.tensor(np.ones(8, np.float32)), rt.tensor(np.zeros(8, np.float32)),
+                           rt.tensor(np.int64(4)))
+        out.numpy()
+        print(rt.Executor().native, "llvmlite" in sys.modules,
+              any(t.name == "dy2static-native-compiler" for t in threading.enumerate()))
+    """)
+    env = dict(os.environ, DY2STATIC_NATIVE="1", DY2STATIC_NATIVE_CACHE=str(tmp_path / "cache"),
+               PYTHONPATH=ROOT)
+    env.pop(tiering.ENV, None)
+    script = tmp_path / "first_call.py"         # converted code needs its source in a file
+    script.write_text(code)
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False", "False"]
+
+
+def test_a_compile_in_flight_never_delays_interpreter_exit(tmp_path):
+    """The compiler thread is a daemon: a process whose compile never ends still exits at once, rc 0,
+    and a job queued behind it is dropped."""
+    code = textwrap.dedent("""
+        import threading
+        from runtime.native import compiler
+        compiler.submit(threading.Event().wait, print)          # never returns
+        compiler.submit(lambda: "ran", print)                   # queued behind it: dropped at exit
+        (thread,) = [t for t in threading.enumerate() if t.name == "dy2static-native-compiler"]
+        print("daemon", thread.daemon)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=ROOT),
+                          capture_output=True, text=True, timeout=120)     # a hang fails here
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.split() == ["daemon", "True"]
+
+
 # --- a kernel on trial: kept only where it is faster than NumPy ------------------------------------
 def test_judged_keeps_the_faster_and_fills_numpys_times_by_interleaving():
     ran, verdicts = [], []
@@ -180,6 +286,23 @@ def _mixed(x, w, b):
 
 
 @needs_llvm
+@needs_llvm
+@pytest.mark.parametrize("threshold", ["1e9", "0"])
+def test_a_chains_numpy_side_is_the_numpy_plans_own_code(monkeypatch, threshold):
+    """Warming, on trial, or kept on NumPy, a chain's NumPy calls are the NumPy plan's own chain (a big
+    chain blocked, buffers reused), never the fused op's reference steps (one new array a step: ~9x
+    slower on 1M elements)."""
+    monkeypatch.setenv(tiering.ENV, threshold)
+    monkeypatch.setattr(FUSED_OP, "kernel", lambda *a, **k: pytest.fail("the reference steps ran"))
+    program = rt.trace(lambda x: _gelu(x, None, None), [rt.InputSpec([1 << 16], "float32", name="x")])[0]
+    plan = rt.Executor(native=True).compile(program)
+    native.wait()
+    x = {"x": np.random.default_rng(4).standard_normal(1 << 16).astype(np.float32)}
+    want = rt.Executor(native=False).run(program, x)[0].numpy()
+    for _ in range(2 * tiering.SAMPLES + 2):        # warming, or on trial (NumPy calls interleaved), then settled
+        assert same_bits(plan.run(x)[0].numpy(), want)
+
+
 @pytest.mark.parametrize("fn", [_relu_layer, _gelu, _mixed])
 def test_the_numpy_chain_a_region_warms_on_gives_the_numpy_plans_bits(monkeypatch, fn):
     """The chain a region runs on NumPy (warming, or for good when slower) writes its steps into one

@@ -36,6 +36,13 @@ ALL = list(passes.PASSES)
 EXACT = [p for p in ALL if p not in ("strength_reduce", "hoist_gather_matmul")]
 
 
+@pytest.fixture(autouse=True)
+def _numpy_plans(monkeypatch):
+    """These tests read the NumPy plan's source (its buffers, in-place calls, `.dot`): the native tier off,
+    also where the suite runs with it forced on (a native region's plan code calls its kernel instead)."""
+    monkeypatch.setenv("DY2STATIC_NATIVE", "0")
+
+
 def _feed(program, arrays):
     names = [v.name for v in program.inputs if not v.persistable]
     return dict(zip(names, arrays))
