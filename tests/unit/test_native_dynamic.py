@@ -20,6 +20,8 @@ from runtime.native import dynamic, plan as native_plan, region as regions
 from runtime.native.numpy_loops import same_bits
 from transpiler import to_static
 
+pytestmark = pytest.mark.usefixtures("compile_at_once")    # regions compile as soon as a plan is built
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
 RNG = np.random.default_rng(11)

@@ -10,6 +10,8 @@ from runtime.native.numpy_loops import probe_values, same_bits
 from runtime.nn import functional as F
 from transpiler import InputSpec, to_static
 
+pytestmark = pytest.mark.usefixtures("compile_at_once")    # regions compile as soon as a plan is built
+
 needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
 
 

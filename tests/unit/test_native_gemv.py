@@ -14,6 +14,8 @@ from runtime.native import gemv, llvm
 from runtime.native.numpy_loops import probe_values, same_bits
 from transpiler import to_static
 
+pytestmark = pytest.mark.usefixtures("compile_at_once")    # regions compile as soon as a plan is built
+
 needs_llvm = pytest.mark.skipif(llvm.engine() is None, reason="llvmlite not available")
 
 
