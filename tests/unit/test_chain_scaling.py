@@ -229,7 +229,7 @@ def test_remembered_elementwise_types_are_the_rules_answers():
 @pytest.mark.parametrize("name", ["licm", "hoist_gather_matmul", "fold_gather_addend", "fold", "cse", "dce"])
 def test_a_pass_with_nothing_of_its_own_to_do_returns_the_program_untouched(tmp_path, name):
     """On a loop-free chain with nothing constant, repeated or dead, the pass neither rebuilds use lists nor
-    refreshes captures (a walk of the whole Program each): it returns the Program it was given, as it was."""
+    closes new reads (a walk of the whole Program each): it returns the Program it was given, as it was."""
     program, _, _ = rt.trace(convert_function(_chain(tmp_path, 200, "mixed_lines")), SPEC)
     text = str(program)
     profile = cProfile.Profile()
@@ -240,7 +240,7 @@ def test_a_pass_with_nothing_of_its_own_to_do_returns_the_program_untouched(tmp_
         profile.disable()
     stats = pstats.Stats(profile).stats
     assert result is program and str(program) == text
-    for walk in ("readers", "read_counts", "refresh_captures", "remove_ops", "replace_uses"):
+    for walk in ("readers", "read_counts", "close_new_reads", "remove_ops", "replace_uses"):
         assert _calls_named(stats, walk, "runtime/passes/") == 0, walk
 
 
