@@ -129,6 +129,7 @@ def _loop(op, forms, key, number, checks):
     """Check a `while` (the region's, or one nested in it) and walk its blocks: each state keeps one type,
     the test is a boolean scalar, the body yields the state's types."""
     cond_block, body_block = op.sub_blocks()
+    _closure_key(op, key, number)
     for k, out in enumerate(op.outputs):
         number(out)
         init = op.inputs[k]
@@ -155,6 +156,14 @@ def _loop(op, forms, key, number, checks):
             raise _NotNative(f"the body yields {r.dtype}{list(r.static_shape)} for a state of "
                              f"{out.dtype}{list(out.static_shape)}")
         key.append(("yield", number(r)))
+
+
+def _closure_key(op, key, number):
+    """Which value each closure param of op's blocks stands for: the kernel reads that value there, so
+    two regions alike but for these bindings (a param standing for the first argument or the second)
+    must not share a kernel."""
+    for p, x in region_of(op).closure_pairs(op):
+        key.append(("closure", number(p), number(x)))
 
 
 def _array_states(op, cond_block, body_block):
@@ -433,6 +442,7 @@ def _walk(block, forms, key, number, checks):
                 raise _NotNative("a cond whose predicate is not a boolean scalar")
             forms[id(op)] = form
             key.append((kind, ins, outs))
+            _closure_key(op, key, number)
             for sub in op.sub_blocks():
                 key.append("{")
                 _walk(sub, forms, key, number, checks)

@@ -526,3 +526,40 @@ def test_a_loop_not_faster_than_its_numpy_loop_goes_back_for_good(monkeypatch, m
     for _ in range(3 * tiering.SAMPLES):
         _assert_same([t.numpy() for t in plan.run(feed)], want)
     assert _loops(plan) == (["native"] if kept else [native_plan.SLOWER])
+
+
+def _reads_first(x, y, n):
+    h, g = x, y
+    i = 0
+    while i < n:
+        h = h * 0.5 + x         # the body reads the first argument from outside
+        g = g * 0.5
+        i += 1
+    return h, g
+
+
+def _reads_second(x, y, n):
+    h, g = x, y
+    i = 0
+    while i < n:
+        h = h * 0.5 + y         # the same ops, reading the second argument from outside
+        g = g * 0.5
+        i += 1
+    return h, g
+
+
+@needs_llvm
+def test_two_loops_alike_but_for_what_a_closure_param_stands_for_do_not_share_a_kernel():
+    """Both loops' blocks read one value from outside through a closure param; only which argument it
+    stands for differs, so a region key without that binding would hand the second loop the first's
+    kernel (a silent wrong value the differential test found with the tier forced on)."""
+    x, y, n = _tensor(4), _tensor(4), rt.tensor(3)
+    for fn in (_reads_first, _reads_second):
+        program = to_static(fn).get_program(x, y, n)
+        feed = {v.name: a for v, a in zip(program.inputs, (x, y, n))}
+        plan = rt.Executor(native=True).compile(program)
+        native.wait()
+        want = [t.numpy() for t in rt.Executor(native=False).run(program, feed)]
+        for _ in range(4):          # on trial, NumPy and the kernel take turns: the kernel runs by the second call
+            _assert_same([t.numpy() for t in plan.run(feed)], want)
+        assert _loops(plan) == ["native"]
