@@ -19,6 +19,7 @@ from runtime import native
 from runtime.native import dynamic, plan as native_plan, region as regions
 from runtime.native.numpy_loops import same_bits
 from transpiler import to_static
+from tests.unit.test_native_loops import _region_cases as loop_cases, sample_in_a_loop
 
 pytestmark = pytest.mark.usefixtures("compile_at_once")    # regions compile as soon as a plan is built
 
@@ -259,8 +260,7 @@ def test_a_top_level_cond_of_dynamic_dims_is_native_for_each(forced, sign):
 
 
 def _region_cases():
-    from tests.unit.test_native_loops import _region_cases as cases
-    return list(cases())
+    return list(loop_cases())
 
 
 @needs_llvm
@@ -277,20 +277,8 @@ def test_conformance_sample_with_a_dynamic_first_dim_in_a_native_loop(forced, na
     feed = {f"in{k}": sample.args[i] for k, i in enumerate(positions)}
     feed["n"] = np.int64(2)
 
-    def traced(*variables):
-        *values, n = variables
-        args = list(sample.args)
-        for i, v in zip(positions, values):
-            args[i] = v
-        first = sample.fn(*args, **sample.kwargs)
-        if not isinstance(first, rt.Tensor):
-            pytest.skip("the sample's result is not one tensor")
-        return rt.while_loop(lambda i, out: i < n,
-                             lambda i, out: (i + 1, rt.astype(sample.fn(*args, **sample.kwargs), out.dtype)),
-                             (rt.zeros((), dtype="int64"), first))[1]
-
     try:
-        program, _, _ = rt.trace(traced, specs)
+        program, _, _ = rt.trace(sample_in_a_loop(sample, positions), specs)
     except Exception as e:      # noqa: BLE001 - the sample needs static dims, or its state's shape changes
         pytest.skip(f"not a loop of dynamic dims: {type(e).__name__}")
     plan = rt.Executor(native=True).compile(program)

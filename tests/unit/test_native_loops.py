@@ -298,6 +298,23 @@ def _region_cases():
             yield case
 
 
+def sample_in_a_loop(sample, positions):
+    """A function of the sample's array inputs (at `positions`) and a trip count `n`: a `while_loop` whose
+    state is the sample's op applied on every iteration (what the conformance tests run native)."""
+    def traced(*variables):
+        *values, n = variables
+        args = list(sample.args)
+        for i, v in zip(positions, values):
+            args[i] = v
+        first = sample.fn(*args, **sample.kwargs)
+        if not isinstance(first, rt.Tensor):
+            pytest.skip("the sample's result is not one tensor")
+        return rt.while_loop(lambda i, out: i < n,
+                             lambda i, out: (i + 1, rt.astype(sample.fn(*args, **sample.kwargs), out.dtype)),
+                             (rt.zeros((), dtype="int64"), first))[1]
+    return traced
+
+
 @needs_llvm
 @pytest.mark.parametrize("name,sample", list(_region_cases()))
 def test_conformance_sample_in_a_native_loop(name, sample):
@@ -311,20 +328,8 @@ def test_conformance_sample_in_a_native_loop(name, sample):
     feed = {f"in{k}": sample.args[i] for k, i in enumerate(positions)}
     feed["n"] = np.int64(1)
 
-    def traced(*variables):
-        *values, n = variables
-        args = list(sample.args)
-        for i, v in zip(positions, values):
-            args[i] = v
-        first = sample.fn(*args, **sample.kwargs)
-        if not isinstance(first, rt.Tensor):
-            pytest.skip("the sample's result is not one tensor")
-        return rt.while_loop(lambda i, out: i < n,
-                             lambda i, out: (i + 1, rt.astype(sample.fn(*args, **sample.kwargs), out.dtype)),
-                             (rt.zeros((), dtype="int64"), first))[1]
-
     try:
-        program, _, _ = rt.trace(traced, specs)
+        program, _, _ = rt.trace(sample_in_a_loop(sample, positions), specs)
     except (TypeError, ValueError) as e:       # the state's shape changes, or the sample needs static values
         pytest.skip(f"not a loop state: {e}")
     plan = rt.Executor(native=True).compile(program)
