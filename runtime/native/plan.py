@@ -316,6 +316,8 @@ class NativePlanCodegen(PlanCodegen):
             return "not on NumPy"
         if len(steps) < 2:
             return "one step (already one NumPy call)"
+        if tiering.chain_too_long(steps):
+            return tiering.chain_too_long(steps)
         out = op.outputs[0]
         if out.ndim == 0:
             return "0-d result (NumPy scalars are cheaper)"

@@ -365,3 +365,25 @@ def test_the_numpy_chain_a_region_warms_on_gives_the_numpy_plans_bits(monkeypatc
     for _ in range(3):
         assert same_bits(plan.run(feed)[0].numpy(), want)
     assert all(same_bits(feed[k], kept[k]) for k in feed)
+
+
+@needs_llvm
+def test_a_chain_longer_than_the_cap_stays_on_numpy_with_numpy_bits(monkeypatch):
+    """LLVM's compile time grows faster than a chain's steps (an unrolled 300-step loop took minutes):
+    chains of more than MAX_CHAIN_STEPS steps are kept on NumPy, say so, and compute NumPy's bits."""
+    monkeypatch.setenv(tiering.ENV, "1e9")
+
+    def program(ops):
+        def f(x):
+            for t in range(ops):
+                x = x * (1.0 + t / 1024) + 0.5
+            return x
+        return rt.trace(f, [rt.InputSpec([64], "float32", name="x")])[0]
+
+    x = probe_values("float32", 64)
+    for steps, want_state in ((tiering.MAX_CHAIN_STEPS, "warming"), (tiering.MAX_CHAIN_STEPS + 2, "chain of")):
+        prog = program(steps // 2)
+        plan = rt.Executor(native=True).compile(prog)
+        assert len(_state(plan)) == 1 and want_state in _state(plan)[0], _state(plan)
+        with np.errstate(all="ignore"):
+            assert same_bits(plan.run({"x": x})[0].numpy(), rt.Executor(native=False).run(prog, {"x": x})[0].numpy())
