@@ -387,3 +387,39 @@ def test_a_chain_longer_than_the_cap_stays_on_numpy_with_numpy_bits(monkeypatch)
         assert len(_state(plan)) == 1 and want_state in _state(plan)[0], _state(plan)
         with np.errstate(all="ignore"):
             assert same_bits(plan.run({"x": x})[0].numpy(), rt.Executor(native=False).run(prog, {"x": x})[0].numpy())
+
+
+def test_a_forked_child_never_waits_on_its_parents_compiler_thread(tmp_path):
+    """A fork copies the queue but not the compiler thread: the child starts its own (os.register_at_fork
+    resets the compiler's state). Forked while its parent compiled, it compiles nothing (the parent's
+    locks may be held there for good) and says why at once; forked while idle, it compiles as usual."""
+    code = textwrap.dedent("""
+        import multiprocessing, threading
+        from runtime.native import compiler
+
+        release, started = threading.Event(), threading.Event()
+        compiler.submit(lambda: (started.set(), release.wait(60)), lambda _: None)     # a compile running
+        started.wait(60)
+        compiler.submit(lambda: "queued", lambda _: None)
+
+        def child(results):
+            got = []
+            compiler.submit(lambda: "child", got.append)
+            compiler.wait()
+            results.put(got)
+
+        fork = multiprocessing.get_context("fork")
+        for moment in ("mid-compile", "idle"):
+            results = fork.Queue()
+            process = fork.Process(target=child, args=(results,))
+            process.start()
+            print(moment, results.get(timeout=60), flush=True)
+            process.join(60)
+            print("exit", process.exitcode, flush=True)
+            release.set()
+            compiler.wait()
+    """)
+    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=ROOT),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == [f"mid-compile {[compiler.FORKED]}", "exit 0", "idle ['child']", "exit 0"]
