@@ -40,7 +40,8 @@ def submit(job, done):
 
 def wait():
     """Block until every region submitted so far has compiled (or failed to)."""
-    _ensure_thread()
+    if _QUEUE.unfinished_tasks:         # queued in a parent before a fork: this process's thread runs them
+        _ensure_thread()
     _QUEUE.join()
 
 
