@@ -36,8 +36,8 @@ class Executor:
     of all `while` loops of one run together (nested loops multiply), past which an
     IterationLimitError names the loop that ran out: a bound for Programs one did not write.
 
-    `native` (opt-in; None follows the DY2STATIC_NATIVE environment variable, off unless '1' or 'sync')
-    runs the regions the native tier compiles (runtime/native/) as machine code, NumPy's bits kept; the
+    `native` (None follows the DY2STATIC_NATIVE environment variable: on where llvmlite is installed
+    unless it is '0'; False turns it off) runs the regions the native tier compiles (runtime/native/) as machine code, NumPy's bits kept; the
     rest, or all of it without llvmlite, is the NumPy plan. `fast_math` (opt-in; None follows
     DY2STATIC_FAST_MATH) lets the native tier approximate float32 exp and tanh within the documented
     ulp bound (docs/semantics.md, "fast_math"); it turns the native tier on.

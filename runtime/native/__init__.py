@@ -1,8 +1,9 @@
 """The native tier: regions of a Program compiled to machine code with LLVM (llvmlite), NumPy's bits kept.
 
-Opt-in: `Executor(native=True)`, or `DY2STATIC_NATIVE=1` in the environment for every Executor that
-does not say (`to_static` functions included). A region compiled before, in this process or one before it
-(the disk cache, `disk_cache.py`), runs native from its first call; a new one runs on NumPy until it is hot
+On by default wherever llvmlite is installed (a regular dependency), tiered; off with
+`Executor(native=False)` or `DY2STATIC_NATIVE=0` for every Executor that does not say (`to_static`
+functions included; `1` is on, `sync` compiles each region before its first call). A region compiled
+before, in this process or one before it (the disk cache, `disk_cache.py`), runs native from its first call; a new one runs on NumPy until it is hot
 (`tiering.py`), then compiles in a background thread while the plan still runs it on NumPy (`wait()`
 blocks until all queued have compiled); `DY2STATIC_NATIVE=sync` compiles it before the first call instead.
 `fast_math` (opt-in, `fast_math.py`) approximates float32 exp and tanh within a documented ulp bound.
@@ -27,7 +28,7 @@ import os
 
 from . import tiering
 from .compiler import wait
-from .llvm import why_unavailable
+from .llvm import may_be_available, why_unavailable
 from .plan import compile_native_plan, reset_stats, stats
 
 ENV = "DY2STATIC_NATIVE"
@@ -40,9 +41,15 @@ def available():
 
 
 def setting(native):
-    """An Executor's `native` argument as a bool: None follows DY2STATIC_NATIVE ('1' or 'sync' on, else off)."""
+    """An Executor's `native` argument as a bool. None follows DY2STATIC_NATIVE: unset (the default) on
+    wherever llvmlite can be imported (found, not imported: a plan's first call never loads LLVM); '1' on,
+    'sync' on and compiling before the first call, '0' off."""
     if native is None:
-        return os.environ.get(ENV, "0").strip() in ("1", "sync")
+        text = os.environ.get(ENV, "").strip()
+        if text not in ("", "0", "1", "sync"):
+            raise ValueError(f"{ENV} must be 0 (off), 1 (on, tiered) or sync (on, compiled before the first "
+                             f"call), or unset (on where llvmlite is installed), not {text!r}")
+        return text in ("1", "sync") or (text == "" and may_be_available())
     if not isinstance(native, bool):
         raise ValueError(f"native must be True, False or None, not {native!r}")
     return native

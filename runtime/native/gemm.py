@@ -31,6 +31,7 @@ import numpy as np
 from numpy._core import _multiarray_umath
 
 from . import disk_cache, objects
+from .tiering import Warming
 from .llvm import engine, may_be_available
 from .numpy_loops import probe_values, same_bits
 
@@ -531,15 +532,18 @@ def _self_test(found, m):
     return ""
 
 
-class NativeGemm:
-    """A plan's call of one `linear` (+ ReLU): `run(x, w[, bias])` is None (the plan's NumPy lines run)
-    until the kernel passed its self-test, and for any call not of the arrays it was checked for."""
+class NativeGemm(Warming):
+    """A plan's call of one `linear` (+ ReLU): `run(x, w[, bias])` is None (the plan's NumPy lines run,
+    timed while the product warms: `tiering.Warming`) until the kernel passed its self-test, and for any
+    call not of the arrays it was checked for."""
 
     def __init__(self, found, m, status):
+        super().__init__()
         self.found, self.m, self.status = found, m, status
         self.run = lambda *arrays: None
 
     def use(self, why):
+        self.warm = None
         if why:
             self.status[1] = why
             return

@@ -273,7 +273,7 @@ class NativePlanCodegen(PlanCodegen):
         rows = form[1].static_shape[0]
         product = gemm.NativeGemm(found, rows if rows > 0 else None, status)
         job = gemm.check_job(found, product.m)
-        if not _start(job, product, status, lambda: _queue(job, product, status)):
+        if not _start(job, product, status, lambda: _warm(product, job, status)):
             return super().op(op, indent)
         if relu is not None:
             self.relu_done[id(relu)] = name
@@ -281,9 +281,12 @@ class NativePlanCodegen(PlanCodegen):
         operands = [form[1], form[2]] + ([form[4]] if form[4] is not None else [])
         self.emit(indent, f"{name} = {call}.run({', '.join(self.value(v) for v in operands)})", op)
         self.emit(indent, f"if {name} is None:", op)
+        began, clock = self.temp("numpy_began"), self.bound("perf_counter", perf_counter)
+        self.emit(indent + 1, f"{began} = {clock}()")          # timed while the GEMM warms
         super().op(op, indent + 1)
         if relu is not None:
             self.emit(indent + 1, f"{name} = {self.bound('maximum')}({name}, 0, out={name})", op)
+        self.emit(indent + 1, f"{call}.numpy_took({began})")
 
     def _relu_after(self, op):
         """The op after `op` in its block when it is maximum(op's result, +0) and the only reader of it."""
@@ -313,6 +316,8 @@ class NativePlanCodegen(PlanCodegen):
             return "not on NumPy"
         if len(steps) < 2:
             return "one step (already one NumPy call)"
+        if tiering.chain_too_long(steps):
+            return tiering.chain_too_long(steps)
         out = op.outputs[0]
         if out.ndim == 0:
             return "0-d result (NumPy scalars are cheaper)"

@@ -1,6 +1,6 @@
 import pytest
 
-from runtime.native import tiering
+from runtime.native import compiler, tiering
 
 
 @pytest.fixture
@@ -10,3 +10,11 @@ def compile_at_once(monkeypatch):
     (tests/unit/test_native_tiering.py). A native test module states its tier with
     `pytestmark = pytest.mark.usefixtures("compile_at_once")`."""
     monkeypatch.setenv(tiering.ENV, "0")
+
+
+@pytest.fixture(autouse=True)
+def _no_compile_in_flight():
+    """The native tier is on by default and compiles hot regions in the background: a test starts once the
+    compiles an earlier test queued are done, so none lands in its `native.stats()` counts."""
+    compiler.wait()
+    yield

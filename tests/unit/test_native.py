@@ -46,16 +46,22 @@ def _both(program, feed):
 
 
 # --- the setting -------------------------------------------------------------------------------------
-def test_setting_is_opt_in_and_checked(monkeypatch):
+def test_setting_is_on_by_default_where_llvmlite_is_and_checked(monkeypatch):
     monkeypatch.delenv(native.ENV, raising=False)
-    assert rt.Executor().native is False
-    monkeypatch.setenv(native.ENV, "1")
-    assert rt.Executor().native is native.available() or rt.Executor().native is True
+    assert rt.Executor().native is native.available()         # the default: on wherever llvmlite imports
     assert rt.Executor(native=False).native is False
+    for on in ("1", "sync"):
+        monkeypatch.setenv(native.ENV, on)
+        assert rt.Executor().native is True
+        assert rt.Executor(native=False).native is False
     monkeypatch.setenv(native.ENV, "0")
     assert rt.Executor().native is False
+    assert rt.Executor(native=True).native is True
     with pytest.raises(ValueError, match="native must be True, False or None"):
         rt.Executor(native="yes")
+    monkeypatch.setenv(native.ENV, "yes")
+    with pytest.raises(ValueError, match="DY2STATIC_NATIVE must be 0 .off., 1 .*'yes'"):
+        rt.Executor()
 
 
 @needs_llvm
@@ -286,7 +292,10 @@ def test_numpy_loops_are_numpys_own():
 
 
 # --- without llvmlite ---------------------------------------------------------------------------------
-def test_without_llvmlite_the_native_setting_runs_the_numpy_plan(tmp_path):
+@pytest.mark.parametrize("setting", ["1", None])
+def test_without_llvmlite_the_native_setting_runs_the_numpy_plan(tmp_path, setting):
+    """llvmlite made unimportable: asked for (1) the tier runs the NumPy plan and says why; by default
+    (unset) the Executor is simply off. The same bits either way, never an error."""
     script = textwrap.dedent("""
         import sys
         sys.modules["llvmlite"] = None          # `import llvmlite...` raises ImportError, as when absent
@@ -306,13 +315,22 @@ def test_without_llvmlite_the_native_setting_runs_the_numpy_plan(tmp_path):
         assert np.array_equal(out, want), "results differ"
         assert not native.available() and "llvmlite is not installed" in native.why_unavailable()
         stats = native.stats()
-        assert stats["native"] == 0 and stats["reasons"] == {"llvmlite unavailable": 1}, stats
+        if sys.argv[1:] == ["1"]:
+            assert rt.Executor().native is True
+            assert stats["native"] == 0 and stats["reasons"] == {"llvmlite unavailable": 1}, stats
+        else:
+            assert rt.Executor().native is False
+            assert stats["native"] == 0 and stats["reasons"] == {}, stats
         print("ok")
     """)
-    env = dict(os.environ, DY2STATIC_NATIVE="1", PYTHONPATH=ROOT)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.pop("DY2STATIC_NATIVE", None)
+    if setting is not None:
+        env["DY2STATIC_NATIVE"] = setting
     path = tmp_path / "no_llvmlite.py"          # a file: to_static reads the function's source
     path.write_text(script)
-    done = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run([sys.executable, str(path)] + ([setting] if setting else []), env=env,
+                          capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import runtime as rt
 from runtime import native
-from runtime.native import compiler, plan as plan_module, tiering
+from runtime.native import compiler, gemm, plan as plan_module, tiering
 from runtime.native.numpy_loops import probe_values, same_bits
 from runtime.ops.fused import FUSED_OP
 from transpiler import to_static
@@ -176,9 +176,50 @@ def test_a_cold_loop_warms_on_numpy_then_compiles_and_swaps_in(monkeypatch):
     assert loops() in (["native"], [plan_module.SLOWER])          # the trial's verdict (tested below)
 
 
+def _new_mlp_program(rows=256):
+    """x @ w.T + b, ReLU, of a width no other test compiled (a new GEMM key), so it starts cold."""
+    n = 64 + next(_unique) % 4096
+    rng = np.random.default_rng(n)
+    w, b = rt.tensor(rng.standard_normal((n, 128)).astype(np.float32)), rt.tensor(np.zeros(n, np.float32))
+
+    def f(x):
+        return rt.nn.functional.relu(rt.nn.functional.linear(x, w, b))
+
+    program = rt.trace(f, [rt.InputSpec([rows, 128], "float32", name="x")])[0]
+    return program, (128, n, True, True)
+
+
+@needs_llvm
+def test_a_cold_gemm_warms_on_numpy_then_compiles_and_swaps_in(monkeypatch):
+    """A 2-D linear's native GEMM warms like the other regions: building its plan and the first calls
+    queue no self-test (and load no GEMM), the NumPy lines run, timed, until the threshold."""
+    monkeypatch.setenv(tiering.ENV, "50")
+    program, found = _new_mlp_program()
+    before = native.stats()["compiling"]
+    plan = rt.Executor(native=True).compile(program)
+    gemms = lambda: [why for name, why in plan.native_regions if not name.startswith(("while", "cond"))]  # noqa: E731
+    if len(gemms()) != 1 or gemms()[0] not in ("warming", "compiling", "native"):
+        pytest.skip(f"no native GEMM for this linear here: {gemms()}")
+    assert gemms() == ["warming"] and native.stats()["compiling"] == before and gemm.known(found, 256) is None    # nothing queued
+    x = np.random.default_rng(1).standard_normal((256, 128)).astype(np.float32)
+    want = rt.Executor(native=False).run(program, {"x": x})[0].numpy()
+    assert same_bits(plan.run({"x": x})[0].numpy(), want) and gemms() == ["warming"]
+    assert gemm.known(found, 256) is None
+    calls = 1
+    while gemms() == ["warming"]:
+        assert same_bits(plan.run({"x": x})[0].numpy(), want)
+        calls += 1
+        assert calls < 10 ** 6
+    native.wait()
+    assert gemm.known(found, 256) is not None
+    for _ in range(3):
+        assert same_bits(plan.run({"x": x})[0].numpy(), want)
+    assert gemms() == ["native"] or gemm.known(found, 256), gemms()     # or its self-test said why not
+
+
 def test_a_fresh_process_first_call_starts_no_compile(tmp_path):
-    """With the tier on and an empty cache, the first call runs the NumPy plan and leaves LLVM alone: no
-    compiler thread, llvmlite not imported (its import alone costs ~40 ms of CPU)."""
+    """With the tier on and an empty cache, the first call (of a loop, of an MLP's GEMMs) runs the NumPy
+    plan and leaves LLVM alone: no compiler thread, llvmlite not imported (its import alone costs ~40 ms of CPU)."""
     code = textwrap.dedent("""
         import sys, threading
         import numpy as np
@@ -195,6 +236,9 @@ def test_a_fresh_process_first_call_starts_no_compile(tmp_path):
         out = to_static(f)(rt.tensor(np.ones(8, np.float32)), rt.tensor(np.zeros(8, np.float32)),
                            rt.tensor(np.int64(4)))
         out.numpy()
+        mlp = rt.nn.Sequential(rt.nn.Linear(128, 96), rt.nn.ReLU(), rt.nn.Linear(96, 64))    # native GEMMs
+        with rt.no_grad():
+            to_static(mlp.forward)(rt.tensor(np.ones((256, 128), np.float32))).numpy()
         print(rt.Executor().native, "llvmlite" in sys.modules,
               any(t.name == "dy2static-native-compiler" for t in threading.enumerate()))
     """)
@@ -321,3 +365,61 @@ def test_the_numpy_chain_a_region_warms_on_gives_the_numpy_plans_bits(monkeypatc
     for _ in range(3):
         assert same_bits(plan.run(feed)[0].numpy(), want)
     assert all(same_bits(feed[k], kept[k]) for k in feed)
+
+
+@needs_llvm
+def test_a_chain_longer_than_the_cap_stays_on_numpy_with_numpy_bits(monkeypatch):
+    """LLVM's compile time grows faster than a chain's steps (an unrolled 300-step loop took minutes):
+    chains of more than MAX_CHAIN_STEPS steps are kept on NumPy, say so, and compute NumPy's bits."""
+    monkeypatch.setenv(tiering.ENV, "1e9")
+
+    def program(ops):
+        def f(x):
+            for t in range(ops):
+                x = x * (1.0 + t / 1024) + 0.5
+            return x
+        return rt.trace(f, [rt.InputSpec([64], "float32", name="x")])[0]
+
+    x = probe_values("float32", 64)
+    for steps, want_state in ((tiering.MAX_CHAIN_STEPS, "warming"), (tiering.MAX_CHAIN_STEPS + 2, "chain of")):
+        prog = program(steps // 2)
+        plan = rt.Executor(native=True).compile(prog)
+        assert len(_state(plan)) == 1 and want_state in _state(plan)[0], _state(plan)
+        with np.errstate(all="ignore"):
+            assert same_bits(plan.run({"x": x})[0].numpy(), rt.Executor(native=False).run(prog, {"x": x})[0].numpy())
+
+
+def test_a_forked_child_never_waits_on_its_parents_compiler_thread(tmp_path):
+    """A fork copies the queue but not the compiler thread: the child starts its own (os.register_at_fork
+    resets the compiler's state). Forked while its parent compiled, it compiles nothing (the parent's
+    locks may be held there for good) and says why at once; forked while idle, it compiles as usual."""
+    code = textwrap.dedent("""
+        import multiprocessing, threading
+        from runtime.native import compiler
+
+        release, started = threading.Event(), threading.Event()
+        compiler.submit(lambda: (started.set(), release.wait(60)), lambda _: None)     # a compile running
+        started.wait(60)
+        compiler.submit(lambda: "queued", lambda _: None)
+
+        def child(results):
+            got = []
+            compiler.submit(lambda: "child", got.append)
+            compiler.wait()
+            results.put(got)
+
+        fork = multiprocessing.get_context("fork")
+        for moment in ("mid-compile", "idle"):
+            results = fork.Queue()
+            process = fork.Process(target=child, args=(results,))
+            process.start()
+            print(moment, results.get(timeout=60), flush=True)
+            process.join(60)
+            print("exit", process.exitcode, flush=True)
+            release.set()
+            compiler.wait()
+    """)
+    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=ROOT),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == [f"mid-compile {[compiler.FORKED]}", "exit 0", "idle ['child']", "exit 0"]
