@@ -36,7 +36,7 @@ from numpy._core import _multiarray_umath
 
 from ..buffers import escaped
 from . import disk_cache, objects
-from .llvm import engine, may_be_available
+from .llvm import ARRAY_LAYOUT, engine, layout_ok, may_be_available
 from .numpy_loops import probe_values, same_bits
 
 HALVES = 2              # 16-float vectors per tile row
@@ -47,7 +47,7 @@ ROW_TILES = (8, 4, 2, 1)            # the last rows as tiles of 4, 2 and 1 (each
 GEMM_Q, UNROLL_M = 448, 16          # OpenBLAS SkylakeX: SGEMM_DEFAULT_Q, SGEMM_DEFAULT_UNROLL_M
 SMALL_MNK = 1e6         # sgemm_small_kernel_permit_skylakex: small-matrix kernels up to m * n * k = 100^3
 BIAS, RELU, PACKED = 1, 2, 4      # the kernel's flags (PACKED: w is dy2s_pack's buffer)
-_NAMES = ("dy2s_gemm", "dy2s_pack")
+_NAMES = ("dy2s_gemm", "dy2s_pack", "dy2s_gemm_objects")
 _STATE = {}
 _LOCK = threading.Lock()
 _CHECKED = {}
@@ -447,6 +447,42 @@ def _packer():
             "}"]
 
 
+def _object_entry():
+    """dy2s_gemm_objects: dy2s_gemm with x, w, out, bias and scratch passed as the arrays themselves (their
+    data pointers read at NumPy's struct offset here, not by `.ctypes.data` in Python: ~1 µs each); the
+    bias read only where the BIAS flag says, the scratch only where PACKED does not (None otherwise)."""
+    at = ARRAY_LAYOUT["data"]
+    lines = ["define void @dy2s_gemm_objects(ptr %xo, i64 %m, i64 %k, ptr %wo, i64 %n, ptr %oo, ptr %bounds,"
+             " i64 %nblocks, ptr %bo, i32 %flags, ptr %so) {",
+             "entry:"]
+    for name in ("x", "w", "out"):
+        lines += [f"  %{name}q = getelementptr i8, ptr %{name[0]}o, i64 {at}",
+                  f"  %{name} = load ptr, ptr %{name}q"]
+    lines += ["  %fb = and i32 %flags, 1",
+              "  %hasbias = icmp ne i32 %fb, 0",
+              "  br i1 %hasbias, label %lb, label %nb",
+              "lb:",
+              f"  %bq = getelementptr i8, ptr %bo, i64 {at}",
+              "  %bl = load ptr, ptr %bq",
+              "  br label %nb",
+              "nb:",
+              "  %bias = phi ptr [null, %entry], [%bl, %lb]",
+              f"  %fp = and i32 %flags, {PACKED}",
+              "  %prepacked = icmp ne i32 %fp, 0",
+              "  br i1 %prepacked, label %ns, label %ls",
+              "ls:",
+              f"  %sq = getelementptr i8, ptr %so, i64 {at}",
+              "  %sl = load ptr, ptr %sq",
+              "  br label %ns",
+              "ns:",
+              "  %scratch = phi ptr [null, %nb], [%sl, %ls]",
+              "  call void @dy2s_gemm(ptr %x, i64 %m, i64 %k, ptr %w, i64 %n, ptr %out, ptr %bounds, i64 %nblocks,"
+              " ptr %bias, i32 %flags, ptr %scratch)",
+              "  ret void",
+              "}"]
+    return lines
+
+
 def module_text():
     """The LLVM module: the tile functions, the driver and the packer (no process addresses in it)."""
     v = "<16 x float>"
@@ -456,7 +492,7 @@ def module_text():
     for r in ROW_TILES:
         for h in range(1, HALVES + 1):
             lines += _micro(r, h)
-    lines += _panel_packer() + _packer() + _driver()
+    lines += _panel_packer() + _packer() + _driver() + _object_entry()
     return "\n".join(lines) + "\n"
 
 
@@ -467,6 +503,9 @@ class Kernel:
         p, i64 = ctypes.c_void_p, ctypes.c_int64
         self.gemm = ctypes.CFUNCTYPE(None, p, i64, i64, p, i64, p, p, i64, p, ctypes.c_int32, p)(addresses[_NAMES[0]])
         self.pack = ctypes.CFUNCTYPE(None, p, i64, i64, p, i64, p)(addresses[_NAMES[1]])
+        o = ctypes.py_object       # CFUNCTYPE: the GIL released while it runs (the caller holds the arrays)
+        self.gemm_objects = ctypes.CFUNCTYPE(None, o, i64, i64, o, i64, o, p, i64, o, ctypes.c_int32, o)(
+            addresses[_NAMES[2]]) if layout_ok() else None
         self.keep, self.from_disk = keep, from_disk
 
 
@@ -482,7 +521,7 @@ def kernel():
 def _load_or_compile():
     if not may_be_available():
         return "llvmlite unavailable"
-    key = disk_cache.entry_key(repr(("gemm", NR, MR, GEMM_Q, _NAMES)))
+    key = disk_cache.entry_key(repr(("gemm", NR, MR, GEMM_Q, _NAMES, ARRAY_LAYOUT["data"])))
     entry = disk_cache.read(key)
     if entry is not None:
         loaded = objects.load(entry[1], entry[2], list(_NAMES))
@@ -556,6 +595,15 @@ def multiply(found, x, w, bias, out, call=None, packed=None):
     `packed`: w as `dy2s_pack` packed it (then w is not read)."""
     call = call or Call(found)
     k, n = found[0], found[1]
+    loaded = kernel()
+    if loaded.gemm_objects is not None:
+        scratch = None if packed is not None else call.spare.pop() if call.spare else np.empty(call.scratch_shape,
+                                                                                                np.float32)
+        loaded.gemm_objects(x, x.shape[0], k, w if packed is None else packed, n, out, call.bounds_at, call.nblocks,
+                            bias, call.flags | (PACKED if packed is not None else 0), scratch)
+        if scratch is not None and len(call.spare) < 2:
+            call.spare.append(scratch)
+        return out
     if packed is not None:
         kernel().gemm(x.ctypes.data, x.shape[0], k, packed.ctypes.data, n, out.ctypes.data, call.bounds_at,
                       call.nblocks, bias.ctypes.data if bias is not None else None, call.flags | PACKED, None)

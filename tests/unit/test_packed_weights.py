@@ -231,3 +231,21 @@ def test_threads_share_a_kept_copy_and_see_a_new_weight(packs):
             t.join()
     assert not wrong
     assert len(packs) >= 2        # each weight kept packed (per plan; threads racing to pack one may each pack it)
+
+
+@needs_llvm
+@pytest.mark.parametrize("by_objects", [True, False])
+def test_both_entries_and_both_weight_forms_give_numpy_bits(packs, monkeypatch, by_objects):
+    """The kernel called with the arrays (data pointers read natively) or with their addresses, on the
+    weight as it is or packed whole: NumPy's bits each way."""
+    if not by_objects:
+        monkeypatch.setattr(gemm.kernel(), "gemm_objects", None)
+    elif gemm.kernel().gemm_objects is None:
+        pytest.skip("NumPy's array struct is not the layout the native tier reads")
+    call, rng = gemm.Call(FOUND), np.random.default_rng(6)
+    for rows in (40, 41, 300):
+        x = rng.standard_normal((rows, 512)).astype(np.float32)
+        w, b = _new_weight(rows), rng.standard_normal(64).astype(np.float32)
+        want = gemm.numpy_linear(x, w, b, True)
+        for packed in (None, call.pack(w)):
+            assert same_bits(gemm.multiply(FOUND, x, w, b, np.empty((rows, 64), np.float32), call, packed), want)
