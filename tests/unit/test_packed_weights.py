@@ -167,6 +167,26 @@ def test_writes_through_data_state_dict_and_dlpack_are_seen(packs):
 
 
 @needs_llvm
+@pytest.mark.parametrize("adopt", ["data", "Parameter", "asarray"])
+def test_a_numpy_array_a_weight_adopted_without_a_copy_is_never_kept_packed(packs, adopt):
+    fc, forward = _layer()
+    mine = _new_weight(11)
+    if adopt == "data":
+        fc.weight.data = mine
+    elif adopt == "Parameter":
+        fc.weight = nn.Parameter(mine)
+    else:
+        fc.weight.data = rt.asarray(mine)
+    assert np.shares_memory(fc.weight.array, mine)
+    x = _x()
+    for seed in range(3):
+        _check(forward, fc, x)
+        mine[:, seed] = 3.0
+    _check(forward, fc, x)
+    assert packs == []
+
+
+@needs_llvm
 def test_a_numpy_weight_fed_as_it_is_is_never_kept_packed(packs):
     w = _new_weight(4)
     b = np.zeros(64, np.float32)
