@@ -60,21 +60,22 @@ def _new_weight(seed):
 
 
 def test_escape_marks_the_array_and_the_array_it_views():
-    a = np.ones((4, 4), np.float32)
+    a = np.ones((64, 64), np.float32)
     assert not buffers.escaped(a)
     assert buffers.escaped(a[1:])               # a view: its owner may be written through another view
-    buffers.escape(a[1:])
+    buffers.escape(a[:1, :1])                   # a small view of a large array marks the array
     assert buffers.escaped(a)
-    t = rt.tensor([0.0, 1.0, 2.0])              # made from a list: the runtime's own array
+    t = rt.tensor(np.arange(64 * 64.0).reshape(64, 64).tolist())     # made from a list: the runtime's own array
     assert not buffers.escaped(t.array)
     t.numpy()
     assert buffers.escaped(t.array)
-    shared = np.zeros(3, np.float32)
+    shared = np.zeros(8192, np.float32)
     assert buffers.escaped(rt.asarray(shared).array)      # the caller's array, no copy
+    assert buffers.escaped(np.zeros(buffers.WATCHED - 1))  # never marked: counts as escaped
 
 
 def test_marks_go_with_their_arrays():
-    a = np.ones(8, np.float32)
+    a = np.ones(8192, np.float32)
     buffers.escape(a)
     key = id(a)
     del a
@@ -83,7 +84,7 @@ def test_marks_go_with_their_arrays():
 
 
 def test_runtime_reads_do_not_escape():
-    t = rt.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
+    t = rt.tensor(np.ones((64, 64)).tolist())
     float(t.sum()), repr(t), t.tolist(), np.array(t, copy=True)
     assert not buffers.escaped(t.array)
 
