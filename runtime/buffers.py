@@ -38,3 +38,9 @@ def escaped(array):
         return True          # (a view: its owner may be written through another view)
     ref = _ESCAPED.get(id(array))
     return ref is not None and ref() is array
+
+
+def unmarked(array):
+    """`not escaped(array)` for an array already known to own its memory and to be WATCHED elements or more
+    (facts an array keeps for life): only whether it was marked since (one dict lookup)."""
+    return id(array) not in _ESCAPED

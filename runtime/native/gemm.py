@@ -34,7 +34,7 @@ import weakref
 import numpy as np
 from numpy._core import _multiarray_umath
 
-from ..buffers import escaped
+from ..buffers import escaped, unmarked
 from . import disk_cache, objects
 from .llvm import ARRAY_LAYOUT, engine, layout_ok, may_be_available
 from .numpy_loops import probe_values, same_bits
@@ -555,6 +555,7 @@ class Call:
         self.packed_shape = (k * -(-n // NR) * NR,)
         self.spare = []
         self.packs = {}         # id(w) -> (weakref to w, its packed copy or None: seen once)
+        self.objects = None     # the kernel's object entry, once a weight was packed (gemm_call's fast path)
 
     def packed_weight(self, w):
         """w packed whole (`dy2s_pack`), kept while w lives, or None (the call packs w panel by panel).
@@ -563,9 +564,10 @@ class Call:
         Tensor a new array, so w's values are those it was packed from), and only from w's second call:
         a weight replaced at every call (a training step's) is never packed twice. At most PACKS_KEPT
         weights per call site; each entry goes when its array does (weakref)."""
-        if escaped(w):
-            return None
         key = id(w)
+        if escaped(w):
+            self.packs.pop(key, None)       # (an entry under w's id is w's: entries go with their arrays)
+            return None
         entry = self.packs.get(key)
         if entry is not None and entry[0]() is w:
             if entry[1] is not None:
@@ -583,6 +585,7 @@ class Call:
     def pack(self, w):
         """w (n, k) packed whole, as `multiply(..., packed=)` reads it."""
         packed = np.empty(self.packed_shape, np.float32)
+        self.objects = kernel().gemm_objects
         kernel().pack(w.ctypes.data, w.shape[0], w.shape[1], self.bounds_at, self.nblocks, packed.ctypes.data)
         return packed
 
@@ -716,6 +719,8 @@ def gemm_call(found):
     ndarray, float32, empty = np.ndarray, np.dtype("float32"), np.empty
     w_shape, bias_shape = (n, k), (n,)
 
+    packs, bounds_at, nblocks, packed_flags = call.packs, call.bounds_at, call.nblocks, call.flags | PACKED
+
     def run(x, w, bias=None):
         if (type(x) is not ndarray or type(w) is not ndarray or x.dtype != float32 or w.dtype != float32
                 or x.ndim != 2 or x.shape[1] != k or w.shape != w_shape or x.shape[0] < low
@@ -724,7 +729,13 @@ def gemm_call(found):
         if has_bias and (type(bias) is not ndarray or bias.dtype != float32 or bias.shape != bias_shape
                          or not bias.flags.c_contiguous):
             return None
-        return multiply(found, x, w, bias if has_bias else None, empty((x.shape[0], n), float32), call,
-                        call.packed_weight(w))
+        m = x.shape[0]
+        out = empty((m, n), float32)
+        entry = packs.get(id(w))
+        if entry is not None and entry[1] is not None and entry[0]() is w and unmarked(w) and call.objects:
+            # w kept packed, not marked since (a kept w owns its memory and is large: packed_weight checked)
+            call.objects(x, m, k, entry[1], n, out, bounds_at, nblocks, bias, packed_flags, None)
+            return out
+        return multiply(found, x, w, bias if has_bias else None, out, call, call.packed_weight(w))
     run.call = call
     return run

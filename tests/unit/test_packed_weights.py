@@ -270,3 +270,19 @@ def test_both_entries_and_both_weight_forms_give_numpy_bits(packs, monkeypatch, 
         want = gemm.numpy_linear(x, w, b, True)
         for packed in (None, call.pack(w)):
             assert same_bits(gemm.multiply(FOUND, x, w, b, np.empty((rows, 64), np.float32), call, packed), want)
+
+
+@needs_llvm
+def test_a_kept_weight_marked_later_is_packed_inside_each_call_again(packs):
+    run = gemm.gemm_call(FOUND)
+    x, b, w = _x(), np.zeros(64, np.float32), _new_weight(12)
+    for _ in range(3):
+        assert same_bits(run(x, w, b), gemm.numpy_linear(x, w, b, True))
+    assert run.call.packs[id(w)][1] is not None
+    buffers.escape(w)                   # as `.numpy()` does: a write may follow at any time
+    w[:7] = 0.5
+    assert same_bits(run(x, w, b), gemm.numpy_linear(x, w, b, True))
+    assert id(w) not in run.call.packs  # the kept copy is let go
+    w[7:9] = -1.0
+    assert same_bits(run(x, w, b), gemm.numpy_linear(x, w, b, True))
+    assert len(packs) == 1
