@@ -130,10 +130,9 @@ class Tensor(EagerTensor, metaclass=TensorType):
         return out
 
     def __array__(self, dtype=None, copy=None):
-        if copy:
+        if copy or (dtype is not None and np.dtype(dtype) != self.dtype):     # a copy: nothing escapes
             return np.array(host(self), dtype=dtype, copy=True)
-        out = self.numpy()
-        return out if dtype is None else out.astype(dtype, copy=False)
+        return self.numpy()
 
     def item(self):
         return host(self).item()

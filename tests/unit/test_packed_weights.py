@@ -85,7 +85,7 @@ def test_marks_go_with_their_arrays():
 
 def test_runtime_reads_do_not_escape():
     t = rt.tensor(np.ones((64, 64)).tolist())
-    float(t.sum()), repr(t), t.tolist(), np.array(t, copy=True)
+    float(t.sum()), repr(t), t.tolist(), np.array(t, copy=True), np.asarray(t, dtype=np.float64)
     assert not buffers.escaped(t.array)
 
 
