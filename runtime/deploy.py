@@ -25,7 +25,7 @@ from .executor import Executor
 from .serialization import (MAX_OPS, ProgramFormatError, parse_json, program_from_dict, program_to_dict, read_params,
                             write_params)
 from .shape_text import shape_text
-from .tensor import Tensor
+from .tensor import Tensor, host
 from .tracing import InputSpec, rebuild_outputs
 
 PROGRAM_SUFFIX = ".program.json"
@@ -96,7 +96,7 @@ def parameter_arrays(program):
         if var.name not in program.parameters:
             raise ValueError(f"persistable input '{var.name}' has no value in program.parameters")
         value = program.parameters[var.name]
-        array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+        array = host(value) if isinstance(value, Tensor) else np.asarray(value)
         if array.dtype != var.dtype or len(array.shape) != var.ndim or any(
                 d != -1 and d != a for d, a in zip(var.static_shape, array.shape)):
             raise ValueError(f"parameter '{var.name}' is {array.dtype.name}{shape_text(array.shape)}; "

@@ -8,7 +8,7 @@ which also take traced Variables, are in ops/creation.py over `to_tensor` here.
 """
 import numpy as np
 
-from . import tracing
+from . import buffers, tracing
 from .array_methods import ArrayMethods, ElementCount, namespace
 from .torch_methods import to_arguments
 from .backends import get_backend
@@ -123,17 +123,22 @@ class Tensor(EagerTensor, metaclass=TensorType):
 
     # --- conversion --------------------------------------------------------
     def numpy(self):
-        return np.asarray(self.backend.to_numpy(self.array))
+        """The values as a NumPy array: on the CPU the tensor's own array, so writing into it writes the
+        tensor (as PyTorch's `.numpy()`); the array is then marked escaped (`runtime.buffers`)."""
+        out = np.asarray(self.backend.to_numpy(self.array))
+        buffers.escape(out)
+        return out
 
     def __array__(self, dtype=None, copy=None):
-        out = self.numpy()
-        return out if dtype is None else out.astype(dtype, copy=False)
+        if copy or (dtype is not None and np.dtype(dtype) != self.dtype):     # a copy: nothing escapes
+            return np.array(host(self), dtype=dtype, copy=True)
+        return self.numpy()
 
     def item(self):
-        return self.numpy().item()
+        return host(self).item()
 
     def tolist(self):
-        return self.numpy().tolist()
+        return host(self).tolist()
 
     def to(self, *args, **kwargs):
         """This tensor on `device` and/or as `dtype` (PyTorch's `to(device)`, `to(dtype)`, `to(device,
@@ -152,19 +157,19 @@ class Tensor(EagerTensor, metaclass=TensorType):
         return self.to("gpu")
 
     def __bool__(self):
-        return bool(self.numpy())
+        return bool(host(self))
 
     def __float__(self):
-        return float(self.numpy())
+        return float(host(self))
 
     def __int__(self):
-        return int(self.numpy())
+        return int(host(self))
 
     def __index__(self):
-        return self.numpy().__index__()
+        return host(self).__index__()
 
     def __complex__(self):
-        return complex(self.numpy())
+        return complex(host(self))
 
     def __len__(self):
         if self.ndim == 0:
@@ -191,6 +196,7 @@ class Tensor(EagerTensor, metaclass=TensorType):
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
                                     ("copy", copy)) if v is not None}
+        buffers.escape(self.array)       # the consumer may write into it
         return self.array.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
@@ -212,7 +218,7 @@ class Tensor(EagerTensor, metaclass=TensorType):
         self.array = out.array
 
     def __repr__(self):
-        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        body = np.array2string(host(self), separator=", ", prefix="tensor(")
         dev = "" if self.backend.name == "cpu" else f", device='{self.backend.name}'"
         return f"tensor({body}, dtype={self.dtype.name}{dev})"
 
@@ -222,6 +228,12 @@ class Tensor(EagerTensor, metaclass=TensorType):
         if self.ndim == 0:
             return format(self.item(), spec)
         return format(str(self), spec)
+
+
+def host(tensor):
+    """The tensor's values as a NumPy array for the runtime's own reads (no copy on the CPU, not marked
+    escaped: the caller must not write into it or hand it to user code)."""
+    return np.asarray(tensor.backend.to_numpy(tensor.array))
 
 
 tape.Tensor = Tensor     # the tape wraps the arrays it saved only when backward() reads them
@@ -293,6 +305,8 @@ def to_tensor(data, dtype=None, device="cpu", copy=None):
         raise ValueError(f"asarray(copy=False): this {type(source).__name__} cannot become a tensor without a copy")
     if copy and shared:
         arr = backend.xp.array(arr, copy=True)
+    elif shared:
+        buffers.escape(arr)         # the caller's array: it may write into it whenever it likes
     return Tensor(arr, backend)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import ops, tracing
 from .autodiff.tape import GRAD_MODE
+from .buffers import escape
 from .array_methods import _augmented
 from .ir import Variable
 from .ops.dispatch import constant
@@ -138,6 +139,7 @@ def _set_data(tensor, value):
         tensor.array = value.array
     elif tensor.backend.is_native(value):
         tensor.array = tensor.backend.asarray(value)
+        escape(tensor.array)        # the caller's array: it may write into it later
     else:
         raise TypeError(f"t.data = value takes a Tensor (or a {tensor.backend.name} array), "
                         f"not {type(value).__name__}: wrap it with rt.tensor(...)")

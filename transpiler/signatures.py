@@ -9,6 +9,7 @@ import re
 import numpy as np
 
 import runtime as rt
+from runtime.buffers import escape
 from runtime.shape_text import shape_text
 
 from . import guards
@@ -69,7 +70,11 @@ def feed_array(value, backend):
         return value.array
     if isinstance(value, rt.InputSpec):
         raise TypeError("an InputSpec describes an input; call the function with a tensor")
-    return backend.asarray(value.array if isinstance(value, rt.Tensor) else value)
+    if isinstance(value, rt.Tensor):
+        return backend.asarray(value.array)
+    array = backend.asarray(value)
+    escape(array)           # the caller's array when it needed no copy: it may write into it after the call
+    return array
 
 
 def check_against_spec(value, spec, name):

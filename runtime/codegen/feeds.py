@@ -5,6 +5,7 @@ input, no complex into a real one); every problem is a FeedError naming the inpu
 """
 import numpy as np
 
+from .. import buffers
 from ..errors import FeedError
 from ..tensor import Tensor
 
@@ -32,6 +33,7 @@ def check_feed(var, value, backend):
         array = value.array if value.backend is backend else backend.asarray(value.backend.to_numpy(value.array))
     elif backend.is_native(value):
         array = value
+        buffers.escape(array)       # the caller's array, fed as it is: it may write into it after the run
     elif isinstance(value, (bool, int, float, complex, list, tuple)):
         array = _python_values(var, value, backend)
     else:

@@ -13,8 +13,11 @@ and the plan then adds the bias (`+=`: one rounding) and takes `maximum(., 0)`. 
 exactly that in one pass: the FMA chains in registers (tiles of 8 rows x 32 columns of C), the block sums,
 the bias and the ReLU applied to the tile before it is stored (NumPy's plan makes two more passes over C).
 The weight is packed one 32-row panel and one K block at a time, inside the call, into a buffer that
-stays in L1 (16 x 16 blocks transposed in registers): no packed copy outlives the call, so none can go
-stale when the weight is written in place (`layer.weight.numpy()[...] = v`, an optimizer's step).
+stays in L1 (16 x 16 blocks transposed in registers) — or, from a weight's second call, read from a copy
+packed whole once (`dy2s_pack`, the same layout) and kept while that array lives. A kept copy cannot go
+stale: every write the API makes gives a Tensor a new array, and an array user code may write in place
+(`layer.weight.numpy()[...] = v`, a NumPy array fed as it is) is marked escaped (`runtime/buffers.py`)
+and packed inside each call as before.
 
 Not NumPy's order, so never taken: NumPy's gemv (m or n of 1), OpenBLAS's small-matrix kernels (used
 where m * n * k <= 1e6), a k whose split differs between OpenBLAS's one-thread and threaded drivers (a
@@ -26,13 +29,15 @@ compiled or loaded from the disk cache); a shape that differs stays on NumPy.
 """
 import ctypes
 import threading
+import weakref
 
 import numpy as np
 from numpy._core import _multiarray_umath
 
+from ..buffers import escaped, unmarked
 from . import disk_cache, objects
 from .tiering import Warming
-from .llvm import engine, may_be_available
+from .llvm import ARRAY_LAYOUT, engine, layout_ok, may_be_available
 from .numpy_loops import probe_values, same_bits
 
 HALVES = 2              # 16-float vectors per tile row
@@ -42,8 +47,8 @@ UNROLL = 4              # k steps per loop iteration (then one at a time): the o
 ROW_TILES = (8, 4, 2, 1)            # the last rows as tiles of 4, 2 and 1 (each element's sum is the same)
 GEMM_Q, UNROLL_M = 448, 16          # OpenBLAS SkylakeX: SGEMM_DEFAULT_Q, SGEMM_DEFAULT_UNROLL_M
 SMALL_MNK = 1e6         # sgemm_small_kernel_permit_skylakex: small-matrix kernels up to m * n * k = 100^3
-BIAS, RELU = 1, 2       # the kernel's flags
-_NAMES = ("dy2s_gemm",)
+BIAS, RELU, PACKED = 1, 2, 4      # the kernel's flags (PACKED: w is dy2s_pack's buffer)
+_NAMES = ("dy2s_gemm", "dy2s_pack", "dy2s_gemm_objects")
 _STATE = {}
 _LOCK = threading.Lock()
 _CHECKED = {}
@@ -234,6 +239,8 @@ def _driver():
              f"  %panels0 = add i64 %n, {NR - 1}",
              f"  %panels = udiv i64 %panels0, {NR}",
              "  %lastblock = sub i64 %nblocks, 1",
+             f"  %fp = and i32 %flags, {PACKED}",
+             "  %prepacked = icmp ne i32 %fp, 0",
              "  br label %block",
              "block:",
              "  %bi = phi i64 [0, %entry], [%bin, %blockend]",
@@ -259,16 +266,25 @@ def _driver():
              "  %bits0 = shl i64 1, %tailw",
              "  %bits1 = sub i64 %bits0, 1",
              "  %mask = trunc i64 %bits1 to i16",
+             "  br i1 %prepacked, label %usepacked, label %packnow",
+             "packnow:",                                  # pack this panel's K block into scratch now
              "  %wo = mul i64 %col, %k",
              "  %wp = getelementptr float, ptr %w, i64 %wo",
              "  call void @pack_panel(ptr %wp, i64 %width, i64 %k, i64 %k0, i64 %k1, ptr %scratch)",
+             "  br label %packed",
+             "usepacked:",                                # w is dy2s_pack's buffer: this panel's K block in it
+             "  %poff = call i64 @packed_offset(i64 %k0, i64 %k1, i64 %p, i64 %panels)",
+             "  %pbase = getelementptr float, ptr %w, i64 %poff",
+             "  br label %packed",
+             "packed:",
+             "  %buf = phi ptr [%scratch, %packnow], [%pbase, %usepacked]",
              f"  %back0 = mul i64 %k0, {NR}",
              "  %back = sub i64 0, %back0",
-             "  %bpp = getelementptr float, ptr %scratch, i64 %back",     # the tiles index it by kk * NR
+             "  %bpp = getelementptr float, ptr %buf, i64 %back",     # the tiles index it by kk * NR
              "  %zp = getelementptr float, ptr %bias, i64 %col",
              "  br label %rows",
              "rows:",
-             "  %i = phi i64 [0, %panel], [%in, %tiled]",
+             "  %i = phi i64 [0, %packed], [%in, %tiled]",
              "  %left = sub i64 %m, %i",
 ] + _row_tile_choice() + [
              "  %ao = mul i64 %i, %k",
@@ -381,6 +397,93 @@ def _panel_packer():
     return lines
 
 
+def _packer():
+    """packed_offset(k0, k1, p, panels): where panel p of the K block [k0, k1) starts in a packed weight
+    (blocks in k order, each its panels in order, each (k1 - k0) x NR, k-major); dy2s_pack(w, n, k,
+    bounds, nblocks, dst): the whole weight packed so (k * panels * NR floats), as the driver packs it
+    panel by panel into scratch when the PACKED flag is not set."""
+    return ["define internal i64 @packed_offset(i64 %k0, i64 %k1, i64 %p, i64 %panels) {",
+            "entry:",
+            "  %pb0 = mul i64 %k0, %panels",
+            f"  %pb = mul i64 %pb0, {NR}",
+            "  %len = sub i64 %k1, %k0",
+            "  %pl0 = mul i64 %p, %len",
+            f"  %pl = mul i64 %pl0, {NR}",
+            "  %off = add i64 %pb, %pl",
+            "  ret i64 %off",
+            "}",
+            "define void @dy2s_pack(ptr noalias %w, i64 %n, i64 %k, ptr %bounds, i64 %nblocks, ptr noalias %dst) {",
+            "entry:",
+            f"  %panels0 = add i64 %n, {NR - 1}",
+            f"  %panels = udiv i64 %panels0, {NR}",
+            "  br label %block",
+            "block:",
+            "  %bi = phi i64 [0, %entry], [%bin, %blockend]",
+            "  %kbq = getelementptr i64, ptr %bounds, i64 %bi",
+            "  %k0 = load i64, ptr %kbq",
+            "  %bi1 = add i64 %bi, 1",
+            "  %kbq1 = getelementptr i64, ptr %bounds, i64 %bi1",
+            "  %k1 = load i64, ptr %kbq1",
+            "  br label %panel",
+            "panel:",
+            "  %p = phi i64 [0, %block], [%pn, %panel]",
+            f"  %col = mul i64 %p, {NR}",
+            "  %width0 = sub i64 %n, %col",
+            f"  %wide = icmp ugt i64 %width0, {NR}",
+            f"  %width = select i1 %wide, i64 {NR}, i64 %width0",
+            "  %wo = mul i64 %col, %k",
+            "  %wp = getelementptr float, ptr %w, i64 %wo",
+            "  %off = call i64 @packed_offset(i64 %k0, i64 %k1, i64 %p, i64 %panels)",
+            "  %dp = getelementptr float, ptr %dst, i64 %off",
+            "  call void @pack_panel(ptr %wp, i64 %width, i64 %k, i64 %k0, i64 %k1, ptr %dp)",
+            "  %pn = add i64 %p, 1",
+            "  %pmore = icmp ult i64 %pn, %panels",
+            "  br i1 %pmore, label %panel, label %blockend",
+            "blockend:",
+            "  %bin = add i64 %bi, 1",
+            "  %bmore = icmp ult i64 %bin, %nblocks",
+            "  br i1 %bmore, label %block, label %exit",
+            "exit:",
+            "  ret void",
+            "}"]
+
+
+def _object_entry():
+    """dy2s_gemm_objects: dy2s_gemm with x, w, out, bias and scratch passed as the arrays themselves (their
+    data pointers read at NumPy's struct offset here, not by `.ctypes.data` in Python: ~1 µs each); the
+    bias read only where the BIAS flag says, the scratch only where PACKED does not (None otherwise)."""
+    at = ARRAY_LAYOUT["data"]
+    lines = ["define void @dy2s_gemm_objects(ptr %xo, i64 %m, i64 %k, ptr %wo, i64 %n, ptr %oo, ptr %bounds,"
+             " i64 %nblocks, ptr %bo, i32 %flags, ptr %so) {",
+             "entry:"]
+    for name in ("x", "w", "out"):
+        lines += [f"  %{name}q = getelementptr i8, ptr %{name[0]}o, i64 {at}",
+                  f"  %{name} = load ptr, ptr %{name}q"]
+    lines += ["  %fb = and i32 %flags, 1",
+              "  %hasbias = icmp ne i32 %fb, 0",
+              "  br i1 %hasbias, label %lb, label %nb",
+              "lb:",
+              f"  %bq = getelementptr i8, ptr %bo, i64 {at}",
+              "  %bl = load ptr, ptr %bq",
+              "  br label %nb",
+              "nb:",
+              "  %bias = phi ptr [null, %entry], [%bl, %lb]",
+              f"  %fp = and i32 %flags, {PACKED}",
+              "  %prepacked = icmp ne i32 %fp, 0",
+              "  br i1 %prepacked, label %ns, label %ls",
+              "ls:",
+              f"  %sq = getelementptr i8, ptr %so, i64 {at}",
+              "  %sl = load ptr, ptr %sq",
+              "  br label %ns",
+              "ns:",
+              "  %scratch = phi ptr [null, %nb], [%sl, %ls]",
+              "  call void @dy2s_gemm(ptr %x, i64 %m, i64 %k, ptr %w, i64 %n, ptr %out, ptr %bounds, i64 %nblocks,"
+              " ptr %bias, i32 %flags, ptr %scratch)",
+              "  ret void",
+              "}"]
+    return lines
+
+
 def module_text():
     """The LLVM module: the tile functions, the driver and the packer (no process addresses in it)."""
     v = "<16 x float>"
@@ -390,7 +493,7 @@ def module_text():
     for r in ROW_TILES:
         for h in range(1, HALVES + 1):
             lines += _micro(r, h)
-    lines += _panel_packer() + _driver()
+    lines += _panel_packer() + _packer() + _driver() + _object_entry()
     return "\n".join(lines) + "\n"
 
 
@@ -400,6 +503,10 @@ class Kernel:
     def __init__(self, addresses, keep, from_disk=False):
         p, i64 = ctypes.c_void_p, ctypes.c_int64
         self.gemm = ctypes.CFUNCTYPE(None, p, i64, i64, p, i64, p, p, i64, p, ctypes.c_int32, p)(addresses[_NAMES[0]])
+        self.pack = ctypes.CFUNCTYPE(None, p, i64, i64, p, i64, p)(addresses[_NAMES[1]])
+        o = ctypes.py_object       # CFUNCTYPE: the GIL released while it runs (the caller holds the arrays)
+        self.gemm_objects = ctypes.CFUNCTYPE(None, o, i64, i64, o, i64, o, p, i64, o, ctypes.c_int32, o)(
+            addresses[_NAMES[2]]) if layout_ok() else None
         self.keep, self.from_disk = keep, from_disk
 
 
@@ -415,7 +522,7 @@ def kernel():
 def _load_or_compile():
     if not may_be_available():
         return "llvmlite unavailable"
-    key = disk_cache.entry_key(repr(("gemm", NR, MR, GEMM_Q)))
+    key = disk_cache.entry_key(repr(("gemm", NR, MR, GEMM_Q, _NAMES, ARRAY_LAYOUT["data"])))
     entry = disk_cache.read(key)
     if entry is not None:
         loaded = objects.load(entry[1], entry[2], list(_NAMES))
@@ -436,8 +543,9 @@ def _load_or_compile():
 
 
 class Call:
-    """The kernel's fixed arguments for one key: K block bounds, flags, and the panel buffers (one per
-    call running at once: taken from and given back to a list, whose pop and append are atomic)."""
+    """The kernel's fixed arguments for one key: K block bounds, flags, the panel buffers (one per call
+    running at once: taken from and given back to a list, whose pop and append are atomic), and the
+    weights kept packed (`packed_weight`)."""
 
     def __init__(self, found):
         k, n, has_bias, relu = found
@@ -445,13 +553,65 @@ class Call:
         self.nblocks, self.bounds_at = len(self.bounds) - 1, self.bounds.ctypes.data
         self.flags = (BIAS if has_bias else 0) | (RELU if relu else 0)
         self.scratch_shape = (max(e - b for b, e in blocks(k)) * NR,)
+        self.packed_shape = (k * -(-n // NR) * NR,)
         self.spare = []
+        self.packs = {}         # id(w) -> (weakref to w, its packed copy or None: seen once)
+        self.objects = None     # the kernel's object entry, once a weight was packed (gemm_call's fast path)
+
+    def packed_weight(self, w):
+        """w packed whole (`dy2s_pack`), kept while w lives, or None (the call packs w panel by panel).
+
+        Kept only for an array no write can reach unseen (`buffers.escaped`: every API write gives a
+        Tensor a new array, so w's values are those it was packed from), and only from w's second call:
+        a weight replaced at every call (a training step's) is never packed twice. At most PACKS_KEPT
+        weights per call site; each entry goes when its array does (weakref)."""
+        key = id(w)
+        if escaped(w):
+            self.packs.pop(key, None)       # (an entry under w's id is w's: entries go with their arrays)
+            return None
+        entry = self.packs.get(key)
+        if entry is not None and entry[0]() is w:
+            if entry[1] is not None:
+                return entry[1]
+            packed = self.pack(w)
+            self.packs[key] = (entry[0], packed)
+            return packed
+        if len(self.packs) >= PACKS_KEPT:
+            self.packs.clear()
+        packs = self.packs
+        self.packs[key] = (weakref.ref(w, lambda ref: packs.get(key, (None,))[0] is ref and packs.pop(key, None)),
+                           None)
+        return None
+
+    def pack(self, w):
+        """w (n, k) packed whole, as `multiply(..., packed=)` reads it."""
+        packed = np.empty(self.packed_shape, np.float32)
+        self.objects = kernel().gemm_objects
+        kernel().pack(w.ctypes.data, w.shape[0], w.shape[1], self.bounds_at, self.nblocks, packed.ctypes.data)
+        return packed
 
 
-def multiply(found, x, w, bias, out, call=None):
-    """out = the plan's linear (and ReLU, where found says) of C-contiguous float32 x (m, k) by w (n, k)."""
+PACKS_KEPT = 4
+
+
+def multiply(found, x, w, bias, out, call=None, packed=None):
+    """out = the plan's linear (and ReLU, where found says) of C-contiguous float32 x (m, k) by w (n, k);
+    `packed`: w as `dy2s_pack` packed it (then w is not read)."""
     call = call or Call(found)
     k, n = found[0], found[1]
+    loaded = kernel()
+    if loaded.gemm_objects is not None:
+        scratch = None if packed is not None else call.spare.pop() if call.spare else np.empty(call.scratch_shape,
+                                                                                                np.float32)
+        loaded.gemm_objects(x, x.shape[0], k, w if packed is None else packed, n, out, call.bounds_at, call.nblocks,
+                            bias, call.flags | (PACKED if packed is not None else 0), scratch)
+        if scratch is not None and len(call.spare) < 2:
+            call.spare.append(scratch)
+        return out
+    if packed is not None:
+        kernel().gemm(x.ctypes.data, x.shape[0], k, packed.ctypes.data, n, out.ctypes.data, call.bounds_at,
+                      call.nblocks, bias.ctypes.data if bias is not None else None, call.flags | PACKED, None)
+        return out
     try:
         scratch = call.spare.pop()
     except IndexError:
@@ -526,6 +686,9 @@ def _self_test(found, m):
             x, want = (xs[most - rows:], whole[most - rows:]) if trial else (xs[:rows], whole[:rows])
             with np.errstate(all="ignore"):
                 got = multiply(found, x, w, b, np.empty((rows, n), np.float32), call)
+                if rows == most:        # the same product on the weight packed whole (a weight kept packed)
+                    again = multiply(found, x, w, b, np.empty((rows, n), np.float32), call, call.pack(w))
+                    got = got if same_bits(again, want) else again
             if not same_bits(got, want):
                 return (f"self-test: the native GEMM differs from NumPy's sgemm on ({rows}, {k}) @ ({n}, {k}).T "
                         f"(OpenBLAS core: {openblas_core() or 'not OpenBLAS'}; the order modelled is SkylakeX's)")
@@ -560,6 +723,8 @@ def gemm_call(found):
     ndarray, float32, empty = np.ndarray, np.dtype("float32"), np.empty
     w_shape, bias_shape = (n, k), (n,)
 
+    packs, bounds_at, nblocks, packed_flags = call.packs, call.bounds_at, call.nblocks, call.flags | PACKED
+
     def run(x, w, bias=None):
         if (type(x) is not ndarray or type(w) is not ndarray or x.dtype != float32 or w.dtype != float32
                 or x.ndim != 2 or x.shape[1] != k or w.shape != w_shape or x.shape[0] < low
@@ -568,5 +733,13 @@ def gemm_call(found):
         if has_bias and (type(bias) is not ndarray or bias.dtype != float32 or bias.shape != bias_shape
                          or not bias.flags.c_contiguous):
             return None
-        return multiply(found, x, w, bias if has_bias else None, empty((x.shape[0], n), float32), call)
+        m = x.shape[0]
+        out = empty((m, n), float32)
+        entry = packs.get(id(w))
+        if entry is not None and entry[1] is not None and entry[0]() is w and unmarked(w) and call.objects:
+            # w kept packed, not marked since (a kept w owns its memory and is large: packed_weight checked)
+            call.objects(x, m, k, entry[1], n, out, bounds_at, nblocks, bias, packed_flags, None)
+            return out
+        return multiply(found, x, w, bias if has_bias else None, out, call, call.packed_weight(w))
+    run.call = call
     return run

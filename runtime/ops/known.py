@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import tracing
 from ..ir import Variable
+from ..tensor import host
 from .registry import REGISTRY
 
 SIZE_LIMIT = 1 << 16     # larger intermediates are not computed while tracing (the graph path stays exact)
@@ -50,7 +51,7 @@ def known_value(value):
         op = _defining_op(state, var)
         if var.persistable:
             tensor = program.parameters.get(var.name)
-            known = tensor.numpy() if tensor is not None and is_trace_constant(program, tensor) else None
+            known = host(tensor) if tensor is not None and is_trace_constant(program, tensor) else None
             memo[id(var)] = (var, known)
         elif op is None or not _evaluable(op):
             memo[id(var)] = (var, None)

@@ -10,7 +10,7 @@ Program wrote is the state the next eager step continues from.
 import numpy as np
 
 from ..backends import get_backend
-from ..tensor import Tensor
+from ..tensor import Tensor, host
 from .. import ops, tracing
 from ..autodiff.tape import no_grad
 from ..autodiff.traced import GradPlace, set_grad
@@ -246,7 +246,7 @@ class Optimizer:
 
 def _loaded_array(value, tensor, label):
     """A state value as a host array that set_value takes without fail (the shape and dtype checked here)."""
-    array = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
+    array = np.asarray(host(value) if isinstance(value, Tensor) else value)
     if array.shape != tensor.shape:
         raise ValueError(f"load_state_dict: {label} has shape {array.shape}, expected {tensor.shape}")
     if array.dtype.kind not in "biufc" or not np.can_cast(array.dtype, tensor.dtype, casting="same_kind"):
