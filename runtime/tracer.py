@@ -27,6 +27,7 @@ class Tracer(ArrayMethods):
     """A value of a Program being traced, as user code holds it: wraps its Variable (see the module docstring)."""
 
     __array_priority__ = 1000
+    __slots__ = ("value", "length", "dim_of", "__dict__", "__weakref__")   # __dict__: user attributes, as before
 
     def __init__(self, value):
         self.value = value      # the IR Variable this stands for
@@ -250,7 +251,7 @@ class Tracer(ArrayMethods):
 def _python_operator(method):
     """A Tracer's operator, which on a weak value is Python's operator on a number."""
     def operator(self, *args):
-        if not self.weak:
+        if not self.value.weak:
             return method(self, *args)
         with python_numbers():
             return method(self, *args)

@@ -126,8 +126,11 @@ def record(opdef, inputs, attrs):
 def as_input(x, block, op_name):
     """An op input while recording: a Variable of an enclosing block (a Tracer's, or one a gradient rule's
     replay made), or a literal."""
-    if type(x) is Tracer:
+    kind = type(x)
+    if kind is Tracer:
         x = x.value
+    elif kind in _EXACT_SCALARS or x is None:       # a literal (np.float64 subclasses float yet is strong)
+        return x
     elif not isinstance(x, Variable):
         return _as_ir_input(x, op_name)
     if x.block.program is not block.program or not x.block.is_ancestor_of(block):

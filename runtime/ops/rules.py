@@ -19,7 +19,7 @@ TYPED = (Spec, Variable, Tracer)    # what has a type of its own (a rule's array
 
 def type_of(x):
     """What a shape rule sees of an op input: a Variable's (or Tracer's) type (a Spec); literals as they are."""
-    return x.spec if isinstance(x, (Variable, Tracer)) else x
+    return x.spec if isinstance(x, Variable) or type(x) is Tracer else x
 
 
 def input_types(inputs, traced=None):
@@ -28,8 +28,8 @@ def input_types(inputs, traced=None):
     (`x.reshape(x.shape[0], -1)`, a Tracer's `dim_of`) is marked as that input's (Spec.dim_of)."""
     types = [type_of(x) for x in inputs]
     for j, x in enumerate(traced or ()):
-        source = getattr(x, "dim_of", None)     # a Tracer's (a Variable has none; a literal is asked nothing)
-        if source is not None and getattr(x, "value", None) is inputs[j]:
+        source = x.dim_of if type(x) is Tracer else None     # (a Variable has none; a literal is asked nothing)
+        if source is not None and x.value is inputs[j]:
             k = next((k for k, y in enumerate(inputs) if y is source[0]), None)
             if k is not None:
                 types[j] = types[j]._replace(dim_of=(k, source[1]))
