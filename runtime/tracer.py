@@ -27,14 +27,14 @@ class Tracer(ArrayMethods):
     """A value of a Program being traced, as user code holds it: wraps its Variable (see the module docstring)."""
 
     __array_priority__ = 1000
-    __slots__ = ("value", "length", "dim_of", "__dict__", "__weakref__")   # __dict__: user attributes, as before
+    __slots__ = ("value", "__dict__", "__weakref__")   # __dict__: the two below when set, user attributes
+    length = None           # a tensor array's number of items when the trace knows it (a loop of static length
+                            # that appended to it once per iteration): Python may walk it then
+    dim_of = None           # (Variable x, axis) when this is `x.shape[axis]` traced (ops.dim): rules see it
+                            # (Spec.dim_of)
 
     def __init__(self, value):
         self.value = value      # the IR Variable this stands for
-        self.length = None      # a tensor array's number of items when the trace knows it (a loop of static
-                                # length that appended to it once per iteration): Python may walk it then
-        self.dim_of = None      # (Variable x, axis) when this is `x.shape[axis]` traced (ops.dim): rules see it
-                                # (Spec.dim_of)
 
     # the value's type and place, read from its Variable (`weak` is written through: `item()` marks one)
     name = property(lambda self: self.value.name)
