@@ -8,6 +8,7 @@ from .dtypes import (bool, complex64, complex128, finfo, float16, float32, float
                      int64, uint8, uint16, uint32, uint64)
 from .tensor import Parameter, Tensor
 from .ir import Block, Operator, Program, Variable
+from .tracer import Tracer
 from .ops import *  # noqa: F401,F403  (the array namespace)
 from .ops import FUNCTIONS as _FUNCTIONS, NUMPY_NAMES as _NUMPY_NAMES, print_, assert_, raise_
 from .ops.creation import asarray, tensor
@@ -43,7 +44,7 @@ from .torch_methods import module_getattr as _module_getattr  # noqa: E402
 from .torch_functions import *  # noqa: E402,F401,F403  (PyTorch's spellings over the array API functions they extend)
 
 __all__ = sorted(_FUNCTIONS) + sorted(_NUMPY_NAMES) + [
-    "tensor", "asarray", "Tensor", "Parameter", "Program", "Block", "Operator", "Variable", "cond", "while_loop", "scan",
+    "tensor", "asarray", "Tensor", "Parameter", "Program", "Block", "Operator", "Variable", "Tracer", "cond", "while_loop", "scan",
     "InputSpec", "trace", "verify", "Executor", "Plan", "get_backend", "gpu_available", "seed", "print_", "assert_",
     "raise_", "grad", "value_and_grad", "no_grad", "enable_grad",
     "Undefined", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",

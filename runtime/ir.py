@@ -15,8 +15,8 @@ literals keep the IR readable and keep Python scalars weakly typed.
 
 This module is data and imports nothing above it: `str(program)` and `repr(op)` are
 attached by printer.py, `to_json`/`from_json`/`==` by serialization.py. What a
-traced value does in user code is runtime.tracing's `Tracer` (a Variable made
-while tracing: a Program made by tracing has `value_type` Tracer).
+traced value does in user code is runtime.tracer's `Tracer`, which wraps a
+Variable: a Program holds Variables only, however it was made.
 """
 import keyword
 import re
@@ -63,8 +63,8 @@ class Variable:
     list of arrays of one element shape/dtype, what `append` in a loop builds).
     `weak` marks values that came from Python numbers (they promote like them).
     Data only: what a traced value does in user code (operators, `bool()`,
-    iteration, `.item()`) is runtime.tracing's `Tracer`, a Variable made while
-    tracing.
+    iteration, `.item()`) is runtime.tracer's `Tracer`, which wraps a Variable
+    (`tracer.value`) while a trace runs.
     """
 
     def __init__(self, name, shape, dtype, block, persistable=False, weak=False, kind="dense"):
@@ -227,7 +227,7 @@ class Block:
         self.results = []
 
     def create_var(self, hint="t", shape=(), dtype="float32", **kw):
-        var = self.program.value_type(self.program.unique_name(hint), shape, dtype, self, **kw)
+        var = Variable(self.program.unique_name(hint), shape, dtype, self, **kw)
         self.vars[var.name] = var
         return var
 
@@ -261,9 +261,8 @@ class Block:
 class Program:
     """A traced function: blocks, its inputs (feeds and parameters) and outputs."""
 
-    def __init__(self, name="main", value_type=Variable):
+    def __init__(self, name="main"):
         self.name = name
-        self.value_type = value_type   # the class of the values create_var makes (tracing's Tracer while traced)
         self.global_block = Block(self)
         self._detached = []       # sub-blocks made by new_block that no op holds yet (being traced)
         self.inputs = []          # Variables fed on each run, in call order; persistables too
@@ -354,7 +353,7 @@ class Program:
 
     def clone(self):
         """A structural copy (new Blocks, Variables, Operators); parameters are shared, not copied."""
-        copy = Program(self.name, self.value_type)
+        copy = Program(self.name)
         mapping, new_of = {}, {id(self.global_block): copy.global_block}
         blocks = self.blocks
         for block in blocks:
@@ -362,7 +361,7 @@ class Program:
             if new_block is None:
                 new_block = new_of[id(block)] = Block(copy, new_of.get(id(block.parent)))
             for var in block.vars.values():
-                new = type(var)(var.name, var.static_shape, var.dtype, new_block, var.persistable, var.weak, var.kind)
+                new = Variable(var.name, var.static_shape, var.dtype, new_block, var.persistable, var.weak, var.kind)
                 new_block.vars[var.name] = mapping[id(var)] = new
 
         def remap(x):

@@ -20,10 +20,11 @@ from . import pytree, retraces, tracing
 from .autodiff.tape import GRAD_MODE
 from .control_flow import as_variable
 from .errors import ControlFlowError
-from .ir import LITERAL_TYPES, Variable, close_blocks
+from .ir import LITERAL_TYPES, close_blocks
 from .ops import astype, stack, zeros
 from .ops.scan import SCAN
 from .tensor import Tensor
+from .tracer import Tracer, tracer_of, values_of
 
 _MAX_RETRACES = 8
 
@@ -40,9 +41,9 @@ def scan(f, init, xs=None, length=None):
 
 def _trip_count(leaves, length):
     for leaf in leaves:
-        if not isinstance(leaf, (Variable, Tensor)) or len(leaf.shape) == 0:
+        if not isinstance(leaf, (Tracer, Tensor)) or len(leaf.shape) == 0:
             raise TypeError(f"rt.scan: every leaf of xs must be a tensor of rank >= 1, not {type(leaf).__name__}")
-        rows = leaf.static_shape[0] if isinstance(leaf, Variable) else leaf.shape[0]
+        rows = leaf.static_shape[0] if isinstance(leaf, Tracer) else leaf.shape[0]
         if rows == -1:
             raise ValueError("rt.scan: xs has a dynamic first dim; scan takes a static trip count (use "
                              "rt.while_loop for a trip count known only at run time)")
@@ -84,11 +85,11 @@ def _rows(xs_def, leaves):
 
 
 def _dtype(value):
-    return value.dtype if isinstance(value, (Variable, Tensor, np.ndarray, np.generic)) else np.asarray(value).dtype
+    return value.dtype if isinstance(value, (Tracer, Tensor, np.ndarray, np.generic)) else np.asarray(value).dtype
 
 
 def _is_tensorish(value):
-    return isinstance(value, (Variable, Tensor)) or isinstance(value, LITERAL_TYPES) and value is not None or \
+    return isinstance(value, (Tracer, Tensor)) or isinstance(value, LITERAL_TYPES) and value is not None or \
         isinstance(value, np.generic)
 
 
@@ -98,13 +99,13 @@ def _traced(f, init, xs_leaves, xs_def, n):
     init_leaves, init_def = pytree.flatten(init)
     carry = [as_variable(v) if _is_tensorish(v) else v for v in init_leaves]     # Python objects stay static
     xs_vars = [as_variable(v) for v in xs_leaves]
-    shapes = [v.static_shape if isinstance(v, Variable) else None for v in carry]
+    shapes = [v.static_shape if isinstance(v, Tracer) else None for v in carry]
     for _ in range(_MAX_RETRACES):
         point = tracing.checkpoint(block)
         body = program.new_block(block)
-        params = [body.create_var("carry", shapes[k], v.dtype, weak=v.weak, kind=v.kind)
-                  if isinstance(v, Variable) else v for k, v in enumerate(carry)]
-        rows = [body.create_var("x", v.static_shape[1:], v.dtype, weak=v.weak) for v in xs_vars]
+        params = [tracer_of(body.create_var("carry", shapes[k], v.dtype, weak=v.weak, kind=v.kind))
+                  if isinstance(v, Tracer) else v for k, v in enumerate(carry)]
+        rows = [tracer_of(body.create_var("x", v.static_shape[1:], v.dtype, weak=v.weak)) for v in xs_vars]
         with tracing.block_guard(body):
             new, y = _split(f(pytree.unflatten(init_def, params), _rows(xs_def, rows)))
             new_leaves, new_def = pytree.flatten(new)
@@ -118,19 +119,19 @@ def _traced(f, init, xs_leaves, xs_def, n):
             retraces.note(retraces.SCAN)
             tracing.rollback(point)
             continue
-        if any(isinstance(v, Variable) and v.kind == "array" for v in carry + ys):
+        if any(isinstance(v, Tracer) and v.kind == "array" for v in carry + ys):
             raise ControlFlowError("rt.scan: a tensor array cannot be carried or stacked (use rt.while_loop)")
-        body.params = [p for p in params if isinstance(p, Variable)] + rows
-        body.results = results + [v for v in ys if v is not None]
-        outs = [block.create_var("carry", p.static_shape, p.dtype, weak=p.weak) for p in params
-                if isinstance(p, Variable)]
-        outs += [block.create_var("ys", (n,) + v.static_shape, v.dtype) for v in ys if v is not None]
-        inits = [v for v in carry if isinstance(v, Variable)]
-        block.append_op(SCAN.name, inits + xs_vars + close_blocks([body]), outs,
+        body.params = [p.value for p in params if isinstance(p, Tracer)] + values_of(rows)
+        body.results = values_of(results) + [v.value for v in ys if v is not None]
+        outs = [tracer_of(block.create_var("carry", p.static_shape, p.dtype, weak=p.weak)) for p in params
+                if isinstance(p, Tracer)]
+        outs += [tracer_of(block.create_var("ys", (n,) + v.static_shape, v.dtype)) for v in ys if v is not None]
+        inits = [v.value for v in carry if isinstance(v, Tracer)]
+        block.append_op(SCAN.name, inits + values_of(xs_vars) + close_blocks([body]), values_of(outs),
                         {"body_block": body, "length": n, "num_carry": len(inits)},
                         origin=tracing.user_origin(), no_grad=not GRAD_MODE.enabled)
         it = iter(outs)
-        carry_out = [next(it) if isinstance(v, Variable) else v for v in carry]
+        carry_out = [next(it) if isinstance(v, Tracer) else v for v in carry]
         ys_out = [None if v is None else next(it) for v in ys]
         return pytree.unflatten(init_def, carry_out), pytree.unflatten(y_def, ys_out)
     raise ControlFlowError(f"rt.scan: the carry did not settle to fixed shapes/dtypes after {_MAX_RETRACES} "
@@ -142,7 +143,7 @@ def _carry_results(carry, shapes, new_leaves, outer):
     must change first (a weak start the body promotes, a dim the body changes: `carry`/`shapes` updated)."""
     results, retrace = [], False
     for k, (old, new) in enumerate(zip(carry, new_leaves)):
-        if not isinstance(old, Variable):
+        if not isinstance(old, Tracer):
             if new is not old and not (type(new) is type(old) and new == old):
                 raise ControlFlowError(f"rt.scan: carry leaf {k} is {old!r} before the body and {new!r} after; "
                                        "only tensors and numbers can change")

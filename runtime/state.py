@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from . import pytree, tracing
 from .tracing import tensor_cell_key
 from .errors import ControlFlowError
-from .ir import Variable
+from .tracer import Tracer
 from .undefined import Undefined
 
 
@@ -52,7 +52,7 @@ class Cell:
         if it now holds traced values, or `always` (`p.grad = None` by zero_grad: each run stores it too)."""
         program = tracing.current_program()
         if program is not None and tracing.current_block() is program.global_block and \
-                (always or any(isinstance(v, Variable) for v in pytree.flatten(value)[0])):
+                (always or any(isinstance(v, Tracer) for v in pytree.flatten(value)[0])):
             key = self.identity()     # (a set inside a branch/body is carried out by the enclosing op)
             written = tracing.trace_state(program).written
             if key not in written:
@@ -128,7 +128,7 @@ class ContentsCell(Cell):
     def _store(self, value):
         if value is self.obj or not isinstance(self.obj, (list, dict)):
             return
-        if isinstance(value, Variable):
+        if isinstance(value, Tracer):
             raise ControlFlowError(
                 f"'{self.label}' changes length inside tensor-dependent control flow; a list stored on an "
                 "object must keep its length there (use a local list, which becomes a tensor array)")

@@ -39,6 +39,8 @@ class TraceContext(threading.local):
         self.name_hints = {}       # id(tensor) -> preferred Program name (layer parameters)
         self.traces = {}           # id(Program) -> (Program, TraceState) of the Programs being recorded
         self.frames = [_OUTERMOST]  # innermost last: see `frame`
+        self.tracers = {}          # id(Variable) -> its Tracer (runtime.tracer.tracer_of): one per value while
+                                   # the thread traces, dropped when the outermost recording ends
 
     @property
     def frame(self):

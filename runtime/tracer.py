@@ -1,12 +1,17 @@
 """The traced value: what a value being recorded does in user code.
 
-A `Tracer` is the Variable (runtime.ir) a trace makes, with what only a traced
-value can do: NumPy's operators and methods (ArrayMethods: each records an op),
-`bool()` and `int()` refused with a clear error, iteration and `len()` over a
-static first dim, `.item()`, a tensor array's `+`, and a weak value's operators
-computing what Python's do on numbers. The Program's IR sees only the Variable
-part; user code, `rt.*` functions, control-flow builders and gradient rules see
-Tracers.
+A `Tracer` wraps an IR value (`tracer.value`, a runtime.ir Variable of the
+Program being recorded), as JAX's tracers wrap their avals, and adds what only a
+traced value can do: NumPy's operators and methods (ArrayMethods: each records
+an op), `bool()` and `int()` refused with a clear error, iteration and `len()`
+over a static first dim, `.item()`, a tensor array's `+`, and a weak value's
+operators computing what Python's do on numbers. The Program holds Variables
+only; user code, `rt.*` functions, control-flow builders and gradient rules hold
+Tracers. The recording door (ops/dispatch.py) unwraps an op's inputs and wraps
+its outputs; the builders of region ops (control_flow/, scan_loop.py) and the
+gradient code do the same at their boundaries. `tracer_of(var)` is the one
+Tracer of a Variable while its trace runs (a memo in the trace context), so the
+identity user code sees (`a is b`) is the Variable's.
 """
 import numpy as np
 
@@ -15,19 +20,48 @@ from .array_methods import ArrayMethods
 from .errors import SymbolicBoolError
 from .ir import Variable
 from .shape_text import shape_text
-from .trace_context import python_numbers
+from .trace_context import _state, python_numbers
 
 
-class Tracer(Variable, ArrayMethods):
-    """A Variable of a Program being traced, as user code holds it (see the module docstring)."""
+class Tracer(ArrayMethods):
+    """A value of a Program being traced, as user code holds it: wraps its Variable (see the module docstring)."""
 
     __array_priority__ = 1000
+    __slots__ = ("value", "__dict__", "__weakref__")   # __dict__: the two below when set, user attributes
+    length = None           # a tensor array's number of items when the trace knows it (a loop of static length
+                            # that appended to it once per iteration): Python may walk it then
+    dim_of = None           # (Variable x, axis) when this is `x.shape[axis]` traced (ops.dim): rules see it
+                            # (Spec.dim_of)
 
-    def __init__(self, name, shape, dtype, block, persistable=False, weak=False, kind="dense"):
-        super().__init__(name, shape, dtype, block, persistable, weak, kind)
-        self.length = None      # a tensor array's number of items when the trace knows it (a loop of static
-                                # length that appended to it once per iteration): Python may walk it then
-        self.dim_of = None      # (x, axis) when this is `x.shape[axis]` traced (ops.dim): rules see it (Spec.dim_of)
+    def __init__(self, value):
+        self.value = value      # the IR Variable this stands for
+
+    # the value's type and place, read from its Variable (`weak` is written through: `item()` marks one)
+    name = property(lambda self: self.value.name)
+    static_shape = property(lambda self: self.value.static_shape)
+    dtype = property(lambda self: self.value.dtype)
+    kind = property(lambda self: self.value.kind)
+    block = property(lambda self: self.value.block)
+    persistable = property(lambda self: self.value.persistable)
+    ndim = property(lambda self: len(self.value.static_shape))
+    spec = property(lambda self: self.value.spec)
+
+    @property
+    def weak(self):
+        return self.value.weak
+
+    @weak.setter
+    def weak(self, weak):
+        self.value.weak = weak
+
+    def type_str(self):
+        return self.value.type_str()
+
+    def describe(self):
+        return self.value.describe()
+
+    def __repr__(self):
+        return f"Tracer({self.value.name}: {self.value.type_str()})"
 
     def _no_flag(self, value, name):
         raise TypeError(f"cannot set {name} on the traced value '{self.name}' (an attribute of an object or an "
@@ -217,7 +251,7 @@ class Tracer(Variable, ArrayMethods):
 def _python_operator(method):
     """A Tracer's operator, which on a weak value is Python's operator on a number."""
     def operator(self, *args):
-        if not self.weak:
+        if not self.value.weak:
             return method(self, *args)
         with python_numbers():
             return method(self, *args)
@@ -227,3 +261,26 @@ def _python_operator(method):
 
 for _name in array_methods.OPERATORS:     # a weak Tracer's operators compute what Python's do
     setattr(Tracer, _name, _python_operator(getattr(Tracer, _name)))
+
+
+def tracer_of(value):
+    """The Tracer of IR value `value` (a Variable; anything else is returned as it is): while this thread
+    traces, the same Tracer each time (a memo in the trace context, dropped when the trace ends)."""
+    if type(value) is not Variable:
+        return value
+    if not _state.blocks:
+        return Tracer(value)
+    memo = _state.tracers
+    tracer = memo.get(id(value))
+    if tracer is None or tracer.value is not value:
+        tracer = memo[id(value)] = Tracer(value)
+    return tracer
+
+
+def value_of(x):
+    """The IR value a Tracer stands for; anything else (a Variable, a literal) as it is."""
+    return x.value if type(x) is Tracer else x
+
+
+def values_of(xs):
+    return [x.value if type(x) is Tracer else x for x in xs]

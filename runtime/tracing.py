@@ -16,11 +16,10 @@ from .array_methods import ArrayMethods
 from .autodiff.tape import enable_grad
 from .dtypes import as_dtype
 from .gc_pause import paused_gc
-from .ir import Program, Variable
+from .ir import Program
 from .trace_context import _active, _active_lock, _state
 from .trace_context import current_frame, frame, install, python_numbers  # noqa: F401 - tracing's face for the transpiler
-from .tracer import Tracer
-from .tracer import Tracer
+from .tracer import Tracer, tracer_of, value_of  # noqa: F401 - tracing's face for the wrapping too
 from .undefined import Undefined
 
 
@@ -77,6 +76,7 @@ def block_guard(block):
         blocks.pop()
         if not blocks:
             traces.clear()
+            _state.tracers.clear()
             with _active_lock:
                 _active[0] -= 1
 
@@ -200,7 +200,8 @@ def tensor_cell_key(tensor):
 
 
 def lift_tensor(tensor):
-    """The persistable input Variable standing for an eager Tensor during this trace."""
+    """The traced value (a Tracer of a persistable input Variable) standing for an eager Tensor during this
+    trace: the value written into it earlier in this trace, if any."""
     program = current_block().program
     state = trace_state(program)
     entry = state.written.get(tensor_cell_key(tensor))
@@ -214,7 +215,7 @@ def lift_tensor(tensor):
         captured[id(tensor)] = var
         program.parameters[var.name] = tensor
         program.inputs.append(var)
-    return var
+    return tracer_of(var)
 
 
 @dataclass(frozen=True)
@@ -300,14 +301,11 @@ def record(fn, specs, name=None, keeps_writes=False, written=None):
     (`put_back`) and the random generator, then raises. `written`: the dict to note the places in (the
     caller's own, so that it can add and put back places it finds written another way, see transpiler.api).
     """
-    program = Program(name or getattr(fn, "__name__", "main"), value_type=Tracer)
+    program = Program(name or getattr(fn, "__name__", "main"))
     block = program.global_block
-    inputs = []
     for i, spec in enumerate(specs):
         spec = spec if isinstance(spec, InputSpec) else InputSpec.from_value(spec)
-        var = block.create_var(spec.name or f"x{i}", spec.shape, spec.dtype)
-        inputs.append(var)
-    program.inputs = list(inputs)
+        program.inputs.append(block.create_var(spec.name or f"x{i}", spec.shape, spec.dtype))
     # a Program is a function: whether a call goes on the tape is decided when it runs, so the caller's
     # no_grad does not reach the trace; a `with rt.no_grad():` inside fn marks the ops it records
     generator = rng.snapshot()
@@ -316,6 +314,7 @@ def record(fn, specs, name=None, keeps_writes=False, written=None):
         state.keeps_writes = keeps_writes
         if written is not None:
             state.written = written
+        inputs = [tracer_of(v) for v in program.inputs]
         try:
             result = fn(*inputs)
             finish_outputs(program, result)
@@ -347,7 +346,7 @@ def put_back(written):
     held before the trace (a value from earlier in this trace is left: the run stores the real one). Places
     are put back newest first, so the oldest value wins."""
     for cell, before in reversed(list(written.values())):
-        if not any(isinstance(v, Variable) for v in pytree.flatten(before)[0]):
+        if not any(isinstance(v, Tracer) for v in pytree.flatten(before)[0]):
             cell._store(before)
 
 
@@ -359,9 +358,9 @@ def finish_outputs(program, result):
         if isinstance(leaf, Undefined):
             raise leaf.error()
         if isinstance(leaf, Tracer):
-            outputs.append(leaf)
+            outputs.append(leaf.value)
         elif isinstance(leaf, ArrayMethods):      # an eager Tensor (tensor.py is above this layer)
-            outputs.append(lift_tensor(leaf))
+            outputs.append(lift_tensor(leaf).value)
         else:
             consts[i] = leaf
     program.outputs = outputs

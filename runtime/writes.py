@@ -14,7 +14,7 @@ from . import ops, tracing
 from .autodiff.tape import GRAD_MODE
 from .buffers import escape
 from .array_methods import _augmented
-from .ir import Variable
+from .tracer import Tracer
 from .ops.dispatch import constant
 from .ops.stop import stop_gradient
 from .state import write_tensor
@@ -34,7 +34,7 @@ def _write(tensor, value, keep_grad=False):
         new = _eager_value(tensor, value)
         tensor.array = new
         return tensor
-    if not isinstance(value, Variable):
+    if not isinstance(value, Tracer):
         value = tracing.lift_tensor(value) if _is_tensor(value) else constant(_eager_array(value, tensor))
     value = _cast(value, tensor.dtype, _label(block.program, tensor))
     if tuple(value.static_shape) != tuple(tensor.shape):
@@ -111,7 +111,7 @@ def _setitem(tensor, index, value):
     block = tracing.current_block()
     if block is not None and tracing.trace_state(block.program).keeps_writes and not tensor.requires_grad:
         current = tracing.lift_tensor(tensor)
-        if not isinstance(value, (Variable, Tensor)):
+        if not isinstance(value, (Tracer, Tensor)):
             value = _eager_array(value, tensor) if isinstance(value, (bool, int, float, complex)) else value
         _write(tensor, ops.setitem(current, index, value), keep_grad=True)
         return
@@ -129,7 +129,7 @@ def _data(tensor):
 def _set_data(tensor, value):
     """`t.data = value`: t holds value's array from now on (its shape and dtype may change, as in PyTorch);
     while tracing, a write into t that lasts, as `set_value`."""
-    if tracing.current_block() is not None or isinstance(value, Variable):
+    if tracing.current_block() is not None or isinstance(value, Tracer):
         set_value(tensor, value)
         return
     if _is_tensor(value):
@@ -184,7 +184,7 @@ def _writing(name, base):
 
 
 def _fill_(self, value):
-    return _in_place(self, ops.full_like(self, value) if not _is_tensor(value) and not isinstance(value, Variable)
+    return _in_place(self, ops.full_like(self, value) if not _is_tensor(value) and not isinstance(value, Tracer)
                      else ops.broadcast_to(ops.astype(value, self.dtype), self.shape), "fill_")
 
 

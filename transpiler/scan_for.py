@@ -13,7 +13,8 @@ import numbers
 
 import runtime as rt
 from runtime import retraces, tracing
-from runtime.ir import Variable, ops_under
+from runtime.ir import ops_under
+from runtime.tracer import Tracer
 
 UNROLL_LIMIT = 1000     # ops an unrolled loop may record (its iterations together) before it becomes a scan
 
@@ -69,7 +70,7 @@ def _scan(iterable, body_fn, values, n, fixed):
 
 
 def _carriable(value):
-    return isinstance(value, (Variable, rt.Tensor)) or isinstance(value, numbers.Number) and not \
+    return isinstance(value, (Tracer, rt.Tensor)) or isinstance(value, numbers.Number) and not \
         isinstance(value, bool)
 
 

@@ -21,6 +21,7 @@ import weakref
 from .. import tracing
 from ..control_flow import cond, while_loop
 from ..ir import Operator, Variable
+from ..tracer import Tracer, tracer_of, value_of, values_of
 from ..ops import add, array_append, array_new, array_read, full, greater, subtract, zeros_like
 from ..ops.regions import region_of, sub_blocks
 from ..ops.registry import facet, get_op
@@ -30,7 +31,7 @@ from .replay import clone_block, hint, needed_ops, replay
 
 
 def _dense_float(v):
-    return isinstance(v, Variable) and v.kind == "dense" and carries_gradient(v)
+    return isinstance(v, (Variable, Tracer)) and v.kind == "dense" and carries_gradient(v)
 
 
 def block_vjp(ops, mapping, seeds, wrt, block):
@@ -54,7 +55,7 @@ def block_vjp(ops, mapping, seeds, wrt, block):
 def prune(block, start, targets):
     """Drop the ops recorded into `block` since `start` that no target depends on (recomputed forward
     values the VJPs did not read): what stays is what the backward really needs."""
-    live = {t: True for t in targets if isinstance(t, Variable)}
+    live = {value_of(t): True for t in targets if isinstance(t, (Variable, Tracer))}
     kept = []
     for op in reversed(block.ops[start:]):
         if any(o in live for o in op.outputs) or not get_op(op.type).pure:
@@ -92,7 +93,7 @@ def _zeros_like(v):
 @facet("cond", "vjp")
 def _cond_vjp(g, inputs, outputs, *, true_block, false_block):
     pred, captured = inputs[0], inputs[1:]
-    wrt = [j for j, c in enumerate(captured) if isinstance(c, Variable) and carries_gradient(c)]   # arrays too
+    wrt = [j for j, c in enumerate(captured) if isinstance(c, Tracer) and carries_gradient(c)]   # arrays too
     if not wrt:
         return (None,) * len(inputs)
 
@@ -141,7 +142,8 @@ def region_op(outputs):
     """(A gradient rule's way to its region op, whose blocks it reads.) The op of `outputs[0]`'s block
     that makes it now: the region op a record describes, or the forward-with-tape that took its place
     (which makes the same values, and more)."""
-    block, first = outputs[0].block, outputs[0]
+    first = value_of(outputs[0])
+    block = first.block
     for op in block.ops:
         if op.outputs and op.outputs[0] is first:
             return op
@@ -169,18 +171,19 @@ def _with_tape(op, save):
     del block.ops[first:]
     mapping = {}
     new_cb, new_bb = clone_block(cb, mapping, block), clone_block(bb, mapping, block)
-    tapes = [new_bb.create_var(f"saved_{hint(p)}", p.static_shape, p.dtype, kind="array") for p in params]
-    count = new_bb.create_var("iteration", (), "int64")
+    tapes = [tracer_of(new_bb.create_var(f"saved_{hint(p)}", p.static_shape, p.dtype, kind="array"))
+             for p in params]
+    count = tracer_of(new_bb.create_var("iteration", (), "int64"))
     with tracing.block_guard(new_bb):
         pushed = [array_append(arr, mapping[p]) for arr, p in zip(tapes, params)] + [add(count, 1)]
-    new_bb.params += tapes + [count]
-    new_bb.results += pushed
+    new_bb.params += values_of(tapes + [count])
+    new_bb.results += values_of(pushed)
     new_cb.params += [new_cb.create_var(v.name, v.static_shape, v.dtype, kind=v.kind) for v in tapes + [count]]
     outs = [block.create_var(f"saved_{hint(p)}", p.static_shape, p.dtype, kind="array") for p in params]
     outs.append(block.create_var("trip_count", (), "int64"))
     attrs = dict(op.attrs)
     attrs.update(zip(region.block_attrs, (new_cb, new_bb)))
-    taped = Operator(op.type, op.inputs[:n] + inits + op.inputs[n:], op.outputs + outs, attrs, op.origin,
+    taped = Operator(op.type, op.inputs[:n] + values_of(inits) + op.inputs[n:], op.outputs + outs, attrs, op.origin,
                      block, op.no_grad)
     at = block.ops.index(op)
     block.ops[at:at + 1] = made + [taped]
@@ -200,8 +203,9 @@ def _dry_run(op, bb, carried, wrt_captured, captured):
     params = list(bb.params)
     stand_ins = {p: scratch.create_var(hint(p), p.static_shape, p.dtype, weak=p.weak, kind=p.kind) for p in params}
     with tracing.block_guard(scratch):
-        seeds = [(bb.results[i], scratch.create_var("g", bb.results[i].static_shape, bb.results[i].dtype,
-                                                    kind=bb.results[i].kind)) for i in carried]
+        seeds = [(bb.results[i], tracer_of(scratch.create_var("g", bb.results[i].static_shape,
+                                                              bb.results[i].dtype, kind=bb.results[i].kind)))
+                 for i in carried]
         closure = [bb.closure[j] for j in wrt_captured]
         wrt = [params[i] for i in carried] + closure
         cots = block_vjp(bb.ops, {**stand_ins, **dict(zip(bb.closure, captured))}, seeds, wrt, scratch)
@@ -222,6 +226,7 @@ def _sparse_gather(block, cotangent, captured):
     """The gather-gradient op (`scatters_cotangent`: `getitem_grad`, or `array_onehot` for a tensor
     array) of `block` that alone makes `cotangent` (the scatter of one `captured[i]` read, by dynamic
     index values only), or None."""
+    cotangent, captured = value_of(cotangent), value_of(captured)
     if not isinstance(cotangent, Variable) or cotangent.block is not block:
         return None
     for op in block.ops:
@@ -258,7 +263,7 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
     carried = [i for i in range(n) if _dense_float(params[i]) or
                (params[i].kind == "array" and carries_gradient(params[i]) and g[i] is not None)]
     # positions of the captured values (the op's closure inputs) that take a gradient: tensor arrays too
-    wrt_captured = [j for j, c in enumerate(captured) if isinstance(c, Variable) and carries_gradient(c)]
+    wrt_captured = [j for j, c in enumerate(captured) if isinstance(c, Tracer) and carries_gradient(c)]
     if not carried:
         return (None,) * len(inputs)
     if tape is None:     # what to save does not depend on this call's cotangents: one tape serves every gradient
@@ -292,7 +297,7 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
         new_accs = tuple(_accumulate(block, acc, cots[p], captured[j], j in sparse)
                          for acc, p, j in zip(accs, closure, wrt_captured))
         read = {v for op in _nested_ops(block) for v in op.input_vars()}
-        for stand_in in mapping.values():
+        for stand_in in map(value_of, mapping.values()):
             if isinstance(stand_in, Variable) and stand_in.block is block and stand_in.name in block.vars and stand_in not in read and \
                     not any(o is stand_in for op in block.ops for o in op.outputs):
                 del block.vars[stand_in.name]
@@ -300,7 +305,7 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
 
     g0 = tuple(g[i] if g[i] is not None else _zeros_like(outs[i]) for i in carried)
     acc0 = tuple(_sparse_start(sparse[j]) if j in sparse else _zeros_like(captured[j]) for j in wrt_captured)
-    _, g_init, g_captured = while_loop(reverse_cond, reverse_body, (tape.count(op), g0, acc0))
+    _, g_init, g_captured = while_loop(reverse_cond, reverse_body, (tracer_of(tape.count(op)), g0, acc0))
     by_init = dict(zip(carried, g_init))
     by_captured = {j: scatter_sum(captured[j], acc[0], acc[1:], sparse[j][2]) if j in sparse else acc
                    for j, acc in zip(wrt_captured, g_captured)}
@@ -322,7 +327,7 @@ def _accumulate(block, acc, cotangent, captured, sparse):
     if gather is None:
         raise RuntimeError("autodiff: a loop body's gradient changed shape between two traces of it")
     block.ops.remove(gather)
-    block.vars.pop(cotangent.name, None)
+    block.vars.pop(value_of(cotangent).name, None)
     g, idx = gather.inputs[0], gather.inputs[2:]
     return (array_append(acc[0], g),) + tuple(array_append(arr, i) for arr, i in zip(acc[1:], idx))
 

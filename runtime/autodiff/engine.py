@@ -3,7 +3,8 @@
 A gradient is computed over a list of *records*, one per op application, in
 the order the ops ran: (op definition, inputs, outputs, attrs) plus a key per
 input and output that identifies the value (a Variable while tracing, a tape
-slot eagerly). Walking the records backwards, each op's `vjp` rule turns the
+slot eagerly; a caller may name a traced value by its Tracer, which stands for
+its Variable). Walking the records backwards, each op's `vjp` rule turns the
 cotangents of its outputs into cotangents of its inputs; a value used twice
 sums its cotangents. Records no wrt value reaches, ops marked
 `differentiable=False` and integer/bool values are skipped.
@@ -13,6 +14,7 @@ cotangents are Tensors) or while tracing (the backward ops are recorded into
 the Program being built, next to the forward ops).
 """
 from ..ir import Variable
+from ..tracer import Tracer, tracer_of
 from ..ops import add
 from ..ops.registry import get_op
 from .arrays import array_add
@@ -20,16 +22,17 @@ from .records import Record, carries_gradient
 
 
 def records_of_ops(ops):
-    """Records for Operators of a Block; a Variable is its own key."""
+    """Records for Operators of a Block; a Variable is its own key, and the rules see Tracers of them."""
     out = []
     for op in ops:
         if op.no_grad:          # recorded under rt.no_grad(): a constant to every gradient, as eagerly
             continue
         opdef = get_op(op.type)
         single = len(op.outputs) == 1 and opdef.num_outputs == 1
-        outputs = op.outputs[0] if single else tuple(op.outputs)
+        outputs = tracer_of(op.outputs[0]) if single else tuple(tracer_of(o) for o in op.outputs)
         in_keys = [x if isinstance(x, Variable) else None for x in op.inputs]
-        out.append(Record(opdef, list(op.inputs), outputs, op.attrs, in_keys, list(op.outputs), single, op.origin))
+        out.append(Record(opdef, [tracer_of(x) for x in op.inputs], outputs, op.attrs, in_keys, list(op.outputs),
+                          single, op.origin))
     return out
 
 
@@ -53,11 +56,12 @@ def backprop(records, seeds, wrt_keys, accumulate=None):
 
     Returns {key: cotangent} for every wrt key some seed reaches (absent: no path).
     `accumulate(a, b)` sums two cotangents (default: the runtime's add, or the
-    tensor-array sum for arrays).
+    tensor-array sum for arrays). A seed or wrt key may be a Tracer: it names its Variable.
     """
     accumulate = accumulate or add_cotangents
+    given, wrt_keys = wrt_keys, [_key(k) for k in wrt_keys]
     live, active = active_records(records, wrt_keys)
-    cot = {k: g for k, g in seeds.items() if g is not None}
+    cot = {_key(k): g for k, g in seeds.items() if g is not None}
     for r in reversed(live):
         gs = [cot.get(k) for k in r.out_keys]
         if all(g is None for g in gs):
@@ -76,10 +80,14 @@ def backprop(records, seeds, wrt_keys, accumulate=None):
             if g is None or key is None or key not in active:
                 continue
             cot[key] = g if key not in cot else accumulate(cot[key], g)
-    return {k: cot[k] for k in wrt_keys if k is not None and k in cot}
+    return {g: cot[k] for g, k in zip(given, wrt_keys) if k is not None and k in cot}
+
+
+def _key(key):
+    return key.value if type(key) is Tracer else key
 
 
 def add_cotangents(a, b):
-    if isinstance(a, Variable) and a.kind == "array":
+    if isinstance(a, Tracer) and a.kind == "array":
         return array_add(a, b)
     return add(a, b)

@@ -10,6 +10,7 @@ append's result is the array it appended to.
 import re
 
 from ..ir import Variable, sub_block_attrs
+from ..tracer import tracer_of, value_of, values_of
 from ..ops.regions import sub_blocks
 from ..ops.registry import get_op
 from .engine import Record, active_records, records_of_ops
@@ -32,7 +33,8 @@ class Alias:
 
 
 def replay(ops, mapping, block, keys=None, rerun=False):
-    """Record copies of `ops` into `block`; `mapping` (forward Variable -> value) grows with their outputs.
+    """Record copies of `ops` into `block`; `mapping` (forward Variable -> value: a Variable of the copy or a
+    traced value's Tracer) grows with their outputs.
     Returns engine Records of the copies; `keys` (forward Variable -> engine key) grows too, where a
     key differs from the value (in-place array ops).
 
@@ -45,14 +47,15 @@ def replay(ops, mapping, block, keys=None, rerun=False):
     keys = {} if keys is None else keys
     records = []
     for op in ops:
-        ins = [mapping.get(x, x) if isinstance(x, Variable) else x for x in op.inputs]
-        in_keys = [keys.get(x, mapping.get(x, x)) if isinstance(x, Variable) else None for x in op.inputs]
+        ins = [value_of(mapping.get(x, x)) if isinstance(x, Variable) else x for x in op.inputs]
+        in_keys = [value_of(keys.get(x, mapping.get(x, x))) if isinstance(x, Variable) else None for x in op.inputs]
         opdef = get_op(op.type)
         if not opdef.pure and not (rerun and op.outputs):
             if opdef.grows_input:
                 mapping[op.outputs[0]] = ins[0]
                 keys[op.outputs[0]] = alias = Alias(ins[0])
-                records.append(Record(opdef, ins, ins[0], op.attrs, in_keys, [alias], True, op.origin))
+                records.append(Record(opdef, [tracer_of(x) for x in ins], tracer_of(ins[0]), op.attrs, in_keys,
+                                      [alias], True, op.origin))
                 continue
             if op.outputs and opdef.random:
                 raise NotImplementedError(f"cannot differentiate through '{op.type}' inside a loop or branch "
@@ -82,7 +85,7 @@ def copy_block(source, mapping, parent, rerun=False):
     mapping.update(zip(source.params, new.params))
     mapping.update(zip(source.closure, new.closure))
     replay(source.ops, mapping, new, rerun=rerun)
-    new.results = [mapping.get(r, r) for r in source.results]
+    new.results = values_of(mapping.get(r, r) for r in source.results)
     return new
 
 
@@ -101,9 +104,9 @@ def clone_block(source, mapping, parent):
             attrs[key] = clone_block(sub, mapping, new)
         outs = [_like(o, new) for o in op.outputs]
         mapping.update(zip(op.outputs, outs))
-        ins = [mapping.get(x, x) if isinstance(x, Variable) else x for x in op.inputs]
+        ins = [value_of(mapping.get(x, x)) if isinstance(x, Variable) else x for x in op.inputs]
         new.append_op(op.type, ins, outs, attrs, op.origin, op.no_grad)
-    new.results = [mapping.get(r, r) for r in source.results]
+    new.results = values_of(mapping.get(r, r) for r in source.results)
     return new
 
 
@@ -117,7 +120,7 @@ def needed_ops(ops, wrt):
     live, _ = active_records(records_of_ops(ops), wrt)
     needed = {}
     for r in live:
-        for v in list(r.inputs) + list(r.out_keys):
+        for v in list(r.in_keys) + list(r.out_keys):
             if isinstance(v, Variable):
                 needed[v] = True
     selected = []

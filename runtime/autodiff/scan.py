@@ -10,6 +10,7 @@
 """
 from .. import tracing
 from ..ir import Variable
+from ..tracer import Tracer, tracer_of
 from ..ops import flip, zeros_like
 from ..ops.regions import sub_blocks
 from ..ops.registry import facet
@@ -20,7 +21,7 @@ from .replay import replay
 
 
 def _differentiable(v):
-    return isinstance(v, Variable) and v.kind == "dense" and carries_gradient(v)
+    return isinstance(v, (Variable, Tracer)) and v.kind == "dense" and carries_gradient(v)
 
 
 @facet("scan", "vjp")
@@ -44,7 +45,7 @@ def _scan_vjp(g, inputs, outputs, *, body_block, length, num_carry):
         mapping = dict(zip(params, list(carry) + list(x)))
         mapping.update(zip(body.closure, captured))
         replay(body.ops, mapping, tracing.current_block())
-        return tuple(mapping.get(r, r) for r in results[:nc]), tuple(carry)
+        return tuple(tracer_of(mapping.get(r, r)) for r in results[:nc]), tuple(carry)
 
     _, saved = scan(forward, tuple(init), tuple(xs), length=length)
     wrt = [params[k] for k in d_carry] + [params[nc + j] for j in d_x] + wrt_captured

@@ -7,7 +7,7 @@ from ..errors import ControlFlowError
 from ..ir import close_blocks
 from ..ops.control import block_raises, mark_raising
 from ..tensor import EagerTensor, Tensor
-from ..tracer import Tracer
+from ..tracer import Tracer, tracer_of, values_of
 from ..undefined import Undefined
 from .carried import _carrying_tensor_writes, _load_cells, _put_back
 from .join import (as_predicate, as_variable, _describe, _fill, _hint, _is_scalar, _leaf_names, _merge_shapes,
@@ -86,13 +86,14 @@ def _cond(pred, true_fn, false_fn, operands, names):
         if va.kind != vb.kind:
             raise ControlFlowError(f"{_subject(name)} is a tensor array in one branch and a tensor in the other")
         shape = _merge_shapes(va.static_shape, vb.static_shape, name)
-        out = block.create_var(_hint(name, "cond"), shape, va.dtype, weak=va.weak and vb.weak, kind=va.kind)
+        out = tracer_of(block.create_var(_hint(name, "cond"), shape, va.dtype, weak=va.weak and vb.weak,
+                                         kind=va.kind))
         t_res.append(va)
         f_res.append(vb)
         outs.append(out)
         out_leaves.append(out)
-    tb.results, fb.results = t_res, f_res
-    block.append_op("cond", [pred] + close_blocks([tb, fb]), outs,
+    tb.results, fb.results = values_of(t_res), values_of(f_res)
+    block.append_op("cond", [pred.value] + close_blocks([tb, fb]), values_of(outs),
                     {"true_block": tb, "false_block": fb}, origin=tracing.user_origin(),
                     no_grad=not GRAD_MODE.enabled)
     return pytree.unflatten(t_def, out_leaves)

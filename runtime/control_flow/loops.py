@@ -6,7 +6,7 @@ from ..autodiff.tape import GRAD_MODE
 from ..errors import ControlFlowError
 from ..ir import close_blocks
 from ..tensor import Tensor
-from ..tracer import Tracer
+from ..tracer import Tracer, tracer_of, values_of
 from ..undefined import Undefined
 from .carried import _carrying_tensor_writes, _load_cells, _MAX_RETRACES, _put_back
 from .join import (as_predicate, as_variable, _cast, _describe, _fill, _hint, _is_scalar, _is_tensor_list,
@@ -105,7 +105,7 @@ def _build_while(cond_fn, body_fn, init, names):
         with tracing.block_guard(cb):
             pred = cond_fn(*pytree.unflatten(treedef, _inputs(carry, c_params)))
             pred = as_predicate(as_variable(pred))
-        cb.results = [pred]
+        cb.results = [pred.value]
         bb = program.new_block(block)
         b_params = _params(bb, carry, leaf_names)
         with tracing.block_guard(bb):
@@ -229,7 +229,8 @@ def _constant_in(block, value, hint):
     """A number as a Variable of `block`: weak for a Python number, of its own dtype for a NumPy one."""
     with tracing.block_guard(block):
         var = as_variable(value)
-    return block.rename_var(var, hint)
+    block.rename_var(var.value, hint)
+    return var
 
 
 def _params(block, carry, leaf_names):
@@ -240,7 +241,8 @@ def _params(block, carry, leaf_names):
             continue
         var = state[1]
         shape = state[2] if len(state) > 2 else var.static_shape
-        params.append(block.create_var(_hint(name, "loop"), shape, var.dtype, weak=var.weak, kind=var.kind))
+        params.append(tracer_of(block.create_var(_hint(name, "loop"), shape, var.dtype, weak=var.weak,
+                                                 kind=var.kind)))
     return params
 
 
@@ -249,13 +251,13 @@ def _inputs(carry, params):
 
 
 def _finish_while(block, cb, bb, carry, c_params, b_params, results, treedef, leaf_names):
-    inits = [state[1] for state in carry if state[0] == "var"]
-    cb.params = [p for p in c_params if p is not None]
-    bb.params = [p for p in b_params if p is not None]
-    bb.results = results
-    outs = [block.create_var(_hint(name, "loop"), p.static_shape, p.dtype, weak=p.weak, kind=p.kind)
+    inits = [state[1].value for state in carry if state[0] == "var"]
+    cb.params = [p.value for p in c_params if p is not None]
+    bb.params = [p.value for p in b_params if p is not None]
+    bb.results = values_of(results)
+    outs = [tracer_of(block.create_var(_hint(name, "loop"), p.static_shape, p.dtype, weak=p.weak, kind=p.kind))
             for name, p in zip(leaf_names, b_params) if p is not None]
-    block.append_op("while", inits + close_blocks([cb, bb]), outs, {"cond_block": cb, "body_block": bb},
+    block.append_op("while", inits + close_blocks([cb, bb]), values_of(outs), {"cond_block": cb, "body_block": bb},
                     origin=tracing.user_origin(), no_grad=not GRAD_MODE.enabled)
     it = iter(outs)
     leaves = [next(it) if state[0] == "var" else state[1] for state in carry]

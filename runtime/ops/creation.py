@@ -142,7 +142,7 @@ def ones(shape, dtype=None, device=None):
 
 def full(shape, fill_value, dtype=None, device=None):
     dtype = as_dtype(dtype) if dtype is not None else scalar_dtype(fill_value) if not isinstance(
-        fill_value, Variable) else fill_value.dtype
+        fill_value, Tracer) else fill_value.dtype
     return apply(_full, (fill_value,) + _dims(shape), {"dtype": dtype.name}, device)
 
 

@@ -2,7 +2,9 @@
 
 Outside tracing, inputs are unwrapped and the kernel runs on their backend
 (the eager hot path: keep it thin). While a block is being recorded, the call
-appends an Operator whose outputs are new Variables shaped by the op's rule.
+appends an Operator whose outputs are new Variables shaped by the op's rule:
+this is the recording door, the one place that unwraps an op's inputs (a
+Tracer -> its Variable) and wraps its outputs (a new Variable -> its Tracer).
 """
 import numpy as np
 
@@ -10,6 +12,7 @@ from .. import tracing
 from ..backends import get_backend
 from ..ir import LITERAL_TYPES, Variable
 from ..tensor import EagerTensor, Tensor
+from ..tracer import Tracer
 from ..undefined import Undefined
 from .registry import get_op
 from .rules import Spec, input_types, is_weak, promote_operand
@@ -54,8 +57,8 @@ def run_eager(opdef, inputs, attrs, device=None):
             if backend is None and x and isinstance(x[0], EagerTensor):
                 backend = x[0].backend
             args.append([t.array if isinstance(t, EagerTensor) else t for t in x])
-        elif isinstance(x, Variable):
-            raise TypeError(f"{opdef.name}: Variable '{x.name}' used outside the trace that made it")
+        elif isinstance(x, (Tracer, Variable)):
+            raise TypeError(f"{opdef.name}: the traced value '{x.name}' used outside the trace that made it")
         elif isinstance(x, (int, float, complex)) and type(x) not in _EXACT_SCALARS and not isinstance(x, np.generic):
             args.append(_builtin_scalar(x))   # an int subclass (x.size) is a Python int: weak, as when traced
         else:
@@ -106,36 +109,48 @@ def record(opdef, inputs, attrs):
     ins = [as_input(x, block, opdef.name) for x in inputs]
     if opdef.promote:
         ins = cast_weak_operands(ins)
-    specs = opdef.infer(*input_types(ins), **attrs)
+    specs = opdef.infer(*input_types(ins, inputs), **attrs)
     single = isinstance(specs, Spec)
     # a Python operator of Python numbers is a Python number; an rt function of them is NumPy's strong result
     weak = _state.frames[-1].python_numbers or not all(is_weak(x) for x in ins if x is not None)
     outs = [block.create_var(opdef.name, s.shape, s.dtype, weak=s.weak and weak, kind=s.kind)
             for s in ([specs] if single else specs)]
     block.append_op(opdef.name, ins, outs, attrs, origin=tracing.user_origin(), no_grad=not GRAD_MODE.enabled)
+    tracers = _state.tracers        # each new Variable's one Tracer (tracer.tracer_of's memo)
     if single:
-        return outs[0]
-    return tuple(outs) if outs else None
+        out = tracers[id(outs[0])] = Tracer(outs[0])
+        return out
+    return tuple(tracers.setdefault(id(o), Tracer(o)) for o in outs) if outs else None
 
 
 def as_input(x, block, op_name):
-    """An op input while recording: a Variable of an enclosing block, or a literal."""
-    if isinstance(x, Variable):
-        if x.block.program is not block.program or not x.block.is_ancestor_of(block):
-            raise ValueError(
-                f"{op_name}: Variable '{x.name}' belongs to another trace or to a branch/loop body "
-                "that has ended; return it from that body to use it here")
+    """An op input while recording: a Variable of an enclosing block (a Tracer's, or one a gradient rule's
+    replay made), or a literal."""
+    kind = type(x)
+    if kind is Tracer:
+        x = x.value
+    elif kind in _EXACT_SCALARS or x is None:       # a literal (np.float64 subclasses float yet is strong)
         return x
+    elif not isinstance(x, Variable):
+        return _as_ir_input(x, op_name)
+    if x.block.program is not block.program or not x.block.is_ancestor_of(block):
+        raise ValueError(
+            f"{op_name}: the traced value '{x.name}' belongs to another trace or to a branch/loop body "
+            "that has ended; return it from that body to use it here")
+    return x
+
+
+def _as_ir_input(x, op_name):
     if isinstance(x, EagerTensor):
-        return tracing.lift_tensor(x)
+        return tracing.lift_tensor(x).value
     if isinstance(x, (np.ndarray, np.generic)):       # before literals: np.float64 subclasses float yet is strong
-        return constant(x)
+        return constant(x).value
     if x is None or isinstance(x, LITERAL_TYPES):
         return x
     if isinstance(x, Undefined):
         raise x.error()
     if type(x) in (list, tuple) and _numbers_only(x):
-        return constant(np.asarray(x))      # what the kernel makes of it eagerly (`[5, 6] + t`)
+        return constant(np.asarray(x)).value      # what the kernel makes of it eagerly (`[5, 6] + t`)
     raise TypeError(f"{op_name}: cannot use a value of type {type(x).__name__} as an input")
 
 
@@ -152,7 +167,8 @@ def constant(value):
 
 
 def cast_weak_operands(ins):
-    """Weak Variables (Python numbers turned symbolic) take the strong operands' dtype, as in JAX."""
+    """Weak Variables (Python numbers turned symbolic) take the strong operands' dtype, as in JAX (on op inputs
+    as recorded: Variables and literals)."""
     if not any(isinstance(x, Variable) and x.weak for x in ins):
         return ins
     common = result_type(*map(promote_operand, ins))
@@ -160,7 +176,7 @@ def cast_weak_operands(ins):
     out = []
     for x in ins:
         if isinstance(x, Variable) and x.weak and x.dtype != common:
-            x = apply(astype, (x,), {"dtype": common.name})
+            x = apply(astype, (x,), {"dtype": common.name}).value
             x.weak = True       # still a Python number: `i + 0.5` of a weak int stays weak
         out.append(x)
     return out

@@ -18,6 +18,7 @@ import numpy as np
 from .. import tracing
 from ..ir import Variable
 from ..tensor import host
+from ..tracer import value_of
 from .registry import REGISTRY
 
 SIZE_LIMIT = 1 << 16     # larger intermediates are not computed while tracing (the graph path stays exact)
@@ -36,7 +37,8 @@ def is_trace_constant(program, tensor):
 
 
 def known_value(value):
-    """The NumPy value a Variable has on every run of its Program, or None when it may vary."""
+    """The NumPy value a traced value (its Variable) has on every run of its Program, or None when it may vary."""
+    value = value_of(value)
     if not isinstance(value, Variable) or value.kind != "dense" or value.block is None:
         return None
     program = value.block.program

@@ -247,8 +247,8 @@ _dim = register(OpDef("dim", _dim_kernel, _dim_infer))
 def dim(x, axis):
     """Size of one dim as a scalar int (symbolic while tracing when unknown)."""
     out = apply(_dim, (x,), {"axis": int(axis)})
-    if isinstance(out, Tracer):
-        out.dim_of = (x, int(axis) % max(len(x.static_shape), 1))   # lets reshape cancel it against x
+    if isinstance(out, Tracer) and isinstance(x, Tracer):
+        out.dim_of = (x.value, int(axis) % max(len(x.static_shape), 1))   # lets reshape cancel it against x
     return out
 
 

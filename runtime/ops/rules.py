@@ -10,24 +10,26 @@ from ..dtypes import as_dtype, result_type, scalar_dtype
 from ..errors import AxisError
 from ..ir import Spec, Variable
 from ..shape_text import shape_text
+from ..tracer import Tracer
 
 
-TYPED = (Spec, Variable)     # what has a type of its own (a rule's array input: a Spec; dispatch: a Variable)
+TYPED = (Spec, Variable, Tracer)    # what has a type of its own (a rule's array input: a Spec; dispatch: a
+                                    # Variable; an rt function's argument: a Tracer)
 
 
 def type_of(x):
-    """What a shape rule sees of an op input: a Variable's type (a Spec); literals as they are."""
-    return x.spec if isinstance(x, Variable) else x
+    """What a shape rule sees of an op input: a Variable's (or Tracer's) type (a Spec); literals as they are."""
+    return x.spec if isinstance(x, Variable) or type(x) is Tracer else x
 
 
-def input_types(inputs):
-    """What a shape rule sees of an op's inputs: each Variable's type, a traced dim of another input
-    (`x.reshape(x.shape[0], -1)`) marked as that input's (Spec.dim_of); literals as they are."""
+def input_types(inputs, traced=None):
+    """What a shape rule sees of an op's inputs (Variables and literals): each Variable's type; literals as
+    they are. `traced`: the values the caller passed (Tracers), whose traced dim of another input
+    (`x.reshape(x.shape[0], -1)`, a Tracer's `dim_of`) is marked as that input's (Spec.dim_of)."""
     types = [type_of(x) for x in inputs]
-    for j, x in enumerate(inputs):
-        # a Tracer's (a loaded Variable has none; a literal is asked nothing)
-        source = getattr(x, "dim_of", None) if isinstance(x, Variable) else None
-        if source is not None:
+    for j, x in enumerate(traced or ()):
+        source = x.dim_of if type(x) is Tracer else None     # (a Variable has none; a literal is asked nothing)
+        if source is not None and x.value is inputs[j]:
             k = next((k for k, y in enumerate(inputs) if y is source[0]), None)
             if k is not None:
                 types[j] = types[j]._replace(dim_of=(k, source[1]))

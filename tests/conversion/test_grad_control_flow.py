@@ -203,7 +203,7 @@ from .oracle import inputs  # noqa: E402
 def _float_leaves(out):
     from runtime import pytree
     return [leaf for leaf in pytree.flatten(out)[0]
-            if isinstance(leaf, (rt.Tensor, rt.Variable)) and leaf.dtype.kind == "f"]
+            if isinstance(leaf, (rt.Tensor, rt.Tracer)) and leaf.dtype.kind == "f"]
 
 
 def _scalar_loss(fn, scalars):

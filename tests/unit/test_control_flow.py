@@ -186,7 +186,7 @@ def test_weak_counter():
         return rt.while_loop(lambda i, y: y.sum() < 50, lambda i, y: (i + 1, y + x * i), (0, x))
 
     prog, _, (i, y) = rt.trace(fn, [SPEC])
-    assert isinstance(i, rt.Variable) and i.weak and i.dtype == np.int64
+    assert isinstance(i, rt.Tracer) and i.weak and i.dtype == np.int64
     assert y.dtype == np.float32                       # x * i keeps float32
     assert all(op.outputs[0].dtype != np.float64 for op in prog.ops() if op.outputs)
     n, want = 0, X.copy()
@@ -477,7 +477,7 @@ def test_name_first_bound_in_loop_body():
                              (0, rt.Undefined("y")))
 
     prog, _, (i, y) = rt.trace(fn, [SPEC])
-    assert isinstance(y, rt.Variable) and y.static_shape == (-1, 3)
+    assert isinstance(y, rt.Tracer) and y.static_shape == (-1, 3)
     check(run(prog, x=X)[1], X * 2.0)
     with pytest.raises(UnboundLocalError, match="'y'"):
         run(prog, x=np.zeros((0, 3), np.float32))

@@ -51,7 +51,7 @@ def test_plan_recompiled_after_program_changes():
     np.testing.assert_array_equal(ex.run(prog, {"x": X})[0].numpy(), X + 1)
     with tracing.block_guard(prog.global_block):
         doubled = out * 3.0
-    prog.outputs = [doubled]
+    prog.outputs = [doubled.value]                      # the Program holds the Variable a Tracer wraps
     new_plan = ex.compile(prog)
     assert new_plan is not plan
     np.testing.assert_array_equal(ex.run(prog, {"x": X})[0].numpy(), (X + 1) * 3)
@@ -62,7 +62,7 @@ def test_plan_recompiled_when_outputs_are_reassigned():
     prog, (x,), out = rt.trace(lambda x: x + 1.0, [SPEC])
     ex = rt.Executor()
     plan = ex.compile(prog)
-    prog.outputs = [x]                                  # no op recorded: only the outputs changed
+    prog.outputs = [x.value]                            # no op recorded: only the outputs changed
     assert ex.compile(prog) is not plan
     np.testing.assert_array_equal(ex.run(prog, {"x": X})[0].numpy(), X)
 

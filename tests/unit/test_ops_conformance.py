@@ -545,7 +545,7 @@ def test_traced_matches_numpy(name, sample, dynamic):
     expected = np.asarray(sample.oracle(*_np_args(sample), **sample.kwargs))
     program, out, feed = _trace(sample, dynamic)
     assert name in [op.type for op in program.ops()], f"the sample does not record a {name!r} op:\n{program}"
-    assert isinstance(out, rt.Variable), f"traced {name} returned {type(out).__name__}"
+    assert isinstance(out, rt.Tracer), f"traced {name} returned {type(out).__name__}"
 
     # (c) inferred shape and dtype against the real result
     assert out.dtype == expected.dtype, f"{name}: inferred dtype {out.dtype}, actual {expected.dtype}\n{program}"

@@ -172,7 +172,7 @@ def test_dot_draws_region_ops_as_diamonds_with_their_blocks_as_clusters(program)
 
 def test_variable_and_operator_repr():
     prog, (x,), out = rt.trace(lambda v: v.sum(axis=1), [SPEC])
-    assert repr(x) == "Variable(x: float32[?, 3])"
+    assert repr(x) == "Tracer(x: float32[?, 3])" and repr(prog.inputs[0]) == "Variable(x: float32[?, 3])"
     assert x.type_str() == "float32[?, 3]"
     op = next(prog.ops())
     assert "sum(x, axis=1, keepdims=False)" in repr(op)
@@ -241,7 +241,8 @@ def test_plans_are_keyed_by_the_program_object():
     edited = prog.clone()                       # edit a copy, not a Program that ran
     assert executor.compile(edited) is not plan
     with tracing.block_guard(edited.global_block):
-        edited.outputs = [edited.outputs[0] * 2.0]      # a new outputs list: its plan is compiled afresh
+        # a new outputs list: its plan is compiled afresh (a traced value is the Tracer of a Variable)
+        edited.outputs = [(tracing.tracer_of(edited.outputs[0]) * 2.0).value]
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     np.testing.assert_array_equal(executor.run(edited, {"x": x})[0].numpy(), (x + 1) * 2)
     np.testing.assert_array_equal(executor.run(prog, {"x": x})[0].numpy(), x + 1)

@@ -490,7 +490,7 @@ def test_variable_python_conversions_are_clear_errors():
             iter(v)
         with pytest.raises(TypeError, match="Python int"):
             operator.index(v)
-        assert v.shape[1] == 3 and isinstance(v.shape[0], rt.Variable)
+        assert v.shape[1] == 3 and isinstance(v.shape[0], rt.Tracer)
         return v
     rt.trace(fn, [rt.InputSpec([None, 3])])
 

@@ -58,8 +58,28 @@ def test_traced_values_are_tracers_and_stand_for_tensors():
 
     program, inputs, out = tracing.trace(f, [rt.InputSpec([2, 3], "float32")])
     assert all(type(v) is Tracer for v in seen + inputs + [out])
-    assert all(isinstance(v, Variable) for v in program.all_vars())
+    assert all(type(v) is Variable for v in program.all_vars())
     assert isinstance(out, rt.Tensor) and type(out) is not rt.Tensor
+    assert seen[0] is inputs[0] and seen[0].value is program.inputs[0] and out.value is program.outputs[0]
+
+
+def test_a_tracer_wraps_its_variable_and_is_not_one():
+    """The tracer wraps an IR value (issue 26 §2), as JAX's tracers do: it is not a Variable, the Program
+    holds the Variable, and one Variable has one Tracer while its trace runs (`a is b` is the values')."""
+    assert not issubclass(Tracer, Variable)
+    seen = []
+
+    def f(x):
+        y = x + 1.0
+        seen.append((y, tracing.tracer_of(y.value)))
+        y.weak = False                      # written through to the Variable the Program holds
+        return y
+
+    program, (x,), out = tracing.trace(f, [rt.InputSpec([2], "float32")])
+    (y, again), = seen
+    assert y is again is out and not isinstance(y, Variable)
+    assert out.static_shape == (2,) and out.dtype == np.float32 and out.name == program.outputs[0].name
+    assert repr(x) == "Tracer(x0: float32[2])"
 
 
 def test_a_loaded_program_holds_plain_variables():
@@ -71,7 +91,7 @@ def test_a_loaded_program_holds_plain_variables():
         x * 2.0
     assert x == x and x != loaded.outputs[0]            # identity: a value of a graph, not an elementwise op
     assert len({x, x, loaded.outputs[0]}) == 2
-    assert loaded.clone().inputs[0].__class__ is Variable and program.clone().inputs[0].__class__ is Tracer
+    assert loaded.clone().inputs[0].__class__ is Variable and program.clone().inputs[0].__class__ is Variable
 
 
 def test_shape_rules_take_types(monkeypatch):
@@ -168,3 +188,58 @@ def test_trace_state_lives_in_the_one_trace_context():
 def test_install_names_only_the_known_services():
     with pytest.raises(TypeError, match="no trace service"):
         tracing.install(converter=lambda fn: fn)
+
+
+def _values_of(program):
+    """Every value a Program holds: its inputs and outputs, each block's vars, params, closure params and
+    results, and every op's inputs and outputs (literals left out)."""
+    out = list(program.inputs) + list(program.outputs)
+    for block in program.blocks:
+        out += list(block.vars.values()) + list(block.params) + list(block.closure) + list(block.results)
+        for op in block.ops:
+            out += [x for x in op.inputs if not (x is None or isinstance(x, (bool, int, float, complex)))]
+            out += list(op.outputs)
+    return out
+
+
+from tests.conversion.corpus import CASES  # noqa: E402
+from tests.conversion.oracle import inputs as oracle_inputs  # noqa: E402
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["fn"].__name__ for c in CASES])
+def test_a_traced_corpus_program_holds_plain_variables_only(case):
+    """The recording door unwraps: whatever the function does (branches, loops, tensor arrays, scans,
+    writes), the Program it traces holds `ir.Variable`s, never the Tracers its code held."""
+    program = to_static(case["fn"], passes=[]).get_program(
+        *[rt.tensor(a) for a in oracle_inputs(case, 0)], *case["scalars"])
+    bad = [v for v in _values_of(program) if type(v) is not Variable]
+    assert not bad, bad[:3]
+
+
+def test_gradient_programs_hold_plain_variables_only():
+    """Gradients replay and build blocks (a while's forward-with-tape and reverse loop, a cond's branch
+    VJPs, a scan's two scans): those Programs hold Variables only too, and compute what eager autodiff does."""
+    def loss_of(x):
+        def loss(w):
+            h = x
+            i = 0
+            while rt.sum(h) < 100.0 and i < 5:
+                h = rt.tanh(h @ w) + 1.0
+                i += 1
+            h = rt.cond(rt.mean(h) > 0, lambda: h * 2.0, lambda: -h)
+            carry, ys = rt.scan(lambda c, r: (c * r, c + r), h, rt.ones((3, 2, 3)))
+            return rt.sum(carry) + rt.sum(ys)
+        return loss
+
+    def f(x, w):
+        return rt.grad(loss_of(x))(w)
+
+    program, _, grad = tracing.trace(f, [rt.InputSpec([2, 3], "float32"), rt.InputSpec([3, 3], "float32")])
+    assert {"while", "cond", "scan"} <= {op.type for op in program.ops()}
+    bad = [v for v in _values_of(program) if type(v) is not Variable]
+    assert not bad, bad[:3]
+    x = np.linspace(-0.3, 0.4, 6, dtype=np.float32).reshape(2, 3)
+    w = np.eye(3, dtype=np.float32) + 0.1
+    (g,) = rt.Executor().run(program, {"x0": rt.tensor(x), "x1": rt.tensor(w)})
+    eager = rt.grad(loss_of(rt.tensor(x)))(rt.tensor(w))
+    np.testing.assert_allclose(g.numpy(), eager.numpy(), rtol=1e-5, atol=1e-6)

@@ -28,7 +28,7 @@ import types
 
 import numpy as np
 
-from runtime.ir import Variable
+from runtime.tracer import Tracer
 from runtime.tensor import Tensor
 
 from ..transforms.calls import is_library_module
@@ -36,7 +36,7 @@ from ..transforms.calls import is_library_module
 BEFORE, ESCAPED, LOCAL = "before", "escaped", "local"
 LIMIT = 200_000       # objects visited per walk
 
-_ATOMS = (str, bytes, int, float, complex, bool, type(None), np.ndarray, np.generic, Variable, range, slice)
+_ATOMS = (str, bytes, int, float, complex, bool, type(None), np.ndarray, np.generic, Tracer, range, slice)
 
 
 class Lifetimes:

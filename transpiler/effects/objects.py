@@ -17,7 +17,7 @@ import numpy as np
 
 from runtime import pytree
 from runtime.control_flow import Undefined
-from runtime.ir import Variable
+from runtime.tracer import Tracer
 from runtime.nn import Layer
 from runtime.state import AttrCell, ContentsCell
 from runtime.tensor import Tensor
@@ -143,5 +143,5 @@ def contents_changed(old, new):
 
 
 def _has_variables(value):
-    return any(isinstance(v, Variable) for v in pytree.flatten(value)[0])
+    return any(isinstance(v, Tracer) for v in pytree.flatten(value)[0])
 

@@ -15,7 +15,7 @@ changed one becomes a written place too (its contents, as for an attribute's lis
 import types
 
 from runtime.control_flow import Undefined
-from runtime.ir import Variable
+from runtime.tracer import Tracer
 from runtime.nn import Layer
 from runtime.state import ClosureCell, ContentsCell, ItemCell
 
@@ -106,7 +106,7 @@ def _traced(value):
     """Whether value is a traced value or a list/tuple/dict holding one at any depth: a search that
     stops at the first one and builds nothing (a global the function names may hold 1M items)."""
     if not isinstance(value, _CONTAINERS):
-        return isinstance(value, Variable)
+        return isinstance(value, Tracer)
     stack, seen = [value], {id(value)}
     while stack:
         container = stack.pop()
@@ -115,6 +115,6 @@ def _traced(value):
                 if id(item) not in seen:
                     seen.add(id(item))
                     stack.append(item)
-            elif isinstance(item, Variable):
+            elif isinstance(item, Tracer):
                 return True
     return False

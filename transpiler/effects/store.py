@@ -22,7 +22,7 @@ import weakref
 from runtime import pytree
 from runtime.control_flow import Undefined
 from runtime.errors import ControlFlowError
-from runtime.ir import Variable
+from runtime.tracer import Tracer, value_of
 from runtime.tensor import Tensor
 from runtime.tracing import put_back
 
@@ -87,19 +87,19 @@ class StateWrites:
                 self.outputs.append(now)
                 continue
             leaves, treedef = pytree.flatten(now)
-            ended = [v for v in leaves if isinstance(v, Variable) and v.block is not program.global_block]
+            ended = [v for v in leaves if isinstance(v, Tracer) and v.block is not program.global_block]
             if ended:
                 raise ControlFlowError(
                     f"'{cell.label}' is given a value computed inside a tensor-dependent if/while "
                     f"({_origin(program, ended[0])}) in a function called from there, so it cannot be carried "
                     f"out of the graph op; assign it in the function that has the if/while, or return the value")
             old, old_def = pytree.flatten(before)
-            if old_def == treedef and all(a is b and not isinstance(a, (Variable, Tensor, Undefined)) and
+            if old_def == treedef and all(a is b and not isinstance(a, (Tracer, Tensor, Undefined)) and
                                           not _is_number(a) for a, b in zip(leaves, old)):
                 continue    # left as it was (`p.grad` None again after zero_grad): nothing to store or check
             slots, numbers_ = [], []
             for k, leaf in enumerate(leaves):
-                if isinstance(leaf, Variable):
+                if isinstance(leaf, Tracer):
                     slots.append(len(program.outputs) + len(self.outputs))
                     self.outputs.append(leaf)
                 elif made(leaf):
@@ -107,7 +107,7 @@ class StateWrites:
                 else:
                     slots.append(("const", leaf))
                 was = old[k] if old_def == treedef else None
-                keep_number = isinstance(leaf, Variable) and leaf.weak and leaf.static_shape == () and _is_number(was)
+                keep_number = isinstance(leaf, Tracer) and leaf.weak and leaf.static_shape == () and _is_number(was)
                 numbers_.append(type(was) if keep_number else None)
             self.entries.append((cell, treedef, slots, numbers_, kind == BEFORE))
             if kind != BEFORE:
@@ -190,6 +190,7 @@ def _never(value):
 
 
 def _origin(program, var):
+    var = value_of(var)
     for op in program.ops():
         if any(out is var for out in op.outputs):
             return f"at {op.origin}" if op.origin else "in a branch"
