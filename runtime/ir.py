@@ -18,15 +18,14 @@ attached by printer.py, `to_json`/`from_json`/`==` by serialization.py. What a
 traced value does in user code is runtime.tracing's `Tracer` (a Variable made
 while tracing: a Program made by tracing has `value_type` Tracer).
 """
-import keyword
 import re
 from typing import NamedTuple
 
 import numpy as np
 
+from .naming import clean_hint, value_names
 from .shape_text import shape_text
 
-_IDENT = re.compile(r"[^0-9a-zA-Z_.]")   # dots kept: parameter names like "fc1.weight"
 LITERAL_TYPES = (bool, int, float, complex)
 
 
@@ -310,11 +309,7 @@ class Program:
         del self._detached[mark:]
 
     def unique_name(self, hint):
-        base = _IDENT.sub("_", str(hint)) or "t"
-        if base[0].isdigit():
-            base = "_" + base
-        if keyword.iskeyword(base) or base == "__debug__":     # names generated code cannot bind
-            base += "_"
+        base = clean_hint(hint)
         if base not in self._used:
             self._used.add(base)
             return base
@@ -343,13 +338,26 @@ class Program:
             yield from block.ops
 
     def all_vars(self):
-        for block in self.blocks:
-            yield from block.vars.values()
+        """Every value of the Program once, in definition order: the inputs, then each block's params and
+        ops in turn (a region op's blocks, params and ops, before their closure params and the op's
+        outputs: the order tracing makes them in), blocks being traced last. A value read before any
+        definition (a broken Program) comes where it is first read. Writers name values in this order."""
+        seen, out, reads = set(), [], []
+        _walk_values(self.inputs, seen, out)
+        _walk_block(self.global_block, seen, out, reads)
+        for block in self._detached:
+            _walk_values(block.closure, seen, out)
+            _walk_block(block, seen, out, reads)
+        _walk_values(reads, seen, out)
+        _walk_values(self.outputs, seen, out)
+        return out
 
     def find_var(self, name):
-        for block in self.blocks:
-            if name in block.vars:
-                return block.vars[name]
+        """The value printed as `name` (`naming.value_names`: the Program's text names them so)."""
+        names = value_names(self)
+        for var in self.all_vars():
+            if names[id(var)] == name:
+                return var
         raise KeyError(name)
 
     def clone(self):
@@ -389,6 +397,30 @@ class Program:
         return copy
 
     __hash__ = object.__hash__      # kept when serialization.py attaches __eq__
+
+
+def _walk_values(values, seen, out):
+    for v in values:
+        if isinstance(v, Variable) and id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+
+
+def _walk_block(block, seen, out, reads):
+    """all_vars' walk of one block: params, then per op its blocks (params and ops; then the blocks'
+    closure params) and its outputs. `reads` gathers what ops and results read (for values never defined)."""
+    _walk_values(block.params, seen, out)
+    for op in block.ops:
+        reads += op.inputs
+        keys = _SUB_BLOCK_ATTRS.get(op.type)
+        if keys:
+            subs = [op.attrs[k] for k in keys]
+            for sub in subs:
+                _walk_block(sub, seen, out, reads)
+            for sub in subs:
+                _walk_values(sub.closure, seen, out)
+        _walk_values(op.outputs, seen, out)
+    reads += block.results
 
 
 def ops_under(ops):

@@ -29,6 +29,7 @@ import numpy as np
 
 from . import pytree
 from .ir import Block, Operator, Program, Variable, close_blocks, sub_block_attrs
+from .naming import value_names
 from .ops.registry import REGISTRY
 from .ops.regions import RegionError
 from .ops.rules import Spec, input_types
@@ -119,9 +120,9 @@ def _canon(value):
     return value
 
 
-def _encode_input(x):
+def _encode_input(x, names):
     if isinstance(x, Variable):
-        return x.name
+        return names[id(x)]
     if isinstance(x, complex):
         return {"complex": [x.real, x.imag]}
     return {"lit": _canon(x)}
@@ -136,6 +137,12 @@ def program_to_dict(program, origins="as is"):
     where = _ORIGIN_FORMS[origins]
     order = program.blocks                  # a block's number is its place in this order (as printed)
     number = {id(b): i for i, b in enumerate(order)}
+    names = value_names(program)            # unique in the file: a value's own name is a hint
+    declared = [[] for _ in order]          # each block's values, in definition order
+    for v in program.all_vars():
+        k = number.get(id(v.block))
+        if k is not None:
+            declared[k].append(v)
 
     def attrs_of(op):
         attrs = op.attrs if "origin" not in op.attrs or origins == "as is" else \
@@ -148,13 +155,13 @@ def program_to_dict(program, origins="as is"):
         blocks.append({
             "idx": number[id(b)],
             "parent": -1 if b.parent is None else number[id(b.parent)],
-            "vars": [_var_dict(v) for v in b.vars.values()],
-            "params": [v.name for v in b.params],
-            "closure": [v.name for v in b.closure],
-            "results": [_encode_input(v) for v in b.results],
+            "vars": [_var_dict(v, names) for v in declared[number[id(b)]]],
+            "params": [names[id(v)] for v in b.params],
+            "closure": [names[id(v)] for v in b.closure],
+            "results": [_encode_input(v, names) for v in b.results],
             "ops": [{"type": op.type,
-                     "inputs": [_encode_input(x) for x in op.inputs],
-                     "outputs": [o.name for o in op.outputs],
+                     "inputs": [_encode_input(x, names) for x in op.inputs],
+                     "outputs": [names[id(o)] for o in op.outputs],
                      "attrs": _canon(attrs_of(op)),
                      "origin": where(op.origin)} for op in b.ops],
         })
@@ -162,9 +169,9 @@ def program_to_dict(program, origins="as is"):
         "format": FORMAT,
         "version": VERSION,
         "name": program.name,
-        "inputs": [v.name for v in program.inputs],
-        "outputs": [v.name for v in program.outputs],
-        "parameters": [{"name": v.name, "shape": list(v.static_shape), "dtype": v.dtype.name}
+        "inputs": [names[id(v)] for v in program.inputs],
+        "outputs": [names[id(v)] for v in program.outputs],
+        "parameters": [{"name": names[id(v)], "shape": list(v.static_shape), "dtype": v.dtype.name}
                        for v in program.inputs if v.persistable],
         "output_tree": pytree.to_json(program.output_tree) if program.output_tree is not None else None,
         "output_consts": {str(k): _canon(v) for k, v in program.output_consts.items()},
@@ -214,8 +221,8 @@ def with_relative_origins(program):
 _ORIGIN_FORMS = {"as is": lambda origin: origin, "relative": relative_origin, False: lambda origin: None}
 
 
-def _var_dict(v):
-    return {"name": v.name, "shape": list(v.static_shape), "dtype": v.dtype.name,
+def _var_dict(v, names):
+    return {"name": names[id(v)], "shape": list(v.static_shape), "dtype": v.dtype.name,
             "persistable": v.persistable, "weak": v.weak, "kind": v.kind}
 
 

@@ -1,0 +1,54 @@
+"""Names of values, made when a Program is written: a value's `name` is only a hint.
+
+A value is its identity and its type (as JAX's `Var`); two values may carry the same hint.
+Whoever writes text — the printer, the serializer, the code generators, the ONNX
+exporter — asks `value_names(program)` for one name per value: the hints made unique in
+definition order (`Program.all_vars`), the first value keeping its hint and the next ones
+getting `_1`, `_2`, ... suffixes. A Program's inputs come first, so they keep their hints
+(the tracer keeps those unique: feeds and parameters are looked up by them).
+"""
+import keyword
+import re
+
+_IDENT = re.compile(r"[^0-9a-zA-Z_.]")   # dots kept: parameter names like "fc1.weight"
+
+
+def clean_hint(hint):
+    """`hint` as a name generated code can bind: ASCII letters, digits, `_` and `.`, no leading digit,
+    no keyword (nor `__debug__`); "t" for an empty hint."""
+    base = _IDENT.sub("_", str(hint)) or "t"
+    if base[0].isdigit():
+        base = "_" + base
+    if keyword.iskeyword(base) or base == "__debug__":     # names generated code cannot bind
+        base += "_"
+    return base
+
+
+class UniqueNames:
+    """Hands out names, each once: a clean hint as it is the first time, then `hint_1`, `hint_2`, ...
+    (skipping any taken already)."""
+
+    def __init__(self, taken=()):
+        self.used = set(taken)
+        self.counts = {}
+
+    def claim(self, hint):
+        base = clean_hint(hint)
+        used = self.used
+        if base not in used:
+            used.add(base)
+            return base
+        n = self.counts.get(base, 1)
+        while f"{base}_{n}" in used:
+            n += 1
+        self.counts[base] = n + 1
+        name = f"{base}_{n}"
+        used.add(name)
+        return name
+
+
+def value_names(program):
+    """{id(value): its name} for every value of the Program, unique among them, in definition order."""
+    names = UniqueNames()
+    claim = names.claim
+    return {id(v): claim(v.name) for v in program.all_vars()}
