@@ -47,8 +47,42 @@ class UniqueNames:
         return name
 
 
+_CLOSURE_SUFFIX = re.compile(r"\.in(_\d+)?$")
+
+
+def closure_hint(name):
+    """`x.in` for the closure param standing for `x` (and for `x.in_1` one level out): a name of its own
+    kind, so the names of the Program's other values read as they did before blocks were closed."""
+    return _CLOSURE_SUFFIX.sub("", name) + ".in"
+
+
 def value_names(program):
-    """{id(value): its name} for every value of the Program, unique among them, in definition order."""
-    names = UniqueNames()
+    """{id(value): its name} for every value of the Program, unique among them, in definition order.
+
+    A closure param keeping the hint `close_blocks` gave it is named after the value it stands for, as
+    written (`x_1.in` for `x_1`; through nested blocks, the value outside them all)."""
+    stands_for = {}         # id(closure param) -> the op input it stands for (the op's last inputs)
+    for op in program.ops():
+        for sub in op.sub_blocks():
+            n = len(sub.closure)
+            if n:
+                stands_for.update(zip(map(id, sub.closure), op.inputs[len(op.inputs) - n:]))
+    names, out = UniqueNames(), {}
     claim = names.claim
-    return {id(v): claim(v.name) for v in program.all_vars()}
+    for v in program.all_vars():
+        hint = v.name
+        x = stands_for.get(id(v))
+        if x is not None:
+            while id(x) in stands_for:
+                x = stands_for[id(x)]
+            if id(x) in out and hint == closure_hint(x.name):
+                hint = closure_hint(out[id(x)])
+        out[id(v)] = claim(hint)
+    return out
+
+
+def input_name(program, hint):
+    """A name for a new input of `program`, unique among its inputs: feeds and parameters are looked up by
+    input name (`program.parameters`, `Executor.run`'s feed), and inputs come first in `value_names`, so an
+    input is always written under this name."""
+    return UniqueNames(v.name for v in program.inputs).claim(hint)

@@ -46,7 +46,7 @@ MAX_BLOCK_DEPTH = 64        # nesting of sub-blocks (Python allows ~99 indentati
 MAX_LOOP_DEPTH = 16         # nesting of while ops (Python allows 20 nested loops)
 MAX_NAME_LENGTH = 256
 MAX_OPS = 200_000           # ops of a loaded Program, all blocks together, unless load(..., max_ops=N)
-# what `Program.unique_name` makes: ASCII only, so no two names alias once Python
+# what `naming.value_names` writes: ASCII only, so no two names alias once Python
 # NFKC-normalizes identifiers (`ｖ` is `v` in generated code)
 VAR_NAME = re.compile(r"[A-Za-z0-9_.]+")
 ATTR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -380,10 +380,11 @@ class _Reader:
             self.fail(f"the Program has an invalid name {brief(name)}")
         program = Program(name)
         self.read_blocks(program, self.items(d, "blocks", dict, "the Program"))
-        self.vars = {}
-        for bd, block in zip(self.blocks_data, self.blocks):
-            for vd in self.items(bd, "vars", dict, f"block {self.number[id(block)]}"):
-                self.add_var(program, block, vd)
+        self.vars = {}              # name -> Variable: names are unique in a file (a Program's are hints)
+        self.declared = [[] for _ in self.blocks]       # each block's Variables
+        for k, (bd, block) in enumerate(zip(self.blocks_data, self.blocks)):
+            for vd in self.items(bd, "vars", dict, f"block {k}"):
+                self.declared[k].append(self.add_var(block, vd))
         for bd, block in zip(self.blocks_data, self.blocks):
             names = self.items(bd, "params", str, f"block {self.number[id(block)]}", [])
             block.params = [self.own_var(n, block, "parameter") for n in names]
@@ -449,7 +450,7 @@ class _Reader:
                 self.fail(f"variable '{var.name}' is persistable but not an input of the Program")
         return inputs
 
-    def add_var(self, program, block, vd):
+    def add_var(self, block, vd):
         where = f"a variable of block {self.number[id(block)]}"
         name = self.field(vd, "name", str, where)
         if len(name) > MAX_NAME_LENGTH or not VAR_NAME.fullmatch(name):
@@ -457,7 +458,7 @@ class _Reader:
                       f"{MAX_NAME_LENGTH} ASCII letters, digits, '_' or '.')")
         if name[0].isdigit() or keyword.iskeyword(name) or name == "__debug__":
             self.fail(f"variable with invalid name {brief(name)} in block {self.number[id(block)]} (a Python keyword, "
-                      "'__debug__' or a name starting with a digit: a Program never makes one)")
+                      "'__debug__' or a name starting with a digit: no writer makes one)")
         if name in self.vars:
             self.fail(f"variable '{name}' is declared twice")
         where = f"variable '{name}'"
@@ -474,9 +475,8 @@ class _Reader:
             self.fail(f"variable '{name}' has unknown kind {brief(kind)}")
         var = Variable(name, shape, dtype, block, persistable=self.field(vd, "persistable", bool, where, False),
                        weak=self.field(vd, "weak", bool, where, False), kind=kind)
-        block.vars[name] = var
         self.vars[name] = var
-        program._used.add(name)
+        return var
 
     def var(self, name, block):
         var = self.vars.get(name) if isinstance(name, str) else None
@@ -536,7 +536,7 @@ class _Reader:
             self.fail("block 0 cannot have results (the Program's outputs are listed in \"outputs\")")
         block.results = [self.value(x, block, defined) for x in results]
         if idx != 0:
-            defined.difference_update(id(v) for v in block.vars.values())
+            defined.difference_update(id(v) for v in self.declared[idx])
         return defined
 
     def read_op(self, program, block, od, n, defined, loop_depth):
