@@ -17,7 +17,7 @@ from .autodiff.tape import enable_grad
 from .dtypes import as_dtype
 from .gc_pause import paused_gc
 from .ir import Program, Variable
-from .naming import input_name
+from .naming import UniqueNames, input_name
 from .trace_context import _active, _active_lock, _state
 from .trace_context import current_frame, frame, install, python_numbers  # noqa: F401 - tracing's face for the transpiler
 from .tracer import Tracer
@@ -40,6 +40,8 @@ class TraceState:
                                    # assignment into a captured Tensor is then a write of it (runtime.writes)
         self.collectors = []       # one dict per tensor-dependent if/while being traced: the Tensors written
                                    # in place inside it (tensor_cell_key -> (Tensor, label)), see runtime.state
+        self.input_names = None    # naming.UniqueNames of the inputs' names (lift_tensor's memo, made when first
+                                   # needed, dropped when a rollback drops inputs)
 
 
 def trace_state(program):
@@ -210,7 +212,9 @@ def lift_tensor(tensor):
     captured = state.captured
     var = captured.get(id(tensor))
     if var is None:
-        hint = input_name(program, _state.name_hints.get(id(tensor), "const"))    # parameters are found by it
+        if state.input_names is None:
+            state.input_names = UniqueNames(v.name for v in program.inputs)
+        hint = state.input_names.claim(_state.name_hints.get(id(tensor), "const"))   # parameters are found by it
         var = program.global_block.create_var(hint, tensor.shape, tensor.dtype, persistable=True)
         captured[id(tensor)] = var
         program.parameters[var.name] = tensor
@@ -252,6 +256,7 @@ def rollback(point):
     if dropped:
         dropped_ids = {id(v) for v in dropped}
         state.captured = {k: v for k, v in state.captured.items() if id(v) not in dropped_ids}
+        state.input_names = None        # their names are free again
     del block.ops[point.n_ops:]
     program.discard_blocks(point.n_blocks)
     state.written.clear()

@@ -363,3 +363,20 @@ def test_a_block_held_by_an_op_built_directly_is_listed_once():
     rt.verify(prog)
     loaded = rt.Program.from_json(prog.to_json())
     assert str(loaded) == str(prog) and len(loaded.blocks) == 3
+
+
+def test_a_rollback_frees_the_names_of_the_captures_it_drops():
+    """Captured tensors are inputs, found by name: a discarded attempt's capture gives its name back."""
+    a, b = rt.tensor(np.ones(2, np.float32)), rt.tensor(np.full(2, 2.0, np.float32))
+
+    def f(x):
+        point = tracing.checkpoint(tracing.current_block())
+        x + a                           # captures a as `const`
+        tracing.rollback(point)
+        return x + b                    # b is captured under the name a gave back
+
+    program, _, _ = rt.trace(f, [rt.InputSpec([2], "float32", "x")])
+    assert [v.name for v in program.inputs] == ["x", "const"]
+    assert program.parameters["const"] is b
+    (out,) = rt.Executor().run(program, {"x": np.zeros(2, np.float32)})
+    np.testing.assert_array_equal(out.numpy(), [2.0, 2.0])
