@@ -31,9 +31,12 @@ class UniqueNames:
     def __init__(self, taken=()):
         self.used = set(taken)
         self.counts = {}
+        self.cleaned = {}       # hint -> clean_hint(hint): most hints repeat (op names)
 
     def claim(self, hint):
-        base = clean_hint(hint)
+        base = self.cleaned.get(hint)
+        if base is None:
+            base = self.cleaned[hint] = clean_hint(hint)
         used = self.used
         if base not in used:
             used.add(base)
