@@ -7,8 +7,14 @@ cached by the executor, trace-time memos kept by the tracer). Blocks are closed
 its closure params and values defined earlier in it. Every value it needs from
 outside is a closure param fed by one of the op's inputs (`close_blocks` makes
 them when the op is built), so a pass, a code generator or a gradient sees a
-block's outside reads at the op. Names are printing hints (still unique in a
-Program: the plan binds a closure param to its input's name when it generates code).
+block's outside reads at the op.
+
+A value is its identity and its type; its `name` is only a hint (as JAX's `Var`): making
+one touches no table, two values may share a hint, and rolling a trace back takes no name
+back. Whoever writes text (printer, serializer, code generators, ONNX exporter) names the
+values when it writes (`naming.value_names`: the hints made unique in definition order,
+`Program.all_vars`). Only a Program's inputs keep unique names: feeds and parameters are
+found by them.
 
 Operator inputs are Variables or Python scalar literals (`multiply(x, 2.0)`):
 literals keep the IR readable and keep Python scalars weakly typed.
@@ -18,15 +24,13 @@ attached by printer.py, `to_json`/`from_json`/`==` by serialization.py. What a
 traced value does in user code is runtime.tracer's `Tracer`, which wraps a
 Variable: a Program holds Variables only, however it was made.
 """
-import keyword
-import re
 from typing import NamedTuple
 
 import numpy as np
 
+from .naming import clean_hint, closure_hint, value_names
 from .shape_text import shape_text
 
-_IDENT = re.compile(r"[^0-9a-zA-Z_.]")   # dots kept: parameter names like "fc1.weight"
 LITERAL_TYPES = (bool, int, float, complex)
 
 
@@ -57,7 +61,8 @@ class Spec(NamedTuple):
 
 
 class Variable:
-    """A value of the graph: a name (a printing hint, unique in its Program), its type and its block.
+    """A value of the graph: its identity, a name hint (not unique: see `naming.value_names`), its
+    type and its block.
 
     kind "dense" is an ordinary array; kind "array" is a tensor array (a growing
     list of arrays of one element shape/dtype, what `append` in a loop builds).
@@ -188,15 +193,6 @@ def close_blocks(blocks):
     return outer
 
 
-_CLOSURE_SUFFIX = re.compile(r"\.in(_\d+)?$")
-
-
-def closure_hint(name):
-    """`x.in` for the closure param standing for `x` (and for `x.in_1` one level out): a name of its own
-    kind, so the names of the Program's other values read as they did before blocks were closed."""
-    return _CLOSURE_SUFFIX.sub("", name) + ".in"
-
-
 def _substitute(block, mapping):
     """Read mapping[id(v)] instead of v in block's ops (replaced, not edited) and results."""
     def sub(x):
@@ -220,22 +216,19 @@ class Block:
     def __init__(self, program, parent=None):
         self.program = program
         self.parent = parent
-        self.vars = {}
         self.ops = []
         self.params = []
         self.closure = []
         self.results = []
 
     def create_var(self, hint="t", shape=(), dtype="float32", **kw):
-        var = Variable(self.program.unique_name(hint), shape, dtype, self, **kw)
-        self.vars[var.name] = var
-        return var
+        """A new value of this block named by `hint` (cleaned: `naming.clean_hint`); no table is
+        touched: two values may share a hint, and writers make names unique (`naming.value_names`)."""
+        return Variable(clean_hint(hint), shape, dtype, self, **kw)
 
     def rename_var(self, var, hint):
-        """Give a just-made Variable a readable name (e.g. the user's loop variable)."""
-        del self.vars[var.name]
-        var.name = self.program.unique_name(hint)
-        self.vars[var.name] = var
+        """Give a just-made Variable a readable hint (e.g. the user's loop variable)."""
+        var.name = clean_hint(hint)
         return var
 
     def append_op(self, type, inputs, outputs, attrs=None, origin=None, no_grad=False):
@@ -269,9 +262,7 @@ class Program:
         self.outputs = []         # Variables returned, flat
         self.output_tree = None   # pytree.TreeDef rebuilding the function's return value
         self.output_consts = {}   # leaf index -> Python constant returned as is
-        self.parameters = {}      # persistable name -> Tensor whose value is fed by default
-        self._names = {}
-        self._used = set()
+        self.parameters = {}      # persistable input's name -> Tensor whose value is fed by default
 
     @property
     def blocks(self):
@@ -304,37 +295,8 @@ class Program:
         return len(self._detached)
 
     def discard_blocks(self, mark):
-        """Forget the sub-blocks made since `mark` that no op holds (a discarded trace attempt); their
-        names stay reserved."""
+        """Forget the sub-blocks made since `mark` that no op holds (a discarded trace attempt)."""
         del self._detached[mark:]
-
-    def unique_name(self, hint):
-        base = _IDENT.sub("_", str(hint)) or "t"
-        if base[0].isdigit():
-            base = "_" + base
-        if keyword.iskeyword(base) or base == "__debug__":     # names generated code cannot bind
-            base += "_"
-        if base not in self._used:
-            self._used.add(base)
-            return base
-        n = self._names.get(base, 1)
-        while f"{base}_{n}" in self._used:
-            n += 1
-        self._names[base] = n + 1
-        name = f"{base}_{n}"
-        self._used.add(name)
-        return name
-
-    def name_state(self):
-        """A snapshot of the names handed out, to take back after a discarded trace attempt."""
-        return set(self._used), dict(self._names)
-
-    def restore_name_state(self, state):
-        """Take back names handed out since `state`, except those of Variables the Program still holds."""
-        self._used, self._names = set(state[0]), dict(state[1])
-        for block in self.blocks:
-            self._used.update(block.vars)
-        self._used.update(v.name for v in self.inputs)
 
     def ops(self):
         """Every Operator of every block, nested sub-blocks included."""
@@ -342,13 +304,26 @@ class Program:
             yield from block.ops
 
     def all_vars(self):
-        for block in self.blocks:
-            yield from block.vars.values()
+        """Every value of the Program once, in definition order: the inputs, then each block's params and
+        ops in turn (a region op's blocks, params and ops, before their closure params and the op's
+        outputs: the order tracing makes them in), blocks being traced last. A value read before any
+        definition (a broken Program) comes where it is first read. Writers name values in this order."""
+        seen, out, reads = set(), [], []
+        _walk_values(self.inputs, seen, out)
+        _walk_block(self.global_block, seen, out, reads)
+        for block in self._detached:
+            _walk_values(block.closure, seen, out)
+            _walk_block(block, seen, out, reads)
+        _walk_values(reads, seen, out)
+        _walk_values(self.outputs, seen, out)
+        return out
 
     def find_var(self, name):
-        for block in self.blocks:
-            if name in block.vars:
-                return block.vars[name]
+        """The value printed as `name` (`naming.value_names`: the Program's text names them so)."""
+        names = value_names(self)
+        for var in self.all_vars():
+            if names[id(var)] == name:
+                return var
         raise KeyError(name)
 
     def clone(self):
@@ -356,13 +331,14 @@ class Program:
         copy = Program(self.name)
         mapping, new_of = {}, {id(self.global_block): copy.global_block}
         blocks = self.blocks
-        for block in blocks:
-            new_block = new_of.get(id(block))
-            if new_block is None:
-                new_block = new_of[id(block)] = Block(copy, new_of.get(id(block.parent)))
-            for var in block.vars.values():
-                new = Variable(var.name, var.static_shape, var.dtype, new_block, var.persistable, var.weak, var.kind)
-                new_block.vars[var.name] = mapping[id(var)] = new
+        for block in blocks:            # parents come first
+            if id(block) not in new_of:
+                new_of[id(block)] = Block(copy, new_of.get(id(block.parent)))
+        for var in self.all_vars():
+            new_block = new_of.get(id(var.block))
+            if new_block is not None:
+                mapping[id(var)] = Variable(var.name, var.static_shape, var.dtype, new_block, var.persistable,
+                                            var.weak, var.kind)
 
         def remap(x):
             return mapping.get(id(x), x) if isinstance(x, Variable) else x
@@ -384,10 +360,33 @@ class Program:
         copy.outputs = [remap(v) for v in self.outputs]
         copy.output_tree, copy.output_consts = self.output_tree, dict(self.output_consts)
         copy.parameters = dict(self.parameters)
-        copy._used, copy._names = set(self._used), dict(self._names)
         return copy
 
     __hash__ = object.__hash__      # kept when serialization.py attaches __eq__
+
+
+def _walk_values(values, seen, out):
+    for v in values:
+        if isinstance(v, Variable) and id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+
+
+def _walk_block(block, seen, out, reads):
+    """all_vars' walk of one block: params, then per op its blocks (params and ops; then the blocks'
+    closure params) and its outputs. `reads` gathers what ops and results read (for values never defined)."""
+    _walk_values(block.params, seen, out)
+    for op in block.ops:
+        reads += op.inputs
+        keys = _SUB_BLOCK_ATTRS.get(op.type)
+        if keys:
+            subs = [op.attrs[k] for k in keys]
+            for sub in subs:
+                _walk_block(sub, seen, out, reads)
+            for sub in subs:
+                _walk_values(sub.closure, seen, out)
+        _walk_values(op.outputs, seen, out)
+    reads += block.results
 
 
 def ops_under(ops):

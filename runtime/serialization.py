@@ -29,6 +29,7 @@ import numpy as np
 
 from . import pytree
 from .ir import Block, Operator, Program, Variable, close_blocks, sub_block_attrs
+from .naming import value_names
 from .ops.registry import REGISTRY
 from .ops.regions import RegionError
 from .ops.rules import Spec, input_types
@@ -45,7 +46,7 @@ MAX_BLOCK_DEPTH = 64        # nesting of sub-blocks (Python allows ~99 indentati
 MAX_LOOP_DEPTH = 16         # nesting of while ops (Python allows 20 nested loops)
 MAX_NAME_LENGTH = 256
 MAX_OPS = 200_000           # ops of a loaded Program, all blocks together, unless load(..., max_ops=N)
-# what `Program.unique_name` makes: ASCII only, so no two names alias once Python
+# what `naming.value_names` writes: ASCII only, so no two names alias once Python
 # NFKC-normalizes identifiers (`ｖ` is `v` in generated code)
 VAR_NAME = re.compile(r"[A-Za-z0-9_.]+")
 ATTR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -119,9 +120,9 @@ def _canon(value):
     return value
 
 
-def _encode_input(x):
+def _encode_input(x, names):
     if isinstance(x, Variable):
-        return x.name
+        return names[id(x)]
     if isinstance(x, complex):
         return {"complex": [x.real, x.imag]}
     return {"lit": _canon(x)}
@@ -136,6 +137,12 @@ def program_to_dict(program, origins="as is"):
     where = _ORIGIN_FORMS[origins]
     order = program.blocks                  # a block's number is its place in this order (as printed)
     number = {id(b): i for i, b in enumerate(order)}
+    names = value_names(program)            # unique in the file: a value's own name is a hint
+    declared = [[] for _ in order]          # each block's values, in definition order
+    for v in program.all_vars():
+        k = number.get(id(v.block))
+        if k is not None:
+            declared[k].append(v)
 
     def attrs_of(op):
         attrs = op.attrs if "origin" not in op.attrs or origins == "as is" else \
@@ -148,13 +155,13 @@ def program_to_dict(program, origins="as is"):
         blocks.append({
             "idx": number[id(b)],
             "parent": -1 if b.parent is None else number[id(b.parent)],
-            "vars": [_var_dict(v) for v in b.vars.values()],
-            "params": [v.name for v in b.params],
-            "closure": [v.name for v in b.closure],
-            "results": [_encode_input(v) for v in b.results],
+            "vars": [_var_dict(v, names) for v in declared[number[id(b)]]],
+            "params": [names[id(v)] for v in b.params],
+            "closure": [names[id(v)] for v in b.closure],
+            "results": [_encode_input(v, names) for v in b.results],
             "ops": [{"type": op.type,
-                     "inputs": [_encode_input(x) for x in op.inputs],
-                     "outputs": [o.name for o in op.outputs],
+                     "inputs": [_encode_input(x, names) for x in op.inputs],
+                     "outputs": [names[id(o)] for o in op.outputs],
                      "attrs": _canon(attrs_of(op)),
                      "origin": where(op.origin)} for op in b.ops],
         })
@@ -162,9 +169,9 @@ def program_to_dict(program, origins="as is"):
         "format": FORMAT,
         "version": VERSION,
         "name": program.name,
-        "inputs": [v.name for v in program.inputs],
-        "outputs": [v.name for v in program.outputs],
-        "parameters": [{"name": v.name, "shape": list(v.static_shape), "dtype": v.dtype.name}
+        "inputs": [names[id(v)] for v in program.inputs],
+        "outputs": [names[id(v)] for v in program.outputs],
+        "parameters": [{"name": names[id(v)], "shape": list(v.static_shape), "dtype": v.dtype.name}
                        for v in program.inputs if v.persistable],
         "output_tree": pytree.to_json(program.output_tree) if program.output_tree is not None else None,
         "output_consts": {str(k): _canon(v) for k, v in program.output_consts.items()},
@@ -214,8 +221,8 @@ def with_relative_origins(program):
 _ORIGIN_FORMS = {"as is": lambda origin: origin, "relative": relative_origin, False: lambda origin: None}
 
 
-def _var_dict(v):
-    return {"name": v.name, "shape": list(v.static_shape), "dtype": v.dtype.name,
+def _var_dict(v, names):
+    return {"name": names[id(v)], "shape": list(v.static_shape), "dtype": v.dtype.name,
             "persistable": v.persistable, "weak": v.weak, "kind": v.kind}
 
 
@@ -373,10 +380,11 @@ class _Reader:
             self.fail(f"the Program has an invalid name {brief(name)}")
         program = Program(name)
         self.read_blocks(program, self.items(d, "blocks", dict, "the Program"))
-        self.vars = {}
-        for bd, block in zip(self.blocks_data, self.blocks):
-            for vd in self.items(bd, "vars", dict, f"block {self.number[id(block)]}"):
-                self.add_var(program, block, vd)
+        self.vars = {}              # name -> Variable: names are unique in a file (a Program's are hints)
+        self.declared = [[] for _ in self.blocks]       # each block's Variables
+        for k, (bd, block) in enumerate(zip(self.blocks_data, self.blocks)):
+            for vd in self.items(bd, "vars", dict, f"block {k}"):
+                self.declared[k].append(self.add_var(block, vd))
         for bd, block in zip(self.blocks_data, self.blocks):
             names = self.items(bd, "params", str, f"block {self.number[id(block)]}", [])
             block.params = [self.own_var(n, block, "parameter") for n in names]
@@ -442,7 +450,7 @@ class _Reader:
                 self.fail(f"variable '{var.name}' is persistable but not an input of the Program")
         return inputs
 
-    def add_var(self, program, block, vd):
+    def add_var(self, block, vd):
         where = f"a variable of block {self.number[id(block)]}"
         name = self.field(vd, "name", str, where)
         if len(name) > MAX_NAME_LENGTH or not VAR_NAME.fullmatch(name):
@@ -450,7 +458,7 @@ class _Reader:
                       f"{MAX_NAME_LENGTH} ASCII letters, digits, '_' or '.')")
         if name[0].isdigit() or keyword.iskeyword(name) or name == "__debug__":
             self.fail(f"variable with invalid name {brief(name)} in block {self.number[id(block)]} (a Python keyword, "
-                      "'__debug__' or a name starting with a digit: a Program never makes one)")
+                      "'__debug__' or a name starting with a digit: no writer makes one)")
         if name in self.vars:
             self.fail(f"variable '{name}' is declared twice")
         where = f"variable '{name}'"
@@ -467,9 +475,8 @@ class _Reader:
             self.fail(f"variable '{name}' has unknown kind {brief(kind)}")
         var = Variable(name, shape, dtype, block, persistable=self.field(vd, "persistable", bool, where, False),
                        weak=self.field(vd, "weak", bool, where, False), kind=kind)
-        block.vars[name] = var
         self.vars[name] = var
-        program._used.add(name)
+        return var
 
     def var(self, name, block):
         var = self.vars.get(name) if isinstance(name, str) else None
@@ -529,7 +536,7 @@ class _Reader:
             self.fail("block 0 cannot have results (the Program's outputs are listed in \"outputs\")")
         block.results = [self.value(x, block, defined) for x in results]
         if idx != 0:
-            defined.difference_update(id(v) for v in block.vars.values())
+            defined.difference_update(id(v) for v in self.declared[idx])
         return defined
 
     def read_op(self, program, block, od, n, defined, loop_depth):

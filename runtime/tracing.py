@@ -17,6 +17,7 @@ from .autodiff.tape import enable_grad
 from .dtypes import as_dtype
 from .gc_pause import paused_gc
 from .ir import Program
+from .naming import UniqueNames, input_name
 from .trace_context import _active, _active_lock, _state
 from .trace_context import current_frame, frame, install, python_numbers  # noqa: F401 - tracing's face for the transpiler
 from .tracer import Tracer, tracer_of, value_of  # noqa: F401 - tracing's face for the wrapping too
@@ -38,6 +39,8 @@ class TraceState:
                                    # assignment into a captured Tensor is then a write of it (runtime.writes)
         self.collectors = []       # one dict per tensor-dependent if/while being traced: the Tensors written
                                    # in place inside it (tensor_cell_key -> (Tensor, label)), see runtime.state
+        self.input_names = None    # naming.UniqueNames of the inputs' names (lift_tensor's memo, made when first
+                                   # needed, dropped when a rollback drops inputs)
 
 
 def trace_state(program):
@@ -210,7 +213,9 @@ def lift_tensor(tensor):
     captured = state.captured
     var = captured.get(id(tensor))
     if var is None:
-        hint = _state.name_hints.get(id(tensor), "const")
+        if state.input_names is None:
+            state.input_names = UniqueNames(v.name for v in program.inputs)
+        hint = state.input_names.claim(_state.name_hints.get(id(tensor), "const"))   # parameters are found by it
         var = program.global_block.create_var(hint, tensor.shape, tensor.dtype, persistable=True)
         captured[id(tensor)] = var
         program.parameters[var.name] = tensor
@@ -224,26 +229,24 @@ class Checkpoint:
 
     block: object
     n_ops: int
-    var_names: frozenset
     n_blocks: int
     n_inputs: int
-    names: tuple
     written: dict
 
 
 def checkpoint(block):
     program = block.program
-    return Checkpoint(block, len(block.ops), frozenset(block.vars), program.block_mark(), len(program.inputs),
-                      program.name_state(), dict(trace_state(program).written))
+    return Checkpoint(block, len(block.ops), program.block_mark(), len(program.inputs),
+                      dict(trace_state(program).written))
 
 
 def rollback(point):
-    """Forget everything recorded since `point`: ops, variables, sub-blocks, captured tensors and their names,
-    and the places remembered as written (the caller puts back what those places held).
+    """Forget everything recorded since `point`: ops (their values go with them), sub-blocks, captured
+    tensors and the places remembered as written (the caller puts back what those places held).
 
     A captured tensor is undone everywhere at once (input list, parameter table,
-    capture map, global block), so its name can never be handed out again while
-    something still refers to it: the next capture of it makes a fresh Variable.
+    capture map): the next capture of it makes a fresh Variable. Names need no undoing:
+    a value's name is a hint, made unique when a Program is written.
     """
     block, program = point.block, point.block.program
     state = trace_state(program)
@@ -251,15 +254,12 @@ def rollback(point):
     del program.inputs[point.n_inputs:]
     for var in dropped:
         program.parameters.pop(var.name, None)
-        program.global_block.vars.pop(var.name, None)
     if dropped:
         dropped_ids = {id(v) for v in dropped}
         state.captured = {k: v for k, v in state.captured.items() if id(v) not in dropped_ids}
+        state.input_names = None        # their names are free again
     del block.ops[point.n_ops:]
-    for name in set(block.vars) - point.var_names:
-        del block.vars[name]
     program.discard_blocks(point.n_blocks)
-    program.restore_name_state(point.names)
     state.written.clear()
     state.written.update(point.written)
 
@@ -305,7 +305,7 @@ def record(fn, specs, name=None, keeps_writes=False, written=None):
     block = program.global_block
     for i, spec in enumerate(specs):
         spec = spec if isinstance(spec, InputSpec) else InputSpec.from_value(spec)
-        program.inputs.append(block.create_var(spec.name or f"x{i}", spec.shape, spec.dtype))
+        program.inputs.append(block.create_var(input_name(program, spec.name or f"x{i}"), spec.shape, spec.dtype))
     # a Program is a function: whether a call goes on the tape is decided when it runs, so the caller's
     # no_grad does not reach the trace; a `with rt.no_grad():` inside fn marks the ops it records
     generator = rng.snapshot()

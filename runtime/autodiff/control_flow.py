@@ -67,9 +67,6 @@ def prune(block, start, targets):
                     for v in inner.input_vars():
                         live[v] = True
                 live.update((r, True) for r in sub.results if isinstance(r, Variable))
-        else:
-            for o in op.outputs:
-                block.vars.pop(o.name, None)
     kept.reverse()
     block.ops[start:] = kept
     return live
@@ -198,7 +195,7 @@ def _dry_run(op, bb, carried, wrt_captured, captured):
     which captured values (`wrt_captured`: positions in `captured`, the op's closure inputs) get their
     cotangent from one `x[i]` read (`_sparse_gather`)."""
     program = op.block.program
-    first, names = program.block_mark(), program.name_state()
+    first = program.block_mark()
     scratch = program.new_block(op.block)
     params = list(bb.params)
     stand_ins = {p: scratch.create_var(hint(p), p.static_shape, p.dtype, weak=p.weak, kind=p.kind) for p in params}
@@ -218,7 +215,6 @@ def _dry_run(op, bb, carried, wrt_captured, captured):
             g, idx = gather.inputs[0], gather.inputs[2:]
             sparse[j] = ((g.static_shape, g.dtype), [(i.static_shape, i.dtype) for i in idx], gather.attrs.get("index"))
     program.discard_blocks(first)
-    program.restore_name_state(names)
     return read, sparse
 
 
@@ -296,11 +292,6 @@ def _while_vjp(g, inputs, outputs, *, cond_block, body_block):
                        for i, gi in zip(carried, gs))
         new_accs = tuple(_accumulate(block, acc, cots[p], captured[j], j in sparse)
                          for acc, p, j in zip(accs, closure, wrt_captured))
-        read = {v for op in _nested_ops(block) for v in op.input_vars()}
-        for stand_in in map(value_of, mapping.values()):
-            if isinstance(stand_in, Variable) and stand_in.block is block and stand_in.name in block.vars and stand_in not in read and \
-                    not any(o is stand_in for op in block.ops for o in op.outputs):
-                del block.vars[stand_in.name]
         return k, new_gs, new_accs
 
     g0 = tuple(g[i] if g[i] is not None else _zeros_like(outs[i]) for i in carried)
@@ -327,7 +318,6 @@ def _accumulate(block, acc, cotangent, captured, sparse):
     if gather is None:
         raise RuntimeError("autodiff: a loop body's gradient changed shape between two traces of it")
     block.ops.remove(gather)
-    block.vars.pop(value_of(cotangent).name, None)
     g, idx = gather.inputs[0], gather.inputs[2:]
     return (array_append(acc[0], g),) + tuple(array_append(arr, i) for arr, i in zip(acc[1:], idx))
 

@@ -11,6 +11,7 @@ import weakref
 
 from .. import rng, tracing
 from ..executor import Executor
+from ..naming import value_names
 from ..ops import zeros_like
 from ..ops.registry import OpDef, get_op
 from ..tensor import Tensor
@@ -54,8 +55,9 @@ def _differentiable(var):
 def _trace_backward(program):
     ins = list(program.inputs)
     outs = [o for o in program.outputs if _differentiable(o)]
+    names = value_names(program)        # the cotangent of an output is fed as `d_<its name in the text>`
     specs = [InputSpec(v.static_shape, v.dtype, v.name) for v in ins]
-    specs += [InputSpec(o.static_shape, o.dtype, f"d_{o.name}") for o in outs]
+    specs += [InputSpec(o.static_shape, o.dtype, f"d_{names[id(o)]}") for o in outs]
 
     def body(*values):
         mapping = dict(zip(ins, values[:len(ins)]))

@@ -11,6 +11,7 @@ import keyword
 import math
 
 from ..ir import Variable
+from ..naming import value_names
 from ..ops.registry import get_op
 from .ownership import owned_expression, shared_outputs
 
@@ -35,6 +36,7 @@ class Codegen:
         self.kernel_names = {}
         self.name_counts = {}
         self.names = {}
+        self.hints = value_names(program)     # unique among the Program's values; the plan's own names add to them
         self.used = set(_RESERVED)
         self.temp_counts = {}
 
@@ -72,7 +74,7 @@ class Codegen:
     def name(self, var):
         name = self.names.get(id(var))
         if name is None:
-            name = var.name
+            name = self.hints.get(id(var)) or var.name
             # k_* and c_* name kernels and constants; a variable must not shadow them
             # ASCII only: Python NFKC-normalizes identifiers, so `ｖ` would be the same local as `v`
             if (not _is_ascii_identifier(name) or name in self.used or name.startswith(("k_", "c_"))):

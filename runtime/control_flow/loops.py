@@ -99,7 +99,7 @@ def _build_while(cond_fn, body_fn, init, names):
     saved = dict(written)
     for _ in range(_MAX_RETRACES):
         _put_back(written, saved)
-        first, names_before = program.block_mark(), program.name_state()
+        first = program.block_mark()
         cb = program.new_block(block)
         c_params = _params(cb, carry, leaf_names)
         with tracing.block_guard(cb):
@@ -119,7 +119,6 @@ def _build_while(cond_fn, body_fn, init, names):
         if restructured is not None:
             retraces.note(retraces.LOOP_SETTLING)
             program.discard_blocks(first)
-            program.restore_name_state(names_before)
             return _build_while(cond_fn, body_fn, restructured, names)
         out_leaves, out_def = pytree.flatten(out)
         if out_def != treedef:
@@ -135,7 +134,6 @@ def _build_while(cond_fn, body_fn, init, names):
         if changed:
             retraces.note(retraces.LOOP_SETTLING)
             program.discard_blocks(first)
-            program.restore_name_state(names_before)
             continue
         _put_back(written, saved)
         return _finish_while(block, cb, bb, carry, c_params, b_params, results, treedef, leaf_names)

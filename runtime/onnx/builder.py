@@ -8,8 +8,9 @@ plain records here; only the exporter turns them into protobuf, so lowerings
 never import onnx.
 
 Value names are unique across the model, subgraphs included: a Variable's value
-takes the Variable's own name the first time it is made (so a model reads like
-the Program), every other value a fresh `hint__N`.
+takes the Variable's name in the Program's text (`naming.value_names`: a Variable's
+own name is only a hint) the first time it is made (so a model reads like the
+Program), every other value a fresh `hint__N`. Values are bound by identity.
 """
 from dataclasses import dataclass, field
 
@@ -49,10 +50,10 @@ class Node:
 
 
 class Names:
-    """Value names for one model: each Variable name once, then `hint__N`."""
+    """Value names for one model: each Variable's name once, then `hint__N`."""
 
     def __init__(self, reserved):
-        self.reserved = set(reserved)     # every Variable name of the Program
+        self.reserved = set(reserved)     # every Variable's name in the Program's text
         self.taken = set()
         self.counts = {}
 
@@ -78,11 +79,12 @@ class Names:
 class GraphBuilder:
     """One ONNX graph (the model's, or an If branch / Loop body) under construction."""
 
-    def __init__(self, names, lower_op, parent=None, name="main"):
+    def __init__(self, names, lower_op, parent=None, name="main", var_names=None):
         self.names, self.parent, self.name = names, parent, name
+        self.var_names = var_names if var_names is not None else parent.var_names   # id(Variable) -> its name
         self._lower_op = lower_op          # the exporter's per-op lowering (registry lookup, errors)
         self.nodes, self.inputs, self.outputs = [], [], []
-        self.env = {}                      # Variable name -> value name
+        self.env = {}                      # id(Variable) -> value name
         self.op = None                     # the Operator being lowered (for errors)
         self._constants = {}
 
@@ -93,7 +95,7 @@ class GraphBuilder:
         if x is None:
             return ""
         if isinstance(x, Variable):
-            name = self.lookup(x.name)
+            name = self.lookup(x)
             if dtype is not None and x.kind != "array" and np.dtype(dtype) != x.dtype:
                 return self.cast(name, dtype)
             return name
@@ -101,13 +103,17 @@ class GraphBuilder:
             return self.const(x, self.dtype(x) if dtype is None else dtype)
         self.fail(f"an input of type {type(x).__name__} ({x!r}) has no ONNX form")
 
-    def lookup(self, var_name):
-        graph = self
+    def lookup(self, var):
+        graph, key = self, id(var)
         while graph is not None:
-            if var_name in graph.env:
-                return graph.env[var_name]
+            if key in graph.env:
+                return graph.env[key]
             graph = graph.parent
-        raise ExportError(f"value '{var_name}' is read before it is defined")
+        raise ExportError(f"value '{self.var_name(var)}' is read before it is defined")
+
+    def var_name(self, var):
+        """The Variable's name in the Program's text: what its value is called when free."""
+        return self.var_names.get(id(var), var.name)
 
     @staticmethod
     def dtype(x):
@@ -132,7 +138,7 @@ class GraphBuilder:
 
     def node(self, op_type, inputs, outputs=1, **attrs):
         """Append a node; returns its output name (a list when `outputs` != 1)."""
-        hint = self.op.outputs[0].name if self.op is not None and self.op.outputs else op_type.lower()
+        hint = self.var_name(self.op.outputs[0]) if self.op is not None and self.op.outputs else op_type.lower()
         names = [self.names.fresh(hint) for _ in range(outputs)]
         self.nodes.append(Node(op_type, list(inputs), names, {k: v for k, v in attrs.items() if v is not None}))
         return names[0] if outputs == 1 else names
@@ -182,9 +188,10 @@ class GraphBuilder:
 
     def add_input(self, var_or_name, like):
         """A graph input typed like `like` (a Variable or (dtype, shape)); a Variable's name is bound to it."""
-        name = self.names.claim(var_or_name.name if isinstance(var_or_name, Variable) else var_or_name)
-        if isinstance(var_or_name, Variable):
-            self.env[var_or_name.name] = name
+        is_var = isinstance(var_or_name, Variable)
+        name = self.names.claim(self.var_name(var_or_name) if is_var else var_or_name)
+        if is_var:
+            self.env[id(var_or_name)] = name
         self.inputs.append((name, ValueType.of(like)))
         return name
 
@@ -201,7 +208,7 @@ class GraphBuilder:
     def inline(self, block, values):
         """Lower `block` into this graph with its params bound to `values`; returns its results (as given)."""
         for param, value in zip(block.params, values):
-            self.env[param.name] = value
+            self.env[id(param)] = value
         self.lower_block(block)
         return block.results
 
@@ -214,5 +221,5 @@ class GraphBuilder:
         graph = self.child(name)
         graph.lower_block(block)
         for result, var in zip(block.results, out_vars):
-            graph.add_output(graph.value(result, var.dtype), var, hint=f"{name}_{var.name}")
+            graph.add_output(graph.value(result, var.dtype), var, hint=f"{name}_{self.var_name(var)}")
         return graph

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..deploy import parameter_arrays
 from ..export import ExportError
+from ..naming import value_names
 from ..ops.registry import get_op
 from .builder import GraphBuilder, Names, ValueType
 from ..passes import run_passes
@@ -36,20 +37,23 @@ def model_proto(program, opset=None):
     if opset < MIN_OPSET:
         raise ExportError(f"opset {opset} is too old: dy2static's lowerings need opset {MIN_OPSET} or newer")
     program = run_passes(program, ["dce"])        # an unused op needs no ONNX form
-    names = Names(v.name for v in program.all_vars())
-    graph = GraphBuilder(names, lower_op, name=program.name)
-    initializers = parameter_arrays(program)
+    var_names = value_names(program)
+    names = Names(var_names.values())
+    graph = GraphBuilder(names, lower_op, name=program.name, var_names=var_names)
+    initializers = parameter_arrays(program)            # by parameter name: the persistable inputs' names
+    initializer_names = {}
     for var in program.inputs:
+        name = var_names[id(var)]
         if var.persistable:
-            graph.env[var.name] = names.claim(var.name)
+            graph.env[id(var)] = initializer_names[var.name] = names.claim(name)
         else:
             graph.add_input(var, ValueType(var.dtype, var.static_shape, dim_params={
-                axis: f"{var.name}_dim{axis}" for axis, d in enumerate(var.static_shape) if d == -1}))
+                axis: f"{name}_dim{axis}" for axis, d in enumerate(var.static_shape) if d == -1}))
     graph.lower_block(program.global_block)
     graph.op = None
     for var in program.outputs:
-        graph.add_output(graph.value(var), var, hint=var.name)
-    proto = _graph_proto(onnx, graph, initializers={graph.env[k]: v for k, v in initializers.items()})
+        graph.add_output(graph.value(var), var, hint=var_names[id(var)])
+    proto = _graph_proto(onnx, graph, initializers={initializer_names[k]: v for k, v in initializers.items()})
     opset_id = onnx.helper.make_opsetid("", opset)
     model = onnx.helper.make_model(proto, opset_imports=[opset_id], producer_name="dy2static",
                                    ir_version=onnx.helper.find_min_ir_version_for([opset_id]))
@@ -80,7 +84,7 @@ def lower_op(graph, op):
         graph.fail("it has no ONNX lowering")
     if opdef.region is not None:       # its blocks' closure params read the values of its closure inputs
         for param, x in opdef.region.closure_pairs(op):
-            graph.env[param.name] = graph.value(x)
+            graph.env[id(param)] = graph.value(x)
     start = len(graph.nodes)
     results = opdef.onnx(graph, op)
     results = [results] if isinstance(results, str) else list(results)
@@ -89,8 +93,8 @@ def lower_op(graph, op):
     renamed = {}
     for var, value in zip(op.outputs, results):
         if value not in renamed:          # one value for two outputs keeps the first output's name
-            renamed[value] = _renamed(graph, start, value, var.name)
-        graph.env[var.name] = renamed[value]
+            renamed[value] = _renamed(graph, start, value, graph.var_name(var))
+        graph.env[id(var)] = renamed[value]
 
 
 def _renamed(graph, start, value, var_name):

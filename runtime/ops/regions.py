@@ -118,8 +118,8 @@ class Region:
         return None
 
     def drop(self, op, keep):
-        """The op without the slots whose index is not in `keep`: their output, own inputs, params (and
-        their declarations) and results go (op itself when every slot is kept)."""
+        """The op without the slots whose index is not in `keep`: their output, own inputs, params and
+        results go (op itself when every slot is kept)."""
         slots = self.slots(op)
         gone = [s for k, s in enumerate(slots) if k not in keep]
         if not gone:
@@ -130,17 +130,7 @@ class Region:
         params = {p for s in gone if not s.closure for p in s.params}
         closure = {p for s in gone if s.closure for p in s.params}
         results = {r for s in gone for r in s.results}
-        for k in outs:
-            o = op.outputs[k]
-            if op.block.vars.get(o.name) is o:
-                del op.block.vars[o.name]
         for b, block in enumerate(blocks):
-            for k, p in enumerate(block.params):
-                if (b, k) in params and block.vars.get(p.name) is p:
-                    del block.vars[p.name]
-            for k, p in enumerate(block.closure):
-                if (b, k) in closure and block.vars.get(p.name) is p:
-                    del block.vars[p.name]
             block.params = [p for k, p in enumerate(block.params) if (b, k) not in params]
             block.closure = [p for k, p in enumerate(block.closure) if (b, k) not in closure]
             block.results = [r for k, r in enumerate(block.results) if (b, k) not in results]

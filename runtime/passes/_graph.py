@@ -159,28 +159,16 @@ def outside_values(op):
 
 
 def remove_ops(program, dead):
-    """Remove the ops whose id is in `dead` (and their outputs' declarations)."""
+    """Remove the ops whose id is in `dead` (their outputs go with them: a value is where an op makes it)."""
     if not dead:
         return
     for block in program.blocks:
-        kept = []
-        for op in block.ops:
-            if id(op) in dead:
-                for o in op.outputs:
-                    if block.vars.get(o.name) is o:
-                        del block.vars[o.name]
-            else:
-                kept.append(op)
-        block.ops = kept
+        block.ops = [op for op in block.ops if id(op) not in dead]
 
 
 def move_var(var, block):
-    """Declare var in `block` instead of its current block (an op that made it moved there)."""
-    old = var.block
-    if old.vars.get(var.name) is var:
-        del old.vars[var.name]
+    """Make var a value of `block` (an op that made it moved there)."""
     var.block = block
-    block.vars[var.name] = var
 
 
 class Insertions:

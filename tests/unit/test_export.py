@@ -216,12 +216,9 @@ def test_export_of_a_program_with_hostile_names(tmp_path):
         load_program(tmp_path / "m")
     evil = {"x": 'x"""); import shutil #', "matmul": "k_evil\\\\'\'\'", "cond": "c_1", "sum": "\u00e9t\u00e9 = 1"}
     hostile = program.clone()
-    for block in hostile.blocks:
-        for var in list(block.vars.values()):
-            if var.name in evil:
-                del block.vars[var.name]
-                var.name = evil[var.name]
-                block.vars[var.name] = var
+    for var in hostile.all_vars():
+        if var.name in evil:
+            var.name = evil[var.name]
     export_python(hostile, tmp_path / "e")
     source = open(tmp_path / "e.py").read()
     imported = {a.name for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Import) for a in n.names}

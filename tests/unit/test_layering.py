@@ -20,7 +20,8 @@ OPTIONAL = {"cupy", "cupyx", "onnx", "onnxruntime", "dask", "distributed", "torc
 # Bottom to top; see layer_of for which layer a module is in.
 LAYERS = [
     ("base", ["runtime.atomic_files", "runtime.buffers", "runtime.gc_pause", "runtime.dtypes", "runtime.errors", "runtime.pytree", "runtime.backends",
-              "runtime.undefined", "runtime.rng", "runtime.retraces", "runtime.shape_text", "runtime.array_methods",
+              "runtime.undefined", "runtime.rng", "runtime.retraces", "runtime.shape_text", "runtime.naming",
+              "runtime.array_methods",
               "runtime.torch_methods", "runtime.autodiff",
               "runtime.autodiff.records", "runtime.autodiff.tape"]),
     ("ir", ["runtime.ir"]),

@@ -10,6 +10,7 @@ import runtime as rt
 import transpiler
 from runtime.deploy import load_program, save_program
 from runtime.export import export_python
+from runtime.naming import UniqueNames
 from runtime.serialization import ProgramFormatError
 
 
@@ -50,10 +51,11 @@ def test_a_variable_named_what_code_cannot_bind_is_refused_at_load(tmp_path, nam
 
 
 def test_generated_code_never_binds_debug_or_keywords():
-    program = rt.Program("p")
-    assert program.unique_name("__debug__") == "__debug___"
-    assert program.unique_name("class") == "class_"
-    assert program.unique_name(None) == "None_"
+    block = rt.Program("p").global_block
+    assert block.create_var("__debug__").name == "__debug___"
+    assert block.create_var("class").name == "class_"
+    assert block.create_var(None).name == "None_"
+    assert UniqueNames().claim("class") == "class_"
 
 
 def test_an_input_named_self_is_passed_by_keyword(tmp_path):

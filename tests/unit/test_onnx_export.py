@@ -356,3 +356,22 @@ def test_cli_export_format_onnx(tmp_path, capsys):
                        "--out", str(tmp_path / "bad")])
     err = capsys.readouterr().err
     assert status == 1 and f"op 'unique_values' at {bad}:4" in err, err
+
+
+@pytest.mark.parametrize("name", ["nested_while", "greedy_decoder"])
+def test_values_sharing_one_hint_export_apart(name, tmp_path):
+    """A name is a hint: with every value but the inputs hinted `v`, the model names them apart
+    (values are bound by identity) and computes what the Program computes."""
+    program = golden_program(name)
+    feeds = random_feeds(program)
+    want = [[t.numpy() for t in rt.Executor().run(program, feed)] for feed in feeds]
+    hinted = program.clone()
+    inputs = {id(v) for v in hinted.inputs}
+    for var in hinted.all_vars():
+        if id(var) not in inputs:
+            var.name = "v"
+    assert "v_1" in str(hinted)
+    assert_runs_like_program(hinted, feeds, tmp_path / "m.onnx")
+    for feed, expected in zip(feeds, want):
+        for got, w in zip(rt.Executor().run(hinted, feed), expected):
+            np.testing.assert_array_equal(got.numpy(), w)

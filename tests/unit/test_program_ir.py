@@ -1,4 +1,4 @@
-"""The IR: Program.ops() walks nested blocks, str(program) is readable, JSON round-trips, names are unique."""
+"""The IR: Program.ops() walks nested blocks, str(program) is readable, JSON round-trips, written names are unique."""
 import json
 import re
 
@@ -8,7 +8,9 @@ import pytest
 import runtime as rt
 from runtime import tracing
 from runtime.executor import forget_plans
+from runtime.naming import UniqueNames, value_names
 from runtime.printer import program_to_dot
+from runtime.serialization import ProgramFormatError, program_from_json, program_to_json
 
 SPEC = rt.InputSpec([None, 3], "float32", name="x")
 X = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -81,21 +83,46 @@ def test_sub_blocks_and_parents(program):
             assert op.block.is_ancestor_of(sub) and not sub.is_ancestor_of(op.block)
 
 
-def test_names_are_unique_and_identifiers(program):
-    names = [v.name for v in program.all_vars()]
-    assert len(names) == len(set(names))
-    assert all(n.replace(".", "_").isidentifier() for n in names)
+def test_written_names_are_unique_and_identifiers(program):
+    names = value_names(program)
+    written = [names[id(v)] for v in program.all_vars()]
+    assert len(written) == len(set(written)) == len(names)
+    assert all(n.replace(".", "_").isidentifier() for n in written)
     for op in program.ops():
         for v in op.outputs:
-            assert program.find_var(v.name) is v
+            assert program.find_var(names[id(v)]) is v
 
 
-def test_unique_name_never_repeats():
-    prog = rt.Program()
-    names = [prog.unique_name(h) for h in ["x", "x", "x_1", "x", "1bad", "a b", "", "x_2"]]
-    assert len(names) == len(set(names))
-    assert names[:2] == ["x", "x_1"]
-    assert all(n.isidentifier() for n in names)
+def test_unique_names_never_repeat():
+    names = UniqueNames()
+    claimed = [names.claim(h) for h in ["x", "x", "x_1", "x", "1bad", "a b", "", "x_2"]]
+    assert len(claimed) == len(set(claimed))
+    assert claimed[:2] == ["x", "x_1"]
+    assert all(n.isidentifier() for n in claimed)
+
+
+def test_a_name_is_a_hint_made_unique_when_written(tmp_path):
+    """Values share hints freely (no table in the Program); the text, the file and the plan name them apart."""
+    program = rt.Program("p")
+    block = program.global_block
+    x, y = block.create_var("x", (3,)), block.create_var("x", (3,))
+    program.inputs = [x, y]          # inputs are the exception: feeds find them by name
+    s, t = block.create_var("x", (3,)), block.create_var("x", (3,))
+    block.append_op("add", [x, 1.0], [s])
+    block.append_op("multiply", [s, y], [t])
+    program.outputs = [t]
+    assert x.name == y.name == s.name == t.name == "x"
+    with pytest.raises(ProgramFormatError, match="both named 'x'"):
+        rt.verify(program)
+    y.name = "y"
+    rt.verify(program)
+    assert str(program).splitlines()[1:] == ["  x_1: float32[3] = add(x, 1.0)",
+                                             "  x_2: float32[3] = multiply(x_1, y)", "  return (x_2)"]
+    loaded = program_from_json(program_to_json(program))
+    assert str(loaded) == str(program)
+    a, b = np.arange(3, dtype=np.float32), np.ones(3, np.float32) * 2
+    (out,) = rt.Executor().run(program, {"x": a, "y": b})
+    np.testing.assert_array_equal(out.numpy(), (a + 1) * b)
 
 
 def test_output_tree_and_constants(program):
@@ -337,3 +364,20 @@ def test_a_block_held_by_an_op_built_directly_is_listed_once():
     rt.verify(prog)
     loaded = rt.Program.from_json(prog.to_json())
     assert str(loaded) == str(prog) and len(loaded.blocks) == 3
+
+
+def test_a_rollback_frees_the_names_of_the_captures_it_drops():
+    """Captured tensors are inputs, found by name: a discarded attempt's capture gives its name back."""
+    a, b = rt.tensor(np.ones(2, np.float32)), rt.tensor(np.full(2, 2.0, np.float32))
+
+    def f(x):
+        point = tracing.checkpoint(tracing.current_block())
+        x + a                           # captures a as `const`
+        tracing.rollback(point)
+        return x + b                    # b is captured under the name a gave back
+
+    program, _, _ = rt.trace(f, [rt.InputSpec([2], "float32", "x")])
+    assert [v.name for v in program.inputs] == ["x", "const"]
+    assert program.parameters["const"] is b
+    (out,) = rt.Executor().run(program, {"x": np.zeros(2, np.float32)})
+    np.testing.assert_array_equal(out.numpy(), [2.0, 2.0])

@@ -33,7 +33,7 @@ def test_ir_imports_no_tracing_code():
             imported.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             imported.add("." * node.level + (node.module or ""))
-    assert imported <= {"keyword", "re", "typing", "numpy", ".shape_text"}, imported
+    assert imported <= {"keyword", "re", "typing", "numpy", ".shape_text", ".naming"}, imported
 
 
 def test_variable_has_no_operators_or_array_methods():

@@ -130,7 +130,8 @@ class StateWrites:
         if not self.outputs:
             return program
         copy = program.clone()
-        copy.outputs = copy.outputs + [copy.global_block.vars[v.name] for v in self.outputs]
+        copy_of = dict(zip(map(id, program.all_vars()), copy.all_vars()))    # one walk, one order
+        copy.outputs = copy.outputs + [copy_of[id(v)] for v in self.outputs]
         return copy
 
     def stale(self):

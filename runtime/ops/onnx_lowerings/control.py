@@ -41,6 +41,6 @@ def _while(g, op):
     (test,) = body.inline(cond_block, next_state)
     body.add_output(body.predicate(test), (np.bool_, ()), hint="running")
     for value, var in zip(next_state, state_vars):
-        body.add_output(value, var, hint=var.name)
+        body.add_output(value, var, hint=body.var_name(var))
     outs = g.node("Loop", ["", first_test, *init], outputs=len(state_vars), body=body)
     return [outs] if len(state_vars) == 1 else outs

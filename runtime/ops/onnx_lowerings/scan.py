@@ -25,9 +25,9 @@ def _scan(g, op):
     results = body.inline(body_block, state + rows)
     body.add_output(running, (np.bool_, ()), hint="running")
     for r, var in zip(results[:nc], carry_vars):
-        body.add_output(body.value(r, var.dtype), var, hint=var.name)
+        body.add_output(body.value(r, var.dtype), var, hint=body.var_name(var))
     for r, var in zip(results[nc:], ys_vars):
-        body.add_output(body.value(r, var.dtype), (var.dtype, var.static_shape[1:]), hint=f"{var.name}_row")
+        body.add_output(body.value(r, var.dtype), (var.dtype, var.static_shape[1:]), hint=f"{body.var_name(var)}_row")
     count = g.const(np.int64(length))
     outs = g.node("Loop", [count, g.const(np.bool_(True)), *init], outputs=len(op.outputs), body=body)
     return [outs] if len(op.outputs) == 1 else outs
