@@ -191,11 +191,11 @@ def test_install_names_only_the_known_services():
 
 
 def _values_of(program):
-    """Every value a Program holds: its inputs and outputs, each block's vars, params, closure params and
-    results, and every op's inputs and outputs (literals left out)."""
-    out = list(program.inputs) + list(program.outputs)
+    """Every value a Program holds: its inputs and outputs, every value `all_vars` walks, each block's params,
+    closure params and results, and every op's inputs and outputs (literals left out)."""
+    out = list(program.inputs) + list(program.outputs) + list(program.all_vars())
     for block in program.blocks:
-        out += list(block.vars.values()) + list(block.params) + list(block.closure) + list(block.results)
+        out += list(block.params) + list(block.closure) + list(block.results)
         for op in block.ops:
             out += [x for x in op.inputs if not (x is None or isinstance(x, (bool, int, float, complex)))]
             out += list(op.outputs)

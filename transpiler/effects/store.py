@@ -131,7 +131,7 @@ class StateWrites:
             return program
         copy = program.clone()
         copy_of = dict(zip(map(id, program.all_vars()), copy.all_vars()))    # one walk, one order
-        copy.outputs = copy.outputs + [copy_of[id(v)] for v in self.outputs]
+        copy.outputs = copy.outputs + [copy_of[id(value_of(v))] for v in self.outputs]
         return copy
 
     def stale(self):
