@@ -1,7 +1,7 @@
 """llvmlite, loaded once: the host's target machine, modules compiled to callable functions.
 
-llvmlite is optional (`pip install dy2static[native]`): `engine()` is None when it is absent or
-does not initialise, and callers fall back to the NumPy plan. The native code reads NumPy arrays
+llvmlite is a dependency (the native tier is on by default) but may be missing: `engine()` is None when
+it is absent or does not initialise, and callers fall back to the NumPy plan. The native code reads NumPy arrays
 through `PyArrayObject`'s public struct layout; `ARRAY_LAYOUT` holds the offsets, checked against
 live arrays at load (`layout_ok`), so a NumPy or CPython build with another layout turns the tier off
 instead of reading the wrong field.
@@ -102,7 +102,7 @@ def _load():
     try:
         import llvmlite.binding as llvm
     except ImportError:
-        _STATE["why"] = "llvmlite is not installed (pip install 'dy2static[native]')"
+        _STATE["why"] = "llvmlite is not installed (pip install llvmlite)"
         return None
     try:
         llvm.initialize_native_target()

@@ -193,7 +193,7 @@ def _new_mlp_program(rows=256):
 def test_a_cold_gemm_warms_on_numpy_then_compiles_and_swaps_in(monkeypatch):
     """A 2-D linear's native GEMM warms like the other regions: building its plan and the first calls
     queue no self-test (and load no GEMM), the NumPy lines run, timed, until the threshold."""
-    monkeypatch.setenv(tiering.ENV, "50")
+    monkeypatch.setenv(tiering.ENV, "500")     # well above one call, even descheduled on a loaded machine
     program, found = _new_mlp_program()
     before = native.stats()["compiling"]
     plan = rt.Executor(native=True).compile(program)
@@ -423,3 +423,44 @@ def test_a_forked_child_never_waits_on_its_parents_compiler_thread(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == [f"mid-compile {[compiler.FORKED]}", "exit 0", "idle ['child']", "exit 0"]
+
+
+@needs_llvm
+def test_a_plan_in_a_child_forked_mid_compile_runs_on_numpy_with_numpy_bits():
+    """The plan-level view of the fork: a child forked while its parent compiles builds a plan, whose region
+    (past the threshold at once) is refused a compile, says why, and runs the NumPy plan's code."""
+    code = textwrap.dedent("""
+        import multiprocessing, threading
+        import numpy as np
+        import runtime as rt
+        from runtime import native
+        from runtime.native import compiler
+
+        release, started = threading.Event(), threading.Event()
+        compiler.submit(lambda: (started.set(), release.wait(60)), lambda _: None)     # a compile running
+        started.wait(60)
+        program = rt.trace(lambda x: rt.tanh(x * 1.2345 + 0.5) * 0.5,
+                           [rt.InputSpec([256], "float32", name="x")])[0]
+        x = np.linspace(-3, 3, 256, dtype=np.float32)
+        want = rt.Executor(native=False).run(program, {"x": x})[0].numpy()
+
+        def child(results):
+            plan = rt.Executor(native=True).compile(program)
+            outs = [plan.run({"x": x})[0].numpy() for _ in range(20)]
+            native.wait()
+            results.put((all(np.array_equal(o, want) for o in outs), [why for _, why in plan.native_regions]))
+
+        fork = multiprocessing.get_context("fork")
+        results = fork.Queue()
+        process = fork.Process(target=child, args=(results,))
+        process.start()
+        same, regions = results.get(timeout=60)
+        process.join(60)
+        release.set()
+        print(same, regions == [compiler.FORKED], process.exitcode)
+    """)
+    env = dict(os.environ, PYTHONPATH=ROOT, DY2STATIC_NATIVE="1")
+    env[tiering.ENV] = "0"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "True", "0"], done.stdout
