@@ -17,6 +17,7 @@ import numpy as np
 from .. import tracing
 from ..autodiff.traced import set_grad
 from ..backends import get_backend
+from ..buffers import escape
 from ..shape_text import shape_text
 from ..tensor import EagerTensor, Parameter, Tensor
 from ..torch_methods import to_arguments
@@ -245,6 +246,7 @@ class Layer:
             self._check_new_name(name, "buffer")
         if tensor is not None and not isinstance(tensor, Tensor):
             tensor = Tensor(get_backend("cpu").asarray(tensor), get_backend("cpu"))
+            escape(tensor.array)        # the caller's array when it needed no copy: it may write into it
         self._forget(name)
         registry[name] = tensor
         if not persistent:

@@ -168,7 +168,7 @@ def test_writes_through_data_state_dict_and_dlpack_are_seen(packs):
 
 
 @needs_llvm
-@pytest.mark.parametrize("adopt", ["data", "Parameter", "asarray"])
+@pytest.mark.parametrize("adopt", ["data", "Parameter", "asarray", "register_buffer"])
 def test_a_numpy_array_a_weight_adopted_without_a_copy_is_never_kept_packed(packs, adopt):
     fc, forward = _layer()
     mine = _new_weight(11)
@@ -176,8 +176,11 @@ def test_a_numpy_array_a_weight_adopted_without_a_copy_is_never_kept_packed(pack
         fc.weight.data = mine
     elif adopt == "Parameter":
         fc.weight = nn.Parameter(mine)
-    else:
+    elif adopt == "asarray":
         fc.weight.data = rt.asarray(mine)
+    else:
+        del fc.weight                            # the weight a buffer (a frozen layer), from the caller's array
+        fc.register_buffer("weight", mine)
     assert np.shares_memory(fc.weight.array, mine)
     x = _x()
     for seed in range(3):
