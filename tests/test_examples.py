@@ -3,7 +3,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -14,12 +13,9 @@ EXAMPLES = ROOT / "examples"
 
 def run_example(name, *args):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    start = time.perf_counter()
     done = subprocess.run([sys.executable, str(EXAMPLES / name), *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
-    elapsed = time.perf_counter() - start
+                          capture_output=True, text=True, timeout=120)     # a hang guard, not a speed test
     assert done.returncode == 0, f"{name} failed:\n{done.stdout}\n{done.stderr}"
-    assert elapsed < 15, f"{name} took {elapsed:.1f} s; examples should take well under 5 s"
     return done.stdout
 
 
