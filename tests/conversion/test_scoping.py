@@ -519,10 +519,10 @@ def factorial(x):
 
 
 def test_recursion_with_tensor_base_case_is_a_prompt_conversion_error():
-    start = time.perf_counter()
+    start = time.process_time()      # CPU time: a prompt error, not a recursion to the limit
     with pytest.raises(ConversionError, match="'factorial' calls itself") as info:
         to_static(factorial)(xp.asarray(np.float32(4)))
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
     message = str(info.value)
     assert f"line {factorial.__code__.co_firstlineno + 3}" in message
     assert "full_graph=False" in message and "while" in message
