@@ -62,15 +62,16 @@ def builtin(address, name):
 
 
 class RegionKernel:
-    """A compiled region: `cfunc(budget, *args, *outs, scratch)`, or for a straight run its Python entry
+    """A compiled region: `cfunc(budget, *args, *outs, counts, scratch)` and the same as `fast(budget, ...)`
+    (`LoopEmitter.loop_entry`: a builtin, no ctypes), or for a straight run only its Python entry
     `fast(*args)` (`LoopEmitter.straight_entry`); keeps what its code points into."""
 
-    def __init__(self, address, n_args, n_outs, scratch_bytes, keep, fast=None):
+    def __init__(self, address, n_args, n_outs, scratch_bytes, keep, fast=None, straight=False):
         # CFUNCTYPE: the GIL is released while the loop runs (it calls no Python: NumPy loops that need
         # the Python API are never used, BLAS needs none; the caller's arguments hold the arrays alive)
-        self.cfunc = None if fast is not None else ctypes.CFUNCTYPE(
+        self.cfunc = None if straight else ctypes.CFUNCTYPE(
             ctypes.c_int64, ctypes.c_int64, *[ctypes.py_object] * (n_args + n_outs + 2))(address)
-        self.fast = fast
+        self.fast = fast            # the Python entry: a straight run's `fast(*args)`, a loop's `fast(budget, ...)`
         self.scratch_bytes, self.keep = scratch_bytes, keep
         self.declined = 0           # calls handed back to the NumPy loop (an error to raise, a budget spent)
         self.saved = None           # (meta, object code, shared library) for the disk cache, None: not kept
@@ -100,7 +101,7 @@ def load_kernel(meta, obj, shared, keep=()):
         return kept
     fast = builtin(addresses[entry[0]], entry[0]) if entry else (None, None)
     kernel = RegionKernel(addresses[name], meta["n_args"], meta["n_outs"], meta["scratch_bytes"],
-                          list(keep) + kept + [holder, fast[1]], fast[0])
+                          list(keep) + kept + [holder, fast[1]], fast[0], meta.get("kind") == "straight")
     kernel.copied_transposes = len(meta.get("copied_transposes", ()))     # weights multiplied through a copy of .T
     kernel.inline_gemvs = len(meta.get("gemvs", ()))        # vector @ matrix products inline (gemv.py)
     return kernel
@@ -314,6 +315,7 @@ class LoopEmitter:
             else:
                 self.copy(_Val(out_ptrs[k], state.dtype, state.shape), state)
         b.ret(b.load(count))
+        self.loop_entry(n_args + n_outs + 2)
         return self.compiled(n_args, n_outs)
 
     def build_branch(self, op, out_ptrs, budget, n_args, n_outs):
@@ -325,6 +327,7 @@ class LoopEmitter:
         for k, var in enumerate(op.outputs):
             self.copy(_Val(out_ptrs[k], var.dtype, var.static_shape), self.env[id(var)])
         self.b.ret(self.c64(0))
+        self.loop_entry(n_args + n_outs + 2)
         return self.compiled(n_args, n_outs)
 
     def build_straight(self, run, out_ptrs, budget, n_args, n_outs):
@@ -428,6 +431,34 @@ class LoopEmitter:
         b.ret(none)
         b.position_at_end(error_block)      # NumPy's MemoryError is set
         b.ret(ir.Constant(p8, None))
+        self.fast_entry = fn.name
+        self.fn = main
+
+    def loop_entry(self, n_objects):
+        """`{name}_fast`, a METH_FASTCALL function: `fast(budget, *args, *outs, counts, scratch)` is the
+        function's code as a Python int, run with the GIL released (as a CFUNCTYPE call would, without
+        ctypes' ~1.5 us of marshalling a call)."""
+        ir = self.ir
+        main, p8 = self.fn, self.p8
+        fn = ir.Function(self.module, ir.FunctionType(p8, [p8, ir.PointerType(p8), self.i64]), self.name + "_fast")
+        self.fn, self.entry = fn, fn.append_basic_block("entry")
+        self.b = b = ir.IRBuilder(self.entry)
+        self.table = b.inttoptr(b.load(self.module.get_global(self.name + "_table")), ir.PointerType(self.i64))
+        _, argv, nargs = fn.args
+        as_long = self.capi_function("capi", "PyLong_AsLongLong", self.i64, [p8])
+        from_long = self.capi_function("capi", "PyLong_FromLongLong", p8, [self.i64])
+        save = self.capi_function("capi", "PyEval_SaveThread", p8, [])
+        restore = self.capi_function("capi", "PyEval_RestoreThread", ir.VoidType(), [p8])
+        bad = fn.append_basic_block("bad_call")
+        self.check(b.icmp_signed("==", nargs, self.c64(n_objects + 1)), bad)
+        budget = b.call(as_long, [b.load(argv)])
+        objs = [b.load(b.gep(argv, [self.c64(j + 1)])) for j in range(n_objects)]
+        state = b.call(save, [])
+        rc = b.call(main, [budget] + objs)
+        b.call(restore, [state])
+        b.ret(b.call(from_long, [rc]))
+        b.position_at_end(bad)
+        b.ret(b.call(from_long, [self.c64(BAD_ARGUMENT)]))
         self.fast_entry = fn.name
         self.fn = main
 

@@ -702,7 +702,7 @@ def loop_call(kernel, op, region):
     """The plan's function for one native loop: fresh outputs and scratch (and a buffer for each tensor
     array the loop appends to, grown and run again when it fills; the items of one it only reads as rows
     of one array), the kernel, None where it declines."""
-    cfunc = kernel.cfunc
+    cfunc = kernel.fast or kernel.cfunc         # the builtin entry: no ctypes marshalling
     arrays = region.arrays
     dense = [k for k in range(len(op.outputs)) if k not in arrays]
     specs = [(tuple(op.outputs[k].static_shape), np.dtype(op.outputs[k].dtype)) for k in dense]
