@@ -326,32 +326,40 @@ def emit_t(module, k, n, name=None):
             b.store(b.fadd(b.fmul(total, ir.Constant(f32, 1.0)), ir.Constant(f32, 0.0)),
                     b.gep(y, [b.add(j0, c64(v))]))
 
-    def pair_output(j):
-        """Output j of sgemv_kernel_4x2: four lanes of separately rounded products and sums."""
+    def pair_outputs(js):
+        """Outputs js of sgemv_kernel_4x2: four lanes each of separately rounded products and sums (the
+        two chains in one loop, as the kernel runs them: their latencies overlap)."""
         vec4 = ir.VectorType(f32, 4)
-        acc = b.alloca(vec4)
-        b.store(ir.Constant(vec4, [0.0] * 4), acc)
+        here = b.block
+        b.position_at_start(fn.entry_basic_block)      # entry allocas: SROA keeps them in registers
+        accs = [b.alloca(vec4) for _ in js]
+        b.position_at_end(here)
+        for acc in accs:
+            b.store(ir.Constant(vec4, [0.0] * 4), acc)
 
         def quad(i):
             at = b.mul(i, c64(4))
             xs = b.load(b.bitcast(b.gep(x, [at]), ir.PointerType(vec4)))
-            ws = b.load(b.bitcast(b.gep(w, [b.add(c64(j * k), at)]), ir.PointerType(vec4)))
-            xs.align = ws.align = 4
-            b.store(b.fadd(b.load(acc), b.fmul(ws, xs)), acc)
+            xs.align = 4
+            for j, acc in zip(js, accs):
+                ws = b.load(b.bitcast(b.gep(w, [b.add(c64(j * k), at)]), ir.PointerType(vec4)))
+                ws.align = 4
+                b.store(b.fadd(b.load(acc), b.fmul(ws, xs)), acc)
 
         ew._loop(ir, b, fn, c64(k // 4), quad)
-        total = b.load(acc)
-        lane = [b.extract_element(total, ir.Constant(i32, at)) for at in range(4)]
-        total = b.fadd(b.fadd(lane[0], lane[1]), b.fadd(lane[2], lane[3]))
-        b.store(b.fadd(ir.Constant(f32, 0.0), b.fmul(total, ir.Constant(f32, 1.0))), b.gep(y, [c64(j)]))
+        for j, acc in zip(js, accs):
+            total = b.load(acc)
+            lane = [b.extract_element(total, ir.Constant(i32, at)) for at in range(4)]
+            total = b.fadd(b.fadd(lane[0], lane[1]), b.fadd(lane[2], lane[3]))
+            b.store(b.fadd(ir.Constant(f32, 0.0), b.fmul(total, ir.Constant(f32, 1.0))), b.gep(y, [c64(j)]))
 
     full, rest = divmod(n & -4, BLOCK)
     if full:
         ew._loop(ir, b, fn, c64(full), lambda i: outputs(b.mul(i, c64(BLOCK)), BLOCK))
     if rest:
         outputs(c64(full * BLOCK), rest)
-    for j in range(n & -4, n):
-        pair_output(j)
+    if n % 4:
+        pair_outputs(range(n & -4, n))
     b.ret_void()
     return fn
 
