@@ -667,13 +667,27 @@ class LoopEmitter:
         out_var = op.outputs[0]
         out = self.fresh(out_var)
         slots = {"a": self.env[id(a)].ptr, "b": self.env[id(b_var)].ptr, "out": out.ptr}
+        if a.ndim == 3:         # a stack: each item's 2-D product, as NumPy's matmul makes them
+            (m, k), n = a.static_shape[-2:], out_var.static_shape[-1]
+
+            def item(t):
+                at = dict(slots, a=b.gep(slots["a"], [b.mul(t, self.c64(m * k))]),
+                          out=b.gep(out.ptr, [b.mul(t, self.c64(m * n))]))
+                if not self.inline_gemv(symbol, args, at):
+                    self.blas_call(symbol, args, at, _Val(at["out"], out.dtype, (m, n)))
+
+            if out.size:
+                ew._loop(ir, b, self.fn, self.c64(a.static_shape[0]), item)
+            symbol = None
         copied = None
-        if len(args) == 14 and args[2] == TRANS and id(b_var) in self.invariant:   # gemm of a @ weight.T
+        if symbol is None:
+            pass
+        elif len(args) == 14 and args[2] == TRANS and id(b_var) in self.invariant:   # gemm of a @ weight.T
             m, n, k = args[3:6]
             copied = copied_transpose_call(out.dtype, m, k, n)
             if not isinstance(copied, str) and id(b_var) not in self.copies:
                 self.copied_shapes.append([out.dtype.str, m, k, n])
-        if copied is None and self.inline_gemv(symbol, args, slots):
+        if symbol is None or copied is None and self.inline_gemv(symbol, args, slots):
             pass
         elif copied is None or isinstance(copied, str):
             self.blas_call(symbol, args, slots, out)

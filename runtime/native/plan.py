@@ -24,6 +24,7 @@ Every region decided is counted in `stats()` and listed on the plan (`plan.nativ
 """
 import threading
 from time import perf_counter
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -201,11 +202,17 @@ class NativePlanCodegen(PlanCodegen):
         if not all(isinstance(o, Variable) and o.kind == "dense" for o in op.outputs):
             return False
         form = native_form(op)
-        if form is None or form[0] not in _STRAIGHT_FORMS:
+        if form is None or form[0] not in _STRAIGHT_FORMS + ("loop",):
             return False
+        if form[0] == "loop":       # a while whose loops the call's iteration budget need not count
+            return self.max_iterations is None
         if form[0] == "matmul":
             _, a, b, transposed, _ = form
-            if not (isinstance(a, Variable) and isinstance(b, Variable) and a.ndim == 2 and b.ndim == 2):
+            if not (isinstance(a, Variable) and isinstance(b, Variable) and b.ndim == 2):
+                return False
+            if a.ndim == 3 and a.static_shape[1] == 1:      # a stack of rows (a hoisted input product): per row
+                a = SimpleNamespace(static_shape=a.static_shape[1:], dtype=a.dtype)
+            elif a.ndim != 2:
                 return False
             (m, k), n = a.static_shape, b.static_shape[0 if transposed else 1]
             if isinstance(product_call(a.dtype, m, k, n, transposed, verify=False), str):

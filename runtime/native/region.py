@@ -17,7 +17,7 @@ from ..ops.native_forms import native_form
 from ..ops.regions import region_of
 from . import disk_cache
 from . import elementwise as ew
-from .blas import product_call
+from .blas import product_call, stacked_items_check
 from .llvm import engine, may_be_available
 from .loop_emitter import ARRAY_FULL, BAD_ARGUMENT, LoopEmitter, load_kernel
 from .numpy_loops import strided_loop
@@ -343,12 +343,14 @@ def _walk(block, forms, key, number, checks):
         elif kind == "matmul":
             _, a, b, transposed, bias = form
             out = op.outputs[0]
-            if a.ndim != 2 or b.ndim != 2 or not a.dtype == b.dtype == out.dtype:
-                raise _NotNative(f"op '{op.type}' other than 2-D @ 2-D of one dtype (not native yet)")
-            (m, k), n = a.static_shape, b.static_shape[0 if transposed else 1]
+            if a.ndim not in (2, 3) or b.ndim != 2 or not a.dtype == b.dtype == out.dtype:
+                raise _NotNative(f"op '{op.type}' other than 2-D (or a stack of them) @ 2-D of one dtype")
+            (m, k), n = a.static_shape[-2:], b.static_shape[0 if transposed else 1]
             call = product_call(a.dtype, m, k, n, transposed, verify=False)
             if isinstance(call, str):
                 raise _NotNative(call)
+            if a.ndim == 3:         # each item's product, as NumPy's matmul makes them (checked: "items")
+                checks.append(("items", a.dtype.str, a.static_shape[0], m, k, n, transposed))
             call = ("blas", a.dtype.str, m, k, n, transposed)
             checks.append(call)
             if bias is not None:
@@ -581,6 +583,11 @@ def _run_self_tests(region):
         if check[0] == "blas":
             _, dtype, m, k, n, transposed = check
             got = product_call(np.dtype(dtype), m, k, n, transposed)
+        elif check[0] == "items":      # '' passes: nothing to fill in
+            why = stacked_items_check(np.dtype(check[1]), *check[2:])
+            if why:
+                return why
+            continue
         elif check[0] == "reduce":
             _, ufunc, dtype, length, rows = check
             got = reduce_loop(ufunc, np.dtype(dtype), length, rows=rows)

@@ -10,6 +10,7 @@ import pytest
 
 import runtime as rt
 from runtime import native, nn
+from runtime.errors import IterationLimitError
 from runtime.native.numpy_loops import same_bits
 from runtime.nn import functional as F
 from transpiler import to_static
@@ -81,6 +82,7 @@ def test_a_linear_at_batch_one_runs_its_product_inline():
 
 
 @needs_llvm
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")       # the NumPy plan's inf * 0
 def test_special_values_keep_the_numpy_plans_bits():
     fc1, fc2 = nn.Linear(40, 24), nn.Linear(24, 6)
 
@@ -180,3 +182,57 @@ def test_arguments_not_as_compiled_are_handed_back_to_numpy():
     got = plan(strided, *arrays[1:])[0]          # not C-contiguous: NumPy's code runs it
     assert same_bits(got, numpy_plan(arrays[0], *arrays[1:])[0])
     assert native.stats()["declined_calls"] == declined + 1
+
+
+def _rnn(u, w, b, steps, hidden):
+    def rnn(x):
+        h = rt.zeros((1, hidden))
+        i = 0
+        while i < steps and h.sum() < 1e9:
+            h = rt.tanh(x[i] @ u + h @ w + b)
+            i += 1
+        return h
+    return rnn
+
+
+@needs_llvm
+@pytest.mark.parametrize("hidden, inputs", [(128, 64), (10, 12), (7, 5)])
+def test_a_hoisted_product_and_the_loop_after_it_are_one_call(hidden, inputs):
+    u, w, b = (rt.tensor(RNG.standard_normal(s).astype(np.float32) * 0.3) for s in ((inputs, hidden), (hidden, hidden),
+                                                                                 (hidden,)))
+    x = rt.tensor(RNG.standard_normal((30, 1, inputs)).astype(np.float32))
+    plan, numpy_plan, feed = _plans(_rnn(u, w, b, 30, hidden), x)
+    assert _straight(plan) == ["native"], plan.native_regions      # x @ u for every step, then the while
+    assert plan.source.count(".run(") == 1, plan.source
+    _same(plan, numpy_plan, feed)
+
+
+@needs_llvm
+def test_a_loop_under_an_iteration_budget_stays_its_own_region():
+    u, w, b = (rt.tensor(RNG.standard_normal(s).astype(np.float32) * 0.3) for s in ((8, 16), (16, 16), (16,)))
+    x = rt.tensor(RNG.standard_normal((30, 1, 8)).astype(np.float32))
+    program = to_static(_rnn(u, w, b, 30, 16)).get_program(x)
+    plan = rt.Executor(native=True, max_iterations=29).compile(program)
+    native.wait()
+    assert [why for name, why in plan.native_regions if name.startswith("while")] == ["native"], plan.native_regions
+    with pytest.raises(IterationLimitError, match="more than 29 iterations"):
+        plan.run({program.inputs[0].name: x})
+
+
+@needs_llvm
+def test_a_stacked_product_in_a_loop_body_is_native_with_numpys_bits():
+    w = rt.tensor(RNG.standard_normal((6, 10)).astype(np.float32))
+
+    def f(x):
+        s = rt.zeros((4, 1, 10))
+        i = 0
+        while i < 5:
+            s = rt.tanh(s + x @ w)       # (4, 1, 6) @ (6, 10): NumPy's matmul, one sgemv per row
+            x = x * 0.5
+            i += 1
+        return s
+
+    x = rt.tensor(RNG.standard_normal((4, 1, 6)).astype(np.float32))
+    plan, numpy_plan, feed = _plans(f, x)
+    assert plan.native_regions and all(why == "native" for _, why in plan.native_regions), plan.native_regions
+    _same(plan, numpy_plan, feed)
