@@ -349,8 +349,9 @@ class LoopEmitter:
     def straight_entry(self, run, n_args):
         """`{name}_fast`, a METH_FASTCALL function (a builtin: no ctypes marshalling, ~0.1 us a call instead
         of ~1.5 us): `fast(*args)` makes each output with NumPy's PyArray_Empty and the scratch on its
-        stack (a NumPy array where it is big), runs the function, and returns the output (a tuple of them
-        for several), or None where the function declined (its code < 0: the caller runs NumPy's code)."""
+        stack (a NumPy array where it is big), runs the function (the GIL released where the run holds a
+        while), and returns the output (a tuple of them for several), or None where the function declined
+        (its code < 0: the caller runs NumPy's code)."""
         ir = self.ir
         main, p8 = self.fn, self.p8
         fn = ir.Function(self.module, ir.FunctionType(p8, [p8, ir.PointerType(p8), self.i64]), self.name + "_fast")
@@ -397,7 +398,12 @@ class LoopEmitter:
             scratch_obj = new_array((size,), np.uint8)
             scratch = self.field(scratch_obj, "data", p8)
         outs = [new_array(var.static_shape, var.dtype) for var in run.outputs]
+        looping = any(form[0] == "loop" for form in self.region.forms.values())
+        if looping:         # a while in the run may run long: the GIL released, as a loop's entry does
+            state = b.call(self.capi_function("capi", "PyEval_SaveThread", p8, []), [])
         rc = b.call(main, [self.c64(-1)] + objs + outs + [ir.Constant(p8, None), scratch])
+        if looping:
+            b.call(self.capi_function("capi", "PyEval_RestoreThread", ir.VoidType(), [p8]), [state])
         if scratch_obj is not None:
             b.call(decref, [scratch_obj])
         ran = fn.append_basic_block("ran")

@@ -236,3 +236,13 @@ def test_a_stacked_product_in_a_loop_body_is_native_with_numpys_bits():
     plan, numpy_plan, feed = _plans(f, x)
     assert plan.native_regions and all(why == "native" for _, why in plan.native_regions), plan.native_regions
     _same(plan, numpy_plan, feed)
+
+
+@needs_llvm
+def test_a_run_holding_a_loop_releases_the_gil_while_it_runs():
+    u, w, b = (rt.tensor(RNG.standard_normal(s).astype(np.float32) * 0.3) for s in ((8, 16), (16, 16), (16,)))
+    x = rt.tensor(RNG.standard_normal((30, 1, 8)).astype(np.float32))
+    plan, _, _ = _plans(_rnn(u, w, b, 30, 16), x)
+    (user,) = [v for k, v in plan.fn.__globals__.items() if k.startswith("xp_native_straight")]
+    relocated = user.kernel.saved[0]["relocations"] if user.kernel.saved else []
+    assert ["capi", "PyEval_SaveThread"] in relocated and ["capi", "PyEval_RestoreThread"] in relocated
