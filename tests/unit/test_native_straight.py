@@ -246,3 +246,24 @@ def test_a_run_holding_a_loop_releases_the_gil_while_it_runs():
     (user,) = [v for k, v in plan.fn.__globals__.items() if k.startswith("xp_native_straight")]
     relocated = user.kernel.saved[0]["relocations"] if user.kernel.saved else []
     assert ["capi", "PyEval_SaveThread"] in relocated and ["capi", "PyEval_RestoreThread"] in relocated
+
+
+@needs_llvm
+def test_a_straight_run_is_kept_on_disk_and_loaded_again(tmp_path, monkeypatch):
+    from runtime.native import disk_cache, region as regions
+    monkeypatch.setenv(disk_cache.ENV, str(tmp_path))
+    net = _mlp(96, 40, 10, seed=4)
+    x = rt.tensor(RNG.standard_normal((1, 96)).astype(np.float32))
+    program = to_static(net.forward).get_program(x)
+    ops = program.global_block.ops
+    found = regions.analyse_straight(ops, [program.outputs[0]])
+    kernel = regions.region_job(found)()
+    assert not isinstance(kernel, str) and kernel.saved is not None, kernel
+    monkeypatch.setattr(regions, "_KERNELS", {})
+    again = regions.analyse_straight(ops, [program.outputs[0]])
+    loaded = regions.region_job(again).cached()
+    assert loaded is not None and loaded.from_disk and loaded is not kernel
+    arrays = [x.numpy()] + [program.parameters[v.name].numpy() for v in program.inputs[1:]]
+    want = rt.Executor(native=False).compile(program)(*arrays)[0]
+    assert same_bits(loaded.fast(*arrays), want) and same_bits(kernel.fast(*arrays), want)
+    assert loaded.fast(arrays[0][:, :48], *arrays[1:]) is None        # not the compiled shape: declined
