@@ -206,6 +206,8 @@ class NativePlanCodegen(PlanCodegen):
             return False
         if form[0] == "loop":       # a while whose loops the call's iteration budget need not count
             return self.max_iterations is None
+        if form[0] == "chain" and len(form[1]) > MAX_RUN_CHAIN_STEPS:
+            return False
         if form[0] == "matmul":
             _, a, b, transposed, _ = form
             if not (isinstance(a, Variable) and isinstance(b, Variable) and b.ndim == 2):
@@ -445,6 +447,7 @@ class NativePlanCodegen(PlanCodegen):
 _STRAIGHT_FORMS = ("chain", "matmul", "view", "index", "split", "select", "argmax", "reduce", "reduce_rows",
                    "softmax", "topk", "rows")
 _VIEWS = ("view", "index", "split")        # a straight run computes their values as views of its buffers
+MAX_RUN_CHAIN_STEPS = 64    # a longer fused chain ends a straight run (LLVM's compile time grows faster than its steps)
 
 
 def chain_call(kernel, op, steps, donated):

@@ -267,3 +267,21 @@ def test_a_straight_run_is_kept_on_disk_and_loaded_again(tmp_path, monkeypatch):
     want = rt.Executor(native=False).compile(program)(*arrays)[0]
     assert same_bits(loaded.fast(*arrays), want) and same_bits(kernel.fast(*arrays), want)
     assert loaded.fast(arrays[0][:, :48], *arrays[1:]) is None        # not the compiled shape: declined
+
+
+@needs_llvm
+def test_a_long_chain_ends_the_run():
+    fc = nn.Linear(16, 8)
+
+    def f(x):
+        h = fc(x)
+        for _ in range(40):
+            h = h * 1.001 + 0.5         # one fused chain of 80 steps after the linear
+        return h
+
+    x = rt.tensor(RNG.standard_normal((1, 16)).astype(np.float32))
+    plan, numpy_plan, feed = _plans(f, x)
+    straight = [name for name, why in plan.native_regions if name.startswith("straight")]
+    assert len(straight) == 1 and _straight(plan) == ["native"], plan.native_regions
+    assert len(plan.native_regions) > 1, plan.native_regions        # the chain is a region of its own
+    _same(plan, numpy_plan, feed)
