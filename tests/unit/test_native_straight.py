@@ -285,3 +285,19 @@ def test_a_long_chain_ends_the_run():
     assert len(straight) == 1 and _straight(plan) == ["native"], plan.native_regions
     assert len(plan.native_regions) > 1, plan.native_regions        # the chain is a region of its own
     _same(plan, numpy_plan, feed)
+
+
+@needs_llvm
+def test_a_number_read_by_the_run_is_passed_as_an_array():
+    fc = nn.Linear(16, 8)
+
+    def f(x, s):
+        return fc(x) * s + 1.0          # s: a 0-d input, a NumPy scalar in the plan
+
+    x = rt.tensor(RNG.standard_normal((1, 16)).astype(np.float32))
+    s = rt.tensor(np.float32(0.5))
+    plan, numpy_plan, feed = _plans(f, x, s)
+    assert _straight(plan) == ["native"], plan.native_regions
+    declined = native.stats()["declined_calls"]
+    _same(plan, numpy_plan, feed)
+    assert native.stats()["declined_calls"] == declined
