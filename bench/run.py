@@ -6,14 +6,11 @@ NumPy, or CuPy on the GPU), the Program's op types, and skipped peers.
 """
 import argparse
 import json
-import os
 import sys
 
 from .pin import pin
 
 PINNED_CPU = pin()      # before NumPy or a peer starts a thread
-
-from runtime import native  # noqa: E402
 
 from . import peers, suite, timing, workloads  # noqa: E402
 
@@ -26,17 +23,9 @@ def main(argv=None):
     p.add_argument("--no-peers", action="store_true")
     args = p.parse_args(argv)
     peer_names = () if args.no_peers or args.device == "gpu" else peers.ALL
-    tier = native.setting(None)         # DY2STATIC_NATIVE: time the tier's steady state, not its warm-up
-    if tier:
-        os.environ.setdefault(native.tiering.ENV, "0")      # regions compile at once ...
     w = suite.ALL[args.workload](args.device, peer_names)
     variants = w["variants"]
     w["check"](workloads.run_variants_once(variants))
-    if tier:
-        native.wait()                   # ... in the background: swapped in once compiled
-        for _ in range(2 * native.tiering.SAMPLES):     # past each kernel's trial against NumPy
-            for fn in variants.values():
-                fn()
     sync = workloads._sync_of(args.device)
     repeats = 7 if args.quick else 15
     target = 0.01 if args.quick else 0.05
