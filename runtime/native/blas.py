@@ -191,6 +191,35 @@ def flat_product_check(dtype, batch, m, k, n, transposed):
     return _FLAT[key]
 
 
+def stacked_items_check(dtype, batch, m, k, n, transposed):
+    """'' when NumPy's matmul of a C-contiguous (batch, m, k) stack by b (b.T with `transposed`) gives
+    the bits of each (m, k) item's own 2-D matmul by it (so a region making NumPy's 2-D call per item,
+    `product_call`, gives the stack's bits), else why not; special and random values, once per shape."""
+    dtype = np.dtype(dtype)
+    if dtype not in _PREFIX or min(batch, m, k, n) < 1 or batch * m * max(k, n) > (1 << 30):
+        return f"no per-item product for {batch} x ({m}, {k}) @ ({k}, {n}) of {dtype}"
+    key = ("items", dtype.str, batch, m, k, n, transposed)
+    if key not in _FLAT:
+        rng = np.random.default_rng(19)
+        _FLAT[key] = ""
+        for trial in range(2):
+            if trial == 0:
+                x = probe_values(dtype, batch * m * k).reshape(batch, m, k)
+                w = np.roll(probe_values(dtype, k * n), 3).reshape((n, k) if transposed else (k, n))
+            else:
+                x = rng.standard_normal((batch, m, k)).astype(dtype)
+                w = rng.standard_normal((n, k) if transposed else (k, n)).astype(dtype)
+            operand = w.T if transposed else w
+            with np.errstate(all="ignore"):
+                want = np.matmul(x, operand)
+                got = np.stack([np.matmul(item, operand) for item in x])
+            if not same_bits(got, want):
+                _FLAT[key] = (f"self-test: NumPy's stacked matmul on {batch} x ({m}, {k}) @ ({k}, {n}) is not "
+                              "its items' 2-D products")
+                break
+    return _FLAT[key]
+
+
 def flat_product_known(dtype, batch, m, k, n, transposed):
     """What flat_product_check found for that shape before ('' or why not), or None: not checked yet."""
     return _FLAT.get((np.dtype(dtype).str, batch, m, k, n, transposed))

@@ -48,7 +48,7 @@ def applies(dtype, k, n, kind="n"):
     if kind == "n" and not (2 <= k <= MAX_K and 4 <= n <= MAX_N):
         return f"inline gemv of (1, {k}) @ ({k}, {n}): outside the shapes modelled"
     # sgemv_t: k <= 8 is another kernel, k % 4 and n % 4 other code, k > NBMAX blocks
-    if kind == "t" and not (k > 8 and k % 4 == 0 and k <= MAX_N and n % 4 == 0 and 4 <= n <= MAX_K):
+    if kind == "t" and not (k > 8 and k % 4 == 0 and k <= MAX_N and n % 4 in (0, 2) and 2 <= n <= MAX_K):
         return f"inline gemv of (1, {k}) @ ({n}, {k}).T: outside the shapes modelled"
     return ""
 
@@ -258,7 +258,10 @@ def emit_t(module, k, n, name=None):
     runs for x @ W.T and W @ column: eight lanes per output, lane l summing (fma, from +0) elements l,
     l + 8, ... of each 16 (after a first 4 into lanes 0-3 where k & 4, and 8 where k & 8); then
     (l4 + l0, l5 + l1, l6 + l2, l7 + l3) added pairwise, ((0 + 1) + (2 + 3)), y = that * 1 + 0. Outputs
-    go eight at a time (eight independent chains)."""
+    go eight at a time (eight independent chains). The last two outputs where n % 4 == 2 are
+    `sgemv_kernel_4x2`'s (SSE, in sgemv_t_4.c): four lanes, lane l adding the products (mulps, addps:
+    no fma) of elements l, l + 4, ... from +0, then two haddps, ((0 + 1) + (2 + 3)); y = 0 + that * 1.
+    (n % 4 == 1 or 3 takes a 4x1 kernel whose order is not modelled: the CBLAS call stays.)"""
     import llvmlite.ir as ir
     name = name or function_name(k, n, "t")
     if name in module.globals:
@@ -323,11 +326,40 @@ def emit_t(module, k, n, name=None):
             b.store(b.fadd(b.fmul(total, ir.Constant(f32, 1.0)), ir.Constant(f32, 0.0)),
                     b.gep(y, [b.add(j0, c64(v))]))
 
-    full, rest = divmod(n, BLOCK)
+    def pair_outputs(js):
+        """Outputs js of sgemv_kernel_4x2: four lanes each of separately rounded products and sums (the
+        two chains in one loop, as the kernel runs them: their latencies overlap)."""
+        vec4 = ir.VectorType(f32, 4)
+        here = b.block
+        b.position_at_start(fn.entry_basic_block)      # entry allocas: SROA keeps them in registers
+        accs = [b.alloca(vec4) for _ in js]
+        b.position_at_end(here)
+        for acc in accs:
+            b.store(ir.Constant(vec4, [0.0] * 4), acc)
+
+        def quad(i):
+            at = b.mul(i, c64(4))
+            xs = b.load(b.bitcast(b.gep(x, [at]), ir.PointerType(vec4)))
+            xs.align = 4
+            for j, acc in zip(js, accs):
+                ws = b.load(b.bitcast(b.gep(w, [b.add(c64(j * k), at)]), ir.PointerType(vec4)))
+                ws.align = 4
+                b.store(b.fadd(b.load(acc), b.fmul(ws, xs)), acc)
+
+        ew._loop(ir, b, fn, c64(k // 4), quad)
+        for j, acc in zip(js, accs):
+            total = b.load(acc)
+            lane = [b.extract_element(total, ir.Constant(i32, at)) for at in range(4)]
+            total = b.fadd(b.fadd(lane[0], lane[1]), b.fadd(lane[2], lane[3]))
+            b.store(b.fadd(ir.Constant(f32, 0.0), b.fmul(total, ir.Constant(f32, 1.0))), b.gep(y, [c64(j)]))
+
+    full, rest = divmod(n & -4, BLOCK)
     if full:
         ew._loop(ir, b, fn, c64(full), lambda i: outputs(b.mul(i, c64(BLOCK)), BLOCK))
     if rest:
         outputs(c64(full * BLOCK), rest)
+    if n % 4:
+        pair_outputs(range(n & -4, n))
     b.ret_void()
     return fn
 

@@ -40,17 +40,38 @@ from .llvm import ARRAY_LAYOUT, engine
 
 INDEX_ERROR, BUDGET_SPENT, LOOP_FAILED, BAD_ARGUMENT, ARRAY_FULL = -1, -2, -3, -4, -5
 ALIGN = 64
+STACK_SCRATCH = 1 << 16     # a straight run's scratch up to this many bytes is on its entry's stack
 
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p), ("ml_flags", ctypes.c_int),
+                ("ml_doc", ctypes.c_char_p)]
+
+
+METH_FASTCALL = 0x80
+
+
+def builtin(address, name):
+    """A Python builtin function calling the METH_FASTCALL C function at address (`straight_entry`), and
+    what must stay alive with it (its PyMethodDef)."""
+    new = ctypes.pythonapi.PyCFunction_NewEx
+    new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    definition = _MethodDef(name.encode(), address, METH_FASTCALL, None)
+    return new(ctypes.addressof(definition), None, None), definition
 
 
 class RegionKernel:
-    """A compiled region: `cfunc(budget, *args, *outs, scratch)`; keeps what its code points into."""
+    """A compiled region: `cfunc(budget, *args, *outs, counts, scratch)` and the same as `fast(budget, ...)`
+    (`LoopEmitter.loop_entry`: a builtin, no ctypes), or for a straight run only its Python entry
+    `fast(*args)` (`LoopEmitter.straight_entry`); keeps what its code points into."""
 
-    def __init__(self, address, n_args, n_outs, scratch_bytes, keep):
+    def __init__(self, address, n_args, n_outs, scratch_bytes, keep, fast=None, straight=False):
         # CFUNCTYPE: the GIL is released while the loop runs (it calls no Python: NumPy loops that need
         # the Python API are never used, BLAS needs none; the caller's arguments hold the arrays alive)
-        self.cfunc = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64,
-                                      *[ctypes.py_object] * (n_args + n_outs + 2))(address)
+        self.cfunc = None if straight else ctypes.CFUNCTYPE(
+            ctypes.c_int64, ctypes.c_int64, *[ctypes.py_object] * (n_args + n_outs + 2))(address)
+        self.fast = fast            # the Python entry: a straight run's `fast(*args)`, a loop's `fast(budget, ...)`
         self.scratch_bytes, self.keep = scratch_bytes, keep
         self.declined = 0           # calls handed back to the NumPy loop (an error to raise, a budget spent)
         self.saved = None           # (meta, object code, shared library) for the disk cache, None: not kept
@@ -66,7 +87,8 @@ def load_kernel(meta, obj, shared, keep=()):
         if isinstance(why, str):
             return why
     gemvs = [f"{name}_{gemv.function_name(k, n, kind)}" for kind, k, n in meta.get("gemvs", ())]
-    loaded = objects.load(obj, shared, [name, name + "_table"] + gemvs)
+    entry = [meta["fast"]] if meta.get("fast") else []
+    loaded = objects.load(obj, shared, [name, name + "_table"] + gemvs + entry)
     if loaded is None:
         return "the compiled loop could not be loaded"
     addresses, holder = loaded
@@ -77,8 +99,9 @@ def load_kernel(meta, obj, shared, keep=()):
     kept = relocations.install(addresses[name + "_table"], meta["relocations"])
     if isinstance(kept, str):
         return kept
+    fast = builtin(addresses[entry[0]], entry[0]) if entry else (None, None)
     kernel = RegionKernel(addresses[name], meta["n_args"], meta["n_outs"], meta["scratch_bytes"],
-                          list(keep) + kept + [holder])
+                          list(keep) + kept + [holder, fast[1]], fast[0], meta.get("kind") == "straight")
     kernel.copied_transposes = len(meta.get("copied_transposes", ()))     # weights multiplied through a copy of .T
     kernel.inline_gemvs = len(meta.get("gemvs", ()))        # vector @ matrix products inline (gemv.py)
     return kernel
@@ -115,6 +138,8 @@ class LoopEmitter:
         self.copied_shapes = []     # [dtype, m, k, n] of each copied-transpose gemm: checked again at load
         self.gemvs = []             # [kind, k, n] of each inline sgemv (gemv.py): its function exported, tested at load
         self.relocations = []       # descriptors of the process addresses the code reads from its table
+        self.direct = {}            # id(output var) -> its output array's data (a straight run computes into it)
+        self.fast_entry = None      # the name of the kernel's Python entry (a METH_FASTCALL function), if any
 
     # --- small helpers
     def c64(self, v):
@@ -146,7 +171,11 @@ class LoopEmitter:
         return _Val(ptr, dtype, shape, state)
 
     def fresh(self, var):
-        """A new buffer (or stack slot) for var's value, bound as var's."""
+        """A new buffer (or stack slot) for var's value, bound as var's: its output array's memory for
+        a straight run's output (`direct`)."""
+        if id(var) in self.direct:
+            out = self.env[id(var)] = _Val(self.direct[id(var)], var.dtype, var.static_shape)
+            return out
         out = self.env[id(var)] = self.alloc(var.dtype, var.static_shape)
         return out
 
@@ -237,8 +266,11 @@ class LoopEmitter:
         table = ir.GlobalVariable(self.module, self.i64, self.name + "_table")
         table.initializer = self.c64(0)
         self.table = b.inttoptr(b.load(table), ir.PointerType(self.i64))
-        self.scratch = self.field(objs[-1], "data", self.p8)
-        counts = b.bitcast(self.field(objs[-2], "data", self.p8), ir.PointerType(self.i64))
+        if region.kind == "straight":       # called by its Python entry only (`straight_entry`): scratch on its stack
+            self.scratch, counts = objs[-1], None
+        else:
+            self.scratch = self.field(objs[-1], "data", self.p8)
+            counts = b.bitcast(self.field(objs[-2], "data", self.p8), ir.PointerType(self.i64))
         for v, obj in zip(region.args, objs):
             if v.kind == "array":       # its items' buffer: (capacity, *element shape)
                 data, capacity = self.argument(obj, v, leading=True)
@@ -259,6 +291,8 @@ class LoopEmitter:
                     for obj, k in zip(objs[n_args:n_args + n_outs], dense)}
         if region.kind == "branch":         # a cond outside loops: its chosen branch, its outputs copied out
             return self.build_branch(op, out_ptrs, budget, n_args, n_outs)
+        if region.kind == "straight":
+            return self.build_straight(op, out_ptrs, budget, n_args, n_outs)
 
         states = []
         for k, o in enumerate(op.outputs):
@@ -281,6 +315,7 @@ class LoopEmitter:
             else:
                 self.copy(_Val(out_ptrs[k], state.dtype, state.shape), state)
         b.ret(b.load(count))
+        self.loop_entry(n_args + n_outs + 2)
         return self.compiled(n_args, n_outs)
 
     def build_branch(self, op, out_ptrs, budget, n_args, n_outs):
@@ -292,7 +327,152 @@ class LoopEmitter:
         for k, var in enumerate(op.outputs):
             self.copy(_Val(out_ptrs[k], var.dtype, var.static_shape), self.env[id(var)])
         self.b.ret(self.c64(0))
+        self.loop_entry(n_args + n_outs + 2)
         return self.compiled(n_args, n_outs)
+
+    def build_straight(self, run, out_ptrs, budget, n_args, n_outs):
+        """The function of a straight run (`region.analyse_straight`): its ops in order, each output
+        computed into its fresh output array where its op makes a new value (`fresh`), else copied there;
+        it returns 0. Its Python entry (`straight_entry`) makes the outputs and the scratch."""
+        self.count, self.budget = self.entry_alloca(self.i64), budget
+        self.b.store(self.c64(0), self.count)
+        self.direct = {id(var): out_ptrs[k] for k, var in enumerate(run.outputs)}
+        self.emit_block(run)
+        for k, var in enumerate(run.outputs):
+            value = self.env[id(var)]
+            if value.ptr is not out_ptrs[k]:
+                self.copy(_Val(out_ptrs[k], var.dtype, var.static_shape), value)
+        self.b.ret(self.c64(0))
+        self.straight_entry(run, n_args)
+        return self.compiled(n_args, n_outs)
+
+    def straight_entry(self, run, n_args):
+        """`{name}_fast`, a METH_FASTCALL function (a builtin: no ctypes marshalling, ~0.1 us a call instead
+        of ~1.5 us): `fast(*args)` makes each output with NumPy's PyArray_Empty and the scratch on its
+        stack (a NumPy array where it is big), runs the function (the GIL released where the run holds a
+        while), and returns the output (a tuple of them for several), or None where the function declined
+        (its code < 0: the caller runs NumPy's code)."""
+        ir = self.ir
+        main, p8 = self.fn, self.p8
+        fn = ir.Function(self.module, ir.FunctionType(p8, [p8, ir.PointerType(p8), self.i64]), self.name + "_fast")
+        self.fn, self.entry = fn, fn.append_basic_block("entry")
+        self.b = b = ir.IRBuilder(self.entry)
+        body = fn.append_basic_block("body")
+        b.branch(body)
+        b.position_at_end(body)
+        self.table = b.inttoptr(b.load(self.module.get_global(self.name + "_table")), ir.PointerType(self.i64))
+        _, argv, nargs = fn.args
+        i32 = self.i32
+        none_block, error_block = fn.append_basic_block("declined"), fn.append_basic_block("error")
+        self.check(b.icmp_signed("==", nargs, self.c64(n_args)), none_block)
+        objs = [b.load(b.gep(argv, [self.c64(j)])) for j in range(n_args)]
+        empty = self.capi_function("numpy_api", "PyArray_Empty", p8, [i32, ir.PointerType(self.i64), p8, i32])
+        descr = self.capi_function("numpy_api", "PyArray_DescrFromType", p8, [i32])
+        decref = self.capi_function("capi", "Py_DecRef", ir.VoidType(), [p8])
+        made = []           # (object, the block to free it from)
+
+        def new_array(shape, dtype):
+            self.constants += 1
+            dims = ir.GlobalVariable(self.module, ir.ArrayType(self.i64, len(shape)), f"dims_{self.constants}")
+            dims.global_constant = True
+            dims.initializer = ir.Constant(ir.ArrayType(self.i64, len(shape)), [int(d) for d in shape])
+            array = b.call(empty, [ir.Constant(i32, len(shape)), b.bitcast(dims, ir.PointerType(self.i64)),
+                                   b.call(descr, [ir.Constant(i32, np.dtype(dtype).num)]), ir.Constant(i32, 0)])
+            failed = fn.append_basic_block("no_memory")
+            ok = fn.append_basic_block("allocated")
+            b.cbranch(b.icmp_unsigned("==", b.ptrtoint(array, self.i64), self.c64(0)), failed, ok)
+            with b.goto_block(failed):
+                for obj in made:
+                    b.call(decref, [obj])
+                b.branch(error_block)
+            b.position_at_end(ok)
+            made.append(array)
+            return array
+
+        size = max(self.scratch_bytes, ALIGN)
+        if size <= STACK_SCRATCH:
+            slot = self.entry_alloca(ir.ArrayType(self.i8, size))
+            slot.align = ALIGN
+            scratch, scratch_obj = b.bitcast(slot, p8), None
+        else:
+            scratch_obj = new_array((size,), np.uint8)
+            scratch = self.field(scratch_obj, "data", p8)
+        outs = [new_array(var.static_shape, var.dtype) for var in run.outputs]
+        looping = any(form[0] == "loop" for form in self.region.forms.values())
+        if looping:         # a while in the run may run long: the GIL released, as a loop's entry does
+            state = b.call(self.capi_function("capi", "PyEval_SaveThread", p8, []), [])
+        rc = b.call(main, [self.c64(-1)] + objs + outs + [ir.Constant(p8, None), scratch])
+        if looping:
+            b.call(self.capi_function("capi", "PyEval_RestoreThread", ir.VoidType(), [p8]), [state])
+        if scratch_obj is not None:
+            b.call(decref, [scratch_obj])
+        ran = fn.append_basic_block("ran")
+        failed = fn.append_basic_block("failed")
+        b.cbranch(b.icmp_signed("<", rc, self.c64(0)), failed, ran)
+        with b.goto_block(failed):
+            for obj in outs:
+                b.call(decref, [obj])
+            b.branch(none_block)
+        b.position_at_end(ran)
+        if len(outs) == 1:
+            b.ret(outs[0])
+        else:
+            new_tuple = self.capi_function("capi", "PyTuple_New", p8, [self.i64])
+            set_item = self.capi_function("capi", "PyTuple_SetItem", i32, [p8, self.i64, p8])
+            result = b.call(new_tuple, [self.c64(len(outs))])
+            tuple_ok = fn.append_basic_block("tuple")
+            no_tuple = fn.append_basic_block("no_tuple")
+            b.cbranch(b.icmp_unsigned("==", b.ptrtoint(result, self.i64), self.c64(0)), no_tuple, tuple_ok)
+            with b.goto_block(no_tuple):
+                for obj in outs:
+                    b.call(decref, [obj])
+                b.branch(error_block)
+            b.position_at_end(tuple_ok)
+            for k, obj in enumerate(outs):
+                b.call(set_item, [result, self.c64(k), obj])        # steals the reference
+            b.ret(result)
+        b.position_at_end(none_block)
+        none = b.inttoptr(self.process_address(["none"]), p8)
+        b.call(self.capi_function("capi", "Py_IncRef", ir.VoidType(), [p8]), [none])
+        b.ret(none)
+        b.position_at_end(error_block)      # NumPy's MemoryError is set
+        b.ret(ir.Constant(p8, None))
+        self.fast_entry = fn.name
+        self.fn = main
+
+    def loop_entry(self, n_objects):
+        """`{name}_fast`, a METH_FASTCALL function: `fast(budget, *args, *outs, counts, scratch)` is the
+        function's code as a Python int, run with the GIL released (as a CFUNCTYPE call would, without
+        ctypes' ~1.5 us of marshalling a call)."""
+        ir = self.ir
+        main, p8 = self.fn, self.p8
+        fn = ir.Function(self.module, ir.FunctionType(p8, [p8, ir.PointerType(p8), self.i64]), self.name + "_fast")
+        self.fn, self.entry = fn, fn.append_basic_block("entry")
+        self.b = b = ir.IRBuilder(self.entry)
+        self.table = b.inttoptr(b.load(self.module.get_global(self.name + "_table")), ir.PointerType(self.i64))
+        _, argv, nargs = fn.args
+        as_long = self.capi_function("capi", "PyLong_AsLongLong", self.i64, [p8])
+        from_long = self.capi_function("capi", "PyLong_FromLongLong", p8, [self.i64])
+        save = self.capi_function("capi", "PyEval_SaveThread", p8, [])
+        restore = self.capi_function("capi", "PyEval_RestoreThread", ir.VoidType(), [p8])
+        bad = fn.append_basic_block("bad_call")
+        self.check(b.icmp_signed("==", nargs, self.c64(n_objects + 1)), bad)
+        budget = b.call(as_long, [b.load(argv)])
+        objs = [b.load(b.gep(argv, [self.c64(j + 1)])) for j in range(n_objects)]
+        state = b.call(save, [])
+        rc = b.call(main, [budget] + objs)
+        b.call(restore, [state])
+        b.ret(b.call(from_long, [rc]))
+        b.position_at_end(bad)
+        b.ret(b.call(from_long, [self.c64(BAD_ARGUMENT)]))
+        self.fast_entry = fn.name
+        self.fn = main
+
+    def capi_function(self, kind, name, returns, params):
+        """A C API function (`relocations`: ["capi", name] or ["numpy_api", name]) as a callable value."""
+        ir = self.ir
+        address = self.process_address([kind, name])
+        return self.b.inttoptr(address, ir.PointerType(ir.FunctionType(returns, params)))
 
     def compiled(self, n_args, n_outs):
         """The module compiled to object code, linked and loaded: a RegionKernel (its code and meta kept
@@ -302,7 +482,7 @@ class LoopEmitter:
         shared = objects.link(obj)
         meta = {"name": self.name, "relocations": self.relocations, "n_args": n_args, "n_outs": n_outs,
                 "scratch_bytes": self.scratch_bytes, "copied_transposes": self.copied_shapes,
-                "gemvs": self.gemvs}
+                "gemvs": self.gemvs, "fast": self.fast_entry, "kind": self.region.kind}
         kernel = load_kernel(meta, obj, shared, self.keep)
         if not isinstance(kernel, str) and not relocations.embedded(text, self.keep):
             kernel.saved = (meta, obj, shared)
@@ -493,13 +673,27 @@ class LoopEmitter:
         out_var = op.outputs[0]
         out = self.fresh(out_var)
         slots = {"a": self.env[id(a)].ptr, "b": self.env[id(b_var)].ptr, "out": out.ptr}
+        if a.ndim == 3:         # a stack: each item's 2-D product, as NumPy's matmul makes them
+            (m, k), n = a.static_shape[-2:], out_var.static_shape[-1]
+
+            def item(t):
+                at = dict(slots, a=b.gep(slots["a"], [b.mul(t, self.c64(m * k))]),
+                          out=b.gep(out.ptr, [b.mul(t, self.c64(m * n))]))
+                if not self.inline_gemv(symbol, args, at):
+                    self.blas_call(symbol, args, at, _Val(at["out"], out.dtype, (m, n)))
+
+            if out.size:
+                ew._loop(ir, b, self.fn, self.c64(a.static_shape[0]), item)
+            symbol = None
         copied = None
-        if len(args) == 14 and args[2] == TRANS and id(b_var) in self.invariant:   # gemm of a @ weight.T
+        if symbol is None:
+            pass
+        elif len(args) == 14 and args[2] == TRANS and id(b_var) in self.invariant:   # gemm of a @ weight.T
             m, n, k = args[3:6]
             copied = copied_transpose_call(out.dtype, m, k, n)
             if not isinstance(copied, str) and id(b_var) not in self.copies:
                 self.copied_shapes.append([out.dtype.str, m, k, n])
-        if copied is None and self.inline_gemv(symbol, args, slots):
+        if symbol is None or copied is None and self.inline_gemv(symbol, args, slots):
             pass
         elif copied is None or isinstance(copied, str):
             self.blas_call(symbol, args, slots, out)

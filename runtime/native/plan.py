@@ -24,14 +24,17 @@ Every region decided is counted in `stats()` and listed on the plan (`plan.nativ
 """
 import threading
 from time import perf_counter
+from types import SimpleNamespace
 
 import numpy as np
 
 from ..codegen.fast import PlanCodegen
+from ..codegen.liveness import dead_after
 from ..codegen.plan import compile_plan
 from ..ir import Variable
 from ..ops.native_forms import native_form
 from . import compiler, dynamic, elementwise, gemm, products, region as regions, tiering
+from .blas import product_call
 
 _STATS = {"native": 0, "numpy": 0, "compiling": 0, "warming": 0, "declined_calls": 0, "from_disk": 0,
           "inline_gemvs": 0, "reasons": {}}
@@ -154,6 +157,116 @@ class NativePlanCodegen(PlanCodegen):
                 + ["    " + line for line in numpy_code]
                 + [f"    {name}.numpy_took({began})", "else:", f"    {out} = {result}",
                    f"    del {result}"])       # the result's memory is the value's alone (freed after its last reader)
+
+    def block(self, block, indent):
+        """The top-level block's ops, each run of consecutive ops that holds a matrix product and can be
+        native (`_straight_end`) as one call of a straight region, its NumPy code kept for a None."""
+        if self.in_fallback or not self.numpy or block is not self.program.global_block:
+            return super().block(block, indent)
+        dead = dead_after(block, self.program)
+        ops, i = block.ops, 0
+        while i < len(ops):
+            end = self._straight_end(ops, i)
+            if end > i and self._straight(ops[i:end], indent, [dead.get(t, []) for t in range(i, end)]):
+                i = end
+                continue
+            for t in range(i, max(end, i + 1)):      # not native: the run's ops as the plan has them
+                self.any_op(ops[t], indent)
+                if t in dead:
+                    self.emit(indent, "del " + ", ".join(self.name(v) for v in dead[t]))
+            i = max(end, i + 1)
+
+    def _straight_end(self, ops, start):
+        """Where a straight run starting at ops[start] ends (start: none): the ops after it that each have
+        a native form a straight region takes, no value of a view-like op or a number read after the run
+        (the NumPy plan's views and scalars stay its own), and a 2-D matrix product among them that the
+        native GEMM does not take."""
+        end = start
+        while end < len(ops) and self._joins(ops[end]):
+            end += 1
+        while end > start:
+            inside = {id(op) for op in ops[start:end]}
+            cut = next((t for t in range(start, end) if any(
+                (o.ndim == 0 or (native_form(ops[t]) or ("",))[0] in _VIEWS) and self._escapes(o, inside)
+                for o in ops[t].outputs)), None)
+            if cut is None:
+                break
+            end = cut
+        if not any(native_form(op)[0] == "matmul" for op in ops[start:end]):
+            return start
+        return end
+
+    def _joins(self, op):
+        if id(op) in self.relu_done or not op.outputs:
+            return False
+        if not all(isinstance(o, Variable) and o.kind == "dense" for o in op.outputs):
+            return False
+        form = native_form(op)
+        if form is None or form[0] not in _STRAIGHT_FORMS + ("loop",):
+            return False
+        if form[0] == "loop":       # a while whose loops the call's iteration budget need not count
+            return self.max_iterations is None
+        if form[0] == "chain" and len(form[1]) > MAX_RUN_CHAIN_STEPS:
+            return False
+        if form[0] == "matmul":
+            _, a, b, transposed, _ = form
+            if not (isinstance(a, Variable) and isinstance(b, Variable) and b.ndim == 2):
+                return False
+            if a.ndim == 3 and a.static_shape[1] == 1:      # a stack of rows (a hoisted input product): per row
+                a = SimpleNamespace(static_shape=a.static_shape[1:], dtype=a.dtype)
+            elif a.ndim != 2:
+                return False
+            (m, k), n = a.static_shape, b.static_shape[0 if transposed else 1]
+            if isinstance(product_call(a.dtype, m, k, n, transposed, verify=False), str):
+                return False            # no BLAS call in NumPy (k == 1, ...): its line stays
+            return not transposed or isinstance(gemm.analyse(form, op.outputs[0], False), str)
+        return True
+
+    def _escapes(self, var, inside):
+        return any(r is None or id(r) not in inside for r in self.readers.get(id(var), []))
+
+    def _straight(self, ops, indent, dead):
+        """ops as one call of their straight region (True), or False where it cannot be native: then
+        nothing is emitted. `dead[t]`: the big values deleted after ops[t]."""
+        inside = {id(op) for op in ops}
+        outs = [o for op in ops for o in op.outputs if self._escapes(o, inside)]
+        found = regions.analyse_straight(ops, outs)
+        names = [self.name(o) for o in outs]
+        status = [f"straight -> {', '.join(names)}", found if isinstance(found, str) else "compiling"]
+        self.native_regions.append(status)
+        if isinstance(found, str):
+            _count(found)
+            return False
+        user = NativeStraight(found, status)
+        job = regions.region_job(found)
+        if not _start(job, user, status, lambda: _warm(user, job, status)):
+            return False
+        name = self.bound(f"native_straight_{len(self.native_regions)}", user)
+        asarray = self.bound("asarray")         # a 0-d value may be a NumPy scalar: the kernel reads arrays
+        args = ", ".join(f"{asarray}({self.value(v)})" if v.ndim == 0 else self.value(v) for v in found.args)
+        result = self.temp("native_result")
+        self.emit(indent, f"{result} = {name}.run({args})", ops[0])
+        self.emit(indent, f"if {result} is None:", ops[0])
+        began, clock = self.temp("numpy_began"), self.bound("perf_counter", perf_counter)
+        self.emit(indent + 1, f"{began} = {clock}()")
+        args_dead = []
+        self.in_fallback += 1
+        try:
+            for op, gone in zip(ops, dead):
+                self.any_op(op, indent + 1)
+                mine = [v for v in gone if any(v is o for o2 in ops for o in o2.outputs)]
+                args_dead += [v for v in gone if not any(v is m for m in mine)]
+                if mine:
+                    self.emit(indent + 1, "del " + ", ".join(self.name(v) for v in mine))
+        finally:
+            self.in_fallback -= 1
+        self.emit(indent + 1, f"{name}.numpy_took({began})")
+        self.emit(indent, "else:")
+        self.emit(indent + 1, f"{', '.join(names)} = {result}", ops[-1])      # one output, or a tuple
+        self.emit(indent, f"del {result}")
+        if args_dead:
+            self.emit(indent, "del " + ", ".join(self.name(v) for v in args_dead))
+        return True
 
     def while_(self, op, indent):
         """A loop as one native call, its NumPy loop run where the call returns None (still compiling,
@@ -336,6 +449,12 @@ class NativePlanCodegen(PlanCodegen):
         return into
 
 
+_STRAIGHT_FORMS = ("chain", "matmul", "view", "index", "split", "select", "argmax", "reduce", "reduce_rows",
+                   "softmax", "topk", "rows")
+_VIEWS = ("view", "index", "split")        # a straight run computes their values as views of its buffers
+MAX_RUN_CHAIN_STEPS = 64    # a longer fused chain ends a straight run (LLVM's compile time grows faster than its steps)
+
+
 def chain_call(kernel, op, steps, donated):
     """The plan's function for one native chain: the result array, or None where the kernel declines (the
     plan's NumPy chain then computes it, or raises NumPy's error with the user's line)."""
@@ -424,11 +543,14 @@ class NativeLoop(tiering.Warming):
         if isinstance(kernel, str):
             self.status[1] = kernel
             return
-        native = loop_call(kernel, self.op, self.region)
+        native = self.native_call(kernel)
         self.numpy_times = list(self.warm_times)
         self.run = tiering.judged(native, lambda budget, *args: None, self.numpy_times,
                                   lambda faster: self._settle(native if faster else None), numpy_timed=False)
         self.status[1] = "native"
+
+    def native_call(self, kernel):
+        return loop_call(kernel, self.op, self.region)
 
     def _settle(self, native):
         """The trial's verdict: the kernel for good, or (None) the plan's NumPy code for good."""
@@ -436,9 +558,31 @@ class NativeLoop(tiering.Warming):
         if native is not None:
             self.run = native
             return
-        self.run = lambda budget, *args: None
+        self.run = lambda *args: None
         self.status[1] = SLOWER
         _count(SLOWER, was_native=1)
+
+
+class NativeStraight(NativeLoop):
+    """A plan's call of a straight run of ops (`region.analyse_straight`): `run(*args)` is None (the plan
+    runs the ops' NumPy code) until the kernel is ready, then the kernel's Python entry itself (a builtin:
+    the output, a tuple of outputs, or None where it declines)."""
+
+    def __init__(self, region, status):
+        super().__init__(region.op, region, status)
+        self.run = _on_numpy
+        self.kernel = None
+
+    def native_call(self, kernel):
+        self.kernel = kernel
+        return kernel.fast
+
+    def numpy_took(self, began):
+        super().numpy_took(began)
+        if self.run is getattr(self.kernel, "fast", None):     # settled native: the kernel declined this call
+            self.kernel.declined += 1
+            with _STATS_LOCK:
+                _STATS["declined_calls"] += 1
 
 
 class PerShape:
@@ -573,7 +717,7 @@ def loop_call(kernel, op, region):
     """The plan's function for one native loop: fresh outputs and scratch (and a buffer for each tensor
     array the loop appends to, grown and run again when it fills; the items of one it only reads as rows
     of one array), the kernel, None where it declines."""
-    cfunc = kernel.cfunc
+    cfunc = kernel.fast or kernel.cfunc         # the builtin entry: no ctypes marshalling
     arrays = region.arrays
     dense = [k for k in range(len(op.outputs)) if k not in arrays]
     specs = [(tuple(op.outputs[k].static_shape), np.dtype(op.outputs[k].dtype)) for k in dense]

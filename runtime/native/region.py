@@ -17,13 +17,13 @@ from ..ops.native_forms import native_form
 from ..ops.regions import region_of
 from . import disk_cache
 from . import elementwise as ew
-from .blas import product_call
+from .blas import product_call, stacked_items_check
 from .llvm import engine, may_be_available
 from .loop_emitter import ARRAY_FULL, BAD_ARGUMENT, LoopEmitter, load_kernel
 from .numpy_loops import strided_loop
 from .reductions import reduce_loop
 
-__all__ = ["ARRAY_FULL", "BAD_ARGUMENT", "Region", "analyse", "analyse_cond", "region_job"]
+__all__ = ["ARRAY_FULL", "BAD_ARGUMENT", "Region", "analyse", "analyse_cond", "analyse_straight", "region_job"]
 
 _KERNELS = {}
 _LOCK = threading.Lock()
@@ -36,7 +36,8 @@ class Region:
 
     def __init__(self, op, args, forms, key, arrays=(), checks=(), kind="loop"):
         self.op, self.args, self.forms, self.key = op, args, forms, key
-        self.kind = kind                # "loop": a while; "branch": a cond outside loops, run once a call
+        self.kind = kind                # "loop": a while; "branch": a cond outside loops, run once a call;
+        #                                 "straight": a run of top-level ops (`analyse_straight`)
         self.arrays = list(arrays)      # state positions that are tensor arrays (appended to)
         self.checks = list(checks)      # the self-tests compiling runs first: ("blas" | "reduce" | "loop", ...)
         self.tested = None              # what they said ('' all passed), once run: they fill `forms` in place
@@ -89,6 +90,33 @@ def analyse_cond(op):
         return str(e)
     key = repr(("cond", [numbers[id(v)] for v in args], [number(o) for o in op.outputs], key))
     return Region(op, args, forms, key, checks=checks, kind="branch")
+
+
+def analyse_straight(ops, outputs):
+    """A Region for a run of consecutive top-level ops (a batch-1 MLP's reshape, linears, bias adds and
+    ReLUs) as one native call computing `outputs` (the values read after the run, dense and of rank >= 1,
+    each a fresh array), or why it stays on NumPy. Its arguments are the values its ops read from before it."""
+    if not may_be_available():
+        return "llvmlite unavailable"
+    made = {id(o) for op in ops for o in op.outputs}
+    reads = []
+    for op in ops:
+        for v in op.inputs:
+            if isinstance(v, Variable) and id(v) not in made and all(v is not a for a in reads):
+                reads.append(v)
+    run = SimpleNamespace(ops=list(ops), inputs=reads, outputs=list(outputs), type="straight")
+    forms, key, checks, numbers = {}, [], [], {}
+    number = _numbering(numbers)
+    try:
+        for v in reads:
+            number(v)
+        _walk(run, forms, key, number, checks)
+    except _NotNative as e:
+        return str(e)
+    if any(o.ndim == 0 for o in outputs):
+        return "a number read after the run (NumPy scalars are cheaper)"
+    key = repr(("straight", [numbers[id(v)] for v in reads], [number(o) for o in outputs], key))
+    return Region(run, reads, forms, key, checks=checks, kind="straight")
 
 
 class _NotNative(Exception):
@@ -315,12 +343,14 @@ def _walk(block, forms, key, number, checks):
         elif kind == "matmul":
             _, a, b, transposed, bias = form
             out = op.outputs[0]
-            if a.ndim != 2 or b.ndim != 2 or not a.dtype == b.dtype == out.dtype:
-                raise _NotNative(f"op '{op.type}' other than 2-D @ 2-D of one dtype (not native yet)")
-            (m, k), n = a.static_shape, b.static_shape[0 if transposed else 1]
+            if a.ndim not in (2, 3) or b.ndim != 2 or not a.dtype == b.dtype == out.dtype:
+                raise _NotNative(f"op '{op.type}' other than 2-D (or a stack of them) @ 2-D of one dtype")
+            (m, k), n = a.static_shape[-2:], b.static_shape[0 if transposed else 1]
             call = product_call(a.dtype, m, k, n, transposed, verify=False)
             if isinstance(call, str):
                 raise _NotNative(call)
+            if a.ndim == 3:         # each item's product, as NumPy's matmul makes them (checked: "items")
+                checks.append(("items", a.dtype.str, a.static_shape[0], m, k, n, transposed))
             call = ("blas", a.dtype.str, m, k, n, transposed)
             checks.append(call)
             if bias is not None:
@@ -553,6 +583,11 @@ def _run_self_tests(region):
         if check[0] == "blas":
             _, dtype, m, k, n, transposed = check
             got = product_call(np.dtype(dtype), m, k, n, transposed)
+        elif check[0] == "items":      # '' passes: nothing to fill in
+            why = stacked_items_check(np.dtype(check[1]), *check[2:])
+            if why:
+                return why
+            continue
         elif check[0] == "reduce":
             _, ufunc, dtype, length, rows = check
             got = reduce_loop(ufunc, np.dtype(dtype), length, rows=rows)

@@ -10,6 +10,9 @@ which the loader fills (`install`) after looking every descriptor up in this pro
     ["loop", ufunc, [dtypes], field]     NumPy's strided loop for those dtypes (`numpy_loops.strided_loop`,
                                          self-tested), its 'loop', 'context' or 'auxdata'
     ["blas", name]                       the CBLAS function NumPy calls ('sgemm', ...: `blas.symbol`)
+    ["capi", name]                       a CPython C API function (`CAPI`), for a kernel's Python entry
+    ["numpy_api", name]                  a NumPy C API function (`NUMPY_API`: its slot in NumPy's table)
+    ["none"]                             Python's None
 """
 import ctypes
 import re
@@ -20,6 +23,9 @@ from .blas import Symbol, symbol
 from .numpy_loops import StridedLoop, strided_loop
 
 LOOP_FIELDS = ("loop", "context", "auxdata")
+CAPI = ("Py_IncRef", "Py_DecRef", "PyTuple_New", "PyTuple_SetItem", "PyLong_FromLongLong", "PyLong_AsLongLong",
+        "PyEval_SaveThread", "PyEval_RestoreThread", "PyErr_Occurred")
+NUMPY_API = {"PyArray_DescrFromType": 45, "PyArray_Empty": 184}      # slots of NumPy's C API table (stable since 1.x)
 
 
 def describe(thing, field=None):
@@ -30,6 +36,9 @@ def describe(thing, field=None):
         return ["loop", thing.ufunc.__name__, [np.dtype(d).str for d in thing.dtypes], field]
     if isinstance(thing, Symbol) and thing.name:
         return ["blas", thing.name]
+    if isinstance(thing, list) and (thing == ["none"] or thing[:1] == ["capi"] and thing[1] in CAPI
+                                    or thing[:1] == ["numpy_api"] and thing[1] in NUMPY_API):
+        return thing
     raise ValueError(f"no way to find {thing!r} ({field}) in another process")
 
 
@@ -46,7 +55,30 @@ def resolve(descriptor):
     if kind == "blas":
         found = symbol(descriptor[1])
         return None if found is None else (found.address, found)
+    if kind == "none":
+        return id(None), None
+    if kind == "capi" and descriptor[1] in CAPI:
+        function = getattr(ctypes.pythonapi, descriptor[1], None)
+        return None if function is None else (ctypes.cast(function, ctypes.c_void_p).value, function)
+    if kind == "numpy_api" and descriptor[1] in NUMPY_API:
+        table = _numpy_api()
+        return None if table is None else (table[NUMPY_API[descriptor[1]]] or 0, table)
     return None
+
+
+def _numpy_api():
+    """NumPy's C API table (the `_ARRAY_API` capsule's array of function pointers), or None."""
+    core = getattr(np, "_core", None) or getattr(np, "core", None)
+    capsule = getattr(getattr(core, "_multiarray_umath", None), "_ARRAY_API", None)
+    if capsule is None:
+        return None
+    pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    pointer.restype, pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    try:
+        address = pointer(capsule, None)
+    except (ValueError, TypeError):
+        return None
+    return (ctypes.c_void_p * (max(NUMPY_API.values()) + 1)).from_address(address) if address else None
 
 
 def install(table_address, descriptors):

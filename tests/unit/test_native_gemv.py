@@ -149,7 +149,8 @@ def test_loop_products_inline_with_numpys_bits(monkeypatch, hidden, inputs):
         assert found["inline_gemvs"] == 2, found
 
 
-T_SHAPES = [(128, 384), (128, 64), (64, 256), (12, 8), (20, 12), (36, 44), (100, 100)]
+T_SHAPES = [(128, 384), (128, 64), (64, 256), (12, 8), (20, 12), (36, 44), (100, 100),
+            (784, 10), (256, 10), (12, 2), (64, 6), (1000, 130)]      # n % 4 == 2: sgemv_kernel_4x2's outputs
 
 
 @needs_llvm
@@ -162,7 +163,8 @@ def test_transposed_inline_function_gives_numpys_bits(k, n):
 def test_transposed_declines_what_it_does_not_model():
     assert gemv.applies(np.float32, 8, 64, "t")        # k <= 8: OpenBLAS's SkylakeX small kernel
     assert gemv.applies(np.float32, 66, 64, "t")       # k % 4: scalar tail code
-    assert gemv.applies(np.float32, 64, 66, "t")       # n % 4: the 4x2 / 4x1 kernels
+    assert gemv.applies(np.float32, 64, 65, "t")       # n % 4 == 1 or 3: the 4x1 kernel, not modelled
+    assert gemv.applies(np.float32, 64, 67, "t")
 
 
 def _decoder(hidden, vocab):

@@ -116,8 +116,9 @@ def test_the_loops_code_holds_no_process_address(tmp_path, monkeypatch):
     assert not isinstance(kernel, str), kernel
     meta, obj, shared = kernel.saved
     kinds = {d[0] for d in meta["relocations"]}
-    assert kinds == {"ndarray", "loop", "blas"}
-    for address in (id(np.ndarray), blas.symbol("sgemm").address):
+    assert kinds == {"ndarray", "loop", "blas", "capi"}      # capi: its Python entry's calls (Py_IncRef, ...)
+    capi = [relocations.resolve(d)[0] for d in meta["relocations"] if d[0] == "capi"]
+    for address in [id(np.ndarray), blas.symbol("sgemm").address] + capi:
         assert address.to_bytes(8, "little") not in obj
     assert disk_cache.read(disk_cache.entry_key(region.key)) is not None
 
@@ -158,3 +159,5 @@ def test_the_gil_is_released_while_a_loop_runs(tmp_path, monkeypatch):
     (op,) = [o for o in program.global_block.ops if o.type == "while"]
     kernel = regions.region_job(regions.analyse(op))()
     assert not kernel.cfunc._flags_ & ctypes._FUNCFLAG_PYTHONAPI      # CFUNCTYPE: ctypes drops the GIL
+    relocated = kernel.saved[0]["relocations"]      # and its builtin entry (what plans call) drops it too
+    assert ["capi", "PyEval_SaveThread"] in relocated and ["capi", "PyEval_RestoreThread"] in relocated
