@@ -206,7 +206,7 @@ class NativePlanCodegen(PlanCodegen):
             return False
         if form[0] == "loop":       # a while whose loops the call's iteration budget need not count
             return self.max_iterations is None
-        if form[0] == "chain" and len(form[1]) > MAX_RUN_CHAIN_STEPS:
+        if form[0] == "chain" and tiering.chain_too_long(form[1]):     # (LLVM's compile time grows faster)
             return False
         if form[0] == "matmul":
             _, a, b, transposed, _ = form
@@ -429,8 +429,9 @@ class NativePlanCodegen(PlanCodegen):
             return "not on NumPy"
         if len(steps) < 2:
             return "one step (already one NumPy call)"
-        if tiering.chain_too_long(steps):
-            return tiering.chain_too_long(steps)
+        too_long = tiering.chain_too_long(steps)
+        if too_long:
+            return too_long
         out = op.outputs[0]
         if out.ndim == 0:
             return "0-d result (NumPy scalars are cheaper)"
@@ -452,7 +453,6 @@ class NativePlanCodegen(PlanCodegen):
 _STRAIGHT_FORMS = ("chain", "matmul", "view", "index", "split", "select", "argmax", "reduce", "reduce_rows",
                    "softmax", "topk", "rows")
 _VIEWS = ("view", "index", "split")        # a straight run computes their values as views of its buffers
-MAX_RUN_CHAIN_STEPS = 64    # a longer fused chain ends a straight run (LLVM's compile time grows faster than its steps)
 
 
 def chain_call(kernel, op, steps, donated):
