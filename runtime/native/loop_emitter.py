@@ -369,7 +369,18 @@ class LoopEmitter:
         empty = self.capi_function("numpy_api", "PyArray_Empty", p8, [i32, ir.PointerType(self.i64), p8, i32])
         descr = self.capi_function("numpy_api", "PyArray_DescrFromType", p8, [i32])
         decref = self.capi_function("capi", "Py_DecRef", ir.VoidType(), [p8])
-        made = []           # (object, the block to free it from)
+        made = []           # the objects made so far (dropped if a later one cannot be made)
+
+        def unless_null(value, owned, name):
+            """Go on where `value` is an object; where it is NULL, drop `owned` and return NULL (the error
+            NumPy or Python set stands)."""
+            failed, ok = fn.append_basic_block("no_" + name), fn.append_basic_block(name)
+            b.cbranch(b.icmp_unsigned("==", b.ptrtoint(value, self.i64), self.c64(0)), failed, ok)
+            with b.goto_block(failed):
+                for obj in owned:
+                    b.call(decref, [obj])
+                b.branch(error_block)
+            b.position_at_end(ok)
 
         def new_array(shape, dtype):
             self.constants += 1
@@ -378,14 +389,7 @@ class LoopEmitter:
             dims.initializer = ir.Constant(ir.ArrayType(self.i64, len(shape)), [int(d) for d in shape])
             array = b.call(empty, [ir.Constant(i32, len(shape)), b.bitcast(dims, ir.PointerType(self.i64)),
                                    b.call(descr, [ir.Constant(i32, np.dtype(dtype).num)]), ir.Constant(i32, 0)])
-            failed = fn.append_basic_block("no_memory")
-            ok = fn.append_basic_block("allocated")
-            b.cbranch(b.icmp_unsigned("==", b.ptrtoint(array, self.i64), self.c64(0)), failed, ok)
-            with b.goto_block(failed):
-                for obj in made:
-                    b.call(decref, [obj])
-                b.branch(error_block)
-            b.position_at_end(ok)
+            unless_null(array, made, "allocated")
             made.append(array)
             return array
 
@@ -420,14 +424,7 @@ class LoopEmitter:
             new_tuple = self.capi_function("capi", "PyTuple_New", p8, [self.i64])
             set_item = self.capi_function("capi", "PyTuple_SetItem", i32, [p8, self.i64, p8])
             result = b.call(new_tuple, [self.c64(len(outs))])
-            tuple_ok = fn.append_basic_block("tuple")
-            no_tuple = fn.append_basic_block("no_tuple")
-            b.cbranch(b.icmp_unsigned("==", b.ptrtoint(result, self.i64), self.c64(0)), no_tuple, tuple_ok)
-            with b.goto_block(no_tuple):
-                for obj in outs:
-                    b.call(decref, [obj])
-                b.branch(error_block)
-            b.position_at_end(tuple_ok)
+            unless_null(result, outs, "tuple")
             for k, obj in enumerate(outs):
                 b.call(set_item, [result, self.c64(k), obj])        # steals the reference
             b.ret(result)
