@@ -98,6 +98,8 @@ def analyse_straight(ops, outputs):
     each a fresh array), or why it stays on NumPy. Its arguments are the values its ops read from before it."""
     if not may_be_available():
         return "llvmlite unavailable"
+    if not outputs:
+        return "nothing of the run is read after it (dead code the passes did not remove)"
     made = {id(o) for op in ops for o in op.outputs}
     reads = []
     for op in ops:

@@ -301,3 +301,22 @@ def test_a_number_read_by_the_run_is_passed_as_an_array():
     declined = native.stats()["declined_calls"]
     _same(plan, numpy_plan, feed)
     assert native.stats()["declined_calls"] == declined
+
+
+@needs_llvm
+def test_a_run_nothing_reads_after_stays_numpy_code_without_passes():
+    """Without passes nothing removes a product whose value is never read: such a run has no outputs, so
+    it is no native call (it had made a plan line `= native_result` that did not compile)."""
+    w = rt.tensor(RNG.standard_normal((8, 4)).astype(np.float32))
+
+    def fn(x):
+        unused = rt.maximum(x @ w, 0.0)     # noqa: F841 - dead, kept by passes=[]
+        return x
+
+    x = RNG.standard_normal((1, 8)).astype(np.float32)
+    program, _, _ = rt.trace(fn, [rt.InputSpec([1, 8], "float32", "x")])
+    plan = rt.Executor(native=True, passes=[]).compile(program)
+    native.wait()
+    assert not any(why == "native" for why in _straight(plan)), plan.native_regions
+    got = plan.run({"x": x})[0].numpy()
+    assert same_bits(got, rt.Executor(native=False, passes=[]).run(program, {"x": x})[0].numpy())
