@@ -68,12 +68,8 @@ def emit(module, k, n, name=None):
     if name in module.globals:
         return module.globals[name]
     f32, i64 = ir.FloatType(), ir.IntType(64)
-    ptr = ir.PointerType(f32)
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr]), name)
-    for arg in fn.args:
-        arg.add_attribute("noalias")
+    fn, b = _vector_function(ir, module, name)
     x, a, y = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
     vec = ir.VectorType(f32, LANES)
     types = {1: f32, LANES: vec}
     slots = {1: [b.alloca(f32)], LANES: [b.alloca(vec) for _ in range(BLOCK)]}    # SROA: registers
@@ -192,6 +188,16 @@ def emit(module, k, n, name=None):
     return fn
 
 
+def _vector_function(ir, module, name):
+    """`void name(float *x, float *matrix, float *y)`, its arguments noalias, and a builder at its entry
+    block: what both product kernels (emit, emit_t) define."""
+    ptr = ir.PointerType(ir.FloatType())
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr]), name)
+    for arg in fn.args:
+        arg.add_attribute("noalias")
+    return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
+
 def _vector_fma(ir, module, vec):
     name = f"llvm.fma.v{vec.count}f32"
     if name in module.globals:
@@ -267,12 +273,8 @@ def emit_t(module, k, n, name=None):
     if name in module.globals:
         return module.globals[name]
     f32, i64, i32 = ir.FloatType(), ir.IntType(64), ir.IntType(32)
-    ptr = ir.PointerType(f32)
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr]), name)
-    for arg in fn.args:
-        arg.add_attribute("noalias")
+    fn, b = _vector_function(ir, module, name)
     x, w, y = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
     width = 8
     vec = ir.VectorType(f32, width)
     slots = [b.alloca(vec) for _ in range(BLOCK)]        # SROA: registers
