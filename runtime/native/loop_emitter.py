@@ -354,14 +354,7 @@ class LoopEmitter:
         (its code < 0: the caller runs NumPy's code)."""
         ir = self.ir
         main, p8 = self.fn, self.p8
-        fn = ir.Function(self.module, ir.FunctionType(p8, [p8, ir.PointerType(p8), self.i64]), self.name + "_fast")
-        self.fn, self.entry = fn, fn.append_basic_block("entry")
-        self.b = b = ir.IRBuilder(self.entry)
-        body = fn.append_basic_block("body")
-        b.branch(body)
-        b.position_at_end(body)
-        self.table = b.inttoptr(b.load(self.module.get_global(self.name + "_table")), ir.PointerType(self.i64))
-        _, argv, nargs = fn.args
+        fn, b, argv, nargs = self.begin_python_entry()
         i32 = self.i32
         none_block, error_block = fn.append_basic_block("declined"), fn.append_basic_block("error")
         self.check(b.icmp_signed("==", nargs, self.c64(n_args)), none_block)
@@ -437,17 +430,28 @@ class LoopEmitter:
         self.fast_entry = fn.name
         self.fn = main
 
+    def begin_python_entry(self):
+        """Start `{name}_fast(self, args, nargs)`, a METH_FASTCALL function of this module, as the function
+        being built (`self.fn`, its entry block for allocas, the builder in the block after it, the
+        relocation table read): (function, builder, args, nargs). The caller sets `self.fn` back."""
+        ir, p8 = self.ir, self.p8
+        fn = ir.Function(self.module, ir.FunctionType(p8, [p8, ir.PointerType(p8), self.i64]), self.name + "_fast")
+        self.fn, self.entry = fn, fn.append_basic_block("entry")
+        self.b = b = ir.IRBuilder(self.entry)
+        body = fn.append_basic_block("body")
+        b.branch(body)
+        b.position_at_end(body)
+        self.table = b.inttoptr(b.load(self.module.get_global(self.name + "_table")), ir.PointerType(self.i64))
+        _, argv, nargs = fn.args
+        return fn, b, argv, nargs
+
     def loop_entry(self, n_objects):
         """`{name}_fast`, a METH_FASTCALL function: `fast(budget, *args, *outs, counts, scratch)` is the
         function's code as a Python int, run with the GIL released (as a CFUNCTYPE call would, without
         ctypes' ~1.5 us of marshalling a call)."""
         ir = self.ir
         main, p8 = self.fn, self.p8
-        fn = ir.Function(self.module, ir.FunctionType(p8, [p8, ir.PointerType(p8), self.i64]), self.name + "_fast")
-        self.fn, self.entry = fn, fn.append_basic_block("entry")
-        self.b = b = ir.IRBuilder(self.entry)
-        self.table = b.inttoptr(b.load(self.module.get_global(self.name + "_table")), ir.PointerType(self.i64))
-        _, argv, nargs = fn.args
+        fn, b, argv, nargs = self.begin_python_entry()
         as_long = self.capi_function("capi", "PyLong_AsLongLong", self.i64, [p8])
         from_long = self.capi_function("capi", "PyLong_FromLongLong", p8, [self.i64])
         save = self.capi_function("capi", "PyEval_SaveThread", p8, [])
