@@ -444,7 +444,10 @@ def _module(plan):
     b.store(after, start)
     b.cbranch(b.icmp_signed("<", after, total), head, done)
     text = str(module)
-    if plan["approximate"]:
+    if plan["approximate"] or any(st["loop"] is not None for st in plan["steps"]):
+        # 16-float vectors where the CPU has AVX-512 (LLVM prefers 8 there): fast_math's arithmetic-dense
+        # loops, and the inline runs around a NumPy loop, whose block is the unit (W5's exact GELU 8-10%
+        # faster; the same operations, so the same bits). Not for all-inline chains: nothing measured faster
         head = f'define i32 @"{name}"(' + ", ".join(f'i8* %".{k + 1}"' for k in range(n_in + 1)) + ")"
         text = text.replace(head, head + " #0", 1) + f"\nattributes #0 = {{ {_fast_math.FUNCTION_ATTRIBUTES} }}\n"
     return name, text
