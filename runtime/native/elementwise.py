@@ -4,8 +4,10 @@
 
 The function reads each array's data, dims and strides from its struct (`llvm.ARRAY_LAYOUT`),
 checks its type, rank and dtype, broadcasts it against `out`'s shape (a C-contiguous array the
-caller made) and walks `out` in flat order, BLOCK elements at a time. Per block each step
-computes its value into a stack buffer (the last step into `out`'s block):
+caller made) and walks `out` in flat order, BLOCK elements at a time. Per block each run of
+consecutive inline steps is one loop (each element's values in registers) and each other step one call
+of NumPy's loop; a step's value is stored in a stack buffer only where a later run or loop reads it
+(the last step into `out`'s block):
 
 - `add`, `subtract`, `multiply`, `divide`, `negative`, `square`, `reciprocal` on floats and ints and the
   comparisons are inline IEEE operations (no fast-math flags: no FMA contraction, no reassociation);
@@ -417,27 +419,35 @@ def _module(plan):
             operands.append((ptr, es, np.dtype(dtype)))
         return operands
 
-    fused = all(st["inline"] for st in plan["steps"])
-    if fused:
-        _fused_loop(ir, b, fn, plan["steps"], operands_of, b.gep(out_typed, [first]), n)
-    for j, st in enumerate([] if fused else plan["steps"]):
-        last = j == len(plan["steps"]) - 1
-        ty = _ltype(ir, st["dtype"])
-        dest = b.gep(out_typed, [first]) if last else alloca_block(ty)
-        operands = operands_of(j, st, values)
-        if st["inline"]:
-            _inline_loop(ir, b, fn, st, operands, dest, n)
-        else:
-            operands = [_cast_block(ir, b, fn, o, want, n, alloca_block) for o, want in zip(operands, st["loop_in"])]
-            k = next(loop_slots)
-            _call_loop(ir, b, st["loop"], slots[k:k + 3], operands, dest, n, fail_loop, fn)
+    steps = plan["steps"]
+    for run in _inline_runs(steps):
+        if steps[run[0]]["inline"]:
+            dests = {}
+            for j in run:
+                if j == len(steps) - 1:
+                    dests[j] = b.gep(out_typed, [first])
+                elif _read_after(steps, j, run[-1]):
+                    dests[j] = alloca_block(_ltype(ir, steps[j]["dtype"]))
+            _fused_run(ir, b, fn, steps, run, operands_of, values, dests, n)
+            values += [dests.get(j) for j in run]
+            continue
+        j, = run
+        st = steps[j]
+        dest = b.gep(out_typed, [first]) if j == len(steps) - 1 else alloca_block(_ltype(ir, st["dtype"]))
+        operands = [_cast_block(ir, b, fn, o, want, n, alloca_block)
+                    for o, want in zip(operands_of(j, st, values), st["loop_in"])]
+        k = next(loop_slots)
+        _call_loop(ir, b, st["loop"], slots[k:k + 3], operands, dest, n, fail_loop, fn)
         values.append(dest)
 
     after = b.add(first, n)
     b.store(after, start)
     b.cbranch(b.icmp_signed("<", after, total), head, done)
     text = str(module)
-    if plan["approximate"]:
+    if plan["approximate"] or any(st["loop"] is not None for st in plan["steps"]):
+        # 16-float vectors where the CPU has AVX-512 (LLVM prefers 8 there): fast_math's arithmetic-dense
+        # loops, and the inline runs around a NumPy loop, whose block is the unit (W5's exact GELU 8-10%
+        # faster; the same operations, so the same bits). Not for all-inline chains: nothing measured faster
         head = f'define i32 @"{name}"(' + ", ".join(f'i8* %".{k + 1}"' for k in range(n_in + 1)) + ")"
         text = text.replace(head, head + " #0", 1) + f"\nattributes #0 = {{ {_fast_math.FUNCTION_ATTRIBUTES} }}\n"
     return name, text
@@ -567,30 +577,52 @@ def _inline_loop(ir, b, fn, st, operands, dest, n):
     _loop(ir, b, fn, n, body, interleave=_fast_math.INTERLEAVE if st["inline"] == "approximate" else None)
 
 
-def _fused_loop(ir, b, fn, steps, operands_of, dest, n):
-    """Every step inline: one loop over the block, each element's step values in registers (the same
-    operations, in the same order and dtypes, as a loop a step: the same bits), no block buffers."""
-    operands = [operands_of(j, st, [None] * j) for j, st in enumerate(steps)]
+def _inline_runs(steps):
+    """The chain's steps as runs: each run of consecutive inline steps one run, each NumPy loop step its own."""
+    runs = []
+    for j, st in enumerate(steps):
+        if st["inline"] and runs and steps[runs[-1][-1]]["inline"]:
+            runs[-1].append(j)
+        else:
+            runs.append([j])
+    return runs
+
+
+def _read_after(steps, j, end):
+    """Whether a step after `end` reads step j's value (so it must be kept in a block buffer)."""
+    return any(where == "step" and k == j for st in steps[end + 1:] for where, k, _ in st["args"])
+
+
+def _fused_run(ir, b, fn, steps, run, operands_of, values, dests, n):
+    """The inline steps `run` (consecutive) as one loop over the block, each element's step values in
+    registers (the same operations, in the same order and dtypes, as a loop a step: the same bits); only
+    the values in `dests` ({step: block pointer}: the chain's result, and what a later NumPy loop or run
+    reads) are stored, the rest never materialised. `values`: the block buffers of the steps before."""
+    inside = set(run)
+    operands = {j: operands_of(j, steps[j], [None if k in inside else v for k, v in enumerate(values)]
+                                + [None] * len(run)) for j in run}
 
     def body(i):
-        values = []
-        for st, ops in zip(steps, operands):
+        computed = {}
+        for j in run:
+            st = steps[j]
             want = st["loop_in"][0]
             args = []
-            for (where, k, _), (ptr, es, dtype) in zip(st["args"], ops):
-                if where == "step":
-                    value = values[k]
+            for (where, k, _), (ptr, es, dtype) in zip(st["args"], operands[j]):
+                if where == "step" and k in computed:
+                    value = computed[k]
                 else:
                     value = b.load(b.gep(ptr, [b.mul(i, es)]))
                     value.align = 1
                 args.append(_convert(ir, b, value, dtype, want))
             if st["inline"] == "approximate":
-                values.append(_fast_math.emit(ir, b, fn.module, st["ufunc"], args[0]))
+                computed[j] = _fast_math.emit(ir, b, fn.module, st["ufunc"], args[0])
             else:
-                values.append(_compute(ir, b, st["ufunc"], want, args))
-        b.store(values[-1], b.gep(dest, [i]))
+                computed[j] = _compute(ir, b, st["ufunc"], want, args)
+        for j, dest in dests.items():
+            b.store(computed[j], b.gep(dest, [i]))
 
-    approximate = any(st["inline"] == "approximate" for st in steps)
+    approximate = any(steps[j]["inline"] == "approximate" for j in run)
     _loop(ir, b, fn, n, body, interleave=_fast_math.INTERLEAVE if approximate else None)
 
 

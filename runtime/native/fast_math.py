@@ -35,7 +35,8 @@ APPROXIMATED = {"exp", "tanh"}      # float32 ufuncs fast_math computes inline
 # loosened to 3 for the one FMA less (3-6% faster on W5)
 ULPS = 3
 # a function holding an approximation is vectorised 16 floats wide where the CPU has AVX-512 (LLVM
-# prefers 8 by default there): measured twice as fast for these arithmetic-dense loops
+# prefers 8 by default there): measured twice as fast for these arithmetic-dense loops (elementwise.py
+# also gives it to a chain calling a NumPy loop, for the inline runs around it)
 FUNCTION_ATTRIBUTES = '"prefer-vector-width"="512"'
 # tanh's one division, where the CPU has AVX-512: `arcp` (with `ninf`: its operands are finite, and
 # `contract`) lets LLVM compute it as AVX-512's 14-bit reciprocal estimate refined by a Newton step on

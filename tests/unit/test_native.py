@@ -5,6 +5,7 @@ tolerance: the native tier must give what the NumPy plan gives. Without llvmlite
 except the one that runs with llvmlite hidden and checks the fallback.
 """
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -14,7 +15,7 @@ import pytest
 
 import runtime as rt
 from runtime import native
-from runtime.native import elementwise
+from runtime.native import elementwise, fast_math
 from runtime.native.numpy_loops import same_bits, strided_loop, probe_values
 from runtime.ops.fused import ufunc_op
 from runtime.ops.registry import REGISTRY
@@ -86,6 +87,40 @@ def test_gelu_is_one_native_region_with_numpy_bits(dtype, n):
     assert "native_chain" in plan.source
     assert native.stats()["native"] >= 1
     assert same_bits(got[0], want[0])
+
+
+@needs_llvm
+def test_inline_steps_between_numpy_loops_run_as_one_loop_and_keep_only_what_is_read_later():
+    """W5's exact GELU: steps 0-5 inline, tanh NumPy's loop, steps 7-8 inline. Each run of inline steps is
+    one loop over the block; only step 0 (read by step 8), step 5 (tanh's operand) and tanh's result get
+    block buffers (and the input's gather buffer): it was one buffer and one loop a step. Same bits."""
+    f32 = np.dtype(np.float32)
+    steps = [["multiply", 0.5, {"in": 0}], ["square", {"in": 0}], ["multiply", {"step": 1}, {"in": 0}],
+             ["multiply", 0.044715, {"step": 2}], ["add", {"in": 0}, {"step": 3}],
+             ["multiply", 0.79788456, {"step": 4}], ["tanh", {"step": 5}], ["add", 1, {"step": 6}],
+             ["multiply", {"step": 0}, {"step": 7}]]
+    chain = ([(f32, (-1,))], (f32, (-1,)), steps)
+    ir_text = elementwise.optimized_ir(*chain)
+    assert len(re.findall(r"alloca \[%d x float\]" % elementwise.BLOCK, ir_text)) == 4
+    if fast_math._division_flags():      # AVX-512: the runs around NumPy's loop take 16 floats a vector
+        assert "<16 x float>" in ir_text
+    # a value read by a step after a NumPy loop, and one read by an inline step of the same run only,
+    # in float32 and float64 (casts inside a run), over blocks and a ragged end
+    kernel = elementwise.compile_chain(*chain)
+    mixed = [["multiply", {"in": 0}, {"in": 1}], ["exp", {"step": 0}], ["add", {"step": 1}, {"in": 1}],
+             ["subtract", {"step": 2}, {"step": 0}], ["sin", {"step": 3}], ["multiply", {"step": 4}, {"step": 2}],
+             ["add", {"step": 5}, {"step": 0}]]
+    f64 = np.dtype(np.float64)
+    mixed_kernel = elementwise.compile_chain([(f32, (-1,)), (f64, (1,))], (f64, (-1,)), mixed)
+    assert not isinstance(kernel, str) and not isinstance(mixed_kernel, str), (kernel, mixed_kernel)
+    x = np.concatenate([probe_values(f32, 1000), np.linspace(-12, 12, 2 * elementwise.BLOCK + 91, dtype=f32)])
+    scale = np.array([0.75])
+    with np.errstate(all="ignore"):
+        for k, st, arrays in ((kernel, steps, [x]), (mixed_kernel, mixed, [x, scale])):
+            want = elementwise.reference(st, arrays)
+            got = np.empty_like(want)
+            assert k.cfunc(got, *arrays) == 0
+            assert same_bits(got, want)
 
 
 @needs_llvm
