@@ -293,26 +293,32 @@ def test_a_kept_weight_marked_later_is_packed_inside_each_call_again(packs):
 
 
 @needs_llvm
-def test_a_kept_weight_runs_through_the_builtin_entry_with_numpy_bits_and_one_reference(packs):
+@pytest.mark.parametrize("k,n,bias,relu", [(512, 64, True, True), (512, 64, False, False), (37, 130, True, False),
+                                           (1344, 48, False, True), (100, 41, True, True), (64, 70, True, True),
+                                           (1024, 33, False, False)])
+def test_a_kept_weight_runs_through_the_builtin_entry_with_numpy_bits_and_one_reference(packs, k, n, bias, relu):
     """From a weight's second call the product is one builtin call (`dy2s_gemm_fast`: no ctypes), for
-    every row count and with and without a bias; what it returns is a new array the caller alone holds."""
+    every row tail, odd k and n (K blocks, masked column tails), with and without a bias and ReLU; what it
+    returns is a new array the caller alone holds. (Weights of buffers.WATCHED elements or more: smaller
+    ones are never kept packed.)"""
     import sys
-    if gemm.kernel().fast is None:
-        pytest.skip("NumPy's array struct is not the layout the native tier reads")
-    rng = np.random.default_rng(8)
-    for found in (FOUND, (512, 64, False, False)):
-        run, w = gemm.gemm_call(found), _new_weight(20)
-        b = rng.standard_normal(64).astype(np.float32) if found[2] else None
-        for rows in (40, 40, 41, 47, 300):
-            x = rng.standard_normal((rows, 512)).astype(np.float32)
-            got = run(x, w, b)
-            assert same_bits(got, gemm.numpy_linear(x, w, b, found[3])), (found, rows)
-            assert sys.getrefcount(got) == 2           # `got` and getrefcount's argument: no leak, no stray free
-        assert run.call.fast is gemm.kernel().fast[0] and run.call.packs[id(w)][1] is not None
-        calls = []
-        fast = run.call.fast
-        run.call.fast = lambda *args: calls.append(args) or fast(*args)
-        assert same_bits(run(x, w, b), gemm.numpy_linear(x, w, b, found[3])) and len(calls) == 1
+    found = (k, n, bias, relu)
+    if gemm.check(found) or gemm.kernel().fast is None:
+        pytest.skip(f"not native here: {gemm.check(found) or 'another array struct layout'}")
+    rng = np.random.default_rng(k + n)
+    run, w = gemm.gemm_call(found), rng.standard_normal((n, k)).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32) if bias else None
+    low = gemm.smallest_rows(k, n)
+    for rows in (low, low, low + 1, low + 7, 3 * low + 5):
+        x = (rng.standard_normal((rows, k)) * 10.0 ** rng.integers(-3, 4)).astype(np.float32)
+        got = run(x, w, b)
+        assert same_bits(got, gemm.numpy_linear(x, w, b, relu)), (found, rows)
+        assert sys.getrefcount(got) == 2           # `got` and getrefcount's argument: no leak, no stray free
+    assert run.call.fast is gemm.kernel().fast[0] and run.call.packs[id(w)][1] is not None
+    calls = []
+    fast = run.call.fast
+    run.call.fast = lambda *args: calls.append(args) or fast(*args)
+    assert same_bits(run(x, w, b), gemm.numpy_linear(x, w, b, relu)) and len(calls) == 1
 
 
 @needs_llvm
