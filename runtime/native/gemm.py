@@ -38,6 +38,7 @@ from ..buffers import escaped, unmarked
 from . import disk_cache, objects
 from .tiering import Warming
 from .llvm import ARRAY_LAYOUT, engine, layout_ok, may_be_available
+from .loop_emitter import builtin
 from .numpy_loops import probe_values, same_bits
 
 HALVES = 2              # 16-float vectors per tile row
@@ -48,7 +49,7 @@ ROW_TILES = (8, 4, 2, 1)            # the last rows as tiles of 4, 2 and 1 (each
 GEMM_Q, UNROLL_M = 448, 16          # OpenBLAS SkylakeX: SGEMM_DEFAULT_Q, SGEMM_DEFAULT_UNROLL_M
 SMALL_MNK = 1e6         # sgemm_small_kernel_permit_skylakex: small-matrix kernels up to m * n * k = 100^3
 BIAS, RELU, PACKED = 1, 2, 4      # the kernel's flags (PACKED: w is dy2s_pack's buffer)
-_NAMES = ("dy2s_gemm", "dy2s_pack", "dy2s_gemm_objects")
+_NAMES = ("dy2s_gemm", "dy2s_pack", "dy2s_gemm_objects", "dy2s_gemm_fast")
 _STATE = {}
 _LOCK = threading.Lock()
 _CHECKED = {}
@@ -484,6 +485,42 @@ def _object_entry():
     return lines
 
 
+def _fast_entry():
+    """dy2s_gemm_fast(self, args, nargs), a METH_FASTCALL function (a builtin: no ctypes marshalling of
+    eleven arguments, ~1-3 us a call) for a weight kept packed: `fast(x, packed, out, bias, params)` runs
+    dy2s_gemm_objects on x's row count with `params` (an int64 array: k, n, the K bounds' address, their
+    count, the flags, and the process's PyEval_SaveThread, PyEval_RestoreThread and Py_IncRef: passed,
+    not written in the code, so the object code stays fit for the disk cache) with the GIL released, and
+    returns out. Only `Call.fast_params`' arrays are passed to it (`gemm_call`'s checks)."""
+    at, dims = ARRAY_LAYOUT["data"], ARRAY_LAYOUT["dimensions"]
+    lines = ["define ptr @dy2s_gemm_fast(ptr %self, ptr %argv, i64 %nargs) {",
+             "entry:"]
+    for j, name in enumerate(("x", "w", "out", "bias", "params")):
+        lines += [f"  %a{j} = getelementptr ptr, ptr %argv, i64 {j}",
+                  f"  %{name} = load ptr, ptr %a{j}"]
+    lines += [f"  %pq = getelementptr i8, ptr %params, i64 {at}",
+              "  %pd = load ptr, ptr %pq"]
+    for j, name in enumerate(("k", "n", "boundsi", "nblocks", "flags64", "savei", "restorei", "increfi")):
+        lines += [f"  %p{j} = getelementptr i64, ptr %pd, i64 {j}",
+                  f"  %{name} = load i64, ptr %p{j}"]
+    lines += ["  %bounds = inttoptr i64 %boundsi to ptr",
+              "  %flags = trunc i64 %flags64 to i32",
+              "  %save = inttoptr i64 %savei to ptr",
+              "  %restore = inttoptr i64 %restorei to ptr",
+              "  %incref = inttoptr i64 %increfi to ptr",
+              f"  %dq = getelementptr i8, ptr %x, i64 {dims}",
+              "  %dp = load ptr, ptr %dq",
+              "  %m = load i64, ptr %dp",
+              "  %state = call ptr %save()",
+              "  call void @dy2s_gemm_objects(ptr %x, i64 %m, i64 %k, ptr %w, i64 %n, ptr %out, ptr %bounds, i64 %nblocks,"
+              " ptr %bias, i32 %flags, ptr null)",
+              "  call void %restore(ptr %state)",
+              "  call void %incref(ptr %out)",
+              "  ret ptr %out",
+              "}"]
+    return lines
+
+
 def module_text():
     """The LLVM module: the tile functions, the driver and the packer (no process addresses in it)."""
     v = "<16 x float>"
@@ -493,7 +530,7 @@ def module_text():
     for r in ROW_TILES:
         for h in range(1, HALVES + 1):
             lines += _micro(r, h)
-    lines += _panel_packer() + _packer() + _driver() + _object_entry()
+    lines += _panel_packer() + _packer() + _driver() + _object_entry() + _fast_entry()
     return "\n".join(lines) + "\n"
 
 
@@ -507,7 +544,8 @@ class Kernel:
         o = ctypes.py_object       # CFUNCTYPE: the GIL released while it runs (the caller holds the arrays)
         self.gemm_objects = ctypes.CFUNCTYPE(None, o, i64, i64, o, i64, o, p, i64, o, ctypes.c_int32, o)(
             addresses[_NAMES[2]]) if layout_ok() else None
-        self.keep, self.from_disk = keep, from_disk
+        self.fast = builtin(addresses[_NAMES[3]], _NAMES[3]) if self.gemm_objects is not None else None
+        self.keep, self.from_disk = keep, from_disk     # (self.fast[1]: its PyMethodDef, kept alive here)
 
 
 def kernel():
@@ -556,7 +594,8 @@ class Call:
         self.packed_shape = (k * -(-n // NR) * NR,)
         self.spare = []
         self.packs = {}         # id(w) -> (weakref to w, its packed copy or None: seen once)
-        self.objects = None     # the kernel's object entry, once a weight was packed (gemm_call's fast path)
+        self.fast = None        # the kernel's builtin entry, once a weight was packed (gemm_call's fast path),
+        self.fast_params = None  # and its params (`_fast_entry`)
 
     def packed_weight(self, w):
         """w packed whole (`dy2s_pack`), kept while w lives, or None (the call packs w panel by panel).
@@ -586,7 +625,12 @@ class Call:
     def pack(self, w):
         """w (n, k) packed whole, as `multiply(..., packed=)` reads it."""
         packed = np.empty(self.packed_shape, np.float32)
-        self.objects = kernel().gemm_objects
+        if self.fast is None and kernel().fast is not None:
+            self.fast_params = np.array([w.shape[1], w.shape[0], self.bounds_at, self.nblocks, self.flags | PACKED]
+                                        + [ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
+                                           for name in ("PyEval_SaveThread", "PyEval_RestoreThread", "Py_IncRef")],
+                                        np.int64)
+            self.fast = kernel().fast[0]
         kernel().pack(w.ctypes.data, w.shape[0], w.shape[1], self.bounds_at, self.nblocks, packed.ctypes.data)
         return packed
 
@@ -723,7 +767,7 @@ def gemm_call(found):
     ndarray, float32, empty = np.ndarray, np.dtype("float32"), np.empty
     w_shape, bias_shape = (n, k), (n,)
 
-    packs, bounds_at, nblocks, packed_flags = call.packs, call.bounds_at, call.nblocks, call.flags | PACKED
+    packs = call.packs
 
     def run(x, w, bias=None):
         if (type(x) is not ndarray or type(w) is not ndarray or x.dtype != float32 or w.dtype != float32
@@ -733,13 +777,11 @@ def gemm_call(found):
         if has_bias and (type(bias) is not ndarray or bias.dtype != float32 or bias.shape != bias_shape
                          or not bias.flags.c_contiguous):
             return None
-        m = x.shape[0]
-        out = empty((m, n), float32)
         entry = packs.get(id(w))
-        if entry is not None and entry[1] is not None and entry[0]() is w and unmarked(w) and call.objects:
+        if entry is not None and entry[1] is not None and entry[0]() is w and unmarked(w) and call.fast:
             # w kept packed, not marked since (a kept w owns its memory and is large: packed_weight checked)
-            call.objects(x, m, k, entry[1], n, out, bounds_at, nblocks, bias, packed_flags, None)
-            return out
-        return multiply(found, x, w, bias if has_bias else None, out, call, call.packed_weight(w))
+            return call.fast(x, entry[1], empty((x.shape[0], n), float32), bias, call.fast_params)
+        return multiply(found, x, w, bias if has_bias else None, empty((x.shape[0], n), float32), call,
+                        call.packed_weight(w))
     run.call = call
     return run

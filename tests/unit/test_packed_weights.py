@@ -3,6 +3,7 @@ the write barrier that keeps it right (runtime/buffers.py): after every kind of 
 the next call gives NumPy's bits for the new weight, compared exactly (`same_bits`)."""
 import gc
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -289,3 +290,71 @@ def test_a_kept_weight_marked_later_is_packed_inside_each_call_again(packs):
     w[7:9] = -1.0
     assert same_bits(run(x, w, b), gemm.numpy_linear(x, w, b, True))
     assert len(packs) == 1
+
+
+@needs_llvm
+@pytest.mark.parametrize("k,n,bias,relu", [(512, 64, True, True), (512, 64, False, False), (37, 130, True, False),
+                                           (1344, 48, False, True), (100, 41, True, True), (64, 70, True, True),
+                                           (1024, 33, False, False)])
+def test_a_kept_weight_runs_through_the_builtin_entry_with_numpy_bits_and_one_reference(packs, k, n, bias, relu):
+    """From a weight's second call the product is one builtin call (`dy2s_gemm_fast`: no ctypes), for
+    every row tail, odd k and n (K blocks, masked column tails), with and without a bias and ReLU; what it
+    returns is a new array the caller alone holds. (Weights of buffers.WATCHED elements or more: smaller
+    ones are never kept packed.)"""
+    import sys
+    found = (k, n, bias, relu)
+    if gemm.check(found) or gemm.kernel().fast is None:
+        pytest.skip(f"not native here: {gemm.check(found) or 'another array struct layout'}")
+    rng = np.random.default_rng(k + n)
+    run, w = gemm.gemm_call(found), rng.standard_normal((n, k)).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32) if bias else None
+    low = gemm.smallest_rows(k, n)
+    for rows in (low, low, low + 1, low + 7, 3 * low + 5):
+        x = (rng.standard_normal((rows, k)) * 10.0 ** rng.integers(-3, 4)).astype(np.float32)
+        got = run(x, w, b)
+        assert same_bits(got, gemm.numpy_linear(x, w, b, relu)), (found, rows)
+        assert sys.getrefcount(got) == 2           # `got` and getrefcount's argument: no leak, no stray free
+    assert run.call.fast is gemm.kernel().fast[0] and run.call.packs[id(w)][1] is not None
+    calls = []
+    fast = run.call.fast
+    run.call.fast = lambda *args: calls.append(args) or fast(*args)
+    assert same_bits(run(x, w, b), gemm.numpy_linear(x, w, b, relu)) and len(calls) == 1
+
+
+@needs_llvm
+def test_the_builtin_entry_releases_the_gil_while_the_product_runs(packs):
+    """Another thread runs while one kept-weight product does (as the ctypes entry allowed). Python's
+    switch interval made long, this thread gives the GIL up only where C code releases it."""
+    import sys
+    run, w = gemm.gemm_call(FOUND), _new_weight(21)
+    if gemm.kernel().fast is None:
+        pytest.skip("NumPy's array struct is not the layout the native tier reads")
+    x, b = _x(2, rows=6000), np.zeros(64, np.float32)
+    for _ in range(2):                      # packed whole on its second call
+        run(x, w, b)
+    fast, packed, params = run.call.fast, run.call.packs[id(w)][1], run.call.fast_params
+    ticks, stop = [0], threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks[0] += 1
+            time.sleep(0)                   # (gives the GIL up between ticks)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(100.0)
+    thread = threading.Thread(target=count)
+    thread.start()
+    during = []
+    try:
+        for _ in range(20):
+            out = np.empty((6000, 64), np.float32)
+            before = ticks[0]
+            fast(x, packed, out, b, params)
+            during.append(ticks[0] - before)
+            if during[-1] > 0:
+                break
+            time.sleep(0.001)
+    finally:
+        stop.set()
+        sys.setswitchinterval(interval)
+        thread.join()
+    assert max(during) > 0
