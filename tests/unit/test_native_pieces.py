@@ -1,0 +1,166 @@
+"""Chains longer than one native function takes (runtime/native/pieces.py): cut into pieces of at most
+PIECE_STEPS steps, each its own kernel, the values crossing a cut materialised once: NumPy's bits end to end."""
+import numpy as np
+import pytest
+
+import runtime as rt
+from runtime import native
+from runtime.ir import Spec
+from runtime.native import elementwise, pieces
+from runtime.native.numpy_loops import probe_values, same_bits
+from runtime.native.plan import chain_call
+from types import SimpleNamespace
+
+needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
+pytestmark = pytest.mark.usefixtures("compile_at_once")    # regions compile as soon as a plan is built
+
+
+def _line(n, unary=None):
+    """`y = y * c + d` n/2 times over input 0 (a step of `unary` every fifth pair), input 1 added each tenth."""
+    steps, prev = [], {"in": 0}
+    for t in range(n // 2):
+        steps.append(["multiply", prev, 1.0 + t / 1024])
+        if t % 10 == 9:
+            steps.append(["add", {"step": len(steps) - 1}, {"in": 1}])
+        elif unary and t % 5 == 4:
+            steps.append([unary, {"step": len(steps) - 1}])
+        else:
+            steps.append(["add", {"step": len(steps) - 1}, 0.5])
+        prev = {"step": len(steps) - 1}
+    return steps
+
+
+def _variables(*shapes_dtypes):
+    return [Spec(tuple(s), np.dtype(d)) for s, d in shapes_dtypes]
+
+
+def _run_split(inputs, out, steps, arrays):
+    """The chain run by its compiled pieces (not the plan's trial: every call native), and NumPy's."""
+    kernel = pieces.split_job(inputs, out, steps)()
+    assert isinstance(kernel, pieces.SplitKernel), kernel
+    run = kernel.call(lambda k, o, s: chain_call(k, SimpleNamespace(outputs=[o]), s, None))
+    with np.errstate(all="ignore"):
+        return run(*arrays), elementwise.reference(steps, arrays), kernel
+
+
+def test_a_plain_chain_is_cut_every_piece_steps():
+    steps = _line(300)
+    ranges = pieces.cut(steps)
+    assert ranges[0] == (0, pieces.PIECE_STEPS - 1) and ranges[-1][1] == len(steps) - 1
+    assert all(b - a + 1 <= pieces.PIECE_STEPS for a, b in ranges)
+    assert all(ranges[k][1] + 1 == ranges[k + 1][0] for k in range(len(ranges) - 1))
+
+
+def test_a_value_read_far_ahead_ends_a_piece_of_its_own():
+    steps = [["tanh", {"in": 0}]] + [["multiply", {"step": j}, 0.5] for j in range(200)]
+    steps.append(["add", {"step": 200}, {"step": 0}])           # the tanh read again at the very end
+    ranges = pieces.cut(steps)
+    assert ranges[0] == (0, 0)
+    # no piece after it lets a value other than its last escape it
+    for a, b in ranges:
+        for later in steps[b + 1:]:
+            for arg in later[1:]:
+                if isinstance(arg, dict) and "step" in arg:
+                    assert not (a <= arg["step"] < b)
+
+
+def test_a_chain_that_cannot_be_cut_into_pieces_of_several_steps_stays_on_numpy():
+    lag = 100           # every value read 100 steps on: only one-step pieces would keep them
+    steps = [["negative", {"in": 0}]] + [["add", {"step": j}, {"step": max(j - lag, 0)}] for j in range(400)]
+    assert pieces.split_job(_variables(([64], "float64")), _variables(([64], "float64"))[0], steps)() \
+        == pieces.NO_CUTS
+
+
+@needs_llvm
+@pytest.mark.parametrize("n", [pieces.PIECE_STEPS + 1, pieces.PIECE_STEPS + 2, 2 * pieces.PIECE_STEPS,
+                               2 * pieces.PIECE_STEPS + 1, 300])
+def test_a_split_chain_gives_numpys_bits_at_lengths_around_the_cut(n):
+    steps = _line(n + 1)[:n]
+    inputs = _variables(([4, 700], "float32"), ([700], "float32"))
+    arrays = [probe_values("float32", 2800).reshape(4, 700), probe_values("float32", 700)[::-1].copy()]
+    got, want, kernel = _run_split(inputs, inputs[0], steps, arrays)
+    assert len(kernel.kernels) == len(pieces.cut(steps)) >= 2
+    assert same_bits(got, want)
+
+
+@needs_llvm
+def test_values_read_across_cuts_and_of_other_dtypes_keep_numpys_bits():
+    """A NumPy-loop step (tanh), a value read three pieces later, a bool materialised at a cut, a
+    broadcast row and a float64 step: each value crossing a cut is the one NumPy computes."""
+    steps = [["tanh", {"in": 0}]]
+    for j in range(150):
+        steps.append(["multiply", {"step": len(steps) - 1}, 0.75] if j % 3 else
+                     ["add", {"step": len(steps) - 1}, {"in": 1}])
+    steps.append(["less", {"step": len(steps) - 1}, 0.25])                  # bool, then read after a cut
+    steps += [["multiply", {"step": 0}, 1.5]] + [["add", {"step": len(steps) + j}, 0.125] for j in range(70)]
+    steps.append(["multiply", {"step": len(steps) - 1}, {"step": 151}])     # float32 * bool
+    steps.append(["add", {"step": len(steps) - 1}, {"step": 0}])            # the tanh again
+    steps.append(["multiply", {"step": len(steps) - 1}, {"in": 2}])         # float32 * float64 -> float64
+    inputs = _variables(([3, 600], "float32"), ([600], "float32"), ([3, 600], "float64"))
+    out = _variables(([3, 600], "float64"))[0]
+    arrays = [probe_values("float32", 1800).reshape(3, 600), probe_values("float32", 600),
+              np.linspace(-2, 2, 1800).reshape(3, 600)]
+    got, want, kernel = _run_split(inputs, out, steps, arrays)
+    assert len(kernel.kernels) >= 4 and got.dtype == np.float64
+    assert same_bits(got, want)
+
+
+@needs_llvm
+def test_a_split_chain_round_trips_through_the_disk_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("DY2STATIC_NATIVE_CACHE", str(tmp_path))
+    steps = _line(200, unary="exp")
+    inputs = _variables(([2, 600], "float32"), ([600], "float32"))
+    arrays = [probe_values("float32", 1200).reshape(2, 600) * 0.01, probe_values("float32", 600) * 0.01]
+    got, want, kernel = _run_split(inputs, inputs[0], steps, arrays)
+    assert not kernel.from_disk and same_bits(got, want)
+    monkeypatch.setattr(elementwise, "_KERNELS", {})       # a later process: nothing compiled in it
+    loaded = pieces.split_job(inputs, inputs[0], steps).probe()
+    assert isinstance(loaded, pieces.SplitKernel) and loaded.from_disk
+    run = loaded.call(lambda k, o, s: chain_call(k, SimpleNamespace(outputs=[o]), s, None))
+    with np.errstate(all="ignore"):
+        assert same_bits(run(*arrays), want)
+
+
+def _program(ops, outputs_in_the_middle=False):
+    def f(x, b):
+        mid = None
+        for t in range(ops):
+            x = x * (1.0 + t / 1024) + 0.5
+            if t % 10 == 9:
+                x = x - b
+            if outputs_in_the_middle and t == ops // 2:
+                mid = x
+        return (x, mid) if outputs_in_the_middle else x
+    return rt.trace(f, [rt.InputSpec([4, 300], "float32", name="x"), rt.InputSpec([300], "float32", name="b")])[0]
+
+
+@needs_llvm
+@pytest.mark.parametrize("ops,middle", [(40, False), (100, False), (150, True)])
+def test_a_long_chain_in_a_plan_runs_native_in_pieces_with_numpys_bits(ops, middle):
+    program = _program(ops, middle)
+    feed = {"x": probe_values("float32", 1200).reshape(4, 300), "b": probe_values("float32", 300)}
+    plan = rt.Executor(native=True).compile(program)
+    native.wait()
+    want = [t.numpy() for t in rt.Executor(native=False).run(program, feed)]
+    with np.errstate(all="ignore"):
+        for _ in range(40):             # through the trial: NumPy and native calls alike
+            got = [t.numpy() for t in plan.run(feed)]
+            assert all(same_bits(g, w) for g, w in zip(got, want))
+    chains = [why for name, why in plan.native_regions]
+    assert chains and not any("chain of" in why for why in chains), chains
+    assert any(why in ("native", "slower than NumPy: kept on NumPy") for why in chains), chains
+
+
+@needs_llvm
+def test_a_split_chain_compiled_before_is_found_by_the_probe_not_warmed_again(monkeypatch):
+    """A new plan of a split chain whose pieces are compiled (here by an earlier plan; a later process:
+    the disk) asks the compiler thread for them at plan build and runs native without warming."""
+    rt.Executor(native=True).compile(_program(90))      # threshold 0: queued at once
+    program = _program(90)          # the same steps in a new Program (a plan of its own)
+    native.wait()
+    monkeypatch.setenv("DY2STATIC_NATIVE_THRESHOLD_MS", "1e9")       # would never warm up
+    native.reset_stats()
+    plan = rt.Executor(native=True).compile(program)
+    native.wait()
+    assert [why for _, why in plan.native_regions] == ["native"]
+    assert native.stats()["native"] == 1 and native.stats()["warming"] == 0, native.stats()
