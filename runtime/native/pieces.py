@@ -19,11 +19,12 @@ import math
 import threading
 
 from ..ops.fused import step_specs
-from . import elementwise
+from . import disk_cache, elementwise
 
 PIECE_STEPS = 64        # steps per piece at most (LLVM's time per step grows past it: bench/RESULTS.md)
 MIN_MEAN_STEPS = 4      # a chain whose cuts leave shorter pieces on average stays on NumPy (a call each)
 NO_CUTS = "no cuts into pieces of several steps (values read far ahead everywhere)"
+_SPLIT = {}             # a split chain's key -> its pieces' kernels, compiled in this process
 
 
 def needs_split(steps):
@@ -148,6 +149,9 @@ def split_job(inputs, out, steps, fast_math=False):
                 planned.append(_plan(inputs, out, steps, fast_math))
         return planned[0]
 
+    def key():
+        return repr(([(v.dtype.str, _shape(v)) for v in inputs], out.dtype.str, _shape(out), steps, fast_math))
+
     def job():
         found = pieces()
         if isinstance(found, str):
@@ -158,9 +162,13 @@ def split_job(inputs, out, steps, fast_math=False):
             if isinstance(kernel, str):
                 return f"a piece of the chain: {kernel}"
             kernels.append(kernel)
+        _SPLIT[key()] = kernels
         return SplitKernel(found, kernels)
 
     def probe():
+        if not disk_cache.may_hold_entries():       # a fresh install: only this process may have compiled it
+            if _SPLIT.get(key()) is None:           # (the key: ~1 ms for 1000 steps; planning: ~25 ms)
+                return None
         found = pieces()
         if isinstance(found, str):
             return None

@@ -152,11 +152,15 @@ def test_a_long_chain_in_a_plan_runs_native_in_pieces_with_numpys_bits(ops, midd
 
 
 @needs_llvm
-def test_a_split_chain_compiled_before_is_found_by_the_probe_not_warmed_again(monkeypatch):
+@pytest.mark.parametrize("cache", ["on", "off"])
+def test_a_split_chain_compiled_before_is_found_by_the_probe_not_warmed_again(monkeypatch, cache):
     """A new plan of a split chain whose pieces are compiled (here by an earlier plan; a later process:
-    the disk) asks the compiler thread for them at plan build and runs native without warming."""
-    rt.Executor(native=True).compile(_program(90))      # threshold 0: queued at once
-    program = _program(90)          # the same steps in a new Program (a plan of its own)
+    the disk) asks the compiler thread for them at plan build and runs native without warming; with no
+    cache folder (the cache off, a fresh install) it finds what this process compiled."""
+    if cache == "off":
+        monkeypatch.setenv("DY2STATIC_NATIVE_CACHE", "0")
+    rt.Executor(native=True).compile(_program(92))      # threshold 0: queued at once
+    program = _program(92)          # the same steps in a new Program (a plan of its own)
     native.wait()
     monkeypatch.setenv("DY2STATIC_NATIVE_THRESHOLD_MS", "1e9")       # would never warm up
     native.reset_stats()
