@@ -22,6 +22,7 @@ from ..ops.fused import step_specs
 from . import disk_cache, elementwise
 
 PIECE_STEPS = 64        # steps per piece at most (LLVM's time per step grows past it: bench/RESULTS.md)
+PROBE_SECONDS_PER_STEP = 25e-6      # planning a piece's step (dtypes, key) for the probe, measured
 MIN_MEAN_STEPS = 4      # a chain whose cuts leave shorter pieces on average stays on NumPy (a call each)
 NO_CUTS = "no cuts into pieces of several steps (values read far ahead everywhere)"
 _SPLIT = {}             # a split chain's key -> its pieces' kernels, compiled in this process
@@ -35,6 +36,12 @@ def needs_split(steps):
 def estimated_pieces(steps):
     """How many pieces a chain is cut into at least (its compile costs about that many chains')."""
     return max(1, math.ceil(len(steps) / PIECE_STEPS))
+
+
+def probe_seconds(steps):
+    """NumPy time a split chain runs before it asks for its pieces compiled already (`split_job`'s probe):
+    what planning them costs (~25 µs of CPU a step), so a chain run once never pays it."""
+    return PROBE_SECONDS_PER_STEP * len(steps)
 
 
 def cut(steps, size=PIECE_STEPS):

@@ -173,7 +173,7 @@ class NativePlanCodegen(PlanCodegen):
             return super().ufunc_steps(op, steps)
         if split:
             chain = SplitChain(op, steps, self._donated(op), region)
-            defer = lambda: _warm_split(chain, job, region, pieces.estimated_pieces(steps))   # noqa: E731
+            defer = lambda: _warm_split(chain, job, region, steps)       # noqa: E731
         else:
             chain = NativeChain(op, steps, self._donated(op), region)
             defer = lambda: _warm(chain, job, region)       # noqa: E731
@@ -555,26 +555,32 @@ def _warm(user, job, status):
     user.warm = tiering.meter(seconds, lambda: _queue(job, user, status, warming=1), user.warm_times)
 
 
-def _warm_split(chain, job, status, count):
-    """A split chain new to the process: warming as `_warm` has it, its threshold `count` times a chain's
-    (it compiles `count` pieces), while the compiler thread asks whether its pieces are compiled already
-    (this process, the disk: `job.probe`, no LLVM) and swaps them in where they all are."""
-    seconds = tiering.threshold() * count
+def _warm_split(chain, job, status, steps):
+    """A split chain new to the process: warming as `_warm` has it, its threshold a chain's times the
+    pieces it compiles; once its NumPy time has also paid for a probe (`pieces.probe_seconds`: planning
+    the pieces, which a first call never pays), the compiler thread asks whether they are compiled
+    already (this process, the disk: `job.probe`, no LLVM) and swaps them in where they all are."""
+    seconds = tiering.threshold() * pieces.estimated_pieces(steps)
     if seconds <= 0:
         chain.start()
         _queue(job, chain, status)
         return
     status[1] = "warming"
     _count("warming")
-    chain.warm = tiering.meter(seconds, lambda: chain.start() and _queue(job, chain, status, warming=1),
-                               chain.warm_times)
+    compile_meter = tiering.meter(seconds, lambda: chain.start() and _queue(job, chain, status, warming=1),
+                                  chain.warm_times)
 
     def found(kernel):
         if kernel is not None and chain.start():
             chain.use(kernel)
             _count("" if status[1] == "native" else status[1], warming=1, kernel=kernel)
 
-    compiler.submit(job.probe, found)
+    probe_meter = tiering.meter(pieces.probe_seconds(steps), lambda: compiler.submit(job.probe, found))
+
+    def warm(took):
+        probe_meter(took)
+        compile_meter(took)
+    chain.warm = warm
 
 
 class NativeLoop(tiering.Warming):
