@@ -1,9 +1,11 @@
-"""A chain too long for one LLVM function, as pieces of at most PIECE_STEPS steps, each its own kernel.
+"""A chain too long for one LLVM function, as pieces that each compile as their own kernel.
 
 LLVM's time on one chain function grows faster than its steps (every step that calls a NumPy loop is an
 inner loop of the function's block loop, and the loop passes revisit that whole outer body for each:
 measured in bench/RESULTS.md), so a chain of more than PIECE_STEPS steps is cut into pieces that each
-compile as an `elementwise` chain of their own (cached in this process and on disk by their own key).
+compile as an `elementwise` chain of their own (cached in this process and on disk by their own key):
+up to INLINE_PIECE_STEPS steps where all are inline (one loop, values in registers: LLVM's time about
+linear, ~80 ms a kernel fixed), LOOP_PIECE_STEPS once one calls a NumPy loop (the cheapest per step).
 A cut falls only where no value of the piece before it is read after it but the piece's last one: that
 value is materialised once (an array of its step's own shape and dtype, what NumPy computes) and read
 by the later pieces as an input, so every step computes what NumPy's does, in the same order: NumPy's
@@ -21,7 +23,10 @@ import threading
 from ..ops.fused import step_specs
 from . import disk_cache, elementwise
 
-PIECE_STEPS = 64        # steps per piece at most (LLVM's time per step grows past it: bench/RESULTS.md)
+PIECE_STEPS = 64        # a chain of more steps is split (LLVM's time per step grows past it: bench/RESULTS.md)
+INLINE_PIECE_STEPS = 128    # steps a piece of inline steps only (one loop, registers) holds at most
+LOOP_PIECE_STEPS = 32       # ... and one with a step calling a NumPy loop (a loop a step: superlinear)
+_INLINE = elementwise.INLINE_STEPS
 PROBE_SECONDS_PER_STEP = 25e-6      # planning a piece's step (dtypes, key) for the probe, measured
 MIN_MEAN_STEPS = 4      # a chain whose cuts leave shorter pieces on average stays on NumPy (a call each)
 NO_CUTS = "no cuts into pieces of several steps (values read far ahead everywhere)"
@@ -34,7 +39,7 @@ def needs_split(steps):
 
 
 def estimated_pieces(steps):
-    """How many pieces a chain is cut into at least (its compile costs about that many chains')."""
+    """About how many pieces a chain is cut into (its compile costs about that many chains')."""
     return max(1, math.ceil(len(steps) / PIECE_STEPS))
 
 
@@ -44,9 +49,11 @@ def probe_seconds(steps):
     return PROBE_SECONDS_PER_STEP * len(steps)
 
 
-def cut(steps, size=PIECE_STEPS):
-    """[(first, last)] step ranges of the pieces: the longest piece of at most `size` steps from each
-    start whose values, but its last, are read only inside it (a one-step piece always qualifies)."""
+def cut(steps, size=None, loop_size=None):
+    """[(first, last)] step ranges of the pieces: the longest piece from each start whose values, but its
+    last, are read only inside it (a one-step piece always qualifies), of at most `size` steps
+    (INLINE_PIECE_STEPS), or `loop_size` (LOOP_PIECE_STEPS) once it holds a step that calls a NumPy loop."""
+    size, loop_size = size or INLINE_PIECE_STEPS, loop_size or LOOP_PIECE_STEPS
     last_reader = list(range(len(steps)))       # step j's value is read by steps up to last_reader[j]
     for i, step in enumerate(steps):
         for a in step[1:]:
@@ -57,8 +64,12 @@ def cut(steps, size=PIECE_STEPS):
     last_reader[-1] = len(steps)                # the chain's result is read after it
     pieces, start = [], 0
     while start < len(steps):
-        end, reach = start, start
-        for e in range(start, min(start + size, len(steps))):
+        end, reach, limit = start, start, size
+        for e in range(start, len(steps)):
+            if steps[e][0] not in _INLINE:
+                limit = min(limit, loop_size)
+            if e - start >= limit:
+                break
             if reach <= e:          # every value before e is read by e at the latest: a cut after e
                 end = e
             reach = max(reach, last_reader[e])

@@ -46,9 +46,10 @@ def _run_split(inputs, out, steps, arrays):
 def test_a_plain_chain_is_cut_every_piece_steps():
     steps = _line(300)
     ranges = pieces.cut(steps)
-    assert ranges[0] == (0, pieces.PIECE_STEPS - 1) and ranges[-1][1] == len(steps) - 1
-    assert all(b - a + 1 <= pieces.PIECE_STEPS for a, b in ranges)
+    assert ranges[0] == (0, pieces.INLINE_PIECE_STEPS - 1) and ranges[-1][1] == len(steps) - 1
     assert all(ranges[k][1] + 1 == ranges[k + 1][0] for k in range(len(ranges) - 1))
+    mixed = pieces.cut(_line(300, unary="tanh"))           # a step calling a NumPy loop: shorter pieces
+    assert max(b - a + 1 for a, b in mixed) == pieces.LOOP_PIECE_STEPS
 
 
 def test_a_value_read_far_ahead_ends_a_piece_of_its_own():
@@ -72,21 +73,24 @@ def test_a_chain_that_cannot_be_cut_into_pieces_of_several_steps_stays_on_numpy(
 
 
 @needs_llvm
-@pytest.mark.parametrize("n", [pieces.PIECE_STEPS + 1, pieces.PIECE_STEPS + 2, 2 * pieces.PIECE_STEPS,
-                               2 * pieces.PIECE_STEPS + 1, 300])
-def test_a_split_chain_gives_numpys_bits_at_lengths_around_the_cut(n):
-    steps = _line(n + 1)[:n]
+@pytest.mark.parametrize("n,unary", [(pieces.PIECE_STEPS + 1, None), (pieces.INLINE_PIECE_STEPS, None),
+                                     (pieces.INLINE_PIECE_STEPS + 1, None), (2 * pieces.INLINE_PIECE_STEPS + 1, None),
+                                     (pieces.PIECE_STEPS + 1, "tanh"), (2 * pieces.LOOP_PIECE_STEPS + 1, "exp"),
+                                     (300, "tanh")])
+def test_a_split_chain_gives_numpys_bits_at_lengths_around_the_cut(n, unary):
+    steps = _line(n + 1, unary)[:n]
     inputs = _variables(([4, 700], "float32"), ([700], "float32"))
     arrays = [probe_values("float32", 2800).reshape(4, 700), probe_values("float32", 700)[::-1].copy()]
     got, want, kernel = _run_split(inputs, inputs[0], steps, arrays)
-    assert len(kernel.kernels) == len(pieces.cut(steps)) >= 2
+    assert len(kernel.kernels) == len(pieces.cut(steps)) >= (1 if n <= pieces.INLINE_PIECE_STEPS and not unary else 2)
     assert same_bits(got, want)
 
 
 @needs_llvm
-def test_values_read_across_cuts_and_of_other_dtypes_keep_numpys_bits():
+def test_values_read_across_cuts_and_of_other_dtypes_keep_numpys_bits(monkeypatch):
     """A NumPy-loop step (tanh), a value read three pieces later, a bool materialised at a cut, a
     broadcast row and a float64 step: each value crossing a cut is the one NumPy computes."""
+    monkeypatch.setattr(pieces, "INLINE_PIECE_STEPS", 40)      # more cuts
     steps = [["tanh", {"in": 0}]]
     for j in range(150):
         steps.append(["multiply", {"step": len(steps) - 1}, 0.75] if j % 3 else
@@ -108,6 +112,7 @@ def test_values_read_across_cuts_and_of_other_dtypes_keep_numpys_bits():
 @needs_llvm
 def test_a_split_chain_round_trips_through_the_disk_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DY2STATIC_NATIVE_CACHE", str(tmp_path))
+    monkeypatch.setattr(elementwise, "_KERNELS", {})       # compiled here, so written to this cache
     steps = _line(200, unary="exp")
     inputs = _variables(([2, 600], "float32"), ([600], "float32"))
     arrays = [probe_values("float32", 1200).reshape(2, 600) * 0.01, probe_values("float32", 600) * 0.01]
