@@ -156,8 +156,10 @@ class _Piece:
 
 def split_job(inputs, out, steps, fast_math=False):
     """A job compiling the chain (`steps` over the Variables `inputs`, giving `out`) as pieces: `job()` a
-    SplitKernel or why not (the first piece's reason), `job.probe()` one from this process or the disk
-    or None, `job.cached()` None (nothing is looked up at plan build: the probe does it later)."""
+    SplitKernel or why not (the first piece's reason); `job.step()` one piece of that work (None while
+    pieces remain: the compiler thread takes other regions' compiles between pieces); `job.probe()` a
+    SplitKernel from this process or the disk, or None; `job.cached()` None (nothing is looked up at plan
+    build: the probe does it later)."""
     planned = []
     lock = threading.Lock()
 
@@ -170,18 +172,30 @@ def split_job(inputs, out, steps, fast_math=False):
     def key():
         return repr(([(v.dtype.str, _shape(v)) for v in inputs], out.dtype.str, _shape(out), steps, fast_math))
 
-    def job():
+    compiled = []           # the kernels of the first pieces, compiled (or found) so far
+    turn = threading.Lock()
+
+    def step():
+        """One turn: plan the pieces or compile the next one; None while pieces remain, then `job()`'s."""
         found = pieces()
         if isinstance(found, str):
             return found
-        kernels = []
-        for piece in found:
-            kernel = piece.job()
-            if isinstance(kernel, str):
-                return f"a piece of the chain: {kernel}"
-            kernels.append(kernel)
-        _SPLIT[key()] = kernels
-        return SplitKernel(found, kernels)
+        with turn:
+            if len(compiled) < len(found):
+                kernel = found[len(compiled)].job()
+                if isinstance(kernel, str):
+                    return f"a piece of the chain: {kernel}"
+                compiled.append(kernel)
+                if len(compiled) < len(found):
+                    return None
+            _SPLIT[key()] = list(compiled)
+        return SplitKernel(found, list(compiled))
+
+    def job():
+        result = None
+        while result is None:
+            result = step()
+        return result
 
     def probe():
         if not disk_cache.may_hold_entries():       # a fresh install: only this process may have compiled it
@@ -193,7 +207,7 @@ def split_job(inputs, out, steps, fast_math=False):
         kernels = [piece.job.cached() for piece in found]
         return None if any(k is None or isinstance(k, str) for k in kernels) else SplitKernel(found, kernels)
 
-    job.probe, job.cached = probe, lambda: None
+    job.step, job.probe, job.cached = step, probe, lambda: None
     return job
 
 

@@ -555,6 +555,22 @@ def _warm(user, job, status):
     user.warm = tiering.meter(seconds, lambda: _queue(job, user, status, warming=1), user.warm_times)
 
 
+def _queue_split(job, chain, status, warming=0):
+    """`_queue` a piece at a time (`job.step`): each is one turn of the compiler thread, so a region queued
+    meanwhile compiles between two pieces instead of after the whole chain."""
+    status[1] = "compiling"
+    _count("compiling", warming=warming)
+
+    def turn(result):
+        if result is None:          # pieces remain: the next one queued behind what came meanwhile
+            compiler.submit(job.step, turn)
+            return
+        chain.use(result)
+        _count("" if status[1] == "native" else status[1], pending=1, kernel=result)
+
+    compiler.submit(job.step, turn)
+
+
 def _warm_split(chain, job, status, steps):
     """A split chain new to the process: warming as `_warm` has it, its threshold a chain's times the
     pieces it compiles; once its NumPy time has also paid for a probe (`pieces.probe_seconds`: planning
@@ -563,11 +579,11 @@ def _warm_split(chain, job, status, steps):
     seconds = tiering.threshold() * pieces.estimated_pieces(steps)
     if seconds <= 0:
         chain.start()
-        _queue(job, chain, status)
+        _queue_split(job, chain, status)
         return
     status[1] = "warming"
     _count("warming")
-    compile_meter = tiering.meter(seconds, lambda: chain.start() and _queue(job, chain, status, warming=1),
+    compile_meter = tiering.meter(seconds, lambda: chain.start() and _queue_split(job, chain, status, warming=1),
                                   chain.warm_times)
 
     def found(kernel):

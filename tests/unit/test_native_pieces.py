@@ -1,5 +1,7 @@
 """Chains longer than one native function takes (runtime/native/pieces.py): cut into pieces of at most
 PIECE_STEPS steps, each its own kernel, the values crossing a cut materialised once: NumPy's bits end to end."""
+import threading
+
 import numpy as np
 import pytest
 
@@ -182,3 +184,29 @@ def test_a_split_chain_compiled_before_is_found_by_the_probe_not_warmed_again(mo
     native.wait()
     assert [why for _, why in plan.native_regions] == ["native"]
     assert native.stats()["native"] == 1 and native.stats()["warming"] == 0, native.stats()
+
+
+@needs_llvm
+def test_a_split_chain_compiles_a_piece_a_turn_so_regions_queued_meanwhile_go_first():
+    """The compiler thread takes one piece at a time (`job.step`), the next queued behind whatever came
+    meanwhile: a region queued after a long chain does not wait for all of its pieces."""
+    from runtime.native import compiler
+    release, started = threading.Event(), threading.Event()
+    compiler.submit(lambda: (started.set(), release.wait(60)), lambda _: None)      # hold the thread
+    started.wait(60)
+    plan = rt.Executor(native=True).compile(_program(160))      # threshold 0: its first piece queued
+    seen = []
+    compiler.submit(lambda: [why for _, why in plan.native_regions], seen.append)   # queued after it
+    release.set()
+    native.wait()
+    assert seen == [["compiling"]]      # ran between two pieces of the chain
+    assert [why for _, why in plan.native_regions] == ["native"]
+
+
+@needs_llvm
+def test_a_split_jobs_steps_compile_one_piece_each():
+    steps = _line(300, unary="tanh")
+    x = _variables(([2, 64], "float32"), ([64], "float32"))
+    job = pieces.split_job(x, x[0], steps)
+    turns = [job.step() for _ in range(len(pieces.cut(steps)))]
+    assert turns[:-1] == [None] * (len(turns) - 1) and isinstance(turns[-1], pieces.SplitKernel)
