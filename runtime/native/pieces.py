@@ -4,8 +4,10 @@ LLVM's time on one chain function grows faster than its steps (every step that c
 inner loop of the function's block loop, and the loop passes revisit that whole outer body for each:
 measured in bench/RESULTS.md), so a chain of more than PIECE_STEPS steps is cut into pieces that each
 compile as an `elementwise` chain of their own (cached in this process and on disk by their own key):
-up to INLINE_PIECE_STEPS steps where all are inline (one loop, values in registers: LLVM's time about
-linear, ~80 ms a kernel fixed), LOOP_PIECE_STEPS once one calls a NumPy loop (the cheapest per step).
+up to INLINE_PIECE_STEPS steps where all are inline (one loop, values in registers), LOOP_PIECE_STEPS
+once one calls a NumPy loop. Sizes measured (bench/RESULTS.md): shorter pieces run faster (a long
+dependent chain in one loop gets less interleaving from LLVM) and compile for ~80 ms a kernel plus LLVM's
+time per step, which grows with a piece's steps where each calls a NumPy loop.
 A cut falls only where no value of the piece before it is read after it but the piece's last one: that
 value is materialised once (an array of its step's own shape and dtype, what NumPy computes) and read
 by the later pieces as an input, so every step computes what NumPy's does, in the same order: NumPy's
@@ -24,8 +26,8 @@ from ..ops.fused import step_specs
 from . import disk_cache, elementwise
 
 PIECE_STEPS = 64        # a chain of more steps is split (LLVM's time per step grows past it: bench/RESULTS.md)
-INLINE_PIECE_STEPS = 128    # steps a piece of inline steps only (one loop, registers) holds at most
-LOOP_PIECE_STEPS = 32       # ... and one with a step calling a NumPy loop (a loop a step: superlinear)
+INLINE_PIECE_STEPS = 32     # steps a piece of inline steps only (one loop, registers) holds at most
+LOOP_PIECE_STEPS = 16       # ... and one with a step calling a NumPy loop (a loop a step: superlinear)
 _INLINE = elementwise.INLINE_STEPS
 PROBE_SECONDS_PER_STEP = 25e-6      # planning a piece's step (dtypes, key) for the probe, measured
 MIN_MEAN_STEPS = 4      # a chain whose cuts leave shorter pieces on average stays on NumPy (a call each)
@@ -40,7 +42,7 @@ def needs_split(steps):
 
 def estimated_pieces(steps):
     """About how many pieces a chain is cut into (its compile costs about that many chains')."""
-    return max(1, math.ceil(len(steps) / PIECE_STEPS))
+    return max(1, math.ceil(len(steps) / INLINE_PIECE_STEPS))
 
 
 def probe_seconds(steps):
