@@ -211,3 +211,33 @@ def test_a_split_jobs_steps_compile_one_piece_each():
     job = pieces.split_job(x, x[0], steps)
     turns = [job.step() for _ in range(len(pieces.cut(steps)))]
     assert turns[:-1] == [None] * (len(turns) - 1) and isinstance(turns[-1], pieces.SplitKernel)
+
+
+@needs_llvm
+@pytest.mark.parametrize("unrolled", [8, 150])
+def test_a_loop_whose_chains_are_too_long_for_one_function_stays_on_numpy_with_numpys_bits(unrolled):
+    """A loop is one function (it is not split): over region.MAX_CHAIN_STEPS chain steps it runs on
+    NumPy, says why, and keeps NumPy's bits; a short one is native."""
+    from runtime.native import region
+
+    def body(h, i):
+        for k in range(unrolled):
+            h = h * (0.999 + k / 8192) + float(k % 5)
+        return h, i + 1
+
+    def f(x):
+        i = rt.zeros((), "int64")
+        h, i = rt.while_loop(lambda h, i: i < 3, body, (x, i))
+        return h
+
+    program = rt.trace(f, [rt.InputSpec([8, 64], "float32", name="x")])[0]
+    plan = rt.Executor(native=True).compile(program)
+    native.wait()
+    state = [why for name, why in plan.native_regions if name.startswith("while")]
+    if 2 * unrolled > region.MAX_CHAIN_STEPS:
+        assert len(state) == 1 and "chain steps in one region" in state[0], state
+    else:
+        assert state == ["native"], state
+    feed = {"x": probe_values("float32", 512).reshape(8, 64)}
+    with np.errstate(all="ignore"):
+        assert same_bits(plan.run(feed)[0].numpy(), rt.Executor(native=False).run(program, feed)[0].numpy())
