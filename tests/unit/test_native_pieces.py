@@ -241,3 +241,21 @@ def test_a_loop_whose_chains_are_too_long_for_one_function_stays_on_numpy_with_n
     feed = {"x": probe_values("float32", 512).reshape(8, 64)}
     with np.errstate(all="ignore"):
         assert same_bits(plan.run(feed)[0].numpy(), rt.Executor(native=False).run(program, feed)[0].numpy())
+
+
+@pytest.mark.parametrize("shape,to", [((3,), (2, 3)), ((1, 3), (2, 3)), ((2, 1), (2, 3)), ((), (4,)),
+                                      ((3,), (3, 1)), ((2, 3), (3,)), ((0,), (2, 0)), ((1,), (2, 0)),
+                                      ((2,), (2, 0)), ((4, 1, 5), (2, 4, 3, 5)), ((5, 1), (2, 4, 3, 5))])
+def test_the_chain_analysis_broadcast_check_agrees_with_numpy(shape, to):
+    from runtime.native import region
+    try:
+        want = np.broadcast_shapes(shape, to) == to
+    except ValueError:
+        want = False
+    v, out = SimpleNamespace(static_shape=shape), SimpleNamespace(static_shape=to)
+    try:
+        region._check_broadcast(SimpleNamespace(type="fused_elementwise"), v, out)
+        got = True
+    except region._NotNative:
+        got = False
+    assert got == want
