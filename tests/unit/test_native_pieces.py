@@ -259,3 +259,24 @@ def test_the_chain_analysis_broadcast_check_agrees_with_numpy(shape, to):
     except region._NotNative:
         got = False
     assert got == want
+
+
+@needs_llvm
+def test_a_split_chain_with_a_dynamic_dim_and_a_number_input_keeps_numpys_bits():
+    def f(x, s):
+        for t in range(60):
+            x = x * (1.0 + t / 1024) + s
+            if t % 7 == 3:
+                x = rt.tanh(x)
+        return x
+
+    program = rt.trace(f, [rt.InputSpec([None, 64], "float32", name="x"), rt.InputSpec([], "float32", name="s")])[0]
+    plan = rt.Executor(native=True).compile(program)
+    native.wait()
+    assert [why for _, why in plan.native_regions] == ["native"]
+    for rows in (3, 5, 1):
+        feed = {"x": probe_values("float32", rows * 64).reshape(rows, 64), "s": np.float32(0.25)}
+        want = rt.Executor(native=False).run(program, feed)[0].numpy()
+        with np.errstate(all="ignore"):
+            for _ in range(40):         # through the trial: NumPy and native calls alike
+                assert same_bits(plan.run(feed)[0].numpy(), want)
