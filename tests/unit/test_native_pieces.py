@@ -162,6 +162,7 @@ def test_a_long_chain_in_a_plan_runs_native_in_pieces_with_numpys_bits(ops, midd
 @needs_llvm
 @pytest.mark.parametrize("cache", ["on", "off"])
 def test_a_split_chain_compiled_before_is_found_by_the_probe_not_warmed_again(monkeypatch, cache):
+    monkeypatch.setenv(native.ENV, "1")        # tiered, also where the suite runs with DY2STATIC_NATIVE=sync
     """A new plan of a split chain whose pieces are compiled (here by an earlier plan; a later process:
     the disk) asks the compiler thread for them once its NumPy time paid for the asking, and runs native
     without warming up to its compile threshold; with no cache folder (the cache off, a fresh install)
@@ -188,10 +189,11 @@ def test_a_split_chain_compiled_before_is_found_by_the_probe_not_warmed_again(mo
 
 
 @needs_llvm
-def test_a_split_chain_compiles_a_piece_a_turn_so_regions_queued_meanwhile_go_first():
+def test_a_split_chain_compiles_a_piece_a_turn_so_regions_queued_meanwhile_go_first(monkeypatch):
     """The compiler thread takes one piece at a time (`job.step`), the next queued behind whatever came
     meanwhile: a region queued after a long chain does not wait for all of its pieces."""
     from runtime.native import compiler
+    monkeypatch.setenv(native.ENV, "1")        # in the background, also where the suite runs with sync
     release, started = threading.Event(), threading.Event()
     compiler.submit(lambda: (started.set(), release.wait(60)), lambda _: None)      # hold the thread
     started.wait(60)
