@@ -282,3 +282,49 @@ def test_a_split_chain_with_a_dynamic_dim_and_a_number_input_keeps_numpys_bits()
         with np.errstate(all="ignore"):
             for _ in range(40):         # through the trial: NumPy and native calls alike
                 assert same_bits(plan.run(feed)[0].numpy(), want)
+
+
+CHILD = """
+import json, sys, numpy as np
+import runtime as rt
+from runtime import native
+def f(x):
+    for t in range(60):
+        x = rt.tanh(x * (1.0 + t / 1024) + 0.5) if t % 9 == 4 else x * (1.0 + t / 1024) + 0.5
+    return x
+program = rt.trace(f, [rt.InputSpec([4, 64], "float32", name="x")])[0]
+feed = {"x": np.linspace(-2, 2, 256, dtype=np.float32).reshape(4, 64)}
+plan = rt.Executor(native=True).compile(program)
+native.wait()
+calls = 0
+while plan.native_regions[0][1] == "warming" and calls < 20000:
+    plan.run(feed)
+    calls += 1
+native.wait()
+got, want = plan.run(feed)[0].numpy(), rt.Executor(native=False).run(program, feed)[0].numpy()
+print(json.dumps({"state": plan.native_regions[0][1], "from_disk": native.stats()["from_disk"],
+                  "same": bool((got.view(np.uint32) == want.view(np.uint32)).all())}))
+"""
+
+
+@needs_llvm
+def test_a_later_process_finds_a_split_chains_pieces_on_disk(tmp_path):
+    """Compiled by one process (sync), the pieces are on disk: a later, tiered process that would never
+    reach its compile threshold probes once the chain's NumPy time paid for it and runs native from the disk."""
+    import json
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    results = []
+    for mode, threshold in (("sync", "0"), ("1", "1e9")):
+        env = dict(os.environ, PYTHONPATH=root, DY2STATIC_NATIVE=mode, DY2STATIC_NATIVE_THRESHOLD_MS=threshold,
+                   DY2STATIC_NATIVE_CACHE=str(tmp_path / "cache"))
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    first, later = results
+    assert first["state"] == "native" and first["from_disk"] == 0 and first["same"]
+    assert later["state"] == "native" and later["from_disk"] == 1 and later["same"]
