@@ -21,6 +21,7 @@ reason; a plan lists its own in `plan.native_regions`.
 - `relocations.py`: the process addresses a compiled loop reads from a table the loader fills;
 - `dynamic.py`: a region with dynamic dims made static for one call's dims (one kernel per distinct dims);
 - `tiering.py`: when a new region has run long enough to compile;
+- `pieces.py`: a chain too long for one function as pieces, each its own kernel;
 - `compiler.py`: the background compiler thread;
 - `plan.py`: `NativePlanCodegen`, the NumPy plan with those chains as native calls.
 """

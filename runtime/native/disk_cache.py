@@ -69,10 +69,15 @@ def entry_key(region_key):
 def lookup(region_key):
     """`read(entry_key(region_key))`, without making the key where nothing can be stored: the cache off, or
     its folder not made yet (a fresh install: its first calls compute no environment and write nothing)."""
-    folder = directory()
-    if folder is None or not os.path.isdir(folder):
+    if not may_hold_entries():
         return None
     return read(entry_key(region_key))
+
+
+def may_hold_entries():
+    """Whether the cache is on and its folder exists (a fresh install has none: nothing to look up)."""
+    folder = directory()
+    return folder is not None and os.path.isdir(folder)
 
 
 def remembered(test, run, passed):

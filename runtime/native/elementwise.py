@@ -37,6 +37,7 @@ _INLINE_FLOAT = {"add", "subtract", "multiply", "divide", "true_divide", "negati
                  "less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
 _INLINE_INT = {"add", "subtract", "multiply", "negative", "square",
                "less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
+INLINE_STEPS = _INLINE_FLOAT         # steps that may be inline (for floats; ints: fewer), by name alone
 _COMPARE = {"less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=", "equal": "==",
             "not_equal": "!="}
 _SUPPORTED = {np.dtype(c) for c in "?bhilqBHILQfd"}

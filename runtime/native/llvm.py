@@ -83,7 +83,10 @@ def may_be_available():
     not loaded yet: the compiler thread pays that, not a plan's first call."""
     if "engine" in _STATE:
         return _STATE["engine"] is not None
-    return _find_spec("llvmlite") is not None and ctypes.sizeof(ctypes.c_void_p) == 8
+    found = _STATE.get("found")
+    if found is None:           # asked once: a search of sys.path (~0.1 ms) a plan build made several times
+        found = _STATE["found"] = _find_spec("llvmlite") is not None and ctypes.sizeof(ctypes.c_void_p) == 8
+    return found
 
 
 def why_unavailable():

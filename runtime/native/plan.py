@@ -33,7 +33,7 @@ from ..codegen.liveness import dead_after
 from ..codegen.plan import compile_plan
 from ..ir import Variable
 from ..ops.native_forms import native_form
-from . import compiler, dynamic, elementwise, gemm, products, region as regions, tiering
+from . import compiler, dynamic, elementwise, gemm, pieces, products, region as regions, tiering
 from .blas import product_call
 
 _STATS = {"native": 0, "numpy": 0, "compiling": 0, "warming": 0, "declined_calls": 0, "from_disk": 0,
@@ -91,7 +91,7 @@ class NativeChain(tiering.Warming):
         if isinstance(kernel, str):
             self.region[1] = kernel
             return
-        native = chain_call(kernel, self.op, self.steps, self.donated)
+        native = self.native_call(kernel)
         if kernel.approximate:          # fast_math asked for its bits: a trial would mix NumPy's in
             self.run = native
             self.region[1] = "native"
@@ -110,6 +110,29 @@ class NativeChain(tiering.Warming):
         self.run = _on_numpy
         self.region[1] = SLOWER
         _count(SLOWER, was_native=1)
+
+    def native_call(self, kernel):
+        return chain_call(kernel, self.op, self.steps, self.donated)
+
+
+class SplitChain(NativeChain):
+    """A chain too long for one function (`pieces.py`): its kernel a `pieces.SplitKernel`, one call of
+    each piece in turn. `started` says the kernel is on its way (queued, or found by the probe), once."""
+
+    def __init__(self, op, steps, donated, region):
+        super().__init__(op, steps, donated, region)
+        self.lock = threading.Lock()
+        self.started = False
+
+    def start(self):
+        """True once: for whichever of the meter and the probe asks first."""
+        with self.lock:
+            first, self.started = not self.started, True
+        return first
+
+    def native_call(self, kernel):
+        return kernel.call(lambda piece_kernel, out, steps: chain_call(
+            piece_kernel, SimpleNamespace(outputs=[out]), steps, None))
 
 
 def _on_numpy(*arrays):
@@ -133,10 +156,14 @@ class NativePlanCodegen(PlanCodegen):
             return super().ufunc_steps(op, steps)
         why = self._why_not(op, steps)
         job = None
+        split = pieces.needs_split(steps)
         if not why:
             out = op.outputs[0]
-            job = elementwise.chain_job([(v.dtype, tuple(v.static_shape)) for v in op.inputs],
-                                        (out.dtype, tuple(out.static_shape)), steps, self.fast_math)
+            if split:           # cut into pieces when the job runs (nothing planned at plan build)
+                job = pieces.split_job(op.inputs, out, steps, self.fast_math)
+            else:
+                job = elementwise.chain_job([(v.dtype, tuple(v.static_shape)) for v in op.inputs],
+                                            (out.dtype, tuple(out.static_shape)), steps, self.fast_math)
             if isinstance(job, str):
                 why, job = job, None
         region = [self.name(op.outputs[0]), why or "compiling"]
@@ -144,8 +171,13 @@ class NativePlanCodegen(PlanCodegen):
         if job is None:
             _count(why)
             return super().ufunc_steps(op, steps)
-        chain = NativeChain(op, steps, self._donated(op), region)
-        if not _start(job, chain, region, lambda: _warm(chain, job, region)):
+        if split:
+            chain = SplitChain(op, steps, self._donated(op), region)
+            defer = lambda: _warm_split(chain, job, region, steps)       # noqa: E731
+        else:
+            chain = NativeChain(op, steps, self._donated(op), region)
+            defer = lambda: _warm(chain, job, region)       # noqa: E731
+        if not _start(job, chain, region, defer):
             return super().ufunc_steps(op, steps)
         name = self.bound(f"native_chain_{len(self.native_regions)}", chain)
         asarray = self.bound("asarray")         # a 0-d value may be a NumPy scalar: the kernel reads arrays
@@ -206,7 +238,7 @@ class NativePlanCodegen(PlanCodegen):
             return False
         if form[0] == "loop":       # a while whose loops the call's iteration budget need not count
             return self.max_iterations is None
-        if form[0] == "chain" and tiering.chain_too_long(form[1]):     # (LLVM's compile time grows faster)
+        if form[0] == "chain" and pieces.needs_split(form[1]):     # a long chain: its own pieces (pieces.py)
             return False
         if form[0] == "matmul":
             _, a, b, transposed, _ = form
@@ -429,9 +461,6 @@ class NativePlanCodegen(PlanCodegen):
             return "not on NumPy"
         if len(steps) < 2:
             return "one step (already one NumPy call)"
-        too_long = tiering.chain_too_long(steps)
-        if too_long:
-            return too_long
         out = op.outputs[0]
         if out.ndim == 0:
             return "0-d result (NumPy scalars are cheaper)"
@@ -524,6 +553,50 @@ def _warm(user, job, status):
     status[1] = "warming"
     _count("warming")
     user.warm = tiering.meter(seconds, lambda: _queue(job, user, status, warming=1), user.warm_times)
+
+
+def _queue_split(job, chain, status, warming=0):
+    """`_queue` a piece at a time (`job.step`): each is one turn of the compiler thread, so a region queued
+    meanwhile compiles between two pieces instead of after the whole chain."""
+    status[1] = "compiling"
+    _count("compiling", warming=warming)
+
+    def turn(result):
+        if result is None:          # pieces remain: the next one queued behind what came meanwhile
+            compiler.submit(job.step, turn)
+            return
+        chain.use(result)
+        _count("" if status[1] == "native" else status[1], pending=1, kernel=result)
+
+    compiler.submit(job.step, turn)
+
+
+def _warm_split(chain, job, status, steps):
+    """A split chain new to the process: warming as `_warm` has it, its threshold a chain's times the
+    pieces it compiles; once its NumPy time has also paid for a probe (`pieces.probe_seconds`: planning
+    the pieces, which a first call never pays), the compiler thread asks whether they are compiled
+    already (this process, the disk: `job.probe`, no LLVM) and swaps them in where they all are."""
+    seconds = tiering.threshold() * pieces.estimated_pieces(steps)
+    if seconds <= 0:
+        chain.start()
+        _queue_split(job, chain, status)
+        return
+    status[1] = "warming"
+    _count("warming")
+    compile_meter = tiering.meter(seconds, lambda: chain.start() and _queue_split(job, chain, status, warming=1),
+                                  chain.warm_times)
+
+    def found(kernel):
+        if kernel is not None and chain.start():
+            chain.use(kernel)
+            _count("" if status[1] == "native" else status[1], warming=1, kernel=kernel)
+
+    probe_meter = tiering.meter(pieces.probe_seconds(steps), lambda: compiler.submit(job.probe, found))
+
+    def warm(took):
+        probe_meter(took)
+        compile_meter(took)
+    chain.warm = warm
 
 
 class NativeLoop(tiering.Warming):

@@ -319,6 +319,12 @@ def _why_not_value(v, array_state=False):
     return ""
 
 
+# A region's chains hold at most this many steps in all: LLVM's time on one function grows about
+# quadratically in the steps that call NumPy loops (a loop whose body has 144 such steps: 2.2 s of CPU, 36:
+# 0.35 s; bench/RESULTS.md); a top-level chain beyond a piece's length is split (pieces.py), a loop is not.
+MAX_CHAIN_STEPS = 256
+
+
 def _walk(block, forms, key, number, checks):
     """Check every op of a block (and of the conds in it); record each op's form and what to compile."""
     for op in block.ops:
@@ -340,6 +346,10 @@ def _walk(block, forms, key, number, checks):
                             (out.dtype, tuple(out.static_shape)), steps)
             if isinstance(plan, str):
                 raise _NotNative(f"op '{op.type}': {plan}")
+            in_region = len(steps) + sum(len(f[1]["steps"]) for f in forms.values() if f[0] == "chain")
+            if in_region > MAX_CHAIN_STEPS:
+                raise _NotNative(f"{in_region} chain steps in one region (over {MAX_CHAIN_STEPS}: LLVM's time "
+                                 f"grows faster than the steps)")
             forms[id(op)] = (kind, plan, inputs)
             key.append((kind, plan["key"], [number(v) for v in inputs], outs))
         elif kind == "matmul":
@@ -500,10 +510,10 @@ _LOGICAL = ("logical_and", "logical_or")
 
 
 def _check_broadcast(op, v, out):
-    try:
-        fits = np.broadcast_shapes(tuple(v.static_shape), tuple(out.static_shape)) == tuple(out.static_shape)
-    except ValueError:
-        fits = False
+    """v broadcasts to out's shape as it is (static shapes: each dim out's or 1; np.broadcast_shapes costs
+    ~5-40 µs a call, a plan build's first call of it the most)."""
+    shape, to = tuple(v.static_shape), tuple(out.static_shape)
+    fits = len(shape) <= len(to) and all(d == t or d == 1 for d, t in zip(shape, to[len(to) - len(shape):]))
     if not fits:
         raise _NotNative(f"op '{op.type}' broadcasts {list(v.static_shape)} to {list(out.static_shape)}")
 

@@ -17,9 +17,8 @@ SAMPLES NumPy calls (those timed while warming, else NumPy calls interleaved wit
 give the same bits) and keeps the kernel only where its median call is at least MARGIN faster; else the
 region is back on NumPy for good.
 
-A chain of more than MAX_CHAIN_STEPS steps is never compiled: LLVM's time grows faster than the steps
-(a 35-step chain ~1.3 s, 140 steps ~5 s, 240 ~40 s of a CPU) and each step keeps its own block buffer
-on the stack, so a long unrolled loop's chain would cost minutes for a call NumPy runs in microseconds.
+A chain of more than `pieces.PIECE_STEPS` steps compiles as pieces (`pieces.py`), its threshold that many
+chains' (`plan._warm_split`): LLVM's time grows faster than a function's steps.
 """
 import os
 import threading
@@ -31,7 +30,6 @@ ENV = "DY2STATIC_NATIVE_THRESHOLD_MS"
 DEFAULT_MS = 100.0
 SAMPLES = 16        # calls timed on each side before a swapped-in kernel is judged
 MARGIN = 0.05       # a kernel stays only where its median call takes at most (1 - MARGIN) of NumPy's
-MAX_CHAIN_STEPS = 64    # longer elementwise chains stay on NumPy (compile time superlinear in the steps)
 
 
 def threshold():
@@ -46,13 +44,6 @@ def threshold():
     if not value >= 0:
         raise ValueError(f"{ENV} must be a number of milliseconds >= 0, not {text!r}")
     return value / 1e3
-
-
-def chain_too_long(steps):
-    """Why a fused chain of `steps` is not worth compiling ('' where it may be): its length."""
-    if len(steps) > MAX_CHAIN_STEPS:
-        return f"a chain of {len(steps)} steps (over {MAX_CHAIN_STEPS}: LLVM's compile time grows faster)"
-    return ""
 
 
 def samples():

@@ -11,7 +11,7 @@ import pytest
 
 import runtime as rt
 from runtime import native
-from runtime.native import compiler, gemm, plan as plan_module, tiering
+from runtime.native import compiler, gemm, pieces, plan as plan_module, tiering
 from runtime.native.numpy_loops import probe_values, same_bits
 from runtime.ops.fused import FUSED_OP
 from transpiler import to_static
@@ -368,9 +368,10 @@ def test_the_numpy_chain_a_region_warms_on_gives_the_numpy_plans_bits(monkeypatc
 
 
 @needs_llvm
-def test_a_chain_longer_than_the_cap_stays_on_numpy_with_numpy_bits(monkeypatch):
-    """LLVM's compile time grows faster than a chain's steps (an unrolled 300-step loop took minutes):
-    chains of more than MAX_CHAIN_STEPS steps are kept on NumPy, say so, and compute NumPy's bits."""
+def test_a_chain_longer_than_a_piece_warms_like_any_chain_with_numpy_bits(monkeypatch):
+    """LLVM's compile time grows faster than a chain's steps: a chain of more than PIECE_STEPS steps
+    compiles as pieces (pieces.py), tiered as any chain (warming at plan build, nothing compiled), with
+    NumPy's bits."""
     monkeypatch.setenv(tiering.ENV, "1e9")
 
     def program(ops):
@@ -381,10 +382,10 @@ def test_a_chain_longer_than_the_cap_stays_on_numpy_with_numpy_bits(monkeypatch)
         return rt.trace(f, [rt.InputSpec([64], "float32", name="x")])[0]
 
     x = probe_values("float32", 64)
-    for steps, want_state in ((tiering.MAX_CHAIN_STEPS, "warming"), (tiering.MAX_CHAIN_STEPS + 2, "chain of")):
+    for steps in (pieces.PIECE_STEPS, pieces.PIECE_STEPS + 2):
         prog = program(steps // 2)
         plan = rt.Executor(native=True).compile(prog)
-        assert len(_state(plan)) == 1 and want_state in _state(plan)[0], _state(plan)
+        assert _state(plan) == ["warming"], _state(plan)
         with np.errstate(all="ignore"):
             assert same_bits(plan.run({"x": x})[0].numpy(), rt.Executor(native=False).run(prog, {"x": x})[0].numpy())
 
