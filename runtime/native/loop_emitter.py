@@ -754,15 +754,45 @@ class LoopEmitter:
         k, n = args[2:4]
         if gemv.check(k, n, kind):
             return False
+        matrix = operands[args[5]]
+        repeated = id(matrix) in self.invariant and matrix.ndim == 2 and (self.repeats or stacked)
+        ptr = self.ir.PointerType(self.ir.FloatType())
+        if repeated and kind == "n" and self.panel_product(k, n, matrix, [self.b.bitcast(slots[x], ptr) for x in (args[7], args[5], args[10])]):
+            return True
         emit = gemv.emit if kind == "n" else gemv.emit_t
         fn = emit(self.module, k, n, name=f"{self.name}_{gemv.function_name(k, n, kind)}")
         if [kind, k, n] not in self.gemvs:
             self.gemvs.append([kind, k, n])
-        matrix = operands[args[5]]
-        if id(matrix) in self.invariant and matrix.ndim == 2 and (self.repeats or stacked):
+        if repeated:
             slots = dict(slots, **{args[5]: self.aligned_matrix(matrix)})
-        ptr = self.ir.PointerType(self.ir.FloatType())
         self.b.call(fn, [self.b.bitcast(slots[x], ptr) for x in (args[7], args[5], args[10])])
+        return True
+
+    def panel_product(self, k, n, matrix, pointers):
+        """x @ matrix (pointers: x, the matrix, y) by `gemv.emit(..., panel=)`, the matrix's panels copied
+        once a call (`hoisted`), read forwards and backwards in turn (the panels one call reads last are
+        the next call's first, still in L1); False where the shape takes no panels or fails their test."""
+        b = self.b
+        panel = gemv.panel_rows(k, n)
+        kind = f"p{panel}"
+        if not panel or gemv.check(k, n, kind):
+            return False
+        product, packing = gemv.emit_panel_test(self.module, k, n, panel, prefix=f"{self.name}_")
+        if [kind, k, n] not in self.gemvs:
+            self.gemvs.append([kind, k, n])
+        key = ("panels", id(matrix))
+        if key not in self.aligned:
+            with b.goto_block(self.hoist):
+                panels = self.alloc(np.float32, (gemv.panel_floats(k, n, panel),))
+                b.call(packing, [self.env[id(matrix)].ptr, panels.ptr])     # (defined before `hoisted`)
+                turn = self.entry_alloca(self.i64)
+                b.store(self.c64(0), turn)
+                self.hoist = b.block
+            self.aligned[key] = panels.ptr, turn
+        panels, turn = self.aligned[key]
+        backwards = b.load(turn)
+        b.call(product, pointers + [panels, backwards])
+        b.store(b.xor(backwards, self.c64(1)), turn)
         return True
 
     def copied_transpose_product(self, b_var, plain, copied, slots, out):
