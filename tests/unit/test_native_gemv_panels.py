@@ -157,3 +157,37 @@ def test_hoisted_copies_come_before_the_loop():
     assert len(making) == 1 and making[0].startswith("hoisted"), making    # made once, before the loop
     copying = [label for label, code in blocks.items() if "llvm.memcpy" in code and label.startswith("hoisted")]
     assert copying, sorted(blocks)          # u (off the boundary) copied there too
+
+
+def test_a_cond_of_one_numpy_call_per_branch_stays_python(monkeypatch):
+    """W4 (`x * 2` or `x - 1` by `x.mean() > 0`): a native call of the chosen branch saves no NumPy call
+    and its trial found it slower; the plan keeps its plain if/else (no native call, no timing around it),
+    with the NumPy plan's bits. A branch of two calls (a chain) is still one native region."""
+    from runtime.native import region as regions
+
+    def one_call(x):
+        if x.mean() > 0:
+            y = x * 2
+        else:
+            y = x - 1
+        return y
+
+    def two_calls(x):
+        if x.mean() > 0:
+            y = x * 2 + 1
+        else:
+            y = x - 1
+        return y
+
+    monkeypatch.setenv("DY2STATIC_NATIVE_CACHE", "0")
+    x = np.random.default_rng(4).standard_normal((64, 64)).astype(np.float32) + 0.01
+    for f, want in ((one_call, regions.ONE_CALL_BRANCHES), (two_calls, "native")):
+        for sign in (1, -1):
+            program = to_static(f).get_program(rt.tensor(x * sign))
+            plan = rt.Executor(native=True).compile(program)
+            native.wait()
+            assert [why for name, why in plan.native_regions if name.startswith("cond")] == [want]
+            feed = {program.inputs[0].name: rt.tensor(x * sign)}
+            for _ in range(2):
+                (got,) = plan.run(feed)
+                assert same_bits(got.numpy(), f(x * sign))
