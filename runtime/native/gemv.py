@@ -58,16 +58,20 @@ def function_name(k, n, kind="n"):
     return f"dy2s_sgemv{'' if kind == 'n' else '_' + kind}_{k}_{n}"
 
 
-PANEL_BYTES, L1_BYTES = 32 << 10, 40 << 10
+PANEL_BYTES, L1_BYTES, SNAKE_BYTES = 32 << 10, 40 << 10, 96 << 10
 
 
 def panel_rows(k, n):
     """Rows per panel (`emit(..., panel=)`) for a loop's (1, k) @ (k, n) by one matrix, or 0: none. Only
     for the 4x8 kernel's shapes (k > 48), a matrix beyond L1 (~40 KiB used: below, every call reads it
-    from L1 anyway) whose panels of 64, 32 or 16 rows fit half of it, two panels at least."""
+    from L1 anyway) whose panels of 64, 32 or 16 rows fit half of it, two panels at least; and where
+    the panels gain (measured, bench/RESULTS.md): a matrix up to ~2x L1 (the panel read last and more
+    stay in L1 for the next call: W3's 64 KiB, ~25% faster), or rows n floats apart that are not whole
+    cache lines apart (n % 16: every other row's vectors straddle two lines; the panels' rows do not:
+    ~15-35% faster). A larger matrix of whole-line rows streams from L2 as fast without them."""
     rows = n & -4
     vector_rows = rows - (rows & 12)
-    if k <= HEAD_CHAINS_K or k * n * 4 <= L1_BYTES:
+    if k <= HEAD_CHAINS_K or k * n * 4 <= L1_BYTES or (n % LANES == 0 and k * n * 4 > SNAKE_BYTES):
         return 0
     for rows_per in (64, 32, 16):
         if k * rows_per * 4 <= PANEL_BYTES and vector_rows // rows_per >= 2:

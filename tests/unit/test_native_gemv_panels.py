@@ -20,7 +20,7 @@ from transpiler import to_static
 pytestmark = [pytest.mark.usefixtures("compile_at_once"),
               pytest.mark.skipif(llvm.engine() is None, reason="llvmlite not available")]
 
-PANEL_SHAPES = [(128, 128), (200, 200), (129, 131), (97, 333), (64, 200), (256, 256), (500, 64)]
+PANEL_SHAPES = [(128, 128), (200, 200), (129, 131), (97, 333), (64, 200), (256, 200), (500, 68)]
 
 
 def test_panel_rows_only_where_the_matrix_is_beyond_l1():
@@ -29,7 +29,10 @@ def test_panel_rows_only_where_the_matrix_is_beyond_l1():
     assert gemv.panel_rows(64, 128) == 0            # 32 KiB: read from L1 anyway
     assert gemv.panel_rows(100, 100) == 0
     assert gemv.panel_rows(40, 4000) == 0           # k <= 48: sgemv_kernel_n_128's order, no groups
-    assert gemv.panel_rows(4096, 64) == 0           # one panel would not fit L1
+    assert gemv.panel_rows(4096, 68) == 0           # one panel would not fit L1
+    assert gemv.panel_rows(256, 256) == 0           # whole-line rows, 4x L1: streams as fast without
+    assert gemv.panel_rows(500, 64) == 0
+    assert gemv.panel_rows(256, 200) == 32          # rows 800 bytes apart: half of them off a line
 
 
 def _aligned(a, offset_floats=0):
