@@ -326,7 +326,8 @@ def test_function(address, k, n, kind="n"):
         if not all(same_bits(got, want) for want in wants):
             return f"self-test: the inline sgemv_{kind} differs from NumPy's matmul for {k} by {n}"
         if backwards is not None and not same_bits(backwards, wants[0]):
-            return f"self-test: the inline sgemv in panels of {panel} rows read backwards differs from NumPy's matmul for {k} by {n}"
+            return (f"self-test: the inline sgemv in panels of {panel} rows read backwards differs from "
+                    f"NumPy's matmul for {k} by {n}")
     return ""
 
 

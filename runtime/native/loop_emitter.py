@@ -757,7 +757,8 @@ class LoopEmitter:
         matrix = operands[args[5]]
         repeated = id(matrix) in self.invariant and matrix.ndim == 2 and (self.repeats or stacked)
         ptr = self.ir.PointerType(self.ir.FloatType())
-        if repeated and kind == "n" and self.panel_product(k, n, matrix, [self.b.bitcast(slots[x], ptr) for x in (args[7], args[5], args[10])]):
+        pointers = [self.b.bitcast(slots[x], ptr) for x in (args[7], args[5], args[10])]
+        if repeated and kind == "n" and self.panel_product(k, n, matrix, pointers):
             return True
         emit = gemv.emit if kind == "n" else gemv.emit_t
         fn = emit(self.module, k, n, name=f"{self.name}_{gemv.function_name(k, n, kind)}")

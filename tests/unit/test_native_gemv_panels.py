@@ -194,3 +194,41 @@ def test_a_cond_of_one_numpy_call_per_branch_stays_python(monkeypatch):
             for _ in range(2):
                 (got,) = plan.run(feed)
                 assert same_bits(got.numpy(), f(x * sign))
+
+
+@pytest.mark.parametrize("offset", [0, 1, 2])
+def test_a_loops_product_by_a_transposed_weight_off_a_line_gives_numpys_bits(monkeypatch, offset):
+    """A Linear's h @ W.T (OpenBLAS's sgemv_t, inline) in a loop, W 0-2 floats off a 64-byte boundary:
+    read through the aligned copy where it is off one, the NumPy plan's bits."""
+    from runtime import nn
+    monkeypatch.setenv("DY2STATIC_NATIVE_CACHE", "0")
+    rng = np.random.default_rng(offset)
+    w = _aligned((rng.standard_normal((96, 64)) / 8).astype(np.float32), offset)
+    x = rt.tensor(rng.standard_normal((1, 64)).astype(np.float32))
+    rt.seed(3)
+    layer = nn.Linear(64, 96)
+    layer.weight.data = w
+    assert layer.weight.numpy().ctypes.data % 64 == 4 * offset       # adopted, not copied
+
+    def f(h):
+        i = 0
+        while i < 9 and rt.sum(h) < 1e9:
+            h = rt.tanh(layer(h))[:, :64] + h
+            i += 1
+        return h
+
+    metas = []
+    load = loop_emitter.load_kernel
+    monkeypatch.setattr(loop_emitter, "load_kernel", lambda meta, *a, **k: metas.append(meta) or load(meta, *a, **k))
+    monkeypatch.setenv("DY2STATIC_NATIVE", "0")
+    want = to_static(f)(x).numpy()
+    monkeypatch.setenv("DY2STATIC_NATIVE", "sync")
+    native.reset_stats()
+    fn = to_static(f)
+    fn(x)
+    native.wait()
+    for _ in range(2):
+        assert same_bits(fn(x).numpy(), want)
+    assert native.stats()["native"] == 1 and native.stats()["inline_gemvs"] == 1, native.stats()
+    # the kernel is compiled once a process (the same region for every offset): its product is sgemv_t's
+    assert all(meta["gemvs"] == [["t", 64, 96]] for meta in metas), metas
