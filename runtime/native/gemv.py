@@ -22,6 +22,10 @@ Nothing is assumed: `check(k, n)` compiles the function alone and takes it only 
 np.matmul's (and ndarray.dot's) bits on that shape here, on special and random values; a region that
 inlines it exports the function too, and `test_function` runs the same test on the loaded code, at
 compile and at disk load. Other shapes, dtypes and BLAS builds keep the CBLAS call.
+
+A loop's product by one matrix may read it in panels (`panel_rows`, `emit(..., panel=)`, `emit_panels`:
+copied once a call, read forwards and backwards in turn, so each iteration starts on the panel the last
+one left in L1); the same sums in the same order per output, self-tested both ways (kind "p<rows>").
 """
 import ctypes
 import threading
