@@ -22,6 +22,10 @@ Nothing is assumed: `check(k, n)` compiles the function alone and takes it only 
 np.matmul's (and ndarray.dot's) bits on that shape here, on special and random values; a region that
 inlines it exports the function too, and `test_function` runs the same test on the loaded code, at
 compile and at disk load. Other shapes, dtypes and BLAS builds keep the CBLAS call.
+
+A loop's product by one matrix may read it in panels (`panel_rows`, `emit(..., panel=)`, `emit_panels`:
+copied once a call, read forwards and backwards in turn, so each iteration starts on the panel the last
+one left in L1); the same sums in the same order per output, self-tested both ways (kind "p<rows>").
 """
 import ctypes
 import threading
@@ -54,22 +58,56 @@ def applies(dtype, k, n, kind="n"):
 
 
 def function_name(k, n, kind="n"):
-    return f"dy2s_sgemv{'_t' if kind == 't' else ''}_{k}_{n}"
+    """The function's name; for a panel kind ("p64": `panel_rows`), its self-test entry's (`emit_panel_test`)."""
+    return f"dy2s_sgemv{'' if kind == 'n' else '_' + kind}_{k}_{n}"
 
 
-def emit(module, k, n, name=None):
+PANEL_BYTES, L1_BYTES, SNAKE_BYTES = 32 << 10, 40 << 10, 96 << 10
+
+
+def panel_rows(k, n):
+    """Rows per panel (`emit(..., panel=)`) for a loop's (1, k) @ (k, n) by one matrix, or 0: none. Only
+    for the 4x8 kernel's shapes (k > 48), a matrix beyond L1 (~40 KiB used: below, every call reads it
+    from L1 anyway) whose panels of 64, 32 or 16 rows fit half of it, two panels at least; and where
+    the panels gain (measured, bench/RESULTS.md): a matrix up to ~2x L1 (the panel read last and more
+    stay in L1 for the next call: W3's 64 KiB, ~25% faster), or rows n floats apart that are not whole
+    cache lines apart (n % 16: every other row's vectors straddle two lines; the panels' rows do not:
+    ~15-35% faster). A larger matrix of whole-line rows streams from L2 as fast without them."""
+    rows = n & -4
+    vector_rows = rows - (rows & 12)
+    if k <= HEAD_CHAINS_K or k * n * 4 <= L1_BYTES or (n % LANES == 0 and k * n * 4 > SNAKE_BYTES):
+        return 0
+    for rows_per in (64, 32, 16):
+        if k * rows_per * 4 <= PANEL_BYTES and vector_rows // rows_per >= 2:
+            return rows_per
+    return 0
+
+
+def panel_floats(k, n, panel):
+    """Floats of the panels' copy of a (k, n) matrix."""
+    rows = n & -4
+    return (rows - (rows & 12)) // panel * panel * k
+
+
+def emit(module, k, n, name=None, panel=0):
     """Define `void name(float *x, float *a, float *y)`: y[0:n] = x[0:k] @ a (C-contiguous (k, n)) in
     OpenBLAS's order; the function, or the one the module already holds. Rows go LANES at a time in
     blocks of up to BLOCK vectors whose sums stay in registers across all column groups (a group's
     chains of the block's vectors are independent: the FMA units stay busy); the few head and tail rows
-    whose order differs are scalar."""
+    whose order differs are scalar.
+
+    `panel` (`panel_rows`): `void name(float *x, float *a, float *y, float *panels, i64 backwards)`: the
+    vector rows in whole panels of `panel` rows read from `panels` (`emit_panels`: each panel's k x panel
+    numbers contiguous), the panels in order, or last to first where `backwards` is odd. A caller
+    alternating it each call (a loop's product by the same matrix) starts on the panels the last call
+    read last, still in L1: the same sums, in the same order per output, fewer reads from L2."""
     import llvmlite.ir as ir
-    name = name or function_name(k, n)
+    name = name or function_name(k, n, f"p{panel}" if panel else "n")
     if name in module.globals:
         return module.globals[name]
     f32, i64 = ir.FloatType(), ir.IntType(64)
-    fn, b = _vector_function(ir, module, name)
-    x, a, y = fn.args
+    fn, b = _vector_function(ir, module, name, panels=bool(panel))
+    x, a, y = fn.args[:3]
     vec = ir.VectorType(f32, LANES)
     types = {1: f32, LANES: vec}
     slots = {1: [b.alloca(f32)], LANES: [b.alloca(vec) for _ in range(BLOCK)]}    # SROA: registers
@@ -94,8 +132,12 @@ def emit(module, k, n, name=None):
         return b.shuffle_vector(one_lane, ir.Constant(vec, ir.Undefined),
                                 ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width))
 
-    def load(col, row, width):
-        at = b.gep(a, [b.add(b.mul(col, c64(n)), row)])
+    def load(col, row, width, panel_at=None):
+        if panel_at is None:
+            at = b.gep(a, [b.add(b.mul(col, c64(n)), row)])
+        else:           # (the panel's first row, its numbers): row-major k x panel
+            first, numbers = panel_at
+            at = b.gep(numbers, [b.add(b.mul(col, c64(panel)), b.sub(row, first))])
         if width == 1:
             return b.load(at)
         value = b.load(b.bitcast(at, ir.PointerType(vec)))
@@ -109,10 +151,10 @@ def emit(module, k, n, name=None):
         else:
             b.store(value, b.bitcast(at, ir.PointerType(vec))).align = 4
 
-    def chain(cols, xs, row, width):
+    def chain(cols, xs, row, width, panel_at=None):
         acc = const(0.0, width)
         for col, xv in zip(cols, xs):
-            acc = fma(width, load(col, row, width), xv, acc)
+            acc = fma(width, load(col, row, width, panel_at), xv, acc)
         return acc
 
     def x_at(col, width):
@@ -123,9 +165,10 @@ def emit(module, k, n, name=None):
         if stop > start:
             ew._loop(ir, b, fn, c64(stop - start), lambda i: emit_body(b.add(i, c64(start))))
 
-    def rows_of(row0, width, count, split=False):
+    def rows_of(row0, width, count, split=False, panel_at=None):
         """Outputs row0 .. row0 + width * count - 1 of the 4x8 kernel: each group's chains, then y +
-        them; `split`: the asm kernel's head rows (even and odd columns apart, added first)."""
+        them; `split`: the asm kernel's head rows (even and odd columns apart, added first); `panel_at`:
+        read from a panel (`load`)."""
         ys = slots[width][:count]
         zero, one = const(0.0, width), const(1.0, width)
         for slot in ys:
@@ -139,7 +182,7 @@ def emit(module, k, n, name=None):
                     t = b.fadd(chain(cols[0::2], xs[0::2], row, width), chain(cols[1::2], xs[1::2], row, width))
                     b.store(b.fadd(b.fmul(t, one), b.load(slot)), slot)
                 else:
-                    b.store(fma(width, chain(cols, xs, row, width), one, b.load(slot)), slot)
+                    b.store(fma(width, chain(cols, xs, row, width, panel_at), one, b.load(slot)), slot)
         if k // 8:
             ew._loop(ir, b, fn, c64(k // 8), lambda g: group([b.add(b.mul(g, c64(8)), c64(j)) for j in range(8)]))
         col = k // 8 * 8
@@ -178,7 +221,20 @@ def emit(module, k, n, name=None):
     rows = n & -4
     head = (rows & 4) + (rows & 8)
     for_range(0, head, lambda i: rows_of(i, 1, 1, split=True))
-    blocks(head, rows, rows_of)
+    if panel:
+        panels, backwards = fn.args[3:]
+        whole = (rows - head) // panel
+        flip = b.and_(backwards, c64(1))
+
+        def in_panel(i):            # the i-th panel read: i, or whole - 1 - i backwards
+            q = b.add(b.mul(b.sub(c64(1), b.mul(flip, c64(2))), i), b.mul(flip, c64(whole - 1)))
+            first = b.add(c64(head), b.mul(q, c64(panel)))
+            rows_of(first, LANES, panel // LANES,
+                    panel_at=(first, b.gep(panels, [b.mul(q, c64(k * panel))])))
+        ew._loop(ir, b, fn, c64(whole), in_panel)
+        blocks(head + whole * panel, rows, rows_of)
+    else:
+        blocks(head, rows, rows_of)
     for i in range(rows, n):            # the last n % 4 outputs (C code): one chain over all k, fma(1, temp, +0)
         temp = slots[1][0]
         b.store(const(0.0, 1), temp)
@@ -188,12 +244,13 @@ def emit(module, k, n, name=None):
     return fn
 
 
-def _vector_function(ir, module, name):
-    """`void name(float *x, float *matrix, float *y)`, its arguments noalias, and a builder at its entry
-    block: what both product kernels (emit, emit_t) define."""
+def _vector_function(ir, module, name, panels=False):
+    """`void name(float *x, float *matrix, float *y)` (`panels`: and `float *panels, i64 backwards`),
+    its pointers noalias, and a builder at its entry block: what both product kernels (emit, emit_t) define."""
     ptr = ir.PointerType(ir.FloatType())
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr]), name)
-    for arg in fn.args:
+    extra = [ptr, ir.IntType(64)] if panels else []
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr] + extra), name)
+    for arg in fn.args[:4]:
         arg.add_attribute("noalias")
     return fn, ir.IRBuilder(fn.append_basic_block("entry"))
 
@@ -209,9 +266,12 @@ def check(k, n, kind="n"):
     """'' when the inline gemv gives np.matmul's bits for float32 (1, k) @ (k, n) (kind "n"; kind "t":
     (1, k) @ W.T for a C-contiguous W (n, k), and W @ (k, 1)) here, else why not; compiled alone and
     tested once per shape (the compiler thread)."""
-    why = applies(np.float32, k, n, kind)
+    panel = int(kind[1:]) if kind.startswith("p") else 0
+    why = applies(np.float32, k, n, "n" if panel else kind)
     if why:
         return why
+    if panel and panel != panel_rows(k, n):
+        return f"inline gemv of (1, {k}) @ ({k}, {n}) in panels of {panel} rows: not a shape panels take"
     key = (kind, k, n)
     with _LOCK:
         if key in _CHECKED:
@@ -223,7 +283,10 @@ def check(k, n, kind="n"):
     name = function_name(k, n, kind)
     module = ir.Module(name=name)
     module.triple = eng.target_machine.triple
-    (emit if kind == "n" else emit_t)(module, k, n)
+    if panel:
+        emit_panel_test(module, k, n, panel)
+    else:
+        (emit if kind == "n" else emit_t)(module, k, n)
     why = test_function(eng.compile(str(module), [name])[name], k, n, kind)
     with _LOCK:
         _CHECKED[key] = why
@@ -233,7 +296,18 @@ def check(k, n, kind="n"):
 def test_function(address, k, n, kind="n"):
     """'' when the compiled function at `address` gives NumPy's bits on special and random values of
     that shape (np.matmul and ndarray.dot, in each form the plan may call for it), else why not."""
-    call = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(address)
+    panel = int(kind[1:]) if kind.startswith("p") else 0
+    if panel:           # the self-test entry: panels made, read forwards and backwards (`emit_panel_test`)
+        test = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 5)(address)
+        panels = np.empty(max(panel_floats(k, n, panel), 1), np.float32)
+        backwards = np.empty((1, n), np.float32)
+
+        def call(x, w, y):
+            test(x, w, y, panels.ctypes.data, backwards.ctypes.data)
+        kind = "n"
+    else:
+        call = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(address)
+        backwards = None
     rng = np.random.default_rng(27)
     shape = (k, n) if kind == "n" else (n, k)
     # special values at every position class, repeated (a shape's own 50K-element probe costs ~20 ms)
@@ -255,6 +329,9 @@ def test_function(address, k, n, kind="n"):
             call(x.ctypes.data, w.ctypes.data, got.ctypes.data)
         if not all(same_bits(got, want) for want in wants):
             return f"self-test: the inline sgemv_{kind} differs from NumPy's matmul for {k} by {n}"
+        if backwards is not None and not same_bits(backwards, wants[0]):
+            return (f"self-test: the inline sgemv in panels of {panel} rows read backwards differs from "
+                    f"NumPy's matmul for {k} by {n}")
     return ""
 
 
@@ -414,3 +491,59 @@ def _stacked(batch, k, n):
         return f"self-test: the stacked inline sgemv differs from NumPy's matmul on {batch} x (1, {k}) @ ({k}, {n})"
     call.inline_gemvs = 1           # for native.stats()
     return call
+
+
+def emit_panels(module, k, n, panel, name=None):
+    """Define `void name(float *a, float *panels)`: the whole panels of `panel` rows of a C-contiguous
+    (k, n) matrix (after the 4x8 kernel's head rows), each k x panel row-major, one after the other: what
+    `emit(..., panel=panel)` reads. A copy: the numbers, so the sums, are a's."""
+    import llvmlite.ir as ir
+    name = name or f"dy2s_sgemv_panels{panel}_{k}_{n}"
+    if name in module.globals:
+        return module.globals[name]
+    f32, i64 = ir.FloatType(), ir.IntType(64)
+    vec = ir.PointerType(ir.VectorType(f32, LANES))
+    ptr = ir.PointerType(f32)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr]), name)
+    for arg in fn.args:
+        arg.add_attribute("noalias")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    a, panels = fn.args
+    rows = n & -4
+    head = rows & 12
+
+    def c64(v):
+        return ir.Constant(i64, int(v))
+
+    def row(q, j):
+        src = b.add(b.mul(j, c64(n)), b.add(c64(head), b.mul(q, c64(panel))))
+        dst = b.mul(b.add(b.mul(q, c64(k)), j), c64(panel))
+        for v in range(panel // LANES):
+            value = b.load(b.bitcast(b.gep(a, [b.add(src, c64(v * LANES))]), vec))
+            value.align = 4
+            b.store(value, b.bitcast(b.gep(panels, [b.add(dst, c64(v * LANES))]), vec)).align = 4
+
+    ew._loop(ir, b, fn, c64((rows - head) // panel), lambda q: ew._loop(ir, b, fn, c64(k), lambda j: row(q, j)))
+    b.ret_void()
+    return fn
+
+
+def emit_panel_test(module, k, n, panel, prefix=""):
+    """(product, packing): `emit(..., panel=panel)` and `emit_panels`, defined with the self-test entry
+    `void name(float *x, float *a, float *y, float *panels, float *y2)` (name: prefix +
+    function_name(k, n, "p<panel>")): the panels of a made, y = x @ a read forwards and y2 backwards; a
+    region exporting it lets `test_function` check the loaded code."""
+    import llvmlite.ir as ir
+    product = emit(module, k, n, name=f"{prefix}dy2s_sgemv_{k}_{n}_in_panels{panel}", panel=panel)
+    packing = emit_panels(module, k, n, panel, name=f"{prefix}dy2s_sgemv_panels{panel}_{k}_{n}")
+    name = prefix + function_name(k, n, f"p{panel}")
+    if name not in module.globals:
+        ptr = ir.PointerType(ir.FloatType())
+        fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr] * 5), name)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        x, a, y, panels, y2 = fn.args
+        b.call(packing, [a, panels])
+        for out, backwards in ((y, 0), (y2, 1)):
+            b.call(product, [x, a, out, panels, ir.Constant(ir.IntType(64), backwards)])
+        b.ret_void()
+    return product, packing

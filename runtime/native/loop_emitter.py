@@ -140,6 +140,8 @@ class LoopEmitter:
         self.relocations = []       # descriptors of the process addresses the code reads from its table
         self.direct = {}            # id(output var) -> its output array's data (a straight run computes into it)
         self.fast_entry = None      # the name of the kernel's Python entry (a METH_FASTCALL function), if any
+        self.aligned = {}           # id(matrix argument) -> its data at a 64-byte boundary (`aligned_matrix`)
+        self.repeats = 0            # > 0 while emitting code that runs more than once a call (a loop's)
 
     # --- small helpers
     def c64(self, v):
@@ -206,6 +208,31 @@ class LoopEmitter:
         self.b.call(memcpy, [self.b.bitcast(dst.ptr, self.p8), self.b.bitcast(src.ptr, self.p8),
                              self.c64(dst.size * dst.dtype.itemsize), self.ir.Constant(self.i1, 0)])
 
+    def align_up(self, ptr):
+        """ptr rounded up to the next ALIGN-byte boundary (an i8*)."""
+        b = self.b
+        at = b.ptrtoint(ptr, self.i64)
+        return b.inttoptr(b.and_(b.add(at, self.c64(ALIGN - 1)), self.c64(-ALIGN)), self.p8)
+
+    def aligned_matrix(self, var):
+        """A pointer to an invariant argument's data at an ALIGN-byte boundary: the data itself where it
+        is, else a copy made once at the start of the call (vector loads across cache lines made an inline
+        gemv up to ~1.7x slower: the weights a loop reads every iteration are worth one copy a call)."""
+        if id(var) in self.aligned:
+            return self.aligned[id(var)]
+        ir, b = self.ir, self.b
+        src = self.env[id(var)]
+        with b.goto_block(self.hoist):
+            copy = self.alloc(var.dtype, var.static_shape)
+            at = b.ptrtoint(src.ptr, self.i64)
+            misaligned = b.icmp_unsigned("!=", b.and_(at, self.c64(ALIGN - 1)), self.c64(0))
+            with b.if_then(misaligned):
+                self.copy(copy, src)
+            ptr = b.select(misaligned, copy.ptr, src.ptr)
+            self.hoist = b.block            # where the next hoisted code goes (`compiled` ends it)
+        self.aligned[id(var)] = ptr
+        return ptr
+
     def check(self, cond, bad):
         ok = self.new_block("ok")
         self.b.cbranch(cond, ok, bad)
@@ -267,10 +294,11 @@ class LoopEmitter:
         table.initializer = self.c64(0)
         self.table = b.inttoptr(b.load(table), ir.PointerType(self.i64))
         if region.kind == "straight":       # called by its Python entry only (`straight_entry`): scratch on its stack
-            self.scratch, counts = objs[-1], None
+            scratch, counts = objs[-1], None
         else:
-            self.scratch = self.field(objs[-1], "data", self.p8)
+            scratch = self.field(objs[-1], "data", self.p8)
             counts = b.bitcast(self.field(objs[-2], "data", self.p8), ir.PointerType(self.i64))
+        self.scratch = self.align_up(scratch)       # the caller's is ALIGN bytes longer (`RegionKernel`)
         for v, obj in zip(region.args, objs):
             if v.kind == "array":       # its items' buffer: (capacity, *element shape)
                 data, capacity = self.argument(obj, v, leading=True)
@@ -289,6 +317,10 @@ class LoopEmitter:
             self.env[id(v)] = val
         out_ptrs = {k: b.bitcast(self.field(obj, "data", self.p8), ir.PointerType(self.ltype(op.outputs[k].dtype)))
                     for obj, k in zip(objs[n_args:n_args + n_outs], dense)}
+        self.hoist, body = self.new_block("hoisted"), self.new_block("main")     # `aligned_matrix`'s copies
+        b.branch(self.hoist)
+        b.position_at_end(body)
+        self.after_hoist = body
         if region.kind == "branch":         # a cond outside loops: its chosen branch, its outputs copied out
             return self.build_branch(op, out_ptrs, budget, n_args, n_outs)
         if region.kind == "straight":
@@ -386,7 +418,7 @@ class LoopEmitter:
             made.append(array)
             return array
 
-        size = max(self.scratch_bytes, ALIGN)
+        size = self.scratch_bytes + ALIGN        # the function aligns its start
         if size <= STACK_SCRATCH:
             slot = self.entry_alloca(ir.ArrayType(self.i8, size))
             slot.align = ALIGN
@@ -478,11 +510,12 @@ class LoopEmitter:
     def compiled(self, n_args, n_outs):
         """The module compiled to object code, linked and loaded: a RegionKernel (its code and meta kept
         for the disk cache where it names no process address), or why not."""
+        self.ir.IRBuilder(self.hoist).branch(self.after_hoist)
         text = str(self.module)
         obj = self.eng.emit_object(text)
         shared = objects.link(obj)
         meta = {"name": self.name, "relocations": self.relocations, "n_args": n_args, "n_outs": n_outs,
-                "scratch_bytes": self.scratch_bytes, "copied_transposes": self.copied_shapes,
+                "scratch_bytes": self.scratch_bytes + ALIGN, "copied_transposes": self.copied_shapes,
                 "gemvs": self.gemvs, "fast": self.fast_entry, "kind": self.region.kind}
         kernel = load_kernel(meta, obj, shared, self.keep)
         if not isinstance(kernel, str) and not relocations.embedded(text, self.keep):
@@ -515,6 +548,7 @@ class LoopEmitter:
         b.position_at_end(head)
         for p, state in zip(cond_block.params, states):
             self.env[id(p)] = state
+        self.repeats += 1
         self.emit_block(cond_block)
         test = self.value(cond_block.results[0], _Val(None, np.bool_, ()))
         b.cbranch(b.icmp_unsigned("!=", b.load(test.ptr), ir.Constant(self.i8, 0)), body, done)
@@ -528,6 +562,7 @@ class LoopEmitter:
             self.env[id(p)] = state
         self.emit_block(body_block)
         self.next_state(states, body_block.results, arrays)
+        self.repeats -= 1
         b.branch(head)
         b.position_at_end(done)
 
@@ -674,13 +709,15 @@ class LoopEmitter:
         out_var = op.outputs[0]
         out = self.fresh(out_var)
         slots = {"a": self.env[id(a)].ptr, "b": self.env[id(b_var)].ptr, "out": out.ptr}
+        operands = {"a": a, "b": b_var}
         if a.ndim == 3:         # a stack: each item's 2-D product, as NumPy's matmul makes them
             (m, k), n = a.static_shape[-2:], out_var.static_shape[-1]
+            stacked = a.static_shape[0] > 1
 
             def item(t):
                 at = dict(slots, a=b.gep(slots["a"], [b.mul(t, self.c64(m * k))]),
                           out=b.gep(out.ptr, [b.mul(t, self.c64(m * n))]))
-                if not self.inline_gemv(symbol, args, at):
+                if not self.inline_gemv(symbol, args, at, operands, stacked):
                     self.blas_call(symbol, args, at, _Val(at["out"], out.dtype, (m, n)))
 
             if out.size:
@@ -694,7 +731,7 @@ class LoopEmitter:
             copied = copied_transpose_call(out.dtype, m, k, n)
             if not isinstance(copied, str) and id(b_var) not in self.copies:
                 self.copied_shapes.append([out.dtype.str, m, k, n])
-        if symbol is None or copied is None and self.inline_gemv(symbol, args, slots):
+        if symbol is None or copied is None and self.inline_gemv(symbol, args, slots, operands):
             pass
         elif copied is None or isinstance(copied, str):
             self.blas_call(symbol, args, slots, out)
@@ -705,22 +742,58 @@ class LoopEmitter:
             operands = [(out.ptr, self.c64(1), out.dtype), self.operand(self.env[id(bias)], out.shape)]
             ew._inline_loop(ir, b, self.fn, add, operands, out.ptr, self.c64(out.size))
 
-    def inline_gemv(self, symbol, args, slots):
+    def inline_gemv(self, symbol, args, slots, operands, stacked=False):
         """The product inline (`gemv.py`: OpenBLAS's order of sums) where NumPy's call is an sgemv (a row
         by a matrix: row-major, its sgemv_n; by a matrix's .T, or a matrix by a column: column-major, its
-        sgemv_t) and the inline code gives its bits on that shape here; False: not taken."""
+        sgemv_t) and the inline code gives its bits on that shape here; False: not taken. A matrix that
+        is an argument, multiplied more than once a call (in a loop, or by a stack), is read at an
+        ALIGN-byte boundary (`aligned_matrix`)."""
         if symbol.name != "sgemv" or args[1] != TRANS or args[0] not in (ROW_MAJOR, COL_MAJOR):
             return False
         kind = "n" if args[0] == ROW_MAJOR else "t"
         k, n = args[2:4]
         if gemv.check(k, n, kind):
             return False
+        matrix = operands[args[5]]
+        repeated = id(matrix) in self.invariant and matrix.ndim == 2 and (self.repeats or stacked)
+        ptr = self.ir.PointerType(self.ir.FloatType())
+        pointers = [self.b.bitcast(slots[x], ptr) for x in (args[7], args[5], args[10])]
+        if repeated and kind == "n" and self.panel_product(k, n, matrix, pointers):
+            return True
         emit = gemv.emit if kind == "n" else gemv.emit_t
         fn = emit(self.module, k, n, name=f"{self.name}_{gemv.function_name(k, n, kind)}")
         if [kind, k, n] not in self.gemvs:
             self.gemvs.append([kind, k, n])
-        ptr = self.ir.PointerType(self.ir.FloatType())
+        if repeated:
+            slots = dict(slots, **{args[5]: self.aligned_matrix(matrix)})
         self.b.call(fn, [self.b.bitcast(slots[x], ptr) for x in (args[7], args[5], args[10])])
+        return True
+
+    def panel_product(self, k, n, matrix, pointers):
+        """x @ matrix (pointers: x, the matrix, y) by `gemv.emit(..., panel=)`, the matrix's panels copied
+        once a call (`hoisted`), read forwards and backwards in turn (the panels one call reads last are
+        the next call's first, still in L1); False where the shape takes no panels or fails their test."""
+        b = self.b
+        panel = gemv.panel_rows(k, n)
+        kind = f"p{panel}"
+        if not panel or gemv.check(k, n, kind):
+            return False
+        product, packing = gemv.emit_panel_test(self.module, k, n, panel, prefix=f"{self.name}_")
+        if [kind, k, n] not in self.gemvs:
+            self.gemvs.append([kind, k, n])
+        key = ("panels", id(matrix))
+        if key not in self.aligned:
+            with b.goto_block(self.hoist):
+                panels = self.alloc(np.float32, (gemv.panel_floats(k, n, panel),))
+                b.call(packing, [self.env[id(matrix)].ptr, panels.ptr])     # (defined before `hoisted`)
+                turn = self.entry_alloca(self.i64)
+                b.store(self.c64(0), turn)
+                self.hoist = b.block
+            self.aligned[key] = panels.ptr, turn
+        panels, turn = self.aligned[key]
+        backwards = b.load(turn)
+        b.call(product, pointers + [panels, backwards])
+        b.store(b.xor(backwards, self.c64(1)), turn)
         return True
 
     def copied_transpose_product(self, b_var, plain, copied, slots, out):

@@ -80,6 +80,8 @@ def analyse_cond(op):
              if o.outputs and o.outputs[0].ndim and (native_form(o) or ("",))[0] not in ("view", "index")]
     if not worth:
         return "a cond without array work (cheaper on NumPy)"
+    if all(_numpy_calls(sub) <= 1 for sub in op.sub_blocks()):
+        return ONE_CALL_BRANCHES
     forms, key, checks, numbers = {}, [], [], {}
     number = _numbering(numbers)
     try:
@@ -90,6 +92,23 @@ def analyse_cond(op):
         return str(e)
     key = repr(("cond", [numbers[id(v)] for v in args], [number(o) for o in op.outputs], key))
     return Region(op, args, forms, key, checks=checks, kind="branch")
+
+
+ONE_CALL_BRANCHES = "a cond whose branches are one NumPy call each (cheaper on NumPy)"
+
+
+def _numpy_calls(block):
+    """About how many NumPy calls a branch's array work makes in the plan (a chain's steps each one): a
+    native call of a branch making one saves none and costs its call (W4: `x * 2` or `x - 1`)."""
+    calls = 0
+    for o in block.ops:
+        if not o.outputs or not o.outputs[0].ndim:
+            continue
+        form = native_form(o) or ("",)
+        if form[0] in ("view", "index"):
+            continue
+        calls += len(form[1]) if form[0] == "chain" else 1
+    return calls
 
 
 def analyse_straight(ops, outputs):
