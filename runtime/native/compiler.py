@@ -3,7 +3,8 @@
 `submit(job, done)` queues `done(job())`; the calling thread never waits. `wait()` blocks until the
 queue is empty (tests, benchmarks). DY2STATIC_NATIVE=sync compiles in the caller instead
 (`in_background()` is False): every region is native from its first call, which pays the compile.
-The thread is a daemon: at exit, queued jobs are dropped and the one running is not waited for.
+The thread is a daemon: at exit, queued jobs are dropped and the one running is not waited for, except
+while it is inside an LLVM call (`llvm.GATE`: exit's C++ destructors would abort that call, and the process).
 A forked child (`os.fork`, multiprocessing's fork) has no compiler thread: it starts its own on its next
 submit, with a fresh queue, taking over the jobs its parent had queued; where the parent was compiling
 at the fork, LLVM's and the compile's locks may be held in the child for good, so the child compiles

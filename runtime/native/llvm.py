@@ -6,7 +6,9 @@ through `PyArrayObject`'s public struct layout; `ARRAY_LAYOUT` holds the offsets
 live arrays at load (`layout_ok`), so a NumPy or CPython build with another layout turns the tier off
 instead of reading the wrong field.
 """
+import atexit
 import ctypes
+import os
 import threading
 from importlib.util import find_spec as _find_spec
 
@@ -18,6 +20,49 @@ ARRAY_LAYOUT = {"ob_type": 8, "data": 16, "nd": 24, "dimensions": 32, "strides":
 
 _LOCK = threading.Lock()
 _STATE = {}
+EXIT_WAIT_S = 60.0      # the longest exit waits for LLVM calls in flight (one call takes well under that)
+
+
+class _Gate:
+    """LLVM calls in flight, closed at interpreter exit. Exit runs C++ static destructors that tear down
+    LLVM's globals; a compile still inside LLVM in the (daemon) compiler thread then aborts the process
+    with an LLVM assertion after the user's program has finished. Exit waits for the calls inside instead,
+    and a call after it raises (the job fails; its region was going to be dropped anyway)."""
+
+    def __init__(self):
+        self.inside = 0
+        self.closed = False
+        self.changed = threading.Condition()
+
+    def __enter__(self):
+        with self.changed:
+            if self.closed:
+                raise RuntimeError("not compiled: the interpreter is exiting")
+            self.inside += 1
+
+    def __exit__(self, *exc):
+        with self.changed:
+            self.inside -= 1
+            self.changed.notify_all()
+
+    def close(self, timeout=EXIT_WAIT_S):
+        """Refuse new calls; wait (at most `timeout` s) until none is inside. True when none is."""
+        with self.changed:
+            self.closed = True
+            return self.changed.wait_for(lambda: not self.inside, timeout)
+
+
+GATE = _Gate()
+atexit.register(lambda: GATE.close())
+
+
+def _after_fork_in_child():
+    """A forked child has no thread inside LLVM (and the gate's lock may have been held at the fork)."""
+    global GATE
+    GATE = _Gate()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Engine:
@@ -37,23 +82,24 @@ class Engine:
     def optimized(self, text):
         """The module parsed, verified and optimised (O2, no fast-math)."""
         llvm = self.llvm
-        module = llvm.parse_assembly(text)
-        module.verify()
-        pto = llvm.create_pipeline_tuning_options(speed_level=2)
-        pb = llvm.create_pass_builder(self.target_machine, pto)
-        pb.getModulePassManager().run(module, pb)
+        with GATE:
+            module = llvm.parse_assembly(text)
+            module.verify()
+            pto = llvm.create_pipeline_tuning_options(speed_level=2)
+            pb = llvm.create_pass_builder(self.target_machine, pto)
+            pb.getModulePassManager().run(module, pb)
         return module
 
     def emit_object(self, text):
         """The module as position-independent object code (bytes), for objects.py and the disk cache."""
         module = self.optimized(text)
-        with _LOCK:
+        with GATE, _LOCK:
             return self.pic_machine.emit_object(module)
 
     def load_object(self, obj, names):
         """({name: address}, the engine) for object code made by emit_object."""
         llvm = self.llvm
-        with _LOCK:
+        with GATE, _LOCK:
             engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.pic_machine)
             engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             engine.finalize_object()
@@ -62,7 +108,7 @@ class Engine:
 
     def compile(self, text, names):
         module = self.optimized(text)
-        with _LOCK:
+        with GATE, _LOCK:
             engine = self.llvm.create_mcjit_compiler(module, self.target_machine)
             engine.finalize_object()
             self.engines.append(engine)

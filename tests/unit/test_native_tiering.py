@@ -11,7 +11,7 @@ import pytest
 
 import runtime as rt
 from runtime import native
-from runtime.native import compiler, gemm, pieces, plan as plan_module, tiering
+from runtime.native import compiler, gemm, llvm, pieces, plan as plan_module, tiering
 from runtime.native.numpy_loops import probe_values, same_bits
 from runtime.ops.fused import FUSED_OP
 from transpiler import to_static
@@ -267,6 +267,39 @@ def test_a_compile_in_flight_never_delays_interpreter_exit(tmp_path):
                           capture_output=True, text=True, timeout=120)     # a hang fails here
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert done.stdout.split() == ["daemon", "True"]
+
+
+
+def test_exit_waits_for_a_call_inside_llvm_and_refuses_new_ones(tmp_path):
+    """Exit tears down LLVM's globals (C++ static destructors): a compile inside LLVM in the daemon thread
+    then aborted the process after the user's program had finished. Exit now waits for a call inside the
+    gate (here one that takes 0.5 s) and refuses calls after it."""
+    marker = tmp_path / "finished"
+    code = textwrap.dedent(f"""
+        import threading, time
+        from runtime.native import compiler, llvm
+        inside = threading.Event()
+
+        def job():
+            with llvm.GATE:                 # stands for an LLVM call in flight
+                inside.set()
+                time.sleep(0.5)
+                open({str(marker)!r}, "w").write("done")
+            return "compiled"
+
+        compiler.submit(job, print)
+        inside.wait()
+    """)
+    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=ROOT),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert marker.read_text() == "done"         # without the gate the daemon thread died mid-call
+
+    gate = llvm._Gate()
+    assert gate.close(timeout=0)
+    with pytest.raises(RuntimeError, match="interpreter is exiting"):
+        with gate:
+            pass
 
 
 # --- a kernel on trial: kept only where it is faster than NumPy ------------------------------------
