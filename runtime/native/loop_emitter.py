@@ -35,7 +35,7 @@ from ..ir import Variable
 from ..ops.regions import region_of
 from . import elementwise as ew
 from . import gemv, objects, relocations
-from .blas import COL_MAJOR, ROW_MAJOR, TRANS, copied_transpose_call
+from .blas import COL_MAJOR, NO_TRANS, ROW_MAJOR, TRANS, copied_transpose_call
 from .llvm import ARRAY_LAYOUT, engine
 
 INDEX_ERROR, BUDGET_SPENT, LOOP_FAILED, BAD_ARGUMENT, ARRAY_FULL = -1, -2, -3, -4, -5
@@ -689,7 +689,7 @@ class LoopEmitter:
         copied = None
         if symbol is None:
             pass
-        elif len(args) == 14 and args[2] == TRANS and id(b_var) in self.invariant:   # gemm of a @ weight.T
+        elif len(args) == 14 and args[1] == NO_TRANS and args[2] == TRANS and id(b_var) in self.invariant:   # a @ weight.T
             m, n, k = args[3:6]
             copied = copied_transpose_call(out.dtype, m, k, n)
             if not isinstance(copied, str) and id(b_var) not in self.copies:
@@ -878,7 +878,73 @@ class LoopEmitter:
 
         ew._loop(ir, b, self.fn, self.c64(out.size), body)
 
-    def emit_argmax(self, op, form):
+    def emit_transpose(self, op, form):
+        """x.T of a 2-D x: nothing (analysis took it only where products alone read it: they read x as
+        NumPy's call reads the view, `a.T` in their BLAS arguments)."""
+
+    def emit_cast(self, op, form):
+        """x.astype(dtype): NumPy's cast of each element (the casts `elementwise._castable` admits: one
+        instruction each); to its own dtype the value itself (astype(copy=False) returns x)."""
+        _, x, dtype = form
+        src = self.env[id(x)]
+        out_var = op.outputs[0]
+        if src.dtype == np.dtype(dtype):
+            self.env[id(out_var)] = src
+            return
+        out = self.fresh(out_var)
+        if out.size:
+            self.cast_into(src, out)
+
+    def cast_into(self, src, out):
+        ir, b = self.ir, self.b
+
+        def body(i):
+            value = b.load(b.gep(src.ptr, [i]))
+            b.store(ew._convert(ir, b, value, src.dtype, out.dtype), b.gep(out.ptr, [i]))
+
+        ew._loop(ir, b, self.fn, self.c64(out.size), body)
+
+    def emit_reduce_first(self, op, form):
+        """ufunc.reduce(x, axis=0) of a 2-D x as NumPy's iterator makes it: the result starts as the
+        identity (add: +0.0, multiply: 1) or the first row (maximum, minimum), then takes each row in
+        turn, element by element (inline IEEE adds and products; NumPy's loop for maximum and minimum)."""
+        _, loop, ufunc, x = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        out = self.fresh(op.outputs[0])
+        rows, width = x.static_shape
+        if out.size == 0:
+            return
+        first = 0
+        if ufunc in ("add", "multiply"):
+            identity = ir.Constant(self.ltype(out.dtype), 0.0 if ufunc == "add" else 1.0)
+            ew._loop(ir, b, self.fn, self.c64(width), lambda j: b.store(identity, b.gep(out.ptr, [j])))
+        else:
+            self.copy(out, _Val(src.ptr, src.dtype, (width,)))
+            first = 1
+        if rows <= first:
+            return
+        one = self.c64(1)
+
+        def row(i):
+            i = b.add(i, self.c64(first))
+            operands = [(out.ptr, one, out.dtype), (b.gep(src.ptr, [b.mul(i, self.c64(width))]), one, src.dtype)]
+            if loop is None:
+                step = {"ufunc": ufunc, "loop_in": [out.dtype], "inline": True}
+                ew._inline_loop(ir, b, self.fn, step, operands, out.ptr, self.c64(width))
+            else:
+                ew._call_loop(ir, b, loop, self.loop_addresses(loop), operands, out.ptr, self.c64(width),
+                              self.fail[LOOP_FAILED], self.fn)
+
+        ew._loop(ir, b, self.fn, self.c64(rows - first), row)
+        if loop is not None:
+            self.keep.append(loop)
+
+    def emit_argmin(self, op, form):
+        """NumPy's argmin: the first index of the smallest value, or of the first NaN."""
+        self.emit_argmax(op, form, smallest=True)
+
+    def emit_argmax(self, op, form, smallest=False):
         """NumPy's argmax: the first index of the largest value, or of the first NaN."""
         _, x, axis = form
         ir, b = self.ir, self.b
@@ -889,6 +955,7 @@ class LoopEmitter:
         is_float = src.dtype.kind == "f"
         best_slot, index_slot = self.entry_alloca(self.ltype(src.dtype)), self.entry_alloca(self.i64)
         nan_slot = self.entry_alloca(self.i1)
+        order = "<" if smallest else ">"
 
         def row(r):
             base = b.mul(r, self.c64(length))
@@ -902,10 +969,10 @@ class LoopEmitter:
                 v, best, found = b.load(b.gep(src.ptr, [b.add(base, j)])), b.load(best_slot), b.load(nan_slot)
                 if is_float:
                     nan = b.fcmp_unordered("uno", v, v)
-                    take = b.and_(b.not_(found), b.or_(nan, b.fcmp_ordered(">", v, best)))
+                    take = b.and_(b.not_(found), b.or_(nan, b.fcmp_ordered(order, v, best)))
                     b.store(b.or_(found, nan), nan_slot)
                 else:
-                    take = (b.icmp_signed if src.dtype.kind == "i" else b.icmp_unsigned)(">", v, best)
+                    take = (b.icmp_signed if src.dtype.kind == "i" else b.icmp_unsigned)(order, v, best)
                 b.store(b.select(take, v, best), best_slot)
                 b.store(b.select(take, j, b.load(index_slot)), index_slot)
 

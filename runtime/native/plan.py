@@ -450,9 +450,9 @@ class NativePlanCodegen(PlanCodegen):
         return into
 
 
-_STRAIGHT_FORMS = ("chain", "matmul", "view", "index", "split", "select", "argmax", "reduce", "reduce_rows",
-                   "softmax", "topk", "rows")
-_VIEWS = ("view", "index", "split")        # a straight run computes their values as views of its buffers
+_STRAIGHT_FORMS = ("chain", "matmul", "view", "index", "split", "select", "argmax", "argmin", "reduce",
+                   "reduce_rows", "reduce_first", "softmax", "topk", "rows", "cast", "transpose")
+_VIEWS = ("view", "index", "split", "transpose")   # NumPy's views: the plan's own where read after a straight run
 
 
 def chain_call(kernel, op, steps, donated):

@@ -321,6 +321,7 @@ def _why_not_value(v, array_state=False):
 
 def _walk(block, forms, key, number, checks):
     """Check every op of a block (and of the conds in it); record each op's form and what to compile."""
+    transposed_sources = {}     # id(x.T made in this block) -> x: a product reads x as NumPy's call reads x.T
     for op in block.ops:
         form = native_form(op)
         if form is None:
@@ -348,6 +349,18 @@ def _walk(block, forms, key, number, checks):
             if a.ndim not in (2, 3) or b.ndim != 2 or not a.dtype == b.dtype == out.dtype:
                 raise _NotNative(f"op '{op.type}' other than 2-D (or a stack of them) @ 2-D of one dtype")
             (m, k), n = a.static_shape[-2:], b.static_shape[0 if transposed else 1]
+            a_of = transposed_sources.get(id(a))
+            if a_of is not None and a_of is not b:      # x.T @ b: NumPy's call on x's memory, read transposed
+                call = product_call(a.dtype, m, k, n, transposed, verify=False, a_transposed=True)
+                if isinstance(call, str):
+                    raise _NotNative(call)
+                call = ("blas", a.dtype.str, m, k, n, transposed, "a.T")
+                checks.append(call)
+                if bias is not None:
+                    raise _NotNative(f"op '{op.type}' of a transposed operand with a bias")
+                forms[id(op)] = (kind, call, a_of, b, bias)
+                key.append((kind, transposed, "a.T", [number(a_of)] + ins[1:], outs))
+                continue
             call = product_call(a.dtype, m, k, n, transposed, verify=False)
             if isinstance(call, str):
                 raise _NotNative(call)
@@ -427,7 +440,31 @@ def _walk(block, forms, key, number, checks):
                     raise _NotNative(f"op '{op.type}': {v!r} is not a {out.dtype} value")
             forms[id(op)] = form
             key.append((kind, ins, outs))
-        elif kind == "argmax":
+        elif kind == "transpose":
+            x = form[1]
+            if not _only_products_read(block, op.outputs[0], x):     # a copy would change a product's BLAS call
+                raise _NotNative(f"op '{op.type}': a transpose read other than as a product's first operand")
+            forms[id(op)] = form
+            key.append((kind, ins, outs))
+            transposed_sources[id(op.outputs[0])] = x
+        elif kind == "cast":
+            _, x, dtype = form
+            if x.dtype != dtype and not ew._castable(x.dtype, dtype):
+                raise _NotNative(f"op '{op.type}' casts {x.dtype} to {dtype}")
+            forms[id(op)] = form
+            key.append((kind, ins, outs))
+        elif kind == "reduce_first":
+            _, ufunc, x = form
+            out = op.outputs[0]
+            if out.dtype != x.dtype or ufunc not in ("add", "multiply", "maximum", "minimum"):
+                raise _NotNative(f"{ufunc}.reduce over the first axis to {out.dtype} (not native yet)")
+            loop = None
+            if ufunc in ("maximum", "minimum"):     # NumPy's binary loop, row by row (NaNs as NumPy's)
+                loop = ("loop", ufunc, x.dtype.str)
+                checks.append(loop)
+            forms[id(op)] = (kind, loop, ufunc, x)
+            key.append((kind, ufunc, ins, outs))
+        elif kind in ("argmax", "argmin"):
             _, x, axis = form
             if x.dtype.kind not in "fiub" or math.prod(x.static_shape) == 0:
                 raise _NotNative(f"op '{op.type}' of an empty or {x.dtype} array")
@@ -497,6 +534,24 @@ def _walk(block, forms, key, number, checks):
 
 
 _LOGICAL = ("logical_and", "logical_or")
+
+
+def _only_products_read(block, var, source):
+    """Whether every reader of var (source.T, made in block) is a matmul of block taking it as its first
+    operand and not source as its second (NumPy's `a.T @ a` is a syrk): then its copy is never made (the
+    product reads the source as NumPy's call reads the view)."""
+    if any(r is var for r in list(getattr(block, "results", ())) + list(getattr(block, "outputs", ()))):
+        return False
+    for o in block.ops:
+        region = region_of(o)
+        if region is not None and any(x is var for x in region.closure_inputs(o)):
+            return False
+        for j, x in enumerate(o.inputs):
+            if x is var:
+                form = native_form(o) or ("",)
+                if form[0] != "matmul" or j != 0 or form[1] is not var or form[2] is var or form[2] is source:
+                    return False
+    return True
 
 
 def _check_broadcast(op, v, out):
@@ -583,8 +638,8 @@ def _run_self_tests(region):
     found = {}
     for check in region.checks:
         if check[0] == "blas":
-            _, dtype, m, k, n, transposed = check
-            got = product_call(np.dtype(dtype), m, k, n, transposed)
+            _, dtype, m, k, n, transposed, *a_transposed = check
+            got = product_call(np.dtype(dtype), m, k, n, transposed, a_transposed=bool(a_transposed))
         elif check[0] == "items":      # '' passes: nothing to fill in
             why = stacked_items_check(np.dtype(check[1]), *check[2:])
             if why:
@@ -595,12 +650,14 @@ def _run_self_tests(region):
             got = reduce_loop(ufunc, np.dtype(dtype), length, rows=rows)
         else:
             _, ufunc, dtype = check
-            got = strided_loop(getattr(np, ufunc), (np.dtype(dtype),) * 2) or f"no usable NumPy {ufunc} loop for {dtype}"
+            function = getattr(np, ufunc)
+            got = (strided_loop(function, (np.dtype(dtype),) * (function.nin + 1))
+                   or f"no usable NumPy {ufunc} loop for {dtype}")
         if isinstance(got, str):
             return got
         found[check] = got
     for op_id, form in list(region.forms.items()):      # the checked calls and loops for the emitter
-        if form[0] in ("matmul", "reduce", "reduce_rows"):
+        if form[0] in ("matmul", "reduce", "reduce_rows") or form[0] == "reduce_first" and form[1] is not None:
             region.forms[op_id] = (form[0], found[form[1]]) + form[2:]
         elif form[0] == "softmax":
             region.forms[op_id] = form[:3] + ([found[c] for c in form[3]],)

@@ -19,7 +19,11 @@ its form with `native_form(op)`; None means the op is not native and the region 
 - `("select", c, x, y)`: `where(c, x, y)`, x and y Variables or numbers;
 - `("reduce", ufunc, x)`: `ufunc.reduce` of a whole array to a 0-d value (`sum`, `prod`, `max`, `min` of
   a float array; `all`/`any` as `logical_and`/`logical_or`); `("reduce_rows", ufunc, x)`: over the last axis;
-- `("argmax", x, axis)`: the first index of the largest value (a NaN first) over all, or the last axis;
+- `("argmax", x, axis)` / `("argmin", x, axis)`: the first index of the largest / smallest value (a NaN
+  first) over all, or the last axis;
+- `("reduce_first", ufunc, x)`: `ufunc.reduce(x, axis=0)` of a 2-D float array (`sum(x, 0)`, ...);
+- `("cast", x, dtype)`: `x.astype(dtype)`;
+- `("transpose", x)`: `x.T` of a 2-D x (`permute_dims`, `.T`): a matmul reads it as NumPy's BLAS call does;
 - `("append", arr, x)`: `arr.append(x)` on a tensor array a loop carries (its items kept in a buffer);
 - `("array_read", arr, i)`, `("array_length", arr)`: `arr[i]` (i an int or a 0-d integer) and `len(arr)`
   of such an array;
@@ -215,6 +219,9 @@ def _reduction(ufunc, kinds):
         if (isinstance(axis, int) and not isinstance(axis, bool) and x.ndim and -x.ndim <= axis < x.ndim
                 and axis % x.ndim == x.ndim - 1):
             return ("reduce_rows", ufunc, x)
+        if (isinstance(axis, int) and not isinstance(axis, bool) and x.ndim == 2 and axis % 2 == 0
+                and x.dtype.kind == "f"):
+            return ("reduce_first", ufunc, x)
         return None
     return form
 
@@ -224,15 +231,38 @@ for _name, _ufunc, _kinds in (("sum", "add", "f"), ("prod", "multiply", "f"), ("
     facet(_name, "native")(_reduction(_ufunc, _kinds))
 
 
-@facet("argmax", "native")
-def _argmax(op):
+def _arg_extreme(kind):
+    """The `native` facet of argmax / argmin: over all, or over the last axis."""
+    def form(op):
+        x = op.inputs[0]
+        axis = op.attrs.get("axis")
+        if set(op.attrs) - {"axis", "keepdims"} or op.attrs.get("keepdims") or not isinstance(x, Variable) or not x.ndim:
+            return None
+        if axis is not None and (not isinstance(axis, int) or axis % x.ndim != x.ndim - 1):
+            return None
+        return (kind, x, axis)
+    return form
+
+
+facet("argmax", "native")(_arg_extreme("argmax"))
+facet("argmin", "native")(_arg_extreme("argmin"))
+
+
+@facet("astype", "native")
+def _astype(op):
     x = op.inputs[0]
-    axis = op.attrs.get("axis")
-    if set(op.attrs) - {"axis", "keepdims"} or op.attrs.get("keepdims") or not isinstance(x, Variable) or not x.ndim:
+    if set(op.attrs) != {"dtype"} or not isinstance(x, Variable) or x.kind != "dense":
         return None
-    if axis is not None and (not isinstance(axis, int) or axis % x.ndim != x.ndim - 1):
+    return ("cast", x, op.outputs[0].dtype)
+
+
+@facet("permute_dims", "native")
+def _permute_dims(op):
+    x = op.inputs[0]
+    axes = op.attrs.get("axes")
+    if set(op.attrs) - {"axes"} or not isinstance(x, Variable) or x.ndim != 2:
         return None
-    return ("argmax", x, axis)
+    return ("transpose", x) if axes is None or [a % 2 for a in axes] == [1, 0] else None
 
 
 @facet("array_append", "native")

@@ -1,0 +1,153 @@
+"""The real models of bench/ (R5 k-means, R6 a Transformer encoder layer) and the forms they need native.
+
+R5's `while` needs argmin, a bool -> float cast, `onehot.T @ x` (NumPy's gemm reading the transposed view)
+and a sum over the first axis; each is checked here against the NumPy plan bit for bit, over shapes with
+tails, ties, signed zeros and NaNs, then the whole loop.
+"""
+import numpy as np
+import pytest
+
+import runtime as rt
+from runtime import native
+from runtime.native.numpy_loops import probe_values, same_bits
+from transpiler import to_static
+
+needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
+pytestmark = pytest.mark.usefixtures("compile_at_once")    # regions compile as soon as a plan is built
+RNG = np.random.default_rng(27)
+
+
+def _run_both(fn, *args):
+    """(native plan, native outputs, NumPy outputs) of fn traced on args; the native plan run past its trial."""
+    program = to_static(fn).get_program(*args)
+    feed = {v.name: a for v, a in zip(program.inputs, args)}
+    plan = rt.Executor(native=True).compile(program)
+    native.wait()
+    declined = native.stats()["declined_calls"]
+    with np.errstate(all="ignore"):
+        got = [t.numpy() for t in plan.run(feed)]
+        want = [t.numpy() for t in rt.Executor(native=False).run(program, feed)]
+    if all(why == "native" for _, why in plan.native_regions):
+        assert native.stats()["declined_calls"] == declined, "a native region handed its call back to NumPy"
+    return plan, got, want
+
+
+def _assert_same(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert same_bits(g, w), (g, w)
+
+
+def _regions(plan, prefix):
+    return [why for name, why in plan.native_regions if name.startswith(prefix)]
+
+
+def _all_native(plan):
+    """Whether the plan has regions (a while, or a straight run holding it) and all are native."""
+    return bool(plan.native_regions) and all(why == "native" for _, why in plan.native_regions)
+
+
+def _loop(step, init, n=2):
+    """A `while` on a tensor counter whose state takes step(state) n times (what runs native)."""
+    return rt.while_loop(lambda i, s: i < n, lambda i, s: (i + 1, step(s)), (rt.zeros((), dtype="int64"), init))[1]
+
+
+@needs_llvm
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8", "bool"])
+@pytest.mark.parametrize("which", ["argmin", "argmax"])
+def test_argmin_and_argmax_in_a_loop_first_index_first_nan_signed_zeros(dtype, which):
+    pick = getattr(rt, which)
+    values = probe_values(dtype, 40)
+    cases = [values.reshape(5, 8), values[::-1].reshape(4, 10).copy(), np.sort(values).reshape(8, 5),
+             np.zeros((3, 7), dtype)]
+    if np.dtype(dtype).kind == "f":
+        cases.append(np.array([[0.0, -0.0, 0.0], [-0.0, 0.0, -0.0], [np.nan, 1.0, np.nan], [1.0, 1.0, -1.0]], dtype))
+    for a in cases:
+        for axis in (None, -1, 1):
+            def f(x, axis=axis):
+                return _loop(lambda k: pick(x, axis=axis) + k * 0, pick(x, axis=axis))
+            plan, got, want = _run_both(f, rt.tensor(a))
+            assert _all_native(plan)
+            _assert_same(got, want)
+            assert np.array_equal(want[0], getattr(np, which)(a, axis=axis))
+
+
+@needs_llvm
+@pytest.mark.parametrize("src, dst", [("bool", "float32"), ("bool", "float64"), ("int32", "float64"),
+                                      ("int64", "float32"), ("float32", "float64"), ("uint8", "int32"),
+                                      ("float32", "float32")])
+def test_astype_in_a_loop_is_numpys_cast(src, dst):
+    a = probe_values(src, 24).reshape(4, 6)
+    if src == "int64":
+        a = np.array([0, 1, -1, 2 ** 24 + 1, 2 ** 62 + 3, -(2 ** 53) - 1] * 4, "int64").reshape(4, 6)
+
+    def f(x):
+        return _loop(lambda y: rt.astype(x, dst) + y * 0, rt.astype(x, dst) * 0)
+    plan, got, want = _run_both(f, rt.tensor(a))
+    assert _all_native(plan)
+    _assert_same(got, want)
+
+
+@needs_llvm
+@pytest.mark.parametrize("k, m, n", [(5000, 8, 2), (37, 5, 3), (2, 2, 2), (129, 17, 33)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_transposed_product_is_numpys_gemm_on_the_view(k, m, n, dtype):
+    a = (RNG.standard_normal((k, m)) * 3).astype(dtype)
+    b = RNG.standard_normal((k, n)).astype(dtype)
+    def f(x, y):
+        return _loop(lambda out: rt.permute_dims(x + out.sum() * 0, (1, 0)) @ y + out * 0.5, x.T @ y, n=3)
+    plan, got, want = _run_both(f, rt.tensor(a), rt.tensor(b))
+    assert _all_native(plan)
+    _assert_same(got, want)
+
+
+@needs_llvm
+def test_a_transpose_read_otherwise_or_a_syrk_stays_on_numpy():
+    def read_otherwise(x):
+        def step(out):
+            t = (x + out.sum() * 0).T
+            return t @ x[:, :3] + t[:, :3] * 0
+        return _loop(step, x.T @ x[:, :3])
+
+    def gram(x):
+        def step(out):
+            y = x + out.sum() * 0
+            return y.T @ y + out
+        return _loop(step, x.T @ x)
+
+    for fn, why in ((read_otherwise, "a transpose read other than as a product's first operand"),
+                    (gram, "a transpose read other than as a product's first operand")):
+        plan, got, want = _run_both(fn, rt.tensor(RNG.standard_normal((9, 4)).astype("float32")))
+        assert any(why in reason for _, reason in plan.native_regions), plan.native_regions
+        _assert_same(got, want)
+
+
+@needs_llvm
+@pytest.mark.parametrize("reduce", ["sum", "max", "min", "prod"])
+@pytest.mark.parametrize("shape", [(5000, 8), (1, 5), (7, 3), (100, 33)])
+def test_a_reduction_over_the_first_axis_is_numpys_order(reduce, shape):
+    a = (RNG.standard_normal(shape) * RNG.integers(1, 1000, shape)).astype("float32")
+    if shape[0] > 2:
+        a[1, 0], a[2, -1], a[0, 1] = np.nan, -0.0, -0.0
+    fn = getattr(rt, reduce)
+
+    def f(x):
+        return _loop(lambda s: fn(x, axis=0) + s * 0, fn(x, axis=0))
+    plan, got, want = _run_both(f, rt.tensor(a))
+    assert _all_native(plan)
+    _assert_same(got, want)
+    with np.errstate(all="ignore"):
+        direct = getattr(np, reduce)(a, axis=0)
+    if not np.isinf(direct).any():      # (the loop's `s * 0` makes an inf NaN)
+        _assert_same(got, [direct])
+
+
+@needs_llvm
+def test_the_kmeans_loop_runs_native_with_numpys_bits():
+    from bench.workloads import kmeans_data, numpy_kmeans, rt_kmeans
+
+    x, c = kmeans_data()
+    plan, got, want = _run_both(rt_kmeans, rt.tensor(x), rt.tensor(c))
+    assert _all_native(plan)
+    _assert_same(got, want)
+    _assert_same(got, [numpy_kmeans(x, c)])
