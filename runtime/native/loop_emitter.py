@@ -107,6 +107,15 @@ def load_kernel(meta, obj, shared, keep=()):
     return kernel
 
 
+def _all_inline(plan):
+    """Whether every step of a chain's plan is an inline IEEE operation (no NumPy loop, no approximation)."""
+    return all(st["inline"] is True for st in plan["steps"])
+
+
+def src_dtype(x):
+    return np.dtype(x.dtype)
+
+
 class _Val:
     """A value in the function: a typed pointer to its elements, its dtype and shape, and the loop
     state it is (or views), if any."""
@@ -140,6 +149,8 @@ class LoopEmitter:
         self.relocations = []       # descriptors of the process addresses the code reads from its table
         self.direct = {}            # id(output var) -> its output array's data (a straight run computes into it)
         self.fast_entry = None      # the name of the kernel's Python entry (a METH_FASTCALL function), if any
+        self.summed = {id(form[4]) for form in region.forms.values()       # chains their sum computes
+                       if form[0] == "reduce_rows" and len(form) > 4 and form[3] and form[4] is not None}
 
     # --- small helpers
     def c64(self, v):
@@ -583,13 +594,22 @@ class LoopEmitter:
 
     # --- the forms
     def emit_chain(self, op, form):
-        _, plan, inputs = form
+        _, plan, inputs = form[:3]
+        if id(op) in self.summed:          # computed by the sum that alone reads it (`emit_reduce_rows`)
+            return
         out_var = op.outputs[0]
         out = self.fresh(out_var)
         n = out.size
         if n == 0:
             return
         ir, b = self.ir, self.b
+        if _all_inline(plan):       # one pass, each element's step values in registers, broadcasts by strides
+            rows, length = math.prod(out.shape[:-1]), out.shape[-1] if out.shape else 1
+            element = self.chain_element(plan, inputs, out.shape)
+            ew._loop(ir, b, self.fn, self.c64(rows), lambda r: ew._loop(ir, b, self.fn, self.c64(length), lambda i: b.store(
+                element(r, i), b.gep(out.ptr, [b.add(b.mul(r, self.c64(length)), i)]))))
+            self.keep.extend(plan["keep"])
+            return
         values, sources = [], []
         for v in inputs:            # each input once: read in place, one value, or broadcast into a buffer
             val = self.env[id(v)]
@@ -619,6 +639,55 @@ class LoopEmitter:
                 self.keep.append(st["loop"])
             values.append(dest)
         self.keep.extend(plan["keep"])
+
+    def chain_element(self, plan, inputs, shape):
+        """`element(r, i)`: the chain's value at row r (of the dims before the last), column i of `shape`,
+        every step inline in registers: the same IEEE operations in the same dtypes as its step-by-step
+        form, so the same bits. Each input is read where NumPy's broadcasting puts it (a stride of 0 along
+        a dim it is broadcast on), never copied."""
+        ir, b = self.ir, self.b
+        nd = len(shape)
+        lead = shape[:-1]
+        reads = []
+        for v in inputs:
+            val = self.env[id(v)]
+            dims = (1,) * (nd - len(val.shape)) + val.shape
+            strides, step = [0] * nd, 1
+            for d in reversed(range(nd)):
+                strides[d] = step if dims[d] == shape[d] and shape[d] != 1 else 0
+                step *= dims[d]
+            reads.append((val, strides))
+
+        def offset(strides, r, i):
+            """The element offset of row r, column i for an input of these strides (the row's index split
+            into the leading dims' indices only where some stride needs it)."""
+            at = b.mul(i, self.c64(strides[-1])) if nd and strides[-1] else self.c64(0)
+            rest, inner = r, 1
+            for d in reversed(range(len(lead))):
+                if strides[d]:
+                    index = b.urem(b.udiv(r, self.c64(inner)), self.c64(lead[d])) if d else b.udiv(r, self.c64(inner))
+                    at = b.add(at, b.mul(index, self.c64(strides[d])))
+                inner *= lead[d]
+            return at
+
+        def element(r, i):
+            loaded = [b.load(b.gep(val.ptr, [offset(strides, r, i)])) for val, strides in reads]
+            values = []
+            for st in plan["steps"]:
+                want = st["loop_in"][0]
+                args = []
+                for where, k, dtype in st["args"]:
+                    if where == "in":
+                        value = loaded[k]
+                    elif where == "step":
+                        value = values[k]
+                    else:
+                        value = ir.Constant(self.ltype(dtype), k.item() if np.dtype(dtype).kind != "b" else int(k.item()))
+                    args.append(ew._convert(ir, b, value, dtype, want))
+                values.append(ew._compute(ir, b, st["ufunc"], want, args))
+            return values[-1]
+
+        return element
 
     def operand(self, val, shape):
         """(pointer, element stride, dtype) reading val broadcast to shape in flat order."""
@@ -1142,14 +1211,30 @@ class LoopEmitter:
         self.keep.append(loop)
 
     def emit_reduce_rows(self, op, form, src=None, out=None, length=None):
-        _, (loop, identity), x = form
+        _, (loop, identity), x, *inline = form
         ir, b = self.ir, self.b
         if src is None:
-            src = self.env[id(x)]
+            src = self.env.get(id(x))      # None: a chain this sum computes itself
             out_var = op.outputs[0]
             out = self.fresh(out_var)
             length = x.static_shape[-1]
         if out.size == 0:
+            return
+        producer = inline[1] if len(inline) > 1 else None       # an all-inline chain only this sum reads
+        if inline and inline[0] and producer is not None and id(producer) in self.summed:
+            _, plan, inputs = self.region.forms[id(producer)][:3]       # computed row by row, never stored
+            element = self.chain_element(plan, inputs, x.static_shape)
+            ew._loop(ir, b, self.fn, self.c64(out.size), lambda r: b.store(self.pairwise_sum(
+                None, length, src_dtype(x), values=[element(r, self.c64(i)) for i in range(length)]), b.gep(out.ptr, [r])))
+            self.keep.extend(plan["keep"])
+            return
+        if producer is not None and id(producer) in self.summed:     # the check failed: the chain is stored
+            self.summed.discard(id(producer))
+            self.emit_chain(producer, self.region.forms[id(producer)])
+            src = self.env[id(x)]
+        if inline and inline[0]:        # NumPy's pairwise order inline (checked: `reductions.pairwise_check`)
+            ew._loop(ir, b, self.fn, self.c64(out.size), lambda r: b.store(
+                self.pairwise_sum(b.gep(src.ptr, [b.mul(r, self.c64(length))]), length, src.dtype), b.gep(out.ptr, [r])))
             return
         count = length if identity is not None else length - 1
         zero = self.c64(0)
@@ -1168,6 +1253,29 @@ class LoopEmitter:
 
         ew._loop(ir, b, self.fn, self.c64(out.size), row)
         self.keep.append(loop)
+
+    def pairwise_sum(self, ptr, n, dtype, values=None):
+        """`reductions.pairwise_sum` of the n values at ptr (or of `values`), op by op (IEEE adds, no
+        reassociation), plus the identity +0.0 as NumPy's loop in reduce form adds it."""
+        b = self.b
+        zero = self.ir.Constant(self.ltype(dtype), 0.0)
+        if values is None:
+            values = [b.load(b.gep(ptr, [self.c64(i)])) for i in range(n)]
+        if n < 8:
+            res = zero
+            for v in values:
+                res = b.fadd(res, v)
+        else:
+            lanes = values[:8]
+            i = 8
+            while i < n - n % 8:
+                lanes = [b.fadd(lanes[j], values[i + j]) for j in range(8)]
+                i += 8
+            res = b.fadd(b.fadd(b.fadd(lanes[0], lanes[1]), b.fadd(lanes[2], lanes[3])),
+                         b.fadd(b.fadd(lanes[4], lanes[5]), b.fadd(lanes[6], lanes[7])))
+            for v in values[i:]:
+                res = b.fadd(res, v)
+        return b.fadd(zero, res)
 
     def emit_softmax(self, op, form):
         """Its kernel's calls: m = max(x, -1); e = x - m; [log_]softmax from exp(e) and its row sums."""

@@ -21,7 +21,7 @@ from .blas import product_call, stacked_items_check
 from .llvm import engine, may_be_available
 from .loop_emitter import ARRAY_FULL, BAD_ARGUMENT, LoopEmitter, load_kernel
 from .numpy_loops import strided_loop
-from .reductions import reduce_loop
+from .reductions import MAX_INLINE_SUM, pairwise_check, reduce_loop
 
 __all__ = ["ARRAY_FULL", "BAD_ARGUMENT", "Region", "analyse", "analyse_cond", "analyse_straight", "region_job"]
 
@@ -322,6 +322,7 @@ def _why_not_value(v, array_state=False):
 def _walk(block, forms, key, number, checks):
     """Check every op of a block (and of the conds in it); record each op's form and what to compile."""
     transposed_sources = {}     # id(x.T made in this block) -> x: a product reads x as NumPy's call reads x.T
+    summed = {}                 # id(value of an all-inline chain of this block) -> its op: a sum may compute it
     for op in block.ops:
         form = native_form(op)
         if form is None:
@@ -343,6 +344,8 @@ def _walk(block, forms, key, number, checks):
                 raise _NotNative(f"op '{op.type}': {plan}")
             forms[id(op)] = (kind, plan, inputs)
             key.append((kind, plan["key"], [number(v) for v in inputs], outs))
+            if all(st["inline"] is True for st in plan["steps"]) and out.ndim:
+                summed[id(out)] = op
         elif kind == "matmul":
             _, a, b, transposed, bias = form
             out = op.outputs[0]
@@ -485,7 +488,10 @@ def _walk(block, forms, key, number, checks):
                 raise _NotNative(loop)
             loop = ("reduce", ufunc, x.dtype.str, length, math.prod(x.static_shape[:-1]))
             checks.append(loop)
-            forms[id(op)] = (kind, loop, x)
+            chain = summed.get(id(x))
+            if chain is not None and not _only_read_by(block, x, op):
+                chain = None
+            forms[id(op)] = (kind, loop, x, _inline_sum(checks, ufunc, x), chain)
             key.append((kind, ufunc, ins, outs))
         elif kind == "reduce" and form[1] in _LOGICAL:
             _, ufunc, x = form
@@ -534,6 +540,33 @@ def _walk(block, forms, key, number, checks):
 
 
 _LOGICAL = ("logical_and", "logical_or")
+
+
+def _inline_sum(checks, ufunc, x):
+    """The check that lets rows of x be summed inline (`reductions.pairwise_sum`'s order), or None: the
+    NumPy loop is called per row (its verdict is known once the compiler thread ran it)."""
+    length, rows = x.static_shape[-1], math.prod(x.static_shape[:-1])
+    if ufunc != "add" or not 1 <= length <= MAX_INLINE_SUM or x.dtype.kind != "f":
+        return None
+    check = ("pairwise", x.dtype.str, length, rows)
+    checks.append(check)
+    return check
+
+
+def _only_read_by(block, var, reader):
+    """Whether `reader` (an op of block) is the only thing that reads var: no other op of block (nor of the
+    blocks nested in it), not a block result."""
+    if any(r is var for r in list(getattr(block, "results", ())) + list(getattr(block, "outputs", ()))):
+        return False
+    for o in block.ops:
+        if o is reader:
+            if sum(x is var for x in o.inputs) != 1:
+                return False
+            continue
+        region = region_of(o)
+        if any(x is var for x in o.inputs) or region is not None and any(x is var for x in region.closure_inputs(o)):
+            return False
+    return True
 
 
 def _only_products_read(block, var, source):
@@ -645,6 +678,9 @@ def _run_self_tests(region):
             if why:
                 return why
             continue
+        elif check[0] == "pairwise":       # never fails the region: the NumPy loop is called instead
+            found[check] = not pairwise_check(*check[1:])
+            continue
         elif check[0] == "reduce":
             _, ufunc, dtype, length, rows = check
             got = reduce_loop(ufunc, np.dtype(dtype), length, rows=rows)
@@ -657,7 +693,10 @@ def _run_self_tests(region):
             return got
         found[check] = got
     for op_id, form in list(region.forms.items()):      # the checked calls and loops for the emitter
-        if form[0] in ("matmul", "reduce", "reduce_rows") or form[0] == "reduce_first" and form[1] is not None:
+        if form[0] == "reduce_rows":
+            inline = form[3] is not None and found[form[3]]
+            region.forms[op_id] = (form[0], found[form[1]], form[2], inline, form[4] if inline else None)
+        elif form[0] in ("matmul", "reduce") or form[0] == "reduce_first" and form[1] is not None:
             region.forms[op_id] = (form[0], found[form[1]]) + form[2:]
         elif form[0] == "softmax":
             region.forms[op_id] = form[:3] + ([found[c] for c in form[3]],)

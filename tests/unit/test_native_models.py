@@ -151,3 +151,56 @@ def test_the_kmeans_loop_runs_native_with_numpys_bits():
     assert _all_native(plan)
     _assert_same(got, want)
     _assert_same(got, [numpy_kmeans(x, c)])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_ported_pairwise_sum_is_numpys_add_reduce_over_rows(dtype):
+    from runtime.native import reductions
+
+    for n in list(range(1, 40)) + [63, 64, 65, 100, 127, 128]:
+        for rows in (1, 3, 1000):
+            assert reductions._pairwise_test(np.dtype(dtype), n, rows) == "", (n, rows)
+    assert reductions.pairwise_check(dtype, 129, 4)          # longer rows: NumPy's loop is called per row
+
+
+@needs_llvm
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 8, 9, 16, 31, 32, 33, 64, 127, 128, 129, 300])
+def test_row_sums_inline_and_a_broadcast_chain_summed_without_its_temporary(n):
+    a = (RNG.standard_normal((6, 1, n)) * 10.0 ** RNG.integers(-3, 5, (6, 1, n))).astype("float32")
+    c = RNG.standard_normal((1, 4, n)).astype("float32")
+    a[0, 0, 0], a[1, 0, -1], c[0, 1, 0] = np.nan, -0.0, -0.0
+
+    def distances(x, y):     # (x - y) ** 2 summed over the last axis: the chain is computed row by row
+        return _loop(lambda d: ((x - y - d[:, :, None] * 0) ** 2).sum(-1), ((x - y) ** 2).sum(-1))
+
+    def read_twice(x, y):    # the chain's value is also read otherwise: stored, then summed
+        def step(d):
+            t = (x - y - d[:, :, None] * 0) ** 2
+            return t.sum(-1) + t[:, :, 0]
+        return _loop(step, ((x - y) ** 2).sum(-1))
+
+    def plain(x):
+        return _loop(lambda s: rt.sum(x * 1.5 + s[:, None] * 0, axis=-1), rt.sum(x, axis=-1))
+
+    for fn, args in ((distances, (a, c)), (read_twice, (a, c)), (plain, (a[:, 0, :],))):
+        plan, got, want = _run_both(fn, *(rt.tensor(v) for v in args))
+        assert _all_native(plan), plan.native_regions
+        _assert_same(got, want)
+
+
+@needs_llvm
+@pytest.mark.parametrize("n", [2, 32, 128])
+def test_the_summed_chain_never_makes_its_temporary(monkeypatch, n):
+    from runtime.native import region
+
+    monkeypatch.setattr(region, "_KERNELS", {})
+    x, y = rt.tensor(RNG.standard_normal((500, 1, n)).astype("float32")), rt.tensor(
+        RNG.standard_normal((1, 8, n)).astype("float32"))
+
+    def distances(x, y):
+        return _loop(lambda d: ((x - y - d[:, :, None] * 0) ** 2).sum(-1), ((x - y) ** 2).sum(-1))
+    plan, got, want = _run_both(distances, x, y)
+    _assert_same(got, want)
+    kernels = [k for k in region._KERNELS.values() if not isinstance(k, str)]
+    # the state and the sum's result, (500, 8) each: no (500, 8, n) buffer for the chain
+    assert len(kernels) == 1 and kernels[0].scratch_bytes <= 2 * 500 * 8 * 4 + 2 * 64, kernels[0].scratch_bytes
