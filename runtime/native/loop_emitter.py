@@ -1277,6 +1277,47 @@ class LoopEmitter:
                 res = b.fadd(res, v)
         return b.fadd(zero, res)
 
+    def emit_layer_norm(self, op, form):
+        """Its kernel's steps, row by row: mean = sum / n (NumPy's mean: the pairwise sum, divided in double
+        by the count and rounded back), c = x - mean, var = mean(c * c), var += eps, c *= 1 / sqrt(var)
+        (NumPy's sqrt loop), c *= weight, c += bias; each an IEEE operation in the array's dtype."""
+        _, x, weight, bias, eps, sqrt = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        out = self.fresh(op.outputs[0])
+        length = x.static_shape[-1]
+        if out.size == 0:
+            return
+        ty, wide = self.ltype(src.dtype), ir.DoubleType()
+        count = ir.Constant(wide, float(length))
+        w, bs = (self.env[id(p)] if p is not None else None for p in (weight, bias))
+        root = self.entry_alloca(ty)
+        one = self.c64(1)
+
+        def mean(total):
+            return b.fptrunc(b.fdiv(b.fpext(total, wide), count), ty) if ty != wide else b.fdiv(total, count)
+
+        def row(r):
+            base = b.mul(r, self.c64(length))
+            xs = [b.load(b.gep(src.ptr, [b.add(base, self.c64(i))])) for i in range(length)]
+            m = mean(self.pairwise_sum(None, length, src.dtype, values=xs))
+            centered = [b.fsub(v, m) for v in xs]
+            var = mean(self.pairwise_sum(None, length, src.dtype, values=[b.fmul(c, c) for c in centered]))
+            b.store(b.fadd(var, ir.Constant(ty, float(np.asarray(eps, src.dtype)))), root)
+            ew._call_loop(ir, b, sqrt, self.loop_addresses(sqrt), [(root, one, src.dtype)], root, one,
+                          self.fail[LOOP_FAILED], self.fn)
+            scale = b.fdiv(ir.Constant(ty, 1.0), b.load(root))
+            for i, c in enumerate(centered):
+                value = b.fmul(c, scale)
+                if w is not None:
+                    value = b.fmul(value, b.load(b.gep(w.ptr, [self.c64(i)])))
+                if bs is not None:
+                    value = b.fadd(value, b.load(b.gep(bs.ptr, [self.c64(i)])))
+                b.store(value, b.gep(out.ptr, [b.add(base, self.c64(i))]))
+
+        ew._loop(ir, b, self.fn, self.c64(out.size // length), row)
+        self.keep.append(sqrt)
+
     def emit_softmax(self, op, form):
         """Its kernel's calls: m = max(x, -1); e = x - m; [log_]softmax from exp(e) and its row sums."""
         _, x, log, (maximum, add, exp, *rest) = form

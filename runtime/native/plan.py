@@ -179,8 +179,9 @@ class NativePlanCodegen(PlanCodegen):
     def _straight_end(self, ops, start):
         """Where a straight run starting at ops[start] ends (start: none): the ops after it that each have
         a native form a straight region takes, no value of a view-like op or a number read after the run
-        (the NumPy plan's views and scalars stay its own), and a 2-D matrix product among them that the
-        native GEMM does not take."""
+        (the NumPy plan's views and scalars stay its own), and among them a matrix product the native GEMM
+        does not take (2-D, or a stack of them by one matrix), a softmax or a layer_norm (NumPy's calls
+        over short rows: the reductions' iterator costs more than their sums)."""
         end = start
         while end < len(ops) and self._joins(ops[end]):
             end += 1
@@ -192,7 +193,7 @@ class NativePlanCodegen(PlanCodegen):
             if cut is None:
                 break
             end = cut
-        if not any(native_form(op)[0] == "matmul" for op in ops[start:end]):
+        if not any(native_form(op)[0] in _WORTH_A_CALL for op in ops[start:end]):
             return start
         return end
 
@@ -212,7 +213,7 @@ class NativePlanCodegen(PlanCodegen):
             _, a, b, transposed, _ = form
             if not (isinstance(a, Variable) and isinstance(b, Variable) and b.ndim == 2):
                 return False
-            if a.ndim == 3 and a.static_shape[1] == 1:      # a stack of rows (a hoisted input product): per row
+            if a.ndim == 3:     # a stack (a hoisted input product's rows, a sequence's batches): per item
                 a = SimpleNamespace(static_shape=a.static_shape[1:], dtype=a.dtype)
             elif a.ndim != 2:
                 return False
@@ -237,7 +238,7 @@ class NativePlanCodegen(PlanCodegen):
         if isinstance(found, str):
             _count(found)
             return False
-        user = NativeStraight(found, status)
+        user = NativeStraight(found, status, self._maybe_strided(found.args, ops[0].block))
         job = regions.region_job(found)
         if not _start(job, user, status, lambda: _warm(user, job, status)):
             return False
@@ -267,6 +268,17 @@ class NativePlanCodegen(PlanCodegen):
         if args_dead:
             self.emit(indent, "del " + ", ".join(self.name(v) for v in args_dead))
         return True
+
+    def _maybe_strided(self, args, block):
+        """Whether an argument of a straight run is made in `block` by an op whose result may be a strided
+        view (a NumPy view-like op, or one with no native form: `permute_dims` of 4 dims, `moveaxis`): the
+        run's call then retries with contiguous copies (the copy NumPy's reshape of it makes anyway)."""
+        made = {id(o): op for op in (block.ops if block is not None else ()) for o in op.outputs}
+        for v in args:
+            op = made.get(id(v))
+            if op is not None and (native_form(op) or ("",))[0] in _VIEWS + ("",):
+                return True
+        return False
 
     def while_(self, op, indent):
         """A loop as one native call, its NumPy loop run where the call returns None (still compiling,
@@ -451,7 +463,8 @@ class NativePlanCodegen(PlanCodegen):
 
 
 _STRAIGHT_FORMS = ("chain", "matmul", "view", "index", "split", "select", "argmax", "argmin", "reduce",
-                   "reduce_rows", "reduce_first", "softmax", "topk", "rows", "cast", "transpose")
+                   "reduce_rows", "reduce_first", "softmax", "layer_norm", "topk", "rows", "cast", "transpose")
+_WORTH_A_CALL = ("matmul", "softmax", "layer_norm")     # a run holding one saves NumPy's calls over short rows
 _VIEWS = ("view", "index", "split", "transpose")   # NumPy's views: the plan's own where read after a straight run
 
 
@@ -568,18 +581,31 @@ class NativeStraight(NativeLoop):
     runs the ops' NumPy code) until the kernel is ready, then the kernel's Python entry itself (a builtin:
     the output, a tuple of outputs, or None where it declines)."""
 
-    def __init__(self, region, status):
+    def __init__(self, region, status, retry=False):
         super().__init__(region.op, region, status)
         self.run = _on_numpy
         self.kernel = None
+        self.retry = retry          # an argument may be a strided view: declined calls retry with copies
+        self.entry = None           # what `run` is once the kernel is in (its builtin, or that with the retry)
 
     def native_call(self, kernel):
         self.kernel = kernel
-        return kernel.fast
+        if not self.retry:
+            self.entry = kernel.fast
+            return self.entry
+        fast, contiguous = kernel.fast, np.ascontiguousarray
+
+        def call(*args):
+            result = fast(*args)
+            if result is None:
+                result = fast(*[contiguous(a) for a in args])
+            return result
+        self.entry = call
+        return call
 
     def numpy_took(self, began):
         super().numpy_took(began)
-        if self.run is getattr(self.kernel, "fast", None):     # settled native: the kernel declined this call
+        if self.run is self.entry and self.entry is not None:     # settled native: the kernel declined this call
             self.kernel.declined += 1
             with _STATS_LOCK:
                 _STATS["declined_calls"] += 1

@@ -330,8 +330,8 @@ def _walk(block, forms, key, number, checks):
         kind = form[0]
         ins = [number(x) for x in op.inputs]
         outs = [number(o) for o in op.outputs]
-        if None in ins:
-            raise _NotNative(f"op '{op.type}' has an input native code does not take")
+        if any(i is None and not (x is None and kind in ("layer_norm", "matmul")) for i, x in zip(ins, op.inputs)):
+            raise _NotNative(f"op '{op.type}' has an input native code does not take")     # (no weight or bias: None)
         if kind == "chain":
             _, steps, inputs = form
             out = op.outputs[0]
@@ -398,6 +398,20 @@ def _walk(block, forms, key, number, checks):
             checks.extend(loops)
             forms[id(op)] = (kind, x, log, loops)
             key.append((kind, log, ins, outs))
+        elif kind == "layer_norm":
+            _, x, weight, bias, eps = form
+            out = op.outputs[0]
+            length = x.static_shape[-1]
+            if out.dtype != x.dtype or not 1 <= length <= MAX_INLINE_SUM:
+                raise _NotNative(f"op '{op.type}' of {x.dtype}{list(x.static_shape)}")
+            for p in (weight, bias):
+                if p is not None and (p.dtype != x.dtype or tuple(p.static_shape) != (length,)):
+                    raise _NotNative(f"op '{op.type}' with a {p.dtype}{list(p.static_shape)} weight or bias")
+            sums = ("pairwise", x.dtype.str, length, math.prod(x.static_shape[:-1]), "required")
+            sqrt = ("loop", "sqrt", x.dtype.str)
+            checks.extend([sums, sqrt])
+            forms[id(op)] = (kind, x, weight, bias, eps, sqrt)
+            key.append((kind, eps, ins, outs))
         elif kind == "topk":
             _, x, k = form
             if x.dtype.kind not in "fiu" or not 0 <= k <= x.static_shape[-1]:
@@ -548,7 +562,7 @@ def _inline_sum(checks, ufunc, x):
     length, rows = x.static_shape[-1], math.prod(x.static_shape[:-1])
     if ufunc != "add" or not 1 <= length <= MAX_INLINE_SUM or x.dtype.kind != "f":
         return None
-    check = ("pairwise", x.dtype.str, length, rows)
+    check = ("pairwise", x.dtype.str, length, rows, "")
     checks.append(check)
     return check
 
@@ -678,8 +692,11 @@ def _run_self_tests(region):
             if why:
                 return why
             continue
-        elif check[0] == "pairwise":       # never fails the region: the NumPy loop is called instead
-            found[check] = not pairwise_check(*check[1:])
+        elif check[0] == "pairwise":       # fails the region only where no NumPy loop call can stand in
+            why = pairwise_check(*check[1:4])
+            if why and check[4:] == ("required",):
+                return why
+            found[check] = not why
             continue
         elif check[0] == "reduce":
             _, ufunc, dtype, length, rows = check
@@ -700,6 +717,8 @@ def _run_self_tests(region):
             region.forms[op_id] = (form[0], found[form[1]]) + form[2:]
         elif form[0] == "softmax":
             region.forms[op_id] = form[:3] + ([found[c] for c in form[3]],)
+        elif form[0] == "layer_norm":
+            region.forms[op_id] = form[:5] + (found[form[5]],)
         elif form[0] == "chain":        # its steps' NumPy loops, fetched and self-tested here (ew._with_loops)
             plan = ew._with_loops(form[1])
             if isinstance(plan, str):

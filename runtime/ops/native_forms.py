@@ -14,6 +14,8 @@ its form with `native_form(op)`; None means the op is not native and the region 
 - `("rows", table, ids, wrap)`: `table[ids]` on the first axis for an integer array ids, which must be in
   range (`embedding`), or may also count from the end (`wrap`: `take(x, ids, axis=0)`);
 - `("softmax", x, log)`: (log_)softmax over the last axis, as its kernel computes it;
+- `("layer_norm", x, weight, bias, eps)`: layer_norm over the last axis, as its kernel computes it (weight
+  and bias Variables or None);
 - `("topk", x, k)`: the k largest of each last-axis row and their indices, in the kernel's order;
 - `("split", x, axis, bounds)`: the pieces `x[..., lo:hi]` of one axis;
 - `("select", c, x, y)`: `where(c, x, y)`, x and y Variables or numbers;
@@ -114,6 +116,19 @@ def _softmax(log):
             return None
         return ("softmax", x, log) if isinstance(axis, int) and axis % x.ndim == x.ndim - 1 else None
     return form
+
+
+@facet("layer_norm", "native")
+def _layer_norm(op):
+    x, weight, bias = op.inputs
+    norm, eps = op.attrs.get("normalized_shape"), op.attrs.get("eps")
+    if set(op.attrs) != {"normalized_shape", "eps"} or not isinstance(x, Variable) or not x.ndim:
+        return None
+    if not isinstance(norm, (list, tuple)) or len(norm) != 1 or not isinstance(eps, float):
+        return None
+    if x.dtype.kind != "f" or any(p is not None and not isinstance(p, Variable) for p in (weight, bias)):
+        return None
+    return ("layer_norm", x, weight, bias, eps)
 
 
 facet("softmax", "native")(_softmax(False))

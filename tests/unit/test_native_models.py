@@ -204,3 +204,83 @@ def test_the_summed_chain_never_makes_its_temporary(monkeypatch, n):
     kernels = [k for k in region._KERNELS.values() if not isinstance(k, str)]
     # the state and the sum's result, (500, 8) each: no (500, 8, n) buffer for the chain
     assert len(kernels) == 1 and kernels[0].scratch_bytes <= 2 * 500 * 8 * 4 + 2 * 64, kernels[0].scratch_bytes
+
+
+# --- R6: layer_norm, softmax and stacked linears as straight runs --------------------------------------
+@pytest.fixture
+def kernels_kept(monkeypatch):
+    """A swapped-in kernel's trial always keeps it (the tests check what runs, never how fast)."""
+    from runtime.native import tiering
+    monkeypatch.setattr(tiering, "MARGIN", -1e9)
+
+
+def _plans_agree(fn, *args, calls=40):
+    """Both plans of fn over `calls` calls (past the native kernel's trial): the same bits every time, and
+    every straight run's calls native once its trial settled (none handed back to NumPy)."""
+    program = to_static(fn).get_program(*args)
+    feed = {v.name: a for v, a in zip(program.inputs, args)}
+    plan, numpy_plan = rt.Executor(native=True).compile(program), rt.Executor(native=False).compile(program)
+    native.wait()
+    declined = native.stats()["declined_calls"]
+    for _ in range(calls):
+        with np.errstate(all="ignore"):
+            _assert_same([t.numpy() for t in plan.run(feed)], [t.numpy() for t in numpy_plan.run(feed)])
+    assert native.stats()["declined_calls"] == declined, "a native region handed its call back to NumPy"
+    for name, user in plan.fn.__globals__.items():      # each straight run's trial settled: its calls ran native
+        if name.startswith("xp_native_straight") and user.kernel is not None:
+            assert user.run is user.entry, f"{name} never ran native"
+    return plan
+
+
+@needs_llvm
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 5, 8, 13, 64, 128])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_is_its_kernels_bits_in_a_straight_run_and_a_loop(kernels_kept, dtype, n, affine):
+    from runtime.nn import functional as F
+
+    x = (RNG.standard_normal((3, 7, n)) * 10.0 ** RNG.integers(-3, 4, (3, 7, n))).astype(dtype)
+    x[0, 0, 0], x[1, 2, :] = -0.0, 5.0         # a constant row: variance 0
+    w = rt.tensor(RNG.standard_normal(n).astype(dtype)) if affine else None
+    b = rt.tensor(RNG.standard_normal(n).astype(dtype)) if affine else None
+
+    def straight(x):
+        return F.layer_norm(F.softmax(x * 0.5, axis=-1) + x, (n,), w, b, eps=1e-5)
+
+    plan = _plans_agree(straight, rt.tensor(x))
+    assert _regions(plan, "straight") == ["native"], plan.native_regions
+
+    def looped(x):
+        return _loop(lambda s: F.layer_norm(s * 1.25 + x, (n,), w, b, eps=1e-3), x)
+    plan, got, want = _run_both(looped, rt.tensor(x))
+    assert _all_native(plan), plan.native_regions
+    _assert_same(got, want)
+
+
+@needs_llvm
+def test_stacked_linears_and_a_strided_argument_in_one_straight_run(kernels_kept):
+    from runtime.nn import functional as F
+
+    rt.seed(0)
+    w1, b1 = rt.tensor(RNG.standard_normal((24, 16)).astype("float32")), rt.tensor(RNG.standard_normal(24).astype("float32"))
+    w2 = rt.tensor(RNG.standard_normal((16, 24)).astype("float32"))
+
+    def f(x):
+        y = rt.permute_dims(x, (1, 0, 2))          # a strided view the run reads through a reshape
+        h = F.relu(F.linear(rt.reshape(y, (5, 6, 16)), w1, b1))
+        return F.layer_norm(F.linear(h, w2) + rt.reshape(y, (5, 6, 16)), (16,))
+
+    plan = _plans_agree(f, rt.tensor(RNG.standard_normal((6, 5, 16)).astype("float32")))
+    assert _regions(plan, "straight") == ["native"], plan.native_regions
+
+
+@needs_llvm
+def test_the_encoder_layer_runs_native_with_the_numpy_plans_bits(kernels_kept):
+    from bench.models import ENC_D, ENC_FF, ENC_HEADS, ENC_L, ENC_N, _rng
+
+    rt.seed(3)
+    layer = rt.nn.TransformerEncoderLayer(ENC_D, ENC_HEADS, dim_feedforward=ENC_FF, dropout=0.0)
+    layer.eval()
+    x = rt.tensor(_rng().standard_normal((ENC_L, ENC_N, ENC_D)).astype(np.float32))
+    plan = _plans_agree(layer.forward, x)
+    assert len(plan.native_regions) >= 3 and _all_native(plan), plan.native_regions
