@@ -1320,43 +1320,77 @@ class LoopEmitter:
 
     def emit_softmax(self, op, form):
         """Its kernel's calls: m = max(x, -1); e = x - m; [log_]softmax from exp(e) and its row sums."""
-        _, x, log, (maximum, add, exp, *rest) = form
+        _, x, log, (maximum, add, exp, *rest), inline_sums = form
         ir, b = self.ir, self.b
         src = self.env[id(x)]
         out_var = op.outputs[0]
         shape, rows, length = x.static_shape, math.prod(x.static_shape[:-1]), x.static_shape[-1]
-        row_shape = shape[:-1] + (1,)
-        m = self.row_reduce(src, maximum, rows, length)
+        if log or src.size == 0:
+            m = self.row_reduce(src, maximum, rows, length)
+        else:       # softmax alone: a max of the row inline (its value is NumPy's: only a zero's sign may
+            m = self.row_max(src, rows, length)        # differ, and exp(x - (+-0)) is the same either way)
         shifted = self.alloc(out_var.dtype, shape)
         self.env[id(out_var)] = shifted
         n = self.c64(src.size)
         if src.size == 0:
             return
         one = self.c64(1)
-        sub = {"ufunc": "subtract", "loop_in": [src.dtype], "inline": True}
-        m_rows = _Val(m.ptr, m.dtype, row_shape)
-        ew._inline_loop(ir, b, self.fn, sub, [(src.ptr, one, src.dtype), self.operand(m_rows, shape)], shifted.ptr, n)
+        self.by_rows(shifted, src, m, rows, length, b.fsub)
         e = self.alloc(src.dtype, shape)
         ew._call_loop(ir, b, exp, self.loop_addresses(exp), [(shifted.ptr, one, src.dtype)], e.ptr, n, self.fail[LOOP_FAILED], self.fn)
-        total = self.row_reduce(e, add, rows, length)
+        total = self.row_reduce(e, add, rows, length, inline_sums)
         if log:         # shifted -= log(sum)
             ew._call_loop(ir, b, rest[0], self.loop_addresses(rest[0]), [(total.ptr, one, src.dtype)], total.ptr, self.c64(rows),
                           self.fail[LOOP_FAILED], self.fn)
-            ew._inline_loop(ir, b, self.fn, sub, [(shifted.ptr, one, src.dtype),
-                                                  self.operand(_Val(total.ptr, total.dtype, row_shape), shape)],
-                            shifted.ptr, n)
+            self.by_rows(shifted, shifted, total, rows, length, b.fsub)
         else:           # e /= sum
-            div = {"ufunc": "divide", "loop_in": [src.dtype], "inline": True}
-            ew._inline_loop(ir, b, self.fn, div, [(e.ptr, one, src.dtype),
-                                                  self.operand(_Val(total.ptr, total.dtype, row_shape), shape)],
-                            e.ptr, n)
+            self.by_rows(e, e, total, rows, length, b.fdiv)
             self.env[id(out_var)] = e
         self.keep.extend([maximum[0], add[0], exp] + rest)
 
-    def row_reduce(self, src, loop_identity, rows, length):
-        """A buffer of each row's reduction (NumPy's loop in reduce form, as emit_reduce_rows)."""
+    def by_rows(self, dest, src, per_row, rows, length, operation):
+        """dest[r, i] = operation(src[r, i], per_row[r]): one IEEE operation per element, the row's value
+        read once (no broadcast copy)."""
+        ir, b = self.ir, self.b
+
+        def row(r):
+            value = b.load(b.gep(per_row.ptr, [r]))
+            base = b.mul(r, self.c64(length))
+            ew._loop(ir, b, self.fn, self.c64(length), lambda i: b.store(
+                operation(b.load(b.gep(src.ptr, [b.add(base, i)])), value), b.gep(dest.ptr, [b.add(base, i)])))
+
+        ew._loop(ir, b, self.fn, self.c64(rows), row)
+
+    def row_max(self, src, rows, length):
+        """Each row's largest value (NaN where the row holds one), inline."""
+        ir, b = self.ir, self.b
         out = self.alloc(src.dtype, (rows,))
-        self.emit_reduce_rows(None, ("reduce_rows", loop_identity, None), src=src, out=out, length=length)
+        ty = self.ltype(src.dtype)
+        best, nan = self.entry_alloca(ty), self.entry_alloca(self.i1)
+
+        def row(r):
+            base = b.mul(r, self.c64(length))
+            first = b.load(b.gep(src.ptr, [base]))
+            b.store(first, best)
+            b.store(b.fcmp_unordered("uno", first, first), nan)
+
+            def element(j):
+                v = b.load(b.gep(src.ptr, [b.add(base, b.add(j, self.c64(1)))]))
+                b.store(b.or_(b.load(nan), b.fcmp_unordered("uno", v, v)), nan)
+                b.store(b.select(b.fcmp_ordered(">", v, b.load(best)), v, b.load(best)), best)
+
+            if length > 1:
+                ew._loop(ir, b, self.fn, self.c64(length - 1), element)
+            b.store(b.select(b.load(nan), ir.Constant(ty, float("nan")), b.load(best)), b.gep(out.ptr, [r]))
+
+        ew._loop(ir, b, self.fn, self.c64(rows), row)
+        return out
+
+    def row_reduce(self, src, loop_identity, rows, length, inline=False):
+        """A buffer of each row's reduction (NumPy's loop in reduce form, or with `inline` its pairwise sum
+        inline, as emit_reduce_rows)."""
+        out = self.alloc(src.dtype, (rows,))
+        self.emit_reduce_rows(None, ("reduce_rows", loop_identity, None, inline), src=src, out=out, length=length)
         return out
 
     def emit_topk(self, op, form):

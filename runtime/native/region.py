@@ -396,7 +396,7 @@ def _walk(block, forms, key, number, checks):
                 loops.append(("reduce", ufunc, x.dtype.str, length, rows))
             loops += [("loop", ufunc, x.dtype.str) for ufunc in (("exp", "log") if log else ("exp",))]
             checks.extend(loops)
-            forms[id(op)] = (kind, x, log, loops)
+            forms[id(op)] = (kind, x, log, loops, _inline_sum(checks, "add", x))
             key.append((kind, log, ins, outs))
         elif kind == "layer_norm":
             _, x, weight, bias, eps = form
@@ -716,7 +716,7 @@ def _run_self_tests(region):
         elif form[0] in ("matmul", "reduce") or form[0] == "reduce_first" and form[1] is not None:
             region.forms[op_id] = (form[0], found[form[1]]) + form[2:]
         elif form[0] == "softmax":
-            region.forms[op_id] = form[:3] + ([found[c] for c in form[3]],)
+            region.forms[op_id] = form[:3] + ([found[c] for c in form[3]], form[4] is not None and found[form[4]])
         elif form[0] == "layer_norm":
             region.forms[op_id] = form[:5] + (found[form[5]],)
         elif form[0] == "chain":        # its steps' NumPy loops, fetched and self-tested here (ew._with_loops)

@@ -284,3 +284,24 @@ def test_the_encoder_layer_runs_native_with_the_numpy_plans_bits(kernels_kept):
     x = rt.tensor(_rng().standard_normal((ENC_L, ENC_N, ENC_D)).astype(np.float32))
     plan = _plans_agree(layer.forward, x)
     assert len(plan.native_regions) >= 3 and _all_native(plan), plan.native_regions
+
+
+@needs_llvm
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_rows_inline_on_nans_infinities_and_signed_zeros(kernels_kept, dtype, log):
+    from runtime.nn import functional as F
+
+    x = probe_values(dtype, 9 * 33).reshape(9, 33).copy()
+    x[0] = 0.0
+    x[1, ::2] = -0.0
+    x[2] = -np.inf
+    x[3, 5] = np.inf
+    x[4, 7] = np.nan
+    x[5] = RNG.standard_normal(33) * 50
+
+    def f(x):
+        return (F.log_softmax if log else F.softmax)(x * 1.0, axis=-1)
+
+    plan = _plans_agree(f, rt.tensor(x))
+    assert _regions(plan, "straight") == ["native"], plan.native_regions
