@@ -112,10 +112,6 @@ def _all_inline(plan):
     return all(st["inline"] is True for st in plan["steps"])
 
 
-def src_dtype(x):
-    return np.dtype(x.dtype)
-
-
 class _Val:
     """A value in the function: a typed pointer to its elements, its dtype and shape, and the loop
     state it is (or views), if any."""
@@ -1220,18 +1216,15 @@ class LoopEmitter:
             length = x.static_shape[-1]
         if out.size == 0:
             return
-        producer = inline[1] if len(inline) > 1 else None       # an all-inline chain only this sum reads
+        producer = inline[1] if len(inline) > 1 else None       # an all-inline chain only this sum reads (its
+        #                                                         sum inline: `region._run_self_tests` drops it else)
         if inline and inline[0] and producer is not None and id(producer) in self.summed:
             _, plan, inputs = self.region.forms[id(producer)][:3]       # computed row by row, never stored
             element = self.chain_element(plan, inputs, x.static_shape)
             ew._loop(ir, b, self.fn, self.c64(out.size), lambda r: b.store(self.pairwise_sum(
-                None, length, src_dtype(x), values=[element(r, self.c64(i)) for i in range(length)]), b.gep(out.ptr, [r])))
+                None, length, np.dtype(x.dtype), values=[element(r, self.c64(i)) for i in range(length)]), b.gep(out.ptr, [r])))
             self.keep.extend(plan["keep"])
             return
-        if producer is not None and id(producer) in self.summed:     # the check failed: the chain is stored
-            self.summed.discard(id(producer))
-            self.emit_chain(producer, self.region.forms[id(producer)])
-            src = self.env[id(x)]
         if inline and inline[0]:        # NumPy's pairwise order inline (checked: `reductions.pairwise_check`)
             ew._loop(ir, b, self.fn, self.c64(out.size), lambda r: b.store(
                 self.pairwise_sum(b.gep(src.ptr, [b.mul(r, self.c64(length))]), length, src.dtype), b.gep(out.ptr, [r])))
