@@ -35,6 +35,7 @@ from ..ir import Variable
 from ..ops.native_forms import native_form
 from . import compiler, dynamic, elementwise, gemm, products, region as regions, tiering
 from .blas import product_call
+from .reductions import MAX_INLINE_SUM
 
 _STATS = {"native": 0, "numpy": 0, "compiling": 0, "warming": 0, "declined_calls": 0, "from_disk": 0,
           "inline_gemvs": 0, "reasons": {}}
@@ -209,6 +210,8 @@ class NativePlanCodegen(PlanCodegen):
             return self.max_iterations is None
         if form[0] == "chain" and tiering.chain_too_long(form[1]):     # (LLVM's compile time grows faster)
             return False
+        if form[0] in ("cast", "transpose", "layer_norm", "reduce_first"):     # only where the region takes it
+            return _taken(form, op, self.readers.get(id(op.outputs[0]), []))
         if form[0] == "matmul":
             _, a, b, transposed, _ = form
             if not (isinstance(a, Variable) and isinstance(b, Variable) and b.ndim == 2):
@@ -464,6 +467,22 @@ class NativePlanCodegen(PlanCodegen):
 
 _STRAIGHT_FORMS = ("chain", "matmul", "view", "index", "split", "select", "argmax", "argmin", "reduce",
                    "reduce_rows", "reduce_first", "softmax", "layer_norm", "topk", "rows", "cast", "transpose")
+def _taken(form, op, readers):
+    """Whether region analysis takes the op of this form (so a run it joins is not refused for it): a cast
+    of one instruction, a transpose only products read as their first operand (not `x.T @ x`), a layer_norm
+    over rows it sums inline, a first-axis reduction by add, multiply, maximum or minimum."""
+    kind, x = form[0], form[1] if form[0] != "reduce_first" else form[2]
+    if kind == "cast":
+        return np.dtype(x.dtype) == np.dtype(form[2]) or elementwise._castable(np.dtype(x.dtype), np.dtype(form[2]))
+    if kind == "transpose":
+        out = op.outputs[0]
+        return bool(readers) and all(r is not None and (native_form(r) or ("",))[0] == "matmul" and r.inputs[0] is out
+                                     and r.inputs[1] is not x and r.inputs[1] is not out for r in readers)
+    if kind == "layer_norm":
+        return x.static_shape[-1] <= MAX_INLINE_SUM and np.dtype(x.dtype) in (np.dtype("float32"), np.dtype("float64"))
+    return form[1] in ("add", "multiply", "maximum", "minimum")
+
+
 _WORTH_A_CALL = ("matmul", "softmax", "layer_norm")     # a run holding one saves NumPy's calls over short rows
 _VIEWS = ("view", "index", "split", "transpose")   # NumPy's views: the plan's own where read after a straight run
 

@@ -305,3 +305,19 @@ def test_softmax_rows_inline_on_nans_infinities_and_signed_zeros(kernels_kept, d
 
     plan = _plans_agree(f, rt.tensor(x))
     assert _regions(plan, "straight") == ["native"], plan.native_regions
+
+
+@needs_llvm
+def test_ops_a_region_would_refuse_end_a_straight_run_instead_of_refusing_it(kernels_kept):
+    from runtime.nn import functional as F
+
+    w = rt.tensor(RNG.standard_normal((300, 16)).astype("float32"))
+
+    def f(x):
+        h = F.relu(F.linear(x, w))                  # batch 1: the run's product
+        n = F.layer_norm(h, (300,))                 # rows longer than the inline sums: NumPy's
+        t = rt.permute_dims(h, (1, 0))              # read other than by a product: NumPy's view
+        return rt.astype(n * 4.0, "int32"), t + 0.0, rt.sum(h, axis=0, keepdims=False)
+
+    plan = _plans_agree(f, rt.tensor(RNG.standard_normal((1, 16)).astype("float32")))
+    assert _regions(plan, "straight")[:1] == ["native"], plan.native_regions
