@@ -194,7 +194,7 @@ class NativePlanCodegen(PlanCodegen):
             if cut is None:
                 break
             end = cut
-        if not any(native_form(op)[0] in _WORTH_A_CALL for op in ops[start:end]):
+        if not any(_worth_a_call(native_form(op)) for op in ops[start:end]):
             return start
         return end
 
@@ -483,7 +483,15 @@ def _taken(form, op, readers):
     return form[1] in ("add", "multiply", "maximum", "minimum")
 
 
-_WORTH_A_CALL = ("matmul", "softmax", "layer_norm")     # a run holding one saves NumPy's calls over short rows
+def _worth_a_call(form):
+    """Whether a run holding an op of this form is worth a native call: a softmax or layer_norm (NumPy's
+    calls over short rows), or a 2-D product (or a stack of rows) NumPy makes with BLAS. A stack of
+    matrices alone is not: `products.py` makes it one call where that gives NumPy's bits (R4's hoisted
+    product), which a run, calling NumPy's product per item, would not."""
+    if form[0] in ("softmax", "layer_norm"):
+        return True
+    return form[0] == "matmul" and (form[1].ndim == 2 or form[1].static_shape[1] == 1)
+
 _VIEWS = ("view", "index", "split", "transpose")   # NumPy's views: the plan's own where read after a straight run
 
 
