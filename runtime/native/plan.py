@@ -22,6 +22,7 @@ user's line (a 0-d input, which may be a NumPy scalar, is passed as `asarray` of
 Every region decided is counted in `stats()` and listed on the plan (`plan.native_regions`:
 [result name, 'native', 'warming', 'compiling' or why it runs on NumPy]).
 """
+import math
 import threading
 from time import perf_counter
 from types import SimpleNamespace
@@ -34,7 +35,7 @@ from ..codegen.plan import compile_plan
 from ..ir import Variable
 from ..ops.native_forms import native_form
 from . import compiler, dynamic, elementwise, gemm, products, region as regions, tiering
-from .blas import product_call
+from .blas import flat_product_check, flat_product_known, product_call
 from .reductions import MAX_INLINE_SUM
 
 _STATS = {"native": 0, "numpy": 0, "compiling": 0, "warming": 0, "declined_calls": 0, "from_disk": 0,
@@ -486,11 +487,25 @@ def _taken(form, op, readers):
 def _worth_a_call(form):
     """Whether a run holding an op of this form is worth a native call: a softmax or layer_norm (NumPy's
     calls over short rows), or a 2-D product (or a stack of rows) NumPy makes with BLAS. A stack of
-    matrices alone is not: `products.py` makes it one call where that gives NumPy's bits (R4's hoisted
+    matrices is only where one call of all its rows is known not to give NumPy's bits (a small one is
+    checked here, ~0.1 ms: R6's (32, 8, 64) @ W.T); else `products.py` makes it one call (R4's hoisted
     product), which a run, calling NumPy's product per item, would not."""
     if form[0] in ("softmax", "layer_norm"):
         return True
-    return form[0] == "matmul" and (form[1].ndim == 2 or form[1].static_shape[1] == 1)
+    if form[0] != "matmul" or form[1].ndim < 2:
+        return False
+    a = form[1]
+    if a.ndim == 2 or a.static_shape[1] == 1:
+        return True
+    key = products.analyse(form, SimpleNamespace(static_shape=a.static_shape[:-1] + (form[2].static_shape[
+        0 if form[3] else 1],), dtype=a.dtype)) if form[2].ndim == 2 else "not a stack"
+    if isinstance(key, str) or math.prod(key[1:5]) > _CHECKED_AT_BUILD:
+        return False
+    known = flat_product_known(*key)
+    return bool(known if known is not None else flat_product_check(*key))
+
+
+_CHECKED_AT_BUILD = 1 << 20      # multiply-adds of a stacked product whose one-call check a plan build runs
 
 _VIEWS = ("view", "index", "split", "transpose")   # NumPy's views: the plan's own where read after a straight run
 

@@ -283,9 +283,9 @@ def test_the_encoder_layer_runs_native_with_the_numpy_plans_bits(kernels_kept):
     layer.eval()
     x = rt.tensor(_rng().standard_normal((ENC_L, ENC_N, ENC_D)).astype(np.float32))
     plan = _plans_agree(layer.forward, x)
-    # the attention's softmax and the rest of the layer from its output projection on: one call each (the
-    # QKV products alone stay NumPy's 32 calls each: one call of their 256 rows has other bits)
-    assert _regions(plan, "straight") == ["native", "native"], plan.native_regions
+    # the QKV products (NumPy's 32 calls each: one call of their 256 rows has other bits), the attention's
+    # softmax, and the rest of the layer from its output projection on: one call each
+    assert _regions(plan, "straight") == ["native"] * 3 and _all_native(plan), plan.native_regions
 
 
 @needs_llvm
