@@ -76,11 +76,13 @@ def _find(library, name):
     return None
 
 
-def product_call(dtype, m, k, n, transposed=False, verify=True):
+def product_call(dtype, m, k, n, transposed=False, verify=True, a_transposed=False):
     """(symbol, arguments) of NumPy's BLAS call for C-contiguous (m, k) @ (k, n) of dtype (with
-    `transposed`, (m, k) @ b.T for a C-contiguous b of shape (n, k): `linear`), the operand slots named
-    'a', 'b', 'out'; or a string saying why the product is not native. With verify=False the symbol is None
-    and the self-test is left for a later call (what the caller may ask on a plan's first call must be cheap)."""
+    `transposed`, (m, k) @ b.T for a C-contiguous b of shape (n, k): `linear`; with `a_transposed`, a.T @ b
+    for a C-contiguous a of shape (k, m): NumPy reads that view as a transposed row-major matrix), the
+    operand slots named 'a', 'b', 'out'; or a string saying why the product is not native. With
+    verify=False the symbol is None and the self-test is left for a later call (what the caller may ask on
+    a plan's first call must be cheap)."""
     dtype = np.dtype(dtype)
     if dtype not in _PREFIX:
         return f"matmul of {dtype} (BLAS takes float32 and float64)"
@@ -89,7 +91,12 @@ def product_call(dtype, m, k, n, transposed=False, verify=True):
     if max(m, k, n) > (1 << 30):
         return "matmul too big for one BLAS call"
     p = _PREFIX[dtype]
-    if m == 1 and n == 1:               # row @ column: NumPy's dot of the k numbers, one sdot/ddot call
+    if a_transposed:        # a gemm only: a vector's or a column's product is another call (not native yet)
+        if m == 1 or n == 1:
+            return f"matmul of a transposed ({k}, {m}) by ({k}, {n}): a vector product (not native yet)"
+        call = (p + "gemm", [ROW_MAJOR, TRANS, TRANS if transposed else NO_TRANS, m, n, k, 1.0, "a", m, "b",
+                             k if transposed else n, 0.0, "out", n])
+    elif m == 1 and n == 1:               # row @ column: NumPy's dot of the k numbers, one sdot/ddot call
         call = (p + "dot", [k, "a", 1, "b", 1])
     elif m == 1 and not transposed:     # vector @ matrix: gemv on the matrix, row-major, transposed
         call = (p + "gemv", [ROW_MAJOR, TRANS, k, n, 1.0, "b", n, "a", 1, 0.0, "out", 1])
@@ -100,11 +107,12 @@ def product_call(dtype, m, k, n, transposed=False, verify=True):
     else:
         call = (p + "gemm", [ROW_MAJOR, NO_TRANS, TRANS if transposed else NO_TRANS, m, n, k, 1.0, "a", k, "b",
                              k if transposed else n, 0.0, "out", n])
-    key = (dtype.str, m, k, n, transposed)
+    key = (dtype.str, m, k, n, transposed) + (("a.T",) if a_transposed else ())
     if not verify:          # the caller runs the self-test later (the compiler thread), before the call is used
         return (None, call[1])
     if key not in _CHECKED:
-        _CHECKED[key] = disk_cache.remembered(["blas", call[0], *key], lambda: _self_test(dtype, m, k, n, transposed, call), "")
+        _CHECKED[key] = disk_cache.remembered(["blas", call[0], *key], lambda: _self_test(
+            dtype, m, k, n, transposed, call, a_transposed=a_transposed), "")
     why = _CHECKED[key]
     return why if why else (symbol(call[0]), call[1])
 
@@ -145,23 +153,26 @@ def _seconds(dtype, m, k, n, call, copy_b, repeats=5):
     return best
 
 
-def _self_test(dtype, m, k, n, transposed, call, copy_b=False):
+def _self_test(dtype, m, k, n, transposed, call, copy_b=False, a_transposed=False):
     """'' when the call gives np.matmul's bits on that shape (and ndarray.dot's, which the plan calls
-    for contiguous operands), else why not; with `copy_b`, the call reads a C-contiguous copy of b.T."""
+    for contiguous operands), else why not; with `copy_b`, the call reads a C-contiguous copy of b.T; with
+    `a_transposed`, slot 'a' holds a C-contiguous (k, m) array and the product is of its .T."""
     fn = symbol(call[0])
     if fn is None:
         return "the BLAS NumPy links was not found"
     rng = np.random.default_rng(7)
     for trial in range(3):
+        shape = (k, m) if a_transposed else (m, k)
         if trial == 0:
-            a = probe_values(dtype, m * k).reshape(m, k)
+            a = probe_values(dtype, m * k).reshape(shape)
             b = np.roll(probe_values(dtype, k * n), 5).reshape((n, k) if transposed else (k, n))
         else:
-            a = (rng.standard_normal((m, k)) * 10 ** trial).astype(dtype)
+            a = (rng.standard_normal(shape) * 10 ** trial).astype(dtype)
             b = rng.standard_normal((n, k) if transposed else (k, n)).astype(dtype)
         with np.errstate(all="ignore"):
-            want = np.matmul(a, b.T if transposed else b)
-            dot = want if transposed else a.dot(b)
+            view = a.T if a_transposed else a
+            want = np.matmul(view, b.T if transposed else b)
+            dot = want if transposed else view.dot(b)
             got = np.empty((m, n), dtype)
             operand = np.ascontiguousarray(b.T) if copy_b else b
             slots = {"a": a.ctypes.data, "b": operand.ctypes.data, "out": got.ctypes.data}

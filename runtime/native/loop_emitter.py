@@ -35,7 +35,7 @@ from ..ir import Variable
 from ..ops.regions import region_of
 from . import elementwise as ew
 from . import gemv, objects, relocations
-from .blas import COL_MAJOR, ROW_MAJOR, TRANS, copied_transpose_call
+from .blas import COL_MAJOR, NO_TRANS, ROW_MAJOR, TRANS, copied_transpose_call
 from .llvm import ARRAY_LAYOUT, engine
 
 INDEX_ERROR, BUDGET_SPENT, LOOP_FAILED, BAD_ARGUMENT, ARRAY_FULL = -1, -2, -3, -4, -5
@@ -107,6 +107,11 @@ def load_kernel(meta, obj, shared, keep=()):
     return kernel
 
 
+def _all_inline(plan):
+    """Whether every step of a chain's plan is an inline IEEE operation (no NumPy loop, no approximation)."""
+    return all(st["inline"] is True for st in plan["steps"])
+
+
 class _Val:
     """A value in the function: a typed pointer to its elements, its dtype and shape, and the loop
     state it is (or views), if any."""
@@ -142,6 +147,8 @@ class LoopEmitter:
         self.fast_entry = None      # the name of the kernel's Python entry (a METH_FASTCALL function), if any
         self.aligned = {}           # id(matrix argument) -> its data at a 64-byte boundary (`aligned_matrix`)
         self.repeats = 0            # > 0 while emitting code that runs more than once a call (a loop's)
+        self.summed = {id(form[4]) for form in region.forms.values()       # chains their sum computes
+                       if form[0] == "reduce_rows" and len(form) > 4 and form[3] and form[4] is not None}
 
     # --- small helpers
     def c64(self, v):
@@ -618,13 +625,22 @@ class LoopEmitter:
 
     # --- the forms
     def emit_chain(self, op, form):
-        _, plan, inputs = form
+        _, plan, inputs = form[:3]
+        if id(op) in self.summed:          # computed by the sum that alone reads it (`emit_reduce_rows`)
+            return
         out_var = op.outputs[0]
         out = self.fresh(out_var)
         n = out.size
         if n == 0:
             return
         ir, b = self.ir, self.b
+        if _all_inline(plan):       # one pass, each element's step values in registers, broadcasts by strides
+            rows, length = math.prod(out.shape[:-1]), out.shape[-1] if out.shape else 1
+            element = self.chain_element(plan, inputs, out.shape)
+            ew._loop(ir, b, self.fn, self.c64(rows), lambda r: ew._loop(ir, b, self.fn, self.c64(length), lambda i: b.store(
+                element(r, i), b.gep(out.ptr, [b.add(b.mul(r, self.c64(length)), i)]))))
+            self.keep.extend(plan["keep"])
+            return
         values, sources = [], []
         for v in inputs:            # each input once: read in place, one value, or broadcast into a buffer
             val = self.env[id(v)]
@@ -654,6 +670,55 @@ class LoopEmitter:
                 self.keep.append(st["loop"])
             values.append(dest)
         self.keep.extend(plan["keep"])
+
+    def chain_element(self, plan, inputs, shape):
+        """`element(r, i)`: the chain's value at row r (of the dims before the last), column i of `shape`,
+        every step inline in registers: the same IEEE operations in the same dtypes as its step-by-step
+        form, so the same bits. Each input is read where NumPy's broadcasting puts it (a stride of 0 along
+        a dim it is broadcast on), never copied."""
+        ir, b = self.ir, self.b
+        nd = len(shape)
+        lead = shape[:-1]
+        reads = []
+        for v in inputs:
+            val = self.env[id(v)]
+            dims = (1,) * (nd - len(val.shape)) + val.shape
+            strides, step = [0] * nd, 1
+            for d in reversed(range(nd)):
+                strides[d] = step if dims[d] == shape[d] and shape[d] != 1 else 0
+                step *= dims[d]
+            reads.append((val, strides))
+
+        def offset(strides, r, i):
+            """The element offset of row r, column i for an input of these strides (the row's index split
+            into the leading dims' indices only where some stride needs it)."""
+            at = b.mul(i, self.c64(strides[-1])) if nd and strides[-1] else self.c64(0)
+            rest, inner = r, 1
+            for d in reversed(range(len(lead))):
+                if strides[d]:
+                    index = b.urem(b.udiv(r, self.c64(inner)), self.c64(lead[d])) if d else b.udiv(r, self.c64(inner))
+                    at = b.add(at, b.mul(index, self.c64(strides[d])))
+                inner *= lead[d]
+            return at
+
+        def element(r, i):
+            loaded = [b.load(b.gep(val.ptr, [offset(strides, r, i)])) for val, strides in reads]
+            values = []
+            for st in plan["steps"]:
+                want = st["loop_in"][0]
+                args = []
+                for where, k, dtype in st["args"]:
+                    if where == "in":
+                        value = loaded[k]
+                    elif where == "step":
+                        value = values[k]
+                    else:
+                        value = ir.Constant(self.ltype(dtype), k.item() if np.dtype(dtype).kind != "b" else int(k.item()))
+                    args.append(ew._convert(ir, b, value, dtype, want))
+                values.append(ew._compute(ir, b, st["ufunc"], want, args))
+            return values[-1]
+
+        return element
 
     def operand(self, val, shape):
         """(pointer, element stride, dtype) reading val broadcast to shape in flat order."""
@@ -726,7 +791,7 @@ class LoopEmitter:
         copied = None
         if symbol is None:
             pass
-        elif len(args) == 14 and args[2] == TRANS and id(b_var) in self.invariant:   # gemm of a @ weight.T
+        elif len(args) == 14 and args[1] == NO_TRANS and args[2] == TRANS and id(b_var) in self.invariant:   # a @ weight.T
             m, n, k = args[3:6]
             copied = copied_transpose_call(out.dtype, m, k, n)
             if not isinstance(copied, str) and id(b_var) not in self.copies:
@@ -951,7 +1016,73 @@ class LoopEmitter:
 
         ew._loop(ir, b, self.fn, self.c64(out.size), body)
 
-    def emit_argmax(self, op, form):
+    def emit_transpose(self, op, form):
+        """x.T of a 2-D x: nothing (analysis took it only where products alone read it: they read x as
+        NumPy's call reads the view, `a.T` in their BLAS arguments)."""
+
+    def emit_cast(self, op, form):
+        """x.astype(dtype): NumPy's cast of each element (the casts `elementwise._castable` admits: one
+        instruction each); to its own dtype the value itself (astype(copy=False) returns x)."""
+        _, x, dtype = form
+        src = self.env[id(x)]
+        out_var = op.outputs[0]
+        if src.dtype == np.dtype(dtype):
+            self.env[id(out_var)] = src
+            return
+        out = self.fresh(out_var)
+        if out.size:
+            self.cast_into(src, out)
+
+    def cast_into(self, src, out):
+        ir, b = self.ir, self.b
+
+        def body(i):
+            value = b.load(b.gep(src.ptr, [i]))
+            b.store(ew._convert(ir, b, value, src.dtype, out.dtype), b.gep(out.ptr, [i]))
+
+        ew._loop(ir, b, self.fn, self.c64(out.size), body)
+
+    def emit_reduce_first(self, op, form):
+        """ufunc.reduce(x, axis=0) of a 2-D x as NumPy's iterator makes it: the result starts as the
+        identity (add: +0.0, multiply: 1) or the first row (maximum, minimum), then takes each row in
+        turn, element by element (inline IEEE adds and products; NumPy's loop for maximum and minimum)."""
+        _, loop, ufunc, x = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        out = self.fresh(op.outputs[0])
+        rows, width = x.static_shape
+        if out.size == 0:
+            return
+        first = 0
+        if ufunc in ("add", "multiply"):
+            identity = ir.Constant(self.ltype(out.dtype), 0.0 if ufunc == "add" else 1.0)
+            ew._loop(ir, b, self.fn, self.c64(width), lambda j: b.store(identity, b.gep(out.ptr, [j])))
+        else:
+            self.copy(out, _Val(src.ptr, src.dtype, (width,)))
+            first = 1
+        if rows <= first:
+            return
+        one = self.c64(1)
+
+        def row(i):
+            i = b.add(i, self.c64(first))
+            operands = [(out.ptr, one, out.dtype), (b.gep(src.ptr, [b.mul(i, self.c64(width))]), one, src.dtype)]
+            if loop is None:
+                step = {"ufunc": ufunc, "loop_in": [out.dtype], "inline": True}
+                ew._inline_loop(ir, b, self.fn, step, operands, out.ptr, self.c64(width))
+            else:
+                ew._call_loop(ir, b, loop, self.loop_addresses(loop), operands, out.ptr, self.c64(width),
+                              self.fail[LOOP_FAILED], self.fn)
+
+        ew._loop(ir, b, self.fn, self.c64(rows - first), row)
+        if loop is not None:
+            self.keep.append(loop)
+
+    def emit_argmin(self, op, form):
+        """NumPy's argmin: the first index of the smallest value, or of the first NaN."""
+        self.emit_argmax(op, form, smallest=True)
+
+    def emit_argmax(self, op, form, smallest=False):
         """NumPy's argmax: the first index of the largest value, or of the first NaN."""
         _, x, axis = form
         ir, b = self.ir, self.b
@@ -962,6 +1093,7 @@ class LoopEmitter:
         is_float = src.dtype.kind == "f"
         best_slot, index_slot = self.entry_alloca(self.ltype(src.dtype)), self.entry_alloca(self.i64)
         nan_slot = self.entry_alloca(self.i1)
+        order = "<" if smallest else ">"
 
         def row(r):
             base = b.mul(r, self.c64(length))
@@ -975,10 +1107,10 @@ class LoopEmitter:
                 v, best, found = b.load(b.gep(src.ptr, [b.add(base, j)])), b.load(best_slot), b.load(nan_slot)
                 if is_float:
                     nan = b.fcmp_unordered("uno", v, v)
-                    take = b.and_(b.not_(found), b.or_(nan, b.fcmp_ordered(">", v, best)))
+                    take = b.and_(b.not_(found), b.or_(nan, b.fcmp_ordered(order, v, best)))
                     b.store(b.or_(found, nan), nan_slot)
                 else:
-                    take = (b.icmp_signed if src.dtype.kind == "i" else b.icmp_unsigned)(">", v, best)
+                    take = (b.icmp_signed if src.dtype.kind == "i" else b.icmp_unsigned)(order, v, best)
                 b.store(b.select(take, v, best), best_slot)
                 b.store(b.select(take, j, b.load(index_slot)), index_slot)
 
@@ -1148,14 +1280,27 @@ class LoopEmitter:
         self.keep.append(loop)
 
     def emit_reduce_rows(self, op, form, src=None, out=None, length=None):
-        _, (loop, identity), x = form
+        _, (loop, identity), x, *inline = form
         ir, b = self.ir, self.b
         if src is None:
-            src = self.env[id(x)]
+            src = self.env.get(id(x))      # None: a chain this sum computes itself
             out_var = op.outputs[0]
             out = self.fresh(out_var)
             length = x.static_shape[-1]
         if out.size == 0:
+            return
+        producer = inline[1] if len(inline) > 1 else None       # an all-inline chain only this sum reads (its
+        #                                                         sum inline: `region._run_self_tests` drops it else)
+        if inline and inline[0] and producer is not None and id(producer) in self.summed:
+            _, plan, inputs = self.region.forms[id(producer)][:3]       # computed row by row, never stored
+            element = self.chain_element(plan, inputs, x.static_shape)
+            ew._loop(ir, b, self.fn, self.c64(out.size), lambda r: b.store(self.pairwise_sum(
+                None, length, np.dtype(x.dtype), values=[element(r, self.c64(i)) for i in range(length)]), b.gep(out.ptr, [r])))
+            self.keep.extend(plan["keep"])
+            return
+        if inline and inline[0]:        # NumPy's pairwise order inline (checked: `reductions.pairwise_check`)
+            ew._loop(ir, b, self.fn, self.c64(out.size), lambda r: b.store(
+                self.pairwise_sum(b.gep(src.ptr, [b.mul(r, self.c64(length))]), length, src.dtype), b.gep(out.ptr, [r])))
             return
         count = length if identity is not None else length - 1
         zero = self.c64(0)
@@ -1175,45 +1320,143 @@ class LoopEmitter:
         ew._loop(ir, b, self.fn, self.c64(out.size), row)
         self.keep.append(loop)
 
+    def pairwise_sum(self, ptr, n, dtype, values=None):
+        """`reductions.pairwise_sum` of the n values at ptr (or of `values`), op by op (IEEE adds, no
+        reassociation), plus the identity +0.0 as NumPy's loop in reduce form adds it."""
+        b = self.b
+        zero = self.ir.Constant(self.ltype(dtype), 0.0)
+        if values is None:
+            values = [b.load(b.gep(ptr, [self.c64(i)])) for i in range(n)]
+        if n < 8:
+            res = zero
+            for v in values:
+                res = b.fadd(res, v)
+        else:
+            lanes = values[:8]
+            i = 8
+            while i < n - n % 8:
+                lanes = [b.fadd(lanes[j], values[i + j]) for j in range(8)]
+                i += 8
+            res = b.fadd(b.fadd(b.fadd(lanes[0], lanes[1]), b.fadd(lanes[2], lanes[3])),
+                         b.fadd(b.fadd(lanes[4], lanes[5]), b.fadd(lanes[6], lanes[7])))
+            for v in values[i:]:
+                res = b.fadd(res, v)
+        return b.fadd(zero, res)
+
+    def emit_layer_norm(self, op, form):
+        """Its kernel's steps, row by row: mean = sum / n (NumPy's mean: the pairwise sum, divided in double
+        by the count and rounded back), c = x - mean, var = mean(c * c), var += eps, c *= 1 / sqrt(var)
+        (NumPy's sqrt loop), c *= weight, c += bias; each an IEEE operation in the array's dtype."""
+        _, x, weight, bias, eps, sqrt = form
+        ir, b = self.ir, self.b
+        src = self.env[id(x)]
+        out = self.fresh(op.outputs[0])
+        length = x.static_shape[-1]
+        if out.size == 0:
+            return
+        ty, wide = self.ltype(src.dtype), ir.DoubleType()
+        count = ir.Constant(wide, float(length))
+        w, bs = (self.env[id(p)] if p is not None else None for p in (weight, bias))
+        root = self.entry_alloca(ty)
+        one = self.c64(1)
+
+        def mean(total):
+            return b.fptrunc(b.fdiv(b.fpext(total, wide), count), ty) if ty != wide else b.fdiv(total, count)
+
+        def row(r):
+            base = b.mul(r, self.c64(length))
+            xs = [b.load(b.gep(src.ptr, [b.add(base, self.c64(i))])) for i in range(length)]
+            m = mean(self.pairwise_sum(None, length, src.dtype, values=xs))
+            centered = [b.fsub(v, m) for v in xs]
+            var = mean(self.pairwise_sum(None, length, src.dtype, values=[b.fmul(c, c) for c in centered]))
+            b.store(b.fadd(var, ir.Constant(ty, float(np.asarray(eps, src.dtype)))), root)
+            ew._call_loop(ir, b, sqrt, self.loop_addresses(sqrt), [(root, one, src.dtype)], root, one,
+                          self.fail[LOOP_FAILED], self.fn)
+            scale = b.fdiv(ir.Constant(ty, 1.0), b.load(root))
+            for i, c in enumerate(centered):
+                value = b.fmul(c, scale)
+                if w is not None:
+                    value = b.fmul(value, b.load(b.gep(w.ptr, [self.c64(i)])))
+                if bs is not None:
+                    value = b.fadd(value, b.load(b.gep(bs.ptr, [self.c64(i)])))
+                b.store(value, b.gep(out.ptr, [b.add(base, self.c64(i))]))
+
+        ew._loop(ir, b, self.fn, self.c64(out.size // length), row)
+        self.keep.append(sqrt)
+
     def emit_softmax(self, op, form):
         """Its kernel's calls: m = max(x, -1); e = x - m; [log_]softmax from exp(e) and its row sums."""
-        _, x, log, (maximum, add, exp, *rest) = form
+        _, x, log, (maximum, add, exp, *rest), inline_sums = form
         ir, b = self.ir, self.b
         src = self.env[id(x)]
         out_var = op.outputs[0]
         shape, rows, length = x.static_shape, math.prod(x.static_shape[:-1]), x.static_shape[-1]
-        row_shape = shape[:-1] + (1,)
-        m = self.row_reduce(src, maximum, rows, length)
+        if log or src.size == 0:
+            m = self.row_reduce(src, maximum, rows, length)
+        else:       # softmax alone: a max of the row inline (its value is NumPy's: only a zero's sign may
+            m = self.row_max(src, rows, length)        # differ, and exp(x - (+-0)) is the same either way)
         shifted = self.alloc(out_var.dtype, shape)
         self.env[id(out_var)] = shifted
         n = self.c64(src.size)
         if src.size == 0:
             return
         one = self.c64(1)
-        sub = {"ufunc": "subtract", "loop_in": [src.dtype], "inline": True}
-        m_rows = _Val(m.ptr, m.dtype, row_shape)
-        ew._inline_loop(ir, b, self.fn, sub, [(src.ptr, one, src.dtype), self.operand(m_rows, shape)], shifted.ptr, n)
+        self.by_rows(shifted, src, m, rows, length, b.fsub)
         e = self.alloc(src.dtype, shape)
         ew._call_loop(ir, b, exp, self.loop_addresses(exp), [(shifted.ptr, one, src.dtype)], e.ptr, n, self.fail[LOOP_FAILED], self.fn)
-        total = self.row_reduce(e, add, rows, length)
+        total = self.row_reduce(e, add, rows, length, inline_sums)
         if log:         # shifted -= log(sum)
             ew._call_loop(ir, b, rest[0], self.loop_addresses(rest[0]), [(total.ptr, one, src.dtype)], total.ptr, self.c64(rows),
                           self.fail[LOOP_FAILED], self.fn)
-            ew._inline_loop(ir, b, self.fn, sub, [(shifted.ptr, one, src.dtype),
-                                                  self.operand(_Val(total.ptr, total.dtype, row_shape), shape)],
-                            shifted.ptr, n)
+            self.by_rows(shifted, shifted, total, rows, length, b.fsub)
         else:           # e /= sum
-            div = {"ufunc": "divide", "loop_in": [src.dtype], "inline": True}
-            ew._inline_loop(ir, b, self.fn, div, [(e.ptr, one, src.dtype),
-                                                  self.operand(_Val(total.ptr, total.dtype, row_shape), shape)],
-                            e.ptr, n)
+            self.by_rows(e, e, total, rows, length, b.fdiv)
             self.env[id(out_var)] = e
         self.keep.extend([maximum[0], add[0], exp] + rest)
 
-    def row_reduce(self, src, loop_identity, rows, length):
-        """A buffer of each row's reduction (NumPy's loop in reduce form, as emit_reduce_rows)."""
+    def by_rows(self, dest, src, per_row, rows, length, operation):
+        """dest[r, i] = operation(src[r, i], per_row[r]): one IEEE operation per element, the row's value
+        read once (no broadcast copy)."""
+        ir, b = self.ir, self.b
+
+        def row(r):
+            value = b.load(b.gep(per_row.ptr, [r]))
+            base = b.mul(r, self.c64(length))
+            ew._loop(ir, b, self.fn, self.c64(length), lambda i: b.store(
+                operation(b.load(b.gep(src.ptr, [b.add(base, i)])), value), b.gep(dest.ptr, [b.add(base, i)])))
+
+        ew._loop(ir, b, self.fn, self.c64(rows), row)
+
+    def row_max(self, src, rows, length):
+        """Each row's largest value (NaN where the row holds one), inline."""
+        ir, b = self.ir, self.b
         out = self.alloc(src.dtype, (rows,))
-        self.emit_reduce_rows(None, ("reduce_rows", loop_identity, None), src=src, out=out, length=length)
+        ty = self.ltype(src.dtype)
+        best, nan = self.entry_alloca(ty), self.entry_alloca(self.i1)
+
+        def row(r):
+            base = b.mul(r, self.c64(length))
+            first = b.load(b.gep(src.ptr, [base]))
+            b.store(first, best)
+            b.store(b.fcmp_unordered("uno", first, first), nan)
+
+            def element(j):
+                v = b.load(b.gep(src.ptr, [b.add(base, b.add(j, self.c64(1)))]))
+                b.store(b.or_(b.load(nan), b.fcmp_unordered("uno", v, v)), nan)
+                b.store(b.select(b.fcmp_ordered(">", v, b.load(best)), v, b.load(best)), best)
+
+            if length > 1:
+                ew._loop(ir, b, self.fn, self.c64(length - 1), element)
+            b.store(b.select(b.load(nan), ir.Constant(ty, float("nan")), b.load(best)), b.gep(out.ptr, [r]))
+
+        ew._loop(ir, b, self.fn, self.c64(rows), row)
+        return out
+
+    def row_reduce(self, src, loop_identity, rows, length, inline=False):
+        """A buffer of each row's reduction (NumPy's loop in reduce form, or with `inline` its pairwise sum
+        inline, as emit_reduce_rows)."""
+        out = self.alloc(src.dtype, (rows,))
+        self.emit_reduce_rows(None, ("reduce_rows", loop_identity, None, inline), src=src, out=out, length=length)
         return out
 
     def emit_topk(self, op, form):

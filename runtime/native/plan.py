@@ -22,6 +22,7 @@ user's line (a 0-d input, which may be a NumPy scalar, is passed as `asarray` of
 Every region decided is counted in `stats()` and listed on the plan (`plan.native_regions`:
 [result name, 'native', 'warming', 'compiling' or why it runs on NumPy]).
 """
+import math
 import threading
 from time import perf_counter
 from types import SimpleNamespace
@@ -34,7 +35,8 @@ from ..codegen.plan import compile_plan
 from ..ir import Variable
 from ..ops.native_forms import native_form
 from . import compiler, dynamic, elementwise, gemm, pieces, products, region as regions, tiering
-from .blas import product_call
+from .blas import flat_product_check, flat_product_known, product_call
+from .reductions import MAX_INLINE_SUM
 
 _STATS = {"native": 0, "numpy": 0, "compiling": 0, "warming": 0, "declined_calls": 0, "from_disk": 0,
           "inline_gemvs": 0, "reasons": {}}
@@ -211,8 +213,9 @@ class NativePlanCodegen(PlanCodegen):
     def _straight_end(self, ops, start):
         """Where a straight run starting at ops[start] ends (start: none): the ops after it that each have
         a native form a straight region takes, no value of a view-like op or a number read after the run
-        (the NumPy plan's views and scalars stay its own), and a 2-D matrix product among them that the
-        native GEMM does not take."""
+        (the NumPy plan's views and scalars stay its own), and among them a matrix product the native GEMM
+        does not take (2-D, or a stack of them by one matrix), a softmax or a layer_norm (NumPy's calls
+        over short rows: the reductions' iterator costs more than their sums)."""
         end = start
         while end < len(ops) and self._joins(ops[end]):
             end += 1
@@ -224,7 +227,7 @@ class NativePlanCodegen(PlanCodegen):
             if cut is None:
                 break
             end = cut
-        if not any(native_form(op)[0] == "matmul" for op in ops[start:end]):
+        if not any(_worth_a_call(native_form(op)) for op in ops[start:end]):
             return start
         return end
 
@@ -240,11 +243,13 @@ class NativePlanCodegen(PlanCodegen):
             return self.max_iterations is None
         if form[0] == "chain" and pieces.needs_split(form[1]):     # a long chain: its own pieces (pieces.py)
             return False
+        if form[0] in ("cast", "transpose", "layer_norm", "reduce_first"):     # only where the region takes it
+            return _taken(form, op, self.readers.get(id(op.outputs[0]), []))
         if form[0] == "matmul":
             _, a, b, transposed, _ = form
             if not (isinstance(a, Variable) and isinstance(b, Variable) and b.ndim == 2):
                 return False
-            if a.ndim == 3 and a.static_shape[1] == 1:      # a stack of rows (a hoisted input product): per row
+            if a.ndim == 3:     # a stack (a hoisted input product's rows, a sequence's batches): per item
                 a = SimpleNamespace(static_shape=a.static_shape[1:], dtype=a.dtype)
             elif a.ndim != 2:
                 return False
@@ -269,7 +274,7 @@ class NativePlanCodegen(PlanCodegen):
         if isinstance(found, str):
             _count(found)
             return False
-        user = NativeStraight(found, status)
+        user = NativeStraight(found, status, self._maybe_strided(found.args, ops[0].block))
         job = regions.region_job(found)
         if not _start(job, user, status, lambda: _warm(user, job, status)):
             return False
@@ -299,6 +304,17 @@ class NativePlanCodegen(PlanCodegen):
         if args_dead:
             self.emit(indent, "del " + ", ".join(self.name(v) for v in args_dead))
         return True
+
+    def _maybe_strided(self, args, block):
+        """Whether an argument of a straight run is made in `block` by an op whose result may be a strided
+        view (a NumPy view-like op, or one with no native form: `permute_dims` of 4 dims, `moveaxis`): the
+        run's call then retries with contiguous copies (the copy NumPy's reshape of it makes anyway)."""
+        made = {id(o): op for op in (block.ops if block is not None else ()) for o in op.outputs}
+        for v in args:
+            op = made.get(id(v))
+            if op is not None and (native_form(op) or ("",))[0] in _VIEWS + ("",):
+                return True
+        return False
 
     def while_(self, op, indent):
         """A loop as one native call, its NumPy loop run where the call returns None (still compiling,
@@ -479,9 +495,48 @@ class NativePlanCodegen(PlanCodegen):
         return into
 
 
-_STRAIGHT_FORMS = ("chain", "matmul", "view", "index", "split", "select", "argmax", "reduce", "reduce_rows",
-                   "softmax", "topk", "rows")
-_VIEWS = ("view", "index", "split")        # a straight run computes their values as views of its buffers
+_STRAIGHT_FORMS = ("chain", "matmul", "view", "index", "split", "select", "argmax", "argmin", "reduce",
+                   "reduce_rows", "reduce_first", "softmax", "layer_norm", "topk", "rows", "cast", "transpose")
+def _taken(form, op, readers):
+    """Whether region analysis takes the op of this form (so a run it joins is not refused for it): a cast
+    of one instruction, a transpose only products read as their first operand (not `x.T @ x`), a layer_norm
+    over rows it sums inline, a first-axis reduction by add, multiply, maximum or minimum."""
+    kind, x = form[0], form[1] if form[0] != "reduce_first" else form[2]
+    if kind == "cast":
+        return np.dtype(x.dtype) == np.dtype(form[2]) or elementwise._castable(np.dtype(x.dtype), np.dtype(form[2]))
+    if kind == "transpose":
+        out = op.outputs[0]
+        return bool(readers) and all(r is not None and (native_form(r) or ("",))[0] == "matmul" and r.inputs[0] is out
+                                     and r.inputs[1] is not x and r.inputs[1] is not out for r in readers)
+    if kind == "layer_norm":
+        return x.static_shape[-1] <= MAX_INLINE_SUM and np.dtype(x.dtype) in (np.dtype("float32"), np.dtype("float64"))
+    return form[1] in ("add", "multiply", "maximum", "minimum")
+
+
+def _worth_a_call(form):
+    """Whether a run holding an op of this form is worth a native call: a softmax or layer_norm (NumPy's
+    calls over short rows), or a 2-D product (or a stack of rows) NumPy makes with BLAS. A stack of
+    matrices is only where one call of all its rows is known not to give NumPy's bits (a small one is
+    checked here, ~0.1 ms: R6's (32, 8, 64) @ W.T); else `products.py` makes it one call (R4's hoisted
+    product), which a run, calling NumPy's product per item, would not."""
+    if form[0] in ("softmax", "layer_norm"):
+        return True
+    if form[0] != "matmul" or form[1].ndim < 2:
+        return False
+    a = form[1]
+    if a.ndim == 2 or a.static_shape[1] == 1:
+        return True
+    key = products.analyse(form, SimpleNamespace(static_shape=a.static_shape[:-1] + (form[2].static_shape[
+        0 if form[3] else 1],), dtype=a.dtype)) if form[2].ndim == 2 else "not a stack"
+    if isinstance(key, str) or math.prod(key[1:5]) > _CHECKED_AT_BUILD:
+        return False
+    known = flat_product_known(*key)
+    return bool(known if known is not None else flat_product_check(*key))
+
+
+_CHECKED_AT_BUILD = 1 << 20      # multiply-adds of a stacked product whose one-call check a plan build runs
+
+_VIEWS = ("view", "index", "split", "transpose")   # NumPy's views: the plan's own where read after a straight run
 
 
 def chain_call(kernel, op, steps, donated):
@@ -641,18 +696,31 @@ class NativeStraight(NativeLoop):
     runs the ops' NumPy code) until the kernel is ready, then the kernel's Python entry itself (a builtin:
     the output, a tuple of outputs, or None where it declines)."""
 
-    def __init__(self, region, status):
+    def __init__(self, region, status, retry=False):
         super().__init__(region.op, region, status)
         self.run = _on_numpy
         self.kernel = None
+        self.retry = retry          # an argument may be a strided view: declined calls retry with copies
+        self.entry = None           # what `run` is once the kernel is in (its builtin, or that with the retry)
 
     def native_call(self, kernel):
         self.kernel = kernel
-        return kernel.fast
+        if not self.retry:
+            self.entry = kernel.fast
+            return self.entry
+        fast, contiguous = kernel.fast, np.ascontiguousarray
+
+        def call(*args):
+            result = fast(*args)
+            if result is None:
+                result = fast(*[contiguous(a) for a in args])
+            return result
+        self.entry = call
+        return call
 
     def numpy_took(self, began):
         super().numpy_took(began)
-        if self.run is getattr(self.kernel, "fast", None):     # settled native: the kernel declined this call
+        if self.run is self.entry and self.entry is not None:     # settled native: the kernel declined this call
             self.kernel.declined += 1
             with _STATS_LOCK:
                 _STATS["declined_calls"] += 1

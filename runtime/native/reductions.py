@@ -6,6 +6,12 @@ data = [out, x, out], strides = [0, itemsize, 0] and n elements, `out` starting 
 `minimum` have no identity: `out` starts as the first element and the loop runs over the other n - 1.
 `reduce_loop(ufunc, dtype, n)` gives that loop for one length only after calling it so gives
 `ufunc.reduce`'s bits on special and random values of that length; else the reduction stays on NumPy.
+
+Rows of at most `MAX_INLINE_SUM` values may be summed inline instead (no call per row: a short row's
+call costs more than its sum): NumPy's pairwise order, ported (`pairwise_sum`: under 8 values one by
+one from +0.0, else eight lanes over blocks of 8 combined ((0+1)+(2+3))+((4+5)+(6+7)), then the rest
+one by one; the loop adds the result to the identity), used only where `pairwise_check` finds the port
+gives `add.reduce(x, -1)`'s bits on that shape here (special and random values, every row).
 """
 import ctypes
 
@@ -84,4 +90,55 @@ def _self_test_rows(loop, dtype, rows, n):
                 want = want if same_bits(want, short) else None
         if want is None or not same_bits(got, want):
             return f"self-test: {ufunc.__name__}.reduce over rows of {n} differs from NumPy's"
+    return ""
+
+
+MAX_INLINE_SUM = 128        # NumPy's pairwise block: up to it one level, no recursion
+_PAIRWISE = {}
+
+
+def pairwise_sum(x):
+    """NumPy's pairwise sum of each row of a 2-D float array x (at most MAX_INLINE_SUM columns), added to
+    the identity +0.0 as its loop's reduce form does: the order the inline code follows, IEEE op by op."""
+    rows, n = x.shape
+    dtype = x.dtype
+    if n < 8:
+        res = np.zeros(rows, dtype)
+        for i in range(n):
+            res = res + x[:, i]
+    else:
+        lanes = [x[:, j].copy() for j in range(8)]
+        i = 8
+        while i < n - n % 8:
+            lanes = [lanes[j] + x[:, i + j] for j in range(8)]
+            i += 8
+        res = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]))
+        for i in range(i, n):
+            res = res + x[:, i]
+    return np.zeros(rows, dtype) + res
+
+
+def pairwise_check(dtype, n, rows):
+    """'' when `pairwise_sum` gives NumPy's `add.reduce(x, -1)` bits for C-contiguous (rows, n) float arrays
+    here (its iterator may order a short axis's sums another way), else why not; once per shape."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f" or dtype not in (np.dtype("float32"), np.dtype("float64")) or not 1 <= n <= MAX_INLINE_SUM:
+        return f"no inline sum of {n} {dtype} values"
+    key = (dtype.str, n, rows)
+    if key not in _PAIRWISE:
+        _PAIRWISE[key] = disk_cache.remembered(["pairwise", *key], lambda: _pairwise_test(dtype, n, rows), "")
+    return _PAIRWISE[key]
+
+
+def _pairwise_test(dtype, n, rows):
+    rng = np.random.default_rng(23)
+    rows = max(1, min(rows, 1 << 16))
+    samples = [np.resize(probe_values(dtype, max(n, 64) + 7), rows * n).reshape(rows, n),
+               np.full((rows, n), -0.0, dtype)]
+    samples += [(rng.standard_normal((rows, n)) * scale).astype(dtype) for scale in (1.0, 1e4)]
+    samples.append((rng.standard_normal((rows, n)) * 10.0 ** rng.integers(-3, 5, (rows, n))).astype(dtype))
+    for x in samples:
+        with np.errstate(all="ignore"):
+            if not same_bits(pairwise_sum(x), np.add.reduce(x, -1)):
+                return f"self-test: the inline sum differs from NumPy's add.reduce over rows of {n}"
     return ""

@@ -21,7 +21,7 @@ from .blas import product_call, stacked_items_check
 from .llvm import engine, may_be_available
 from .loop_emitter import ARRAY_FULL, BAD_ARGUMENT, LoopEmitter, load_kernel
 from .numpy_loops import strided_loop
-from .reductions import reduce_loop
+from .reductions import MAX_INLINE_SUM, pairwise_check, reduce_loop
 
 __all__ = ["ARRAY_FULL", "BAD_ARGUMENT", "Region", "analyse", "analyse_cond", "analyse_straight", "region_job"]
 
@@ -346,6 +346,8 @@ MAX_CHAIN_STEPS = 256
 
 def _walk(block, forms, key, number, checks):
     """Check every op of a block (and of the conds in it); record each op's form and what to compile."""
+    transposed_sources = {}     # id(x.T made in this block) -> x: a product reads x as NumPy's call reads x.T
+    summed = {}                 # id(value of an all-inline chain of this block) -> its op: a sum may compute it
     for op in block.ops:
         form = native_form(op)
         if form is None:
@@ -353,8 +355,8 @@ def _walk(block, forms, key, number, checks):
         kind = form[0]
         ins = [number(x) for x in op.inputs]
         outs = [number(o) for o in op.outputs]
-        if None in ins:
-            raise _NotNative(f"op '{op.type}' has an input native code does not take")
+        if any(i is None and not (x is None and kind in ("layer_norm", "matmul")) for i, x in zip(ins, op.inputs)):
+            raise _NotNative(f"op '{op.type}' has an input native code does not take")     # (no weight or bias: None)
         if kind == "chain":
             _, steps, inputs = form
             out = op.outputs[0]
@@ -371,12 +373,26 @@ def _walk(block, forms, key, number, checks):
                                  f"grows faster than the steps)")
             forms[id(op)] = (kind, plan, inputs)
             key.append((kind, plan["key"], [number(v) for v in inputs], outs))
+            if all(st["inline"] is True for st in plan["steps"]) and out.ndim:
+                summed[id(out)] = op
         elif kind == "matmul":
             _, a, b, transposed, bias = form
             out = op.outputs[0]
             if a.ndim not in (2, 3) or b.ndim != 2 or not a.dtype == b.dtype == out.dtype:
                 raise _NotNative(f"op '{op.type}' other than 2-D (or a stack of them) @ 2-D of one dtype")
             (m, k), n = a.static_shape[-2:], b.static_shape[0 if transposed else 1]
+            a_of = transposed_sources.get(id(a))
+            if a_of is not None and a_of is not b:      # x.T @ b: NumPy's call on x's memory, read transposed
+                call = product_call(a.dtype, m, k, n, transposed, verify=False, a_transposed=True)
+                if isinstance(call, str):
+                    raise _NotNative(call)
+                call = ("blas", a.dtype.str, m, k, n, transposed, "a.T")
+                checks.append(call)
+                if bias is not None:
+                    raise _NotNative(f"op '{op.type}' of a transposed operand with a bias")
+                forms[id(op)] = (kind, call, a_of, b, bias)
+                key.append((kind, transposed, "a.T", [number(a_of)] + ins[1:], outs))
+                continue
             call = product_call(a.dtype, m, k, n, transposed, verify=False)
             if isinstance(call, str):
                 raise _NotNative(call)
@@ -409,8 +425,22 @@ def _walk(block, forms, key, number, checks):
                 loops.append(("reduce", ufunc, x.dtype.str, length, rows))
             loops += [("loop", ufunc, x.dtype.str) for ufunc in (("exp", "log") if log else ("exp",))]
             checks.extend(loops)
-            forms[id(op)] = (kind, x, log, loops)
+            forms[id(op)] = (kind, x, log, loops, _inline_sum(checks, "add", x))
             key.append((kind, log, ins, outs))
+        elif kind == "layer_norm":
+            _, x, weight, bias, eps = form
+            out = op.outputs[0]
+            length = x.static_shape[-1]
+            if out.dtype != x.dtype or not 1 <= length <= MAX_INLINE_SUM:
+                raise _NotNative(f"op '{op.type}' of {x.dtype}{list(x.static_shape)}")
+            for p in (weight, bias):
+                if p is not None and (p.dtype != x.dtype or tuple(p.static_shape) != (length,)):
+                    raise _NotNative(f"op '{op.type}' with a {p.dtype}{list(p.static_shape)} weight or bias")
+            sums = ("pairwise", x.dtype.str, length, math.prod(x.static_shape[:-1]), "required")
+            sqrt = ("loop", "sqrt", x.dtype.str)
+            checks.extend([sums, sqrt])
+            forms[id(op)] = (kind, x, weight, bias, eps, sqrt)
+            key.append((kind, eps, ins, outs))
         elif kind == "topk":
             _, x, k = form
             if x.dtype.kind not in "fiu" or not 0 <= k <= x.static_shape[-1]:
@@ -456,7 +486,31 @@ def _walk(block, forms, key, number, checks):
                     raise _NotNative(f"op '{op.type}': {v!r} is not a {out.dtype} value")
             forms[id(op)] = form
             key.append((kind, ins, outs))
-        elif kind == "argmax":
+        elif kind == "transpose":
+            x = form[1]
+            if not _only_products_read(block, op.outputs[0], x):     # a copy would change a product's BLAS call
+                raise _NotNative(f"op '{op.type}': a transpose read other than as a product's first operand")
+            forms[id(op)] = form
+            key.append((kind, ins, outs))
+            transposed_sources[id(op.outputs[0])] = x
+        elif kind == "cast":
+            _, x, dtype = form
+            if x.dtype != dtype and not ew._castable(x.dtype, dtype):
+                raise _NotNative(f"op '{op.type}' casts {x.dtype} to {dtype}")
+            forms[id(op)] = form
+            key.append((kind, ins, outs))
+        elif kind == "reduce_first":
+            _, ufunc, x = form
+            out = op.outputs[0]
+            if out.dtype != x.dtype or ufunc not in ("add", "multiply", "maximum", "minimum"):
+                raise _NotNative(f"{ufunc}.reduce over the first axis to {out.dtype} (not native yet)")
+            loop = None
+            if ufunc in ("maximum", "minimum"):     # NumPy's binary loop, row by row (NaNs as NumPy's)
+                loop = ("loop", ufunc, x.dtype.str)
+                checks.append(loop)
+            forms[id(op)] = (kind, loop, ufunc, x)
+            key.append((kind, ufunc, ins, outs))
+        elif kind in ("argmax", "argmin"):
             _, x, axis = form
             if x.dtype.kind not in "fiub" or math.prod(x.static_shape) == 0:
                 raise _NotNative(f"op '{op.type}' of an empty or {x.dtype} array")
@@ -477,7 +531,10 @@ def _walk(block, forms, key, number, checks):
                 raise _NotNative(loop)
             loop = ("reduce", ufunc, x.dtype.str, length, math.prod(x.static_shape[:-1]))
             checks.append(loop)
-            forms[id(op)] = (kind, loop, x)
+            chain = summed.get(id(x))
+            if chain is not None and not _only_read_by(block, x, op):
+                chain = None
+            forms[id(op)] = (kind, loop, x, _inline_sum(checks, ufunc, x), chain)
             key.append((kind, ufunc, ins, outs))
         elif kind == "reduce" and form[1] in _LOGICAL:
             _, ufunc, x = form
@@ -526,6 +583,51 @@ def _walk(block, forms, key, number, checks):
 
 
 _LOGICAL = ("logical_and", "logical_or")
+
+
+def _inline_sum(checks, ufunc, x):
+    """The check that lets rows of x be summed inline (`reductions.pairwise_sum`'s order), or None: the
+    NumPy loop is called per row (its verdict is known once the compiler thread ran it)."""
+    length, rows = x.static_shape[-1], math.prod(x.static_shape[:-1])
+    if ufunc != "add" or not 1 <= length <= MAX_INLINE_SUM or x.dtype.kind != "f":
+        return None
+    check = ("pairwise", x.dtype.str, length, rows, "")
+    checks.append(check)
+    return check
+
+
+def _only_read_by(block, var, reader):
+    """Whether `reader` (an op of block) is the only thing that reads var: no other op of block (nor of the
+    blocks nested in it), not a block result."""
+    if any(r is var for r in list(getattr(block, "results", ())) + list(getattr(block, "outputs", ()))):
+        return False
+    for o in block.ops:
+        if o is reader:
+            if sum(x is var for x in o.inputs) != 1:
+                return False
+            continue
+        region = region_of(o)
+        if any(x is var for x in o.inputs) or region is not None and any(x is var for x in region.closure_inputs(o)):
+            return False
+    return True
+
+
+def _only_products_read(block, var, source):
+    """Whether every reader of var (source.T, made in block) is a matmul of block taking it as its first
+    operand and not source as its second (NumPy's `a.T @ a` is a syrk): then its copy is never made (the
+    product reads the source as NumPy's call reads the view)."""
+    if any(r is var for r in list(getattr(block, "results", ())) + list(getattr(block, "outputs", ()))):
+        return False
+    for o in block.ops:
+        region = region_of(o)
+        if region is not None and any(x is var for x in region.closure_inputs(o)):
+            return False
+        for j, x in enumerate(o.inputs):
+            if x is var:
+                form = native_form(o) or ("",)
+                if form[0] != "matmul" or j != 0 or form[1] is not var or form[2] is var or form[2] is source:
+                    return False
+    return True
 
 
 def _check_broadcast(op, v, out):
@@ -612,27 +714,40 @@ def _run_self_tests(region):
     found = {}
     for check in region.checks:
         if check[0] == "blas":
-            _, dtype, m, k, n, transposed = check
-            got = product_call(np.dtype(dtype), m, k, n, transposed)
+            _, dtype, m, k, n, transposed, *a_transposed = check
+            got = product_call(np.dtype(dtype), m, k, n, transposed, a_transposed=bool(a_transposed))
         elif check[0] == "items":      # '' passes: nothing to fill in
             why = stacked_items_check(np.dtype(check[1]), *check[2:])
             if why:
                 return why
+            continue
+        elif check[0] == "pairwise":       # fails the region only where no NumPy loop call can stand in
+            why = pairwise_check(*check[1:4])
+            if why and check[4:] == ("required",):
+                return why
+            found[check] = not why
             continue
         elif check[0] == "reduce":
             _, ufunc, dtype, length, rows = check
             got = reduce_loop(ufunc, np.dtype(dtype), length, rows=rows)
         else:
             _, ufunc, dtype = check
-            got = strided_loop(getattr(np, ufunc), (np.dtype(dtype),) * 2) or f"no usable NumPy {ufunc} loop for {dtype}"
+            function = getattr(np, ufunc)
+            got = (strided_loop(function, (np.dtype(dtype),) * (function.nin + 1))
+                   or f"no usable NumPy {ufunc} loop for {dtype}")
         if isinstance(got, str):
             return got
         found[check] = got
     for op_id, form in list(region.forms.items()):      # the checked calls and loops for the emitter
-        if form[0] in ("matmul", "reduce", "reduce_rows"):
+        if form[0] == "reduce_rows":
+            inline = form[3] is not None and found[form[3]]
+            region.forms[op_id] = (form[0], found[form[1]], form[2], inline, form[4] if inline else None)
+        elif form[0] in ("matmul", "reduce") or form[0] == "reduce_first" and form[1] is not None:
             region.forms[op_id] = (form[0], found[form[1]]) + form[2:]
         elif form[0] == "softmax":
-            region.forms[op_id] = form[:3] + ([found[c] for c in form[3]],)
+            region.forms[op_id] = form[:3] + ([found[c] for c in form[3]], form[4] is not None and found[form[4]])
+        elif form[0] == "layer_norm":
+            region.forms[op_id] = form[:5] + (found[form[5]],)
         elif form[0] == "chain":        # its steps' NumPy loops, fetched and self-tested here (ew._with_loops)
             plan = ew._with_loops(form[1])
             if isinstance(plan, str):

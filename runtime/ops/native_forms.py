@@ -14,12 +14,18 @@ its form with `native_form(op)`; None means the op is not native and the region 
 - `("rows", table, ids, wrap)`: `table[ids]` on the first axis for an integer array ids, which must be in
   range (`embedding`), or may also count from the end (`wrap`: `take(x, ids, axis=0)`);
 - `("softmax", x, log)`: (log_)softmax over the last axis, as its kernel computes it;
+- `("layer_norm", x, weight, bias, eps)`: layer_norm over the last axis, as its kernel computes it (weight
+  and bias Variables or None);
 - `("topk", x, k)`: the k largest of each last-axis row and their indices, in the kernel's order;
 - `("split", x, axis, bounds)`: the pieces `x[..., lo:hi]` of one axis;
 - `("select", c, x, y)`: `where(c, x, y)`, x and y Variables or numbers;
 - `("reduce", ufunc, x)`: `ufunc.reduce` of a whole array to a 0-d value (`sum`, `prod`, `max`, `min` of
   a float array; `all`/`any` as `logical_and`/`logical_or`); `("reduce_rows", ufunc, x)`: over the last axis;
-- `("argmax", x, axis)`: the first index of the largest value (a NaN first) over all, or the last axis;
+- `("argmax", x, axis)` / `("argmin", x, axis)`: the first index of the largest / smallest value (a NaN
+  first) over all, or the last axis;
+- `("reduce_first", ufunc, x)`: `ufunc.reduce(x, axis=0)` of a 2-D float array (`sum(x, 0)`, ...);
+- `("cast", x, dtype)`: `x.astype(dtype)`;
+- `("transpose", x)`: `x.T` of a 2-D x (`permute_dims`, `.T`): a matmul reads it as NumPy's BLAS call does;
 - `("append", arr, x)`: `arr.append(x)` on a tensor array a loop carries (its items kept in a buffer);
 - `("array_read", arr, i)`, `("array_length", arr)`: `arr[i]` (i an int or a 0-d integer) and `len(arr)`
   of such an array;
@@ -110,6 +116,19 @@ def _softmax(log):
             return None
         return ("softmax", x, log) if isinstance(axis, int) and axis % x.ndim == x.ndim - 1 else None
     return form
+
+
+@facet("layer_norm", "native")
+def _layer_norm(op):
+    x, weight, bias = op.inputs
+    norm, eps = op.attrs.get("normalized_shape"), op.attrs.get("eps")
+    if set(op.attrs) != {"normalized_shape", "eps"} or not isinstance(x, Variable) or not x.ndim:
+        return None
+    if not isinstance(norm, (list, tuple)) or len(norm) != 1 or not isinstance(eps, float):
+        return None
+    if x.dtype.kind != "f" or any(p is not None and not isinstance(p, Variable) for p in (weight, bias)):
+        return None
+    return ("layer_norm", x, weight, bias, eps)
 
 
 facet("softmax", "native")(_softmax(False))
@@ -215,6 +234,9 @@ def _reduction(ufunc, kinds):
         if (isinstance(axis, int) and not isinstance(axis, bool) and x.ndim and -x.ndim <= axis < x.ndim
                 and axis % x.ndim == x.ndim - 1):
             return ("reduce_rows", ufunc, x)
+        if (isinstance(axis, int) and not isinstance(axis, bool) and x.ndim == 2 and axis % 2 == 0
+                and x.dtype.kind == "f"):
+            return ("reduce_first", ufunc, x)
         return None
     return form
 
@@ -224,15 +246,38 @@ for _name, _ufunc, _kinds in (("sum", "add", "f"), ("prod", "multiply", "f"), ("
     facet(_name, "native")(_reduction(_ufunc, _kinds))
 
 
-@facet("argmax", "native")
-def _argmax(op):
+def _arg_extreme(kind):
+    """The `native` facet of argmax / argmin: over all, or over the last axis."""
+    def form(op):
+        x = op.inputs[0]
+        axis = op.attrs.get("axis")
+        if set(op.attrs) - {"axis", "keepdims"} or op.attrs.get("keepdims") or not isinstance(x, Variable) or not x.ndim:
+            return None
+        if axis is not None and (not isinstance(axis, int) or axis % x.ndim != x.ndim - 1):
+            return None
+        return (kind, x, axis)
+    return form
+
+
+facet("argmax", "native")(_arg_extreme("argmax"))
+facet("argmin", "native")(_arg_extreme("argmin"))
+
+
+@facet("astype", "native")
+def _astype(op):
     x = op.inputs[0]
-    axis = op.attrs.get("axis")
-    if set(op.attrs) - {"axis", "keepdims"} or op.attrs.get("keepdims") or not isinstance(x, Variable) or not x.ndim:
+    if set(op.attrs) != {"dtype"} or not isinstance(x, Variable) or x.kind != "dense":
         return None
-    if axis is not None and (not isinstance(axis, int) or axis % x.ndim != x.ndim - 1):
+    return ("cast", x, op.outputs[0].dtype)
+
+
+@facet("permute_dims", "native")
+def _permute_dims(op):
+    x = op.inputs[0]
+    axes = op.attrs.get("axes")
+    if set(op.attrs) - {"axes"} or not isinstance(x, Variable) or x.ndim != 2:
         return None
-    return ("argmax", x, axis)
+    return ("transpose", x) if axes is None or [a % 2 for a in axes] == [1, 0] else None
 
 
 @facet("array_append", "native")
