@@ -15,6 +15,7 @@ import runtime as rt
 from runtime import native
 from runtime.native import gemv, llvm, loop_emitter
 from runtime.native.numpy_loops import probe_values, same_bits
+from tests.unit.test_native_gemv import _rnn
 from transpiler import to_static
 
 pytestmark = [pytest.mark.usefixtures("compile_at_once"),
@@ -71,17 +72,6 @@ def test_panel_function_gives_numpys_bits_both_ways(k, n):
             want = np.matmul(x, w)
         assert same_bits(forwards, want)
         assert same_bits(backwards, want)
-
-
-def _rnn(u, w, b, steps):
-    def rnn(x):
-        h = rt.zeros((1, w.shape[0]))
-        i = 0
-        while i < steps and h.sum() < 1e9:
-            h = rt.tanh(x[i] @ u + h @ w + b)
-            i += 1
-        return h
-    return rnn
 
 
 def _numpy_rnn(x, u, w, b, steps):

@@ -10,6 +10,7 @@ import pytest
 import runtime as rt
 from runtime import native
 from runtime.native.numpy_loops import probe_values, same_bits
+from tests.unit.test_native_straight import _plans
 from transpiler import to_static
 
 needs_llvm = pytest.mark.skipif(not native.available(), reason=f"native tier off: {native.why_unavailable()}")
@@ -19,14 +20,11 @@ RNG = np.random.default_rng(27)
 
 def _run_both(fn, *args):
     """(native plan, native outputs, NumPy outputs) of fn traced on args; the native plan run past its trial."""
-    program = to_static(fn).get_program(*args)
-    feed = {v.name: a for v, a in zip(program.inputs, args)}
-    plan = rt.Executor(native=True).compile(program)
-    native.wait()
+    plan, numpy_plan, feed = _plans(fn, *args)
     declined = native.stats()["declined_calls"]
     with np.errstate(all="ignore"):
         got = [t.numpy() for t in plan.run(feed)]
-        want = [t.numpy() for t in rt.Executor(native=False).run(program, feed)]
+        want = [t.numpy() for t in numpy_plan.run(feed)]
     if all(why == "native" for _, why in plan.native_regions):
         assert native.stats()["declined_calls"] == declined, "a native region handed its call back to NumPy"
     return plan, got, want
